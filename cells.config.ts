@@ -1,0 +1,65 @@
+import { defineFleet } from './lib/fleet';
+
+/**
+ * The example fleet: two regions, one canary cell and seven regular cells.
+ * Cell accounts live in cells.accounts.json (written by `cellctl accounts ensure`);
+ * the ids shipped there are examples so `npx cdk synth` works offline.
+ */
+export default defineFleet({
+  app: 'orders',
+  partitionKey: { source: 'header', name: 'x-tenant-id' },
+  bucketCount: 16384,
+  accounts: {
+    tooling: '111111111111',
+    router: '222222222222',
+  },
+  regions: {
+    'eu-west-1': { availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] },
+    'us-east-1': { availabilityZones: ['us-east-1a', 'us-east-1b', 'us-east-1c'] },
+  },
+  workload: {
+    image: 'public.ecr.aws/nginx/nginx:stable',
+    containerPort: 80,
+    healthCheckPath: '/',
+    databasePort: 5433,
+  },
+  shapes: {
+    standard: {
+      compute: 'fargate',
+      cpu: 1024,
+      memoryMiB: 2048,
+      capacity: { min: 2, desired: 3, max: 12 },
+      database: { engine: 'aurora-postgresql', instanceClass: 'r6g.large', backupRetentionDays: 14 },
+      limits: { requestsPerSecond: 2000, maxTenants: 500, tenantRequestsPer5Min: 60000 },
+    },
+    small: {
+      compute: 'ec2',
+      cpu: 1024,
+      memoryMiB: 1536,
+      instanceType: 't3.medium',
+      capacity: { min: 2, desired: 2, max: 6 },
+      database: { engine: 'rds-postgresql', instanceClass: 't4g.medium', allocatedStorageGiB: 100, backupRetentionDays: 7 },
+      limits: { requestsPerSecond: 500, maxTenants: 100, tenantRequestsPer5Min: 15000 },
+    },
+  },
+  cells: [
+    { id: 'canary-eu', region: 'eu-west-1', cidr: '10.0.0.0/20', shape: 'standard', canary: true },
+    { id: 'eu-1', region: 'eu-west-1', cidr: '10.0.16.0/20', shape: 'standard' },
+    { id: 'eu-2', region: 'eu-west-1', cidr: '10.0.32.0/20', shape: 'standard' },
+    { id: 'eu-3', region: 'eu-west-1', cidr: '10.0.48.0/20', shape: 'small' },
+    { id: 'us-1', region: 'us-east-1', cidr: '10.1.0.0/20', shape: 'standard' },
+    { id: 'us-2', region: 'us-east-1', cidr: '10.1.16.0/20', shape: 'standard' },
+    { id: 'us-3', region: 'us-east-1', cidr: '10.1.32.0/20', shape: 'standard' },
+    { id: 'us-4', region: 'us-east-1', cidr: '10.1.48.0/20', shape: 'small' },
+  ],
+  waves: {
+    singleCellWaves: 2,
+    growthFactor: 2,
+    maxCellsPerWave: 10,
+    bakeSeconds: { canary: 3600, single: 1800, group: 900 },
+  },
+  alarms: {
+    errorRatePercent: 2,
+    p99LatencyMs: 1500,
+  },
+});

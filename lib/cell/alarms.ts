@@ -1,0 +1,117 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import { Construct } from 'constructs';
+import { AlarmThresholds } from '../fleet';
+import { CellData } from './data';
+import { CellQueues } from './queues';
+
+export interface CellAlarmsProps {
+  /** Prefix of every alarm name: `<app>-<cell>`. */
+  readonly namePrefix: string;
+  readonly thresholds: AlarmThresholds;
+  readonly loadBalancer: elbv2.ApplicationLoadBalancer;
+  readonly targetGroup: elbv2.ApplicationTargetGroup;
+  readonly data: CellData;
+  readonly queues: CellQueues;
+}
+
+const PERIOD = Duration.minutes(1);
+const GIB = 1024 ** 3;
+
+/**
+ * Every alarm of one cell, each named `<app>-<cell>-<signal>`, and `health`: the composite alarm
+ * that means "this cell is unhealthy". ECS deployment alarms, ASG instance refresh and the
+ * pipeline's bake all watch `health`, so a bad change is rolled back on this cell's signals only.
+ */
+export class CellAlarms extends Construct {
+  public readonly errorRate: cloudwatch.Alarm;
+  public readonly latencyP99: cloudwatch.Alarm;
+  public readonly unhealthyHosts: cloudwatch.Alarm;
+  public readonly databaseCpu: cloudwatch.Alarm;
+  public readonly databaseConnections: cloudwatch.Alarm;
+  public readonly databaseFreeStorage: cloudwatch.Alarm;
+  public readonly oldestMessage: cloudwatch.Alarm;
+  public readonly deadLetters: cloudwatch.Alarm;
+  /** The cell's health: in ALARM when any request-path alarm is. */
+  public readonly health: cloudwatch.CompositeAlarm;
+  /** Every metric alarm of the cell, composite excluded. */
+  public readonly all: readonly cloudwatch.Alarm[];
+
+  constructor(scope: Construct, id: string, props: CellAlarmsProps) {
+    super(scope, id);
+    const t = props.thresholds;
+    const alb = props.loadBalancer.metrics;
+    const alarm = (name: string, metric: cloudwatch.IMetric, threshold: number, description: string, comparison = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD) =>
+      new cloudwatch.Alarm(this, name, {
+        alarmName: `${props.namePrefix}-${name.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`,
+        alarmDescription: `${props.namePrefix}: ${description}`,
+        metric,
+        threshold,
+        comparisonOperator: comparison,
+        evaluationPeriods: t.evaluationPeriods,
+        datapointsToAlarm: t.evaluationPeriods,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+
+    this.errorRate = alarm(
+      'ErrorRate',
+      new cloudwatch.MathExpression({
+        expression: 'IF(requests > 0, 100 * (target5xx + elb5xx) / requests, 0)',
+        usingMetrics: {
+          requests: alb.requestCount({ period: PERIOD, statistic: 'Sum' }),
+          target5xx: alb.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, { period: PERIOD, statistic: 'Sum' }),
+          elb5xx: alb.httpCodeElb(elbv2.HttpCodeElb.ELB_5XX_COUNT, { period: PERIOD, statistic: 'Sum' }),
+        },
+        label: '5xx %',
+        period: PERIOD,
+      }),
+      t.errorRatePercent,
+      `5xx responses >= ${t.errorRatePercent}% of requests`,
+    );
+    this.latencyP99 = alarm(
+      'LatencyP99',
+      props.targetGroup.metrics.targetResponseTime({ period: PERIOD, statistic: 'p99' }),
+      t.p99LatencyMs / 1000,
+      `p99 target response time >= ${t.p99LatencyMs} ms`,
+    );
+    this.unhealthyHosts = alarm(
+      'UnhealthyHosts',
+      props.targetGroup.metrics.unhealthyHostCount({ period: PERIOD, statistic: 'Maximum' }),
+      t.unhealthyHosts,
+      `>= ${t.unhealthyHosts} unhealthy targets`,
+    );
+    this.databaseCpu = alarm('DatabaseCpu', props.data.cpu, t.dbCpuPercent, `database CPU >= ${t.dbCpuPercent}%`);
+    this.databaseConnections = alarm('DatabaseConnections', props.data.databaseConnections, t.dbConnections, `database connections >= ${t.dbConnections}`);
+    this.databaseFreeStorage = alarm(
+      'DatabaseFreeStorage',
+      props.data.freeStorageBytes,
+      t.dbFreeStorageGiB * GIB,
+      `database free storage <= ${t.dbFreeStorageGiB} GiB`,
+      cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
+    );
+    this.oldestMessage = alarm(
+      'OldestMessage',
+      props.queues.work.metricApproximateAgeOfOldestMessage({ period: PERIOD, statistic: 'Maximum' }),
+      t.oldestMessageSeconds,
+      `oldest work message >= ${t.oldestMessageSeconds} s`,
+    );
+    this.deadLetters = alarm(
+      'DeadLetters',
+      props.queues.deadLetter.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: 'Maximum' }),
+      t.dlqMessages,
+      `>= ${t.dlqMessages} messages in the dead-letter queue`,
+    );
+    this.all = [
+      this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu,
+      this.databaseConnections, this.databaseFreeStorage, this.oldestMessage, this.deadLetters,
+    ];
+    // Free storage is a capacity signal, not a change signal: it pages, but never rolls a deploy back.
+    const changeSignals = this.all.filter((a) => a !== this.databaseFreeStorage);
+    this.health = new cloudwatch.CompositeAlarm(this, 'Health', {
+      compositeAlarmName: `${props.namePrefix}-health`,
+      alarmDescription: `${props.namePrefix}: cell unhealthy; deployments to this cell roll back while it is in ALARM`,
+      alarmRule: cloudwatch.AlarmRule.anyOf(...changeSignals.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
+    });
+  }
+}

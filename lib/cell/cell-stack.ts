@@ -1,0 +1,53 @@
+import { CfnOutput, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import { Cell as CellModel, Fleet } from '../fleet';
+import { Cell } from './cell';
+
+export interface CellStackProps extends Omit<StackProps, 'env'> {
+  readonly cell: CellModel;
+  readonly fleet: Fleet;
+}
+
+/** Stack name of a cell: `<app>-cell-<id>`. */
+export function cellStackName(fleet: Fleet, cellId: string): string {
+  return `${fleet.app}-cell-${cellId}`;
+}
+
+/**
+ * One cell, deployed into the cell's own account and region. Every taggable resource carries
+ * `cell` = cell id and `app` = app name.
+ */
+export class CellStack extends Stack {
+  public readonly cell: Cell;
+  private readonly zones: readonly string[];
+
+  constructor(scope: Construct, id: string, { cell, fleet, ...stackProps }: CellStackProps) {
+    super(scope, id, {
+      stackName: cellStackName(fleet, cell.id),
+      description: `${fleet.app} cell ${cell.id} (${cell.region}, shape ${cell.shapeName})`,
+      terminationProtection: true,
+      ...stackProps,
+      env: { account: cell.account, region: cell.region },
+    });
+    this.zones = cell.availabilityZones;
+    Tags.of(this).add('cell', cell.id);
+    Tags.of(this).add('app', fleet.app);
+    this.cell = new Cell(this, 'Cell', { cell, fleet });
+
+    const entry = this.cell.entry;
+    new CfnOutput(this, 'EndpointServiceName', {
+      description: 'PrivateLink service the router creates its interface endpoint for',
+      value: entry.endpointService.vpcEndpointServiceName,
+    });
+    new CfnOutput(this, 'Endpoint', {
+      description: 'Cell entry (internal ALB) URL inside the cell VPC',
+      value: `${entry.protocol}://${entry.loadBalancer.loadBalancerDnsName}:${entry.port}`,
+    });
+    new CfnOutput(this, 'HealthAlarmName', { value: this.cell.alarms.health.alarmName });
+  }
+
+  /** AZs come from the fleet config: no lookup, so synth works offline. */
+  public override get availabilityZones(): string[] {
+    return [...this.zones];
+  }
+}

@@ -1,0 +1,94 @@
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import { Construct } from 'constructs';
+import { Cell as CellModel, Fleet } from '../fleet';
+import { CellAlarms } from './alarms';
+import { CellCompute } from './compute';
+import { CellDashboard } from './dashboard';
+import { CellData } from './data';
+import { CellEntry } from './entry';
+import { CellNetwork } from './network';
+import { CellQueues } from './queues';
+
+export interface CellProps {
+  /** The cell, as resolved from the fleet config. */
+  readonly cell: CellModel;
+  /** The fleet it belongs to (app name, router account, workload, alarm thresholds). */
+  readonly fleet: Fleet;
+}
+
+/** The header WAF throttles on: the configured one, or the one the router forwards the key in. */
+export function tenantHeaderOf(fleet: Fleet): string {
+  return fleet.partitionKey.source === 'header' ? fleet.partitionKey.name : 'x-tenant-id';
+}
+
+/**
+ * One complete, independent copy of the workload: network, entry, compute, data, queues, alarms
+ * and dashboard. Cells share nothing; every name carries the cell id.
+ */
+export class Cell extends Construct {
+  public readonly network: CellNetwork;
+  public readonly entry: CellEntry;
+  public readonly compute: CellCompute;
+  public readonly data: CellData;
+  public readonly queues: CellQueues;
+  public readonly alarms: CellAlarms;
+  public readonly dashboard: CellDashboard;
+
+  constructor(scope: Construct, id: string, props: CellProps) {
+    super(scope, id);
+    const { cell, fleet } = props;
+    if (!fleet.cells.some((c) => c.id === cell.id)) {
+      throw new Error(`Cell: cell \`${cell.id}\` is not part of fleet \`${fleet.app}\``);
+    }
+    const namePrefix = `${fleet.app}-${cell.id}`;
+    this.network = new CellNetwork(this, 'Network', { cidr: cell.cidr, availabilityZones: cell.availabilityZones });
+    this.queues = new CellQueues(this, 'Queues');
+    this.data = new CellData(this, 'Data', {
+      vpc: this.network.vpc,
+      subnets: this.network.dataSubnets,
+      rotationSubnets: this.network.appSubnets,
+      engine: cell.shape.database.engine,
+      instanceClass: cell.shape.database.instanceClass,
+      port: fleet.workload.databasePort,
+      allocatedStorageGiB: cell.shape.database.allocatedStorageGiB,
+      backupRetentionDays: cell.shape.database.backupRetentionDays,
+    });
+    this.entry = new CellEntry(this, 'Entry', {
+      cellId: cell.id,
+      vpc: this.network.vpc,
+      subnets: this.network.appSubnets,
+      routerAccount: fleet.accounts.router,
+      tenantHeader: tenantHeaderOf(fleet),
+      tenantRequestsPer5Min: cell.shape.limits.tenantRequestsPer5Min,
+      targetType: cell.shape.compute === 'fargate' ? elbv2.TargetType.IP : elbv2.TargetType.INSTANCE,
+      targetPort: fleet.workload.containerPort,
+      healthCheckPath: fleet.workload.healthCheckPath,
+      certificateArn: cell.certificateArn,
+    });
+    this.alarms = new CellAlarms(this, 'Alarms', {
+      namePrefix,
+      thresholds: fleet.alarms,
+      loadBalancer: this.entry.loadBalancer,
+      targetGroup: this.entry.targetGroup,
+      data: this.data,
+      queues: this.queues,
+    });
+    this.compute = new CellCompute(this, 'Compute', {
+      cellId: cell.id,
+      vpc: this.network.vpc,
+      subnets: this.network.appSubnets,
+      shape: cell.shape,
+      image: fleet.workload.image,
+      containerPort: fleet.workload.containerPort,
+      targetGroup: this.entry.targetGroup,
+      loadBalancer: this.entry.loadBalancer,
+      databaseSecret: this.data.secret,
+      workQueue: this.queues.work,
+      healthAlarm: this.alarms.health,
+    });
+    this.data.allowFrom(this.compute, `${cell.id}: workload to database`);
+    // ECS and the ASG check the alarm exists when a deployment starts.
+    this.compute.node.addDependency(this.alarms.health);
+    this.dashboard = new CellDashboard(this, 'Dashboard', { name: namePrefix, alarms: this.alarms });
+  }
+}

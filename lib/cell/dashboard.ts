@@ -1,0 +1,28 @@
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { Construct } from 'constructs';
+import { CellAlarms } from './alarms';
+
+export interface CellDashboardProps {
+  /** Dashboard name: `<app>-<cell>`. */
+  readonly name: string;
+  readonly alarms: CellAlarms;
+}
+
+/** One dashboard per cell: its health first, then one graph per alarm with the threshold drawn. */
+export class CellDashboard extends Construct {
+  public readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: CellDashboardProps) {
+    super(scope, id);
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: props.name });
+    this.dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({
+        title: `${props.name} health`,
+        alarms: [props.alarms.health, ...props.alarms.all],
+        width: 24,
+        height: 4,
+      }),
+    );
+    this.dashboard.addWidgets(...props.alarms.all.map((alarm) => new cloudwatch.AlarmWidget({ alarm, title: alarm.node.id, width: 6, height: 6 })));
+  }
+}

@@ -1,0 +1,117 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as rds from 'aws-cdk-lib/aws-rds';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { DatabaseEngine } from '../fleet';
+
+export interface CellDataProps {
+  readonly vpc: ec2.IVpc;
+  /** Isolated subnets: no route to or from the internet. */
+  readonly subnets: ec2.SubnetSelection;
+  /** Where the rotation function runs: it needs to reach Secrets Manager. */
+  readonly rotationSubnets: ec2.SubnetSelection;
+  readonly engine: DatabaseEngine;
+  /** Instance class without the `db.` prefix, for example `r6g.large`. */
+  readonly instanceClass: string;
+  /** Listener port; a non-default port on purpose. */
+  readonly port: number;
+  /**
+   * RDS PostgreSQL storage (Aurora grows on its own).
+   * @default 100
+   */
+  readonly allocatedStorageGiB?: number;
+  /**
+   * Days of automated backups.
+   * @default 7
+   */
+  readonly backupRetentionDays?: number;
+  /**
+   * Days between credential rotations.
+   * @default 30
+   */
+  readonly rotationDays?: number;
+}
+
+const ADMIN_USER = 'cell_admin';
+
+/**
+ * The cell's relational database: Aurora PostgreSQL (writer + reader in another AZ) or Multi-AZ
+ * RDS PostgreSQL. Encrypted, IAM auth, deletion protection, snapshots on removal, credentials in
+ * Secrets Manager rotated on a schedule, isolated subnets, reachable only from what `allowFrom` names.
+ */
+export class CellData extends Construct {
+  public readonly secret: secretsmanager.ISecret;
+  public readonly connections: ec2.Connections;
+  public readonly engine: DatabaseEngine;
+  /** CPU of the writer (Aurora: cluster-wide) instance. */
+  public readonly cpu: cloudwatch.IMetric;
+  public readonly databaseConnections: cloudwatch.IMetric;
+  /** Free storage in bytes: Aurora's local storage or RDS's allocated storage. */
+  public readonly freeStorageBytes: cloudwatch.IMetric;
+
+  constructor(scope: Construct, id: string, props: CellDataProps) {
+    super(scope, id);
+    const retention = props.backupRetentionDays ?? 7;
+    if (!Number.isInteger(retention) || retention < 1 || retention > 35) {
+      throw new Error(`CellData: backupRetentionDays ${retention} must be 1-35`);
+    }
+    const instanceType = new ec2.InstanceType(props.instanceClass);
+    const credentials = rds.Credentials.fromGeneratedSecret(ADMIN_USER);
+    const common = {
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      credentials,
+      storageEncrypted: true,
+      deletionProtection: true,
+      iamAuthentication: true,
+      port: props.port,
+      cloudwatchLogsExports: ['postgresql'],
+      removalPolicy: RemovalPolicy.SNAPSHOT,
+      copyTagsToSnapshot: true,
+    };
+    let database: rds.DatabaseCluster | rds.DatabaseInstance;
+    if (props.engine === 'aurora-postgresql') {
+      const cluster = new rds.DatabaseCluster(this, 'Cluster', {
+        ...common,
+        engine: rds.DatabaseClusterEngine.auroraPostgres({ version: rds.AuroraPostgresEngineVersion.VER_16_6 }),
+        writer: rds.ClusterInstance.provisioned('Writer', { instanceType }),
+        // A reader in another AZ is what makes Aurora Multi-AZ: failover promotes it.
+        readers: [rds.ClusterInstance.provisioned('Reader', { instanceType, promotionTier: 1 })],
+        backup: { retention: Duration.days(retention) },
+      });
+      this.cpu = cluster.metricCPUUtilization({ period: Duration.minutes(1) });
+      this.databaseConnections = cluster.metricDatabaseConnections({ period: Duration.minutes(1) });
+      this.freeStorageBytes = cluster.metricFreeLocalStorage({ period: Duration.minutes(1), statistic: 'Minimum' });
+      database = cluster;
+    } else {
+      const instance = new rds.DatabaseInstance(this, 'Instance', {
+        ...common,
+        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_16_6 }),
+        instanceType,
+        multiAz: true,
+        allocatedStorage: props.allocatedStorageGiB ?? 100,
+        storageType: rds.StorageType.GP3,
+        backupRetention: Duration.days(retention),
+        autoMinorVersionUpgrade: true,
+      });
+      this.cpu = instance.metricCPUUtilization({ period: Duration.minutes(1) });
+      this.databaseConnections = instance.metricDatabaseConnections({ period: Duration.minutes(1) });
+      this.freeStorageBytes = instance.metricFreeStorageSpace({ period: Duration.minutes(1), statistic: 'Minimum' });
+      database = instance;
+    }
+    this.engine = props.engine;
+    this.secret = database.secret!;
+    this.connections = database.connections;
+    database.addRotationSingleUser({
+      automaticallyAfter: Duration.days(props.rotationDays ?? 30),
+      vpcSubnets: props.rotationSubnets,
+    });
+  }
+
+  /** Lets `peer` open connections to the database port, and nothing else. */
+  public allowFrom(peer: ec2.IConnectable, description: string): void {
+    this.connections.allowDefaultPortFrom(peer, description);
+  }
+}

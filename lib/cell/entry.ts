@@ -1,0 +1,173 @@
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as targets from 'aws-cdk-lib/aws-elasticloadbalancingv2-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
+import { Construct } from 'constructs';
+
+export interface CellEntryProps {
+  readonly cellId: string;
+  readonly vpc: ec2.IVpc;
+  /** Subnets for both load balancers: private, never public. */
+  readonly subnets: ec2.SubnetSelection;
+  /** The only account allowed to connect to the cell's endpoint service. */
+  readonly routerAccount: string;
+  /** Header WAF counts per tenant (the partition key as the router forwards it). */
+  readonly tenantHeader: string;
+  /** Requests one tenant may send in 5 minutes before WAF blocks it. */
+  readonly tenantRequestsPer5Min: number;
+  /** `fargate` registers tasks by IP, `ec2` registers instances. */
+  readonly targetType: elbv2.TargetType;
+  readonly targetPort: number;
+  readonly healthCheckPath: string;
+  /**
+   * ACM certificate for an HTTPS listener.
+   * @default - HTTP on port 80, reachable only through PrivateLink
+   */
+  readonly certificateArn?: string;
+}
+
+/**
+ * The cell's front door. An internal ALB (WAF-throttled per tenant) sits behind an internal NLB
+ * that is published as a PrivateLink endpoint service allow-listing only the router account.
+ *
+ * Why PrivateLink: the router reaches each cell through an interface endpoint in its own VPC, so
+ * cells need no routable path, no peering and no overlapping-CIDR constraints, and nothing but
+ * the allow-listed account can even open a connection. The NLB's security group has no inbound
+ * rule and does not filter PrivateLink traffic, so inside the cell VPC nothing else can reach the
+ * NLB either; the ALB accepts traffic only from the NLB's security group.
+ */
+export class CellEntry extends Construct {
+  public readonly loadBalancer: elbv2.ApplicationLoadBalancer;
+  public readonly listener: elbv2.ApplicationListener;
+  public readonly targetGroup: elbv2.ApplicationTargetGroup;
+  public readonly privateLink: elbv2.NetworkLoadBalancer;
+  public readonly endpointService: ec2.VpcEndpointService;
+  public readonly webAcl: wafv2.CfnWebACL;
+  public readonly accessLogs: s3.Bucket;
+  /** 443 with a certificate, else 80. */
+  public readonly port: number;
+  public readonly protocol: 'https' | 'http';
+
+  constructor(scope: Construct, id: string, props: CellEntryProps) {
+    super(scope, id);
+    if (!/^\d{12}$/.test(props.routerAccount)) {
+      throw new Error(`CellEntry: routerAccount \`${props.routerAccount}\` is not a 12-digit account id`);
+    }
+    if (!Number.isInteger(props.tenantRequestsPer5Min) || props.tenantRequestsPer5Min < 10) {
+      throw new Error(`CellEntry: tenantRequestsPer5Min ${props.tenantRequestsPer5Min} must be an integer >= 10 (WAF minimum)`);
+    }
+    this.protocol = props.certificateArn ? 'https' : 'http';
+    this.port = props.certificateArn ? 443 : 80;
+
+    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      // ELB log delivery supports SSE-S3 only.
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      versioned: true,
+      lifecycleRules: [{ expiration: Duration.days(365), noncurrentVersionExpiration: Duration.days(30) }],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(this.accessLogs).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason: 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse, and a second log bucket would carry the same finding.',
+    });
+
+    const nlbSecurityGroup = new ec2.SecurityGroup(this, 'PrivateLinkSecurityGroup', {
+      vpc: props.vpc,
+      description: `${props.cellId}: PrivateLink NLB; no inbound rules, PrivateLink traffic is not filtered`,
+      allowAllOutbound: false,
+    });
+    const albSecurityGroup = new ec2.SecurityGroup(this, 'LoadBalancerSecurityGroup', {
+      vpc: props.vpc,
+      description: `${props.cellId}: ALB; inbound only from the PrivateLink NLB`,
+      allowAllOutbound: false,
+    });
+    albSecurityGroup.addIngressRule(nlbSecurityGroup, ec2.Port.tcp(this.port), 'from the PrivateLink NLB only');
+    nlbSecurityGroup.addEgressRule(albSecurityGroup, ec2.Port.tcp(this.port), 'to the cell ALB');
+
+    this.loadBalancer = new elbv2.ApplicationLoadBalancer(this, 'LoadBalancer', {
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      internetFacing: false,
+      securityGroup: albSecurityGroup,
+      dropInvalidHeaderFields: true,
+      deletionProtection: true,
+    });
+    this.loadBalancer.logAccessLogs(this.accessLogs, 'alb');
+
+    this.targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {
+      vpc: props.vpc,
+      targetType: props.targetType,
+      port: props.targetPort,
+      protocol: elbv2.ApplicationProtocol.HTTP,
+      deregistrationDelay: Duration.seconds(30),
+      healthCheck: { path: props.healthCheckPath, interval: Duration.seconds(15), healthyThresholdCount: 2, unhealthyThresholdCount: 3 },
+    });
+    this.listener = props.certificateArn
+      ? this.loadBalancer.addListener('Https', {
+          port: 443,
+          protocol: elbv2.ApplicationProtocol.HTTPS,
+          certificates: [elbv2.ListenerCertificate.fromArn(props.certificateArn)],
+          sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS,
+          defaultTargetGroups: [this.targetGroup],
+          open: false,
+        })
+      : this.loadBalancer.addListener('Http', {
+          port: 80,
+          protocol: elbv2.ApplicationProtocol.HTTP,
+          defaultTargetGroups: [this.targetGroup],
+          open: false,
+        });
+
+    this.privateLink = new elbv2.NetworkLoadBalancer(this, 'PrivateLink', {
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      internetFacing: false,
+      crossZoneEnabled: true,
+      securityGroups: [nlbSecurityGroup],
+      enforceSecurityGroupInboundRulesOnPrivateLinkTraffic: false,
+      deletionProtection: true,
+    });
+    this.privateLink.logAccessLogs(this.accessLogs, 'nlb');
+    this.privateLink
+      .addListener('Tcp', { port: this.port, protocol: elbv2.Protocol.TCP })
+      .addTargets('Alb', { port: this.port, targets: [new targets.AlbListenerTarget(this.listener)] });
+
+    this.endpointService = new ec2.VpcEndpointService(this, 'EndpointService', {
+      vpcEndpointServiceLoadBalancers: [this.privateLink],
+      // The allow-list below is the control; acceptance would need a human for every router endpoint.
+      acceptanceRequired: false,
+      allowedPrincipals: [new iam.ArnPrincipal(`arn:aws:iam::${props.routerAccount}:root`)],
+    });
+
+    this.webAcl = new wafv2.CfnWebACL(this, 'WebAcl', {
+      scope: 'REGIONAL',
+      defaultAction: { allow: {} },
+      visibilityConfig: { cloudWatchMetricsEnabled: true, sampledRequestsEnabled: true, metricName: `${props.cellId}-web-acl` },
+      rules: [
+        {
+          name: 'per-tenant-rate',
+          priority: 0,
+          action: { block: {} },
+          statement: {
+            rateBasedStatement: {
+              limit: props.tenantRequestsPer5Min,
+              evaluationWindowSec: 300,
+              aggregateKeyType: 'CUSTOM_KEYS',
+              customKeys: [{ header: { name: props.tenantHeader, textTransformations: [{ priority: 0, type: 'NONE' }] } }],
+            },
+          },
+          visibilityConfig: { cloudWatchMetricsEnabled: true, sampledRequestsEnabled: true, metricName: `${props.cellId}-tenant-rate` },
+        },
+      ],
+    });
+    new wafv2.CfnWebACLAssociation(this, 'WebAclAssociation', {
+      resourceArn: this.loadBalancer.loadBalancerArn,
+      webAclArn: this.webAcl.attrArn,
+    });
+  }
+}

@@ -1,0 +1,67 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+export interface CellNetworkProps {
+  /** The VPC's IPv4 range; distinct from every other cell's (checked by the fleet config). */
+  readonly cidr: string;
+  /** Availability Zones from the fleet config (at least 2; no lookup). */
+  readonly availabilityZones: readonly string[];
+  /**
+   * Days to keep VPC flow logs.
+   * @default logs.RetentionDays.ONE_YEAR
+   */
+  readonly flowLogRetention?: logs.RetentionDays;
+}
+
+const SUBNET_TIERS = 3;
+
+/**
+ * The cell's own VPC: public (NAT only), app (load balancers, compute) and isolated data subnets
+ * in every AZ, one NAT gateway per AZ so an AZ failure stays in that AZ, all traffic flow-logged.
+ * No peering, no transit gateway: the only way in is the cell's PrivateLink endpoint service.
+ */
+export class CellNetwork extends Construct {
+  public readonly vpc: ec2.Vpc;
+  public readonly flowLogs: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: CellNetworkProps) {
+    super(scope, id);
+    if (props.availabilityZones.length < 2) {
+      throw new Error(`CellNetwork: availabilityZones needs at least 2 zones, got ${props.availabilityZones.length}`);
+    }
+    const prefix = Number(props.cidr.split('/')[1]);
+    // Split the range evenly across tiers × AZs (rounded up to a power of two).
+    const cidrMask = prefix + Math.ceil(Math.log2(SUBNET_TIERS * props.availabilityZones.length));
+    if (!Number.isInteger(prefix) || cidrMask > 28) {
+      throw new Error(`CellNetwork: cidr ${props.cidr} is too small for ${props.availabilityZones.length} AZs; use /22 or larger`);
+    }
+    this.vpc = new ec2.Vpc(this, 'Vpc', {
+      ipAddresses: ec2.IpAddresses.cidr(props.cidr),
+      availabilityZones: [...props.availabilityZones],
+      natGateways: props.availabilityZones.length,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask, mapPublicIpOnLaunch: false },
+        { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask },
+        { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask },
+      ],
+    });
+    this.flowLogs = new logs.LogGroup(this, 'FlowLogs', {
+      retention: props.flowLogRetention ?? logs.RetentionDays.ONE_YEAR,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.vpc.addFlowLog('FlowLog', {
+      destination: ec2.FlowLogDestination.toCloudWatchLogs(this.flowLogs),
+      trafficType: ec2.FlowLogTrafficType.ALL,
+    });
+  }
+
+  public get appSubnets(): ec2.SubnetSelection {
+    return { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
+  }
+
+  public get dataSubnets(): ec2.SubnetSelection {
+    return { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+  }
+}

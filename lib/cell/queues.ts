@@ -1,0 +1,42 @@
+import { Duration } from 'aws-cdk-lib';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+
+export interface CellQueuesProps {
+  /**
+   * Receives before a message moves to the dead-letter queue.
+   * @default 5
+   */
+  readonly maxReceiveCount?: number;
+  /**
+   * How long a received message stays invisible to other consumers.
+   * @default Duration.minutes(5)
+   */
+  readonly visibilityTimeout?: Duration;
+}
+
+/** The cell's work queue and its dead-letter queue: KMS-encrypted, TLS only. */
+export class CellQueues extends Construct {
+  public readonly work: sqs.Queue;
+  public readonly deadLetter: sqs.Queue;
+
+  constructor(scope: Construct, id: string, props: CellQueuesProps = {}) {
+    super(scope, id);
+    const maxReceiveCount = props.maxReceiveCount ?? 5;
+    if (!Number.isInteger(maxReceiveCount) || maxReceiveCount < 1 || maxReceiveCount > 1000) {
+      throw new Error(`CellQueues: maxReceiveCount ${maxReceiveCount} must be an integer from 1 to 1000`);
+    }
+    this.deadLetter = new sqs.Queue(this, 'DeadLetter', {
+      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    this.work = new sqs.Queue(this, 'Work', {
+      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: props.visibilityTimeout ?? Duration.minutes(5),
+      retentionPeriod: Duration.days(4),
+      deadLetterQueue: { queue: this.deadLetter, maxReceiveCount },
+    });
+  }
+}

@@ -1,0 +1,21 @@
+import { AlarmThresholds, PartitionKeySource } from './types';
+
+export const DEFAULT_PARTITION_KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
+export const DEFAULT_BUCKET_COUNT = 16384;
+export const DEFAULT_DATABASE_PORT = 5433;
+
+/** Thresholds a typical HTTP + Postgres workload is alarmed at; override per fleet. */
+export const DEFAULT_ALARMS: AlarmThresholds = {
+  errorRatePercent: 5,
+  p99LatencyMs: 2000,
+  unhealthyHosts: 1,
+  dbCpuPercent: 80,
+  dbConnections: 400,
+  dbFreeStorageGiB: 10,
+  oldestMessageSeconds: 900,
+  dlqMessages: 1,
+  evaluationPeriods: 3,
+};
+
+/** Bake times are bounded: under a minute watches nothing, over a day stalls every release. */
+export const BAKE_SECONDS_RANGE = { min: 60, max: 86_400 } as const;

@@ -1,0 +1,161 @@
+/**
+ * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK.
+ */
+
+/** Where the router reads the partition key (tenant id) from. */
+export type PartitionKeySource =
+  | { readonly source: 'header'; readonly name: string }
+  | { readonly source: 'path'; readonly segment: number }
+  | { readonly source: 'host'; readonly label: number };
+
+export type CellState = 'active' | 'draining' | 'quarantine';
+
+export type ComputeKind = 'fargate' | 'ec2';
+export type DatabaseEngine = 'aurora-postgresql' | 'rds-postgresql';
+
+/** The size of a cell: every cell of a shape is stamped identically. */
+export interface CellShape {
+  /** Compute flavour. @default 'fargate' */
+  readonly compute: ComputeKind;
+  /** Fargate task CPU units (256, 512, 1024, …) or ignored for EC2. */
+  readonly cpu: number;
+  /** Fargate task memory in MiB, or the container's memory reservation on EC2. */
+  readonly memoryMiB: number;
+  /** EC2 instance type when `compute` is 'ec2'. @default 't3.medium' */
+  readonly instanceType?: string;
+  /** Tasks / instances: minimum, desired, maximum. */
+  readonly capacity: { readonly min: number; readonly desired: number; readonly max: number };
+  readonly database: {
+    readonly engine: DatabaseEngine;
+    /** Instance class without the `db.` prefix, for example `r6g.large`. */
+    readonly instanceClass: string;
+    /** Allocated storage for RDS PostgreSQL (GiB); Aurora storage grows on its own. @default 100 */
+    readonly allocatedStorageGiB?: number;
+    /** Automated backup retention. @default 7 */
+    readonly backupRetentionDays?: number;
+  };
+  /** The limits this shape was load-tested at: what the cell is allowed to take. */
+  readonly limits: {
+    /** Sustained requests per second the cell was tested at. */
+    readonly requestsPerSecond: number;
+    /** Tenants the cell may hold. */
+    readonly maxTenants: number;
+    /** Requests one tenant may send in 5 minutes before WAF throttles it (WAF rate-based rule). */
+    readonly tenantRequestsPer5Min: number;
+  };
+}
+
+/** One cell as written in the config. */
+export interface CellConfig {
+  /** Lower-case id, `[a-z][a-z0-9-]{1,30}`, unique in the fleet. */
+  readonly id: string;
+  /** AWS region; must be one of the fleet's `regions`. */
+  readonly region: string;
+  /** The cell VPC's CIDR (/16 … /22); never overlaps another cell. */
+  readonly cidr: string;
+  /** Name of a shape in `shapes`. */
+  readonly shape: string;
+  /** The canary cell takes every change first. @default false */
+  readonly canary?: boolean;
+  /** @default 'active' */
+  readonly state?: CellState;
+  /** 12-digit AWS account id. @default - from `cells.accounts.json` */
+  readonly account?: string;
+  /** ACM certificate for the cell's HTTPS listener. @default - HTTP inside PrivateLink */
+  readonly certificateArn?: string;
+}
+
+export interface RegionConfig {
+  /** At least two, all in this region, for example `['eu-west-1a', 'eu-west-1b']`. */
+  readonly availabilityZones: readonly string[];
+}
+
+/** How waves are cut. Bake times are seconds. */
+export interface WavePolicy {
+  /** Single-cell waves after the canary. */
+  readonly singleCellWaves: number;
+  /** Each group wave is this many times the previous one (> 1). */
+  readonly growthFactor: number;
+  /** Cap on cells per wave. */
+  readonly maxCellsPerWave: number;
+  readonly bakeSeconds: { readonly canary: number; readonly single: number; readonly group: number };
+}
+
+/** Alarm thresholds, identical for every cell. */
+export interface AlarmThresholds {
+  /** 5xx responses as a percentage of requests. */
+  readonly errorRatePercent: number;
+  /** p99 target response time, milliseconds. */
+  readonly p99LatencyMs: number;
+  /** Unhealthy targets behind the cell's load balancer. */
+  readonly unhealthyHosts: number;
+  readonly dbCpuPercent: number;
+  readonly dbConnections: number;
+  readonly dbFreeStorageGiB: number;
+  /** Age of the oldest work-queue message, seconds. */
+  readonly oldestMessageSeconds: number;
+  /** Messages in the dead-letter queue. */
+  readonly dlqMessages: number;
+  /** Consecutive 1-minute periods before an alarm fires. */
+  readonly evaluationPeriods: number;
+}
+
+/** The application every cell runs. */
+export interface WorkloadConfig {
+  /** Container image, for example `public.ecr.aws/nginx/nginx:stable`. */
+  readonly image: string;
+  readonly containerPort: number;
+  readonly healthCheckPath: string;
+  /** Database port (non-default on purpose). @default 5433 */
+  readonly databasePort?: number;
+}
+
+/** What you write in `cells.config.ts`. */
+export interface FleetInput {
+  /** Application name, `[a-z][a-z0-9-]{1,20}`: prefixes stack, alarm and account names. */
+  readonly app: string;
+  /** @default { source: 'header', name: 'x-tenant-id' } */
+  readonly partitionKey?: PartitionKeySource;
+  /** Number of buckets keys hash into; a power of two. @default 16384 */
+  readonly bucketCount?: number;
+  readonly accounts: {
+    /** Where the pipeline lives. */
+    readonly tooling: string;
+    /** Where the routers and the mapping bucket live. */
+    readonly router: string;
+  };
+  readonly regions: Readonly<Record<string, RegionConfig>>;
+  readonly shapes: Readonly<Record<string, CellShape>>;
+  readonly workload: WorkloadConfig;
+  readonly cells: readonly CellConfig[];
+  readonly waves: WavePolicy;
+  /** @default DEFAULT_ALARMS */
+  readonly alarms?: Partial<AlarmThresholds>;
+}
+
+/** A cell with every default applied and its account resolved. */
+export interface Cell {
+  readonly id: string;
+  readonly region: string;
+  readonly cidr: string;
+  readonly shapeName: string;
+  readonly shape: CellShape;
+  readonly canary: boolean;
+  readonly state: CellState;
+  readonly account: string;
+  readonly availabilityZones: readonly string[];
+  readonly certificateArn?: string;
+}
+
+/** The validated fleet every other part consumes. */
+export interface Fleet {
+  readonly app: string;
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
+  readonly accounts: { readonly tooling: string; readonly router: string };
+  readonly regions: Readonly<Record<string, RegionConfig>>;
+  readonly workload: Required<WorkloadConfig>;
+  readonly cells: readonly Cell[];
+  readonly waves: WavePolicy;
+  readonly alarms: AlarmThresholds;
+}

@@ -1,0 +1,272 @@
+import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
+import { BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_DATABASE_PORT, DEFAULT_PARTITION_KEY } from './defaults';
+import { availabilityZoneProblems } from './regions';
+import { AlarmThresholds, Cell, CellShape, Fleet, FleetInput } from './types';
+
+const CELL_ID = /^[a-z][a-z0-9-]{1,30}$/;
+const APP_NAME = /^[a-z][a-z0-9-]{1,20}$/;
+const ACCOUNT_ID = /^\d{12}$/;
+const HEADER_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
+const FARGATE_CPU = [256, 512, 1024, 2048, 4096, 8192, 16384];
+const INSTANCE_TYPE = /^[a-z][a-z0-9-]*\.[a-z0-9]+$/;
+const CIDR_PREFIX = { min: 16, max: 22 } as const;
+const WAF_RATE_LIMIT = { min: 10, max: 2_000_000_000 } as const;
+
+/** Cell id → 12-digit account id, as written by `cellctl accounts ensure` to `cells.accounts.json`. */
+export type CellAccounts = Readonly<Record<string, string>>;
+
+/** Thrown when the fleet config is invalid; `problems` has one line per problem. */
+export class FleetConfigError extends Error {
+  constructor(public readonly problems: readonly string[]) {
+    super(`cells.config.ts has ${problems.length} problem(s):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'FleetConfigError';
+  }
+}
+
+const isInt = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n);
+const isPositive = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n > 0;
+
+function appProblems(input: FleetInput): string[] {
+  const problems: string[] = [];
+  if (typeof input.app !== 'string' || !APP_NAME.test(input.app)) {
+    problems.push(`app: \`${input.app}\` is not a valid name; use 2-21 characters of a-z, 0-9 and '-', starting with a letter`);
+  }
+  const bucketCount = input.bucketCount ?? DEFAULT_BUCKET_COUNT;
+  if (!isInt(bucketCount) || bucketCount < 1024 || bucketCount > 1_048_576 || (bucketCount & (bucketCount - 1)) !== 0) {
+    problems.push(`bucketCount: ${bucketCount} must be a power of two between 1024 and 1048576 (default 16384)`);
+  }
+  const key = input.partitionKey ?? DEFAULT_PARTITION_KEY;
+  if (key.source === 'header' && !HEADER_NAME.test(key.name)) {
+    problems.push(`partitionKey.name: \`${key.name}\` is not a lower-case HTTP header name such as \`x-tenant-id\``);
+  } else if (key.source === 'path' && (!isInt(key.segment) || key.segment < 1 || key.segment > 16)) {
+    problems.push(`partitionKey.segment: ${key.segment} must be an integer from 1 (first path segment) to 16`);
+  } else if (key.source === 'host' && (!isInt(key.label) || key.label < 1 || key.label > 8)) {
+    problems.push(`partitionKey.label: ${key.label} must be an integer from 1 (left-most host label) to 8`);
+  } else if (!['header', 'path', 'host'].includes(key.source)) {
+    problems.push(`partitionKey.source: must be 'header', 'path' or 'host'`);
+  }
+  for (const role of ['tooling', 'router'] as const) {
+    const account = input.accounts?.[role];
+    if (typeof account !== 'string' || !ACCOUNT_ID.test(account)) {
+      problems.push(`accounts.${role}: \`${account}\` is not a 12-digit AWS account id`);
+    }
+  }
+  const workload = input.workload;
+  if (!workload) {
+    problems.push('workload: missing; set the container image, port and health-check path every cell runs');
+  } else {
+    if (typeof workload.image !== 'string' || workload.image.trim() === '') problems.push('workload.image: empty; set a container image');
+    for (const field of ['containerPort', 'databasePort'] as const) {
+      const port = workload[field];
+      if (port !== undefined && (!isInt(port) || port < 1 || port > 65535)) {
+        problems.push(`workload.${field}: ${port} is not a TCP port (1-65535)`);
+      }
+    }
+    if (typeof workload.healthCheckPath !== 'string' || !workload.healthCheckPath.startsWith('/')) {
+      problems.push(`workload.healthCheckPath: \`${workload.healthCheckPath}\` must start with '/'`);
+    }
+  }
+  return problems;
+}
+
+function regionProblems(input: FleetInput): string[] {
+  const regions = Object.entries(input.regions ?? {});
+  if (regions.length === 0) return ['regions: none; describe at least one region with its Availability Zones'];
+  return regions.flatMap(([region, config]) => availabilityZoneProblems(region, config?.availabilityZones ?? []));
+}
+
+/** Problems with one shape: limits and sizes that cannot work together. */
+export function shapeProblems(name: string, shape: CellShape): string[] {
+  const at = `shape \`${name}\``;
+  const problems: string[] = [];
+  if (shape.compute !== 'fargate' && shape.compute !== 'ec2') problems.push(`${at}: compute must be 'fargate' or 'ec2'`);
+  if (shape.compute === 'fargate') {
+    if (!FARGATE_CPU.includes(shape.cpu)) problems.push(`${at}: cpu ${shape.cpu} is not a Fargate size (${FARGATE_CPU.join(', ')})`);
+    else if (!isInt(shape.memoryMiB) || shape.memoryMiB < shape.cpu * 2 || shape.memoryMiB > shape.cpu * 8) {
+      problems.push(`${at}: memoryMiB ${shape.memoryMiB} does not fit cpu ${shape.cpu}; Fargate needs ${shape.cpu * 2}-${shape.cpu * 8} MiB`);
+    }
+  } else if (shape.compute === 'ec2') {
+    if (shape.instanceType !== undefined && !INSTANCE_TYPE.test(shape.instanceType)) {
+      problems.push(`${at}: instanceType \`${shape.instanceType}\` is not an EC2 instance type such as \`m7g.large\``);
+    }
+    if (!isPositive(shape.memoryMiB)) problems.push(`${at}: memoryMiB must be positive`);
+  }
+  const { min, desired, max } = shape.capacity ?? ({} as CellShape['capacity']);
+  if (![min, desired, max].every(isInt) || min < 2 || !(min <= desired && desired <= max)) {
+    problems.push(`${at}: capacity needs integers with 2 <= min <= desired <= max (one per AZ at least); got min ${min}, desired ${desired}, max ${max}`);
+  }
+  const db = shape.database;
+  if (!db) {
+    problems.push(`${at}: database missing`);
+  } else {
+    if (db.engine !== 'aurora-postgresql' && db.engine !== 'rds-postgresql') problems.push(`${at}: database.engine must be 'aurora-postgresql' or 'rds-postgresql'`);
+    if (!/^[a-z][a-z0-9]*\.[a-z0-9]+$/.test(db.instanceClass ?? '')) problems.push(`${at}: database.instanceClass \`${db.instanceClass}\` should look like \`r6g.large\` (no 'db.' prefix)`);
+    if (db.allocatedStorageGiB !== undefined && (!isInt(db.allocatedStorageGiB) || db.allocatedStorageGiB < 20 || db.allocatedStorageGiB > 65536)) {
+      problems.push(`${at}: database.allocatedStorageGiB ${db.allocatedStorageGiB} must be an integer from 20 to 65536`);
+    }
+    if (db.backupRetentionDays !== undefined && (!isInt(db.backupRetentionDays) || db.backupRetentionDays < 1 || db.backupRetentionDays > 35)) {
+      problems.push(`${at}: database.backupRetentionDays ${db.backupRetentionDays} must be 1-35`);
+    }
+  }
+  const limits = shape.limits;
+  if (!limits) {
+    problems.push(`${at}: limits missing; record the load the shape was tested at`);
+  } else {
+    if (!isPositive(limits.requestsPerSecond)) problems.push(`${at}: limits.requestsPerSecond must be positive`);
+    if (!isInt(limits.maxTenants) || limits.maxTenants < 1) problems.push(`${at}: limits.maxTenants must be a positive integer`);
+    const rate = limits.tenantRequestsPer5Min;
+    if (!isInt(rate) || rate < WAF_RATE_LIMIT.min || rate > WAF_RATE_LIMIT.max) {
+      problems.push(`${at}: limits.tenantRequestsPer5Min ${rate} must be an integer WAF accepts (${WAF_RATE_LIMIT.min}-${WAF_RATE_LIMIT.max})`);
+    } else if (isPositive(limits.requestsPerSecond) && rate > limits.requestsPerSecond * 300) {
+      problems.push(
+        `${at}: limits.tenantRequestsPer5Min ${rate} lets one tenant exceed the whole cell's tested ${limits.requestsPerSecond} rps (${limits.requestsPerSecond * 300} per 5 min); lower it`,
+      );
+    }
+  }
+  return problems;
+}
+
+function alarmProblems(alarms: AlarmThresholds): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(alarms)) {
+    if (!isPositive(value)) problems.push(`alarms.${name}: ${value} must be a positive number`);
+  }
+  for (const name of ['errorRatePercent', 'dbCpuPercent'] as const) {
+    if (alarms[name] > 100) problems.push(`alarms.${name}: ${alarms[name]} is a percentage; use 1-100`);
+  }
+  if (!isInt(alarms.evaluationPeriods) || alarms.evaluationPeriods > 10) {
+    problems.push(`alarms.evaluationPeriods: ${alarms.evaluationPeriods} must be an integer from 1 to 10`);
+  }
+  return problems;
+}
+
+function waveProblems(input: FleetInput): string[] {
+  const waves = input.waves;
+  if (!waves) return ['waves: missing; set singleCellWaves, growthFactor, maxCellsPerWave and bakeSeconds'];
+  const problems: string[] = [];
+  if (!isInt(waves.singleCellWaves) || waves.singleCellWaves < 0) problems.push(`waves.singleCellWaves: ${waves.singleCellWaves} must be an integer >= 0`);
+  if (!(typeof waves.growthFactor === 'number' && waves.growthFactor > 1 && waves.growthFactor <= 10)) {
+    problems.push(`waves.growthFactor: ${waves.growthFactor} must be greater than 1 and at most 10`);
+  }
+  if (!isInt(waves.maxCellsPerWave) || waves.maxCellsPerWave < 1) problems.push(`waves.maxCellsPerWave: ${waves.maxCellsPerWave} must be a positive integer`);
+  if (!waves.bakeSeconds) {
+    problems.push('waves.bakeSeconds: missing; set canary, single and group bake times in seconds');
+  } else {
+    for (const kind of ['canary', 'single', 'group'] as const) {
+      const bake = waves.bakeSeconds[kind];
+      if (!isInt(bake) || bake < BAKE_SECONDS_RANGE.min || bake > BAKE_SECONDS_RANGE.max) {
+        problems.push(`waves.bakeSeconds.${kind}: ${bake} is out of range; use whole seconds from ${BAKE_SECONDS_RANGE.min} to ${BAKE_SECONDS_RANGE.max}`);
+      }
+    }
+  }
+  return problems;
+}
+
+function cellProblems(input: FleetInput, accounts: CellAccounts): string[] {
+  const cells = input.cells ?? [];
+  if (cells.length === 0) return ['cells: none; describe at least one canary cell and one regular cell'];
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  const ranges: { id: string; cidr: string; range: CidrRange }[] = [];
+  for (const [index, cell] of cells.entries()) {
+    const at = CELL_ID.test(cell.id ?? '') ? `cell \`${cell.id}\`` : `cells[${index}]`;
+    if (!CELL_ID.test(cell.id ?? '')) {
+      problems.push(`${at}: id \`${cell.id}\` is malformed; use 2-31 characters of a-z, 0-9 and '-', starting with a letter`);
+    } else if (seen.has(cell.id)) {
+      problems.push(`${at}: duplicate id; every cell id must be unique`);
+    }
+    seen.add(cell.id);
+    if (!input.regions?.[cell.region]) {
+      problems.push(`${at}: unknown region \`${cell.region}\`; add it to \`regions\` with its Availability Zones`);
+    }
+    if (!input.shapes?.[cell.shape]) {
+      problems.push(`${at}: unknown shape \`${cell.shape}\`; define it in \`shapes\` (have: ${Object.keys(input.shapes ?? {}).join(', ')})`);
+    }
+    const range = parseCidr(cell.cidr ?? '');
+    if (!range) {
+      problems.push(`${at}: cidr \`${cell.cidr}\` is not an IPv4 network address such as 10.1.0.0/16`);
+    } else if (range.prefix < CIDR_PREFIX.min || range.prefix > CIDR_PREFIX.max) {
+      problems.push(`${at}: cidr \`${cell.cidr}\` must be /${CIDR_PREFIX.min} to /${CIDR_PREFIX.max} (room for three subnet tiers in each AZ)`);
+    } else {
+      const clash = ranges.find((other) => cidrsOverlap(other.range, range));
+      if (clash) problems.push(`${at}: cidr ${cell.cidr} overlaps cell \`${clash.id}\` (${clash.cidr}); give every cell its own range`);
+      ranges.push({ id: cell.id, cidr: cell.cidr, range });
+    }
+    const account = cell.account ?? accounts[cell.id];
+    if (account === undefined) {
+      problems.push(`${at}: no account; run \`cellctl accounts ensure\` or set \`account\` on the cell`);
+    } else if (!ACCOUNT_ID.test(account)) {
+      problems.push(`${at}: account \`${account}\` is not a 12-digit AWS account id`);
+    } else if (account === input.accounts?.router || account === input.accounts?.tooling) {
+      problems.push(`${at}: account ${account} is the router or tooling account; a cell needs an account of its own`);
+    }
+    if (cell.state !== undefined && !['active', 'draining', 'quarantine'].includes(cell.state)) {
+      problems.push(`${at}: state \`${cell.state}\` must be active, draining or quarantine`);
+    }
+    if (cell.certificateArn !== undefined && !cell.certificateArn.startsWith(`arn:aws:acm:${cell.region}:${account}:certificate/`)) {
+      problems.push(`${at}: certificateArn must be an ACM certificate in the cell's own account and region (arn:aws:acm:${cell.region}:${account}:certificate/…)`);
+    }
+  }
+  const accountOwners = new Map<string, string>();
+  for (const cell of cells) {
+    const account = cell.account ?? accounts[cell.id];
+    if (account === undefined) continue;
+    const owner = accountOwners.get(account);
+    if (owner !== undefined) problems.push(`cell \`${cell.id}\`: account ${account} is already cell \`${owner}\`'s; cells share no account`);
+    else accountOwners.set(account, cell.id);
+  }
+  const canaries = cells.filter((c) => c.canary);
+  if (canaries.length === 0) problems.push('cells: no canary cell; mark one cell `canary: true` so every change reaches it first');
+  for (const canary of canaries) {
+    if ((canary.state ?? 'active') !== 'active') problems.push(`cell \`${canary.id}\`: a canary cell must be active`);
+  }
+  if (!cells.some((c) => !c.canary && (c.state ?? 'active') === 'active')) {
+    problems.push('cells: no active regular cell; tenants need at least one non-canary active cell');
+  }
+  return problems;
+}
+
+/**
+ * Every problem in the config, one line each, with where it is and how to fix it.
+ * An empty list means `resolveFleet` will succeed.
+ */
+export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}): string[] {
+  const alarms = { ...DEFAULT_ALARMS, ...input.alarms };
+  return [
+    ...appProblems(input),
+    ...regionProblems(input),
+    ...Object.entries(input.shapes ?? {}).flatMap(([name, shape]) => shapeProblems(name, shape)),
+    ...cellProblems(input, accounts),
+    ...waveProblems(input),
+    ...alarmProblems(alarms),
+  ];
+}
+
+/** Validates the config and applies every default; throws `FleetConfigError` listing all problems. */
+export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fleet {
+  const problems = fleetProblems(input, accounts);
+  if (problems.length > 0) throw new FleetConfigError(problems);
+  const cells: Cell[] = input.cells.map((cell) => ({
+    id: cell.id,
+    region: cell.region,
+    cidr: cell.cidr,
+    shapeName: cell.shape,
+    shape: input.shapes[cell.shape],
+    canary: cell.canary ?? false,
+    state: cell.state ?? 'active',
+    account: cell.account ?? accounts[cell.id],
+    availabilityZones: input.regions[cell.region].availabilityZones,
+    ...(cell.certificateArn ? { certificateArn: cell.certificateArn } : {}),
+  }));
+  return {
+    app: input.app,
+    partitionKey: input.partitionKey ?? DEFAULT_PARTITION_KEY,
+    bucketCount: input.bucketCount ?? DEFAULT_BUCKET_COUNT,
+    accounts: { tooling: input.accounts.tooling, router: input.accounts.router },
+    regions: input.regions,
+    workload: { databasePort: DEFAULT_DATABASE_PORT, ...input.workload },
+    cells,
+    waves: input.waves,
+    alarms: { ...DEFAULT_ALARMS, ...input.alarms },
+  };
+}
