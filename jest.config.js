@@ -3,6 +3,6 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.tsx?$': ['ts-jest', { isolatedModules: true }] },
+  transform: { '^.+\\.tsx?$': 'ts-jest' },
   testTimeout: 120000,
 };

@@ -1,1 +1,2 @@
 export * from './fleet-app';
+export * from './context';

@@ -1,11 +1,25 @@
-import { CfnOutput, Stack, StackProps, Tags } from 'aws-cdk-lib';
-import { Construct } from 'constructs';
+import { Aspects, CfnOutput, CfnResource, IAspect, Stack, StackProps, TagManager, Tags } from 'aws-cdk-lib';
+import { Construct, IConstruct } from 'constructs';
 import { Cell as CellModel, Fleet } from '../fleet';
 import { Cell } from './cell';
 
 export interface CellStackProps extends Omit<StackProps, 'env'> {
   readonly cell: CellModel;
   readonly fleet: Fleet;
+}
+
+/**
+ * `Tags.of()` skips resources CDK creates as raw `CfnResource`s (custom-resource provider roles and
+ * handlers); this tags those too, so "every cell resource is tagged" holds without exceptions.
+ */
+class TagRawResources implements IAspect {
+  private static readonly TAGGABLE = new Set(['AWS::IAM::Role', 'AWS::Lambda::Function']);
+  constructor(private readonly tags: Record<string, string>) {}
+  public visit(node: IConstruct): void {
+    if (CfnResource.isCfnResource(node) && !TagManager.isTaggable(node) && TagRawResources.TAGGABLE.has(node.cfnResourceType)) {
+      node.addPropertyOverride('Tags', Object.entries(this.tags).map(([Key, Value]) => ({ Key, Value })));
+    }
+  }
 }
 
 /** Stack name of a cell: `<app>-cell-<id>`. */
@@ -32,6 +46,7 @@ export class CellStack extends Stack {
     this.zones = cell.availabilityZones;
     Tags.of(this).add('cell', cell.id);
     Tags.of(this).add('app', fleet.app);
+    Aspects.of(this).add(new TagRawResources({ cell: cell.id, app: fleet.app }));
     this.cell = new Cell(this, 'Cell', { cell, fleet });
 
     const entry = this.cell.entry;

@@ -1,4 +1,4 @@
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -46,6 +46,10 @@ export class CellNetwork extends Construct {
         { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask },
         { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask },
       ],
+    });
+    Validations.of(this.vpc).acknowledge({
+      id: 'CloudFormation-Validate::W3010',
+      reason: 'AZs are explicit in the fleet config on purpose: synth runs offline, and a cell must not move AZs between deploys.',
     });
     this.flowLogs = new logs.LogGroup(this, 'FlowLogs', {
       retention: props.flowLogRetention ?? logs.RetentionDays.ONE_YEAR,

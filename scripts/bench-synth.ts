@@ -1,0 +1,76 @@
+/**
+ * npm run bench:synth -- [--cells N] [--table]
+ *   --cells N  stamp a generated fleet of N cells (example fleet's shapes and policies) and synth it
+ *              with the AwsSolutions audit; without it, synth the shipped example fleet.
+ *   --table    run the example fleet, 50 and 200 cells, each in a fresh process, and print a
+ *              Markdown table for the README.
+ * Prints wall time, per-cell time and peak resident memory of the synth process.
+ */
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { App } from 'aws-cdk-lib';
+import { addFleet, cdkJsonContext } from '../lib/app';
+import { generateFleet, loadFleet, resolveFleet } from '../lib/fleet';
+
+interface Result {
+  readonly fleet: string;
+  readonly cells: number;
+  readonly seconds: number;
+  readonly msPerCell: number;
+  readonly peakMiB: number;
+  readonly templateKiB: number;
+}
+
+function argValue(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function runOnce(count: number | undefined): Result {
+  const configPath = path.resolve('cells.config.ts');
+  const fleet = count === undefined
+    ? loadFleet(configPath)
+    : (() => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
+        return resolveFleet(generateFleet(input, count));
+      })();
+  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
+  const started = process.hrtime.bigint();
+  const app = new App({ outdir, context: cdkJsonContext() });
+  addFleet(app, fleet);
+  app.synth();
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const templates = fs.readdirSync(outdir).filter((f) => f.endsWith('.template.json'));
+  const largest = Math.max(...templates.map((f) => fs.statSync(path.join(outdir, f)).size));
+  fs.rmSync(outdir, { recursive: true, force: true });
+  return {
+    fleet: count === undefined ? 'example' : `generated`,
+    cells: fleet.cells.length,
+    seconds: Math.round(seconds * 10) / 10,
+    msPerCell: Math.round((seconds * 1000) / fleet.cells.length),
+    peakMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+    templateKiB: Math.round(largest / 1024),
+  };
+}
+
+function table(): void {
+  const rows: Result[] = [];
+  for (const args of [[], ['--cells', '50'], ['--cells', '200']]) {
+    const out = execFileSync(process.execPath, [...process.execArgv, __filename, ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    rows.push(JSON.parse(out.trim().split('\n').pop()!) as Result);
+  }
+  process.stdout.write(`| fleet | cells | synth + audit (s) | ms per cell | peak RSS (MiB) | largest cell template (KiB) |\n|---|---|---|---|---|---|\n`);
+  for (const r of rows) process.stdout.write(`| ${r.fleet} | ${r.cells} | ${r.seconds} | ${r.msPerCell} | ${r.peakMiB} | ${r.templateKiB} |\n`);
+  process.stdout.write(`machine: ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}\n`);
+}
+
+if (process.argv.includes('--table')) {
+  table();
+} else {
+  const cells = argValue('--cells');
+  const result = runOnce(cells === undefined ? undefined : Number(cells));
+  process.stdout.write(process.argv.includes('--json') ? `${JSON.stringify(result)}\n` : `${JSON.stringify(result, null, 2)}\n`);
+}

@@ -1,0 +1,62 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import { Cell, cellStackName } from '../../lib/cell';
+import { Fleet } from '../../lib/fleet';
+import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells, TestStack } from '../support/cell';
+import { exampleFleet } from '../support/fleet';
+
+/** Resource types that support tags and that every cell creates. */
+const TAGGED_TYPES = [
+  'AWS::EC2::VPC', 'AWS::EC2::Subnet', 'AWS::EC2::SecurityGroup', 'AWS::EC2::NatGateway', 'AWS::EC2::VPCEndpointService',
+  'AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::ElasticLoadBalancingV2::TargetGroup', 'AWS::SQS::Queue',
+  'AWS::SecretsManager::Secret', 'AWS::S3::Bucket', 'AWS::Logs::LogGroup', 'AWS::WAFv2::WebACL', 'AWS::CloudWatch::Alarm',
+  'AWS::CloudWatch::CompositeAlarm', 'AWS::CloudWatch::Dashboard', 'AWS::IAM::Role', 'AWS::Lambda::Function',
+];
+
+describe('CellStack', () => {
+  let fleet: Fleet;
+  let cells: Record<string, SynthesizedCell>;
+  beforeAll(() => {
+    fleet = exampleFleet();
+    cells = synthCells([FARGATE_CELL, EC2_CELL], fleet);
+  });
+
+  it("deploys into the cell's own account and region under a cell-scoped name", () => {
+    const { stack } = cells[FARGATE_CELL];
+    const model = fleet.cells.find((c) => c.id === FARGATE_CELL)!;
+    expect(stack.account).toBe(model.account);
+    expect(stack.region).toBe(model.region);
+    expect(stack.stackName).toBe(cellStackName(fleet, FARGATE_CELL));
+    expect(stack.terminationProtection).toBe(true);
+    expect(stack.availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
+  });
+
+  it.each([FARGATE_CELL, EC2_CELL])('%s: tags every taggable resource with its cell id', (id) => {
+    const template: Template = cells[id].template;
+    const resources = template.toJSON().Resources as Record<string, { Type: string; Properties?: { Tags?: unknown } }>;
+    let checked = 0;
+    for (const [logicalId, resource] of Object.entries(resources)) {
+      const tags = resource.Properties?.Tags;
+      if (tags === undefined) {
+        expect([logicalId, TAGGED_TYPES.includes(resource.Type)]).toEqual([logicalId, false]);
+        continue;
+      }
+      checked += 1;
+      const pairs = Array.isArray(tags) ? Object.fromEntries(tags.map((t: { Key: string; Value: string }) => [t.Key, t.Value])) : (tags as Record<string, string>);
+      expect([logicalId, pairs.cell]).toEqual([logicalId, id]);
+    }
+    expect(checked).toBeGreaterThan(40);
+  });
+
+  it('outputs the endpoint, the PrivateLink service name and the health alarm name', () => {
+    const template = cells[FARGATE_CELL].template;
+    const outputs = template.toJSON().Outputs;
+    expect(Object.keys(outputs).sort()).toEqual(['Endpoint', 'EndpointServiceName', 'HealthAlarmName']);
+    expect(JSON.stringify(outputs.Endpoint.Value)).toContain('http://');
+    expect(outputs.HealthAlarmName.Export).toBeUndefined();
+  });
+
+  it('refuses a cell that is not part of the fleet', () => {
+    const stranger = { ...fleet.cells[1], id: 'stranger' };
+    expect(() => new Cell(new TestStack(), 'Cell', { cell: stranger, fleet })).toThrow(/cell `stranger` is not part of fleet `orders`/);
+  });
+});

@@ -1,0 +1,60 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
+
+describe('CellData', () => {
+  let aurora: Template;
+  let rds: Template;
+  beforeAll(() => {
+    const cells = synthCells([FARGATE_CELL, EC2_CELL]);
+    aurora = cells[FARGATE_CELL].template;
+    rds = cells[EC2_CELL].template;
+  });
+
+  it('runs Aurora PostgreSQL encrypted, protected, backed up, with a reader in another AZ', () => {
+    aurora.hasResourceProperties('AWS::RDS::DBCluster', {
+      Engine: 'aurora-postgresql',
+      StorageEncrypted: true,
+      DeletionProtection: true,
+      BackupRetentionPeriod: 14,
+      EnableIAMDatabaseAuthentication: true,
+      Port: 5433,
+    });
+    aurora.resourceCountIs('AWS::RDS::DBInstance', 2);
+    const [cluster] = Object.values(aurora.findResources('AWS::RDS::DBCluster'));
+    expect(cluster.DeletionPolicy).toBe('Snapshot');
+  });
+
+  it('runs RDS PostgreSQL Multi-AZ as the shape option', () => {
+    rds.resourceCountIs('AWS::RDS::DBCluster', 0);
+    rds.hasResourceProperties('AWS::RDS::DBInstance', {
+      Engine: 'postgres',
+      MultiAZ: true,
+      StorageEncrypted: true,
+      DeletionProtection: true,
+      BackupRetentionPeriod: 7,
+      AllocatedStorage: '100',
+    });
+  });
+
+  it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: keeps credentials in Secrets Manager, rotated', (_name, template) => {
+    template().resourceCountIs('AWS::SecretsManager::Secret', 1);
+    template().hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
+      RotationRules: { ScheduleExpression: 'rate(30 days)' },
+    });
+  });
+
+  it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: lives in isolated subnets, reachable only from the workload and rotation', (_name, template) => {
+    const [group] = Object.values(template().findResources('AWS::RDS::DBSubnetGroup'));
+    for (const subnet of group.Properties.SubnetIds) expect(subnet.Ref).toMatch(/dataSubnet/);
+    const [dbGroup] = Object.keys(template().findResources('AWS::EC2::SecurityGroup')).filter((id) => /^CellData(Cluster|Instance)SecurityGroup/.test(id));
+    const rules = Object.values(template().findResources('AWS::EC2::SecurityGroupIngress', {
+      Properties: { GroupId: { 'Fn::GetAtt': [dbGroup, 'GroupId'] } },
+    })).map((r) => r.Properties);
+    expect(rules.map((r) => r.SourceSecurityGroupId['Fn::GetAtt'][0]).sort()).toEqual([
+      expect.stringMatching(/^CellComputeSecurityGroup/),
+      expect.stringMatching(/RotationSingleUserSecurityGroup/),
+    ]);
+    for (const rule of rules) expect(rule.CidrIp).toBeUndefined();
+    expect(template().findResources('AWS::EC2::SecurityGroup')[dbGroup].Properties.SecurityGroupIngress).toBeUndefined();
+  });
+});

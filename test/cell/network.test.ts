@@ -1,0 +1,38 @@
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { CellNetwork } from '../../lib/cell';
+import { TestStack } from '../support/cell';
+
+describe('CellNetwork', () => {
+  let template: Template;
+  beforeAll(() => {
+    const stack = new TestStack();
+    new CellNetwork(stack, 'Network', { cidr: '10.4.0.0/20', availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] });
+    template = Template.fromStack(stack);
+  });
+
+  it('is a VPC of its own with the configured CIDR and no peering', () => {
+    template.resourceCountIs('AWS::EC2::VPC', 1);
+    template.hasResourceProperties('AWS::EC2::VPC', { CidrBlock: '10.4.0.0/20' });
+    template.resourceCountIs('AWS::EC2::VPCPeeringConnection', 0);
+    template.resourceCountIs('AWS::EC2::TransitGatewayAttachment', 0);
+  });
+
+  it('spans every configured AZ with public, app and isolated tiers and a NAT per AZ', () => {
+    template.resourceCountIs('AWS::EC2::Subnet', 9);
+    for (const az of ['eu-west-1a', 'eu-west-1b', 'eu-west-1c']) {
+      expect(Object.keys(template.findResources('AWS::EC2::Subnet', { Properties: { AvailabilityZone: az } }))).toHaveLength(3);
+    }
+    template.resourceCountIs('AWS::EC2::NatGateway', 3);
+    template.hasResourceProperties('AWS::EC2::Subnet', { CidrBlock: '10.4.0.0/24', MapPublicIpOnLaunch: false });
+  });
+
+  it('flow-logs all traffic to CloudWatch Logs', () => {
+    template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', ResourceType: 'VPC', LogDestinationType: 'cloud-watch-logs' });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: Match.anyValue() });
+  });
+
+  it('refuses a single AZ and a range too small to split', () => {
+    expect(() => new CellNetwork(new TestStack(), 'N', { cidr: '10.0.0.0/20', availabilityZones: ['eu-west-1a'] })).toThrow(/at least 2 zones/);
+    expect(() => new CellNetwork(new TestStack(), 'N', { cidr: '10.0.0.0/26', availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] })).toThrow(/too small/);
+  });
+});

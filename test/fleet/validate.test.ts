@@ -1,0 +1,104 @@
+import { FleetConfigError, FleetInput, fleetProblems, resolveFleet } from '../../lib/fleet';
+import { validInput } from '../support/fleet';
+
+type Edit = (input: FleetInput) => FleetInput;
+const withCells = (edit: (cells: FleetInput['cells']) => FleetInput['cells']): Edit => (input) => ({ ...input, cells: edit(input.cells) });
+const editCell = (index: number, patch: object): Edit => withCells((cells) => cells.map((c, i) => (i === index ? { ...c, ...patch } : c)));
+const editShape = (name: string, patch: object): Edit => (input) => ({ ...input, shapes: { ...input.shapes, [name]: { ...input.shapes[name], ...patch } } });
+
+function problemsAfter(edit: Edit): string[] {
+  return fleetProblems(edit(validInput()));
+}
+
+describe('fleetProblems', () => {
+  it('accepts the example fleet', () => {
+    expect(fleetProblems(validInput())).toEqual([]);
+  });
+
+  const cases: [string, Edit, RegExp][] = [
+    ['duplicate cell id', editCell(2, { id: 'eu-1' }), /cell `eu-1`: duplicate id/],
+    ['malformed cell id', editCell(1, { id: 'EU_1' }), /cells\[1\]: id `EU_1` is malformed/],
+    ['unknown region', editCell(1, { region: 'eu-west-9' }), /cell `eu-1`: unknown region `eu-west-9`; add it to `regions`/],
+    ['region not known to AWS', (i) => ({ ...i, regions: { ...i.regions, 'mars-1': { availabilityZones: ['mars-1a', 'mars-1b'] } } }), /region `mars-1`: unknown region/],
+    ['AZ not in the region', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a', 'us-east-1b'] } } }), /Availability Zone `us-east-1b` is not in this region/],
+    ['AZ letter the region does not have', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a', 'eu-west-1f'] } } }), /`eu-west-1f` is not in this region/],
+    ['single AZ', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a'] } } }), /list at least 2/],
+    ['overlapping CIDRs', editCell(2, { cidr: '10.0.16.0/21' }), /cell `eu-2`: cidr 10.0.16.0\/21 overlaps cell `eu-1` \(10.0.16.0\/20\)/],
+    ['malformed CIDR', editCell(2, { cidr: '10.0.16.1/20' }), /cell `eu-2`: cidr `10.0.16.1\/20` is not an IPv4 network address/],
+    ['CIDR too small', editCell(2, { cidr: '10.9.0.0/26' }), /must be \/16 to \/22/],
+    ['missing account', editCell(3, { account: undefined }), /cell `eu-3`: no account; run `cellctl accounts ensure`/],
+    ['malformed account', editCell(3, { account: '1234' }), /account `1234` is not a 12-digit/],
+    ['account shared by two cells', editCell(3, { account: '444444444441' }), /account 444444444441 is already cell `eu-1`'s/],
+    ['cell in the router account', editCell(3, { account: '222222222222' }), /is the router or tooling account/],
+    ['no canary cell', withCells((cells) => cells.map((c) => ({ ...c, canary: false }))), /no canary cell; mark one cell `canary: true`/],
+    ['canary not active', editCell(0, { state: 'draining' }), /a canary cell must be active/],
+    ['unknown shape', editCell(1, { shape: 'huge' }), /unknown shape `huge`/],
+    ['empty wave policy', (i) => ({ ...i, waves: undefined as unknown as FleetInput['waves'] }), /waves: missing/],
+    ['zero cells per wave', (i) => ({ ...i, waves: { ...i.waves, maxCellsPerWave: 0 } }), /waves.maxCellsPerWave: 0 must be a positive integer/],
+    ['growth factor that does not grow', (i) => ({ ...i, waves: { ...i.waves, growthFactor: 1 } }), /waves.growthFactor: 1 must be greater than 1/],
+    ['bake time too short', (i) => ({ ...i, waves: { ...i.waves, bakeSeconds: { ...i.waves.bakeSeconds, single: 5 } } }), /waves.bakeSeconds.single: 5 is out of range/],
+    ['bake time too long', (i) => ({ ...i, waves: { ...i.waves, bakeSeconds: { ...i.waves.bakeSeconds, group: 90_000 } } }), /waves.bakeSeconds.group: 90000 is out of range/],
+    ['capacity min above desired', editShape('standard', { capacity: { min: 4, desired: 3, max: 12 } }), /shape `standard`: capacity needs integers with 2 <= min <= desired <= max/],
+    ['capacity of one task', editShape('standard', { capacity: { min: 1, desired: 1, max: 1 } }), /capacity needs integers with 2 <= min/],
+    ['Fargate memory that does not fit the CPU', editShape('standard', { memoryMiB: 512 }), /memoryMiB 512 does not fit cpu 1024/],
+    ['Fargate CPU that does not exist', editShape('standard', { cpu: 300 }), /cpu 300 is not a Fargate size/],
+    ['tenant limit above the whole cell', editShape('small', { limits: { requestsPerSecond: 10, maxTenants: 5, tenantRequestsPer5Min: 5000 } }), /lets one tenant exceed the whole cell's tested 10 rps/],
+    ['tenant limit below WAF minimum', editShape('small', { limits: { requestsPerSecond: 10, maxTenants: 5, tenantRequestsPer5Min: 5 } }), /tenantRequestsPer5Min 5 must be an integer WAF accepts/],
+    ['no tenants', editShape('small', { limits: { requestsPerSecond: 10, maxTenants: 0, tenantRequestsPer5Min: 100 } }), /limits.maxTenants must be a positive integer/],
+    ['database class with db. prefix', editShape('small', { database: { engine: 'rds-postgresql', instanceClass: 'db.t4g.medium' } }), /no 'db.' prefix/],
+    ['backup retention out of range', editShape('small', { database: { engine: 'rds-postgresql', instanceClass: 't4g.medium', backupRetentionDays: 40 } }), /backupRetentionDays 40 must be 1-35/],
+    ['bucket count not a power of two', (i) => ({ ...i, bucketCount: 10000 }), /bucketCount: 10000 must be a power of two/],
+    ['bad header name', (i) => ({ ...i, partitionKey: { source: 'header', name: 'X Tenant' } }), /partitionKey.name: `X Tenant`/],
+    ['bad app name', (i) => ({ ...i, app: 'Orders!' }), /app: `Orders!` is not a valid name/],
+    ['bad tooling account', (i) => ({ ...i, accounts: { ...i.accounts, tooling: 'abc' } }), /accounts.tooling: `abc` is not a 12-digit/],
+    ['alarm percentage over 100', (i) => ({ ...i, alarms: { errorRatePercent: 150 } }), /alarms.errorRatePercent: 150 is a percentage/],
+    ['negative alarm threshold', (i) => ({ ...i, alarms: { p99LatencyMs: -1 } }), /alarms.p99LatencyMs: -1 must be a positive number/],
+    ['certificate from another account', editCell(1, { certificateArn: 'arn:aws:acm:eu-west-1:999999999999:certificate/abc' }), /certificateArn must be an ACM certificate in the cell's own account and region/],
+  ];
+
+  it.each(cases)('reports %s', (_name, edit, message) => {
+    const problems = problemsAfter(edit);
+    expect(problems).toEqual(expect.arrayContaining([expect.stringMatching(message)]));
+  });
+
+  it('reports every problem at once, one line each', () => {
+    const problems = problemsAfter((i) => editCell(1, { id: 'eu-2' })(editCell(3, { account: undefined })(i)));
+    expect(problems).toHaveLength(2);
+  });
+
+  it('takes accounts from the accounts file when the config has none', () => {
+    const input = withCells((cells) => cells.map((c) => ({ ...c, account: undefined })))(validInput());
+    const accounts = Object.fromEntries(input.cells.map((c, i) => [c.id, String(555555555550 + i)]));
+    expect(fleetProblems(input, accounts)).toEqual([]);
+    expect(resolveFleet(input, accounts).cells[1].account).toBe('555555555551');
+  });
+});
+
+describe('resolveFleet', () => {
+  it('throws one FleetConfigError listing every problem', () => {
+    const input = withCells((cells) => cells.map((c) => ({ ...c, canary: false, account: undefined })))(validInput());
+    let error: unknown;
+    try {
+      resolveFleet(input);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(FleetConfigError);
+    const { problems, message } = error as FleetConfigError;
+    expect(problems.length).toBe(input.cells.length + 1);
+    expect(message).toContain(`cells.config.ts has ${problems.length} problem(s)`);
+  });
+
+  it('applies defaults', () => {
+    const { partitionKey, bucketCount, ...rest } = validInput();
+    void partitionKey;
+    void bucketCount;
+    const fleet = resolveFleet({ ...rest, alarms: undefined });
+    expect(fleet.partitionKey).toEqual({ source: 'header', name: 'x-tenant-id' });
+    expect(fleet.bucketCount).toBe(16384);
+    expect(fleet.alarms.evaluationPeriods).toBe(3);
+    expect(fleet.cells.every((c) => c.state === 'active')).toBe(true);
+    expect(fleet.cells.filter((c) => c.canary).map((c) => c.id)).toEqual(['canary-eu']);
+    expect(fleet.cells[0].availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
+  });
+});

@@ -1,0 +1,35 @@
+import * as path from 'path';
+import { App } from 'aws-cdk-lib';
+import { cdkJsonContext } from '../../lib/app';
+import { Fleet, FleetInput, loadFleet, resolveFleet } from '../../lib/fleet';
+
+export const REPO_ROOT = path.join(__dirname, '..', '..');
+
+/** The shipped example fleet, with the shipped example accounts. */
+export function exampleFleet(): Fleet {
+  return loadFleet(path.join(REPO_ROOT, 'cells.config.ts'));
+}
+
+/** The shipped config object itself, for tests that edit it. */
+export function exampleInput(): FleetInput {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require(path.join(REPO_ROOT, 'cells.config.ts')) as { default: FleetInput }).default;
+}
+
+/** A valid standalone input with inline accounts, for tests that break one thing at a time. */
+export function validInput(): FleetInput {
+  const base = exampleInput();
+  return {
+    ...base,
+    cells: base.cells.map((cell, i) => ({ ...cell, account: String(444444444440 + i) })),
+  };
+}
+
+export function resolve(input: FleetInput): Fleet {
+  return resolveFleet(input);
+}
+
+/** An App with the same feature flags as `npx cdk synth`. */
+export function cdkApp(): App {
+  return new App({ context: cdkJsonContext() });
+}
