@@ -1,6 +1,9 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { AlarmThresholds } from '../fleet';
 import { CellData } from './data';
@@ -14,6 +17,8 @@ export interface CellAlarmsProps {
   readonly targetGroup: elbv2.ApplicationTargetGroup;
   readonly data: CellData;
   readonly queues: CellQueues;
+  /** Encrypts the alarm topic. */
+  readonly encryptionKey: kms.IKey;
 }
 
 const PERIOD = Duration.minutes(1);
@@ -37,10 +42,17 @@ export class CellAlarms extends Construct {
   public readonly health: cloudwatch.CompositeAlarm;
   /** Every metric alarm of the cell, composite excluded. */
   public readonly all: readonly cloudwatch.Alarm[];
+  /** Every alarm of the cell notifies this topic on ALARM and OK: subscribe on-call here. */
+  public readonly topic: sns.Topic;
 
   constructor(scope: Construct, id: string, props: CellAlarmsProps) {
     super(scope, id);
     const t = props.thresholds;
+    this.topic = new sns.Topic(this, 'Topic', {
+      topicName: `${props.namePrefix}-alarms`,
+      masterKey: props.encryptionKey,
+      enforceSSL: true,
+    });
     const alb = props.loadBalancer.metrics;
     const alarm = (name: string, metric: cloudwatch.IMetric, threshold: number, description: string, comparison = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD) =>
       new cloudwatch.Alarm(this, name, {
@@ -113,5 +125,10 @@ export class CellAlarms extends Construct {
       alarmDescription: `${props.namePrefix}: cell unhealthy; deployments to this cell roll back while it is in ALARM`,
       alarmRule: cloudwatch.AlarmRule.anyOf(...changeSignals.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
     });
+    const notify = new cloudwatchActions.SnsAction(this.topic);
+    for (const a of [...this.all, this.health]) {
+      a.addAlarmAction(notify);
+      a.addOkAction(notify);
+    }
   }
 }

@@ -6,6 +6,7 @@ import { CellCompute } from './compute';
 import { CellDashboard } from './dashboard';
 import { CellData } from './data';
 import { CellEntry } from './entry';
+import { CellKey } from './key';
 import { CellNetwork } from './network';
 import { CellQueues } from './queues';
 
@@ -26,6 +27,7 @@ export function tenantHeaderOf(fleet: Fleet): string {
  * and dashboard. Cells share nothing; every name carries the cell id.
  */
 export class Cell extends Construct {
+  public readonly key: CellKey;
   public readonly network: CellNetwork;
   public readonly entry: CellEntry;
   public readonly compute: CellCompute;
@@ -41,13 +43,16 @@ export class Cell extends Construct {
       throw new Error(`Cell: cell \`${cell.id}\` is not part of fleet \`${fleet.app}\``);
     }
     const namePrefix = `${fleet.app}-${cell.id}`;
-    this.network = new CellNetwork(this, 'Network', { cidr: cell.cidr, availabilityZones: cell.availabilityZones });
-    this.queues = new CellQueues(this, 'Queues');
+    this.key = new CellKey(this, 'Key', { cellId: cell.id });
+    const encryptionKey = this.key.key;
+    this.network = new CellNetwork(this, 'Network', { cidr: cell.cidr, availabilityZones: cell.availabilityZones, encryptionKey });
+    this.queues = new CellQueues(this, 'Queues', { encryptionKey });
     this.data = new CellData(this, 'Data', {
       vpc: this.network.vpc,
       subnets: this.network.dataSubnets,
       rotationSubnets: this.network.appSubnets,
       engine: cell.shape.database.engine,
+      encryptionKey,
       instanceClass: cell.shape.database.instanceClass,
       port: fleet.workload.databasePort,
       allocatedStorageGiB: cell.shape.database.allocatedStorageGiB,
@@ -55,6 +60,8 @@ export class Cell extends Construct {
     });
     this.entry = new CellEntry(this, 'Entry', {
       cellId: cell.id,
+      namePrefix,
+      encryptionKey,
       vpc: this.network.vpc,
       subnets: this.network.appSubnets,
       routerAccount: fleet.accounts.router,
@@ -72,6 +79,7 @@ export class Cell extends Construct {
       targetGroup: this.entry.targetGroup,
       data: this.data,
       queues: this.queues,
+      encryptionKey,
     });
     this.compute = new CellCompute(this, 'Compute', {
       cellId: cell.id,
@@ -85,10 +93,9 @@ export class Cell extends Construct {
       databaseSecret: this.data.secret,
       workQueue: this.queues.work,
       healthAlarm: this.alarms.health,
+      encryptionKey,
     });
     this.data.allowFrom(this.compute, `${cell.id}: workload to database`);
-    // ECS and the ASG check the alarm exists when a deployment starts.
-    this.compute.node.addDependency(this.alarms.health);
     this.dashboard = new CellDashboard(this, 'Dashboard', { name: namePrefix, alarms: this.alarms });
   }
 }

@@ -5,6 +5,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -27,11 +28,30 @@ export interface CellComputeProps {
   readonly workQueue: sqs.IQueue;
   /** The cell's health alarm: a deployment or instance refresh rolls back while it is in ALARM. */
   readonly healthAlarm: cloudwatch.IAlarm;
+  /** Encrypts the workload's log group. */
+  readonly encryptionKey: kms.IKey;
   /**
    * Target CPU utilisation for auto scaling, percent.
    * @default 60
    */
   readonly targetCpuPercent?: number;
+}
+
+/**
+ * Send and consume on the work queue, with exactly the KMS actions SQS needs on the cell key
+ * (the CDK queue grants add `kms:ReEncrypt*` and `kms:GenerateDataKey*`, which the workload never uses).
+ */
+function grantWorkQueue(queue: sqs.IQueue, grantee: iam.IGrantable): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
+    actions: ['sqs:SendMessage', 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+    resources: [queue.queueArn],
+  }));
+  if (queue.encryptionMasterKey) {
+    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
+      actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+      resources: [queue.encryptionMasterKey.keyArn],
+    }));
+  }
 }
 
 /**
@@ -53,7 +73,11 @@ export class CellCompute extends Construct {
     if (!(min >= 1 && min <= desired && desired <= max)) {
       throw new Error(`CellCompute: capacity must satisfy 1 <= min <= desired <= max (got ${min}/${desired}/${max})`);
     }
-    this.logs = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.THREE_MONTHS, removalPolicy: RemovalPolicy.RETAIN });
+    this.logs = new logs.LogGroup(this, 'Logs', {
+      retention: logs.RetentionDays.THREE_MONTHS,
+      encryptionKey: props.encryptionKey,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
     const securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: props.vpc,
       description: `${props.cellId}: workload; inbound only from the cell ALB`,
@@ -96,8 +120,7 @@ export class CellCompute extends Construct {
       id: 'AwsSolutions-ECS2',
       reason: 'The environment holds only non-secret identifiers (cell id, queue URL); database credentials come from Secrets Manager.',
     });
-    props.workQueue.grantSendMessages(task.taskRole);
-    props.workQueue.grantConsumeMessages(task.taskRole);
+    grantWorkQueue(props.workQueue, task.taskRole);
 
     const service = new ecs.FargateService(this, 'Service', {
       cluster,
@@ -114,6 +137,8 @@ export class CellCompute extends Construct {
       enableECSManagedTags: true,
       healthCheckGracePeriod: Duration.seconds(60),
     });
+    // ECS checks the alarm exists when a deployment starts.
+    service.node.addDependency(props.healthAlarm);
     service.attachToApplicationTargetGroup(props.targetGroup);
     const scaling = service.autoScaleTaskCount({ minCapacity: props.shape.capacity.min, maxCapacity: props.shape.capacity.max });
     scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
@@ -170,8 +195,8 @@ export class CellCompute extends Construct {
     });
     props.databaseSecret.grantRead(role);
     this.logs.grantWrite(role);
-    props.workQueue.grantSendMessages(role);
-    props.workQueue.grantConsumeMessages(role);
+    grantWorkQueue(props.workQueue, role);
+    asg.node.addDependency(props.healthAlarm);
     asg.attachToApplicationTargetGroup(props.targetGroup);
     asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
     Validations.of(asg).acknowledge({

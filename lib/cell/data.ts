@@ -1,6 +1,7 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
@@ -13,6 +14,8 @@ export interface CellDataProps {
   /** Where the rotation function runs: it needs to reach Secrets Manager. */
   readonly rotationSubnets: ec2.SubnetSelection;
   readonly engine: DatabaseEngine;
+  /** The cell's own key: storage, the credentials secret and the exported logs. */
+  readonly encryptionKey: kms.IKey;
   /** Instance class without the `db.` prefix, for example `r6g.large`. */
   readonly instanceClass: string;
   /** Listener port; a non-default port on purpose. */
@@ -58,16 +61,17 @@ export class CellData extends Construct {
       throw new Error(`CellData: backupRetentionDays ${retention} must be 1-35`);
     }
     const instanceType = new ec2.InstanceType(props.instanceClass);
-    const credentials = rds.Credentials.fromGeneratedSecret(ADMIN_USER);
+    const credentials = rds.Credentials.fromGeneratedSecret(ADMIN_USER, { encryptionKey: props.encryptionKey });
     const common = {
       vpc: props.vpc,
       vpcSubnets: props.subnets,
       credentials,
       storageEncrypted: true,
+      storageEncryptionKey: props.encryptionKey,
       deletionProtection: true,
+      monitoringInterval: Duration.seconds(60),
       iamAuthentication: true,
       port: props.port,
-      cloudwatchLogsExports: ['postgresql'],
       removalPolicy: RemovalPolicy.SNAPSHOT,
       copyTagsToSnapshot: true,
     };
@@ -80,6 +84,7 @@ export class CellData extends Construct {
         // A reader in another AZ is what makes Aurora Multi-AZ: failover promotes it.
         readers: [rds.ClusterInstance.provisioned('Reader', { instanceType, promotionTier: 1 })],
         backup: { retention: Duration.days(retention) },
+        cloudwatchLogsExports: ['postgresql'],
       });
       this.cpu = cluster.metricCPUUtilization({ period: Duration.minutes(1) });
       this.databaseConnections = cluster.metricDatabaseConnections({ period: Duration.minutes(1) });
@@ -95,6 +100,7 @@ export class CellData extends Construct {
         storageType: rds.StorageType.GP3,
         backupRetention: Duration.days(retention),
         autoMinorVersionUpgrade: true,
+        cloudwatchLogsExports: ['postgresql', 'upgrade'],
       });
       this.cpu = instance.metricCPUUtilization({ period: Duration.minutes(1) });
       this.databaseConnections = instance.metricDatabaseConnections({ period: Duration.minutes(1) });
@@ -104,6 +110,19 @@ export class CellData extends Construct {
     this.engine = props.engine;
     this.secret = database.secret!;
     this.connections = database.connections;
+    const monitoringRole = database.node.tryFindChild('MonitoringRole');
+    if (monitoringRole) {
+      Validations.of(monitoringRole).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole]',
+        reason: 'AWS documents this managed policy as the one for RDS enhanced monitoring; it only lets RDS write OS metrics to its own log group.',
+      });
+    }
+    for (const rule of ['EC2RestrictedCommonPorts', 'EC2RestrictedSSH']) {
+      Validations.of(database.connections.securityGroups[0]).acknowledge({
+        id: `NIST.800.53.R5-${rule}`,
+        reason: 'Ingress is the database port (a token the rule cannot resolve) and only from named security groups (workload, rotation), never from a CIDR.',
+      });
+    }
     database.addRotationSingleUser({
       automaticallyAfter: Duration.days(props.rotationDays ?? 30),
       vpcSubnets: props.rotationSubnets,

@@ -3,12 +3,18 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as targets from 'aws-cdk-lib/aws-elasticloadbalancingv2-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 
 export interface CellEntryProps {
   readonly cellId: string;
+  /** `<app>-<cell>`: names the WAF log group (`aws-waf-logs-<app>-<cell>`) and metrics. */
+  readonly namePrefix: string;
+  /** Encrypts the WAF log group. */
+  readonly encryptionKey: kms.IKey;
   readonly vpc: ec2.IVpc;
   /** Subnets for both load balancers: private, never public. */
   readonly subnets: ec2.SubnetSelection;
@@ -47,6 +53,8 @@ export class CellEntry extends Construct {
   public readonly endpointService: ec2.VpcEndpointService;
   public readonly webAcl: wafv2.CfnWebACL;
   public readonly accessLogs: s3.Bucket;
+  /** WAF's log of every request it evaluated (blocked tenants included). */
+  public readonly wafLogs: logs.LogGroup;
   /** 443 with a certificate, else 80. */
   public readonly port: number;
   public readonly protocol: 'https' | 'http';
@@ -71,10 +79,13 @@ export class CellEntry extends Construct {
       lifecycleRules: [{ expiration: Duration.days(365), noncurrentVersionExpiration: Duration.days(30) }],
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    Validations.of(this.accessLogs).acknowledge({
-      id: 'AwsSolutions-S1',
-      reason: 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse, and a second log bucket would carry the same finding.',
-    });
+    const accessLogReasons: Record<string, string> = {
+      'AwsSolutions-S1': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse, and a second log bucket would carry the same finding.',
+      'NIST.800.53.R5-S3BucketLoggingEnabled': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse.',
+      'NIST.800.53.R5-S3DefaultEncryptionKMS': 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
+      'NIST.800.53.R5-S3BucketReplicationEnabled': 'Access logs are versioned and kept a year in the cell\'s own account; copying them to another region would put cell data outside the cell.',
+    };
+    for (const [id, reason] of Object.entries(accessLogReasons)) Validations.of(this.accessLogs).acknowledge({ id, reason });
 
     const nlbSecurityGroup = new ec2.SecurityGroup(this, 'PrivateLinkSecurityGroup', {
       vpc: props.vpc,
@@ -147,7 +158,7 @@ export class CellEntry extends Construct {
     this.webAcl = new wafv2.CfnWebACL(this, 'WebAcl', {
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
-      visibilityConfig: { cloudWatchMetricsEnabled: true, sampledRequestsEnabled: true, metricName: `${props.cellId}-web-acl` },
+      visibilityConfig: { cloudWatchMetricsEnabled: true, sampledRequestsEnabled: true, metricName: `${props.namePrefix}-web-acl` },
       rules: [
         {
           name: 'per-tenant-rate',
@@ -161,13 +172,24 @@ export class CellEntry extends Construct {
               customKeys: [{ header: { name: props.tenantHeader, textTransformations: [{ priority: 0, type: 'NONE' }] } }],
             },
           },
-          visibilityConfig: { cloudWatchMetricsEnabled: true, sampledRequestsEnabled: true, metricName: `${props.cellId}-tenant-rate` },
+          visibilityConfig: { cloudWatchMetricsEnabled: true, sampledRequestsEnabled: true, metricName: `${props.namePrefix}-tenant-rate` },
         },
       ],
     });
     new wafv2.CfnWebACLAssociation(this, 'WebAclAssociation', {
       resourceArn: this.loadBalancer.loadBalancerArn,
       webAclArn: this.webAcl.attrArn,
+    });
+    this.wafLogs = new logs.LogGroup(this, 'WafLogs', {
+      // WAF delivers only to log groups whose name starts with aws-waf-logs-.
+      logGroupName: `aws-waf-logs-${props.namePrefix}`,
+      retention: logs.RetentionDays.THREE_MONTHS,
+      encryptionKey: props.encryptionKey,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    new wafv2.CfnLoggingConfiguration(this, 'WafLogging', {
+      resourceArn: this.webAcl.attrArn,
+      logDestinationConfigs: [this.wafLogs.logGroupArn],
     });
   }
 }

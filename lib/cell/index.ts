@@ -7,3 +7,4 @@ export * from './alarms';
 export * from './dashboard';
 export * from './cell';
 export * from './cell-stack';
+export * from './key';

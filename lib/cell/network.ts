@@ -1,5 +1,6 @@
 import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 
@@ -8,6 +9,8 @@ export interface CellNetworkProps {
   readonly cidr: string;
   /** Availability Zones from the fleet config (at least 2; no lookup). */
   readonly availabilityZones: readonly string[];
+  /** Encrypts the flow logs. */
+  readonly encryptionKey: kms.IKey;
   /**
    * Days to keep VPC flow logs.
    * @default logs.RetentionDays.ONE_YEAR
@@ -51,8 +54,15 @@ export class CellNetwork extends Construct {
       id: 'CloudFormation-Validate::W3010',
       reason: 'AZs are explicit in the fleet config on purpose: synth runs offline, and a cell must not move AZs between deploys.',
     });
+    for (const subnet of this.vpc.publicSubnets) {
+      Validations.of(subnet).acknowledge({
+        id: 'NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW',
+        reason: 'Public subnets hold only the NAT gateways (no load balancer, no instance, no public IPs); their default route to the internet gateway is what NAT needs.',
+      });
+    }
     this.flowLogs = new logs.LogGroup(this, 'FlowLogs', {
       retention: props.flowLogRetention ?? logs.RetentionDays.ONE_YEAR,
+      encryptionKey: props.encryptionKey,
       removalPolicy: RemovalPolicy.RETAIN,
     });
     this.vpc.addFlowLog('FlowLog', {

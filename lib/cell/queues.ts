@@ -1,8 +1,11 @@
 import { Duration } from 'aws-cdk-lib';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 
 export interface CellQueuesProps {
+  /** The cell's own key; both queues are encrypted with it. */
+  readonly encryptionKey: kms.IKey;
   /**
    * Receives before a message moves to the dead-letter queue.
    * @default 5
@@ -15,24 +18,26 @@ export interface CellQueuesProps {
   readonly visibilityTimeout?: Duration;
 }
 
-/** The cell's work queue and its dead-letter queue: KMS-encrypted, TLS only. */
+/** The cell's work queue and its dead-letter queue: encrypted with the cell key, TLS only. */
 export class CellQueues extends Construct {
   public readonly work: sqs.Queue;
   public readonly deadLetter: sqs.Queue;
 
-  constructor(scope: Construct, id: string, props: CellQueuesProps = {}) {
+  constructor(scope: Construct, id: string, props: CellQueuesProps) {
     super(scope, id);
     const maxReceiveCount = props.maxReceiveCount ?? 5;
     if (!Number.isInteger(maxReceiveCount) || maxReceiveCount < 1 || maxReceiveCount > 1000) {
       throw new Error(`CellQueues: maxReceiveCount ${maxReceiveCount} must be an integer from 1 to 1000`);
     }
     this.deadLetter = new sqs.Queue(this, 'DeadLetter', {
-      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      encryption: sqs.QueueEncryption.KMS,
+      encryptionMasterKey: props.encryptionKey,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
     this.work = new sqs.Queue(this, 'Work', {
-      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      encryption: sqs.QueueEncryption.KMS,
+      encryptionMasterKey: props.encryptionKey,
       enforceSSL: true,
       visibilityTimeout: props.visibilityTimeout ?? Duration.minutes(5),
       retentionPeriod: Duration.days(4),

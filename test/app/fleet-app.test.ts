@@ -74,6 +74,8 @@ describe('addFleet on the example fleet', () => {
       const resources = Object.values(JSON.parse(json).Resources as Record<string, { Type: string; Properties: Record<string, string> }>);
       const names = resources.flatMap((r) => [r.Properties?.AlarmName, r.Properties?.DashboardName].filter((n) => n !== undefined));
       expect(names.length).toBe(10);
+      const topics = resources.filter((r) => r.Type === 'AWS::SNS::Topic').map((r) => r.Properties.TopicName);
+      expect(topics).toEqual([`orders-${id}-alarms`]);
       for (const name of names) expect(name.startsWith(`orders-${id}-`) || name === `orders-${id}`).toBe(true);
     }
   });
@@ -85,6 +87,6 @@ describe('addFleet audit', () => {
     const fleet = exampleFleet();
     const { cells } = addFleet(app, { ...fleet, cells: fleet.cells.slice(0, 2) });
     new s3.Bucket(cells[1], 'Careless');
-    expect(() => app.synth()).toThrow(/AwsSolutions-S1'[\s\S]*Validation failed/);
+    expect(() => app.synth()).toThrow(/cell-eu-1\/Careless\/Resource[\s\S]*'AwsSolutions::AwsSolutions-S1'/);
   });
 });

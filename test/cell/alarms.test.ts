@@ -16,6 +16,17 @@ describe('CellAlarms', () => {
     expect(names).toEqual(SIGNALS.map((s) => `orders-${FARGATE_CELL}-${s}`).sort());
   });
 
+  it('notifies the cell alarm topic on ALARM and OK, from every alarm', () => {
+    const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
+    const all = [...Object.values(template.findResources('AWS::CloudWatch::Alarm')), ...Object.values(template.findResources('AWS::CloudWatch::CompositeAlarm'))];
+    expect(all).toHaveLength(9);
+    for (const alarm of all) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    template.hasResourceProperties('AWS::SNS::Topic', { TopicName: `orders-${FARGATE_CELL}-alarms` });
+  });
+
   it('uses the fleet thresholds', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `orders-${FARGATE_CELL}-error-rate`, Threshold: 2, EvaluationPeriods: 3 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `orders-${FARGATE_CELL}-latency-p99`, Threshold: 1.5, ExtendedStatistic: 'p99' });

@@ -18,7 +18,9 @@ describe('CellData', () => {
       BackupRetentionPeriod: 14,
       EnableIAMDatabaseAuthentication: true,
       Port: 5433,
+      EnableCloudwatchLogsExports: ['postgresql'],
     });
+    aurora.hasResourceProperties('AWS::RDS::DBInstance', { MonitoringInterval: 60 });
     aurora.resourceCountIs('AWS::RDS::DBInstance', 2);
     const [cluster] = Object.values(aurora.findResources('AWS::RDS::DBCluster'));
     expect(cluster.DeletionPolicy).toBe('Snapshot');
@@ -33,6 +35,8 @@ describe('CellData', () => {
       DeletionProtection: true,
       BackupRetentionPeriod: 7,
       AllocatedStorage: '100',
+      MonitoringInterval: 60,
+      EnableCloudwatchLogsExports: ['postgresql', 'upgrade'],
     });
   });
 

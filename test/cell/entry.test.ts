@@ -83,6 +83,14 @@ describe('CellEntry', () => {
     http.resourceCountIs('AWS::WAFv2::WebACLAssociation', 1);
   });
 
+  it('logs every WAF decision to an encrypted log group WAF can deliver to', () => {
+    http.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: 'aws-waf-logs-orders-eu-2', KmsKeyId: Match.anyValue() });
+    http.hasResourceProperties('AWS::WAFv2::LoggingConfiguration', {
+      ResourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('WebAcl'), 'Arn'] },
+      LogDestinationConfigs: [{ 'Fn::GetAtt': [Match.stringLikeRegexp('WafLogs'), 'Arn'] }],
+    });
+  });
+
   it('logs load-balancer access to an encrypted, private, TLS-only bucket', () => {
     http.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', {
       Type: 'application',

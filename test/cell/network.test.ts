@@ -1,4 +1,5 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import { CellNetwork } from '../../lib/cell';
 import { TestStack } from '../support/cell';
 
@@ -6,7 +7,7 @@ describe('CellNetwork', () => {
   let template: Template;
   beforeAll(() => {
     const stack = new TestStack();
-    new CellNetwork(stack, 'Network', { cidr: '10.4.0.0/20', availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] });
+    new CellNetwork(stack, 'Network', { cidr: '10.4.0.0/20', availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'], encryptionKey: new kms.Key(stack, 'Key') });
     template = Template.fromStack(stack);
   });
 
@@ -28,11 +29,15 @@ describe('CellNetwork', () => {
 
   it('flow-logs all traffic to CloudWatch Logs', () => {
     template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', ResourceType: 'VPC', LogDestinationType: 'cloud-watch-logs' });
-    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: Match.anyValue() });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 365, KmsKeyId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Key'), 'Arn'] } });
   });
 
   it('refuses a single AZ and a range too small to split', () => {
-    expect(() => new CellNetwork(new TestStack(), 'N', { cidr: '10.0.0.0/20', availabilityZones: ['eu-west-1a'] })).toThrow(/at least 2 zones/);
-    expect(() => new CellNetwork(new TestStack(), 'N', { cidr: '10.0.0.0/26', availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] })).toThrow(/too small/);
+    const attempt = (cidr: string, availabilityZones: string[]) => () => {
+      const stack = new TestStack();
+      new CellNetwork(stack, 'N', { cidr, availabilityZones, encryptionKey: new kms.Key(stack, 'Key') });
+    };
+    expect(attempt('10.0.0.0/20', ['eu-west-1a'])).toThrow(/at least 2 zones/);
+    expect(attempt('10.0.0.0/26', ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'])).toThrow(/too small/);
   });
 });

@@ -1,4 +1,5 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import { CellQueues } from '../../lib/cell';
 import { TestStack } from '../support/cell';
 
@@ -6,13 +7,13 @@ describe('CellQueues', () => {
   let template: Template;
   beforeAll(() => {
     const stack = new TestStack();
-    new CellQueues(stack, 'Queues', { maxReceiveCount: 3 });
+    new CellQueues(stack, 'Queues', { maxReceiveCount: 3, encryptionKey: new kms.Key(stack, 'CellKey') });
     template = Template.fromStack(stack);
   });
 
-  it('encrypts both queues with KMS', () => {
+  it('encrypts both queues with the cell key', () => {
     template.resourceCountIs('AWS::SQS::Queue', 2);
-    expect(Object.keys(template.findResources('AWS::SQS::Queue', { Properties: { KmsMasterKeyId: 'alias/aws/sqs' } }))).toHaveLength(2);
+    expect(Object.keys(template.findResources('AWS::SQS::Queue', { Properties: { KmsMasterKeyId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^CellKey'), 'Arn'] } } }))).toHaveLength(2);
   });
 
   it('sends poison messages to the dead-letter queue', () => {
@@ -32,6 +33,7 @@ describe('CellQueues', () => {
   });
 
   it('rejects a receive count SQS does not accept', () => {
-    expect(() => new CellQueues(new TestStack(), 'Q', { maxReceiveCount: 0 })).toThrow(/maxReceiveCount 0/);
+    const stack = new TestStack();
+    expect(() => new CellQueues(stack, 'Q', { maxReceiveCount: 0, encryptionKey: new kms.Key(stack, 'CellKey') })).toThrow(/maxReceiveCount 0/);
   });
 });

@@ -1,0 +1,25 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import { FARGATE_CELL, synthCells } from '../support/cell';
+
+describe('CellKey', () => {
+  let template: Template;
+  let keyId: string;
+  beforeAll(() => {
+    template = synthCells([FARGATE_CELL])[FARGATE_CELL].template;
+    [keyId] = Object.keys(template.findResources('AWS::KMS::Key'));
+  });
+
+  it('is one rotated customer-managed key per cell, kept on delete', () => {
+    template.resourceCountIs('AWS::KMS::Key', 1);
+    template.hasResource('AWS::KMS::Key', { Properties: { EnableKeyRotation: true }, DeletionPolicy: 'Retain' });
+  });
+
+  it('encrypts the cell data, secret, logs, queues and alarm topic', () => {
+    const ref = { 'Fn::GetAtt': [keyId, 'Arn'] };
+    template.hasResourceProperties('AWS::RDS::DBCluster', { KmsKeyId: ref });
+    template.hasResourceProperties('AWS::SecretsManager::Secret', { KmsKeyId: ref });
+    expect(Object.keys(template.findResources('AWS::SQS::Queue', { Properties: { KmsMasterKeyId: ref } }))).toHaveLength(2);
+    expect(Object.keys(template.findResources('AWS::Logs::LogGroup', { Properties: { KmsKeyId: ref } }))).toHaveLength(3);
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: ref });
+  });
+});
