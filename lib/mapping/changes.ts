@@ -1,0 +1,202 @@
+import { bucketCounts, compressBuckets, expandBuckets } from './buckets';
+import { keyProblem, PREFIX_PATTERN } from './key';
+import { CELL_ID_PATTERN, isValidBucketCount } from './validate';
+import { HASH_NAME, MappingCellState, MappingDocument, Overrides, SCHEMA_VERSION } from './types';
+
+/** A change that cannot be made; the message says why and what to do instead. */
+export class MappingChangeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MappingChangeError';
+  }
+}
+
+/** When the change is made (the new document's `createdAt`), so changes stay pure. */
+export interface ChangeOptions {
+  readonly now: string;
+}
+
+export interface InitialCell {
+  readonly id: string;
+  readonly endpoint: string;
+  readonly state: MappingCellState;
+  readonly canary?: boolean;
+}
+
+/** Prefix the canary cell is given by `initialMapping`: internal tenants test every change first. */
+export const CANARY_PREFIX = 'internal-';
+
+function next(doc: MappingDocument, options: ChangeOptions, patch: Partial<MappingDocument>): MappingDocument {
+  return { ...doc, ...patch, version: doc.version + 1, createdAt: options.now };
+}
+
+function requireCell(doc: MappingDocument, id: string): void {
+  if (!doc.cells[id]) {
+    throw new MappingChangeError(`cell \`${id}\` is not in the mapping (cells: ${Object.keys(doc.cells).join(', ')})`);
+  }
+}
+
+/** Cells that currently hold buckets, in document order. */
+function holders(doc: MappingDocument): string[] {
+  const counts = bucketCounts(doc);
+  return Object.keys(doc.cells).filter((id) => (counts.get(id) ?? 0) > 0);
+}
+
+/**
+ * Version 1 from the fleet: buckets spread evenly, as contiguous ranges, over the active non-canary
+ * cells; the canary cell gets the `internal-` prefix override.
+ */
+export function initialMapping(cells: readonly InitialCell[], bucketCount: number, options: ChangeOptions): MappingDocument {
+  if (!isValidBucketCount(bucketCount)) throw new MappingChangeError(`bucketCount ${bucketCount} must be a power of two between 1024 and 1048576`);
+  const regular = cells.filter((c) => !c.canary && c.state === 'active');
+  if (regular.length === 0) throw new MappingChangeError('no active non-canary cell to hold the buckets');
+  if (regular.length > bucketCount) throw new MappingChangeError(`${regular.length} cells but only ${bucketCount} buckets`);
+  const base = Math.floor(bucketCount / regular.length);
+  const extra = bucketCount % regular.length;
+  let from = 0;
+  const buckets = regular.map((cell, i) => {
+    const size = base + (i < extra ? 1 : 0);
+    const range = { from, to: from + size - 1, cell: cell.id };
+    from += size;
+    return range;
+  });
+  const canary = cells.find((c) => c.canary);
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    version: 1,
+    createdAt: options.now,
+    hash: HASH_NAME,
+    bucketCount,
+    cells: Object.fromEntries(cells.map((c) => [c.id, { endpoint: c.endpoint, state: c.state }])),
+    buckets,
+    overrides: { exact: {}, prefix: canary ? { [CANARY_PREFIX]: canary.id } : {} },
+  };
+}
+
+/**
+ * Adds a cell. An `active` cell receives ⌊B/(n+1)⌋ or ⌈B/(n+1)⌉ buckets (n = cells holding buckets),
+ * taken one at a time from whichever cell holds the most, from the top of its ranges: no bucket moves
+ * anywhere except into the new cell. A `quarantine` cell is added without buckets.
+ */
+export function addCell(doc: MappingDocument, cell: { id: string; endpoint: string; state?: 'active' | 'quarantine' }, options: ChangeOptions): MappingDocument {
+  if (doc.cells[cell.id]) throw new MappingChangeError(`cell \`${cell.id}\` is already in the mapping (state ${doc.cells[cell.id].state})`);
+  if (!CELL_ID_PATTERN.test(cell.id)) throw new MappingChangeError(`cell id \`${cell.id}\` must match ${CELL_ID_PATTERN.source}`);
+  const state = cell.state ?? 'active';
+  const cells = { ...doc.cells, [cell.id]: { endpoint: cell.endpoint, state } };
+  if (state === 'quarantine') return next(doc, options, { cells });
+
+  const donors = holders(doc);
+  const counts = bucketCounts(doc);
+  const quota = Math.floor(doc.bucketCount / (donors.length + 1));
+  const give = new Map(donors.map((id) => [id, 0]));
+  for (let taken = 0; taken < quota; taken++) {
+    let richest = donors[0];
+    for (const id of donors) {
+      if (counts.get(id)! - give.get(id)! > counts.get(richest)! - give.get(richest)!) richest = id;
+    }
+    give.set(richest, give.get(richest)! + 1);
+  }
+  const expanded = expandBuckets(doc);
+  const ids = [...expanded.cells, cell.id];
+  const newIndex = ids.length - 1;
+  const owner = expanded.owner;
+  const remaining = donors.map((id) => give.get(id)!);
+  const donorIndex = new Map(donors.map((id, i) => [expanded.cells.indexOf(id), i]));
+  for (let b = owner.length - 1; b >= 0; b--) {
+    const d = donorIndex.get(owner[b]);
+    if (d !== undefined && remaining[d] > 0) {
+      owner[b] = newIndex;
+      remaining[d] -= 1;
+    }
+  }
+  return next(doc, options, { cells, buckets: compressBuckets({ cells: ids, owner }) });
+}
+
+/**
+ * Drains a cell: its buckets go to the remaining bucket-holding active cells, fewest buckets first,
+ * in contiguous chunks; nothing else moves. The cell becomes `draining` and keeps its overrides
+ * until they are moved too.
+ */
+export function drainCell(doc: MappingDocument, id: string, options: ChangeOptions): MappingDocument {
+  requireCell(doc, id);
+  if (doc.cells[id].state !== 'active') throw new MappingChangeError(`cell \`${id}\` is ${doc.cells[id].state}, not active; nothing to drain`);
+  const counts = bucketCounts(doc);
+  const receivers = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active');
+  const cells = { ...doc.cells, [id]: { ...doc.cells[id], state: 'draining' as const } };
+  const draining = counts.get(id) ?? 0;
+  if (draining === 0) return next(doc, options, { cells });
+  if (receivers.length === 0) throw new MappingChangeError(`cell \`${id}\` holds the only buckets; add a cell before draining it`);
+
+  const receive = new Map(receivers.map((c) => [c, 0]));
+  for (let given = 0; given < draining; given++) {
+    let poorest = receivers[0];
+    for (const c of receivers) {
+      if (counts.get(c)! + receive.get(c)! < counts.get(poorest)! + receive.get(poorest)!) poorest = c;
+    }
+    receive.set(poorest, receive.get(poorest)! + 1);
+  }
+  const expanded = expandBuckets(doc);
+  const from = expanded.cells.indexOf(id);
+  const queue = receivers.map((c) => ({ index: expanded.cells.indexOf(c), left: receive.get(c)! }));
+  let q = 0;
+  for (let b = 0; b < expanded.owner.length; b++) {
+    if (expanded.owner[b] !== from) continue;
+    while (queue[q].left === 0) q += 1;
+    expanded.owner[b] = queue[q].index;
+    queue[q].left -= 1;
+  }
+  return next(doc, options, { cells, buckets: compressBuckets(expanded) });
+}
+
+function withOverrides(doc: MappingDocument, options: ChangeOptions, overrides: Overrides): MappingDocument {
+  return next(doc, options, { overrides });
+}
+
+function requireTarget(doc: MappingDocument, cell: string, what: string): void {
+  requireCell(doc, cell);
+  if (doc.cells[cell].state === 'draining') throw new MappingChangeError(`cell \`${cell}\` is draining; ${what} to an active or quarantine cell`);
+}
+
+/** Pins one exact key to a cell. */
+export function pinKey(doc: MappingDocument, key: string, cell: string, options: ChangeOptions): MappingDocument {
+  const problem = keyProblem(key);
+  if (problem) throw new MappingChangeError(problem);
+  requireTarget(doc, cell, 'pin keys');
+  return withOverrides(doc, options, { ...doc.overrides, exact: { ...doc.overrides.exact, [key]: cell } });
+}
+
+/** Removes an exact pin; the key goes back to its prefix or bucket. */
+export function unpinKey(doc: MappingDocument, key: string, options: ChangeOptions): MappingDocument {
+  if (!(key in doc.overrides.exact)) throw new MappingChangeError(`key \`${key}\` is not pinned`);
+  const { [key]: _removed, ...exact } = doc.overrides.exact;
+  return withOverrides(doc, options, { ...doc.overrides, exact });
+}
+
+/** Sends every key starting with `prefix` to a cell (the longest matching prefix wins). */
+export function setPrefix(doc: MappingDocument, prefix: string, cell: string, options: ChangeOptions): MappingDocument {
+  if (!PREFIX_PATTERN.test(prefix)) throw new MappingChangeError(`prefix \`${prefix}\` must match ${PREFIX_PATTERN.source}`);
+  requireTarget(doc, cell, 'send prefixes');
+  return withOverrides(doc, options, { ...doc.overrides, prefix: { ...doc.overrides.prefix, [prefix]: cell } });
+}
+
+export function removePrefix(doc: MappingDocument, prefix: string, options: ChangeOptions): MappingDocument {
+  if (!(prefix in doc.overrides.prefix)) throw new MappingChangeError(`prefix \`${prefix}\` has no override`);
+  const { [prefix]: _removed, ...rest } = doc.overrides.prefix;
+  return withOverrides(doc, options, { ...doc.overrides, prefix: rest });
+}
+
+/**
+ * Pins a key to a quarantine cell: `cell` if given, else the mapping's only quarantine cell.
+ */
+export function quarantineKey(doc: MappingDocument, key: string, options: ChangeOptions & { cell?: string }): MappingDocument {
+  const quarantine = Object.entries(doc.cells).filter(([, c]) => c.state === 'quarantine').map(([id]) => id);
+  const cell = options.cell ?? (quarantine.length === 1 ? quarantine[0] : undefined);
+  if (cell === undefined) {
+    throw new MappingChangeError(quarantine.length === 0
+      ? 'the mapping has no quarantine cell; add one with `cellctl mapping add-cell ID --quarantine --endpoint URL`'
+      : `several quarantine cells (${quarantine.join(', ')}); name one with --cell`);
+  }
+  requireCell(doc, cell);
+  if (doc.cells[cell].state !== 'quarantine') throw new MappingChangeError(`cell \`${cell}\` is ${doc.cells[cell].state}, not a quarantine cell`);
+  return pinKey(doc, key, cell, options);
+}

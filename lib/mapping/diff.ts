@@ -1,0 +1,108 @@
+import { bucketCounts, expandBuckets } from './buckets';
+import { MappingDocument } from './types';
+
+export interface BucketMove {
+  readonly from: string;
+  readonly to: string;
+  readonly buckets: number;
+}
+
+export interface OverrideChange {
+  readonly kind: 'exact' | 'prefix';
+  readonly key: string;
+  /** Undefined when the override was added. */
+  readonly before?: string;
+  /** Undefined when the override was removed. */
+  readonly after?: string;
+}
+
+export interface MappingDiff {
+  readonly fromVersion: number;
+  readonly toVersion: number;
+  /** Bucket moves per (from → to) pair, largest first. */
+  readonly moves: readonly BucketMove[];
+  readonly bucketsMoved: number;
+  /** Share of the keyspace whose cell changed, 0 … 1. */
+  readonly movedShare: number;
+  readonly overrides: readonly OverrideChange[];
+  readonly cellsAdded: readonly string[];
+  readonly cellsRemoved: readonly string[];
+  readonly stateChanges: readonly { cell: string; before: string; after: string }[];
+}
+
+/** What changes between two documents with the same bucket count. */
+export function diffMappings(before: MappingDocument, after: MappingDocument): MappingDiff {
+  if (before.bucketCount !== after.bucketCount) {
+    throw new Error(`cannot diff: bucketCount ${before.bucketCount} vs ${after.bucketCount}; every key would move`);
+  }
+  const a = expandBuckets(before);
+  const b = expandBuckets(after);
+  const pairs = new Map<string, number>();
+  let moved = 0;
+  for (let i = 0; i < a.owner.length; i++) {
+    const from = a.cells[a.owner[i]];
+    const to = b.cells[b.owner[i]];
+    if (from !== to) {
+      moved += 1;
+      const pair = `${from}\u0000${to}`;
+      pairs.set(pair, (pairs.get(pair) ?? 0) + 1);
+    }
+  }
+  const moves = [...pairs.entries()]
+    .map(([pair, buckets]) => {
+      const [from, to] = pair.split('\u0000');
+      return { from, to, buckets };
+    })
+    .sort((x, y) => y.buckets - x.buckets || x.from.localeCompare(y.from) || x.to.localeCompare(y.to));
+  const overrides: OverrideChange[] = [];
+  for (const kind of ['exact', 'prefix'] as const) {
+    const old = before.overrides[kind];
+    const now = after.overrides[kind];
+    for (const key of new Set([...Object.keys(old), ...Object.keys(now)])) {
+      if (old[key] !== now[key]) overrides.push({ kind, key, before: old[key], after: now[key] });
+    }
+  }
+  const beforeIds = Object.keys(before.cells);
+  const afterIds = Object.keys(after.cells);
+  return {
+    fromVersion: before.version,
+    toVersion: after.version,
+    moves,
+    bucketsMoved: moved,
+    movedShare: moved / before.bucketCount,
+    overrides,
+    cellsAdded: afterIds.filter((id) => !before.cells[id]),
+    cellsRemoved: beforeIds.filter((id) => !after.cells[id]),
+    stateChanges: beforeIds
+      .filter((id) => after.cells[id] && after.cells[id].state !== before.cells[id].state)
+      .map((id) => ({ cell: id, before: before.cells[id].state, after: after.cells[id].state })),
+  };
+}
+
+export interface GuardOptions {
+  /** Largest share of the keyspace one change may move. @default 0.25 */
+  readonly maxMovedShare?: number;
+}
+
+export const DEFAULT_MAX_MOVED_SHARE = 0.25;
+
+/**
+ * Reasons to refuse a change unless forced: it moves more than `maxMovedShare` of the keyspace, or an
+ * active cell that held buckets holds none afterwards (a cell silently emptied).
+ */
+export function guardChange(before: MappingDocument, after: MappingDocument, options: GuardOptions = {}): string[] {
+  const limit = options.maxMovedShare ?? DEFAULT_MAX_MOVED_SHARE;
+  const diff = diffMappings(before, after);
+  const reasons: string[] = [];
+  if (diff.movedShare > limit) {
+    reasons.push(`moves ${(diff.movedShare * 100).toFixed(1)}% of the keyspace (limit ${(limit * 100).toFixed(1)}%); split the change or pass --force`);
+  }
+  const was = bucketCounts(before);
+  const now = bucketCounts(after);
+  for (const [id, cell] of Object.entries(after.cells)) {
+    if (cell.state === 'active' && (was.get(id) ?? 0) > 0 && (now.get(id) ?? 0) === 0) {
+      reasons.push(`leaves active cell \`${id}\` with no buckets; drain it instead, or pass --force`);
+    }
+  }
+  return reasons;
+}

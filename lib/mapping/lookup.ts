@@ -1,0 +1,61 @@
+import { createKeyHasher } from './hash';
+import { keyProblem } from './key';
+import { LookupResult, MappingDocument } from './types';
+
+/** A key that is not a valid partition key: the router answers 400, the CLI exits 1. */
+export class InvalidKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidKeyError';
+  }
+}
+
+/** A document indexed for lookups: bucket table as a typed array, overrides as maps. */
+export interface CompiledMapping {
+  readonly document: MappingDocument;
+  /** Routes a key; throws `InvalidKeyError` for an invalid key. */
+  lookup(key: string): LookupResult;
+}
+
+/** Indexes a (valid) document for fast lookups. */
+export function compileMapping(document: MappingDocument): CompiledMapping {
+  const cellIds = Object.keys(document.cells);
+  const index = new Map(cellIds.map((id, i) => [id, i]));
+  const owner = new Uint32Array(document.bucketCount);
+  for (const range of document.buckets) owner.fill(index.get(range.cell)!, range.from, range.to + 1);
+  const exact = new Map(Object.entries(document.overrides.exact));
+  const prefix = new Map(Object.entries(document.overrides.prefix));
+  // Longest prefix first: try each distinct prefix length, longest to shortest.
+  const prefixLengths = [...new Set([...prefix.keys()].map((p) => p.length))].sort((a, b) => b - a);
+  const hash = createKeyHasher();
+  const mask = document.bucketCount - 1;
+  return {
+    document,
+    lookup(key: string): LookupResult {
+      const problem = keyProblem(key);
+      if (problem !== undefined) throw new InvalidKeyError(problem);
+      const bucket = hash(key) & mask;
+      const pinned = exact.get(key);
+      if (pinned !== undefined) return { key, cell: pinned, bucket, via: 'exact' };
+      for (const length of prefixLengths) {
+        if (length > key.length) continue;
+        const cell = prefix.get(key.slice(0, length));
+        if (cell !== undefined) return { key, cell, bucket, via: 'prefix' };
+      }
+      return { key, cell: cellIds[owner[bucket]], bucket, via: 'bucket' };
+    },
+  };
+}
+
+// Documents are immutable values, so a compiled index can be remembered per document object.
+const compiled = new WeakMap<MappingDocument, CompiledMapping>();
+
+/** Routes `key` with `doc`: exact override, else longest prefix override, else its bucket's cell. */
+export function lookup(doc: MappingDocument, key: string): LookupResult {
+  let index = compiled.get(doc);
+  if (!index) {
+    index = compileMapping(doc);
+    compiled.set(doc, index);
+  }
+  return index.lookup(key);
+}

@@ -1,0 +1,128 @@
+import { KEY_PATTERN, PREFIX_PATTERN } from './key';
+import { HASH_NAME, MappingDocument, MappingProblem, SCHEMA_VERSION } from './types';
+
+export const CELL_ID_PATTERN = /^[a-z][a-z0-9-]{1,30}$/;
+const CELL_STATES = new Set(['active', 'draining', 'quarantine']);
+const TOP_LEVEL = new Set(['schemaVersion', 'version', 'createdAt', 'hash', 'bucketCount', 'cells', 'buckets', 'overrides']);
+const MAX_PROBLEMS = 200;
+
+export interface ValidateOptions {
+  /** Version of the document this one replaces: the new one must be greater. */
+  readonly previousVersion?: number;
+}
+
+export type ParseResult =
+  | { readonly ok: true; readonly document: MappingDocument }
+  | { readonly ok: false; readonly problems: readonly MappingProblem[] };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
+
+/** True for powers of two from 1024 to 1048576: the bucket counts a router can hold. */
+export function isValidBucketCount(n: unknown): n is number {
+  return isInt(n) && n >= 1024 && n <= 1_048_576 && (n & (n - 1)) === 0;
+}
+
+/**
+ * Every problem in a candidate document, each with its JSON path. An empty list means the document
+ * may replace the one at `previousVersion`. Readers that get problems keep their last-known-good.
+ */
+export function validateMapping(doc: unknown, options: ValidateOptions = {}): MappingProblem[] {
+  const problems: MappingProblem[] = [];
+  const report = (path: string, message: string) => {
+    if (problems.length < MAX_PROBLEMS) problems.push({ path, message });
+  };
+  if (!isObject(doc)) {
+    report('$', 'not a JSON object');
+    return problems;
+  }
+  for (const key of Object.keys(doc)) if (!TOP_LEVEL.has(key)) report(`$.${key}`, 'unknown field');
+  if (doc.schemaVersion !== SCHEMA_VERSION) report('$.schemaVersion', `must be ${SCHEMA_VERSION}, got ${JSON.stringify(doc.schemaVersion)}`);
+  if (!isInt(doc.version) || doc.version < 1) {
+    report('$.version', `must be a positive integer, got ${JSON.stringify(doc.version)}`);
+  } else if (options.previousVersion !== undefined && doc.version <= options.previousVersion) {
+    report('$.version', `${doc.version} is not greater than the current version ${options.previousVersion}`);
+  }
+  if (typeof doc.createdAt !== 'string' || Number.isNaN(Date.parse(doc.createdAt))) report('$.createdAt', 'must be an ISO 8601 timestamp');
+  if (doc.hash !== HASH_NAME) report('$.hash', `must be "${HASH_NAME}", got ${JSON.stringify(doc.hash)}`);
+  const bucketCount = doc.bucketCount;
+  if (!isValidBucketCount(bucketCount)) report('$.bucketCount', `must be a power of two between 1024 and 1048576, got ${JSON.stringify(bucketCount)}`);
+
+  const cells = isObject(doc.cells) ? doc.cells : undefined;
+  if (!cells) report('$.cells', 'must be an object of cell id → {endpoint, state}');
+  const states = new Map<string, string>();
+  for (const [id, cell] of Object.entries(cells ?? {})) {
+    const at = `$.cells.${id}`;
+    if (!CELL_ID_PATTERN.test(id)) report(at, `cell id must match ${CELL_ID_PATTERN.source}`);
+    if (!isObject(cell)) {
+      report(at, 'must be {endpoint, state}');
+      continue;
+    }
+    if (typeof cell.endpoint !== 'string' || !/^https?:\/\/[^\s/]+(:\d+)?\/?$/.test(cell.endpoint)) {
+      report(`${at}.endpoint`, `must be an http(s) URL with host and optional port, got ${JSON.stringify(cell.endpoint)}`);
+    }
+    if (typeof cell.state !== 'string' || !CELL_STATES.has(cell.state)) report(`${at}.state`, 'must be active, draining or quarantine');
+    for (const key of Object.keys(cell)) if (key !== 'endpoint' && key !== 'state') report(`${at}.${key}`, 'unknown field');
+    states.set(id, String(cell.state));
+  }
+
+  if (!Array.isArray(doc.buckets)) {
+    report('$.buckets', 'must be an array of {from, to, cell}');
+  } else {
+    let expected = 0;
+    const last = isValidBucketCount(bucketCount) ? bucketCount - 1 : Number.MAX_SAFE_INTEGER;
+    doc.buckets.forEach((range: unknown, i: number) => {
+      const at = `$.buckets[${i}]`;
+      if (!isObject(range)) {
+        report(at, 'must be {from, to, cell}');
+        return;
+      }
+      const { from, to, cell } = range;
+      if (!isInt(from) || !isInt(to)) {
+        report(at, `from and to must be integers, got ${JSON.stringify(from)} … ${JSON.stringify(to)}`);
+        return;
+      }
+      if (from > to) report(at, `from ${from} is greater than to ${to}`);
+      if (from < 0 || to > last) report(at, `range ${from} … ${to} is out of bounds 0 … ${last}`);
+      if (from > expected) report(at, `gap: buckets ${expected} … ${from - 1} belong to no cell`);
+      else if (from < expected) report(at, `overlap or unsorted: starts at ${from}, but buckets up to ${expected - 1} are already assigned`);
+      expected = Math.max(expected, to + 1);
+      const state = typeof cell === 'string' ? states.get(cell) : undefined;
+      if (state === undefined) report(`${at}.cell`, `unknown cell ${JSON.stringify(cell)}; list it in $.cells`);
+      else if (state !== 'active') report(`${at}.cell`, `cell ${cell} is ${state}; only active cells take buckets`);
+    });
+    if (isValidBucketCount(bucketCount) && expected < bucketCount) report('$.buckets', `gap: buckets ${expected} … ${bucketCount - 1} belong to no cell`);
+  }
+
+  const overrides = doc.overrides;
+  if (!isObject(overrides) || !isObject(overrides.exact) || !isObject(overrides.prefix)) {
+    report('$.overrides', 'must be {"exact": {key: cell}, "prefix": {prefix: cell}}');
+  } else {
+    for (const key of Object.keys(overrides)) if (key !== 'exact' && key !== 'prefix') report(`$.overrides.${key}`, 'unknown field');
+    for (const [kind, pattern] of [['exact', KEY_PATTERN], ['prefix', PREFIX_PATTERN]] as const) {
+      for (const [key, cell] of Object.entries(overrides[kind] as Record<string, unknown>)) {
+        const at = `$.overrides.${kind}[${JSON.stringify(key)}]`;
+        if (!pattern.test(key)) report(at, `${kind === 'exact' ? 'key' : 'prefix'} must match ${pattern.source}`);
+        if (typeof cell !== 'string' || !states.has(cell)) report(at, `unknown cell ${JSON.stringify(cell)}; list it in $.cells`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** Parses JSON text and validates it; never throws. */
+export function parseMapping(text: string, options: ValidateOptions = {}): ParseResult {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, problems: [{ path: '$', message: `not valid JSON: ${(error as Error).message}` }] };
+  }
+  const problems = validateMapping(doc, options);
+  return problems.length === 0 ? { ok: true, document: doc as MappingDocument } : { ok: false, problems };
+}
+
+/** One line per problem: `$.buckets[3]: gap: …`. */
+export function formatProblems(problems: readonly MappingProblem[]): string {
+  return problems.map((p) => `${p.path}: ${p.message}`).join('\n');
+}

@@ -1,0 +1,44 @@
+import fc from 'fast-check';
+import { bucketOf, compileMapping, InvalidKeyError, lookup, pinKey, setPrefix } from '../../lib/mapping';
+import { NOW, sampleMapping } from '../support/mapping';
+
+const keyArb = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,40}$/);
+
+describe('lookup', () => {
+  const base = sampleMapping(4);
+  const doc = setPrefix(setPrefix(pinKey(base, 'tenant-42', 'cell-3', NOW), 'internal-eu-', 'cell-2', NOW), 'vip', 'cell-4', NOW);
+
+  it('routes by bucket range when no override matches', () => {
+    fc.assert(fc.property(keyArb.filter((k) => !k.startsWith('internal-') && !k.startsWith('vip') && k !== 'tenant-42'), (key) => {
+      const result = lookup(doc, key);
+      const bucket = bucketOf(key, doc.bucketCount);
+      const range = doc.buckets.find((r) => r.from <= bucket && bucket <= r.to)!;
+      expect(result).toEqual({ key, bucket, cell: range.cell, via: 'bucket' });
+    }), { numRuns: 3000 });
+  });
+
+  it('checks exact overrides first', () => {
+    expect(lookup(doc, 'tenant-42')).toMatchObject({ cell: 'cell-3', via: 'exact', bucket: bucketOf('tenant-42', 16384) });
+  });
+
+  it('uses the longest matching prefix', () => {
+    expect(lookup(doc, 'internal-us-1')).toMatchObject({ cell: 'canary', via: 'prefix' });
+    expect(lookup(doc, 'internal-eu-7')).toMatchObject({ cell: 'cell-2', via: 'prefix' });
+    expect(lookup(doc, 'vipx')).toMatchObject({ cell: 'cell-4', via: 'prefix' });
+    expect(lookup(doc, 'vi')).toMatchObject({ via: 'bucket' });
+  });
+
+  it('prefers an exact pin over a matching prefix', () => {
+    const pinned = pinKey(doc, 'internal-eu-9', 'cell-1', NOW);
+    expect(lookup(pinned, 'internal-eu-9')).toMatchObject({ cell: 'cell-1', via: 'exact' });
+  });
+
+  it.each(['', 'bad key', '-x', 'x'.repeat(129)])('rejects invalid key %j', (key) => {
+    expect(() => lookup(doc, key)).toThrow(InvalidKeyError);
+  });
+
+  it('gives the same answers compiled or not', () => {
+    const compiled = compileMapping(doc);
+    fc.assert(fc.property(keyArb, (key) => expect(compiled.lookup(key)).toEqual(lookup(doc, key))), { numRuns: 500 });
+  });
+});
