@@ -62,4 +62,12 @@ export default defineFleet({
     errorRatePercent: 2,
     p99LatencyMs: 1500,
   },
+  router: {
+    groups: [
+      { name: 'canary', tasks: 2 },
+      { name: 'main', tasks: 6 },
+    ],
+    publishBakeSeconds: 300,
+    cellEndpointTemplate: 'https://{cell}.{app}.cells.internal',
+  },
 });

@@ -1,4 +1,4 @@
-import { AlarmThresholds, PartitionKeySource } from './types';
+import { AlarmThresholds, PartitionKeySource, RouterGroupConfig } from './types';
 
 export const DEFAULT_PARTITION_KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
 export const DEFAULT_BUCKET_COUNT = 16384;
@@ -16,6 +16,13 @@ export const DEFAULT_ALARMS: AlarmThresholds = {
   dlqMessages: 1,
   evaluationPeriods: 3,
 };
+
+export const DEFAULT_ROUTER_GROUPS: readonly Required<RouterGroupConfig>[] = [
+  { name: 'canary', tasks: 2 },
+  { name: 'main', tasks: 4 },
+];
+export const DEFAULT_PUBLISH_BAKE_SECONDS = 300;
+export const DEFAULT_CELL_ENDPOINT_TEMPLATE = 'https://{cell}.{app}.cells.internal';
 
 /** Bake times are bounded: under a minute watches nothing, over a day stalls every release. */
 export const BAKE_SECONDS_RANGE = { min: 60, max: 86_400 } as const;

@@ -110,6 +110,32 @@ export interface WorkloadConfig {
   readonly databasePort?: number;
 }
 
+/** A subset of router tasks reading its own mapping pointer (`groups/<name>/mapping.json`). */
+export interface RouterGroupConfig {
+  /** `[a-z][a-z0-9-]{0,30}`. */
+  readonly name: string;
+  /** Router tasks in the group. @default 2 */
+  readonly tasks?: number;
+}
+
+/** The router layer: groups, mapping bucket, how mapping changes roll out. */
+export interface RouterConfig {
+  /**
+   * Router groups in rollout order: the first (small) group gets every new mapping first.
+   * @default [{ name: 'canary', tasks: 2 }, { name: 'main', tasks: 4 }]
+   */
+  readonly groups?: readonly RouterGroupConfig[];
+  /** S3 bucket holding the mapping documents. @default `<app>-mappings-<router account>` */
+  readonly mappingBucket?: string;
+  /** Seconds between publishing to the first group and to the rest. @default 300 */
+  readonly publishBakeSeconds?: number;
+  /**
+   * Endpoint of a cell as the router reaches it; `{cell}` and `{app}` are replaced.
+   * @default 'https://{cell}.{app}.cells.internal'
+   */
+  readonly cellEndpointTemplate?: string;
+}
+
 /** What you write in `cells.config.ts`. */
 export interface FleetInput {
   /** Application name, `[a-z][a-z0-9-]{1,20}`: prefixes stack, alarm and account names. */
@@ -131,6 +157,8 @@ export interface FleetInput {
   readonly waves: WavePolicy;
   /** @default DEFAULT_ALARMS */
   readonly alarms?: Partial<AlarmThresholds>;
+  /** @default DEFAULT_ROUTER */
+  readonly router?: RouterConfig;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -158,4 +186,10 @@ export interface Fleet {
   readonly cells: readonly Cell[];
   readonly waves: WavePolicy;
   readonly alarms: AlarmThresholds;
+  readonly router: {
+    readonly groups: readonly Required<RouterGroupConfig>[];
+    readonly mappingBucket: string;
+    readonly publishBakeSeconds: number;
+    readonly cellEndpointTemplate: string;
+  };
 }

@@ -1,5 +1,8 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
-import { BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_DATABASE_PORT, DEFAULT_PARTITION_KEY } from './defaults';
+import {
+  BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT,
+  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS,
+} from './defaults';
 import { availabilityZoneProblems } from './regions';
 import { AlarmThresholds, Cell, CellShape, Fleet, FleetInput } from './types';
 
@@ -140,6 +143,37 @@ function alarmProblems(alarms: AlarmThresholds): string[] {
   return problems;
 }
 
+const GROUP_NAME = /^[a-z][a-z0-9-]{0,30}$/;
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+function routerProblems(input: FleetInput): string[] {
+  const router = input.router ?? {};
+  const problems: string[] = [];
+  const groups = router.groups ?? DEFAULT_ROUTER_GROUPS;
+  if (groups.length < 2) problems.push('router.groups: list at least two groups (a small canary group first, then the rest)');
+  const names = new Set<string>();
+  for (const group of groups) {
+    if (!GROUP_NAME.test(group.name)) problems.push(`router.groups: name \`${group.name}\` must match ${GROUP_NAME.source}`);
+    if (names.has(group.name)) problems.push(`router.groups: \`${group.name}\` is listed twice`);
+    names.add(group.name);
+    if (group.tasks !== undefined && (!isInt(group.tasks) || group.tasks < 1 || group.tasks > 100)) {
+      problems.push(`router.groups: \`${group.name}\` tasks ${group.tasks} must be an integer from 1 to 100`);
+    }
+  }
+  if (router.mappingBucket !== undefined && !BUCKET_NAME.test(router.mappingBucket)) {
+    problems.push(`router.mappingBucket: \`${router.mappingBucket}\` is not a valid S3 bucket name`);
+  }
+  const bake = router.publishBakeSeconds;
+  if (bake !== undefined && (!isInt(bake) || bake < 0 || bake > BAKE_SECONDS_RANGE.max)) {
+    problems.push(`router.publishBakeSeconds: ${bake} must be whole seconds from 0 to ${BAKE_SECONDS_RANGE.max}`);
+  }
+  const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
+  if (!/^https?:\/\//.test(template) || !template.includes('{cell}')) {
+    problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell}`);
+  }
+  return problems;
+}
+
 function waveProblems(input: FleetInput): string[] {
   const waves = input.waves;
   if (!waves) return ['waves: missing; set singleCellWaves, growthFactor, maxCellsPerWave and bakeSeconds'];
@@ -238,6 +272,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}): s
     ...Object.entries(input.shapes ?? {}).flatMap(([name, shape]) => shapeProblems(name, shape)),
     ...cellProblems(input, accounts),
     ...waveProblems(input),
+    ...routerProblems(input),
     ...alarmProblems(alarms),
   ];
 }
@@ -268,5 +303,11 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
     cells,
     waves: input.waves,
     alarms: { ...DEFAULT_ALARMS, ...input.alarms },
+    router: {
+      groups: (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2 })),
+      mappingBucket: input.router?.mappingBucket ?? `${input.app}-mappings-${input.accounts.router}`,
+      publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,
+      cellEndpointTemplate: input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE,
+    },
   };
 }

@@ -36,13 +36,13 @@ export function compileMapping(document: MappingDocument): CompiledMapping {
       if (problem !== undefined) throw new InvalidKeyError(problem);
       const bucket = hash(key) & mask;
       const pinned = exact.get(key);
-      if (pinned !== undefined) return { key, cell: pinned, bucket, via: 'exact' };
+      if (pinned !== undefined) return { key, bucket, cell: pinned, via: 'exact' };
       for (const length of prefixLengths) {
         if (length > key.length) continue;
         const cell = prefix.get(key.slice(0, length));
-        if (cell !== undefined) return { key, cell, bucket, via: 'prefix' };
+        if (cell !== undefined) return { key, bucket, cell, via: 'prefix' };
       }
-      return { key, cell: cellIds[owner[bucket]], bucket, via: 'bucket' };
+      return { key, bucket, cell: cellIds[owner[bucket]], via: 'bucket' };
     },
   };
 }

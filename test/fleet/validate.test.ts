@@ -53,6 +53,10 @@ describe('fleetProblems', () => {
     ['bad tooling account', (i) => ({ ...i, accounts: { ...i.accounts, tooling: 'abc' } }), /accounts.tooling: `abc` is not a 12-digit/],
     ['alarm percentage over 100', (i) => ({ ...i, alarms: { errorRatePercent: 150 } }), /alarms.errorRatePercent: 150 is a percentage/],
     ['negative alarm threshold', (i) => ({ ...i, alarms: { p99LatencyMs: -1 } }), /alarms.p99LatencyMs: -1 must be a positive number/],
+    ['a single router group', (i) => ({ ...i, router: { groups: [{ name: 'all' }] } }), /router.groups: list at least two groups/],
+    ['duplicate router group', (i) => ({ ...i, router: { groups: [{ name: 'a' }, { name: 'a' }] } }), /`a` is listed twice/],
+    ['bad mapping bucket', (i) => ({ ...i, router: { mappingBucket: 'Bad_Bucket' } }), /router.mappingBucket: `Bad_Bucket` is not a valid S3 bucket name/],
+    ['endpoint template without {cell}', (i) => ({ ...i, router: { cellEndpointTemplate: 'https://x.example' } }), /must be an http\(s\) URL containing \{cell\}/],
     ['certificate from another account', editCell(1, { certificateArn: 'arn:aws:acm:eu-west-1:999999999999:certificate/abc' }), /certificateArn must be an ACM certificate in the cell's own account and region/],
   ];
 
@@ -100,5 +104,6 @@ describe('resolveFleet', () => {
     expect(fleet.cells.every((c) => c.state === 'active')).toBe(true);
     expect(fleet.cells.filter((c) => c.canary).map((c) => c.id)).toEqual(['canary-eu']);
     expect(fleet.cells[0].availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
+    expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
   });
 });

@@ -1,0 +1,4 @@
+export * from './io';
+export * from './context';
+export * from './program';
+export * from './mapping-commands';

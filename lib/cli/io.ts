@@ -1,0 +1,60 @@
+import * as fs from 'fs';
+import * as path from 'path';
+
+/** Where a command writes: stdout for results (tables or --json), stderr for progress and errors. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processIo: CliIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
+
+/** Exit codes: 0 success, 1 invalid input (problems listed), 2 usage error. */
+export const EXIT = { ok: 0, invalid: 1, usage: 2 } as const;
+
+/** A failure the operator can fix; `exitCode` 1 for bad input, 2 for bad usage. */
+export class CliError extends Error {
+  constructor(message: string, public readonly exitCode: number = EXIT.invalid) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** Left-aligned text table with a header row. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return `${cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n')}\n`;
+}
+
+/**
+ * Writes a file atomically (temp file in the same directory, then rename): a crash or a failed
+ * write leaves the previous file untouched.
+ */
+export function writeFileAtomic(file: string, text: string): void {
+  const dir = path.dirname(path.resolve(file));
+  const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
+  try {
+    fs.writeFileSync(temp, text, { flag: 'wx' });
+    fs.renameSync(temp, file);
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw new CliError(`could not write ${file}: ${(error as Error).message}`);
+  }
+}
+
+export function readText(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new CliError(code === 'ENOENT' ? `${file}: no such file` : `${file}: ${(error as Error).message}`);
+  }
+}
+
+export function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}

@@ -1,0 +1,291 @@
+import * as fs from 'fs';
+import { Command, Option } from 'commander';
+import { Fleet } from '../fleet';
+import {
+  addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
+  initialMapping, InvalidKeyError, lookup, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
+  quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
+} from '../mapping';
+import { ConcurrentWriteError, mappingHistory, MappingStore, PublishRefusedError, PublishResult, publishMapping, rollbackMapping, StoreError } from '../mapping-store';
+import { fleetFrom, s3Client } from './context';
+import { CliError, CliIo, formatTable, json, readText, writeFileAtomic } from './io';
+
+/** Reads and validates a mapping file; invalid documents are exit 1 with every problem listed. */
+export function readMappingFile(file: string): MappingDocument {
+  const parsed = parseMapping(readText(file));
+  if (!parsed.ok) throw new CliError(`${file} is not a valid mapping:\n${formatProblems(parsed.problems)}`);
+  return parsed.document;
+}
+
+function share(buckets: number, total: number): string {
+  return `${((buckets / total) * 100).toFixed(2)}%`;
+}
+
+function diffText(diff: MappingDiff, total: number): string {
+  let text = `v${diff.fromVersion} -> v${diff.toVersion}: ${diff.bucketsMoved} buckets moved (${share(diff.bucketsMoved, total)} of the keyspace)\n`;
+  if (diff.moves.length > 0) text += formatTable(['from', 'to', 'buckets', 'share'], diff.moves.map((m) => [m.from, m.to, m.buckets, share(m.buckets, total)]));
+  if (diff.overrides.length > 0) {
+    text += formatTable(['override', 'key', 'before', 'after'], diff.overrides.map((o) => [o.kind, o.key, o.before ?? '-', o.after ?? '-']));
+  }
+  for (const c of diff.stateChanges) text += `cell ${c.cell}: ${c.before} -> ${c.after}\n`;
+  for (const c of diff.cellsAdded) text += `cell ${c}: added\n`;
+  for (const c of diff.cellsRemoved) text += `cell ${c}: removed\n`;
+  return text;
+}
+
+interface ChangeFlags {
+  readonly mapping: string;
+  readonly out?: string;
+  readonly force?: boolean;
+  readonly maxMove: string;
+  readonly json?: boolean;
+}
+
+function maxMoveShare(value: string): number {
+  const percent = Number(value);
+  if (!Number.isFinite(percent) || percent <= 0 || percent > 100) throw new CliError(`--max-move ${value}: give a percentage from 0 to 100`, 2);
+  return percent / 100;
+}
+
+/**
+ * Applies a change to the `--mapping` document and writes the result to `--out` (default: in place).
+ * The result is validated and guarded first: nothing is written when it is invalid or refused.
+ */
+function runChange(io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument): void {
+  const before = readMappingFile(flags.mapping);
+  let after: MappingDocument;
+  try {
+    after = change(before, { now: new Date().toISOString() });
+  } catch (error) {
+    if (error instanceof MappingChangeError) throw new CliError(error.message);
+    throw error;
+  }
+  const problems = validateMapping(after, { previousVersion: before.version });
+  if (problems.length > 0) throw new CliError(`the change would produce an invalid document; nothing written:\n${formatProblems(problems)}`);
+  const refusals = guardChange(before, after, { maxMovedShare: maxMoveShare(flags.maxMove) });
+  if (refusals.length > 0 && !flags.force) throw new CliError(`change refused; nothing written:\n${refusals.map((r) => `  - ${r}`).join('\n')}`);
+  const out = flags.out ?? flags.mapping;
+  writeFileAtomic(out, `${JSON.stringify(after, null, 2)}\n`);
+  const diff = diffMappings(before, after);
+  io.out(flags.json ? json({ file: out, version: after.version, diff }) : `${diffText(diff, after.bucketCount)}wrote ${out} (v${after.version})\n`);
+}
+
+function changeCommand(parent: Command, name: string, description: string): Command {
+  return parent
+    .command(name)
+    .description(description)
+    .requiredOption('--mapping <file>', 'the current mapping document')
+    .option('--out <file>', 'where to write the new document (default: --mapping, in place)')
+    .option('--force', 'apply even if the guard rail refuses the change')
+    .option('--max-move <percent>', 'largest share of the keyspace one change may move', String(DEFAULT_MAX_MOVED_SHARE * 100))
+    .option('--json', 'print the result as JSON');
+}
+
+interface StoreFlags {
+  readonly config: string;
+  readonly bucket?: string;
+  readonly bake?: string;
+  readonly group?: string;
+  readonly forcePathStyle?: boolean;
+  readonly region?: string;
+  readonly json?: boolean;
+}
+
+function storeCommand(parent: Command, name: string, description: string): Command {
+  return parent
+    .command(name)
+    .description(description)
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--bucket <name>', 'mapping bucket (default: router.mappingBucket of the fleet)')
+    .option('--bake <seconds>', "seconds between the first router group and the rest (default: the fleet's router.publishBakeSeconds)")
+    .option('--force-path-style', 'path-style S3 addressing, for S3-compatible servers')
+    .option('--region <region>', 'S3 region (default: AWS_REGION, else the first fleet region)')
+    .option('--json', 'print the result as JSON');
+}
+
+function openStore(flags: StoreFlags): { store: MappingStore; fleet: Fleet; bakeSeconds: number } {
+  const fleet = fleetFrom(flags.config);
+  const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
+  if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0) throw new CliError(`--bake ${flags.bake}: give whole seconds >= 0`, 2);
+  const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, Object.keys(fleet.regions)[0]);
+  return { store: new MappingStore(client, flags.bucket ?? fleet.router.mappingBucket), fleet, bakeSeconds };
+}
+
+async function storeAction<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof PublishRefusedError || error instanceof ConcurrentWriteError || error instanceof StoreError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+function publishText(result: PublishResult): string {
+  return formatTable(['group', 'before', 'after', 'status'], result.groups.map((g) => [g.group, g.previousVersion === undefined ? '-' : `v${g.previousVersion}`, `v${result.version}`, g.status]));
+}
+
+/** `cellctl mapping …`: build, inspect, change and publish the partition-key → cell mapping. */
+export function mappingCommand(io: CliIo): Command {
+  const mapping = new Command('mapping').description('build, inspect, change and publish the partition-key → cell mapping');
+
+  mapping
+    .command('init')
+    .description('create version 1 from the fleet: buckets spread over active regular cells, internal- tenants on the canary')
+    .requiredOption('--out <file>', 'where to write the document')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--endpoints <file>', 'JSON object of cell id → endpoint URL (default: router.cellEndpointTemplate)')
+    .option('--force', 'overwrite --out if it exists')
+    .option('--json', 'print the result as JSON')
+    .action((flags: { out: string; config: string; endpoints?: string; force?: boolean; json?: boolean }) => {
+      if (fs.existsSync(flags.out) && !flags.force) throw new CliError(`${flags.out} exists; pass --force to overwrite it`);
+      const fleet = fleetFrom(flags.config);
+      const endpoints = flags.endpoints ? (JSON.parse(readText(flags.endpoints)) as Record<string, string>) : {};
+      const doc = initialMapping(
+        fleet.cells.map((c) => ({
+          id: c.id,
+          state: c.state,
+          canary: c.canary,
+          endpoint: endpoints[c.id] ?? fleet.router.cellEndpointTemplate.replace('{cell}', c.id).replace('{app}', fleet.app),
+        })),
+        fleet.bucketCount,
+        { now: new Date().toISOString() },
+      );
+      const problems = validateMapping(doc);
+      if (problems.length > 0) throw new CliError(`the fleet does not make a valid mapping; nothing written:\n${formatProblems(problems)}`);
+      writeFileAtomic(flags.out, `${JSON.stringify(doc, null, 2)}\n`);
+      io.out(flags.json ? json({ file: flags.out, version: doc.version }) : `wrote ${flags.out} (v1, ${doc.bucketCount} buckets over ${doc.buckets.length} cells)\n`);
+    });
+
+  mapping
+    .command('show')
+    .description('buckets and keyspace share per cell, and the overrides')
+    .argument('<file>', 'mapping document')
+    .option('--json', 'print as JSON')
+    .action((file: string, flags: { json?: boolean }) => {
+      const doc = readMappingFile(file);
+      const counts = bucketCounts(doc);
+      const rows = Object.entries(doc.cells).map(([id, c]) => ({
+        cell: id, state: c.state, endpoint: c.endpoint, buckets: counts.get(id) ?? 0, share: (counts.get(id) ?? 0) / doc.bucketCount,
+        exact: Object.values(doc.overrides.exact).filter((x) => x === id).length,
+        prefixes: Object.entries(doc.overrides.prefix).filter(([, x]) => x === id).map(([p]) => p),
+      }));
+      if (flags.json) {
+        io.out(json({ version: doc.version, createdAt: doc.createdAt, bucketCount: doc.bucketCount, cells: rows }));
+        return;
+      }
+      io.out(`version ${doc.version} (${doc.createdAt}), ${doc.bucketCount} buckets\n`);
+      io.out(formatTable(['cell', 'state', 'buckets', 'share', 'pinned keys', 'prefixes', 'endpoint'],
+        rows.map((r) => [r.cell, r.state, r.buckets, share(r.buckets, doc.bucketCount), r.exact, r.prefixes.join(',') || '-', r.endpoint])));
+    });
+
+  mapping
+    .command('where')
+    .description('which cell a key goes to, and why')
+    .argument('<key>', 'partition key')
+    .requiredOption('--mapping <file>', 'mapping document')
+    .option('--json', 'print {"key","bucket","cell","via"}')
+    .action((key: string, flags: { mapping: string; json?: boolean }) => {
+      const doc = readMappingFile(flags.mapping);
+      let result;
+      try {
+        result = lookup(doc, key);
+      } catch (error) {
+        if (error instanceof InvalidKeyError) throw new CliError(`invalid key: ${error.message}`);
+        throw error;
+      }
+      io.out(flags.json ? `${JSON.stringify(result)}\n` : formatTable(['key', 'bucket', 'cell', 'via'], [[result.key, result.bucket, result.cell, result.via]]));
+    });
+
+  changeCommand(mapping, 'add-cell', 'add a cell: it takes an even share of buckets from the others, nothing else moves')
+    .argument('<id>', 'cell id')
+    .requiredOption('--endpoint <url>', "the cell's endpoint as the router reaches it")
+    .option('--quarantine', 'add a quarantine cell (no buckets; takes quarantined keys)')
+    .action((id: string, flags: ChangeFlags & { endpoint: string; quarantine?: boolean }) =>
+      runChange(io, flags, (doc, o) => addCell(doc, { id, endpoint: flags.endpoint, state: flags.quarantine ? 'quarantine' : 'active' }, o)));
+
+  changeCommand(mapping, 'drain', 'drain a cell: its buckets spread over the other cells; it becomes draining')
+    .argument('<id>', 'cell id')
+    .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => drainCell(doc, id, o)));
+
+  changeCommand(mapping, 'pin', 'pin one exact key to a cell')
+    .argument('<key>', 'partition key')
+    .argument('<cell>', 'cell id')
+    .action((key: string, cell: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => pinKey(doc, key, cell, o)));
+
+  changeCommand(mapping, 'unpin', 'remove an exact pin')
+    .argument('<key>', 'partition key')
+    .action((key: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => unpinKey(doc, key, o)));
+
+  changeCommand(mapping, 'prefix', 'send every key with a prefix to a cell (or --remove the prefix override)')
+    .argument('<prefix>', 'key prefix')
+    .argument('[cell]', 'cell id')
+    .option('--remove', 'remove the prefix override')
+    .action((prefix: string, cell: string | undefined, flags: ChangeFlags & { remove?: boolean }) => {
+      if (!flags.remove && cell === undefined) throw new CliError('give a CELL, or --remove to delete the prefix override', 2);
+      runChange(io, flags, (doc, o) => (flags.remove ? removePrefix(doc, prefix, o) : setPrefix(doc, prefix, cell!, o)));
+    });
+
+  changeCommand(mapping, 'quarantine', "pin a key to the quarantine cell (the mapping's only one, or --cell)")
+    .argument('<key>', 'partition key')
+    .option('--cell <id>', 'quarantine cell')
+    .action((key: string, flags: ChangeFlags & { cell?: string }) => runChange(io, flags, (doc, o) => quarantineKey(doc, key, { ...o, cell: flags.cell })));
+
+  mapping
+    .command('validate')
+    .description('check a document; exit 1 listing every problem')
+    .argument('<file>', 'mapping document')
+    .option('--previous <file>', 'the document it replaces (its version must be greater)')
+    .option('--json', 'print {"valid", "problems"}')
+    .action((file: string, flags: { previous?: string; json?: boolean }) => {
+      const previousVersion = flags.previous ? readMappingFile(flags.previous).version : undefined;
+      const parsed = parseMapping(readText(file), { previousVersion });
+      if (flags.json) io.out(json({ valid: parsed.ok, problems: parsed.ok ? [] : parsed.problems }));
+      if (!parsed.ok) throw new CliError(flags.json ? '' : `${file} is not a valid mapping:\n${formatProblems(parsed.problems)}`);
+      if (!flags.json) io.out(`${file}: valid (v${parsed.document.version}, ${parsed.document.bucketCount} buckets, ${Object.keys(parsed.document.cells).length} cells)\n`);
+    });
+
+  mapping
+    .command('diff')
+    .description('buckets moved per cell pair, share of the keyspace moved, overrides changed')
+    .argument('<old>', 'older document')
+    .argument('<new>', 'newer document')
+    .option('--json', 'print as JSON')
+    .action((oldFile: string, newFile: string, flags: { json?: boolean }) => {
+      const before = readMappingFile(oldFile);
+      const after = readMappingFile(newFile);
+      if (before.bucketCount !== after.bucketCount) throw new CliError(`bucketCount differs (${before.bucketCount} vs ${after.bucketCount}): every key would move`);
+      const diff = diffMappings(before, after);
+      io.out(flags.json ? json(diff) : diffText(diff, after.bucketCount));
+    });
+
+  storeCommand(mapping, 'publish', 'publish to the mapping bucket: mappings/v<version>.json, then each router group in order with a bake after the first')
+    .argument('<file>', 'mapping document')
+    .option('--group <name>', 'publish to this router group only')
+    .action((file: string, flags: StoreFlags) => storeAction(async () => {
+      const doc = readMappingFile(file);
+      const { store, fleet, bakeSeconds } = openStore(flags);
+      const result = await publishMapping(store, doc, {
+        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, progress: (line) => io.err(`${line}\n`),
+      });
+      io.out(flags.json ? json(result) : publishText(result));
+    }));
+
+  storeCommand(mapping, 'rollback', 'put the previous version back on every router group (published as a new version)')
+    .action((flags: StoreFlags) => storeAction(async () => {
+      const { store, fleet, bakeSeconds } = openStore(flags);
+      const result = await rollbackMapping(store, {
+        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
+      });
+      io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
+    }));
+
+  storeCommand(mapping, 'history', 'published versions, newest first, and which router group is on which')
+    .addOption(new Option('--limit <n>', 'versions to show').default('20'))
+    .action((flags: StoreFlags & { limit: string }) => storeAction(async () => {
+      const { store, fleet } = openStore(flags);
+      const entries = await mappingHistory(store, fleet.router.groups.map((g) => g.name), Number(flags.limit));
+      io.out(flags.json ? json(entries) : formatTable(['version', 'created', 'groups'], entries.map((e) => [`v${e.version}`, e.createdAt ?? '?', e.groups.join(',') || '-'])));
+    }));
+
+  return mapping;
+}

@@ -1,0 +1,146 @@
+import { MappingDocument, validateMapping } from '../mapping';
+import { groupKey, MappingStore, StoredMapping, versionKey } from './store';
+
+/** Publishing refused before anything was written (or, for a resume, before anything more was). */
+export class PublishRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PublishRefusedError';
+  }
+}
+
+export interface PublishOptions {
+  /** Router groups in rollout order; the first gets the document first. */
+  readonly groups: readonly string[];
+  /** Publish to this group only. */
+  readonly onlyGroup?: string;
+  /** Seconds to wait after the first group before the rest. */
+  readonly bakeSeconds: number;
+  /** Waits; injectable so tests and dry runs need not sleep. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Progress lines for the operator. */
+  readonly progress?: (line: string) => void;
+}
+
+export interface GroupResult {
+  readonly group: string;
+  readonly previousVersion?: number;
+  readonly status: 'published' | 'already-current';
+}
+
+export interface PublishResult {
+  readonly version: number;
+  readonly versionObject: 'written' | 'already-present';
+  readonly groups: readonly GroupResult[];
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function serialize(doc: MappingDocument): string {
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/**
+ * Publishes `doc`: writes the immutable `mappings/v<version>.json`, then each group's pointer in
+ * order, baking after the first. Re-running after an interruption resumes: an identical version
+ * object is accepted and groups already at this version are skipped. A version not greater than
+ * a group's current one, or a concurrent write by someone else, stops the publish with an error.
+ */
+export async function publishMapping(store: MappingStore, doc: MappingDocument, options: PublishOptions): Promise<PublishResult> {
+  const problems = validateMapping(doc);
+  if (problems.length > 0) throw new PublishRefusedError(`the document is invalid: ${problems[0].path}: ${problems[0].message}`);
+  const targets = options.onlyGroup === undefined ? options.groups : options.groups.filter((g) => g === options.onlyGroup);
+  if (targets.length === 0) throw new PublishRefusedError(`no router group \`${options.onlyGroup}\`; groups are ${options.groups.join(', ')}`);
+  const text = serialize(doc);
+
+  // Read every target pointer first: refuse before writing anything if one is newer.
+  const current = new Map<string, StoredMapping | undefined>();
+  for (const group of targets) {
+    const stored = await store.readGroup(group);
+    if (stored && stored.document.version > doc.version) {
+      throw new PublishRefusedError(`group \`${group}\` is at version ${stored.document.version}; version ${doc.version} is older. Make the change on top of the current document`);
+    }
+    current.set(group, stored);
+  }
+  const newest = Math.max(0, ...(await store.versions()));
+
+  let versionObject: PublishResult['versionObject'] = 'written';
+  const existing = await store.readVersion(doc.version);
+  if (existing) {
+    if (existing.text !== text) {
+      throw new PublishRefusedError(`version ${doc.version} is already published with different content; publish version ${newest + 1} instead`);
+    }
+    versionObject = 'already-present';
+  } else {
+    if (doc.version <= newest) {
+      throw new PublishRefusedError(`version ${doc.version} is not greater than the newest published version ${newest}; publish version ${newest + 1} instead`);
+    }
+    await store.put(versionKey(doc.version), text);
+  }
+  options.progress?.(`${versionObject === 'written' ? 'wrote' : 'found'} ${versionKey(doc.version)}`);
+
+  const sleep = options.sleep ?? defaultSleep;
+  const results: GroupResult[] = [];
+  for (const [i, group] of targets.entries()) {
+    const stored = current.get(group);
+    if (stored?.document.version === doc.version) {
+      results.push({ group, previousVersion: stored.document.version, status: 'already-current' });
+      options.progress?.(`group ${group}: already at v${doc.version}`);
+      continue;
+    }
+    await store.put(groupKey(group), text, stored?.etag);
+    results.push({ group, previousVersion: stored?.document.version, status: 'published' });
+    options.progress?.(`group ${group}: v${stored?.document.version ?? '-'} -> v${doc.version}`);
+    const isFirstOfMany = i === 0 && targets.length > 1 && options.onlyGroup === undefined;
+    if (isFirstOfMany && options.bakeSeconds > 0) {
+      options.progress?.(`baking ${options.bakeSeconds}s on group ${group} before the other groups`);
+      await sleep(options.bakeSeconds * 1000);
+    }
+  }
+  return { version: doc.version, versionObject, groups: results };
+}
+
+/**
+ * Puts the previous mapping back on every group. Routers never accept an older version, so the
+ * previous document's content is published as a new version (newest + 1).
+ */
+export async function rollbackMapping(store: MappingStore, options: PublishOptions & { now: string }): Promise<PublishResult & { restoredFrom: number }> {
+  const first = await store.readGroup(options.groups[0]);
+  if (!first) throw new PublishRefusedError(`group \`${options.groups[0]}\` has no mapping yet; nothing to roll back`);
+  const versions = await store.versions();
+  const previous = versions.filter((v) => v < first.document.version).pop();
+  if (previous === undefined) throw new PublishRefusedError(`version ${first.document.version} is the first published version; nothing to roll back to`);
+  const source = await store.readVersion(previous);
+  if (!source) throw new PublishRefusedError(`mappings/v${previous}.json disappeared while reading it; retry`);
+  const version = Math.max(...versions) + 1;
+  const doc: MappingDocument = { ...source.document, version, createdAt: options.now };
+  options.progress?.(`restoring the content of v${previous} as v${version}`);
+  return { ...(await publishMapping(store, doc, options)), restoredFrom: previous };
+}
+
+export interface HistoryEntry {
+  readonly version: number;
+  readonly createdAt?: string;
+  /** Router groups whose pointer is at this version. */
+  readonly groups: readonly string[];
+}
+
+/** Published versions, newest first (at most `limit`), with the groups pointing at each. */
+export async function mappingHistory(store: MappingStore, groups: readonly string[], limit = 20): Promise<HistoryEntry[]> {
+  const pointers = new Map<string, number>();
+  for (const group of groups) {
+    const stored = await store.readGroup(group);
+    if (stored) pointers.set(group, stored.document.version);
+  }
+  const versions = (await store.versions()).reverse().slice(0, limit);
+  const entries: HistoryEntry[] = [];
+  for (const version of versions) {
+    const stored = await store.readVersion(version);
+    entries.push({
+      version,
+      createdAt: stored?.document.createdAt,
+      groups: groups.filter((g) => pointers.get(g) === version),
+    });
+  }
+  return entries;
+}

@@ -1,0 +1,136 @@
+import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  addCell, MappingDocument, pinKey,
+} from '../../lib/mapping';
+import {
+  ConcurrentWriteError, groupKey, mappingHistory, MappingStore, PublishRefusedError, publishMapping, rollbackMapping, StoreError, versionKey,
+} from '../../lib/mapping-store';
+import { NOW, sampleMapping } from '../support/mapping';
+import { LocalS3, startLocalS3 } from '../support/s3';
+
+const GROUPS = ['canary', 'main', 'tail'];
+
+describe('publishing to an S3-compatible bucket', () => {
+  let s3: LocalS3;
+  let client: S3Client;
+  beforeAll(async () => {
+    s3 = await startLocalS3();
+    client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts: 1 });
+  });
+  afterAll(async () => {
+    client.destroy();
+    await s3.stop();
+  });
+
+  let store: MappingStore;
+  let v1: MappingDocument;
+  beforeEach(async () => {
+    store = new MappingStore(client, s3.bucket);
+    // Each test starts from an empty bucket.
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+    for (const object of listed.Contents ?? []) await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: object.Key }));
+    v1 = sampleMapping(4);
+    s3.fault(undefined);
+  });
+
+  it('writes the immutable version, then every group in order, baking after the first', async () => {
+    const events: string[] = [];
+    const result = await publishMapping(store, v1, {
+      groups: GROUPS, bakeSeconds: 7, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (line) => events.push(line),
+    });
+    expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
+    expect(events).toEqual([
+      'wrote mappings/v1.json',
+      'group canary: v- -> v1',
+      'baking 7s on group canary before the other groups',
+      'sleep 7000',
+      'group main: v- -> v1',
+      'group tail: v- -> v1',
+    ]);
+    const puts = s3.requests.filter((r) => r.method === 'PUT' && r.status === 200).map((r) => r.path.split('?')[0]);
+    expect(puts.slice(-4)).toEqual([`/${s3.bucket}/${versionKey(1)}`, ...GROUPS.map((g) => `/${s3.bucket}/${groupKey(g)}`)]);
+    for (const group of GROUPS) expect((await store.readGroup(group))!.document).toEqual(v1);
+  });
+
+  it('publishes to one group only with onlyGroup', async () => {
+    await publishMapping(store, v1, { groups: GROUPS, onlyGroup: 'canary', bakeSeconds: 0 });
+    expect(await store.readGroup('canary')).toBeDefined();
+    expect(await store.readGroup('main')).toBeUndefined();
+    await expect(publishMapping(store, v1, { groups: GROUPS, onlyGroup: 'nope', bakeSeconds: 0 })).rejects.toThrow(/no router group `nope`/);
+  });
+
+  it('refuses a version that is not greater than the current one', async () => {
+    const v2 = pinKey(v1, 'tenant-1', 'cell-1', NOW);
+    await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0 });
+    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` is at version 2; version 1 is older/);
+    const other = { ...pinKey(v1, 'tenant-2', 'cell-2', NOW) };
+    await expect(publishMapping(store, other, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/version 2 is already published with different content; publish version 3 instead/);
+  });
+
+  it('resumes an interrupted publish: the version object is reused, finished groups are skipped', async () => {
+    await publishMapping(store, v1, { groups: GROUPS, onlyGroup: 'canary', bakeSeconds: 0 });
+    const result = await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    expect(result.versionObject).toBe('already-present');
+    expect(result.groups.map((g) => `${g.group}:${g.status}`)).toEqual(['canary:already-current', 'main:published', 'tail:published']);
+  });
+
+  it('fails clearly when another operator writes a group pointer concurrently', async () => {
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    const mine = pinKey(v1, 'tenant-1', 'cell-1', NOW);
+    const theirs = { ...pinKey(v1, 'tenant-9', 'cell-3', NOW), version: 3 };
+    // The other operator writes the canary pointer between our read and our conditional write.
+    class RacingStore extends MappingStore {
+      private raced = false;
+      public override async put(key: string, text: string, expected?: string): Promise<void> {
+        if (!this.raced && key === groupKey('canary')) {
+          this.raced = true;
+          await new MappingStore(client, s3.bucket).put(key, JSON.stringify(theirs), expected);
+        }
+        return super.put(key, text, expected);
+      }
+    }
+    await expect(publishMapping(new RacingStore(client, s3.bucket), mine, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(ConcurrentWriteError);
+    expect((await store.readGroup('canary'))!.document.version).toBe(3);
+    expect((await store.readGroup('main'))!.document.version).toBe(1);
+  });
+
+  it('refuses to create an object that already exists (If-None-Match)', async () => {
+    await store.put('mappings/v9.json', '{}');
+    await expect(store.put('mappings/v9.json', '{"x":1}')).rejects.toThrow(ConcurrentWriteError);
+  });
+
+  it('rolls back by publishing the previous content as a new version, group by group', async () => {
+    const v2 = addCell(v1, { id: 'cell-5', endpoint: 'http://127.0.0.1:9005' }, NOW);
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0 });
+    const sleeps: number[] = [];
+    const result = await rollbackMapping(store, { groups: GROUPS, bakeSeconds: 3, sleep: async (ms) => { sleeps.push(ms); }, now: '2026-11-29T17:00:00.000Z' });
+    expect(result).toMatchObject({ restoredFrom: 1, version: 3 });
+    expect(sleeps).toEqual([3000]);
+    for (const group of GROUPS) {
+      const doc = (await store.readGroup(group))!.document;
+      expect(doc.version).toBe(3);
+      expect({ ...doc, version: 1, createdAt: v1.createdAt }).toEqual(v1);
+    }
+    const history = await mappingHistory(store, GROUPS);
+    expect(history.map((h) => [h.version, h.groups])).toEqual([[3, GROUPS], [2, []], [1, []]]);
+  });
+
+  it('has nothing to roll back before two versions exist', async () => {
+    await expect(rollbackMapping(store, { groups: GROUPS, bakeSeconds: 0, now: NOW.now })).rejects.toThrow(/has no mapping yet/);
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    await expect(rollbackMapping(store, { groups: GROUPS, bakeSeconds: 0, now: NOW.now })).rejects.toThrow(/first published version/);
+  });
+
+  it('refuses to publish an invalid document', async () => {
+    const broken = { ...v1, buckets: v1.buckets.slice(1) };
+    await expect(publishMapping(store, broken, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(PublishRefusedError);
+    expect(await store.versions()).toEqual([]);
+  });
+
+  it('names the bucket and the permission on access denied', async () => {
+    s3.fault({ status: 403, code: 'AccessDenied' });
+    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(StoreError);
+    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role needs/);
+  });
+});

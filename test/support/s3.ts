@@ -1,0 +1,106 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import { AddressInfo } from 'net';
+import * as os from 'os';
+import * as path from 'path';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const S3rver = require('s3rver');
+
+/**
+ * A real S3-compatible server on loopback (s3rver) behind a thin conditional-write layer: s3rver
+ * ignores If-None-Match / If-Match on PUT, so the layer answers 412 the way S3 does, serializing
+ * writes per key so the check and the write are atomic. Everything else passes through untouched.
+ * `fault` makes the layer answer the next requests with an error (503, 403) or hang (timeout).
+ */
+export interface LocalS3 {
+  readonly endpoint: string;
+  readonly bucket: string;
+  /** Requests seen by the layer, for assertions. */
+  readonly requests: { method: string; path: string; status: number }[];
+  fault(kind: { status: number; code: string } | 'hang' | undefined): void;
+  stop(): Promise<void>;
+}
+
+export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 's3rver-'));
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const { port: upstreamPort } = (await server.run()) as AddressInfo;
+  const upstream = `http://127.0.0.1:${upstreamPort}`;
+  const requests: LocalS3['requests'] = [];
+  const locks = new Map<string, Promise<void>>();
+  let fault: Parameters<LocalS3['fault']>[0];
+
+  const forward = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse) => {
+    const proxied = http.request(`${upstream}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+      requests.push({ method: req.method!, path: req.url!, status: answer.statusCode! });
+      res.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(res);
+    });
+    proxied.end(body);
+  };
+  const head = (url: string) => new Promise<{ status: number; etag?: string }>((resolve, reject) => {
+    const probe = http.request(`${upstream}${url}`, { method: 'HEAD' }, (answer) => {
+      answer.resume();
+      resolve({ status: answer.statusCode!, etag: answer.headers.etag as string | undefined });
+    });
+    probe.on('error', reject);
+    probe.end();
+  });
+  const reject412 = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    requests.push({ method: req.method!, path: req.url!, status: 412 });
+    res.writeHead(412, { 'content-type': 'application/xml' });
+    res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>');
+  };
+
+  const proxy = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      if (fault === 'hang') return; // never answers: the client times out
+      if (fault) {
+        requests.push({ method: req.method!, path: req.url!, status: fault.status });
+        res.writeHead(fault.status, { 'content-type': 'application/xml' });
+        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.code}</Code><Message>injected</Message></Error>`);
+        return;
+      }
+      const ifNoneMatch = req.headers['if-none-match'];
+      const ifMatch = req.headers['if-match'];
+      if (req.method !== 'PUT' || (!ifNoneMatch && !ifMatch)) return forward(req, body, res);
+      const key = req.url!.split('?')[0];
+      const previous = locks.get(key) ?? Promise.resolve();
+      let release!: () => void;
+      const mine = new Promise<void>((r) => (release = r));
+      locks.set(key, previous.then(() => mine));
+      await previous;
+      try {
+        // An unsigned probe: s3rver serves anonymous reads on loopback.
+        const current = await head(key);
+        const exists = current.status === 200;
+        if ((ifNoneMatch === '*' && exists) || (ifMatch && (!exists || current.etag !== ifMatch))) {
+          reject412(req, res);
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          res.on('finish', resolve);
+          forward(req, body, res);
+        });
+      } finally {
+        release();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const { port } = proxy.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    bucket,
+    requests,
+    fault: (kind) => { fault = kind; },
+    stop: async () => {
+      await new Promise<void>((resolve) => { proxy.closeAllConnections(); proxy.close(() => resolve()); });
+      await server.close();
+      fs.rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
