@@ -52,6 +52,7 @@ function maxMoveShare(value: string): number {
  * The result is validated and guarded first: nothing is written when it is invalid or refused.
  */
 function runChange(io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument): void {
+  const maxMovedShare = maxMoveShare(flags.maxMove);
   const before = readMappingFile(flags.mapping);
   let after: MappingDocument;
   try {
@@ -62,7 +63,7 @@ function runChange(io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument,
   }
   const problems = validateMapping(after, { previousVersion: before.version });
   if (problems.length > 0) throw new CliError(`the change would produce an invalid document; nothing written:\n${formatProblems(problems)}`);
-  const refusals = guardChange(before, after, { maxMovedShare: maxMoveShare(flags.maxMove) });
+  const refusals = guardChange(before, after, { maxMovedShare });
   if (refusals.length > 0 && !flags.force) throw new CliError(`change refused; nothing written:\n${refusals.map((r) => `  - ${r}`).join('\n')}`);
   const out = flags.out ?? flags.mapping;
   writeFileAtomic(out, `${JSON.stringify(after, null, 2)}\n`);

@@ -21,8 +21,10 @@ const K = new Int32Array([
 ]);
 
 /**
- * A SHA-256 first-word function with its own scratch schedule: callers that hash many keys
- * (a compiled mapping, a benchmark) create one and reuse it, so nothing is allocated per key.
+ * SHA-256 first word of an ASCII string, or -1 when the string has a non-ASCII character (the
+ * caller then hashes its UTF-8 bytes with Node's SHA-256). Owns its message schedule, so a caller
+ * that hashes in a loop allocates nothing per key. Rounds are unrolled by two with the working
+ * variables renamed instead of shifted: the hot path of every lookup.
  */
 export function createAsciiHasher(): (key: string) => number {
   const w = new Int32Array(64);
@@ -31,52 +33,63 @@ export function createAsciiHasher(): (key: string) => number {
     const blocks = ((length + 8) >>> 6) + 1;
     let h0 = 0x6a09e667 | 0, h1 = 0xbb67ae85 | 0, h2 = 0x3c6ef372 | 0, h3 = 0xa54ff53a | 0;
     let h4 = 0x510e527f | 0, h5 = 0x9b05688c | 0, h6 = 0x1f83d9ab | 0, h7 = 0x5be0cd19 | 0;
+    let high = 0;
     for (let block = 0; block < blocks; block++) {
       const base = block << 6;
-      w.fill(0, 0, 16);
-      const end = Math.min(length, base + 64);
-      for (let p = base; p < end; p++) {
-        const q = p - base;
-        w[q >> 2] |= key.charCodeAt(p) << (24 - ((q & 3) << 3));
+      for (let i = 0; i < 16; i++) {
+        const p = base + (i << 2);
+        let word = 0;
+        if (p + 3 < length) {
+          const c0 = key.charCodeAt(p), c1 = key.charCodeAt(p + 1), c2 = key.charCodeAt(p + 2), c3 = key.charCodeAt(p + 3);
+          high |= c0 | c1 | c2 | c3;
+          word = (c0 << 24) | (c1 << 16) | (c2 << 8) | c3;
+        } else {
+          // Tail: the last key bytes, the 0x80 terminator, zero padding.
+          for (let q = p; q < p + 4; q++) {
+            const byte = q < length ? key.charCodeAt(q) : q === length ? 0x80 : 0;
+            if (q < length) high |= byte;
+            word = (word << 8) | byte;
+          }
+        }
+        w[i] = word;
       }
-      if (length >= base && length < base + 64) {
-        const q = length - base;
-        w[q >> 2] |= 0x80 << (24 - ((q & 3) << 3));
-      }
-      if (block === blocks - 1) {
-        // Message length in bits, big-endian, in the last 64 bits (keys are far below 2^29 bytes).
-        w[15] = length * 8;
-      }
+      // Message length in bits, big-endian, in the last 64 bits (keys are far below 2^29 bytes).
+      if (block === blocks - 1) w[15] = length * 8;
       for (let i = 16; i < 64; i++) {
         const a = w[i - 15], b = w[i - 2];
-        const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
-        const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
-        w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
+        w[i] = (w[i - 16] + (((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3)) + w[i - 7]
+          + (((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10))) | 0;
       }
       let a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7;
-      for (let i = 0; i < 64; i++) {
-        const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
-        const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[i] + w[i]) | 0;
-        const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
-        const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-        h = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      for (let i = 0; i < 64; i += 2) {
+        // Round i: the new a lands in d, the new e in h.
+        let t1 = (h + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + (g ^ (e & (f ^ g))) + K[i] + w[i]) | 0;
+        let t2 = ((((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) | (c & (a | b)))) | 0;
+        h = (d + t1) | 0;
+        d = (t1 + t2) | 0;
+        // Round i+1 on (d, a, b, c, h, e, f, g): the new a lands in c, the new e in g.
+        t1 = (g + (((h >>> 6) | (h << 26)) ^ ((h >>> 11) | (h << 21)) ^ ((h >>> 25) | (h << 7))) + (f ^ (h & (e ^ f))) + K[i + 1] + w[i + 1]) | 0;
+        t2 = ((((d >>> 2) | (d << 30)) ^ ((d >>> 13) | (d << 19)) ^ ((d >>> 22) | (d << 10))) + ((d & a) | (b & (d | a)))) | 0;
+        g = (c + t1) | 0;
+        c = (t1 + t2) | 0;
+        // Rename back to (a … h).
+        const na = c, nb = d, nc = a, nd = b, ne = g, nf = h, ng = e, nh = f;
+        a = na; b = nb; c = nc; d = nd; e = ne; f = nf; g = ng; h = nh;
       }
       h0 = (h0 + a) | 0; h1 = (h1 + b) | 0; h2 = (h2 + c) | 0; h3 = (h3 + d) | 0;
       h4 = (h4 + e) | 0; h5 = (h5 + f) | 0; h6 = (h6 + g) | 0; h7 = (h7 + h) | 0;
     }
-    return h0 >>> 0;
+    return high > 0x7f ? -1 : h0 >>> 0;
   };
-}
-
-function isAscii(key: string): boolean {
-  for (let i = 0; i < key.length; i++) if (key.charCodeAt(i) > 0x7f) return false;
-  return true;
 }
 
 /** Hashes keys for bucketing; one per caller that hashes in a loop. */
 export function createKeyHasher(): (key: string) => number {
   const ascii = createAsciiHasher();
-  return (key: string) => (isAscii(key) ? ascii(key) : createHash('sha256').update(key, 'utf8').digest().readUInt32BE(0));
+  return (key: string) => {
+    const word = ascii(key);
+    return word >= 0 ? word : createHash('sha256').update(key, 'utf8').digest().readUInt32BE(0);
+  };
 }
 
 /** First 4 bytes of SHA-256 of the key's bytes (UTF-8; for valid keys, ASCII), as an unsigned integer. */

@@ -24,9 +24,15 @@ export function compileMapping(document: MappingDocument): CompiledMapping {
   const owner = new Uint32Array(document.bucketCount);
   for (const range of document.buckets) owner.fill(index.get(range.cell)!, range.from, range.to + 1);
   const exact = new Map(Object.entries(document.overrides.exact));
-  const prefix = new Map(Object.entries(document.overrides.prefix));
-  // Longest prefix first: try each distinct prefix length, longest to shortest.
-  const prefixLengths = [...new Set([...prefix.keys()].map((p) => p.length))].sort((a, b) => b - a);
+  // Prefixes grouped by first character, longest first: most keys match no group, and a key that
+  // does is compared with `startsWith` (no substring allocated) until the longest match.
+  const prefixesByFirst = new Map<number, [string, string][]>();
+  for (const [prefix, cell] of Object.entries(document.overrides.prefix)) {
+    const group = prefixesByFirst.get(prefix.charCodeAt(0)) ?? [];
+    group.push([prefix, cell]);
+    prefixesByFirst.set(prefix.charCodeAt(0), group);
+  }
+  for (const group of prefixesByFirst.values()) group.sort((a, b) => b[0].length - a[0].length);
   const hash = createKeyHasher();
   const mask = document.bucketCount - 1;
   return {
@@ -37,10 +43,11 @@ export function compileMapping(document: MappingDocument): CompiledMapping {
       const bucket = hash(key) & mask;
       const pinned = exact.get(key);
       if (pinned !== undefined) return { key, bucket, cell: pinned, via: 'exact' };
-      for (const length of prefixLengths) {
-        if (length > key.length) continue;
-        const cell = prefix.get(key.slice(0, length));
-        if (cell !== undefined) return { key, bucket, cell, via: 'prefix' };
+      const candidates = prefixesByFirst.get(key.charCodeAt(0));
+      if (candidates !== undefined) {
+        for (const [prefix, cell] of candidates) {
+          if (key.startsWith(prefix)) return { key, bucket, cell, via: 'prefix' };
+        }
       }
       return { key, bucket, cell: cellIds[owner[bucket]], via: 'bucket' };
     },

@@ -1,0 +1,201 @@
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { runCli } from '../../lib/cli';
+import { bucketCounts, MappingDocument } from '../../lib/mapping';
+import { REPO_ROOT } from '../support/fleet';
+import { LocalS3, startLocalS3 } from '../support/s3';
+
+const CONFIG = path.join(REPO_ROOT, 'cells.config.ts');
+
+async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { code, out, err };
+}
+
+const read = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as MappingDocument;
+
+describe('cellctl mapping (files)', () => {
+  let dir: string;
+  let v1: string;
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-'));
+    v1 = path.join(dir, 'v1.json');
+    expect((await cellctl('mapping', 'init', '--out', v1, '--config', CONFIG)).code).toBe(0);
+  });
+
+  it('init builds version 1 from the fleet', () => {
+    const doc = read(v1);
+    expect(doc.version).toBe(1);
+    expect(doc.overrides.prefix).toEqual({ 'internal-': 'canary-eu' });
+    expect(bucketCounts(doc).size).toBe(7);
+    expect(doc.cells['eu-1'].endpoint).toBe('https://eu-1.orders.cells.internal');
+  });
+
+  it('init refuses to overwrite without --force', async () => {
+    const result = await cellctl('mapping', 'init', '--out', v1, '--config', CONFIG);
+    expect(result).toMatchObject({ code: 1, err: expect.stringContaining('exists; pass --force') });
+  });
+
+  it('where --json prints key, bucket, cell and via', async () => {
+    const result = await cellctl('mapping', 'where', 'internal-smoke', '--mapping', v1, '--json');
+    expect(result.code).toBe(0);
+    expect(Object.keys(JSON.parse(result.out))).toEqual(['key', 'bucket', 'cell', 'via']);
+    expect(JSON.parse(result.out)).toMatchObject({ key: 'internal-smoke', cell: 'canary-eu', via: 'prefix' });
+  });
+
+  it('where rejects an invalid key with exit 1', async () => {
+    expect(await cellctl('mapping', 'where', 'bad key', '--mapping', v1)).toMatchObject({ code: 1, err: expect.stringContaining('invalid key') });
+  });
+
+  it('show prints buckets and share per cell, as a table or JSON', async () => {
+    const table = await cellctl('mapping', 'show', v1);
+    expect(table.out).toMatch(/eu-1\s+active\s+2341\s+14\.29%/);
+    const asJson = JSON.parse((await cellctl('mapping', 'show', v1, '--json')).out);
+    expect(asJson.cells.find((c: { cell: string }) => c.cell === 'canary-eu')).toMatchObject({ buckets: 0, prefixes: ['internal-'] });
+  });
+
+  it('add-cell writes a new version where only the new cell gains buckets', async () => {
+    const v2 = path.join(dir, 'v2.json');
+    const result = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.orders.cells.internal', '--mapping', v1, '--out', v2, '--json');
+    expect(result.code).toBe(0);
+    const { diff } = JSON.parse(result.out);
+    expect(diff.moves.every((m: { to: string }) => m.to === 'eu-4')).toBe(true);
+    expect(read(v2).version).toBe(2);
+    expect(bucketCounts(read(v2)).get('eu-4')).toBe(Math.floor(16384 / 8));
+  });
+
+  it('refuses a change over the guard rail and writes nothing, unless forced', async () => {
+    const small = path.join(dir, 'small.json');
+    const out = path.join(dir, 'refused.json');
+    const doc = read(v1);
+    fs.writeFileSync(small, JSON.stringify({ ...doc, buckets: [{ from: 0, to: 8191, cell: 'eu-1' }, { from: 8192, to: 16383, cell: 'eu-2' }] }));
+    const refused = await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/change refused; nothing written:\n {2}- moves 33\.3% of the keyspace/);
+    expect(fs.existsSync(out)).toBe(false);
+    expect((await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out, '--force')).code).toBe(0);
+    expect(fs.existsSync(out)).toBe(true);
+  });
+
+  it('drain, pin, unpin, prefix and quarantine edit in place by default, each bumping the version', async () => {
+    const file = path.join(dir, 'inplace.json');
+    fs.copyFileSync(v1, file);
+    const steps: string[][] = [
+      ['drain', 'us-4'],
+      ['pin', 'tenant-42', 'eu-2'],
+      ['unpin', 'tenant-42'],
+      ['prefix', 'acme-', 'us-1'],
+      ['prefix', 'acme-', '--remove'],
+      ['add-cell', 'jail', '--endpoint', 'https://jail.example', '--quarantine'],
+      ['quarantine', 'tenant-666'],
+    ];
+    for (const [i, step] of steps.entries()) {
+      const result = await cellctl('mapping', ...step, '--mapping', file);
+      expect([step.join(' '), result.code, result.err]).toEqual([step.join(' '), 0, '']);
+      expect(read(file).version).toBe(i + 2);
+    }
+    const doc = read(file);
+    expect(doc.cells['us-4'].state).toBe('draining');
+    expect(doc.overrides).toEqual({ exact: { 'tenant-666': 'jail' }, prefix: { 'internal-': 'canary-eu' } });
+  });
+
+  it('a change that fails writes nothing and exits 1', async () => {
+    const before = fs.readFileSync(v1, 'utf8');
+    expect(await cellctl('mapping', 'pin', 'tenant-1', 'ghost', '--mapping', v1)).toMatchObject({ code: 1, err: expect.stringContaining('not in the mapping') });
+    expect(fs.readFileSync(v1, 'utf8')).toBe(before);
+  });
+
+  it('validate lists every problem with its path and exits 1', async () => {
+    const bad = path.join(dir, 'bad.json');
+    const doc = read(v1);
+    fs.writeFileSync(bad, JSON.stringify({ ...doc, version: 0, buckets: doc.buckets.slice(1) }));
+    const result = await cellctl('mapping', 'validate', bad);
+    expect(result.code).toBe(1);
+    expect(result.err).toContain('$.version: must be a positive integer');
+    expect(result.err).toContain('$.buckets[0]: gap: buckets 0 … 2340 belong to no cell');
+    expect(JSON.parse((await cellctl('mapping', 'validate', bad, '--json')).out).problems.length).toBe(2);
+    expect((await cellctl('mapping', 'validate', v1)).code).toBe(0);
+    expect((await cellctl('mapping', 'validate', v1, '--previous', v1)).err).toContain('is not greater than the current version 1');
+  });
+
+  it('diff shows moves and share', async () => {
+    const v2 = path.join(dir, 'v2.json');
+    const result = await cellctl('mapping', 'diff', v1, v2);
+    expect(result.out).toMatch(/^v1 -> v2: 2048 buckets moved \(12\.50% of the keyspace\)/);
+  });
+
+  it('exits 2 on usage errors', async () => {
+    expect((await cellctl('mapping', 'where')).code).toBe(2);
+    expect((await cellctl('mapping', 'nope')).code).toBe(2);
+    expect((await cellctl('mapping', 'add-cell', 'x', '--mapping', v1)).code).toBe(2);
+    expect((await cellctl('mapping', 'add-cell', 'x', '--endpoint', 'https://x.example', '--mapping', v1, '--max-move', 'lots')).code).toBe(2);
+    expect((await cellctl()).code).toBe(2);
+  });
+
+  it('has --help everywhere', async () => {
+    for (const command of ['init', 'show', 'where', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine', 'validate', 'diff', 'publish', 'rollback', 'history']) {
+      const result = await cellctl('mapping', command, '--help');
+      expect([command, result.code, result.out.startsWith('Usage: cellctl mapping')]).toEqual([command, 0, true]);
+    }
+  });
+});
+
+describe('cellctl mapping (publish, rollback, history) against S3', () => {
+  let s3: LocalS3;
+  let dir: string;
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    s3 = await startLocalS3('orders-mappings-test');
+    Object.assign(process.env, { AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' });
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-s3-'));
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await s3.stop();
+  });
+
+  const storeFlags = () => ['--config', CONFIG, '--bucket', s3.bucket, '--bake', '0', '--force-path-style'];
+
+  it('publishes, refuses an old version, rolls back and shows history', async () => {
+    const v1 = path.join(dir, 'v1.json');
+    const v2 = path.join(dir, 'v2.json');
+    await cellctl('mapping', 'init', '--out', v1, '--config', CONFIG);
+    await cellctl('mapping', 'pin', 'tenant-42', 'eu-2', '--mapping', v1, '--out', v2);
+
+    const first = await cellctl('mapping', 'publish', v1, ...storeFlags(), '--json');
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.out).groups.map((g: { group: string }) => g.group)).toEqual(['canary', 'main']);
+    expect(first.err).toContain('wrote mappings/v1.json');
+
+    const canaryOnly = await cellctl('mapping', 'publish', v2, ...storeFlags(), '--group', 'canary');
+    expect(canaryOnly.code).toBe(0);
+    expect(canaryOnly.out).toMatch(/canary\s+v1\s+v2\s+published/);
+
+    const stale = await cellctl('mapping', 'publish', v1, ...storeFlags());
+    expect(stale).toMatchObject({ code: 1, err: expect.stringContaining('group `canary` is at version 2; version 1 is older') });
+
+    const rest = await cellctl('mapping', 'publish', v2, ...storeFlags());
+    expect(rest.out).toMatch(/canary\s+v2\s+v2\s+already-current\nmain\s+v1\s+v2\s+published/);
+
+    const rollback = await cellctl('mapping', 'rollback', ...storeFlags());
+    expect(rollback.code).toBe(0);
+    expect(rollback.out).toContain('restored the content of v1 as v3');
+
+    const history = JSON.parse((await cellctl('mapping', 'history', ...storeFlags(), '--json')).out);
+    expect(history.map((h: { version: number; groups: string[] }) => [h.version, h.groups])).toEqual([[3, ['canary', 'main']], [2, []], [1, []]]);
+  });
+
+  it('reports an unreachable or failing bucket with exit 1', async () => {
+    s3.fault({ status: 503, code: 'SlowDown' });
+    try {
+      const result = await cellctl('mapping', 'history', ...storeFlags());
+      expect(result.code).toBe(1);
+      expect(result.err).toMatch(/s3:\/\/orders-mappings-test\/groups\/canary\/mapping.json failed/);
+    } finally {
+      s3.fault(undefined);
+    }
+  });
+});
