@@ -62,6 +62,11 @@ export default defineFleet({
     errorRatePercent: 2,
     p99LatencyMs: 1500,
   },
+  organization: {
+    accountEmail: 'aws+{app}-{cell}@example.com',
+    organizationalUnitId: 'ou-ab12-cells001',
+    roleName: 'OrganizationAccountAccessRole',
+  },
   router: {
     groups: [
       { name: 'canary', tasks: 2 },

@@ -2,3 +2,4 @@ export * from './io';
 export * from './context';
 export * from './program';
 export * from './mapping-commands';
+export * from './accounts-commands';

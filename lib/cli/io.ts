@@ -1,5 +1,5 @@
 import * as fs from 'fs';
-import * as path from 'path';
+import { writeFileAtomic as writeAtomic } from '../files';
 
 /** Where a command writes: stdout for results (tables or --json), stderr for progress and errors. */
 export interface CliIo {
@@ -30,19 +30,12 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   return `${cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n')}\n`;
 }
 
-/**
- * Writes a file atomically (temp file in the same directory, then rename): a crash or a failed
- * write leaves the previous file untouched.
- */
+/** Atomic write (see lib/files); a failure is an exit-1 CLI error and the old file stays whole. */
 export function writeFileAtomic(file: string, text: string): void {
-  const dir = path.dirname(path.resolve(file));
-  const temp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
   try {
-    fs.writeFileSync(temp, text, { flag: 'wx' });
-    fs.renameSync(temp, file);
+    writeAtomic(file, text);
   } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw new CliError(`could not write ${file}: ${(error as Error).message}`);
+    throw new CliError((error as Error).message);
   }
 }
 

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { CliError, CliIo, EXIT } from './io';
+import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';
 
 /** The `cellctl` command tree. */
@@ -10,6 +11,7 @@ export function buildProgram(io: CliIo): Command {
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
   program.addCommand(mappingCommand(io));
+  program.addCommand(accountsCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');

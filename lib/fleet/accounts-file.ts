@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import { writeFileAtomic } from '../files';
 import { CellAccounts } from './validate';
 
 /** One cell's entry in `cells.accounts.json`. */
@@ -6,8 +7,11 @@ export interface CellAccountRecord {
   readonly accountId?: string;
   /** CreateAccount request id, kept so an interrupted vend can resume. */
   readonly createAccountRequestId?: string;
-  readonly status?: string;
+  /** CREATING (request sent), CREATED (account exists), ACTIVE (in its OU), FAILED. */
+  readonly status?: 'CREATING' | 'CREATED' | 'ACTIVE' | 'FAILED';
+  readonly failureReason?: string;
   readonly organizationalUnit?: string;
+  readonly email?: string;
 }
 
 export interface AccountsFile {
@@ -31,6 +35,12 @@ export function readAccountsFile(path: string): AccountsFile {
     throw new Error(`${path}: expected {"schemaVersion": 1, "cells": {"<cell-id>": {"accountId": "…"}}}`);
   }
   return file as AccountsFile;
+}
+
+/** Writes `cells.accounts.json` atomically, cells sorted, so a crash never loses a recorded id. */
+export function writeAccountsFile(path: string, file: AccountsFile): void {
+  const cells = Object.fromEntries(Object.keys(file.cells).sort().map((id) => [id, file.cells[id]]));
+  writeFileAtomic(path, `${JSON.stringify({ schemaVersion: 1, cells }, null, 2)}\n`);
 }
 
 /** Cell id → account id for the cells whose account is known. */

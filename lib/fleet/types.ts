@@ -136,6 +136,18 @@ export interface RouterConfig {
   readonly cellEndpointTemplate?: string;
 }
 
+/** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
+export interface OrganizationConfig {
+  /** Root email of a new cell account; `{app}` and `{cell}` are replaced. For example `aws+{app}-{cell}@example.com`. */
+  readonly accountEmail: string;
+  /** OU new cell accounts are moved into (`ou-…`). */
+  readonly organizationalUnitId: string;
+  /** Role Organizations creates for the management account. @default 'OrganizationAccountAccessRole' */
+  readonly roleName?: string;
+  /** Execution policy `cellctl accounts bootstrap` gives CloudFormation. @default 'arn:aws:iam::aws:policy/AdministratorAccess' */
+  readonly executionPolicyArn?: string;
+}
+
 /** What you write in `cells.config.ts`. */
 export interface FleetInput {
   /** Application name, `[a-z][a-z0-9-]{1,20}`: prefixes stack, alarm and account names. */
@@ -159,6 +171,8 @@ export interface FleetInput {
   readonly alarms?: Partial<AlarmThresholds>;
   /** @default DEFAULT_ROUTER */
   readonly router?: RouterConfig;
+  /** Needed only by `cellctl accounts ensure` / `bootstrap`. */
+  readonly organization?: OrganizationConfig;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -192,4 +206,5 @@ export interface Fleet {
     readonly publishBakeSeconds: number;
     readonly cellEndpointTemplate: string;
   };
+  readonly organization?: Required<OrganizationConfig>;
 }

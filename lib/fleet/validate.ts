@@ -174,6 +174,23 @@ function routerProblems(input: FleetInput): string[] {
   return problems;
 }
 
+function organizationProblems(input: FleetInput): string[] {
+  const org = input.organization;
+  if (!org) return [];
+  const problems: string[] = [];
+  if (typeof org.accountEmail !== 'string' || !org.accountEmail.includes('{cell}') || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(org.accountEmail)) {
+    problems.push(`organization.accountEmail: \`${org.accountEmail}\` must be an email address containing {cell}, for example aws+{app}-{cell}@example.com`);
+  }
+  if (!/^(ou-[0-9a-z]{4,32}-[a-z0-9]{8,32}|r-[0-9a-z]{4,32})$/.test(org.organizationalUnitId ?? '')) {
+    problems.push(`organization.organizationalUnitId: \`${org.organizationalUnitId}\` is not an OU id (ou-xxxx-xxxxxxxx) or root id (r-xxxx)`);
+  }
+  if (org.roleName !== undefined && !/^[\w+=,.@-]{1,64}$/.test(org.roleName)) problems.push(`organization.roleName: \`${org.roleName}\` is not an IAM role name`);
+  if (org.executionPolicyArn !== undefined && !/^arn:aws[a-z-]*:iam::(aws|\d{12}):policy\/.+$/.test(org.executionPolicyArn)) {
+    problems.push(`organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN`);
+  }
+  return problems;
+}
+
 function waveProblems(input: FleetInput): string[] {
   const waves = input.waves;
   if (!waves) return ['waves: missing; set singleCellWaves, growthFactor, maxCellsPerWave and bakeSeconds'];
@@ -196,7 +213,15 @@ function waveProblems(input: FleetInput): string[] {
   return problems;
 }
 
-function cellProblems(input: FleetInput, accounts: CellAccounts): string[] {
+export interface FleetProblemOptions {
+  /**
+   * Accept cells without an account (what `cellctl accounts ensure` is about to vend).
+   * @default false
+   */
+  readonly allowMissingAccounts?: boolean;
+}
+
+function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetProblemOptions): string[] {
   const cells = input.cells ?? [];
   if (cells.length === 0) return ['cells: none; describe at least one canary cell and one regular cell'];
   const problems: string[] = [];
@@ -228,7 +253,7 @@ function cellProblems(input: FleetInput, accounts: CellAccounts): string[] {
     }
     const account = cell.account ?? accounts[cell.id];
     if (account === undefined) {
-      problems.push(`${at}: no account; run \`cellctl accounts ensure\` or set \`account\` on the cell`);
+      if (!options.allowMissingAccounts) problems.push(`${at}: no account; run \`cellctl accounts ensure\` or set \`account\` on the cell`);
     } else if (!ACCOUNT_ID.test(account)) {
       problems.push(`${at}: account \`${account}\` is not a 12-digit AWS account id`);
     } else if (account === input.accounts?.router || account === input.accounts?.tooling) {
@@ -264,15 +289,16 @@ function cellProblems(input: FleetInput, accounts: CellAccounts): string[] {
  * Every problem in the config, one line each, with where it is and how to fix it.
  * An empty list means `resolveFleet` will succeed.
  */
-export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}): string[] {
+export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, options: FleetProblemOptions = {}): string[] {
   const alarms = { ...DEFAULT_ALARMS, ...input.alarms };
   return [
     ...appProblems(input),
     ...regionProblems(input),
     ...Object.entries(input.shapes ?? {}).flatMap(([name, shape]) => shapeProblems(name, shape)),
-    ...cellProblems(input, accounts),
+    ...cellProblems(input, accounts, options),
     ...waveProblems(input),
     ...routerProblems(input),
+    ...organizationProblems(input),
     ...alarmProblems(alarms),
   ];
 }
@@ -309,5 +335,12 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,
       cellEndpointTemplate: input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE,
     },
+    ...(input.organization ? {
+      organization: {
+        roleName: 'OrganizationAccountAccessRole',
+        executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess',
+        ...input.organization,
+      },
+    } : {}),
   };
 }

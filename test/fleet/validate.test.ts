@@ -57,6 +57,8 @@ describe('fleetProblems', () => {
     ['duplicate router group', (i) => ({ ...i, router: { groups: [{ name: 'a' }, { name: 'a' }] } }), /`a` is listed twice/],
     ['bad mapping bucket', (i) => ({ ...i, router: { mappingBucket: 'Bad_Bucket' } }), /router.mappingBucket: `Bad_Bucket` is not a valid S3 bucket name/],
     ['endpoint template without {cell}', (i) => ({ ...i, router: { cellEndpointTemplate: 'https://x.example' } }), /must be an http\(s\) URL containing \{cell\}/],
+    ['account email without {cell}', (i) => ({ ...i, organization: { accountEmail: 'ops@example.com', organizationalUnitId: 'ou-ab12-cells001' } }), /organization.accountEmail: `ops@example.com` must be an email address containing \{cell\}/],
+    ['bad OU id', (i) => ({ ...i, organization: { accountEmail: 'aws+{cell}@example.com', organizationalUnitId: 'cells' } }), /organization.organizationalUnitId: `cells` is not an OU id/],
     ['certificate from another account', editCell(1, { certificateArn: 'arn:aws:acm:eu-west-1:999999999999:certificate/abc' }), /certificateArn must be an ACM certificate in the cell's own account and region/],
   ];
 

@@ -1,0 +1,3 @@
+export * from './retry';
+export * from './vend';
+export * from './bootstrap';

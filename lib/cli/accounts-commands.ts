@@ -1,0 +1,120 @@
+import { spawnSync } from 'child_process';
+import { OrganizationsClient } from '@aws-sdk/client-organizations';
+import { Command } from 'commander';
+import { bootstrapCommands, ensureAccounts, MissingPermissionError, VendTarget } from '../accounts';
+import { cellAccounts, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
+import { fleetFrom } from './context';
+import { CliError, CliIo, formatTable, json } from './io';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The config for account commands: valid except for the accounts they are about to vend. */
+function accountsInput(configPath: string) {
+  let loaded;
+  try {
+    loaded = loadFleetInput(configPath);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') throw new CliError(`${configPath}: not found; run from the project root or pass --config FILE`);
+    throw error;
+  }
+  const file = readAccountsFile(loaded.accountsPath);
+  const problems = fleetProblems(loaded.input, cellAccounts(file), { allowMissingAccounts: true });
+  if (problems.length > 0) throw new CliError(new FleetConfigError(problems).message);
+  return { ...loaded, file };
+}
+
+/** `cellctl accounts …`: one AWS account per cell, vended through AWS Organizations. */
+export function accountsCommand(io: CliIo): Command {
+  const accounts = new Command('accounts').description('one AWS account per cell, vended through AWS Organizations');
+
+  accounts
+    .command('ensure')
+    .description('create, adopt or resume an account for every cell without one; results go to cells.accounts.json')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--dry-run', 'say what would be done; only read-only Organizations calls')
+    .option('--json', 'print the results as JSON')
+    .action(async (flags: { config: string; dryRun?: boolean; json?: boolean }) => {
+      const { input, accountsPath } = accountsInput(flags.config);
+      const org = input.organization;
+      if (!org) throw new CliError('cells.config.ts has no `organization` section; add accountEmail and organizationalUnitId to vend accounts');
+      const targets: VendTarget[] = input.cells
+        .filter((cell) => cell.account === undefined)
+        .map((cell) => ({
+          cell: cell.id,
+          accountName: `${input.app}-${cell.id}`,
+          email: org.accountEmail.replace('{app}', input.app).replace('{cell}', cell.id),
+        }));
+      const client = new OrganizationsClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1' });
+      let results;
+      try {
+        results = await ensureAccounts(client, targets, {
+          app: input.app,
+          organizationalUnitId: org.organizationalUnitId,
+          roleName: org.roleName ?? 'OrganizationAccountAccessRole',
+          dryRun: flags.dryRun,
+          sleep,
+          progress: (line) => io.err(`${line}\n`),
+          file: { read: () => readAccountsFile(accountsPath), write: (file) => writeAccountsFile(accountsPath, file) },
+        });
+      } catch (error) {
+        if (error instanceof MissingPermissionError) throw new CliError(error.message);
+        throw error;
+      } finally {
+        client.destroy();
+      }
+      io.out(flags.json ? json(results) : formatTable(['cell', 'action', 'account', 'reason'], results.map((r) => [r.cell, r.action, r.accountId ?? '-', r.reason ?? ''])));
+      const failed = results.filter((r) => r.action === 'failed');
+      if (failed.length > 0) throw new CliError(flags.json ? '' : `${failed.length} cell(s) failed: ${failed.map((r) => r.cell).join(', ')}`);
+    });
+
+  accounts
+    .command('list')
+    .description('cell → account → OU → status')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--json', 'print as JSON')
+    .action((flags: { config: string; json?: boolean }) => {
+      const { input, file } = accountsInput(flags.config);
+      const rows = input.cells.map((cell) => {
+        const record = file.cells[cell.id];
+        return {
+          cell: cell.id,
+          account: cell.account ?? record?.accountId ?? null,
+          organizationalUnit: record?.organizationalUnit ?? null,
+          status: cell.account ? 'CONFIG' : record?.status ?? 'MISSING',
+          ...(record?.failureReason ? { failureReason: record.failureReason } : {}),
+        };
+      });
+      io.out(flags.json ? json(rows) : formatTable(['cell', 'account', 'ou', 'status'], rows.map((r) => [r.cell, r.account ?? '-', r.organizationalUnit ?? '-', r.failureReason ? `${r.status} (${r.failureReason})` : r.status])));
+    });
+
+  accounts
+    .command('bootstrap')
+    .description('print (or --run) `cdk bootstrap` for every cell account and region, trusting the tooling account')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--run', 'run the commands, one after the other, stopping at the first failure')
+    .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')
+    .option('--json', 'print the commands as JSON')
+    .action((flags: { config: string; run?: boolean; cdk: string; json?: boolean }) => {
+      const fleet = fleetFrom(flags.config);
+      const commands = bootstrapCommands(fleet.cells, {
+        toolingAccount: fleet.accounts.tooling,
+        executionPolicyArn: fleet.organization?.executionPolicyArn ?? 'arn:aws:iam::aws:policy/AdministratorAccess',
+      });
+      const launcher = flags.cdk.split(' ').filter(Boolean);
+      const lines = commands.map((c) => [...launcher, ...c.argv.slice(1)]);
+      if (!flags.run) {
+        io.out(flags.json ? json(commands.map((c, i) => ({ cell: c.cell, account: c.account, region: c.region, command: lines[i] }))) : `${lines.map((l) => l.join(' ')).join('\n')}\n`);
+        return;
+      }
+      for (const [i, line] of lines.entries()) {
+        io.err(`$ ${line.join(' ')}\n`);
+        const result = spawnSync(line[0], line.slice(1), { encoding: 'utf8' });
+        if (result.stdout) io.err(result.stdout);
+        if (result.stderr) io.err(result.stderr);
+        if (result.status !== 0) throw new CliError(`bootstrap of ${commands[i].account}/${commands[i].region} (cell ${commands[i].cell}) failed with exit ${result.status ?? result.error?.message}; fix it and run again`);
+      }
+      io.out(`bootstrapped ${lines.length} environment(s)\n`);
+    });
+
+  return accounts;
+}

@@ -1,0 +1,88 @@
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { CreateAccountCommand, DescribeCreateAccountStatusCommand, ListAccountsCommand, ListParentsCommand, MoveAccountCommand, OrganizationsClient } from '@aws-sdk/client-organizations';
+import { mockClient } from 'aws-sdk-client-mock';
+import { runCli } from '../../lib/cli';
+import { loadFleet, readAccountsFile } from '../../lib/fleet';
+import { REPO_ROOT } from '../support/fleet';
+
+const org = mockClient(OrganizationsClient);
+
+async function cellctl(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { code, out, err };
+}
+
+/** A project directory with the shipped config and no cells.accounts.json. */
+function project(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'accounts-'));
+  const config = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
+    .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`);
+  fs.writeFileSync(path.join(dir, 'cells.config.ts'), config);
+  return dir;
+}
+
+describe('cellctl accounts', () => {
+  beforeEach(() => {
+    org.reset();
+    org.on(ListAccountsCommand).resolves({ Accounts: [] });
+    org.on(ListParentsCommand).resolves({ Parents: [{ Id: 'r-ab12', Type: 'ROOT' }] });
+    org.on(MoveAccountCommand).resolves({});
+  });
+
+  it('deleting cells.accounts.json and running ensure vends every cell, after which synth config loads', async () => {
+    const dir = project();
+    const config = path.join(dir, 'cells.config.ts');
+    expect(() => loadFleet(config)).toThrow(/no account; run `cellctl accounts ensure`/);
+    let n = 0;
+    org.on(CreateAccountCommand).callsFake(async () => ({ CreateAccountStatus: { Id: `car-${++n}`, State: 'IN_PROGRESS' } }));
+    org.on(DescribeCreateAccountStatusCommand).callsFake(async (input: { CreateAccountRequestId: string }) => ({
+      CreateAccountStatus: { Id: input.CreateAccountRequestId, State: 'SUCCEEDED', AccountId: String(700000000000 + Number(input.CreateAccountRequestId.slice(4))) },
+    }));
+    const dry = await cellctl('accounts', 'ensure', '--config', config, '--dry-run', '--json');
+    expect(JSON.parse(dry.out).map((r: { action: string }) => r.action)).toEqual(Array(8).fill('would-create'));
+    expect(fs.existsSync(path.join(dir, 'cells.accounts.json'))).toBe(false);
+
+    const result = await cellctl('accounts', 'ensure', '--config', config);
+    expect([result.code, result.err.includes('CreateAccount orders-canary-eu <aws+orders-canary-eu@example.com>')]).toEqual([0, true]);
+    const fleet = loadFleet(config);
+    expect(fleet.cells.map((c) => c.account)).toEqual(Array.from({ length: 8 }, (_, i) => String(700000000001 + i)));
+    expect(readAccountsFile(path.join(dir, 'cells.accounts.json')).cells['eu-1']).toMatchObject({ status: 'ACTIVE', organizationalUnit: 'ou-ab12-cells001' });
+
+    const again = await cellctl('accounts', 'ensure', '--config', config, '--json');
+    expect(JSON.parse(again.out).every((r: { action: string }) => r.action === 'existing')).toBe(true);
+    expect(org.commandCalls(CreateAccountCommand)).toHaveLength(8);
+  });
+
+  it('exits 1 naming the failed cells when a creation fails', async () => {
+    const dir = project();
+    org.on(CreateAccountCommand).resolves({ CreateAccountStatus: { Id: 'car-x', State: 'IN_PROGRESS' } });
+    org.on(DescribeCreateAccountStatusCommand).resolves({ CreateAccountStatus: { Id: 'car-x', State: 'FAILED', FailureReason: 'ACCOUNT_LIMIT_EXCEEDED' } });
+    const result = await cellctl('accounts', 'ensure', '--config', path.join(dir, 'cells.config.ts'));
+    expect(result.code).toBe(1);
+    expect(result.out).toMatch(/eu-1\s+failed\s+-\s+ACCOUNT_LIMIT_EXCEEDED: the organization has reached its account quota/);
+    expect(result.err).toContain('8 cell(s) failed');
+  });
+
+  it('lists cell, account, OU and status', async () => {
+    const result = await cellctl('accounts', 'list', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--json');
+    expect(JSON.parse(result.out)[0]).toEqual({ cell: 'canary-eu', account: '333333333330', organizationalUnit: 'ou-ab12-cells001', status: 'ACTIVE' });
+    const missing = await cellctl('accounts', 'list', '--config', path.join(project(), 'cells.config.ts'));
+    expect(missing.out).toMatch(/eu-1\s+-\s+-\s+MISSING/);
+  });
+
+  it('prints, or runs, one cdk bootstrap per cell environment', async () => {
+    const config = path.join(REPO_ROOT, 'cells.config.ts');
+    const printed = await cellctl('accounts', 'bootstrap', '--config', config);
+    expect(printed.out.trim().split('\n')).toHaveLength(8);
+    expect(printed.out).toContain('npx cdk bootstrap aws://333333333334/us-east-1 --trust 111111111111');
+    const ran = await cellctl('accounts', 'bootstrap', '--config', config, '--run', '--cdk', 'true');
+    expect(ran).toMatchObject({ code: 0, out: 'bootstrapped 8 environment(s)\n' });
+    const failed = await cellctl('accounts', 'bootstrap', '--config', config, '--run', '--cdk', 'false');
+    expect(failed.code).toBe(1);
+    expect(failed.err).toContain('bootstrap of 333333333330/eu-west-1 (cell canary-eu) failed');
+  });
+});
