@@ -3,3 +3,4 @@ export * from './context';
 export * from './program';
 export * from './mapping-commands';
 export * from './accounts-commands';
+export * from './plan-command';

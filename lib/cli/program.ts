@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { CliError, CliIo, EXIT } from './io';
 import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';
+import { planCommand } from './plan-command';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -12,6 +13,7 @@ export function buildProgram(io: CliIo): Command {
     .showHelpAfterError('(run with --help for usage)');
   program.addCommand(mappingCommand(io));
   program.addCommand(accountsCommand(io));
+  program.addCommand(planCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');

@@ -1,0 +1,116 @@
+import { Fleet } from '../fleet';
+
+export type WaveKind = 'canary' | 'single' | 'group';
+
+/** Cells deployed together, then watched for `bakeSeconds` before the next wave starts. */
+export interface Wave {
+  /** 1-based position among the cell waves. */
+  readonly index: number;
+  /** Stage name: `wave-<index>-<kind>`. */
+  readonly name: string;
+  readonly kind: WaveKind;
+  readonly cells: readonly string[];
+  readonly regions: readonly string[];
+  readonly bakeSeconds: number;
+  /** Cells that have the change once this wave is done. */
+  readonly cumulativeCells: number;
+  /** `cumulativeCells` over all cells, 0 … 1. */
+  readonly cumulativeShare: number;
+}
+
+/** Router stacks deploy first, one region per wave. */
+export interface RouterWave {
+  readonly name: string;
+  readonly region: string;
+}
+
+export interface WavePlan {
+  readonly routerWaves: readonly RouterWave[];
+  readonly waves: readonly Wave[];
+  /** Sum of the bakes: the rollout takes at least this long, plus deployment time. */
+  readonly minimumRolloutSeconds: number;
+}
+
+/** CodePipeline allows 50 actions per stage: one deploy action per cell plus the wave's bake step. */
+export const MAX_CELLS_PER_STAGE = 49;
+/** CodePipeline allows 50 stages per pipeline. */
+export const MAX_PIPELINE_STAGES = 50;
+/** Stages every pipeline has before the waves: Source, Build, UpdatePipeline, Assets. */
+export const FIXED_STAGES = 4;
+
+/** The fleet cannot be rolled out by one pipeline as configured. */
+export class WavePlanError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WavePlanError';
+  }
+}
+
+/**
+ * The rollout order, a pure function of the fleet: canary cell(s) → single-cell waves → groups
+ * growing by the growth factor up to the cap. Every cell is in exactly one wave; the first cell of
+ * every region goes alone (or is the canary) before any group touches that region, adding single
+ * waves beyond `singleCellWaves` when regions need them; cells keep config order otherwise, so a
+ * cell appended to the config lands in the last wave. Router stacks get their own waves, one region
+ * at a time, before the cells.
+ */
+export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
+  const policy = fleet.waves;
+  const cap = Math.min(policy.maxCellsPerWave, MAX_CELLS_PER_STAGE);
+  const canaries = fleet.cells.filter((c) => c.canary);
+  if (canaries.length === 0) throw new WavePlanError('the fleet has no canary cell; mark one `canary: true`');
+  const rest = fleet.cells.filter((c) => !c.canary);
+
+  // Singles: the first cell of each region the canary does not cover, then more up to singleCellWaves.
+  const covered = new Set(canaries.map((c) => c.region));
+  const single = new Set<string>();
+  for (const cell of rest) {
+    if (!covered.has(cell.region)) {
+      covered.add(cell.region);
+      single.add(cell.id);
+    }
+  }
+  for (const cell of rest) {
+    if (single.size >= policy.singleCellWaves) break;
+    single.add(cell.id);
+  }
+  const singles = rest.filter((c) => single.has(c.id));
+  const grouped = rest.filter((c) => !single.has(c.id));
+
+  const byId = new Map(fleet.cells.map((c) => [c.id, c]));
+  const total = fleet.cells.length;
+  const waves: Wave[] = [];
+  let exposed = 0;
+  const push = (kind: WaveKind, cells: string[]) => {
+    exposed += cells.length;
+    const index = waves.length + 1;
+    waves.push({
+      index,
+      name: `wave-${index}-${kind}`,
+      kind,
+      cells,
+      regions: [...new Set(cells.map((id) => byId.get(id)!.region))],
+      bakeSeconds: policy.bakeSeconds[kind],
+      cumulativeCells: exposed,
+      cumulativeShare: exposed / total,
+    });
+  };
+  push('canary', canaries.map((c) => c.id));
+  for (const cell of singles) push('single', [cell.id]);
+  let size = 1;
+  for (let next = 0; next < grouped.length; next += size) {
+    size = Math.min(cap, Math.max(size + 1, Math.ceil(size * policy.growthFactor)));
+    push('group', grouped.slice(next, next + size).map((c) => c.id));
+  }
+
+  const regions = [...new Set(fleet.cells.map((c) => c.region))];
+  const routerWaves = regions.map((region) => ({ name: `routers-${region}`, region }));
+  const stages = FIXED_STAGES + routerWaves.length + waves.length;
+  if (stages > MAX_PIPELINE_STAGES) {
+    throw new WavePlanError(
+      `the fleet needs ${stages} pipeline stages (${waves.length} cell waves, ${routerWaves.length} router waves, ${FIXED_STAGES} fixed) but a pipeline holds ${MAX_PIPELINE_STAGES}; ` +
+      'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
+    );
+  }
+  return { routerWaves, waves, minimumRolloutSeconds: waves.reduce((sum, w) => sum + w.bakeSeconds, 0) };
+}

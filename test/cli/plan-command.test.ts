@@ -1,0 +1,33 @@
+import * as path from 'path';
+import { duration, runCli } from '../../lib/cli';
+import { REPO_ROOT } from '../support/fleet';
+
+async function cellctl(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { code, out, err };
+}
+
+describe('cellctl plan', () => {
+  const config = path.join(REPO_ROOT, 'cells.config.ts');
+
+  it('prints waves with cells, regions, bake, exposure and the minimum rollout time', async () => {
+    const result = await cellctl('plan', '--config', config);
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/wave-1-canary\s+canary\s+canary-eu\s+eu-west-1\s+1h\s+1\/8 \(12\.5%\)/);
+    expect(result.out).toMatch(/wave-5-group\s+group\s+us-2,us-3,us-4\s+us-east-1\s+15m\s+8\/8 \(100\.0%\)/);
+    expect(result.out).toContain('minimum end-to-end rollout: 2h 30m of bake across 5 waves');
+    expect(result.out).toMatch(/routers-eu-west-1\s+eu-west-1\nrouters-us-east-1/);
+  });
+
+  it('prints JSON with --json', async () => {
+    const plan = JSON.parse((await cellctl('plan', '--config', config, '--json')).out);
+    expect(plan.waves).toHaveLength(5);
+    expect(plan.minimumRolloutSeconds).toBe(9000);
+  });
+
+  it('formats durations', () => {
+    expect([duration(0), duration(59), duration(3600), duration(5430)]).toEqual(['0s', '59s', '1h', '1h 30m 30s']);
+  });
+});
