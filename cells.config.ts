@@ -67,6 +67,16 @@ export default defineFleet({
     organizationalUnitId: 'ou-ab12-cells001',
     roleName: 'OrganizationAccountAccessRole',
   },
+  pipeline: {
+    source: {
+      kind: 'connection',
+      connectionArn: 'arn:aws:codeconnections:eu-west-1:111111111111:connection/00000000-0000-0000-0000-000000000000',
+      repository: 'example-org/orders-cells',
+      branch: 'main',
+    },
+    manualApproval: true,
+    deploymentWindow: { cron: 'cron(0 8-16 ? * MON-THU *)', timeZone: 'UTC' },
+  },
   router: {
     groups: [
       { name: 'canary', tasks: 2 },

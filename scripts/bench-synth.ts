@@ -11,7 +11,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
-import { addFleet, cdkJsonContext } from '../lib/app';
+import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
 import { generateFleet, loadFleet, resolveFleet } from '../lib/fleet';
 
 interface Result {
@@ -21,6 +21,7 @@ interface Result {
   readonly msPerCell: number;
   readonly peakMiB: number;
   readonly templateKiB: number;
+  readonly pipelineTemplateKiB?: number;
 }
 
 function argValue(name: string): string | undefined {
@@ -40,11 +41,17 @@ function runOnce(count: number | undefined): Result {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
   const started = process.hrtime.bigint();
   const app = new App({ outdir, context: cdkJsonContext() });
-  addFleet(app, fleet);
+  // The same choice as bin/app.ts: behind the pipeline when the fleet has one.
+  const pipeline = fleet.pipeline ? addPipeline(app, fleet) : undefined;
+  if (!pipeline) addFleet(app, fleet);
   app.synth();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const templates = fs.readdirSync(outdir).filter((f) => f.endsWith('.template.json'));
-  const largest = Math.max(...templates.map((f) => fs.statSync(path.join(outdir, f)).size));
+  const templates = [outdir, ...fs.readdirSync(outdir).filter((d) => d.startsWith('assembly-')).map((d) => path.join(outdir, d))]
+    .flatMap((dir) => fs.readdirSync(dir).filter((f) => f.endsWith('.template.json')).map((f) => path.join(dir, f)));
+  const cellTemplates = templates.filter((f) => !f.endsWith(`${fleet.app}-pipeline.template.json`) && !path.basename(f).startsWith('cross-region'));
+  const largest = Math.max(...cellTemplates.map((f) => fs.statSync(f).size));
+  const pipelineTemplate = templates.find((f) => f.endsWith(`${fleet.app}-pipeline.template.json`));
+  const pipelineBytes = pipelineTemplate ? fs.statSync(pipelineTemplate).size : undefined;
   fs.rmSync(outdir, { recursive: true, force: true });
   return {
     fleet: count === undefined ? 'example' : `generated`,
@@ -53,6 +60,7 @@ function runOnce(count: number | undefined): Result {
     msPerCell: Math.round((seconds * 1000) / fleet.cells.length),
     peakMiB: Math.round(process.resourceUsage().maxRSS / 1024),
     templateKiB: Math.round(largest / 1024),
+    ...(pipelineBytes !== undefined ? { pipelineTemplateKiB: Math.round(pipelineBytes / 1024) } : {}),
   };
 }
 
@@ -62,11 +70,11 @@ function table(): void {
     const out = execFileSync(process.execPath, [...process.execArgv, __filename, ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 20 });
     rows.push(JSON.parse(out.trim().split('\n').pop()!) as Result);
   }
-  process.stdout.write('| fleet | cells | synth + audit (s) | ms per cell | marginal ms per added cell | peak RSS (MiB) | largest cell template (KiB) |\n|---|---|---|---|---|---|---|\n');
+  process.stdout.write('| fleet | cells | synth + audit (s) | ms per cell | marginal ms per added cell | peak RSS (MiB) | largest cell template (KiB) | pipeline template (KiB) |\n|---|---|---|---|---|---|---|---|\n');
   rows.forEach((r, i) => {
     // Cost of one more cell, from the previous row: flat means stamping scales linearly.
     const marginal = i === 0 ? '–' : String(Math.round(((r.seconds - rows[i - 1].seconds) * 1000) / (r.cells - rows[i - 1].cells)));
-    process.stdout.write(`| ${r.fleet} | ${r.cells} | ${r.seconds} | ${r.msPerCell} | ${marginal} | ${r.peakMiB} | ${r.templateKiB} |\n`);
+    process.stdout.write(`| ${r.fleet} | ${r.cells} | ${r.seconds} | ${r.msPerCell} | ${marginal} | ${r.peakMiB} | ${r.templateKiB} | ${r.pipelineTemplateKiB ?? '-'} |\n`);
   });
   process.stdout.write(`machine: ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}\n`);
 }

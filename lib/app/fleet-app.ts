@@ -2,10 +2,21 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack } from '../cell';
 import { Fleet } from '../fleet';
+import { PipelineStack } from '../pipeline';
 
 export interface FleetStacks {
   /** One per cell, in config order. */
   readonly cells: readonly CellStack[];
+}
+
+/**
+ * The fleet behind its delivery pipeline: one PipelineStack in the tooling account whose waves
+ * deploy every cell's stack. AwsSolutions checks run over the whole app, cell stages included.
+ */
+export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
+  const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
+  if (options.audit ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return stack;
 }
 
 /**

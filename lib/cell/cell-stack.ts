@@ -1,6 +1,7 @@
 import { Aspects, CfnOutput, CfnResource, IAspect, Stack, StackProps, TagManager, Tags } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
 import { Cell as CellModel, Fleet } from '../fleet';
+import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
 import { Cell } from './cell';
 
 export interface CellStackProps extends Omit<StackProps, 'env'> {
@@ -48,6 +49,11 @@ export class CellStack extends Stack {
     Tags.of(this).add('app', fleet.app);
     Aspects.of(this).add(new TagRawResources({ cell: cell.id, app: fleet.app }));
     this.cell = new Cell(this, 'Cell', { cell, fleet });
+    new CellBakeAccess(this, 'BakeAccess', {
+      roleName: bakeWatcherRoleName(fleet.app, cell.id),
+      toolingAccount: fleet.accounts.tooling,
+      healthAlarm: this.cell.alarms.health,
+    });
 
     const entry = this.cell.entry;
     new CfnOutput(this, 'EndpointServiceName', {

@@ -8,3 +8,4 @@ export * from './dashboard';
 export * from './cell';
 export * from './cell-stack';
 export * from './key';
+export * from './bake-access';

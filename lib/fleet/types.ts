@@ -148,6 +148,22 @@ export interface OrganizationConfig {
   readonly executionPolicyArn?: string;
 }
 
+/** Where the pipeline gets the repository from. */
+export type PipelineSource =
+  | { readonly kind: 'connection'; readonly connectionArn: string; readonly repository: string; readonly branch: string }
+  | { readonly kind: 's3'; readonly bucketName: string; readonly objectKey: string };
+
+/** The delivery pipeline in the tooling account. */
+export interface PipelineConfig {
+  readonly source: PipelineSource;
+  /** Region of the pipeline. @default the first region of the fleet */
+  readonly region?: string;
+  /** A manual approval before the first non-canary wave. @default false */
+  readonly manualApproval?: boolean;
+  /** Waves start only inside this window (CodePipeline DeploymentWindow rule). */
+  readonly deploymentWindow?: { readonly cron: string; readonly timeZone?: string };
+}
+
 /** What you write in `cells.config.ts`. */
 export interface FleetInput {
   /** Application name, `[a-z][a-z0-9-]{1,20}`: prefixes stack, alarm and account names. */
@@ -173,6 +189,8 @@ export interface FleetInput {
   readonly router?: RouterConfig;
   /** Needed only by `cellctl accounts ensure` / `bootstrap`. */
   readonly organization?: OrganizationConfig;
+  /** Without it, `cdk synth` stamps the cell stacks directly (deploy them with `cdk deploy`). */
+  readonly pipeline?: PipelineConfig;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -207,4 +225,5 @@ export interface Fleet {
     readonly cellEndpointTemplate: string;
   };
   readonly organization?: Required<OrganizationConfig>;
+  readonly pipeline?: PipelineConfig & { readonly region: string };
 }

@@ -191,6 +191,30 @@ function organizationProblems(input: FleetInput): string[] {
   return problems;
 }
 
+function pipelineProblems(input: FleetInput): string[] {
+  const pipeline = input.pipeline;
+  if (!pipeline) return [];
+  const problems: string[] = [];
+  const source = pipeline.source;
+  if (source?.kind === 'connection') {
+    if (!/^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection\/.+$/.test(source.connectionArn)) {
+      problems.push(`pipeline.source.connectionArn: \`${source.connectionArn}\` is not a CodeConnections ARN`);
+    }
+    if (!/^[\w.-]+\/[\w.-]+$/.test(source.repository)) problems.push(`pipeline.source.repository: \`${source.repository}\` must be owner/name`);
+    if (!source.branch) problems.push('pipeline.source.branch: empty');
+  } else if (source?.kind === 's3') {
+    if (!BUCKET_NAME.test(source.bucketName)) problems.push(`pipeline.source.bucketName: \`${source.bucketName}\` is not a valid S3 bucket name`);
+    if (!source.objectKey) problems.push('pipeline.source.objectKey: empty');
+  } else {
+    problems.push("pipeline.source: set { kind: 'connection', connectionArn, repository, branch } or { kind: 's3', bucketName, objectKey }");
+  }
+  if (pipeline.region !== undefined && !input.regions?.[pipeline.region]) problems.push(`pipeline.region: \`${pipeline.region}\` is not one of the fleet's regions`);
+  if (pipeline.deploymentWindow && !/^cron\(.+\)$/.test(pipeline.deploymentWindow.cron)) {
+    problems.push(`pipeline.deploymentWindow.cron: \`${pipeline.deploymentWindow.cron}\` must be a cron(...) expression`);
+  }
+  return problems;
+}
+
 function waveProblems(input: FleetInput): string[] {
   const waves = input.waves;
   if (!waves) return ['waves: missing; set singleCellWaves, growthFactor, maxCellsPerWave and bakeSeconds'];
@@ -299,6 +323,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...waveProblems(input),
     ...routerProblems(input),
     ...organizationProblems(input),
+    ...pipelineProblems(input),
     ...alarmProblems(alarms),
   ];
 }
@@ -335,6 +360,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,
       cellEndpointTemplate: input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE,
     },
+    ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {
       organization: {
         roleName: 'OrganizationAccountAccessRole',

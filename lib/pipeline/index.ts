@@ -1,0 +1,4 @@
+export * from './bake';
+export * from './stage-conditions';
+export * from './pipeline-stack';
+export * from './acknowledge';

@@ -1,0 +1,118 @@
+import { Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { addPipeline } from '../../lib/app';
+import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
+import { assertNoOpenFindings, PipelineStack } from '../../lib/pipeline';
+import { planWaves } from '../../lib/waves';
+import { cdkApp, exampleFleet, exampleInput } from '../support/fleet';
+
+interface CfnStage {
+  Name: string;
+  Actions: { Name: string; ActionTypeId: { Category: string; Provider: string }; Configuration?: Record<string, string>; RunOrder?: number }[];
+  OnFailure?: unknown;
+  BeforeEntry?: { Conditions: { Result: string; Rules: { RuleTypeId: { Provider: string }; Configuration: Record<string, string> }[] }[] };
+}
+
+describe('PipelineStack on the example fleet', () => {
+  let fleet: Fleet;
+  let stack: PipelineStack;
+  let stages: CfnStage[];
+  let template: Template;
+  beforeAll(() => {
+    fleet = exampleFleet();
+    stack = addPipeline(cdkApp(), fleet, { audit: false });
+    template = Template.fromStack(stack);
+    const [pipeline] = Object.values(template.findResources('AWS::CodePipeline::Pipeline'));
+    stages = pipeline.Properties.Stages;
+    expect(pipeline.Properties.PipelineType).toBe('V2');
+  });
+
+  const waveStages = () => stages.slice(4);
+
+  it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
+    expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
+    const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
+    expect(JSON.stringify(synth)).toMatch(/npm ci.*npm test.*npm run audit.*npx cdk synth/);
+  });
+
+  it('has one stage per wave, in plan order, each deploying exactly its cells', () => {
+    const plan = planWaves(fleet);
+    expect(waveStages()).toHaveLength(plan.waves.length);
+    waveStages().forEach((stage, i) => {
+      const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName);
+      expect([stage.Name, deployed.sort()]).toEqual([[...stack.stages.keys()][i], plan.waves[i].cells.map((c) => `orders-cell-${c}`).sort()]);
+    });
+  });
+
+  it("bakes each wave on exactly its cells' health alarms for the wave's bake time", () => {
+    const plan = planWaves(fleet);
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    waveStages().forEach((stage, i) => {
+      const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
+      const deploys = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation');
+      expect(bake.RunOrder).toBeGreaterThan(Math.max(...deploys.map((d) => d.RunOrder ?? 1)));
+      const project = JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
+      const alarms = [...project.matchAll(/orders-([a-z0-9-]+)-health/g)].map((m) => m[1]);
+      expect([stage.Name, [...new Set(alarms)].sort()]).toEqual([stage.Name, [...plan.waves[i].cells].sort()]);
+      expect(project).toContain(`bake_until=$(( $(date +%s) + ${plan.waves[i].bakeSeconds} ))`);
+    });
+  });
+
+  it('rolls a failed wave back and enters waves only inside the deployment window', () => {
+    for (const stage of waveStages()) {
+      expect([stage.Name, stage.OnFailure]).toEqual([stage.Name, { Result: 'ROLLBACK' }]);
+      expect(stage.BeforeEntry!.Conditions[0].Rules[0]).toMatchObject({
+        RuleTypeId: { Provider: 'DeploymentWindow' },
+        Configuration: { Cron: 'cron(0 8-16 ? * MON-THU *)', TimeZone: 'UTC' },
+      });
+    }
+    for (const stage of stages.slice(0, 4)) expect(stage.OnFailure).toBeUndefined();
+  });
+
+  it('asks for approval before the first non-canary wave only', () => {
+    const approvals = stages.flatMap((s) => s.Actions.filter((a) => a.ActionTypeId.Category === 'Approval').map(() => s.Name));
+    expect(approvals).toEqual([waveStages()[1].Name]);
+  });
+
+  it('may assume only the bake-watcher roles of the cells it watches', () => {
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
+    expect(policies).toHaveLength(waveStages().length);
+    for (const policy of policies) {
+      const statement = policy.Properties.PolicyDocument.Statement.find((s: { Action: string }) => s.Action === 'sts:AssumeRole' && JSON.stringify(s).includes('bake-watcher'));
+      for (const arn of [statement.Resource].flat()) expect(arn).toMatch(/^arn:aws:iam::\d{12}:role\/orders-[a-z0-9-]+-bake-watcher$/);
+    }
+  });
+
+  it('uses cross-account keys with rotation and deploys each cell into its own account', () => {
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    for (const cell of fleet.cells) {
+      const stage = stack.node.findChild(`cell-${cell.id}`) as unknown as { stack: Stack };
+      expect(`${stage.stack.account}/${stage.stack.region}`).toBe(`${cell.account}/${cell.region}`);
+    }
+  });
+});
+
+describe('PipelineStack options and limits', () => {
+  it('has no approval and no window when the config sets none', () => {
+    const fleet = exampleFleet();
+    const stack = addPipeline(cdkApp(), { ...fleet, pipeline: { ...fleet.pipeline!, manualApproval: false, deploymentWindow: undefined } }, { audit: false });
+    const [pipeline] = Object.values(Template.fromStack(stack).findResources('AWS::CodePipeline::Pipeline'));
+    const stages: CfnStage[] = pipeline.Properties.Stages;
+    expect(stages.some((s) => s.Actions.some((a) => a.ActionTypeId.Category === 'Approval'))).toBe(false);
+    expect(stages.every((s) => s.BeforeEntry === undefined)).toBe(true);
+    expect(stages.slice(4).every((s) => JSON.stringify(s.OnFailure) === '{"Result":"ROLLBACK"}')).toBe(true);
+  });
+
+  it('fails synth with a clear message when the fleet needs more stages than a pipeline holds', () => {
+    const input = generateFleet(exampleInput(), 120);
+    const fleet = resolveFleet({ ...input, waves: { ...input.waves, maxCellsPerWave: 2, growthFactor: 1.5 } });
+    expect(() => addPipeline(cdkApp(), fleet, { audit: false })).toThrow(/needs \d+ pipeline stages .* a pipeline holds 50/);
+  });
+
+  it('gates cell stacks on open cdk-nag findings', () => {
+    const stack = new Stack(cdkApp(), 'careless');
+    new s3.Bucket(stack, 'Bucket');
+    expect(() => assertNoOpenFindings(stack)).toThrow(/careless has 2 unacknowledged cdk-nag finding\(s\)[\s\S]*AwsSolutions-S1 on careless\/Bucket\/Resource/);
+  });
+});
