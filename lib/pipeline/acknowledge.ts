@@ -1,4 +1,4 @@
-import { Stack, Validations } from 'aws-cdk-lib';
+import { Stack, Stage, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 
@@ -40,6 +40,8 @@ export function acknowledgePipelineFindings(scopes: readonly Stack[]): string[] 
       const reason = PIPELINE_FINDING_REASONS.find(([pattern]) => pattern.test(id))?.[1];
       for (const resource of violation.violatingResources) {
         const construct = byPath.get(resource.constructPath ?? '');
+        // Only the pipeline's own resources: cell stacks in nested stages are gated on their own.
+        if (construct && Stage.of(construct) !== Stage.of(scope)) continue;
         if (reason && construct) Validations.of(construct).acknowledge({ id, reason });
         else open.push(`${id} ${resource.constructPath}`);
       }
