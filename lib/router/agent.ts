@@ -1,0 +1,204 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as path from 'path';
+import { writeFileAtomic } from '../files';
+import { MappingDocument, parseMapping } from '../mapping';
+import { mapContents, mapFileText, MappingApplier } from './apply';
+import { MAP_FILES, slotName } from './haproxy-config';
+import { RuntimeApi } from './runtime-api';
+import { MappingSource } from './sources';
+
+export interface AgentOptions {
+  readonly api: RuntimeApi;
+  readonly source: MappingSource;
+  readonly applier: MappingApplier;
+  /** Where the last-known-good document (and its map files) are kept across restarts. */
+  readonly stateDir: string;
+  /** Structured log lines (JSON) and CloudWatch EMF metric lines go here (stdout in production). */
+  readonly emit: (line: string) => void;
+  /** Router group, a metric dimension. */
+  readonly group: string;
+  readonly now?: () => number;
+}
+
+export const LKG_FILE = 'last-known-good.json';
+
+/**
+ * The mapping agent: polls its source, validates every candidate with the shared mapping code,
+ * rejects invalid or older documents (keeping the last-known-good, counting and logging why),
+ * applies valid ones to HAProxy at runtime and persists them. It re-applies the last-known-good
+ * when HAProxy restarts, and is ready only once a mapping is applied.
+ */
+export class MappingAgent {
+  private lkg?: MappingDocument;
+  private appliedPid?: string;
+  private lastSuccess?: number;
+  private rejected = 0;
+  private fetchErrors = 0;
+  private busy = false;
+  /** Last cumulative HAProxy counters per cell, so metrics are per-interval deltas. */
+  private counters = new Map<string, { req: number; c4: number; c5: number }>();
+
+  constructor(private readonly o: AgentOptions) {}
+
+  private now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
+  private log(event: string, fields: Record<string, unknown> = {}): void {
+    this.o.emit(JSON.stringify({ level: event.startsWith('reject') || event.endsWith('error') ? 'warn' : 'info', event, group: this.o.group, ...fields }));
+  }
+
+  public get version(): number | undefined {
+    return this.lkg?.version;
+  }
+
+  public get rejectedDocuments(): number {
+    return this.rejected;
+  }
+
+  /** Ready = a mapping is applied to the running HAProxy. */
+  public get ready(): boolean {
+    return this.lkg !== undefined && this.appliedPid !== undefined;
+  }
+
+  /** Loads the persisted last-known-good (if any) so a restarted agent serves it at once. */
+  public loadLastKnownGood(): void {
+    const file = path.join(this.o.stateDir, LKG_FILE);
+    if (!fs.existsSync(file)) return;
+    const parsed = parseMapping(fs.readFileSync(file, 'utf8'));
+    if (parsed.ok) {
+      this.lkg = parsed.document;
+      this.log('lkg-loaded', { version: parsed.document.version });
+    } else {
+      this.log('lkg-invalid', { problem: parsed.problems[0] });
+    }
+  }
+
+  private persist(doc: MappingDocument, slots: Map<string, number>): void {
+    writeFileAtomic(path.join(this.o.stateDir, LKG_FILE), `${JSON.stringify(doc)}\n`);
+    // The map files too: a HAProxy started from this directory boots with these routes.
+    const contents = mapContents(doc, slots);
+    for (const name of Object.keys(MAP_FILES) as (keyof typeof MAP_FILES)[]) {
+      writeFileAtomic(path.join(this.o.stateDir, MAP_FILES[name]), mapFileText(contents[name]));
+    }
+  }
+
+  private async apply(doc: MappingDocument, pid: string): Promise<void> {
+    const slots = await this.o.applier.apply(doc);
+    this.persist(doc, slots);
+    this.lkg = doc;
+    this.appliedPid = pid;
+    this.lastSuccess = this.now();
+    this.log('applied', { version: doc.version, cells: Object.fromEntries([...slots].map(([c, s]) => [c, slotName(s)])) });
+  }
+
+  private reject(fields: Record<string, unknown>): void {
+    this.rejected += 1;
+    this.log('rejected', { source: this.o.source.description, keptVersion: this.lkg?.version, ...fields });
+  }
+
+  /** One poll: re-apply after a HAProxy restart, then fetch, validate and apply anything newer. */
+  public async tick(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      let pid: string | undefined;
+      try {
+        pid = (await this.o.api.info()).Pid;
+      } catch (error) {
+        this.appliedPid = undefined;
+        this.log('haproxy-error', { error: (error as Error).message });
+      }
+      if (pid !== undefined && this.lkg && pid !== this.appliedPid) {
+        this.log('haproxy-restarted', { pid, version: this.lkg.version });
+        await this.apply(this.lkg, pid);
+      }
+      let result;
+      try {
+        result = await this.o.source.fetch();
+      } catch (error) {
+        this.fetchErrors += 1;
+        this.log('fetch-error', { source: this.o.source.description, error: `${(error as Error).name}: ${(error as Error).message}` });
+        return;
+      }
+      if (!result.changed) {
+        this.lastSuccess = this.now();
+        return;
+      }
+      const parsed = parseMapping(result.text);
+      const current = this.lkg?.version;
+      if (!parsed.ok) {
+        this.reject({ problems: parsed.problems.slice(0, 5) });
+      } else if (current !== undefined && parsed.document.version < current) {
+        this.reject({ problems: [{ path: '$.version', message: `${parsed.document.version} is older than the version in force ${current}` }] });
+      } else if (current !== undefined && parsed.document.version === current) {
+        this.lastSuccess = this.now(); // the document in force, read again
+      } else if (pid !== undefined) {
+        await this.apply(parsed.document, pid);
+      }
+    } catch (error) {
+      this.log('apply-error', { error: (error as Error).message, keptVersion: this.lkg?.version });
+      this.appliedPid = undefined;
+      this.o.source.reset();
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** CloudWatch embedded-metric-format lines: router metrics, then one line per cell. */
+  public async metrics(): Promise<string[]> {
+    const timestamp = this.now();
+    const router = {
+      _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup']], Metrics: [
+        { Name: 'MappingVersion', Unit: 'None' }, { Name: 'SecondsSinceRefresh', Unit: 'Seconds' }, { Name: 'RejectedDocuments', Unit: 'Count' }, { Name: 'FetchErrors', Unit: 'Count' },
+      ] }] },
+      RouterGroup: this.o.group,
+      MappingVersion: this.lkg?.version ?? 0,
+      SecondsSinceRefresh: this.lastSuccess === undefined ? -1 : Math.round((timestamp - this.lastSuccess) / 1000),
+      RejectedDocuments: this.rejected,
+      FetchErrors: this.fetchErrors,
+    };
+    const lines = [JSON.stringify(router)];
+    let slots: Map<string, number>;
+    let stats: Record<string, string>[];
+    try {
+      slots = await this.o.applier.currentSlots();
+      stats = await this.o.api.stats();
+    } catch {
+      return lines;
+    }
+    for (const [cell, slot] of slots) {
+      const row = stats.find((r) => r.pxname === slotName(slot) && r.svname === 'BACKEND');
+      if (!row) continue;
+      const now = { req: Number(row.req_tot || 0), c4: Number(row.hrsp_4xx || 0), c5: Number(row.hrsp_5xx || 0) };
+      const was = this.counters.get(cell) ?? { req: 0, c4: 0, c5: 0 };
+      this.counters.set(cell, now);
+      // A HAProxy restart resets its counters: count from zero then.
+      const delta = (a: number, b: number) => (a >= b ? a - b : a);
+      lines.push(JSON.stringify({
+        _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup', 'Cell']], Metrics: [
+          { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
+          { Name: 'QueueTime', Unit: 'Milliseconds' }, { Name: 'ResponseTime', Unit: 'Milliseconds' },
+        ] }] },
+        RouterGroup: this.o.group,
+        Cell: cell,
+        Requests: delta(now.req, was.req),
+        Responses4xx: delta(now.c4, was.c4),
+        Responses5xx: delta(now.c5, was.c5),
+        QueueTime: Number(row.qtime || 0),
+        ResponseTime: Number(row.rtime || 0),
+      }));
+    }
+    return lines;
+  }
+
+  /** `/ready`: 200 once a mapping is applied, 503 before; `/healthz`: the process is alive. */
+  public healthServer(): http.Server {
+    return http.createServer((req, res) => {
+      const ready = req.url === '/healthz' || this.ready;
+      res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ready: this.ready, version: this.version ?? null, rejected: this.rejected }));
+    });
+  }
+}

@@ -1,0 +1,150 @@
+import { PartitionKeySource } from '../fleet';
+import { KEY_PATTERN } from '../mapping';
+
+/** Everything the generated HAProxy configuration depends on. */
+export interface HaproxyConfigOptions {
+  /** Where HAProxy listens for clients. */
+  readonly bind: { readonly address: string; readonly port: number };
+  /** Runtime API socket (admin level) the agent drives HAProxy through. */
+  readonly adminSocket: string;
+  /** Directory holding the map files and the 503 error file. */
+  readonly stateDir: string;
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
+  /** Backend slots: the most cells one mapping may reference. */
+  readonly slots: number;
+  /** Concurrent requests per cell; more wait in the cell's queue. */
+  readonly cellMaxConn: number;
+  /** How long a request may wait in a saturated cell's queue before it gets 503. @default 1000 */
+  readonly queueTimeoutMs?: number;
+  /** Health-check path on every cell. */
+  readonly healthCheckPath: string;
+  /** Add `x-cell` and `x-mapping-version` to responses. @default false */
+  readonly debugHeaders?: boolean;
+  /** Prometheus exporter and stats page on this loopback port. */
+  readonly statsPort?: number;
+  /** Process-wide connection cap (2 file descriptors per proxied connection). @default 4000 */
+  readonly maxConn?: number;
+}
+
+/** Map files the agent fills at runtime (prepare / add / commit). */
+export const MAP_FILES = {
+  exact: 'exact.map',
+  prefix: 'prefix.map',
+  buckets: 'buckets.map',
+  cells: 'cells.map',
+  meta: 'meta.map',
+} as const;
+
+export const slotName = (slot: number) => `slot${slot}`;
+
+/** The sample expression that extracts the partition key, per the fleet's key source. */
+export function keyFetch(source: PartitionKeySource): string {
+  switch (source.source) {
+    case 'header': return `req.hdr(${source.name})`;
+    // path "/a/b/c": field 1 is empty, segment 1 is field 2.
+    case 'path': return `path,field(${source.segment + 1},/)`;
+    case 'host': return `req.hdr(host),field(1,:),field(${source.label},.)`;
+  }
+}
+
+function jsonError(status: number, error: string): string {
+  return `http-request return status ${status} content-type application/json string '{"error":"${error}"}'`;
+}
+
+/**
+ * The HAProxy configuration of one router task. The data plane does everything per request:
+ * key extraction and validation (400 with a JSON body), the DESIGN.md bucket
+ * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
+ * agent swaps atomically at runtime, and one backend slot per cell with its own maxconn and a
+ * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
+ * never goes to a second cell.
+ */
+export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
+  if ((o.bucketCount & (o.bucketCount - 1)) !== 0) throw new Error(`bucketCount ${o.bucketCount} must be a power of two`);
+  if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > 1000) throw new Error(`slots ${o.slots} must be 1-1000`);
+  const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
+  const lines = [
+    'global',
+    `  maxconn ${o.maxConn ?? 4000}`,
+    `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
+    '  stats timeout 30s',
+    // add map payloads are bounded by the buffer size; 64 KiB keeps map updates to few commands.
+    '  tune.bufsize 65536',
+    '  log stdout format raw local0 info',
+    '',
+    'defaults',
+    '  mode http',
+    '  log global',
+    '  option httplog',
+    '  option dontlognull',
+    '  timeout connect 2s',
+    '  timeout client 30s',
+    '  timeout server 30s',
+    `  timeout queue ${o.queueTimeoutMs ?? 1000}ms`,
+    '  timeout http-keep-alive 10s',
+    '  retries 0',
+    '  option http-keep-alive',
+    '',
+  ];
+  if (o.statsPort !== undefined) {
+    lines.push(
+      'frontend stats',
+      `  bind 127.0.0.1:${o.statsPort}`,
+      '  http-request use-service prometheus-exporter if { path /metrics }',
+      '  stats enable',
+      '  stats uri /stats',
+      '',
+    );
+  }
+  lines.push(
+    'frontend router',
+    `  bind ${o.bind.address}:${o.bind.port}`,
+    `  http-request set-var(txn.key) ${keyFetch(o.partitionKey)}`,
+    `  ${jsonError(400, 'missing partition key')} if !{ var(txn.key) -m found }`,
+    `  ${jsonError(400, 'invalid partition key')} if !{ var(txn.key) -m reg ${KEY_PATTERN.source} }`,
+    `  http-request set-var(txn.bucket) var(txn.key),sha2(256),bytes(0,4),hex,hex2i,and(${o.bucketCount - 1})`,
+    `  http-request set-var(txn.cell) var(txn.key),map_str(${map('exact')})`,
+    `  http-request set-var(txn.cell) var(txn.key),map_beg(${map('prefix')}) if !{ var(txn.cell) -m found }`,
+    `  http-request set-var(txn.cell) var(txn.bucket),map(${map('buckets')}) if !{ var(txn.cell) -m found }`,
+    `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5 if !{ var(txn.cell) -m found }`,
+    `  http-request set-var(txn.slot) var(txn.cell),map(${map('cells')})`,
+    `  ${jsonError(503, 'cell has no backend')} hdr retry-after 5 if !{ var(txn.slot) -m found }`,
+    '  http-request del-header x-cell',
+    '  http-request del-header x-mapping-version',
+    '  use_backend %[var(txn.slot)]',
+  );
+  if (o.debugHeaders) {
+    lines.push(
+      '  http-after-response set-header x-cell %[var(txn.cell)] if { var(txn.cell) -m found }',
+      `  http-after-response set-header x-mapping-version %[str(version),map(${map('meta')},none)]`,
+    );
+  }
+  lines.push('');
+  const check = `option httpchk GET ${o.healthCheckPath}`;
+  for (let slot = 0; slot < o.slots; slot++) {
+    lines.push(
+      `backend ${slotName(slot)}`,
+      '  balance first',
+      `  ${check}`,
+      '  http-check expect status 200-399',
+      `  errorfile 503 ${o.stateDir}/503.http`,
+      // Unassigned slots stay in maintenance; the agent sets the address and enables them.
+      `  server cell 127.0.0.1:1 disabled check inter 1s fall 2 rise 1 maxconn ${o.cellMaxConn}`,
+      '',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The response HAProxy sends when a cell's queue times out or the cell is down. */
+export const ERROR_503 = [
+  'HTTP/1.1 503 Service Unavailable',
+  'content-type: application/json',
+  'retry-after: 1',
+  'cache-control: no-store',
+  'connection: close',
+  '',
+  '{"error":"cell unavailable or saturated; retry later"}',
+  '',
+].join('\r\n');

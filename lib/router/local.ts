@@ -1,0 +1,146 @@
+import { ChildProcess, spawn, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { PartitionKeySource } from '../fleet';
+import { MappingAgent } from './agent';
+import { MappingApplier } from './apply';
+import { ERROR_503, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
+import { RuntimeApi } from './runtime-api';
+import { FileMappingSource, MappingSource } from './sources';
+
+export const HAPROXY_INSTALL_HINT = 'install it with `apt-get install -y haproxy` (Debian/Ubuntu) or `brew install haproxy` (macOS); version 2.6 or newer';
+
+/** The installed HAProxy's version, or undefined when there is none on PATH. */
+export function haproxyVersion(binary = 'haproxy'): string | undefined {
+  const result = spawnSync(binary, ['-v'], { encoding: 'utf8' });
+  if (result.error || result.status !== 0) return undefined;
+  return /version (\S+)/.exec(result.stdout)?.[1];
+}
+
+export interface LocalRouterOptions {
+  /** The mapping file to serve and watch (also the initial document). */
+  readonly mappingFile?: string;
+  /** Read the mapping from here instead of `mappingFile` (the S3 router group in tests). */
+  readonly source?: MappingSource;
+  readonly port: number;
+  readonly debugHeaders?: boolean;
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
+  readonly healthCheckPath: string;
+  /** @default 16 */
+  readonly slots?: number;
+  /** @default 100 */
+  readonly cellMaxConn?: number;
+  readonly queueTimeoutMs?: number;
+  /** Agent poll interval. @default 500 */
+  readonly pollMs?: number;
+  /** Where logs and metric lines go. */
+  readonly log: (line: string) => void;
+  readonly haproxyBinary?: string;
+  /** Keep state here instead of a fresh temp directory (to test restarts). */
+  readonly stateDir?: string;
+}
+
+export interface LocalRouter {
+  readonly agent: MappingAgent;
+  readonly stateDir: string;
+  /** Stops the agent and HAProxy (SIGTERM: HAProxy finishes in-flight requests). */
+  stop(): Promise<void>;
+  /** Kills HAProxy and starts it again from the same state directory (tests restarts). */
+  restartHaproxy(): Promise<void>;
+  /** Stops the agent only; HAProxy keeps serving (tests that the data plane survives it). */
+  stopAgent(): void;
+  startAgent(): void;
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * HAProxy plus the mapping agent on this machine: the agent reads the mapping from a file and
+ * re-reads it when it changes. What `cellctl router local` runs, and what the router tests drive.
+ */
+export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRouter> {
+  const binary = o.haproxyBinary ?? 'haproxy';
+  if (!haproxyVersion(binary)) throw new Error(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
+  const stateDir = o.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'cell-router-'));
+  const socket = path.join(stateDir, 'admin.sock');
+  const slots = o.slots ?? 16;
+  const configFile = path.join(stateDir, 'haproxy.cfg');
+  fs.writeFileSync(configFile, renderHaproxyConfig({
+    bind: { address: '127.0.0.1', port: o.port }, adminSocket: socket, stateDir, partitionKey: o.partitionKey, bucketCount: o.bucketCount,
+    slots, cellMaxConn: o.cellMaxConn ?? 100, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
+  }));
+  fs.writeFileSync(path.join(stateDir, '503.http'), ERROR_503);
+  for (const name of Object.values(MAP_FILES)) {
+    if (!fs.existsSync(path.join(stateDir, name))) fs.writeFileSync(path.join(stateDir, name), '');
+  }
+  const source = o.source ?? (o.mappingFile ? new FileMappingSource(o.mappingFile) : undefined);
+  if (!source) throw new Error('startLocalRouter: give mappingFile or source');
+
+  let haproxy: ChildProcess | undefined;
+  const api = new RuntimeApi(socket);
+  const startHaproxy = async () => {
+    fs.rmSync(socket, { force: true });
+    const child = spawn(binary, ['-f', configFile, '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (d: Buffer) => o.log(d.toString().trimEnd()));
+    child.stderr!.on('data', (d: Buffer) => o.log(d.toString().trimEnd()));
+    haproxy = child;
+    await waitFor(async () => (await api.info()).Pid !== undefined, 10_000, 'HAProxy to start');
+  };
+  await startHaproxy();
+
+  const agent = new MappingAgent({
+    api,
+    source,
+    applier: new MappingApplier(api, { stateDir, slots }),
+    stateDir,
+    emit: o.log,
+    group: 'local',
+  });
+  agent.loadLastKnownGood();
+  let timer: NodeJS.Timeout | undefined;
+  const startAgent = () => {
+    timer = setInterval(() => void agent.tick(), o.pollMs ?? 500);
+  };
+  await agent.tick();
+  startAgent();
+
+  const stopHaproxy = async () => {
+    const child = haproxy;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  };
+  return {
+    agent,
+    stateDir,
+    stop: async () => {
+      if (timer) clearInterval(timer);
+      await stopHaproxy();
+    },
+    restartHaproxy: async () => {
+      if (haproxy && haproxy.exitCode === null) {
+        await new Promise<void>((resolve) => {
+          haproxy!.once('exit', () => resolve());
+          haproxy!.kill('SIGKILL');
+        });
+      }
+      await startHaproxy();
+    },
+    stopAgent: () => {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+    startAgent,
+  };
+}
+
