@@ -101,7 +101,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     'frontend router',
     `  bind ${o.bind.address}:${o.bind.port}`,
     `  http-request set-var(txn.key) ${keyFetch(o.partitionKey)}`,
-    `  ${jsonError(400, 'missing partition key')} if !{ var(txn.key) -m found }`,
+    `  ${jsonError(400, 'missing partition key')} if !{ var(txn.key) -m found } or { var(txn.key) -m len 0 }`,
     `  ${jsonError(400, 'invalid partition key')} if !{ var(txn.key) -m reg ${KEY_PATTERN.source} }`,
     `  http-request set-var(txn.bucket) var(txn.key),sha2(256),bytes(0,4),hex,hex2i,and(${o.bucketCount - 1})`,
     `  http-request set-var(txn.cell) var(txn.key),map_str(${map('exact')})`,

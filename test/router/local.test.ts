@@ -1,0 +1,108 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import fc from 'fast-check';
+import { initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
+import { LocalRouter, startLocalRouter } from '../../lib/router';
+import { FakeCell, freePort, routed, startCell } from '../support/cells';
+
+const NOW = { now: '2026-11-29T16:00:00.000Z' };
+
+describe('the router (real HAProxy + agent, cells on loopback)', () => {
+  let cells: FakeCell[];
+  let router: LocalRouter;
+  let port: number;
+  let doc: MappingDocument;
+  let mappingFile: string;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  const logs: string[] = [];
+
+  beforeAll(async () => {
+    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map(startCell));
+    doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    doc = setPrefix(setPrefix(pinKey(doc, 'tenant-42', 'cell-c', NOW), 'acme-', 'cell-a', NOW), 'acme-eu-', 'cell-b', NOW);
+    mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-')), 'mapping.json');
+    fs.writeFileSync(mappingFile, JSON.stringify(doc));
+    port = await freePort();
+    router = await startLocalRouter({
+      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384,
+      healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+    });
+  });
+  afterAll(async () => {
+    agent.destroy();
+    await router.stop();
+    await Promise.all(cells.map((c) => c.close()));
+  });
+  beforeEach(() => {
+    for (const c of cells) { c.behaviour = 'ok'; c.requests = 0; }
+  });
+
+  it('is ready once the mapping is applied', () => {
+    expect(router.agent.ready).toBe(true);
+    expect(router.agent.version).toBe(doc.version);
+  });
+
+  it('routes 10,000 random keys exactly as the TypeScript lookup does, overrides included', async () => {
+    const keys = [
+      ...fc.sample(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,40}$/), { numRuns: 9_990, seed: 42 }),
+      'tenant-42', 'acme-1', 'acme-eu-1', 'acme-eu-', 'internal-smoke', 'internal-', 'acme', 'x', 'A'.repeat(128), 'Z9._:@-',
+    ];
+    const mismatches: string[] = [];
+    for (let i = 0; i < keys.length; i += 64) {
+      const batch = keys.slice(i, i + 64);
+      const answers = await Promise.all(batch.map((key) => routed(agent, port, key)));
+      answers.forEach((answer, j) => {
+        const expected = lookup(doc, batch[j]).cell;
+        if (answer.status !== 200 || answer.cell !== expected || answer.servedBy !== expected) mismatches.push(`${batch[j]}: ${answer.status} ${answer.cell} ${answer.servedBy} (expected ${expected})`);
+      });
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+    expect(keys.length).toBeGreaterThanOrEqual(10_000);
+  });
+
+  it.each([
+    ['missing', undefined, 'missing partition key'],
+    ['empty', '', 'missing partition key'],
+    ['with a space', 'bad key', 'invalid partition key'],
+    ['starting with a dash', '-x', 'invalid partition key'],
+    ['with a slash', 'a/b', 'invalid partition key'],
+    ['non-ASCII', 'tenänt', 'invalid partition key'],
+    ['too long', 'x'.repeat(129), 'invalid partition key'],
+  ])('answers 400 with a JSON body for a %s key', async (_name, key, error) => {
+    const answer = await routed(agent, port, key);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toEqual({ error });
+    expect(cells.reduce((n, c) => n + c.requests, 0)).toBe(0);
+  });
+
+  it('a dead cell: only its tenants get errors', async () => {
+    const keys = Array.from({ length: 400 }, (_, i) => `dead-${i}`);
+    const dead = cells[2];
+    await dead.close();
+    await new Promise((r) => setTimeout(r, 2500)); // two failed checks at 1 s
+    const answers = await Promise.all(keys.map((key) => routed(agent, port, key)));
+    answers.forEach((answer, i) => {
+      const owner = lookup(doc, keys[i]).cell;
+      expect([keys[i], owner === dead.name ? answer.status : 200]).toEqual([keys[i], owner === dead.name ? 503 : answer.status]);
+    });
+    const deadTenants = answers.filter((_, i) => lookup(doc, keys[i]).cell === dead.name);
+    expect(deadTenants.length).toBeGreaterThan(0);
+    expect(deadTenants.every((a) => a.retryAfter === '1')).toBe(true);
+    expect(answers.filter((_, i) => lookup(doc, keys[i]).cell !== dead.name).every((a) => a.status === 200)).toBe(true);
+    cells[2] = await startCell('cell-b', dead.port);
+    await new Promise((r) => setTimeout(r, 1500)); // one good check brings it back
+    expect((await routed(agent, port, deadTenants.length ? keys.find((k) => lookup(doc, k).cell === dead.name) : 'x')).status).toBe(200);
+  });
+
+  it.each(['error', 'close'] as const)('a cell that answers %s: the request is never sent to another cell', async (behaviour) => {
+    const target = cells[1];
+    const key = Array.from({ length: 1000 }, (_, i) => `retry-${i}`).find((k) => lookup(doc, k).cell === target.name)!;
+    target.behaviour = behaviour;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => routed(new http.Agent({ keepAlive: false }), port, key)));
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([behaviour === 'error' ? 500 : 502]));
+    expect(target.requests).toBe(20);
+    expect(cells.filter((c) => c !== target).reduce((n, c) => n + c.requests, 0)).toBe(0);
+  });
+});

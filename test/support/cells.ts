@@ -1,0 +1,109 @@
+import * as http from 'http';
+import { AddressInfo } from 'net';
+import * as net from 'net';
+
+export type CellBehaviour = 'ok' | 'slow' | 'error' | 'close';
+
+/** A fake cell on loopback: answers with its name, counts requests, can be slow, failing or dead. */
+export interface FakeCell {
+  readonly name: string;
+  readonly port: number;
+  readonly endpoint: string;
+  /** Requests received, health checks excluded. */
+  requests: number;
+  behaviour: CellBehaviour;
+  /** Delay of a `slow` cell, ms. */
+  delayMs: number;
+  close(): Promise<void>;
+}
+
+/** Starts a fake cell; `port` reuses a port (a cell coming back after an outage). */
+export async function startCell(name: string, port = 0): Promise<FakeCell> {
+  const cell = { name, requests: 0, behaviour: 'ok' as CellBehaviour, delayMs: 2000 } as FakeCell;
+  const server = http.createServer((req, res) => {
+    if (req.headers['user-agent']?.includes('HAProxy') || req.url === '/health') {
+      res.end('ok');
+      return;
+    }
+    cell.requests += 1;
+    if (cell.behaviour === 'close') {
+      req.socket.destroy();
+      return;
+    }
+    const answer = () => {
+      res.writeHead(cell.behaviour === 'error' ? 500 : 200, { 'content-type': 'text/plain', 'x-served-by': name });
+      res.end(name);
+    };
+    if (cell.behaviour === 'slow') setTimeout(answer, cell.delayMs);
+    else answer();
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const bound = (server.address() as AddressInfo).port;
+  return Object.assign(cell, {
+    port: bound,
+    endpoint: `http://127.0.0.1:${bound}`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  });
+}
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export interface RoutedResponse {
+  readonly status: number;
+  readonly cell?: string;
+  readonly version?: number;
+  readonly servedBy?: string;
+  readonly body: string;
+  readonly retryAfter?: string;
+  readonly ms: number;
+}
+
+/** One request through the router with keep-alive; never throws on HTTP errors (status 0 on a socket error). */
+export function routed(agent: http.Agent, port: number, key: string | undefined, path = '/'): Promise<RoutedResponse> {
+  const started = process.hrtime.bigint();
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path, agent, headers: key === undefined ? {} : { 'x-tenant-id': key } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({
+        status: res.statusCode!,
+        cell: res.headers['x-cell'] as string | undefined,
+        version: res.headers['x-mapping-version'] ? Number(res.headers['x-mapping-version']) : undefined,
+        servedBy: res.headers['x-served-by'] as string | undefined,
+        retryAfter: res.headers['retry-after'] as string | undefined,
+        body,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      }));
+    });
+    req.on('error', () => resolve({ status: 0, body: '', ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+    req.end();
+  });
+}
+
+/** Runs `worker` on `concurrency` loops until `durationMs` passes; returns every result. */
+export async function load<T>(concurrency: number, durationMs: number, worker: (i: number) => Promise<T>): Promise<T[]> {
+  const until = Date.now() + durationMs;
+  const results: T[] = [];
+  await Promise.all(Array.from({ length: concurrency }, async (_, loop) => {
+    let i = loop;
+    while (Date.now() < until) {
+      results.push(await worker(i));
+      i += concurrency;
+    }
+  }));
+  return results;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
