@@ -133,13 +133,16 @@ export class MappingApplier {
       slots.set(cell, next);
       used.add(next);
     }
-    // Point every slot at its cell's current endpoint (a changed endpoint moves in place).
+    // Point every slot at its cell's current endpoint (a changed endpoint moves in place), and take
+    // slots out of maintenance: new cells, and every cell after a HAProxy restart.
+    const stats = await this.api.stats();
     for (const cell of cells) {
       const { host, port } = endpointAddress(doc.cells[cell].endpoint);
       const address = await resolve(host);
       const slot = slots.get(cell)!;
       await this.api.expectOk(`set server ${slotName(slot)}/cell addr ${address} port ${port}`, /^\s*$|changed from|no need to change/i);
-      if (fresh.includes(cell)) {
+      const status = stats.find((r) => r.pxname === slotName(slot) && r.svname === 'cell')?.status ?? 'MAINT';
+      if (status.startsWith('MAINT')) {
         await this.api.expectOk(`set server ${slotName(slot)}/cell state ready`);
         await this.waitUp(slot);
       }

@@ -18,7 +18,8 @@ export class S3MappingSource implements MappingSource {
   private etag?: string;
   public readonly description: string;
 
-  constructor(private readonly s3: S3Client, private readonly bucket: string, group: string) {
+  /** `timeoutMs`: a fetch that takes longer is abandoned (and counted as an error). */
+  constructor(private readonly s3: S3Client, private readonly bucket: string, group: string, private readonly timeoutMs = 5000) {
     this.key = groupKey(group);
     this.description = `s3://${bucket}/${this.key}`;
   }
@@ -27,7 +28,8 @@ export class S3MappingSource implements MappingSource {
 
   public async fetch(): Promise<FetchResult> {
     try {
-      const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key, IfNoneMatch: this.etag }));
+      const abortSignal = AbortSignal.timeout(this.timeoutMs);
+      const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key, IfNoneMatch: this.etag }), { abortSignal });
       const text = await response.Body!.transformToString();
       this.etag = response.ETag;
       return { changed: true, text };
