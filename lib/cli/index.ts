@@ -4,3 +4,4 @@ export * from './program';
 export * from './mapping-commands';
 export * from './accounts-commands';
 export * from './plan-command';
+export * from './router-commands';

@@ -3,6 +3,7 @@ import { CliError, CliIo, EXIT } from './io';
 import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';
 import { planCommand } from './plan-command';
+import { routerCommand } from './router-commands';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -14,6 +15,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(mappingCommand(io));
   program.addCommand(accountsCommand(io));
   program.addCommand(planCommand(io));
+  program.addCommand(routerCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');

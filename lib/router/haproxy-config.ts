@@ -67,7 +67,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const lines = [
     'global',
     `  maxconn ${o.maxConn ?? 4000}`,
-    `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
+    // A unix socket in local mode; `ipv4@host:port` in a task, where the agent is another container.
+    o.adminSocket.startsWith('ipv4@') ? `  stats socket ${o.adminSocket} level admin` : `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
     '  stats timeout 30s',
     // add map payloads are bounded by the buffer size; 64 KiB keeps map updates to few commands.
     '  tune.bufsize 65536',

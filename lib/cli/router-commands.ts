@@ -1,0 +1,93 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { Command } from 'commander';
+import { parseMapping } from '../mapping';
+import { ERROR_503, HAPROXY_INSTALL_HINT, haproxyVersion, MAP_FILES, renderHaproxyConfig, startLocalRouter } from '../router';
+import { fleetFrom } from './context';
+import { CliError, CliIo, readText } from './io';
+
+function port(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new CliError(`${flag} ${value}: give a TCP port (1-65535)`, 2);
+  return n;
+}
+
+/** `cellctl router …`: run a router on this machine, or render its HAProxy configuration. */
+export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process): Command {
+  const router = new Command('router').description('the HAProxy router and its mapping agent');
+
+  router
+    .command('local')
+    .description('run HAProxy and the mapping agent in the foreground, serving a mapping file and re-reading it when it changes')
+    .requiredOption('--mapping <file>', 'mapping document (cell endpoints such as http://127.0.0.1:9001)')
+    .requiredOption('--port <port>', 'port to listen on (127.0.0.1)')
+    .option('--debug-headers', 'add x-cell and x-mapping-version to responses')
+    .option('--config <file>', 'fleet config (partition key, bucket count, health-check path)', 'cells.config.ts')
+    .option('--slots <n>', 'backend slots (the most cells a mapping may reference)', '16')
+    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots: string }) => {
+      const listen = port(flags.port, '--port');
+      if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
+      const parsed = parseMapping(readText(flags.mapping));
+      if (!parsed.ok) throw new CliError(`${flags.mapping} is not a valid mapping; fix it first (\`cellctl mapping validate ${flags.mapping}\`)`);
+      const fleet = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
+      const running = await startLocalRouter({
+        mappingFile: flags.mapping,
+        port: listen,
+        debugHeaders: flags.debugHeaders,
+        partitionKey: fleet?.partitionKey ?? { source: 'header', name: 'x-tenant-id' },
+        bucketCount: parsed.document.bucketCount,
+        healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
+        slots: Number(flags.slots),
+        log: (line) => io.err(`${line}\n`),
+      });
+      io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          signals.off('SIGTERM', stop);
+          signals.off('SIGINT', stop);
+          void running.stop().then(resolve);
+        };
+        signals.on('SIGTERM', stop);
+        signals.on('SIGINT', stop);
+      });
+      io.out('router stopped\n');
+    });
+
+  router
+    .command('config')
+    .description('print the HAProxy configuration of a router task (what the router image runs)')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--port <port>', 'listener port', '8080')
+    .option('--state-dir <dir>', 'map files and error files', '/var/lib/cell-router')
+    .option('--admin-socket <address>', 'runtime API address (host:port shared with the agent container, or a unix socket path)', '127.0.0.1:9999')
+    .option('--slots <n>', 'backend slots', '64')
+    .option('--debug-headers', 'add x-cell and x-mapping-version')
+    .option('--out-dir <dir>', 'write haproxy.cfg, 503.http and the empty map files there instead of printing the configuration')
+    .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots: string; debugHeaders?: boolean; outDir?: string }) => {
+      const fleet = fleetFrom(flags.config);
+      const socket = /^[\w.-]+:\d+$/.test(flags.adminSocket) ? `ipv4@${flags.adminSocket}` : flags.adminSocket;
+      const config = renderHaproxyConfig({
+        bind: { address: '0.0.0.0', port: port(flags.port, '--port') },
+        adminSocket: socket,
+        stateDir: flags.stateDir,
+        partitionKey: fleet.partitionKey,
+        bucketCount: fleet.bucketCount,
+        slots: Number(flags.slots),
+        cellMaxConn: 200,
+        healthCheckPath: fleet.workload.healthCheckPath,
+        debugHeaders: flags.debugHeaders,
+        statsPort: 8404,
+      });
+      if (!flags.outDir) {
+        io.out(config);
+        return;
+      }
+      fs.mkdirSync(flags.outDir, { recursive: true });
+      fs.writeFileSync(path.join(flags.outDir, 'haproxy.cfg'), config);
+      fs.writeFileSync(path.join(flags.outDir, '503.http'), ERROR_503);
+      for (const name of Object.values(MAP_FILES)) fs.writeFileSync(path.join(flags.outDir, name), '');
+      io.out(`wrote haproxy.cfg, 503.http and ${Object.keys(MAP_FILES).length} map files to ${flags.outDir}\n`);
+    });
+
+  return router;
+}

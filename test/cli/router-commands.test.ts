@@ -1,0 +1,71 @@
+import { spawn, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import { initialMapping, lookup, pinKey } from '../../lib/mapping';
+import { freePort, routed, startCell } from '../support/cells';
+import { REPO_ROOT } from '../support/fleet';
+
+const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
+const NOW = { now: '2026-11-29T16:00:00.000Z' };
+
+async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('cellctl router', () => {
+  it('local: serves the mapping file, follows its changes, and stops cleanly on SIGTERM', async () => {
+    const cells = await Promise.all(['cell-a', 'cell-b'].map(startCell));
+    const doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
+    fs.writeFileSync(file, JSON.stringify(doc));
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port), '--debug-headers'], { cwd: REPO_ROOT });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr.resume();
+    const agent = new http.Agent({ keepAlive: false });
+    try {
+      await until(async () => out.includes('router listening'), 20_000);
+      const key = 'tenant-7';
+      expect(await routed(agent, port, key)).toMatchObject({ status: 200, cell: lookup(doc, key).cell, version: 1 });
+      const other = lookup(doc, key).cell === 'cell-a' ? 'cell-b' : 'cell-a';
+      fs.writeFileSync(file, JSON.stringify(pinKey(doc, key, other, NOW)));
+      await until(async () => (await routed(agent, port, key)).cell === other, 10_000);
+      expect(await routed(agent, port, key)).toMatchObject({ status: 200, cell: other, version: 2 });
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect(code).toBe(0);
+    expect(out).toContain('router stopped');
+    expect((await routed(agent, port, 'tenant-7')).status).toBe(0);
+    await Promise.all(cells.map((c) => c.close()));
+  }, 60_000);
+
+  it('local: says how to install HAProxy when it is missing', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
+    fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 16384, NOW)));
+    const result = spawnSync(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', '18999'], {
+      cwd: REPO_ROOT, encoding: 'utf8', env: { ...process.env, PATH: path.dirname(process.execPath) },
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('haproxy is not installed');
+    expect(result.stderr).toContain('apt-get install -y haproxy');
+  });
+
+  it('config: writes a configuration HAProxy accepts, with its error and map files', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-config-'));
+    const result = spawnSync(process.execPath, [BIN, 'router', 'config', '--state-dir', dir, '--out-dir', dir], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect(result.status).toBe(0);
+    expect(fs.readdirSync(dir).sort()).toEqual(['503.http', 'buckets.map', 'cells.map', 'exact.map', 'haproxy.cfg', 'meta.map', 'prefix.map']);
+    const check = spawnSync('haproxy', ['-c', '-f', path.join(dir, 'haproxy.cfg')], { encoding: 'utf8' });
+    expect(check.status).toBe(0);
+    expect(fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8')).toContain('stats socket ipv4@127.0.0.1:9999 level admin');
+  });
+});
