@@ -120,6 +120,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       '  http-after-response set-header x-cell %[var(txn.cell)] if { var(txn.cell) -m found }',
       `  http-after-response set-header x-mapping-version %[str(version),map(${map('meta')},none)]`,
     );
+  } else {
+    // Never runs; keeps the version map loaded so the agent can update it either way.
+    lines.push(`  http-request set-var(txn.version) str(version),map(${map('meta')},none) if FALSE`);
   }
   lines.push('');
   const check = `option httpchk GET ${o.healthCheckPath}`;
