@@ -26,13 +26,27 @@ async function sleep(ms: number) {
 
 interface Result { rps: number; p50: number; p99: number }
 
-function autocannon(port: number, extra: string[]): Result {
-  const bin = path.join(__dirname, '..', 'node_modules', '.bin', 'autocannon');
-  const argv = pin(1, [bin, '-j', '-c', String(CONNECTIONS), '-d', String(DURATION), '-H', 'x-tenant-id=tenant-42', ...extra, `http://127.0.0.1:${port}/`]);
-  const run = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', maxBuffer: 1 << 26 });
-  const out = JSON.parse(run.stdout);
-  if (out.non2xx > 0 || out.errors > 0) throw new Error(`load against :${port}: ${out.non2xx} non-2xx, ${out.errors} errors`);
-  return { rps: Math.round(out.requests.average), p50: out.latency.p50, p99: out.latency.p99 };
+/**
+ * wrk against a port with a random tenant key per request. `paceMs` makes every connection wait
+ * between requests (open-ish loop), so `connections / paceMs` sets the offered load.
+ */
+function wrk(dir: string, port: number, connections: number, paceMs?: number): Result {
+  const script = path.join(dir, `wrk-${port}-${connections}.lua`);
+  fs.writeFileSync(script, [
+    'math.randomseed(42)',
+    'request = function() return wrk.format(nil, "/", { ["x-tenant-id"] = "tenant-" .. math.random(1, 100000) }) end',
+    paceMs ? `delay = function() return ${paceMs} end` : '',
+    'done = function(summary, latency, requests)',
+    '  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))',
+    'end',
+  ].join('\n'));
+  const argv = pin(1, ['wrk', '-t', '1', '-c', String(connections), '-d', `${DURATION}s`, '-s', script, `http://127.0.0.1:${port}/`]);
+  const run = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
+  const line = /RESULT (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(run.stdout);
+  if (!line) throw new Error(`wrk failed: ${run.stderr || run.stdout}`);
+  const [requests, durationUs, p50Us, p99Us, errors] = line.slice(1).map(Number);
+  if (errors > 0) throw new Error(`load against :${port}: ${errors} errors or non-2xx`);
+  return { rps: Math.round(requests / (durationUs / 1e6)), p50: p50Us / 1000, p99: p99Us / 1000 };
 }
 
 async function main() {
@@ -50,22 +64,25 @@ async function main() {
   doc = pinKey(doc, 'vip-1', 'cell-a', { now: doc.createdAt });
   const mappingFile = path.join(dir, 'mapping.json');
   fs.writeFileSync(mappingFile, JSON.stringify(doc));
+  // The router's HAProxy starts pinned to CPU 0 exactly like the plain proxy (same thread count).
+  const pinned = path.join(dir, 'haproxy-cpu0');
+  fs.writeFileSync(pinned, `#!/bin/sh\nexec ${pin(0, ['haproxy']).join(' ')} "$@"\n`, { mode: 0o755 });
   const router = await startLocalRouter({
     mappingFile, port: 19003, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/', log: () => undefined,
-    cellMaxConn: 1000, haproxyBinary: 'haproxy',
+    cellMaxConn: 1000, haproxyBinary: pinned,
   });
-  // Pin the router's HAProxy to CPU 0 like the plain proxy.
-  const routerPid = (await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).info()).Pid;
-  spawnSync('taskset', ['-pc', '0', routerPid]);
   router.stopAgent();
   await sleep(1500);
 
-  const direct = autocannon(19001, []);
-  const plain = autocannon(19002, []);
-  const routed = autocannon(19003, []);
+  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is not installed: apt-get install -y wrk');
+  const direct = wrk(dir, 19001, CONNECTIONS);
+  const plain = wrk(dir, 19002, CONNECTIONS);
+  const routed = wrk(dir, 19003, CONNECTIONS);
+  // Half of the plain proxy's maximum: connections each pacing 2 ms between requests.
   const half = Math.round(plain.rps / 2);
-  const plainHalf = autocannon(19002, ['-R', String(half)]);
-  const routedHalf = autocannon(19003, ['-R', String(half)]);
+  const paced = Math.max(1, Math.round((half * 2) / 1000));
+  const plainHalf = wrk(dir, 19002, paced, 2);
+  const routedHalf = wrk(dir, 19003, paced, 2);
 
   // Applying a large document: 16384 buckets and 10,000 exact overrides.
   const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
@@ -82,14 +99,14 @@ async function main() {
 
   const rows = [
     ['direct to backend', direct], ['plain HAProxy proxy', plain], ['router (key, sha2 bucket, 3 map lookups)', routed],
-    [`plain proxy at ${half} req/s`, plainHalf], [`router at ${half} req/s`, routedHalf],
+    [`plain proxy, paced to ~${half} req/s`, plainHalf], [`router, paced to ~${half} req/s`, routedHalf],
   ] as const;
   process.stdout.write(`| path | req/s | p50 (ms) | p99 (ms) |\n|---|---|---|---|\n`);
   for (const [name, r] of rows) process.stdout.write(`| ${name} | ${r.rps} | ${r.p50} | ${r.p99} |\n`);
   process.stdout.write(`\nrouter / plain throughput: ${(routed.rps / plain.rps).toFixed(2)}x (target >= 0.9x)\n`);
   process.stdout.write(`p99 added at half load: ${(routedHalf.p99 - plainHalf.p99).toFixed(2)} ms over the plain proxy (target < 1 ms)\n`);
   process.stdout.write(`apply 16384 buckets + 10,000 overrides: ${applyMs.toFixed(0)} ms (target < 1000 ms)\n`);
-  process.stdout.write(`${CONNECTIONS} connections, ${DURATION} s per run, proxies pinned to CPU 0, load and backend to CPU 1; ${os.cpus().length} cores, node ${process.version}\n`);
+  process.stdout.write(`wrk, 1 thread, ${CONNECTIONS} connections (paced runs: ${paced} connections, 2 ms apart), ${DURATION} s per run, random tenant keys; proxies pinned to CPU 0, wrk and backend to CPU 1; ${os.cpus().length} cores\n`);
 }
 
 main().then(() => process.exit(0), (error) => {

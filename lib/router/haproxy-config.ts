@@ -79,6 +79,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     '  log global',
     '  option httplog',
     '  option dontlognull',
+    // Log failures only (errors, timeouts, 5xx); per-request traffic is in the stats the agent exports.
+    '  option dontlog-normal',
     '  timeout connect 2s',
     '  timeout client 30s',
     '  timeout server 30s',
