@@ -36,8 +36,8 @@ export class MappingAgent {
   private rejected = 0;
   private fetchErrors = 0;
   private busy = false;
-  /** Last cumulative HAProxy counters per cell, so metrics are per-interval deltas. */
-  private counters = new Map<string, { req: number; c4: number; c5: number }>();
+  /** Last value of each cumulative counter, so metrics are per-interval deltas. */
+  private readonly counters = new Map<string, number>();
 
   constructor(private readonly o: AgentOptions) {}
 
@@ -146,36 +146,47 @@ export class MappingAgent {
     }
   }
 
-  /** CloudWatch embedded-metric-format lines: router metrics, then one line per cell. */
+  /** Change of a cumulative counter since the last emission (a HAProxy restart resets counters). */
+  private delta(name: string, now: number): number {
+    const was = this.counters.get(name) ?? 0;
+    this.counters.set(name, now);
+    return now >= was ? now - was : now;
+  }
+
+  /**
+   * CloudWatch embedded-metric-format lines: one for the router group (mapping version, seconds
+   * since the last successful refresh, rejected documents and fetch errors, requests and responses
+   * at the frontend, where 400s for bad keys are), then one per cell. Counts are per-interval deltas.
+   */
   public async metrics(): Promise<string[]> {
     const timestamp = this.now();
-    const router = {
-      _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup']], Metrics: [
-        { Name: 'MappingVersion', Unit: 'None' }, { Name: 'SecondsSinceRefresh', Unit: 'Seconds' }, { Name: 'RejectedDocuments', Unit: 'Count' }, { Name: 'FetchErrors', Unit: 'Count' },
-      ] }] },
-      RouterGroup: this.o.group,
-      MappingVersion: this.lkg?.version ?? 0,
-      SecondsSinceRefresh: this.lastSuccess === undefined ? -1 : Math.round((timestamp - this.lastSuccess) / 1000),
-      RejectedDocuments: this.rejected,
-      FetchErrors: this.fetchErrors,
-    };
-    const lines = [JSON.stringify(router)];
-    let slots: Map<string, number>;
-    let stats: Record<string, string>[];
+    let slots = new Map<string, number>();
+    let stats: Record<string, string>[] = [];
     try {
       slots = await this.o.applier.currentSlots();
       stats = await this.o.api.stats();
     } catch {
-      return lines;
+      // HAProxy unreachable: the router line still says how stale the mapping is.
     }
+    const frontend = stats.find((r) => r.pxname === 'router' && r.svname === 'FRONTEND');
+    const router = {
+      _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup']], Metrics: [
+        { Name: 'MappingVersion', Unit: 'None' }, { Name: 'SecondsSinceRefresh', Unit: 'Seconds' }, { Name: 'RejectedDocuments', Unit: 'Count' }, { Name: 'FetchErrors', Unit: 'Count' },
+        { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
+      ] }] },
+      RouterGroup: this.o.group,
+      MappingVersion: this.lkg?.version ?? 0,
+      SecondsSinceRefresh: this.lastSuccess === undefined ? -1 : Math.round((timestamp - this.lastSuccess) / 1000),
+      RejectedDocuments: this.delta('rejected', this.rejected),
+      FetchErrors: this.delta('fetchErrors', this.fetchErrors),
+      Requests: this.delta('router:req', Number(frontend?.req_tot || 0)),
+      Responses4xx: this.delta('router:4xx', Number(frontend?.hrsp_4xx || 0)),
+      Responses5xx: this.delta('router:5xx', Number(frontend?.hrsp_5xx || 0)),
+    };
+    const lines = [JSON.stringify(router)];
     for (const [cell, slot] of slots) {
       const row = stats.find((r) => r.pxname === slotName(slot) && r.svname === 'BACKEND');
       if (!row) continue;
-      const now = { req: Number(row.req_tot || 0), c4: Number(row.hrsp_4xx || 0), c5: Number(row.hrsp_5xx || 0) };
-      const was = this.counters.get(cell) ?? { req: 0, c4: 0, c5: 0 };
-      this.counters.set(cell, now);
-      // A HAProxy restart resets its counters: count from zero then.
-      const delta = (a: number, b: number) => (a >= b ? a - b : a);
       lines.push(JSON.stringify({
         _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup', 'Cell']], Metrics: [
           { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
@@ -183,9 +194,9 @@ export class MappingAgent {
         ] }] },
         RouterGroup: this.o.group,
         Cell: cell,
-        Requests: delta(now.req, was.req),
-        Responses4xx: delta(now.c4, was.c4),
-        Responses5xx: delta(now.c5, was.c5),
+        Requests: this.delta(`${cell}:req`, Number(row.req_tot || 0)),
+        Responses4xx: this.delta(`${cell}:4xx`, Number(row.hrsp_4xx || 0)),
+        Responses5xx: this.delta(`${cell}:5xx`, Number(row.hrsp_5xx || 0)),
         QueueTime: Number(row.qtime || 0),
         ResponseTime: Number(row.rtime || 0),
       }));

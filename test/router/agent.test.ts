@@ -128,8 +128,13 @@ describe('the mapping agent with a router group in S3', () => {
   it('emits EMF metrics: version, refresh age, rejections, and per-cell traffic', async () => {
     await Promise.all(Array.from({ length: 30 }, (_, i) => routed(agent, port, `metric-${i}`)));
     const lines = (await router.agent.metrics()).map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: 5 });
-    expect(lines[0]._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual(['MappingVersion', 'SecondsSinceRefresh', 'RejectedDocuments', 'FetchErrors']);
+    expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: 5, FetchErrors: 4 });
+    expect(lines[0].Requests).toBeGreaterThanOrEqual(30);
+    expect(lines[0]._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual([
+      'MappingVersion', 'SecondsSinceRefresh', 'RejectedDocuments', 'FetchErrors', 'Requests', 'Responses4xx', 'Responses5xx',
+    ]);
+    // Counts are per interval: nothing happened since.
+    expect(JSON.parse((await router.agent.metrics())[0])).toMatchObject({ RejectedDocuments: 0, Requests: 0 });
     const perCell = lines.slice(1);
     expect(perCell.map((l) => l.Cell).sort()).toEqual(Object.keys(v1.cells).sort());
     expect(perCell.reduce((n, l) => n + l.Requests, 0)).toBeGreaterThanOrEqual(30);
