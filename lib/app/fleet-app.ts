@@ -3,10 +3,13 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack } from '../cell';
 import { Fleet } from '../fleet';
 import { PipelineStack } from '../pipeline';
+import { RouterStack } from '../router-stack';
 
 export interface FleetStacks {
   /** One per cell, in config order. */
   readonly cells: readonly CellStack[];
+  /** One per region, in config order. */
+  readonly routers: readonly RouterStack[];
 }
 
 /**
@@ -20,13 +23,15 @@ export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean }
 }
 
 /**
- * Stamps the fleet into `app`: one CellStack per cell (stack id = cell id). AwsSolutions checks
+ * Stamps the fleet into `app`: one RouterStack per region (`router-<region>`) and one CellStack
+ * per cell (`cell-<id>`). AwsSolutions checks
  * run as a validation plugin, so `app.synth()` fails on any unacknowledged finding.
  */
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
+  const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region }));
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
   if (options.audit ?? true) {
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   }
-  return { cells };
+  return { cells, routers };
 }

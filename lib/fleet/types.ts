@@ -63,6 +63,11 @@ export interface CellConfig {
   readonly account?: string;
   /** ACM certificate for the cell's HTTPS listener. @default - HTTP inside PrivateLink */
   readonly certificateArn?: string;
+  /**
+   * The cell's PrivateLink service (`EndpointServiceName` output of its stack), once deployed.
+   * @default - the router stack creates no endpoint for the cell yet
+   */
+  readonly endpointServiceName?: string;
 }
 
 export interface RegionConfig {
@@ -134,6 +139,14 @@ export interface RouterConfig {
    * @default 'https://{cell}.{app}.cells.internal'
    */
   readonly cellEndpointTemplate?: string;
+  /** Router VPC range per region. @default 10.255.<16 × region index>.0/20 */
+  readonly cidrs?: Readonly<Record<string, string>>;
+  /** Versions of each document the mapping bucket keeps besides the current one. @default 20 */
+  readonly keptVersions?: number;
+  /** ACM certificate per region for the NLB's TLS listener. @default - TCP on port 80 */
+  readonly certificateArns?: Readonly<Record<string, string>>;
+  /** Minutes without a successful mapping refresh before the staleness alarm. @default 10 */
+  readonly stalenessMinutes?: number;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -205,6 +218,7 @@ export interface Cell {
   readonly account: string;
   readonly availabilityZones: readonly string[];
   readonly certificateArn?: string;
+  readonly endpointServiceName?: string;
 }
 
 /** The validated fleet every other part consumes. */
@@ -223,6 +237,10 @@ export interface Fleet {
     readonly mappingBucket: string;
     readonly publishBakeSeconds: number;
     readonly cellEndpointTemplate: string;
+    readonly cidrs: Readonly<Record<string, string>>;
+    readonly keptVersions: number;
+    readonly certificateArns: Readonly<Record<string, string>>;
+    readonly stalenessMinutes: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

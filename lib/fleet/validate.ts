@@ -343,6 +343,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
     account: cell.account ?? accounts[cell.id],
     availabilityZones: input.regions[cell.region].availabilityZones,
     ...(cell.certificateArn ? { certificateArn: cell.certificateArn } : {}),
+    ...(cell.endpointServiceName ? { endpointServiceName: cell.endpointServiceName } : {}),
   }));
   return {
     app: input.app,
@@ -359,6 +360,10 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
       mappingBucket: input.router?.mappingBucket ?? `${input.app}-mappings-${input.accounts.router}`,
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,
       cellEndpointTemplate: input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE,
+      cidrs: Object.fromEntries(Object.keys(input.regions).map((r, i) => [r, input.router?.cidrs?.[r] ?? `10.255.${i * 16}.0/20`])),
+      keptVersions: input.router?.keptVersions ?? 20,
+      certificateArns: input.router?.certificateArns ?? {},
+      stalenessMinutes: input.router?.stalenessMinutes ?? 10,
     },
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {

@@ -6,6 +6,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
 import { bakeWatcherRoleName, CellStack } from '../cell';
+import { RouterStack } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { planWaves, WavePlan } from '../waves';
 import { acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
@@ -19,6 +20,16 @@ export class CellStage extends Stage {
   constructor(scope: Construct, id: string, props: StageProps & { cell: Cell; fleet: Fleet }) {
     super(scope, id, { ...props, env: { account: props.cell.account, region: props.cell.region } });
     this.stack = new CellStack(this, 'Cell', { cell: props.cell, fleet: props.fleet });
+  }
+}
+
+/** A cdk.Stage holding one region's router stack, deployed into the router account. */
+export class RouterStage extends Stage {
+  public readonly stack: RouterStack;
+
+  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string }) {
+    super(scope, id, { ...props, env: { account: props.fleet.accounts.router, region: props.region } });
+    this.stack = new RouterStack(this, 'Router', { fleet: props.fleet, region: props.region });
   }
 }
 
@@ -40,6 +51,8 @@ export interface PipelineStackProps extends StackProps {
 export class PipelineStack extends Stack {
   public readonly plan: WavePlan;
   public readonly pipeline: pipelines.CodePipeline;
+  /** Router stage names, in order (one per region), before the cell waves. */
+  public readonly routerStages: readonly string[];
   /** Pipeline stage name → cells deployed by that stage, in plan order (one per wave). */
   public readonly stages: ReadonlyMap<string, readonly string[]>;
 
@@ -67,8 +80,17 @@ export class PipelineStack extends Stack {
       }),
     });
 
-    const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const stages = new Map<string, readonly string[]>();
+    // Routers first, one region per stage: a new cell's endpoint exists before any cell wave.
+    const routerStages: string[] = [];
+    for (const wave of this.plan.routerWaves) {
+      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region });
+      assertNoOpenFindings(stage.stack);
+      this.pipeline.addStage(stage);
+      routerStages.push(wave.name);
+    }
+    this.routerStages = routerStages;
+    const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const firstRegular = this.plan.waves.find((w) => w.kind !== 'canary');
     for (const wave of this.plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
@@ -100,7 +122,7 @@ export class PipelineStack extends Stack {
     this.stages = stages;
 
     this.pipeline.buildPipeline();
-    applyStageConditions(this.pipeline.pipeline, [...stages.keys()].map((stageName) => ({
+    applyStageConditions(this.pipeline.pipeline, [...routerStages, ...stages.keys()].map((stageName) => ({
       stageName,
       rollbackOnFailure: true,
       deploymentWindow: fleet.pipeline!.deploymentWindow,

@@ -28,12 +28,20 @@ describe('PipelineStack on the example fleet', () => {
     expect(pipeline.Properties.PipelineType).toBe('V2');
   });
 
-  const waveStages = () => stages.slice(4);
+  const waveStages = () => stages.slice(4 + stack.routerStages.length);
 
   it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
     expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
     const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
     expect(JSON.stringify(synth)).toMatch(/npm ci.*npm test.*npm run audit.*npx cdk synth/);
+  });
+
+  it('deploys the routers first, one region per stage, into the router account', () => {
+    expect(stages.slice(4, 6).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
+    for (const stage of stages.slice(4, 6)) {
+      expect(stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName)).toEqual([`orders-router-${stage.Name.slice(8)}`]);
+      expect(stage.OnFailure).toEqual({ Result: 'ROLLBACK' });
+    }
   });
 
   it('has one stage per wave, in plan order, each deploying exactly its cells', () => {
@@ -60,7 +68,7 @@ describe('PipelineStack on the example fleet', () => {
   });
 
   it('rolls a failed wave back and enters waves only inside the deployment window', () => {
-    for (const stage of waveStages()) {
+    for (const stage of stages.slice(4)) {
       expect([stage.Name, stage.OnFailure]).toEqual([stage.Name, { Result: 'ROLLBACK' }]);
       expect(stage.BeforeEntry!.Conditions[0].Rules[0]).toMatchObject({
         RuleTypeId: { Provider: 'DeploymentWindow' },
@@ -102,6 +110,7 @@ describe('PipelineStack options and limits', () => {
     expect(stages.some((s) => s.Actions.some((a) => a.ActionTypeId.Category === 'Approval'))).toBe(false);
     expect(stages.every((s) => s.BeforeEntry === undefined)).toBe(true);
     expect(stages.slice(4).every((s) => JSON.stringify(s.OnFailure) === '{"Result":"ROLLBACK"}')).toBe(true);
+    expect(stages.slice(4, 6).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
   });
 
   it('fails synth with a clear message when the fleet needs more stages than a pipeline holds', () => {

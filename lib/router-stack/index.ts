@@ -1,0 +1,3 @@
+export * from './mapping-bucket';
+export * from './router-group';
+export * from './router-stack';

@@ -1,0 +1,108 @@
+import * as path from 'path';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { grantMappingRead } from './mapping-bucket';
+
+/** The repository root: the router images build from it (see images/). */
+export const REPO_ROOT = path.join(__dirname, '..', '..');
+export const ROUTER_PORT = 8080;
+export const AGENT_HEALTH_PORT = 8081;
+const STATE_DIR = '/var/lib/cell-router';
+
+export interface RouterGroupProps {
+  readonly name: string;
+  readonly cluster: ecs.ICluster;
+  readonly subnets: ec2.SubnetSelection;
+  readonly securityGroup: ec2.ISecurityGroup;
+  readonly tasks: number;
+  /** Upper bound for auto scaling. @default 4 × tasks */
+  readonly maxTasks?: number;
+  readonly targetGroup: elbv2.INetworkTargetGroup;
+  readonly mappingBucket: string;
+  /** Region of the mapping bucket (routers in other regions read it cross-region). */
+  readonly mappingBucketRegion: string;
+  readonly images: { readonly haproxy: ecs.ContainerImage; readonly agent: ecs.ContainerImage };
+  /** Name of the group's health alarm: deployments roll back while it is in ALARM. */
+  readonly healthAlarmName: string;
+}
+
+/**
+ * One router group: a Fargate service whose tasks run HAProxy and the mapping agent side by side
+ * (shared localhost and a shared state volume). The task role reads only this group's mapping
+ * pointer and the immutable versions. Circuit breaker and deployment alarms roll a bad deploy back.
+ */
+export class RouterGroup extends Construct {
+  public readonly service: ecs.FargateService;
+  public readonly taskDefinition: ecs.FargateTaskDefinition;
+
+  constructor(scope: Construct, id: string, props: RouterGroupProps) {
+    super(scope, id);
+    if (!Number.isInteger(props.tasks) || props.tasks < 1) throw new Error(`RouterGroup ${props.name}: tasks ${props.tasks} must be a positive integer`);
+    const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.RETAIN });
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: 2048 });
+    this.taskDefinition.addVolume({ name: 'state' });
+    const haproxy = this.taskDefinition.addContainer('haproxy', {
+      image: props.images.haproxy,
+      essential: true,
+      portMappings: [{ containerPort: ROUTER_PORT }, { containerPort: 8404 }],
+      logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-haproxy` }),
+      ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65536, hardLimit: 65536 }],
+    });
+    haproxy.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
+    const agent = this.taskDefinition.addContainer('agent', {
+      image: props.images.agent,
+      essential: true,
+      portMappings: [{ containerPort: AGENT_HEALTH_PORT }],
+      logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-agent` }),
+      environment: {
+        MAPPING_BUCKET: props.mappingBucket,
+        ROUTER_GROUP: props.name,
+        AWS_REGION: props.mappingBucketRegion,
+        STATE_DIR,
+        HAPROXY_ADMIN: '127.0.0.1:9999',
+      },
+    });
+    agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
+    agent.addContainerDependencies({ container: haproxy, condition: ecs.ContainerDependencyCondition.START });
+    Validations.of(this.taskDefinition).acknowledge({
+      id: 'AwsSolutions-ECS2',
+      reason: 'The agent environment holds only the bucket name, group name, region and local paths; the task role supplies credentials.',
+    });
+    grantMappingRead(this.taskDefinition.taskRole, props.mappingBucket, props.name);
+    Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the two router repositories.',
+    });
+
+    this.service = new ecs.FargateService(this, 'Service', {
+      cluster: props.cluster,
+      taskDefinition: this.taskDefinition,
+      desiredCount: props.tasks,
+      vpcSubnets: props.subnets,
+      securityGroups: [props.securityGroup],
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      circuitBreaker: { enable: true, rollback: true },
+      deploymentAlarms: { alarmNames: [props.healthAlarmName], behavior: ecs.AlarmBehavior.ROLLBACK_ON_ALARM },
+      healthCheckGracePeriod: Duration.seconds(30),
+      propagateTags: ecs.PropagatedTagSource.SERVICE,
+      enableECSManagedTags: true,
+    });
+    props.targetGroup.addTarget(this.service.loadBalancerTarget({ containerName: 'haproxy', containerPort: ROUTER_PORT }));
+    const scaling = this.service.autoScaleTaskCount({ minCapacity: props.tasks, maxCapacity: props.maxTasks ?? props.tasks * 4 });
+    scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: 50 });
+    scaling.scaleOnMetric('Connections', {
+      metric: new cloudwatch.Metric({
+        namespace: 'AWS/NetworkELB', metricName: 'ActiveFlowCount',
+        dimensionsMap: { LoadBalancer: (props.targetGroup as elbv2.NetworkTargetGroup).firstLoadBalancerFullName },
+        statistic: 'Average', period: Duration.minutes(1),
+      }),
+      scalingSteps: [{ upper: 2000 * props.tasks, change: -1 }, { lower: 8000 * props.tasks, change: +1 }, { lower: 16000 * props.tasks, change: +2 }],
+    });
+  }
+}

@@ -1,0 +1,229 @@
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { Fleet } from '../fleet';
+import { MappingBucket } from './mapping-bucket';
+import { AGENT_HEALTH_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
+
+export interface RouterStackProps extends Omit<StackProps, 'env'> {
+  readonly fleet: Fleet;
+  readonly region: string;
+}
+
+/** Stack name of a region's routers: `<app>-router-<region>`. */
+export const routerStackName = (fleet: Fleet, region: string) => `${fleet.app}-router-${region}`;
+
+/** The region that holds the mapping bucket: the first region of the fleet. */
+export const mappingBucketRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
+
+const EMF = 'CellRouter';
+
+/**
+ * The routers of one region, in the router account: a VPC over at least three AZs, one interface
+ * endpoint (and security group) per cell of the region, the router groups as Fargate services
+ * behind one Network Load Balancer, deployed group by group, with alarms and a dashboard. The
+ * first region's stack also holds the mapping bucket and its publisher role.
+ */
+export class RouterStack extends Stack {
+  public readonly loadBalancer: elbv2.NetworkLoadBalancer;
+  public readonly groups: readonly RouterGroup[];
+  public readonly mappingBucket?: MappingBucket;
+  public readonly cellEndpoints: ReadonlyMap<string, ec2.InterfaceVpcEndpoint>;
+  public readonly alarms: readonly cloudwatch.IAlarm[];
+  private readonly zones: readonly string[];
+
+  constructor(scope: Construct, id: string, { fleet, region, ...props }: RouterStackProps) {
+    super(scope, id, {
+      stackName: routerStackName(fleet, region),
+      description: `${fleet.app} routers in ${region}`,
+      terminationProtection: true,
+      ...props,
+      env: { account: fleet.accounts.router, region },
+    });
+    const zones = fleet.regions[region]?.availabilityZones ?? [];
+    if (zones.length < 3) throw new Error(`RouterStack ${region}: routers span at least 3 Availability Zones; the fleet lists ${zones.length} for ${region}`);
+    this.zones = zones;
+    Tags.of(this).add('app', fleet.app);
+    Tags.of(this).add('component', 'router');
+    const prefix = `${fleet.app}-router-${region}`;
+    const bucketRegion = mappingBucketRegion(fleet);
+    if (region === bucketRegion) {
+      this.mappingBucket = new MappingBucket(this, 'Mappings', {
+        bucketName: fleet.router.mappingBucket, publisherRoleName: `${fleet.app}-mapping-publisher`, keptVersions: fleet.router.keptVersions,
+      });
+    }
+
+    const flowLogs = new logs.LogGroup(this, 'FlowLogs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
+    const vpc = new ec2.Vpc(this, 'Vpc', {
+      ipAddresses: ec2.IpAddresses.cidr(fleet.router.cidrs[region]),
+      availabilityZones: [...zones],
+      natGateways: zones.length,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24, mapPublicIpOnLaunch: false },
+        { name: 'routers', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 24 },
+      ],
+      flowLogs: { all: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.ALL } },
+    });
+    vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    Validations.of(vpc).acknowledge({ id: 'CloudFormation-Validate::W3010', reason: 'AZs are explicit in the fleet config: synth runs offline and routers must not move AZs between deploys.' });
+
+    const lbSecurityGroup = new ec2.SecurityGroup(this, 'LoadBalancerSecurityGroup', { vpc, description: `${prefix}: public entry`, allowAllOutbound: false });
+    const certificateArn = fleet.router.certificateArns[region];
+    const listenerPort = certificateArn ? 443 : 80;
+    lbSecurityGroup.addIngressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(listenerPort), 'clients');
+    const taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', { vpc, description: `${prefix}: router tasks` });
+    taskSecurityGroup.addIngressRule(lbSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'traffic from the NLB');
+    taskSecurityGroup.addIngressRule(lbSecurityGroup, ec2.Port.tcp(AGENT_HEALTH_PORT), 'readiness checks from the NLB');
+    lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'to router tasks');
+    lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(AGENT_HEALTH_PORT), 'readiness checks');
+
+    const accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL, enforceSSL: true,
+      lifecycleRules: [{ expiration: Duration.days(365) }], removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(accessLogs).acknowledge({ id: 'AwsSolutions-S1', reason: 'This bucket is the NLB access-log destination; logging its own access would recurse.' });
+    this.loadBalancer = new elbv2.NetworkLoadBalancer(this, 'LoadBalancer', {
+      vpc, internetFacing: true, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC }, crossZoneEnabled: true, securityGroups: [lbSecurityGroup], deletionProtection: true,
+    });
+    this.loadBalancer.logAccessLogs(accessLogs, 'nlb');
+    Validations.of(lbSecurityGroup).acknowledge({
+      id: 'AwsSolutions-EC23',
+      reason: 'The router NLB is the fleet\'s public entry point: clients connect from anywhere, on the listener port only.',
+    });
+    const targetGroup = new elbv2.NetworkTargetGroup(this, 'Targets', {
+      vpc, port: ROUTER_PORT, protocol: elbv2.Protocol.TCP, targetType: elbv2.TargetType.IP, deregistrationDelay: Duration.seconds(30),
+      // Ready only once the agent has applied a mapping.
+      healthCheck: { protocol: elbv2.Protocol.HTTP, port: String(AGENT_HEALTH_PORT), path: '/ready', interval: Duration.seconds(10), healthyThresholdCount: 2, unhealthyThresholdCount: 2 },
+    });
+    this.loadBalancer.addListener('Listener', certificateArn
+      ? { port: 443, protocol: elbv2.Protocol.TLS, certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)], sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS, defaultTargetGroups: [targetGroup] }
+      : { port: 80, protocol: elbv2.Protocol.TCP, defaultTargetGroups: [targetGroup] });
+
+    // One interface endpoint and security group per cell of this region: nothing shared between cells.
+    const endpoints = new Map<string, ec2.InterfaceVpcEndpoint>();
+    for (const cell of fleet.cells.filter((c) => c.region === region && c.endpointServiceName)) {
+      const port = cell.certificateArn ? 443 : 80;
+      const sg = new ec2.SecurityGroup(this, `Cell-${cell.id}-EndpointSecurityGroup`, { vpc, description: `${prefix}: endpoint of cell ${cell.id}`, allowAllOutbound: false });
+      sg.addIngressRule(taskSecurityGroup, ec2.Port.tcp(port), `router tasks to cell ${cell.id}`);
+      const endpoint = new ec2.InterfaceVpcEndpoint(this, `Cell-${cell.id}-Endpoint`, {
+        vpc, service: new ec2.InterfaceVpcEndpointService(cell.endpointServiceName!, port), privateDnsEnabled: false, open: false,
+        subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroups: [sg],
+      });
+      Tags.of(endpoint).add('cell', cell.id);
+      Tags.of(sg).add('cell', cell.id);
+      endpoints.set(cell.id, endpoint);
+      new CfnOutput(this, `Cell-${cell.id}-EndpointDns`, {
+        description: `Endpoint of cell ${cell.id} for the mapping (cellctl mapping add-cell --endpoint ${cell.certificateArn ? 'https' : 'http'}://<this>)`,
+        value: Fn.select(1, Fn.split(':', Fn.select(0, endpoint.vpcEndpointDnsEntries))),
+      });
+    }
+    this.cellEndpoints = endpoints;
+
+    const cluster = new ecs.Cluster(this, 'Cluster', { vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
+    const images = {
+      haproxy: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'HaproxyImage', { directory: REPO_ROOT, file: 'images/router-haproxy/Dockerfile' })),
+      agent: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'AgentImage', { directory: REPO_ROOT, file: 'images/router-agent/Dockerfile' })),
+    };
+
+    const alarms: cloudwatch.IAlarm[] = [];
+    const groupMetric = (group: string, name: string, statistic = 'Sum') =>
+      new cloudwatch.Metric({ namespace: EMF, metricName: name, dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
+    const alarm = (id: string, name: string, props: Omit<cloudwatch.AlarmProps, 'alarmName'>) => {
+      const a = new cloudwatch.Alarm(this, id, { alarmName: `${prefix}-${name}`, ...props });
+      alarms.push(a);
+      return a;
+    };
+    const groups: RouterGroup[] = [];
+    for (const group of fleet.router.groups) {
+      const g = group.name;
+      const requests = groupMetric(g, 'Requests');
+      const errors = alarm(`${g}-5xx`, `${g}-5xx`, {
+        alarmDescription: `Router group ${g} in ${region}: 5xx responses above 5% of requests`,
+        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 0, 100 * e / r, 0)', usingMetrics: { r: requests, e: groupMetric(g, 'Responses5xx') }, period: Duration.minutes(1) }),
+        threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm(`${g}-rejected-keys`, `${g}-rejected-keys`, {
+        alarmDescription: `Router group ${g} in ${region}: 4xx (mostly missing or invalid partition keys) above 20% of requests`,
+        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 100, 100 * b / r, 0)', usingMetrics: { r: requests, b: groupMetric(g, 'Responses4xx') }, period: Duration.minutes(1) }),
+        threshold: 20, evaluationPeriods: 5, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm(`${g}-stale-mapping`, `${g}-stale-mapping`, {
+        alarmDescription: `Router group ${g} in ${region}: no successful mapping refresh for ${fleet.router.stalenessMinutes} minutes (or no agent metrics at all)`,
+        metric: groupMetric(g, 'SecondsSinceRefresh', 'Maximum'),
+        threshold: fleet.router.stalenessMinutes * 60, evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      });
+      alarm(`${g}-rejected-documents`, `${g}-rejected-documents`, {
+        alarmDescription: `Router group ${g} in ${region}: a published mapping was rejected (the last-known-good is still served)`,
+        metric: groupMetric(g, 'RejectedDocuments'), threshold: 1, evaluationPeriods: 1, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      const serviceName = `${prefix}-${g}`;
+      const unhealthy = alarm(`${g}-unhealthy-tasks`, `${g}-unhealthy-tasks`, {
+        alarmDescription: `Router group ${g} in ${region}: fewer running tasks than the ${group.tasks} wanted`,
+        metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
+        threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      });
+      const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
+        compositeAlarmName: `${prefix}-${g}-health`,
+        alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
+      });
+      alarms.push(health);
+      const routerGroup = new RouterGroup(this, `Group-${g}`, {
+        name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks,
+        targetGroup, mappingBucket: fleet.router.mappingBucket, mappingBucketRegion: bucketRegion, images, healthAlarmName: health.alarmName,
+      });
+      (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
+      routerGroup.service.node.addDependency(health);
+      // Group by group: a deploy reaches the next group only once the previous one is stable.
+      const previous = groups[groups.length - 1];
+      if (previous) routerGroup.service.node.addDependency(previous.service);
+      groups.push(routerGroup);
+    }
+    this.groups = groups;
+
+    // Per cell, as the routers see it: the error rate of its traffic across every group.
+    const cellMetric = (cell: string, name: string, group: string) =>
+      new cloudwatch.Metric({ namespace: EMF, metricName: name, dimensionsMap: { RouterGroup: group, Cell: cell }, statistic: 'Sum', period: Duration.minutes(1) });
+    const regionCells = fleet.cells.filter((c) => c.region === region);
+    for (const cell of regionCells) {
+      const using: Record<string, cloudwatch.IMetric> = {};
+      fleet.router.groups.forEach((group, i) => {
+        using[`r${i}`] = cellMetric(cell.id, 'Requests', group.name);
+        using[`e${i}`] = cellMetric(cell.id, 'Responses5xx', group.name);
+      });
+      const sum = (p: string) => fleet.router.groups.map((_, i) => `FILL(${p}${i}, 0)`).join(' + ');
+      alarm(`cell-${cell.id}-errors`, `cell-${cell.id}-errors`, {
+        alarmDescription: `Cell ${cell.id} as seen by the routers in ${region}: 5xx above 5% of its requests`,
+        metric: new cloudwatch.MathExpression({ expression: `IF((${sum('r')}) > 0, 100 * (${sum('e')}) / (${sum('r')}), 0)`, usingMetrics: using, period: Duration.minutes(1) }),
+        threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
+    this.alarms = alarms;
+
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: prefix });
+    for (const cell of regionCells) {
+      dashboard.addWidgets(
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: requests`, width: 8, left: fleet.router.groups.map((g) => cellMetric(cell.id, 'Requests', g.name)) }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: 5xx`, width: 8, left: fleet.router.groups.map((g) => cellMetric(cell.id, 'Responses5xx', g.name)) }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: queue time`, width: 8, left: fleet.router.groups.map((g) => new cloudwatch.Metric({ namespace: EMF, metricName: 'QueueTime', dimensionsMap: { RouterGroup: g.name, Cell: cell.id }, statistic: 'p99', period: Duration.minutes(1) })) }),
+      );
+    }
+    for (const group of fleet.router.groups) {
+      dashboard.addWidgets(
+        new cloudwatch.GraphWidget({ title: `group ${group.name}: mapping version`, width: 8, left: [groupMetric(group.name, 'MappingVersion', 'Minimum'), groupMetric(group.name, 'MappingVersion', 'Maximum')] }),
+        new cloudwatch.GraphWidget({ title: `group ${group.name}: seconds since refresh`, width: 8, left: [groupMetric(group.name, 'SecondsSinceRefresh', 'Maximum')] }),
+        new cloudwatch.GraphWidget({ title: `group ${group.name}: requests, 4xx, 5xx`, width: 8, left: ['Requests', 'Responses4xx', 'Responses5xx'].map((m) => groupMetric(group.name, m)) }),
+      );
+    }
+    new CfnOutput(this, 'LoadBalancerDns', { value: this.loadBalancer.loadBalancerDnsName });
+  }
+
+  public override get availabilityZones(): string[] {
+    return [...this.zones];
+  }
+}
