@@ -31,8 +31,12 @@ describe('addFleet on the example fleet', () => {
     expect(stacks.cells.map((s) => `${s.account}/${s.region}`)).toEqual(fleet.cells.map((c) => `${c.account}/${c.region}`));
   });
 
+  it('stamps one router stack per region, in the router account', () => {
+    expect(stacks.routers.map((s) => `${s.stackName} ${s.account}/${s.region}`)).toEqual(['orders-router-eu-west-1 222222222222/eu-west-1', 'orders-router-us-east-1 222222222222/us-east-1']);
+  });
+
   it('has zero unacknowledged AwsSolutions findings in every stack', () => {
-    for (const stack of stacks.cells) {
+    for (const stack of [...stacks.cells, ...stacks.routers]) {
       const report = new AwsSolutionsChecks().validateScope(stack);
       expect([stack.stackName, report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)]).toEqual([stack.stackName, []]);
     }
