@@ -57,6 +57,8 @@ async function main() {
   const plainCfg = path.join(dir, 'plain.cfg');
   fs.writeFileSync(plainCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\n  option http-keep-alive\nfrontend f\n  bind 127.0.0.1:19002\n  default_backend b\nbackend b\n  server s 127.0.0.1:19001 maxconn 1000\n');
   const processes = [start(pin(1, ['haproxy', '-f', backendCfg, '-db'])), start(pin(0, ['haproxy', '-f', plainCfg, '-db']))];
+  // Whatever happens, leave no HAProxy behind.
+  process.on('exit', () => processes.forEach((p) => p.kill('SIGKILL')));
   let doc: MappingDocument = initialMapping([
     { id: 'canary', endpoint: 'http://127.0.0.1:19001', state: 'active', canary: true },
     ...['cell-a', 'cell-b', 'cell-c'].map((id) => ({ id, endpoint: 'http://127.0.0.1:19001', state: 'active' as const })),
@@ -72,6 +74,7 @@ async function main() {
     cellMaxConn: 1000, haproxyBinary: pinned,
   });
   router.stopAgent();
+  process.on('exit', () => void router.stop());
   await sleep(1500);
 
   if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is not installed: apt-get install -y wrk');

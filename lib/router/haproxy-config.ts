@@ -143,14 +143,19 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The response HAProxy sends when a cell's queue times out or the cell is down. */
+const ERROR_503_BODY = '{"error":"cell unavailable or saturated; retry later"}';
+
+/**
+ * The response HAProxy sends when a cell's queue times out or the cell is down. Keep-alive (an
+ * exact content-length, no `connection: close`): a flooded cell's clients do not reconnect for
+ * every rejected request, which would cost the router CPU that healthy cells need.
+ */
 export const ERROR_503 = [
   'HTTP/1.1 503 Service Unavailable',
   'content-type: application/json',
   'retry-after: 1',
   'cache-control: no-store',
-  'connection: close',
+  `content-length: ${Buffer.byteLength(ERROR_503_BODY)}`,
   '',
-  '{"error":"cell unavailable or saturated; retry later"}',
-  '',
+  ERROR_503_BODY,
 ].join('\r\n');

@@ -56,7 +56,11 @@ export interface LocalRouter {
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
+  const attempt = () => check().catch((error: Error) => {
+    if (error.message.startsWith('HAProxy exited')) throw error;
+    return false;
+  });
+  while (!(await attempt())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -92,7 +96,14 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     child.stdout!.on('data', (d: Buffer) => o.log(d.toString().trimEnd()));
     child.stderr!.on('data', (d: Buffer) => o.log(d.toString().trimEnd()));
     haproxy = child;
-    await waitFor(async () => (await api.info()).Pid !== undefined, 10_000, 'HAProxy to start');
+    let output = '';
+    child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+    let exited = false;
+    child.once('exit', () => { exited = true; });
+    await waitFor(async () => {
+      if (exited) throw new Error(`HAProxy exited at start:\n${output.trim()}`);
+      return (await api.info()).Pid !== undefined;
+    }, 10_000, 'HAProxy to start');
   };
   await startHaproxy();
 

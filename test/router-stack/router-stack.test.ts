@@ -63,7 +63,8 @@ describe('RouterStack', () => {
 
   it('runs each router group as its own Fargate service, HAProxy and agent side by side, rolled out group by group', () => {
     const services = t.findResources('AWS::ECS::Service');
-    const byName = Object.fromEntries(Object.entries(services).map(([id, s]) => [s.Properties.ServiceName, { id, ...s }]));
+    type Service = { id: string; Properties: Record<string, unknown> & { ServiceName: string }; DependsOn?: string[] };
+    const byName: Record<string, Service> = Object.fromEntries(Object.entries(services).map(([id, s]) => [s.Properties.ServiceName, { id, ...s } as Service]));
     expect(Object.keys(byName).sort()).toEqual(['orders-router-eu-west-1-canary', 'orders-router-eu-west-1-main']);
     expect(byName['orders-router-eu-west-1-canary'].Properties.DesiredCount).toBe(2);
     expect(byName['orders-router-eu-west-1-main'].Properties.DesiredCount).toBe(6);

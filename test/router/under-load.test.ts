@@ -102,15 +102,22 @@ describe('the router under load', () => {
       const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
       const loops = 8;
       const intervalMs = (loops * 1000) / 1000;
-      const results = await load(loops, 4000, async (i) => {
-        const started = Date.now();
-        const answer = await routed(agent, port, healthyKeys[i % healthyKeys.length]);
-        await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - started))));
-        return answer;
-      });
+      // Three windows; the median p99 of the three, so one scheduler hiccup on a shared 2-core
+      // machine does not decide the result.
+      const windows = [];
+      for (let w = 0; w < 3; w++) {
+        windows.push(await load(loops, 1500, async (i) => {
+          const started = Date.now();
+          const answer = await routed(agent, port, healthyKeys[i % healthyKeys.length]);
+          await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - started))));
+          return answer;
+        }));
+      }
       agent.destroy();
+      const results = windows.flat();
       expect(results.every((r) => r.status === 200)).toBe(true);
-      return { rps: results.length / 4, p99: percentile(results.map((r) => r.ms), 99) };
+      const p99s = windows.map((w) => percentile(w.map((r) => r.ms), 99)).sort((a, b) => a - b);
+      return { rps: results.length / 4.5, p99: p99s[1] };
     };
     await measure(); // warm-up
     const baseline = await measure();
@@ -118,7 +125,7 @@ describe('the router under load', () => {
     slow.delayMs = 3000;
     // The flood comes from another process (200 connections hammering the slow cell's tenants),
     // so the measuring loop does not share an event loop with it.
-    const flood = spawn(process.execPath, ['-e', FLOOD, String(port), JSON.stringify(slowKeys.slice(0, 200)), '5500'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const flood = spawn(process.execPath, ['-e', FLOOD, String(port), JSON.stringify(slowKeys.slice(0, 200)), '6500'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let floodOut = '';
     flood.stdout.on('data', (d: Buffer) => { floodOut += d.toString(); });
     const floodDone = new Promise((resolve) => flood.on('exit', resolve));

@@ -36,6 +36,11 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
       res.writeHead(answer.statusCode!, answer.headers);
       answer.pipe(res);
     });
+    // An upstream hiccup becomes a 502 for this request, never an uncaught error in the test process.
+    proxied.on('error', () => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
     proxied.end(body);
   };
   const head = (url: string) => new Promise<{ status: number; etag?: string }>((resolve, reject) => {
@@ -53,6 +58,7 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
   };
 
   const proxy = http.createServer((req, res) => {
+    req.on('error', () => res.destroy());
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
