@@ -20,7 +20,7 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
 
 describe('cellctl router', () => {
   it('local: serves the mapping file, follows its changes, and stops cleanly on SIGTERM', async () => {
-    const cells = await Promise.all(['cell-a', 'cell-b'].map(startCell));
+    const cells = await Promise.all(['cell-a', 'cell-b'].map((name) => startCell(name)));
     const doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(doc));

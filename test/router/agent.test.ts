@@ -25,7 +25,7 @@ describe('the mapping agent with a router group in S3', () => {
     s3 = await startLocalS3();
     client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts: 1 });
     store = new MappingStore(client, s3.bucket);
-    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c', 'cell-d'].map(startCell));
+    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c', 'cell-d'].map((name) => startCell(name)));
     v1 = initialMapping(cells.slice(0, 4).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
     port = await freePort();

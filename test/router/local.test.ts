@@ -19,7 +19,7 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
   const logs: string[] = [];
 
   beforeAll(async () => {
-    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map(startCell));
+    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     doc = setPrefix(setPrefix(pinKey(doc, 'tenant-42', 'cell-c', NOW), 'acme-', 'cell-a', NOW), 'acme-eu-', 'cell-b', NOW);
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-')), 'mapping.json');

@@ -39,7 +39,7 @@ describe('the router under load', () => {
   beforeAll(async () => {
     s3 = await startLocalS3();
     client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
-    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map(startCell));
+    cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(new MappingStore(client, s3.bucket), doc, { groups: ['main'], bakeSeconds: 0 });
     port = await freePort();
