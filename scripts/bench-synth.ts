@@ -70,7 +70,7 @@ function table(): void {
     const out = execFileSync(process.execPath, [...process.execArgv, __filename, ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 20 });
     rows.push(JSON.parse(out.trim().split('\n').pop()!) as Result);
   }
-  process.stdout.write('| fleet | cells | synth + audit (s) | ms per cell | marginal ms per added cell | peak RSS (MiB) | largest cell template (KiB) | pipeline template (KiB) |\n|---|---|---|---|---|---|---|---|\n');
+  process.stdout.write('| fleet | cells | synth + audit (s) | ms per cell | marginal ms per added cell | peak RSS (MiB) | largest cell or router template (KiB) | pipeline template (KiB) |\n|---|---|---|---|---|---|---|---|\n');
   rows.forEach((r, i) => {
     // Cost of one more cell, from the previous row: flat means stamping scales linearly.
     const marginal = i === 0 ? '–' : String(Math.round(((r.seconds - rows[i - 1].seconds) * 1000) / (r.cells - rows[i - 1].cells)));

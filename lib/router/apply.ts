@@ -38,7 +38,7 @@ export function endpointAddress(endpoint: string): { host: string; port: number 
   return { host: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
 }
 
-const PAYLOAD_BYTES = 48 * 1024; // under tune.bufsize (64 KiB) with room for the command line
+const PAYLOAD_BYTES = 12 * 1024; // under HAProxy's default 16 KiB buffer, with room for the command line
 
 export interface ApplyOptions {
   readonly stateDir: string;
