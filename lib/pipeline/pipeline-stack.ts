@@ -76,6 +76,8 @@ export class PipelineStack extends Stack {
       useChangeSets: false,
       synth: new pipelines.ShellStep('Synth', {
         input,
+        // The router tests drive a real HAProxy (CodeBuild's standard image is Ubuntu).
+        installCommands: ['apt-get update -qq', 'apt-get install -y -qq haproxy'],
         commands: ['npm ci', 'npm test', 'npm run audit', 'npx cdk synth'],
       }),
     });

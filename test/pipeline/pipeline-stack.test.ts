@@ -33,7 +33,7 @@ describe('PipelineStack on the example fleet', () => {
   it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
     expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
     const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
-    expect(JSON.stringify(synth)).toMatch(/npm ci.*npm test.*npm run audit.*npx cdk synth/);
+    expect(JSON.stringify(synth)).toMatch(/apt-get install -y -qq haproxy.*npm ci.*npm test.*npm run audit.*npx cdk synth/);
   });
 
   it('deploys the routers first, one region per stage, into the router account', () => {
