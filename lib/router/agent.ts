@@ -4,7 +4,7 @@ import * as path from 'path';
 import { writeFileAtomic } from '../files';
 import { MappingDocument, parseMapping } from '../mapping';
 import { mapContents, mapFileText, MappingApplier } from './apply';
-import { MAP_FILES, slotName } from './haproxy-config';
+import { MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
 
@@ -75,8 +75,9 @@ export class MappingAgent {
     }
   }
 
-  private persist(doc: MappingDocument, slots: Map<string, number>): void {
+  private async persist(doc: MappingDocument, slots: Map<string, number>): Promise<void> {
     writeFileAtomic(path.join(this.o.stateDir, LKG_FILE), `${JSON.stringify(doc)}\n`);
+    writeFileAtomic(path.join(this.o.stateDir, SERVER_STATE_FILE), await this.o.api.send('show servers state'));
     // The map files too: a HAProxy started from this directory boots with these routes.
     const contents = mapContents(doc, slots);
     for (const name of Object.keys(MAP_FILES) as (keyof typeof MAP_FILES)[]) {
@@ -86,7 +87,7 @@ export class MappingAgent {
 
   private async apply(doc: MappingDocument, pid: string): Promise<void> {
     const slots = await this.o.applier.apply(doc);
-    this.persist(doc, slots);
+    await this.persist(doc, slots);
     this.lkg = doc;
     this.appliedPid = pid;
     this.lastSuccess = this.now();

@@ -38,6 +38,9 @@ export const MAP_FILES = {
 
 export const slotName = (slot: number) => `slot${slot}`;
 
+/** Where the agent saves `show servers state` after every apply. */
+export const SERVER_STATE_FILE = 'servers.state';
+
 /** The sample expression that extracts the partition key, per the fleet's key source. */
 export function keyFetch(source: PartitionKeySource): string {
   switch (source.source) {
@@ -73,8 +76,11 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Default 16 KiB buffers: larger ones cost every request memory bandwidth (measured: about
     // half the throughput at 64 KiB); map payloads are chunked below the buffer size instead.
     '  log stdout format raw local0 info',
+    // Server addresses and states as the agent last set them: a restarted HAProxy routes at once.
+    `  server-state-file ${o.stateDir}/${SERVER_STATE_FILE}`,
     '',
     'defaults',
+    '  load-server-state-from-file global',
     '  mode http',
     '  log global',
     '  option httplog',

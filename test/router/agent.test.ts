@@ -109,9 +109,11 @@ describe('the mapping agent with a router group in S3', () => {
     s3.fault({ status: 503, code: 'ServiceUnavailable' });
     try {
       await router.restartHaproxy();
+      // Before the agent does anything: HAProxy boots from the persisted maps and server state.
+      const fresh = new http.Agent({ keepAlive: true });
+      expect(await routed(fresh, port, 'tenant-1')).toMatchObject({ status: 200, version: v1.version, cell: 'cell-c' });
       await tick();
       expect(logs.some((l) => l.includes('"event":"haproxy-restarted"'))).toBe(true);
-      const fresh = new http.Agent({ keepAlive: true });
       expect(await routed(fresh, port, 'tenant-1')).toMatchObject({ status: 200, version: v1.version, cell: 'cell-c' });
       fresh.destroy();
     } finally {
