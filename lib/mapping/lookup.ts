@@ -1,3 +1,4 @@
+import { expandBuckets } from './buckets';
 import { createKeyHasher } from './hash';
 import { keyProblem } from './key';
 import { LookupResult, MappingDocument } from './types';
@@ -19,10 +20,7 @@ export interface CompiledMapping {
 
 /** Indexes a (valid) document for fast lookups. */
 export function compileMapping(document: MappingDocument): CompiledMapping {
-  const cellIds = Object.keys(document.cells);
-  const index = new Map(cellIds.map((id, i) => [id, i]));
-  const owner = new Uint32Array(document.bucketCount);
-  for (const range of document.buckets) owner.fill(index.get(range.cell)!, range.from, range.to + 1);
+  const { cells: cellIds, owner } = expandBuckets(document);
   const exact = new Map(Object.entries(document.overrides.exact));
   // Prefixes grouped by first character, longest first: most keys match no group, and a key that
   // does is compared with `startsWith` (no substring allocated) until the longest match.
