@@ -1,0 +1,49 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import { PartitionKeySource } from '../../lib/fleet';
+import { initialMapping, lookup } from '../../lib/mapping';
+import { startLocalRouter } from '../../lib/router';
+import { freePort, startCell } from '../support/cells';
+
+const NOW = { now: '2026-11-29T16:00:00.000Z' };
+
+/** GET through the router with a path and Host header of our choosing; returns status and x-cell. */
+function get(port: number, urlPath: string, host: string): Promise<{ status: number; cell?: string }> {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, cell: res.headers['x-cell'] as string | undefined }));
+    });
+    req.on('error', () => resolve({ status: 0 }));
+    req.end();
+  });
+}
+
+describe.each([
+  ['a path segment', { source: 'path', segment: 2 } as PartitionKeySource, (key: string) => ({ path: `/v1/${key}/orders`, host: 'api.example.com' })],
+  ['a host label', { source: 'host', label: 1 } as PartitionKeySource, (key: string) => ({ path: '/orders', host: `${key}.api.example.com:8443` })],
+])('the router reading the key from %s (real HAProxy)', (_name, partitionKey, request) => {
+  it('routes like the TypeScript lookup and rejects a missing key with 400', async () => {
+    const cells = await Promise.all(['cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
+    const doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'keysrc-')), 'mapping.json');
+    fs.writeFileSync(file, JSON.stringify(doc));
+    const port = await freePort();
+    const router = await startLocalRouter({ mappingFile: file, port, debugHeaders: true, partitionKey, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined });
+    try {
+      // Host labels are case-insensitive in DNS; keep keys lower-case so both layers see the same bytes.
+      const keys = Array.from({ length: 200 }, (_, i) => `t${i}-x${(i * 7919) % 1000}`);
+      for (const key of keys) {
+        const { path: p, host } = request(key);
+        expect([key, await get(port, p, host)]).toEqual([key, { status: 200, cell: lookup(doc, key).cell }]);
+      }
+      const missing = partitionKey.source === 'path' ? await get(port, '/v1', 'api.example.com') : await get(port, '/orders', '.api.example.com');
+      expect(missing.status).toBe(400);
+    } finally {
+      await router.stop();
+      await Promise.all(cells.map((c) => c.close()));
+    }
+  }, 60_000);
+});
