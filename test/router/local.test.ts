@@ -84,13 +84,12 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     await new Promise((r) => setTimeout(r, 2500)); // two failed checks at 1 s
     const answers = await Promise.all(keys.map((key) => routed(agent, port, key)));
     answers.forEach((answer, i) => {
-      const owner = lookup(doc, keys[i]).cell;
-      expect([keys[i], owner === dead.name ? answer.status : 200]).toEqual([keys[i], owner === dead.name ? 503 : answer.status]);
+      const expected = lookup(doc, keys[i]).cell === dead.name ? 503 : 200;
+      expect([keys[i], answer.status]).toEqual([keys[i], expected]);
     });
     const deadTenants = answers.filter((_, i) => lookup(doc, keys[i]).cell === dead.name);
     expect(deadTenants.length).toBeGreaterThan(0);
     expect(deadTenants.every((a) => a.retryAfter === '1')).toBe(true);
-    expect(answers.filter((_, i) => lookup(doc, keys[i]).cell !== dead.name).every((a) => a.status === 200)).toBe(true);
     cells[2] = await startCell('cell-b', dead.port);
     await new Promise((r) => setTimeout(r, 1500)); // one good check brings it back
     expect((await routed(agent, port, deadTenants.length ? keys.find((k) => lookup(doc, k).cell === dead.name) : 'x')).status).toBe(200);
