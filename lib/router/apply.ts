@@ -1,6 +1,6 @@
 import { lookup as dnsLookup } from 'dns/promises';
 import { MappingDocument } from '../mapping';
-import { MAP_FILES, slotName } from './haproxy-config';
+import { bucketNetworks, MAP_FILES, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 
 /** Map entries of a document, as HAProxy reads them (`key value` per line). */
@@ -12,17 +12,21 @@ export interface MapContents {
   readonly meta: readonly [string, string][];
 }
 
-/** Expands a document into map entries; `slots` says which backend slot serves each cell. */
+/**
+ * Expands a document into map entries; `slots` says which backend slot serves each cell. Route
+ * maps name slots, not cells, so HAProxy needs no second lookup per request.
+ */
 export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, number>): MapContents {
-  const buckets: [string, string][] = [];
-  for (const range of doc.buckets) {
-    for (let b = range.from; b <= range.to; b++) buckets.push([String(b), range.cell]);
-  }
+  const slotOf = (cell: string) => {
+    const slot = slots.get(cell);
+    if (slot === undefined) throw new Error(`cell ${cell} has no backend slot`);
+    return slotName(slot);
+  };
   return {
-    exact: Object.entries(doc.overrides.exact),
-    prefix: Object.entries(doc.overrides.prefix),
-    buckets,
-    cells: [...slots.entries()].map(([cell, slot]) => [cell, slotName(slot)]),
+    exact: Object.entries(doc.overrides.exact).map(([key, cell]) => [key, slotOf(cell)]),
+    prefix: Object.entries(doc.overrides.prefix).map(([prefix, cell]) => [prefix, slotOf(cell)]),
+    buckets: doc.buckets.flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, slotOf(range.cell)])),
+    cells: [...slots.entries()].map(([cell, slot]) => [slotName(slot), cell]),
     meta: [['version', String(doc.version)]],
   };
 }
@@ -53,9 +57,10 @@ export interface ApplyOptions {
 /**
  * Drives a running HAProxy to `doc` without a reload: assigns backend slots to cells (keeping
  * existing ones), points new slots at their endpoints, then swaps every map atomically
- * (prepare → add in chunks → check the staged count → commit), cells map first so no lookup ever
- * names a cell without a backend, and reads every map back to verify what was committed.
- * Returns the slot assignment now in effect.
+ * (prepare → add in chunks → check the staged count → commit) and reads every map back to verify
+ * what was committed. A new cell always gets a slot no committed route names, and a removed
+ * cell's slot leaves service only after the routes moved away, so no request ever reaches a slot
+ * pointed at the wrong cell. Returns the slot assignment now in effect.
  */
 export class MappingApplier {
   constructor(private readonly api: RuntimeApi, private readonly options: ApplyOptions) {}
@@ -64,10 +69,10 @@ export class MappingApplier {
     return `${this.options.stateDir}/${MAP_FILES[name]}`;
   }
 
-  /** The slot assignment HAProxy currently has (from its cells map). */
+  /** The slot assignment HAProxy currently has (from its cells map, slot → cell). */
   public async currentSlots(): Promise<Map<string, number>> {
     const entries = await this.api.showMap(this.path('cells'));
-    return new Map([...entries].map(([cell, slot]) => [cell, Number(slot.replace(/^slot/, ''))]));
+    return new Map([...entries].map(([slot, cell]) => [cell, Number(slot.replace(/^slot/, ''))]));
   }
 
   /** The mapping version HAProxy is serving, if any. */
@@ -147,7 +152,8 @@ export class MappingApplier {
         await this.waitUp(slot);
       }
     }
-    // Union first (old and new cells both resolvable), then the routes, then the exact cell set.
+    // The registry first holds old and new cells (a crash here leaves no slot free that routes
+    // still name), then the routes, then the exact cell set.
     const union = new Map([...before, ...slots]);
     const contents = mapContents(doc, slots);
     await this.replaceMap('cells', mapContents(doc, union).cells);

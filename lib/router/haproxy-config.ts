@@ -27,7 +27,12 @@ export interface HaproxyConfigOptions {
   readonly maxConn?: number;
 }
 
-/** Map files the agent fills at runtime (prepare / add / commit). */
+/**
+ * Map files the agent fills at runtime (prepare / add / commit). Route maps name backend slots
+ * directly, so a request costs one lookup per step: `exact` (key → slot), `prefix` (prefix →
+ * slot), `buckets` (bucket ranges as IPv4 networks → slot, see `bucketNetworks`), `cells`
+ * (slot → cell: the agent's slot registry and the `x-cell` debug header) and `meta` (version).
+ */
 export const MAP_FILES = {
   exact: 'exact.map',
   prefix: 'prefix.map',
@@ -38,16 +43,40 @@ export const MAP_FILES = {
 
 export const slotName = (slot: number) => `slot${slot}`;
 
+/** Where requests go when no route matched: 503, no mapping loaded. */
+export const NO_MAPPING_BACKEND = 'no_mapping';
+
+/** The DESIGN.md bucket of the key on the left: first 4 bytes of SHA-256, big-endian, mod B. */
+export const bucketExpression = (bucketCount: number) => `sha2(256),bytes(0,4),hex,hex2i,and(${bucketCount - 1})`;
+
+/**
+ * A bucket range as IPv4 networks (`0.0.32.0/19`), for the `buckets` map: HAProxy casts the
+ * integer bucket to the address with the same value and finds its network by longest prefix.
+ * A range of n buckets becomes at most 2·log2(n) networks.
+ */
+export function bucketNetworks(from: number, to: number): string[] {
+  const out: string[] = [];
+  let at = from;
+  while (at <= to) {
+    let size = 1;
+    while (at % (size * 2) === 0 && at + size * 2 - 1 <= to) size *= 2;
+    out.push(`${(at >>> 24) & 255}.${(at >>> 16) & 255}.${(at >>> 8) & 255}.${at & 255}/${32 - Math.log2(size)}`);
+    at += size;
+  }
+  return out;
+}
+
 /** Where the agent saves `show servers state` after every apply. */
 export const SERVER_STATE_FILE = 'servers.state';
 
 /** The sample expression that extracts the partition key, per the fleet's key source. */
 export function keyFetch(source: PartitionKeySource): string {
   switch (source.source) {
-    case 'header': return `req.hdr(${source.name})`;
+    // fhdr: the whole value; hdr would split `a,b` at the comma and route it as `b`.
+    case 'header': return `req.fhdr(${source.name})`;
     // path "/a/b/c": field 1 is empty, segment 1 is field 2.
     case 'path': return `path,field(${source.segment + 1},/)`;
-    case 'host': return `req.hdr(host),field(1,:),field(${source.label},.)`;
+    case 'host': return `req.fhdr(host),field(1,:),field(${source.label},.)`;
   }
 }
 
@@ -61,10 +90,13 @@ function jsonError(status: number, error: string): string {
  * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
  * agent swaps atomically at runtime, and one backend slot per cell with its own maxconn and a
  * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
- * never goes to a second cell.
+ * never goes to a second cell. The hot path is kept to one variable and three map lookups, since
+ * every rule costs throughput (`npm run bench:router`).
  */
 export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
-  if ((o.bucketCount & (o.bucketCount - 1)) !== 0) throw new Error(`bucketCount ${o.bucketCount} must be a power of two`);
+  if ((o.bucketCount & (o.bucketCount - 1)) !== 0 || o.bucketCount < 1 || o.bucketCount > 2 ** 20) {
+    throw new Error(`bucketCount ${o.bucketCount} must be a power of two up to 1048576`);
+  }
   if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > 1000) throw new Error(`slots ${o.slots} must be 1-1000`);
   const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
   const lines = [
@@ -76,6 +108,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Default 16 KiB buffers: larger ones cost every request memory bandwidth (measured: about
     // half the throughput at 64 KiB); map payloads are chunked below the buffer size instead.
     '  log stdout format raw local0 info',
+    // No lookup cache: tenant keys are too many for it to hit, and every miss costs more than the
+    // lookup itself (measured: about 15% of the router's CPU per request with random keys).
+    '  tune.pattern.cache-size 0',
     // Server addresses and states as the agent last set them: a restarted HAProxy routes at once.
     `  server-state-file ${o.stateDir}/${SERVER_STATE_FILE}`,
     '',
@@ -106,32 +141,38 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       '',
     );
   }
+  // The key is fetched where it is used rather than kept in a variable: a string variable costs an
+  // allocation per request, more than reading a header again.
+  const key = keyFetch(o.partitionKey);
+  // Two key headers would make the key ambiguous.
+  const repeated = o.partitionKey.source === 'header' ? ` or { req.fhdr_cnt(${o.partitionKey.name}) gt 1 }` : '';
   lines.push(
     'frontend router',
     `  bind ${o.bind.address}:${o.bind.port}`,
-    `  http-request set-var(txn.key) ${keyFetch(o.partitionKey)}`,
-    `  ${jsonError(400, 'missing partition key')} if !{ var(txn.key) -m found } or { var(txn.key) -m len 0 }`,
-    `  ${jsonError(400, 'invalid partition key')} if !{ var(txn.key) -m reg ${KEY_PATTERN.source} }`,
-    `  http-request set-var(txn.bucket) var(txn.key),sha2(256),bytes(0,4),hex,hex2i,and(${o.bucketCount - 1})`,
-    `  http-request set-var(txn.cell) var(txn.key),map_str(${map('exact')})`,
-    `  http-request set-var(txn.cell) var(txn.key),map_beg(${map('prefix')}) if !{ var(txn.cell) -m found }`,
-    `  http-request set-var(txn.cell) var(txn.bucket),map(${map('buckets')}) if !{ var(txn.cell) -m found }`,
-    `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5 if !{ var(txn.cell) -m found }`,
-    `  http-request set-var(txn.slot) var(txn.cell),map(${map('cells')})`,
-    `  ${jsonError(503, 'cell has no backend')} hdr retry-after 5 if !{ var(txn.slot) -m found }`,
-    '  http-request del-header x-cell',
-    '  http-request del-header x-mapping-version',
-    '  use_backend %[var(txn.slot)]',
+    `  ${jsonError(400, 'missing partition key')} if !{ ${key} -m found } or { ${key} -m len 0 }`,
+    `  ${jsonError(400, 'invalid partition key')} if !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
+    // Exact, then longest prefix, then the bucket: each map names the cell's backend slot. The
+    // bucket is an integer below 2^20, which HAProxy casts to the IPv4 address with that value, so
+    // bucket ranges are stored as a few networks and found by one longest-prefix tree lookup.
+    `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
+    `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
+    `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${map('buckets')})]`,
+    // Nothing matched (no mapping loaded yet): use_backend with an empty name falls through to here.
+    `  default_backend ${NO_MAPPING_BACKEND}`,
   );
   if (o.debugHeaders) {
     lines.push(
-      '  http-after-response set-header x-cell %[var(txn.cell)] if { var(txn.cell) -m found }',
+      `  http-after-response set-header x-cell %[be_name,map(${map('cells')})] if { be_name,map(${map('cells')}) -m found }`,
       `  http-after-response set-header x-mapping-version %[str(version),map(${map('meta')},none)]`,
     );
-  } else {
-    // Never runs; keeps the version map loaded so the agent can update it either way.
-    lines.push(`  http-request set-var(txn.version) str(version),map(${map('meta')},none) if FALSE`);
   }
+  lines.push(
+    '',
+    `backend ${NO_MAPPING_BACKEND}`,
+    // Never true; keeps the cells and version maps loaded so the agent can update them either way.
+    `  http-request set-var(txn.unused) str(version),map(${map('meta')},none),map(${map('cells')}) if FALSE`,
+    `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5`,
+  );
   lines.push('');
   const check = `option httpchk GET ${o.healthCheckPath}`;
   for (let slot = 0; slot < o.slots; slot++) {

@@ -1,3 +1,4 @@
+import { createHash } from 'crypto';
 import * as fs from 'fs';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { groupKey } from '../mapping-store';
@@ -31,7 +32,12 @@ export class S3MappingSource implements MappingSource {
       const abortSignal = AbortSignal.timeout(this.timeoutMs);
       const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key, IfNoneMatch: this.etag }), { abortSignal });
       const text = await response.Body!.transformToString();
-      this.etag = response.ETag;
+      // Remember the ETag only when the body is the object it names (a single-part ETag is the
+      // MD5 of the content): a torn or truncated read is then read again at the next poll
+      // instead of being answered 304 until the next publish.
+      const etag = response.ETag?.replace(/"/g, '');
+      const intact = etag !== undefined && createHash('md5').update(text).digest('hex') === etag;
+      this.etag = intact ? response.ETag : undefined;
       return { changed: true, text };
     } catch (error) {
       if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 304) return { changed: false };

@@ -1,8 +1,10 @@
-import { spawnSync } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
+import * as http from 'http';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ERROR_503, keyFetch, renderHaproxyConfig } from '../../lib/router';
+import { bucketNetworks, ERROR_503, keyFetch, renderHaproxyConfig } from '../../lib/router';
+import { freePort, routed } from '../support/cells';
 
 const options = (dir: string) => ({
   bind: { address: '127.0.0.1', port: 18081 }, adminSocket: path.join(dir, 'admin.sock'), stateDir: dir,
@@ -10,14 +12,29 @@ const options = (dir: string) => ({
 });
 
 describe('renderHaproxyConfig', () => {
-  it('is a configuration HAProxy accepts', () => {
+  it('is a configuration HAProxy accepts, and answers 503 until a mapping is loaded', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-cfg-'));
     for (const f of ['exact.map', 'prefix.map', 'buckets.map', 'cells.map', 'meta.map']) fs.writeFileSync(path.join(dir, f), '');
     fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
+    const port = await freePort();
     const file = path.join(dir, 'haproxy.cfg');
-    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), debugHeaders: true, statsPort: 18082 }));
+    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, debugHeaders: true, statsPort: await freePort() }));
     const check = spawnSync('haproxy', ['-c', '-f', file], { encoding: 'utf8' });
     expect([check.status, check.stderr]).toEqual([0, expect.any(String)]);
+    const haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });
+    const agent = new http.Agent({ keepAlive: false });
+    try {
+      let answer = await routed(agent, port, 'tenant-1');
+      for (let i = 0; answer.status === 0 && i < 50; i++) { // 0: not listening yet
+        await new Promise((r) => setTimeout(r, 100));
+        answer = await routed(agent, port, 'tenant-1');
+      }
+      expect(answer).toMatchObject({ status: 503, retryAfter: '5', cell: undefined });
+      expect(JSON.parse(answer.body)).toEqual({ error: 'no mapping loaded' });
+      expect((await routed(agent, port, undefined)).status).toBe(400);
+    } finally {
+      haproxy.kill('SIGKILL');
+    }
   });
 
   it('computes the DESIGN.md bucket and looks up exact, then prefix, then bucket', () => {
@@ -26,7 +43,26 @@ describe('renderHaproxyConfig', () => {
     const at = (s: string) => lines.findIndex((l) => l.includes(s));
     expect(config).toContain('sha2(256),bytes(0,4),hex,hex2i,and(16383)');
     expect(at('map_str(/state/exact.map)')).toBeLessThan(at('map_beg(/state/prefix.map)'));
-    expect(at('map_beg(/state/prefix.map)')).toBeLessThan(at('map(/state/buckets.map)'));
+    expect(at('map_beg(/state/prefix.map)')).toBeLessThan(at('map_ip(/state/buckets.map)'));
+    expect(at('map_ip(/state/buckets.map)')).toBeLessThan(at('default_backend no_mapping'));
+  });
+
+  it('writes a bucket range as the fewest IPv4 networks that cover exactly that range', () => {
+    expect(bucketNetworks(0, 16383)).toEqual(['0.0.0.0/18']);
+    expect(bucketNetworks(0, 8191)).toEqual(['0.0.0.0/19']);
+    expect(bucketNetworks(5, 5)).toEqual(['0.0.0.5/32']);
+    expect(bucketNetworks(1, 6)).toEqual(['0.0.0.1/32', '0.0.0.2/31', '0.0.0.4/31', '0.0.0.6/32']);
+    expect(bucketNetworks(0, 2 ** 20 - 1)).toEqual(['0.0.0.0/12']);
+    // Every bucket of a random range is covered exactly once, none outside it.
+    const toInt = (ip: string) => ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+    for (const [from, to] of [[3, 1000], [4095, 4097], [12345, 65535]]) {
+      const covered: number[] = [];
+      for (const net of bucketNetworks(from, to)) {
+        const [ip, bits] = net.split('/');
+        for (let b = toInt(ip); b < toInt(ip) + 2 ** (32 - Number(bits)); b++) covered.push(b);
+      }
+      expect(covered).toEqual(Array.from({ length: to - from + 1 }, (_, i) => from + i));
+    }
   });
 
   it('never retries or redispatches, bounds every cell queue and answers 503 with Retry-After', () => {
@@ -40,12 +76,12 @@ describe('renderHaproxyConfig', () => {
 
   it('adds debug headers only when enabled', () => {
     expect(renderHaproxyConfig(options('/s'))).not.toContain('x-cell %[');
-    expect(renderHaproxyConfig({ ...options('/s'), debugHeaders: true })).toContain('set-header x-cell %[var(txn.cell)]');
+    expect(renderHaproxyConfig({ ...options('/s'), debugHeaders: true })).toContain('set-header x-cell %[be_name,map(/s/cells.map)]');
   });
 
   it('extracts the key from a header, a path segment or a host label', () => {
-    expect(keyFetch({ source: 'header', name: 'x-tenant-id' })).toBe('req.hdr(x-tenant-id)');
+    expect(keyFetch({ source: 'header', name: 'x-tenant-id' })).toBe('req.fhdr(x-tenant-id)');
     expect(keyFetch({ source: 'path', segment: 1 })).toBe('path,field(2,/)');
-    expect(keyFetch({ source: 'host', label: 1 })).toBe('req.hdr(host),field(1,:),field(1,.)');
+    expect(keyFetch({ source: 'host', label: 1 })).toBe('req.fhdr(host),field(1,:),field(1,.)');
   });
 });

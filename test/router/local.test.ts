@@ -3,7 +3,7 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import fc from 'fast-check';
-import { initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
+import { addCell, initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
 import { LocalRouter, startLocalRouter } from '../../lib/router';
 import { FakeCell, freePort, routed, startCell } from '../support/cells';
 
@@ -20,7 +20,9 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
 
   beforeAll(async () => {
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
-    doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    doc = initialMapping(cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    // A cell added later takes buckets from every other cell: fragmented ranges, as in production.
+    doc = addCell(doc, { id: cells[3].name, endpoint: cells[3].endpoint }, NOW);
     doc = setPrefix(setPrefix(pinKey(doc, 'tenant-42', 'cell-c', NOW), 'acme-', 'cell-a', NOW), 'acme-eu-', 'cell-b', NOW);
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
@@ -40,6 +42,7 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
   });
 
   it('is ready once the mapping is applied', () => {
+    expect(doc.buckets.length).toBeGreaterThan(3);
     expect(router.agent.ready).toBe(true);
     expect(router.agent.version).toBe(doc.version);
   });
@@ -70,7 +73,9 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     ['with a slash', 'a/b', 'invalid partition key'],
     ['non-ASCII', 'tenänt', 'invalid partition key'],
     ['too long', 'x'.repeat(129), 'invalid partition key'],
-  ])('answers 400 with a JSON body for a %s key', async (_name, key, error) => {
+    ['with a comma', 'tenant-1,tenant-2', 'invalid partition key'],
+    ['sent twice', ['tenant-1', 'tenant-2'], 'invalid partition key'],
+  ] as [string, string | string[] | undefined, string][])('answers 400 with a JSON body for a %s key', async (_name, key, error) => {
     const answer = await routed(agent, port, key);
     expect(answer.status).toBe(400);
     expect(JSON.parse(answer.body)).toEqual({ error });

@@ -67,10 +67,11 @@ export interface RoutedResponse {
 }
 
 /** One request through the router with keep-alive; never throws on HTTP errors (status 0 on a socket error). */
-export function routed(agent: http.Agent, port: number, key: string | undefined, path = '/'): Promise<RoutedResponse> {
+/** A request through the router with `key` as the partition header (an array sends it once per element). */
+export function routed(agent: http.Agent, port: number, key: string | readonly string[] | undefined, path = '/'): Promise<RoutedResponse> {
   const started = process.hrtime.bigint();
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path, agent, headers: key === undefined ? {} : { 'x-tenant-id': key } }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path, agent, headers: key === undefined ? {} : { 'x-tenant-id': key as string | string[] } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d) => { body += d; });

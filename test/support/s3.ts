@@ -17,7 +17,12 @@ export interface LocalS3 {
   readonly bucket: string;
   /** Requests seen by the layer, for assertions. */
   readonly requests: { method: string; path: string; status: number }[];
-  fault(kind: { status: number; code: string } | 'hang' | undefined): void;
+  /**
+   * Injects a fault into every request until cleared: an S3 error, no answer at all ('hang'), or
+   * ('torn') GETs answered with the object's ETag but only the first half of its body, as a read
+   * racing a write on a non-atomic store returns.
+   */
+  fault(kind: { status: number; code: string } | 'hang' | 'torn' | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -43,6 +48,21 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
     });
     proxied.end(body);
   };
+  const forwardTorn = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    // An unsigned read of the whole object, whatever the client's conditions were.
+    const proxied = http.request(`${upstream}${req.url!.split('?')[0]}`, { method: 'GET' }, (answer) => {
+      const parts: Buffer[] = [];
+      answer.on('data', (c: Buffer) => parts.push(c));
+      answer.on('end', () => {
+        const half = Buffer.concat(parts).subarray(0, Math.floor(Buffer.concat(parts).length / 2));
+        requests.push({ method: 'GET', path: req.url!, status: answer.statusCode! });
+        res.writeHead(answer.statusCode!, { ...answer.headers, 'content-length': String(half.length) });
+        res.end(half);
+      });
+    });
+    proxied.on('error', () => res.destroy());
+    proxied.end();
+  };
   const head = (url: string) => new Promise<{ status: number; etag?: string }>((resolve, reject) => {
     const probe = http.request(`${upstream}${url}`, { method: 'HEAD' }, (answer) => {
       answer.resume();
@@ -64,7 +84,8 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
       if (fault === 'hang') return; // never answers: the client times out
-      if (fault) {
+      if (fault === 'torn' && req.method === 'GET') return forwardTorn(req, res);
+      if (fault && fault !== 'torn') {
         requests.push({ method: req.method!, path: req.url!, status: fault.status });
         res.writeHead(fault.status, { 'content-type': 'application/xml' });
         res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.code}</Code><Message>injected</Message></Error>`);
