@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { bucketOf, compileMapping, InvalidKeyError, lookup, pinKey, setPrefix } from '../../lib/mapping';
+import { bucketOf, compileMapping, InvalidKeyError, lookup, lookupMany, pinKey, setPrefix } from '../../lib/mapping';
 import { NOW, sampleMapping } from '../support/mapping';
 
 const keyArb = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,40}$/);
@@ -40,5 +40,16 @@ describe('lookup', () => {
   it('gives the same answers compiled or not', () => {
     const compiled = compileMapping(doc);
     fc.assert(fc.property(keyArb, (key) => expect(compiled.lookup(key)).toEqual(lookup(doc, key))), { numRuns: 500 });
+  });
+
+  it('lookupMany answers like lookup, key by key, whatever the batch size', () => {
+    const anyKey = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/);
+    fc.assert(fc.property(fc.array(fc.oneof(keyArb, anyKey, fc.constantFrom('tenant-42', 'internal-eu-1', 'vip-7')), { maxLength: 2100 }), (keys) => {
+      expect(lookupMany(doc, keys)).toEqual(keys.map((key) => lookup(doc, key)));
+    }), { numRuns: 30 });
+  });
+
+  it('lookupMany names the first invalid key and routes none', () => {
+    expect(() => lookupMany(doc, ['tenant-1', 'tenant-2', 'bad key'])).toThrow(new InvalidKeyError('key 3 of 3: key `bad key` must match ^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$'));
   });
 });
