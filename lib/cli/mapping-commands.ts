@@ -3,12 +3,12 @@ import { Command, Option } from 'commander';
 import { Fleet } from '../fleet';
 import {
   addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
-  initialMapping, InvalidKeyError, lookup, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
+  initialMapping, InvalidKeyError, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
 } from '../mapping';
 import { ConcurrentWriteError, mappingHistory, MappingStore, PublishRefusedError, PublishResult, publishMapping, rollbackMapping, StoreError } from '../mapping-store';
 import { fleetFrom, s3Client } from './context';
-import { CliError, CliIo, formatTable, json, readText, writeFileAtomic } from './io';
+import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } from './io';
 
 /** Reads and validates a mapping file; invalid documents are exit 1 with every problem listed. */
 export function readMappingFile(file: string): MappingDocument {
@@ -181,20 +181,32 @@ export function mappingCommand(io: CliIo): Command {
 
   mapping
     .command('where')
-    .description('which cell a key goes to, and why')
-    .argument('<key>', 'partition key')
+    .description('which cell a key goes to, and why; or, with --keys, every key of a file (one per line)')
+    .argument('[key]', 'partition key')
     .requiredOption('--mapping <file>', 'mapping document')
-    .option('--json', 'print {"key","bucket","cell","via"}')
-    .action((key: string, flags: { mapping: string; json?: boolean }) => {
+    .option('--keys <file>', 'route every key of this file (one per line; blank lines skipped) instead of one key')
+    .option('--json', 'print {"key","bucket","cell","via"} (with --keys, one such line per key)')
+    .action((key: string | undefined, flags: { mapping: string; keys?: string; json?: boolean }) => {
+      if ((key === undefined) === (flags.keys === undefined)) throw new CliError('give either a key or --keys FILE', EXIT.usage);
+      const keys = key !== undefined ? [key] : readText(flags.keys!).split(/\r?\n/).filter((line) => line !== '');
       const doc = readMappingFile(flags.mapping);
-      let result;
+      let results;
       try {
-        result = lookup(doc, key);
+        results = lookupMany(doc, keys);
       } catch (error) {
-        if (error instanceof InvalidKeyError) throw new CliError(`invalid key: ${error.message}`);
+        if (error instanceof InvalidKeyError) throw new CliError(`invalid key${flags.keys ? ` in ${flags.keys}` : ''}: ${error.message}; nothing routed`);
         throw error;
       }
-      io.out(flags.json ? `${JSON.stringify(result)}\n` : formatTable(['key', 'bucket', 'cell', 'via'], [[result.key, result.bucket, result.cell, result.via]]));
+      if (flags.json) {
+        io.out(results.map((r) => `${JSON.stringify(r)}\n`).join(''));
+        return;
+      }
+      io.out(formatTable(['key', 'bucket', 'cell', 'via'], results.map((r) => [r.key, r.bucket, r.cell, r.via])));
+      if (flags.keys) {
+        const perCell = new Map<string, number>();
+        for (const r of results) perCell.set(r.cell, (perCell.get(r.cell) ?? 0) + 1);
+        io.out(`\n${formatTable(['cell', 'keys'], [...perCell].sort((a, b) => a[0].localeCompare(b[0])))}`);
+      }
     });
 
   changeCommand(mapping, 'add-cell', 'add a cell: it takes an even share of buckets from the others, nothing else moves')

@@ -46,6 +46,31 @@ describe('cellctl mapping (files)', () => {
     expect(JSON.parse(result.out)).toMatchObject({ key: 'internal-smoke', cell: 'canary-eu', via: 'prefix' });
   });
 
+  it('where --keys routes every key of a file like where KEY, with a count per cell', async () => {
+    const keys = Array.from({ length: 300 }, (_, i) => `tenant-${i}`);
+    const file = path.join(dir, 'keys.txt');
+    fs.writeFileSync(file, `${keys.join('\n')}\n\ninternal-smoke\n`);
+    const result = await cellctl('mapping', 'where', '--keys', file, '--mapping', v1, '--json');
+    expect(result.code).toBe(0);
+    const lines = result.out.trim().split('\n').map((l) => JSON.parse(l) as { key: string; cell: string; via: string });
+    expect(lines.map((l) => l.key)).toEqual([...keys, 'internal-smoke']);
+    for (const key of ['tenant-0', 'tenant-299', 'internal-smoke']) {
+      const one = JSON.parse((await cellctl('mapping', 'where', key, '--mapping', v1, '--json')).out);
+      expect(lines.find((l) => l.key === key)).toEqual(one);
+    }
+    const table = await cellctl('mapping', 'where', '--keys', file, '--mapping', v1);
+    expect(table.out).toMatch(/cell\s+keys/);
+    expect(table.out).toMatch(/canary-eu\s+1\n/);
+  });
+
+  it('where --keys names an invalid line and routes nothing; a key and --keys together is a usage error', async () => {
+    const file = path.join(dir, 'bad-keys.txt');
+    fs.writeFileSync(file, 'tenant-1\nbad key\n');
+    const result = await cellctl('mapping', 'where', '--keys', file, '--mapping', v1, '--json');
+    expect(result).toMatchObject({ code: 1, out: '', err: expect.stringContaining('key 2 of 2') });
+    expect((await cellctl('mapping', 'where', 'tenant-1', '--keys', file, '--mapping', v1)).code).toBe(2);
+  });
+
   it('where rejects an invalid key with exit 1', async () => {
     expect(await cellctl('mapping', 'where', 'bad key', '--mapping', v1)).toMatchObject({ code: 1, err: expect.stringContaining('invalid key') });
   });
