@@ -137,7 +137,10 @@ async function main() {
   const routed = full.get('router')!;
   // Half of the plain proxy's maximum: connections each pacing 2 ms between requests.
   const half = Math.round(plain.rps / 2);
-  const paced = Math.max(1, Math.round((half * 2) / 1000));
+  // Each paced connection sends one request per (2 ms + its latency): calibrate the connection
+  // count on the plain proxy so the offered load really is half the maximum.
+  const calibration = wrk(dir, 19004, Math.max(1, Math.round((half * 2) / 1000)), 2);
+  const paced = Math.max(1, Math.round((half * 2) / 1000 * (half / calibration.rps)));
   const halfLoad = measure(dir, [{ name: 'plain', port: 19004 }, { name: 'router', port: 19003 }], paced, 2);
 
   // Applying a large document: 16384 buckets and 10,000 exact overrides.
