@@ -119,7 +119,8 @@ describe('the router under load', () => {
       }
       agent.destroy();
       const results = windows.flat();
-      expect(results.filter((r) => r.status !== 200).map((r) => r.status)).toEqual([]);
+      if (warmUp) return { rps: 0, p99: 0 };
+      expect([...new Set(results.filter((r) => r.status !== 200).map((r) => `${r.status}: ${r.body}`))]).toEqual([]);
       const p99s = windows.map((w) => percentile(w.map((r) => r.ms), 99)).sort((a, b) => a - b);
       return { rps: results.length / 4.5, p99: p99s[1] };
     };
