@@ -2,10 +2,14 @@ import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps, Tags, Valida
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { Fleet } from '../fleet';
 import { MappingBucket } from './mapping-bucket';
@@ -36,6 +40,8 @@ export class RouterStack extends Stack {
   public readonly mappingBucket?: MappingBucket;
   public readonly cellEndpoints: ReadonlyMap<string, ec2.InterfaceVpcEndpoint>;
   public readonly alarms: readonly cloudwatch.IAlarm[];
+  /** Every router alarm of the region notifies this topic on ALARM and OK: subscribe on-call here. */
+  public readonly alarmTopic: sns.Topic;
   private readonly zones: readonly string[];
 
   constructor(scope: Construct, id: string, { fleet, region, ...props }: RouterStackProps) {
@@ -131,7 +137,7 @@ export class RouterStack extends Stack {
       agent: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'AgentImage', { directory: REPO_ROOT, file: 'images/router-agent/Dockerfile' })),
     };
 
-    const alarms: cloudwatch.IAlarm[] = [];
+    const alarms: (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[] = [];
     const groupMetric = (group: string, name: string, statistic = 'Sum') =>
       new cloudwatch.Metric({ namespace: EMF, metricName: name, dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
     const alarm = (id: string, name: string, props: Omit<cloudwatch.AlarmProps, 'alarmName'>) => {
@@ -204,6 +210,17 @@ export class RouterStack extends Stack {
       });
     }
     this.alarms = alarms;
+    // Encrypted with a key of its own that CloudWatch may use to publish.
+    const topicKey = new kms.Key(this, 'AlarmTopicKey', {
+      description: `${prefix} alarm notifications`, enableKeyRotation: true, removalPolicy: RemovalPolicy.RETAIN,
+    });
+    topicKey.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { topicName: `${prefix}-alarms`, masterKey: topicKey, enforceSSL: true });
+    const notify = new cloudwatchActions.SnsAction(this.alarmTopic);
+    for (const a of alarms) {
+      a.addAlarmAction(notify);
+      a.addOkAction(notify);
+    }
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: prefix });
     for (const cell of regionCells) {

@@ -108,6 +108,20 @@ describe('RouterStack', () => {
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'orders-router-eu-west-1-main-stale-mapping', Threshold: 600, TreatMissingData: 'breaching' });
   });
 
+  it('sends every router alarm, composites included, to an encrypted topic on ALARM and on OK', () => {
+    const topics = t.findResources('AWS::SNS::Topic');
+    const [topicId] = Object.entries(topics).find(([, r]) => r.Properties.TopicName === 'orders-router-eu-west-1-alarms')!;
+    expect(topics[topicId].Properties.KmsMasterKeyId).toBeDefined();
+    // Ours, by name (the services' target-tracking alarms belong to auto scaling and page nobody).
+    const alarms = [...Object.values(t.findResources('AWS::CloudWatch::Alarm')), ...Object.values(t.findResources('AWS::CloudWatch::CompositeAlarm'))]
+      .filter((a) => String(a.Properties.AlarmName).startsWith('orders-router-eu-west-1-'));
+    expect(alarms.length).toBe(5 * 2 + 2 + 4); // five per group, a composite per group, one per cell of the region
+    for (const alarm of alarms) {
+      expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[{ Ref: topicId }], [{ Ref: topicId }]]);
+    }
+    t.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true, KeyPolicy: Match.objectLike({ Statement: Match.arrayWith([Match.objectLike({ Principal: { Service: 'cloudwatch.amazonaws.com' } })]) }) });
+  });
+
   it('has a dashboard with a row per cell and per router group', () => {
     const [dashboard] = Object.values(t.findResources('AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
