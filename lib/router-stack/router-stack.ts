@@ -28,6 +28,9 @@ export const mappingBucketRegion = (fleet: Fleet) => Object.keys(fleet.regions)[
 
 const EMF = 'CellRouter';
 
+/** Cells per router dashboard page: 3 widgets each, leaving room for the router groups' rows. */
+export const CELLS_PER_DASHBOARD = 150;
+
 /**
  * The routers of one region, in the router account: a VPC over at least three AZs, one interface
  * endpoint (and security group) per cell of the region, the router groups as Fargate services
@@ -40,6 +43,8 @@ export class RouterStack extends Stack {
   public readonly mappingBucket?: MappingBucket;
   public readonly cellEndpoints: ReadonlyMap<string, ec2.InterfaceVpcEndpoint>;
   public readonly alarms: readonly cloudwatch.IAlarm[];
+  /** The region's router dashboard, then one more per `CELLS_PER_DASHBOARD` cells past the first page. */
+  public readonly dashboards: readonly cloudwatch.Dashboard[];
   /** Every router alarm of the region notifies this topic on ALARM and OK: subscribe on-call here. */
   public readonly alarmTopic: sns.Topic;
   private readonly zones: readonly string[];
@@ -222,21 +227,26 @@ export class RouterStack extends Stack {
       a.addOkAction(notify);
     }
 
-    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: prefix });
-    for (const cell of regionCells) {
-      dashboard.addWidgets(
-        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: requests`, width: 8, left: fleet.router.groups.map((g) => cellMetric(cell.id, 'Requests', g.name)) }),
-        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: 5xx`, width: 8, left: fleet.router.groups.map((g) => cellMetric(cell.id, 'Responses5xx', g.name)) }),
-        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: queue time`, width: 8, left: fleet.router.groups.map((g) => new cloudwatch.Metric({ namespace: EMF, metricName: 'QueueTime', dimensionsMap: { RouterGroup: g.name, Cell: cell.id }, statistic: 'p99', period: Duration.minutes(1) })) }),
-      );
-    }
+    // CloudWatch allows 500 widgets per dashboard: the router groups and the first cells on
+    // `<prefix>`, then further pages of cells (`<prefix>-cells-2`, …), each well under the limit.
+    const dashboards = [new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: prefix })];
     for (const group of fleet.router.groups) {
-      dashboard.addWidgets(
+      dashboards[0].addWidgets(
         new cloudwatch.GraphWidget({ title: `group ${group.name}: mapping version`, width: 8, left: [groupMetric(group.name, 'MappingVersion', 'Minimum'), groupMetric(group.name, 'MappingVersion', 'Maximum')] }),
         new cloudwatch.GraphWidget({ title: `group ${group.name}: seconds since refresh`, width: 8, left: [groupMetric(group.name, 'SecondsSinceRefresh', 'Maximum')] }),
         new cloudwatch.GraphWidget({ title: `group ${group.name}: requests, 4xx, 5xx`, width: 8, left: ['Requests', 'Responses4xx', 'Responses5xx'].map((m) => groupMetric(group.name, m)) }),
       );
     }
+    regionCells.forEach((cell, i) => {
+      const page = Math.floor(i / CELLS_PER_DASHBOARD);
+      dashboards[page] ??= new cloudwatch.Dashboard(this, `Dashboard${page + 1}`, { dashboardName: `${prefix}-cells-${page + 1}` });
+      dashboards[page].addWidgets(
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: requests`, width: 8, left: fleet.router.groups.map((g) => cellMetric(cell.id, 'Requests', g.name)) }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: 5xx`, width: 8, left: fleet.router.groups.map((g) => cellMetric(cell.id, 'Responses5xx', g.name)) }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: queue time`, width: 8, left: fleet.router.groups.map((g) => new cloudwatch.Metric({ namespace: EMF, metricName: 'QueueTime', dimensionsMap: { RouterGroup: g.name, Cell: cell.id }, statistic: 'p99', period: Duration.minutes(1) })) }),
+      );
+    });
+    this.dashboards = dashboards;
     new CfnOutput(this, 'LoadBalancerDns', { value: this.loadBalancer.loadBalancerDnsName });
   }
 

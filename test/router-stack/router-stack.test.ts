@@ -1,8 +1,8 @@
 import { Template, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { Fleet } from '../../lib/fleet';
-import { RouterStack } from '../../lib/router-stack';
-import { cdkApp, exampleFleet } from '../support/fleet';
+import { Fleet, generateFleet } from '../../lib/fleet';
+import { CELLS_PER_DASHBOARD, RouterStack } from '../../lib/router-stack';
+import { cdkApp, exampleFleet, exampleInput, resolve } from '../support/fleet';
 
 describe('RouterStack', () => {
   let fleet: Fleet;
@@ -127,6 +127,22 @@ describe('RouterStack', () => {
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const cell of ['canary-eu', 'eu-1', 'eu-2', 'eu-3']) expect(body).toContain(`cell ${cell}: requests`);
     for (const group of ['canary', 'main']) expect(body).toContain(`group ${group}: mapping version`);
+  });
+
+  it('pages the dashboard so that none exceeds CloudWatch\'s 500 widgets, whatever the number of cells', () => {
+    const names = (tpl: Template) => Object.values(tpl.findResources('AWS::CloudWatch::Dashboard')).map((d) => d.Properties.DashboardName as string);
+    expect(names(t)).toEqual(['orders-router-eu-west-1']);
+    // 2 regions: the first gets cells 0, 2, 4, … (one more than a page and a half).
+    const large = resolve(generateFleet(exampleInput(), 2 * (CELLS_PER_DASHBOARD + 80)));
+    const stack = new RouterStack(cdkApp(), 'router-large', { fleet: large, region: 'eu-west-1' });
+    const template = Template.fromStack(stack);
+    const bodies = Object.values(template.findResources('AWS::CloudWatch::Dashboard')).map((d) => JSON.stringify(d.Properties.DashboardBody));
+    const widgets = bodies.map((b) => (b.match(/\\"type\\":\\"metric\\"/g) ?? []).length);
+    expect(names(template)).toEqual(['orders-router-eu-west-1', 'orders-router-eu-west-1-cells-2']);
+    expect(stack.dashboards).toHaveLength(2);
+    expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 3 * large.router.groups.length, 3 * 80]);
+    expect(Math.max(...widgets)).toBeLessThanOrEqual(500);
+    for (const cell of large.cells.filter((c) => c.region === 'eu-west-1')) expect(bodies.some((b) => b.includes(`cell ${cell.id}: requests`))).toBe(true);
   });
 
   it('has no unacknowledged AwsSolutions finding', () => {
