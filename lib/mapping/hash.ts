@@ -9,7 +9,8 @@ import { createHash } from 'crypto';
  * Non-ASCII input falls back to Node's SHA-256 over the UTF-8 bytes. Tests check both against
  * `crypto` on random inputs of every length around the block boundaries.
  */
-const K = new Int32Array([
+/** SHA-256 round constants (FIPS 180-4 §4.2.2). */
+export const SHA256_K: readonly number[] = [
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
   0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
   0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -18,7 +19,13 @@ const K = new Int32Array([
   0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
   0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
   0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-]);
+];
+
+/** SHA-256 initial hash value (FIPS 180-4 §5.3.3). */
+export const SHA256_IV: readonly number[] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
+const K = new Int32Array(SHA256_K);
+const IV = new Int32Array(SHA256_IV);
 
 /**
  * SHA-256 first word of an ASCII string, or -1 when the string has a non-ASCII character (the
@@ -31,8 +38,7 @@ export function createAsciiHasher(): (key: string) => number {
   return (key: string): number => {
     const length = key.length;
     const blocks = ((length + 8) >>> 6) + 1;
-    let h0 = 0x6a09e667 | 0, h1 = 0xbb67ae85 | 0, h2 = 0x3c6ef372 | 0, h3 = 0xa54ff53a | 0;
-    let h4 = 0x510e527f | 0, h5 = 0x9b05688c | 0, h6 = 0x1f83d9ab | 0, h7 = 0x5be0cd19 | 0;
+    let h0 = IV[0], h1 = IV[1], h2 = IV[2], h3 = IV[3], h4 = IV[4], h5 = IV[5], h6 = IV[6], h7 = IV[7];
     let high = 0;
     for (let block = 0; block < blocks; block++) {
       const base = block << 6;

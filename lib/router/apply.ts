@@ -26,9 +26,14 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
     exact: Object.entries(doc.overrides.exact).map(([key, cell]) => [key, slotOf(cell)]),
     prefix: Object.entries(doc.overrides.prefix).map(([prefix, cell]) => [prefix, slotOf(cell)]),
     buckets: doc.buckets.flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, slotOf(range.cell)])),
-    cells: [...slots.entries()].map(([cell, slot]) => [slotName(slot), cell]),
+    cells: slotRegistry(slots),
     meta: [['version', String(doc.version)]],
   };
+}
+
+/** The cells map: slot → cell, the agent's record of which slot serves which cell. */
+function slotRegistry(slots: ReadonlyMap<string, number>): [string, string][] {
+  return [...slots.entries()].map(([cell, slot]) => [slotName(slot), cell]);
 }
 
 /** Renders map entries as a map file. */
@@ -156,7 +161,7 @@ export class MappingApplier {
     // still name), then the routes, then the exact cell set.
     const union = new Map([...before, ...slots]);
     const contents = mapContents(doc, slots);
-    await this.replaceMap('cells', mapContents(doc, union).cells);
+    await this.replaceMap('cells', slotRegistry(union));
     for (const name of ['exact', 'prefix', 'buckets', 'meta'] as const) {
       await this.replaceMap(name, contents[name]);
     }

@@ -90,7 +90,7 @@ function jsonError(status: number, error: string): string {
  * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
  * agent swaps atomically at runtime, and one backend slot per cell with its own maxconn and a
  * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
- * never goes to a second cell. The hot path is kept to one variable and three map lookups, since
+ * never goes to a second cell. The hot path has no variables and three map lookups, since
  * every rule costs throughput (`npm run bench:router`).
  */
 export function renderHaproxyConfig(o: HaproxyConfigOptions): string {

@@ -6,7 +6,7 @@ import {
   ConcurrentWriteError, groupKey, mappingHistory, MappingStore, PublishRefusedError, publishMapping, rollbackMapping, StoreError, versionKey,
 } from '../../lib/mapping-store';
 import { NOW, sampleMapping } from '../support/mapping';
-import { LocalS3, startLocalS3 } from '../support/s3';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const GROUPS = ['canary', 'main', 'tail'];
 
@@ -15,7 +15,7 @@ describe('publishing to an S3-compatible bucket', () => {
   let client: S3Client;
   beforeAll(async () => {
     s3 = await startLocalS3();
-    client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts: 1 });
+    client = localS3Client(s3, 1);
   });
   afterAll(async () => {
     client.destroy();

@@ -4,7 +4,7 @@ import { addCell, drainCell, initialMapping, lookup, MappingDocument, pinKey } f
 import { groupKey, MappingStore, publishMapping } from '../../lib/mapping-store';
 import { LocalRouter, S3MappingSource, startLocalRouter } from '../../lib/router';
 import { FakeCell, freePort, load, routed, startCell } from '../support/cells';
-import { LocalS3, startLocalS3 } from '../support/s3';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 const GROUP = 'canary';
@@ -23,7 +23,7 @@ describe('the mapping agent with a router group in S3', () => {
 
   beforeAll(async () => {
     s3 = await startLocalS3();
-    client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts: 1 });
+    client = localS3Client(s3, 1);
     store = new MappingStore(client, s3.bucket);
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c', 'cell-d'].map((name) => startCell(name)));
     v1 = initialMapping(cells.slice(0, 4).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);

@@ -2,7 +2,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { initialMapping } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
 import { S3MappingSource } from '../../lib/router';
-import { LocalS3, startLocalS3 } from '../support/s3';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -12,7 +12,7 @@ describe('S3MappingSource', () => {
 
   beforeAll(async () => {
     s3 = await startLocalS3();
-    client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts: 1 });
+    client = localS3Client(s3, 1);
     const doc = initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 1024, NOW);
     await publishMapping(new MappingStore(client, s3.bucket), doc, { groups: ['main'], bakeSeconds: 0 });
   });

@@ -5,7 +5,7 @@ import { initialMapping, lookup, MappingDocument, pinKey, unpinKey } from '../..
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
 import { LocalRouter, S3MappingSource, startLocalRouter } from '../../lib/router';
 import { FakeCell, freePort, load, percentile, routed, startCell } from '../support/cells';
-import { LocalS3, startLocalS3 } from '../support/s3';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -38,7 +38,7 @@ describe('the router under load', () => {
 
   beforeAll(async () => {
     s3 = await startLocalS3();
-    client = new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    client = localS3Client(s3);
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(new MappingStore(client, s3.bucket), doc, { groups: ['main'], bakeSeconds: 0 });

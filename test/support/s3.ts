@@ -3,6 +3,7 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { S3Client } from '@aws-sdk/client-s3';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const S3rver = require('s3rver');
 
@@ -130,4 +131,9 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
       fs.rmSync(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** An SDK client for the local server (path-style, its fixed credentials). `maxAttempts` 1: no retries. */
+export function localS3Client(s3: LocalS3, maxAttempts?: number): S3Client {
+  return new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts });
 }
