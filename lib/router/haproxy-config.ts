@@ -43,6 +43,9 @@ export const MAP_FILES = {
 
 export const slotName = (slot: number) => `slot${slot}`;
 
+/** Where requests with a missing or invalid key go: 400 with a JSON body saying which. */
+export const BAD_KEY_BACKEND = 'bad_key';
+
 /** Where requests go when no route matched: 503, no mapping loaded. */
 export const NO_MAPPING_BACKEND = 'no_mapping';
 
@@ -90,7 +93,7 @@ function jsonError(status: number, error: string): string {
  * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
  * agent swaps atomically at runtime, and one backend slot per cell with its own maxconn and a
  * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
- * never goes to a second cell. The hot path has no variables and three map lookups, since
+ * never goes to a second cell. The hot path has no variables, one regex and three map lookups, since
  * every rule costs throughput (`npm run bench:router`).
  */
 export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
@@ -149,8 +152,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   lines.push(
     'frontend router',
     `  bind ${o.bind.address}:${o.bind.port}`,
-    `  ${jsonError(400, 'missing partition key')} if !{ ${key} -m found } or { ${key} -m len 0 }`,
-    `  ${jsonError(400, 'invalid partition key')} if !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
+    // A good key costs one regex here; a missing key fails it too (no sample), and which 400 to
+    // answer is worked out only on that path, in the bad-key backend.
+    `  use_backend ${BAD_KEY_BACKEND} if !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
     // Exact, then longest prefix, then the bucket: each map names the cell's backend slot. The
     // bucket is an integer below 2^20, which HAProxy casts to the IPv4 address with that value, so
     // bucket ranges are stored as a few networks and found by one longest-prefix tree lookup.
@@ -167,6 +171,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     );
   }
   lines.push(
+    '',
+    `backend ${BAD_KEY_BACKEND}`,
+    `  ${jsonError(400, 'missing partition key')} if !{ ${key} -m found } or { ${key} -m len 0 }`,
+    `  ${jsonError(400, 'invalid partition key')}`,
     '',
     `backend ${NO_MAPPING_BACKEND}`,
     // Never true; keeps the cells and version maps loaded so the agent can update them either way.

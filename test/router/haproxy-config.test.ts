@@ -31,17 +31,22 @@ describe('renderHaproxyConfig', () => {
       }
       expect(answer).toMatchObject({ status: 503, retryAfter: '5', cell: undefined });
       expect(JSON.parse(answer.body)).toEqual({ error: 'no mapping loaded' });
-      expect((await routed(agent, port, undefined)).status).toBe(400);
+      const missing = await routed(agent, port, undefined);
+      expect([missing.status, JSON.parse(missing.body)]).toEqual([400, { error: 'missing partition key' }]);
+      const invalid = await routed(agent, port, 'bad key');
+      expect([invalid.status, JSON.parse(invalid.body)]).toEqual([400, { error: 'invalid partition key' }]);
     } finally {
       haproxy.kill('SIGKILL');
     }
   });
 
-  it('computes the DESIGN.md bucket and looks up exact, then prefix, then bucket', () => {
+  it('checks the key, then computes the DESIGN.md bucket and looks up exact, then prefix, then bucket', () => {
     const config = renderHaproxyConfig(options('/state'));
     const lines = config.split('\n').map((l) => l.trim());
     const at = (s: string) => lines.findIndex((l) => l.includes(s));
     expect(config).toContain('sha2(256),bytes(0,4),hex,hex2i,and(16383)');
+    expect(at('use_backend bad_key if !{ req.fhdr(x-tenant-id) -m reg')).toBeGreaterThan(at('frontend router'));
+    expect(at('use_backend bad_key')).toBeLessThan(at('map_str(/state/exact.map)'));
     expect(at('map_str(/state/exact.map)')).toBeLessThan(at('map_beg(/state/prefix.map)'));
     expect(at('map_beg(/state/prefix.map)')).toBeLessThan(at('map_ip(/state/buckets.map)'));
     expect(at('map_ip(/state/buckets.map)')).toBeLessThan(at('default_backend no_mapping'));
