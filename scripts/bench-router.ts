@@ -12,6 +12,7 @@
  */
 import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, MappingDocument, pinKey } from '../lib/mapping';
@@ -33,15 +34,17 @@ async function sleep(ms: number) {
 interface Result { rps: number; p50: number; p99: number; requests: number }
 
 /**
- * wrk against a port with a random tenant key per request. `paceMs` makes every connection wait
- * between requests (open-ish loop), so `connections / paceMs` sets the offered load.
+ * wrk against a port with a random tenant key per request. `paceMs` makes every connection wait a
+ * random 0 to 2·paceMs milliseconds between requests, so `connections / paceMs` sets the offered
+ * load. The wait is random so the connections drift apart: with one fixed wait they stay in step
+ * and arrive as bursts of every connection at once, whose queueing then dominates the p99.
  */
 function wrk(dir: string, port: number, connections: number, paceMs?: number): Result {
   const script = path.join(dir, `wrk-${port}-${connections}.lua`);
   fs.writeFileSync(script, [
     'math.randomseed(42)',
     'request = function() return wrk.format(nil, "/", { ["x-tenant-id"] = "tenant-" .. math.random(1, 100000) }) end',
-    paceMs ? `delay = function() return ${paceMs} end` : '',
+    paceMs ? `delay = function() return math.random(0, ${2 * paceMs}) end` : '',
     'done = function(summary, latency, requests)',
     '  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))',
     'end',
@@ -85,6 +88,55 @@ function measure(dir: string, targets: readonly Target[], connections: number, p
   }]));
 }
 
+/**
+ * A copy of the router's state directory and configuration whose frontend listens on `port`;
+ * `rules`, when given, replace the frontend's routing rules.
+ */
+function copyRouter(stateDir: string, to: string, port: number, rules?: string): string {
+  fs.cpSync(stateDir, to, { recursive: true, filter: (f) => !f.endsWith('.sock') });
+  const config = fs.readFileSync(path.join(to, 'haproxy.cfg'), 'utf8').split(stateDir).join(to);
+  const copy = rules === undefined
+    ? config.replace(/(frontend router\n  bind )[^\n]*\n/, `$1127.0.0.1:${port}\n`)
+    : config.replace(/(frontend router\n  bind )[^\n]*\n[\s\S]*?\n\n/, `$1127.0.0.1:${port}\n${rules}\n\n`);
+  if (copy === config) throw new Error('could not derive a proxy from the router configuration');
+  fs.writeFileSync(path.join(to, 'haproxy.cfg'), copy);
+  return path.join(to, 'haproxy.cfg');
+}
+
+async function listening(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+      socket.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on :${port} after ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+/**
+ * User-space instructions HAProxy executes per request with this configuration, counted by
+ * callgrind between a reset and a dump around a short wrk run. Unlike time, this does not vary
+ * from run to run, so it shows what a configuration change costs even on a noisy machine.
+ */
+async function instructionsPerRequest(dir: string, name: string, config: string, port: number): Promise<number> {
+  const out = path.join(dir, `callgrind-${name}`);
+  const valgrind = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'haproxy', '-f', config, '-db'], { stdio: 'ignore' });
+  try {
+    await listening(port, 60_000);
+    spawnSync('callgrind_control', ['-z', String(valgrind.pid)]);
+    const { requests } = wrk(dir, port, 8);
+    spawnSync('callgrind_control', ['-d', String(valgrind.pid)]);
+    const summary = /^summary: (\d+)$/m.exec(fs.readFileSync(`${out}.1`, 'utf8'));
+    if (!summary) throw new Error(`no callgrind summary in ${out}.1`);
+    return Number(summary[1]) / requests;
+  } finally {
+    valgrind.kill('SIGKILL');
+  }
+}
+
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-router-'));
   // The backend: an HAProxy answering 200 itself, so the backend is never the bottleneck.
@@ -116,13 +168,8 @@ async function main() {
   // The same HAProxy configuration as the router, routing rules taken out: every request to the
   // first cell's backend (address and state from the router's saved server state).
   const routerPid = Number(/Pid: (\d+)/.exec(await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).send('show info'))?.[1]);
-  const sameDir = path.join(dir, 'plain-same');
-  fs.cpSync(router.stateDir, sameDir, { recursive: true, filter: (f) => !f.endsWith('.sock') });
-  const routerCfg = fs.readFileSync(path.join(sameDir, 'haproxy.cfg'), 'utf8').split(router.stateDir).join(sameDir);
-  const sameCfg = routerCfg.replace(/(frontend router\n  bind )[^\n]*\n[\s\S]*?\n\n/, '$1127.0.0.1:19004\n  default_backend slot0\n\n');
-  if (sameCfg === routerCfg) throw new Error('could not derive the plain proxy from the router configuration');
-  fs.writeFileSync(path.join(sameDir, 'haproxy.cfg'), sameCfg);
-  const same = start(pin(0, ['haproxy', '-f', path.join(sameDir, 'haproxy.cfg'), '-db']));
+  const sameCfg = copyRouter(router.stateDir, path.join(dir, 'plain-same'), 19004, '  default_backend slot0');
+  const same = start(pin(0, ['haproxy', '-f', sameCfg, '-db']));
   processes.push(same);
   await sleep(1000);
 
@@ -135,13 +182,24 @@ async function main() {
   ], CONNECTIONS);
   const plain = full.get('plain')!;
   const routed = full.get('router')!;
-  // Half of the plain proxy's maximum: connections each pacing 2 ms between requests.
+  // Half of the plain proxy's maximum: connections each waiting 2 ms on average between requests.
   const half = Math.round(plain.rps / 2);
   // Each paced connection sends one request per (2 ms + its latency): calibrate the connection
   // count on the plain proxy so the offered load really is half the maximum.
   const calibration = wrk(dir, 19004, Math.max(1, Math.round((half * 2) / 1000)), 2);
   const paced = Math.max(1, Math.round((half * 2) / 1000 * (half / calibration.rps)));
   const halfLoad = measure(dir, [{ name: 'plain', port: 19004 }, { name: 'router', port: 19003 }], paced, 2);
+
+  // The same two configurations under callgrind, each on its own port: instructions per request.
+  let instructions: { plain: number; router: number } | undefined;
+  if (!spawnSync('valgrind', ['--version']).error) {
+    const plainCopy = copyRouter(router.stateDir, path.join(dir, 'plain-count'), 19005, '  default_backend slot0');
+    const routerCopy = copyRouter(router.stateDir, path.join(dir, 'router-count'), 19006);
+    instructions = {
+      plain: await instructionsPerRequest(dir, 'plain', plainCopy, 19005),
+      router: await instructionsPerRequest(dir, 'router', routerCopy, 19006),
+    };
+  }
 
   // Applying a large document: 16384 buckets and 10,000 exact overrides.
   const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
@@ -172,9 +230,12 @@ async function main() {
   process.stdout.write(`\nrouter / plain throughput: ${median(perRound).toFixed(2)}x, median of the per-round ratios (target >= 0.9x); rounds: ${perRound.map((r) => r.toFixed(2)).join(' ')}\n`);
   process.stdout.write(`ratio of the medians: ${(routed.rps / plain.rps).toFixed(2)}x; against the minimal plain proxy ${(routed.rps / minimal.rps).toFixed(2)}x\n`);
   process.stdout.write(`router / plain CPU per request: ${(routed.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x (${us(routed.cpuPerRequest)} vs ${us(plain.cpuPerRequest)} µs)\n`);
+  process.stdout.write(instructions
+    ? `user-space instructions per request (callgrind): router ${Math.round(instructions.router)}, plain ${Math.round(instructions.plain)} (${(instructions.router / instructions.plain).toFixed(2)}x)\n`
+    : 'user-space instructions per request: skipped, valgrind is not installed (apt-get install -y valgrind)\n');
   process.stdout.write(`p99 added at half load: ${(halfLoad.get('router')!.p99 - halfLoad.get('plain')!.p99).toFixed(2)} ms over the plain proxy (target < 1 ms)\n`);
   process.stdout.write(`apply 16384 buckets + 10,000 overrides: ${applyMs.toFixed(0)} ms (target < 1000 ms)\n`);
-  process.stdout.write(`wrk, 1 thread, ${CONNECTIONS} connections (paced runs: ${paced} connections, 2 ms apart), ${ROUNDS} interleaved rounds of ${DURATION} s, random tenant keys; proxies pinned to CPU 0, wrk and backend to CPU 1; ${os.cpus().length} cores\n`);
+  process.stdout.write(`wrk, 1 thread, ${CONNECTIONS} connections (paced runs: ${paced} connections, each waiting 0-4 ms at random between requests), ${ROUNDS} interleaved rounds of ${DURATION} s, random tenant keys; proxies pinned to CPU 0, wrk and backend to CPU 1; ${os.cpus().length} cores\n`);
 }
 
 main().then(() => process.exit(0), (error) => {
