@@ -12,7 +12,14 @@ import { grantMappingRead } from './mapping-bucket';
 export const REPO_ROOT = path.join(__dirname, '..', '..');
 export const ROUTER_PORT = 8080;
 export const AGENT_HEALTH_PORT = 8081;
-const STATE_DIR = '/var/lib/cell-router';
+/**
+ * The task volume HAProxy and the agent share (map files, server state, last-known-good). The
+ * HAProxy image declares it a VOLUME so ECS copies the generated maps into it, owned by the user
+ * both containers run as.
+ */
+export const STATE_DIR = '/var/lib/cell-router';
+/** uid:gid of the official HAProxy image's `haproxy` user; the agent container runs as it too. */
+export const ROUTER_USER = '99:99';
 
 export interface RouterGroupProps {
   readonly name: string;
@@ -49,6 +56,7 @@ export class RouterGroup extends Construct {
     const haproxy = this.taskDefinition.addContainer('haproxy', {
       image: props.images.haproxy,
       essential: true,
+      user: ROUTER_USER,
       portMappings: [{ containerPort: ROUTER_PORT }, { containerPort: 8404 }],
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-haproxy` }),
       ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65536, hardLimit: 65536 }],
@@ -57,6 +65,7 @@ export class RouterGroup extends Construct {
     const agent = this.taskDefinition.addContainer('agent', {
       image: props.images.agent,
       essential: true,
+      user: ROUTER_USER,
       portMappings: [{ containerPort: AGENT_HEALTH_PORT }],
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-agent` }),
       environment: {

@@ -1,3 +1,5 @@
+import * as fs from 'fs';
+import { Stage } from 'aws-cdk-lib';
 import { Template, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet, generateFleet } from '../../lib/fleet';
@@ -78,6 +80,10 @@ describe('RouterStack', () => {
     for (const task of tasks) {
       expect(task.Properties.ContainerDefinitions.map((c: { Name: string }) => c.Name)).toEqual(['haproxy', 'agent']);
       expect(task.Properties.Volumes).toEqual([{ Name: 'state' }]);
+      // Both containers share the state volume as the same user, so the agent can write the maps HAProxy reads.
+      for (const c of task.Properties.ContainerDefinitions) {
+        expect(c).toMatchObject({ User: '99:99', MountPoints: [{ ContainerPath: '/var/lib/cell-router', SourceVolume: 'state', ReadOnly: false }] });
+      }
     }
     t.resourceCountIs('AWS::ApplicationAutoScaling::ScalingPolicy', 4 + 2); // CPU target + connection steps (2 policies) per group
   });
@@ -143,6 +149,9 @@ describe('RouterStack', () => {
     expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 3 * large.router.groups.length, 3 * 80]);
     expect(Math.max(...widgets)).toBeLessThanOrEqual(500);
     for (const cell of large.cells.filter((c) => c.region === 'eu-west-1')) expect(bodies.some((b) => b.includes(`cell ${cell.id}: requests`))).toBe(true);
+    // 230 cells in one region: the template as written still fits CloudFormation's 1 MB (compact JSON).
+    const written = (stack.node.root as Stage).synth().getStackArtifact(stack.artifactId).templateFullPath;
+    expect(fs.statSync(written).size).toBeLessThan(1_000_000);
   });
 
   it('has no unacknowledged AwsSolutions finding', () => {

@@ -129,7 +129,10 @@ describe('the mapping agent with a router group in S3', () => {
 
   it('emits EMF metrics: version, refresh age, rejections, and per-cell traffic', async () => {
     await Promise.all(Array.from({ length: 30 }, (_, i) => routed(agent, port, `metric-${i}`)));
+    // Bad keys are answered by the bad_key backend; the frontend still counts their 400s.
+    await Promise.all(Array.from({ length: 5 }, () => routed(agent, port, 'bad key')));
     const lines = (await router.agent.metrics()).map((l) => JSON.parse(l));
+    expect(lines[0].Responses4xx).toBeGreaterThanOrEqual(5);
     expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: 5, FetchErrors: 4 });
     expect(lines[0].Requests).toBeGreaterThanOrEqual(30);
     expect(lines[0]._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual([
