@@ -62,9 +62,17 @@ export class RouterGroup extends Construct {
       ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65536, hardLimit: 65536 }],
     });
     haproxy.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
+    // The agent is not essential: when it dies, HAProxy keeps serving the maps it has and ECS restarts
+    // the agent in place, which re-reads the last-known-good from the shared volume. An essential
+    // agent would take HAProxy and every open connection down with it. Exit code 2 is a
+    // configuration error that a restart cannot fix; the task then fails its readiness check
+    // (served by the agent) and ECS replaces it, as it does when the agent dies within a minute.
     const agent = this.taskDefinition.addContainer('agent', {
       image: props.images.agent,
-      essential: true,
+      essential: false,
+      enableRestartPolicy: true,
+      restartAttemptPeriod: Duration.seconds(60),
+      restartIgnoredExitCodes: [2],
       user: ROUTER_USER,
       portMappings: [{ containerPort: AGENT_HEALTH_PORT }],
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-agent` }),

@@ -84,6 +84,10 @@ describe('RouterStack', () => {
       for (const c of task.Properties.ContainerDefinitions) {
         expect(c).toMatchObject({ User: '99:99', MountPoints: [{ ContainerPath: '/var/lib/cell-router', SourceVolume: 'state', ReadOnly: false }] });
       }
+      // HAProxy is the task; the agent dying must not take it down, so ECS restarts the agent in place.
+      const [haproxy, agent] = task.Properties.ContainerDefinitions;
+      expect(haproxy.Essential).toBe(true);
+      expect(agent).toMatchObject({ Essential: false, RestartPolicy: { Enabled: true, RestartAttemptPeriod: 60, IgnoredExitCodes: [2] } });
     }
     t.resourceCountIs('AWS::ApplicationAutoScaling::ScalingPolicy', 4 + 2); // CPU target + connection steps (2 policies) per group
   });
