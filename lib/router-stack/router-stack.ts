@@ -54,8 +54,8 @@ export class RouterStack extends Stack {
       stackName: routerStackName(fleet, region),
       description: `${fleet.app} routers in ${region}`,
       terminationProtection: true,
-      // Compact JSON: a region's per-cell endpoints, alarms and dashboard widgets keep the template
-      // under CloudFormation's 1 MB for about 3x as many cells as indented JSON (see README).
+      // Compact JSON: with a region's per-cell endpoints, alarms and dashboard widgets the template
+      // stays under CloudFormation's 1 MB up to about 320 cells, against 220 indented (see README).
       suppressTemplateIndentation: true,
       ...props,
       env: { account: fleet.accounts.router, region },
