@@ -4,7 +4,9 @@
  *   HAPROXY_ADMIN=127.0.0.1:9999          HAProxy's runtime API (shared task localhost)
  *   STATE_DIR=/var/lib/cell-router        map files (shared volume with HAProxy) and last-known-good
  *   SLOTS=64, POLL_SECONDS=5, HEALTH_PORT=8081, METRICS_SECONDS=60
- * AWS SDK settings come from the standard chain (task role, AWS_REGION, AWS_ENDPOINT_URL_S3).
+ * AWS SDK settings come from the standard chain (task role, AWS_REGION, AWS_ENDPOINT_URL_S3);
+ * S3_FORCE_PATH_STYLE=true for an S3-compatible store addressed by path (bucket not in the host).
+ * Exit code 2: a configuration error, which restarting the container does not fix.
  */
 import { S3Client } from '@aws-sdk/client-s3';
 import { MappingAgent, MappingApplier, RuntimeApi, S3MappingSource } from '../lib/router';
@@ -25,7 +27,7 @@ const stateDir = env('STATE_DIR', '/var/lib/cell-router');
 const api = new RuntimeApi(env('HAPROXY_ADMIN', '127.0.0.1:9999'));
 const agent = new MappingAgent({
   api,
-  source: new S3MappingSource(new S3Client({}), bucket, group),
+  source: new S3MappingSource(new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' }), bucket, group),
   applier: new MappingApplier(api, { stateDir, slots: Number(env('SLOTS', '64')) }),
   stateDir,
   group,
