@@ -278,7 +278,7 @@ export function mappingCommand(io: CliIo): Command {
       const doc = readMappingFile(file);
       const { store, fleet, bakeSeconds } = openStore(flags);
       const result = await publishMapping(store, doc, {
-        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : publishText(result));
     }));
@@ -287,7 +287,7 @@ export function mappingCommand(io: CliIo): Command {
     .action((flags: StoreFlags) => storeAction(async () => {
       const { store, fleet, bakeSeconds } = openStore(flags);
       const result = await rollbackMapping(store, {
-        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
     }));

@@ -60,11 +60,11 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
     .option('--port <port>', 'listener port', '8080')
     .option('--state-dir <dir>', 'map files and error files', '/var/lib/cell-router')
     .option('--admin-socket <address>', 'runtime API address (host:port shared with the agent container, or a unix socket path)', '127.0.0.1:9999')
-    .option('--slots <n>', 'backend slots', '64')
+    .option('--slots <n>', "backend slots (default: the fleet's router.slots)")
     .option('--stats-port <port>', 'Prometheus exporter and stats page, on 127.0.0.1', '8404')
     .option('--debug-headers', 'add x-cell and x-mapping-version')
     .option('--out-dir <dir>', 'write haproxy.cfg, 503.http and the empty map files there instead of printing the configuration')
-    .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots: string; statsPort: string; debugHeaders?: boolean; outDir?: string }) => {
+    .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots?: string; statsPort: string; debugHeaders?: boolean; outDir?: string }) => {
       const fleet = fleetFrom(flags.config);
       const socket = /^[\w.-]+:\d+$/.test(flags.adminSocket) ? `ipv4@${flags.adminSocket}` : flags.adminSocket;
       const config = renderHaproxyConfig({
@@ -73,7 +73,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         stateDir: flags.stateDir,
         partitionKey: fleet.partitionKey,
         bucketCount: fleet.bucketCount,
-        slots: Number(flags.slots),
+        slots: flags.slots === undefined ? fleet.router.slots : Number(flags.slots),
         cellMaxConn: 200,
         healthCheckPath: fleet.workload.healthCheckPath,
         debugHeaders: flags.debugHeaders,

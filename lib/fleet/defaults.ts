@@ -24,5 +24,16 @@ export const DEFAULT_ROUTER_GROUPS: readonly Required<RouterGroupConfig>[] = [
 export const DEFAULT_PUBLISH_BAKE_SECONDS = 300;
 export const DEFAULT_CELL_ENDPOINT_TEMPLATE = 'https://{cell}.{app}.cells.internal';
 
+/** The most backend slots a router may have (HAProxy backends per router task). */
+export const MAX_ROUTER_SLOTS = 1000;
+
+/**
+ * Router backend slots for a fleet of `cells`: twice the cells, rounded up to a multiple of 64, so
+ * the routers' configuration (and image) changes only every few dozen cells.
+ */
+export function defaultRouterSlots(cells: number): number {
+  return Math.min(MAX_ROUTER_SLOTS, Math.max(64, Math.ceil((2 * cells) / 64) * 64));
+}
+
 /** Bake times are bounded: under a minute watches nothing, over a day stalls every release. */
 export const BAKE_SECONDS_RANGE = { min: 60, max: 86_400 } as const;

@@ -147,6 +147,14 @@ export interface RouterConfig {
   readonly certificateArns?: Readonly<Record<string, string>>;
   /** Minutes without a successful mapping refresh before the staleness alarm. @default 10 */
   readonly stalenessMinutes?: number;
+  /**
+   * Backend slots in every router's HAProxy: the most cells the router can serve at once. A
+   * mapping change needs a slot for every cell of the old and the new document (a removed cell
+   * keeps its slot until routes have moved away), so at least the number of cells plus one.
+   * Baked into the router image; changing it rolls the routers out.
+   * @default twice the fleet's cells, rounded up to a multiple of 64 (at least 64, at most 1000)
+   */
+  readonly slots?: number;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -241,6 +249,7 @@ export interface Fleet {
     readonly keptVersions: number;
     readonly certificateArns: Readonly<Record<string, string>>;
     readonly stalenessMinutes: number;
+    readonly slots: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

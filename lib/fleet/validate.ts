@@ -1,6 +1,6 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
-  BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT,
+  BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
   DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS,
 } from './defaults';
 import { availabilityZoneProblems } from './regions';
@@ -166,6 +166,13 @@ function routerProblems(input: FleetInput): string[] {
   const bake = router.publishBakeSeconds;
   if (bake !== undefined && (!isInt(bake) || bake < 0 || bake > BAKE_SECONDS_RANGE.max)) {
     problems.push(`router.publishBakeSeconds: ${bake} must be whole seconds from 0 to ${BAKE_SECONDS_RANGE.max}`);
+  }
+  const cellCount = input.cells?.length ?? 0;
+  const slots = router.slots ?? defaultRouterSlots(cellCount);
+  if (router.slots !== undefined && (!isInt(router.slots) || router.slots < 2 || router.slots > MAX_ROUTER_SLOTS)) {
+    problems.push(`router.slots: ${router.slots} must be an integer from 2 to ${MAX_ROUTER_SLOTS}`);
+  } else if (slots < cellCount + 1) {
+    problems.push(`router.slots: ${slots} backend slots cannot serve ${cellCount} cells; a mapping change needs one slot per cell plus one for a cell being replaced: set at least ${cellCount + 1}${router.slots === undefined ? ` (the default stops at ${MAX_ROUTER_SLOTS})` : ' or leave it unset'}`);
   }
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^https?:\/\//.test(template) || !template.includes('{cell}')) {
@@ -364,6 +371,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
       keptVersions: input.router?.keptVersions ?? 20,
       certificateArns: input.router?.certificateArns ?? {},
       stalenessMinutes: input.router?.stalenessMinutes ?? 10,
+      slots: input.router?.slots ?? defaultRouterSlots(input.cells.length),
     },
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {

@@ -20,6 +20,8 @@ export interface PublishOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Progress lines for the operator. */
   readonly progress?: (line: string) => void;
+  /** Backend slots every router has (`router.slots`): a change may not need more. */
+  readonly routerSlots?: number;
 }
 
 export interface GroupResult {
@@ -59,6 +61,10 @@ export async function publishMapping(store: MappingStore, doc: MappingDocument, 
     const stored = await store.readGroup(group);
     if (stored && stored.document.version > doc.version) {
       throw new PublishRefusedError(`group \`${group}\` is at version ${stored.document.version}; version ${doc.version} is older. Make the change on top of the current document`);
+    }
+    const needed = new Set([...Object.keys(doc.cells), ...Object.keys(stored?.document.cells ?? {})]).size;
+    if (options.routerSlots !== undefined && needed > options.routerSlots) {
+      throw new PublishRefusedError(`group \`${group}\`: going to version ${doc.version} needs ${needed} backend slots at once (the cells of the current and the new document; a removed cell keeps its slot until routes have moved away), and routers have ${options.routerSlots} (router.slots). Remove cells in one version and add them in the next, or raise router.slots and deploy the routers first`);
     }
     current.set(group, stored);
   }

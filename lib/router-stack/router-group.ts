@@ -27,6 +27,8 @@ export interface RouterGroupProps {
   readonly subnets: ec2.SubnetSelection;
   readonly securityGroup: ec2.ISecurityGroup;
   readonly tasks: number;
+  /** Backend slots of the router image's HAProxy (the fleet's `router.slots`); the agent must agree. */
+  readonly slots: number;
   /** Upper bound for auto scaling. @default 4 × tasks */
   readonly maxTasks?: number;
   readonly targetGroup: elbv2.INetworkTargetGroup;
@@ -82,6 +84,7 @@ export class RouterGroup extends Construct {
         AWS_REGION: props.mappingBucketRegion,
         STATE_DIR,
         HAPROXY_ADMIN: '127.0.0.1:9999',
+        SLOTS: String(props.slots),
       },
     });
     agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });

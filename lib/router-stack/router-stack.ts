@@ -188,7 +188,7 @@ export class RouterStack extends Stack {
       });
       alarms.push(health);
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
-        name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks,
+        name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks, slots: fleet.router.slots,
         targetGroup, mappingBucket: fleet.router.mappingBucket, mappingBucketRegion: bucketRegion, images, healthAlarmName: health.alarmName,
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;

@@ -67,6 +67,9 @@ describe('cellctl router', () => {
     expect(fs.readdirSync(dir).sort()).toEqual(['503.http', 'buckets.map', 'cells.map', 'exact.map', 'haproxy.cfg', 'meta.map', 'prefix.map']);
     const check = spawnSync('haproxy', ['-c', '-f', path.join(dir, 'haproxy.cfg')], { encoding: 'utf8' });
     expect(check.status).toBe(0);
-    expect(fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8')).toContain('stats socket ipv4@127.0.0.1:9999 level admin');
+    const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
+    expect(config).toContain('stats socket ipv4@127.0.0.1:9999 level admin');
+    // As many backend slots as the fleet's router.slots (8 cells: the default 64).
+    expect(config.match(/^backend slot\d+$/gm)).toHaveLength(64);
   });
 });

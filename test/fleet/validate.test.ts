@@ -1,4 +1,4 @@
-import { FleetConfigError, FleetInput, fleetProblems, resolveFleet } from '../../lib/fleet';
+import { defaultRouterSlots, FleetConfigError, FleetInput, fleetProblems, resolveFleet } from '../../lib/fleet';
 import { validInput } from '../support/fleet';
 
 type Edit = (input: FleetInput) => FleetInput;
@@ -57,6 +57,8 @@ describe('fleetProblems', () => {
     ['duplicate router group', (i) => ({ ...i, router: { groups: [{ name: 'a' }, { name: 'a' }] } }), /`a` is listed twice/],
     ['bad mapping bucket', (i) => ({ ...i, router: { mappingBucket: 'Bad_Bucket' } }), /router.mappingBucket: `Bad_Bucket` is not a valid S3 bucket name/],
     ['endpoint template without {cell}', (i) => ({ ...i, router: { cellEndpointTemplate: 'https://x.example' } }), /must be an http\(s\) URL containing \{cell\}/],
+    ['fewer router slots than cells + 1', (i) => ({ ...i, router: { slots: i.cells.length } }), /router.slots: 8 backend slots cannot serve 8 cells; .* set at least 9 or leave it unset/],
+    ['router slots out of range', (i) => ({ ...i, router: { slots: 5000 } }), /router.slots: 5000 must be an integer from 2 to 1000/],
     ['account email without {cell}', (i) => ({ ...i, organization: { accountEmail: 'ops@example.com', organizationalUnitId: 'ou-ab12-cells001' } }), /organization.accountEmail: `ops@example.com` must be an email address containing \{cell\}/],
     ['bad OU id', (i) => ({ ...i, organization: { accountEmail: 'aws+{cell}@example.com', organizationalUnitId: 'cells' } }), /organization.organizationalUnitId: `cells` is not an OU id/],
     ['certificate from another account', editCell(1, { certificateArn: 'arn:aws:acm:eu-west-1:999999999999:certificate/abc' }), /certificateArn must be an ACM certificate in the cell's own account and region/],
@@ -77,6 +79,21 @@ describe('fleetProblems', () => {
     const accounts = Object.fromEntries(input.cells.map((c, i) => [c.id, String(555555555550 + i)]));
     expect(fleetProblems(input, accounts)).toEqual([]);
     expect(resolveFleet(input, accounts).cells[1].account).toBe('555555555551');
+  });
+});
+
+describe('defaultRouterSlots', () => {
+  it('gives twice the cells in multiples of 64, from 64 up to the 1000 HAProxy backends a router has', () => {
+    expect([1, 8, 32, 33, 40, 200, 499, 500, 2000].map(defaultRouterSlots)).toEqual([64, 64, 64, 128, 128, 448, 1000, 1000, 1000]);
+  });
+
+  it('leaves a fleet too large for one router generation with a clear problem', () => {
+    const input = validInput();
+    const many = Array.from({ length: 1000 }, (_, n) => ({ ...input.cells[1], id: `c-${n}`, cidr: `10.${100 + Math.floor(n / 16)}.${(n % 16) * 16}.0/20`, account: undefined }));
+    const problems = fleetProblems({ ...input, cells: [input.cells[0], ...many] }, Object.fromEntries(many.map((c, n) => [c.id, String(500000000000 + n)])));
+    expect(problems.filter((p) => p.startsWith('router.slots'))).toEqual([
+      expect.stringMatching(/^router.slots: 1000 backend slots cannot serve 1001 cells; .* set at least 1002 \(the default stops at 1000\)$/),
+    ]);
   });
 });
 
@@ -107,5 +124,6 @@ describe('resolveFleet', () => {
     expect(fleet.cells.filter((c) => c.canary).map((c) => c.id)).toEqual(['canary-eu']);
     expect(fleet.cells[0].availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
     expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
+    expect(fleet.router.slots).toBe(64);
   });
 });

@@ -67,6 +67,18 @@ describe('publishing to an S3-compatible bucket', () => {
     await expect(publishMapping(store, other, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/version 2 is already published with different content; publish version 3 instead/);
   });
 
+  it('refuses, writing nothing, a change that needs more backend slots than the routers have', async () => {
+    const n = Object.keys(v1.cells).length;
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0, routerSlots: n });
+    const v2 = addCell(v1, { id: 'cell-new', endpoint: 'https://cell-new.example' }, NOW);
+    await expect(publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, routerSlots: n }))
+      .rejects.toThrow(new RegExp(`group \`canary\`: going to version 2 needs ${n + 1} backend slots at once .* routers have ${n} \\(router.slots\\)`));
+    expect(await store.versions()).toEqual([1]);
+    expect((await store.readGroup('canary'))!.document.version).toBe(1);
+    await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, routerSlots: n + 1 });
+    expect((await store.readGroup('tail'))!.document.version).toBe(2);
+  });
+
   it('resumes an interrupted publish: the version object is reused, finished groups are skipped', async () => {
     await publishMapping(store, v1, { groups: GROUPS, onlyGroup: 'canary', bakeSeconds: 0 });
     const result = await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });

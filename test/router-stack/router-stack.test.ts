@@ -88,6 +88,8 @@ describe('RouterStack', () => {
       const [haproxy, agent] = task.Properties.ContainerDefinitions;
       expect(haproxy.Essential).toBe(true);
       expect(agent).toMatchObject({ Essential: false, RestartPolicy: { Enabled: true, RestartAttemptPeriod: 60, IgnoredExitCodes: [2] } });
+      // The agent uses as many backend slots as the image's HAProxy has: the fleet's router.slots.
+      expect(agent.Environment).toContainEqual({ Name: 'SLOTS', Value: String(fleet.router.slots) });
     }
     t.resourceCountIs('AWS::ApplicationAutoScaling::ScalingPolicy', 4 + 2); // CPU target + connection steps (2 policies) per group
   });
