@@ -155,6 +155,13 @@ export interface RouterConfig {
    * @default twice the fleet's cells, rounded up to a multiple of 64 (at least 64, at most 1000)
    */
   readonly slots?: number;
+  /**
+   * Requests one router task sends a cell at once; more wait in the cell's queue. This is what keeps
+   * a slow cell from holding every router connection. @default 200
+   */
+  readonly cellMaxConn?: number;
+  /** Milliseconds a request may wait in a saturated cell's queue before it gets 503 + Retry-After. @default 1000 */
+  readonly queueTimeoutMs?: number;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -250,6 +257,8 @@ export interface Fleet {
     readonly certificateArns: Readonly<Record<string, string>>;
     readonly stalenessMinutes: number;
     readonly slots: number;
+    readonly cellMaxConn: number;
+    readonly queueTimeoutMs: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

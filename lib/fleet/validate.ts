@@ -174,6 +174,12 @@ function routerProblems(input: FleetInput): string[] {
   } else if (slots < cellCount + 1) {
     problems.push(`router.slots: ${slots} backend slots cannot serve ${cellCount} cells; a mapping change needs one slot per cell plus one for a cell being replaced: set at least ${cellCount + 1}${router.slots === undefined ? ` (the default stops at ${MAX_ROUTER_SLOTS})` : ' or leave it unset'}`);
   }
+  if (router.cellMaxConn !== undefined && (!isInt(router.cellMaxConn) || router.cellMaxConn < 1 || router.cellMaxConn > 10_000)) {
+    problems.push(`router.cellMaxConn: ${router.cellMaxConn} must be an integer from 1 to 10000 (concurrent requests per cell per router task)`);
+  }
+  if (router.queueTimeoutMs !== undefined && (!isInt(router.queueTimeoutMs) || router.queueTimeoutMs < 1 || router.queueTimeoutMs > 60_000)) {
+    problems.push(`router.queueTimeoutMs: ${router.queueTimeoutMs} must be whole milliseconds from 1 to 60000`);
+  }
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^https?:\/\//.test(template) || !template.includes('{cell}')) {
     problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell}`);
@@ -372,6 +378,8 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fl
       certificateArns: input.router?.certificateArns ?? {},
       stalenessMinutes: input.router?.stalenessMinutes ?? 10,
       slots: input.router?.slots ?? defaultRouterSlots(input.cells.length),
+      cellMaxConn: input.router?.cellMaxConn ?? 200,
+      queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
     },
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {

@@ -71,5 +71,23 @@ describe('cellctl router', () => {
     expect(config).toContain('stats socket ipv4@127.0.0.1:9999 level admin');
     // As many backend slots as the fleet's router.slots (8 cells: the default 64).
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(64);
+    expect(config.match(/ maxconn 200$/gm)).toHaveLength(64);
+    expect(config).toContain('timeout queue 1000ms');
+  });
+
+  it('config: takes per-cell concurrency, queue timeout and slots from the fleet', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-config-fleet-'));
+    const source = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
+      .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`)
+      .replace('cellMaxConn: 200,', 'cellMaxConn: 50, slots: 20,')
+      .replace('queueTimeoutMs: 1000,', 'queueTimeoutMs: 250,');
+    fs.writeFileSync(path.join(dir, 'cells.config.ts'), source);
+    fs.copyFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), path.join(dir, 'cells.accounts.json'));
+    const result = spawnSync(process.execPath, [BIN, 'router', 'config', '--config', path.join(dir, 'cells.config.ts'), '--state-dir', dir, '--out-dir', dir], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect([result.status, result.stderr]).toEqual([0, expect.any(String)]);
+    const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
+    expect(config.match(/^backend slot\d+$/gm)).toHaveLength(20);
+    expect(config.match(/ maxconn 50$/gm)).toHaveLength(20);
+    expect(config).toContain('timeout queue 250ms');
   });
 });

@@ -58,6 +58,8 @@ describe('fleetProblems', () => {
     ['bad mapping bucket', (i) => ({ ...i, router: { mappingBucket: 'Bad_Bucket' } }), /router.mappingBucket: `Bad_Bucket` is not a valid S3 bucket name/],
     ['endpoint template without {cell}', (i) => ({ ...i, router: { cellEndpointTemplate: 'https://x.example' } }), /must be an http\(s\) URL containing \{cell\}/],
     ['fewer router slots than cells + 1', (i) => ({ ...i, router: { slots: i.cells.length } }), /router.slots: 8 backend slots cannot serve 8 cells; .* set at least 9 or leave it unset/],
+    ['router cellMaxConn zero', (i) => ({ ...i, router: { cellMaxConn: 0 } }), /router.cellMaxConn: 0 must be an integer from 1 to 10000/],
+    ['router queue timeout fractional', (i) => ({ ...i, router: { queueTimeoutMs: 1.5 } }), /router.queueTimeoutMs: 1.5 must be whole milliseconds/],
     ['router slots out of range', (i) => ({ ...i, router: { slots: 5000 } }), /router.slots: 5000 must be an integer from 2 to 1000/],
     ['account email without {cell}', (i) => ({ ...i, organization: { accountEmail: 'ops@example.com', organizationalUnitId: 'ou-ab12-cells001' } }), /organization.accountEmail: `ops@example.com` must be an email address containing \{cell\}/],
     ['bad OU id', (i) => ({ ...i, organization: { accountEmail: 'aws+{cell}@example.com', organizationalUnitId: 'cells' } }), /organization.organizationalUnitId: `cells` is not an OU id/],
@@ -124,6 +126,6 @@ describe('resolveFleet', () => {
     expect(fleet.cells.filter((c) => c.canary).map((c) => c.id)).toEqual(['canary-eu']);
     expect(fleet.cells[0].availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
     expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
-    expect(fleet.router.slots).toBe(64);
+    expect(fleet.router).toMatchObject({ slots: 64, cellMaxConn: 200, queueTimeoutMs: 1000 });
   });
 });
