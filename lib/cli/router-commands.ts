@@ -6,6 +6,14 @@ import { ERROR_503, HAPROXY_INSTALL_HINT, haproxyVersion, MAP_FILES, renderHapro
 import { fleetFrom } from './context';
 import { CliError, CliIo, readText } from './io';
 
+/** `--slots`: enough for every cell of the mapping, within what one HAProxy configuration holds. */
+function slotCount(value: string, cells: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new CliError(`--slots ${value}: give an integer from 1 to 1000`, 2);
+  if (n < cells) throw new CliError(`--slots ${value}: the mapping names ${cells} cells; give at least ${cells}`, 2);
+  return n;
+}
+
 function port(value: string, flag: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw new CliError(`${flag} ${value}: give a TCP port (1-65535)`, 2);
@@ -23,8 +31,8 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
     .requiredOption('--port <port>', 'port to listen on (127.0.0.1)')
     .option('--debug-headers', 'add x-cell and x-mapping-version to responses')
     .option('--config <file>', 'fleet config (partition key, bucket count, health-check path)', 'cells.config.ts')
-    .option('--slots <n>', 'backend slots (the most cells a mapping may reference)', '16')
-    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots: string }) => {
+    .option('--slots <n>', "backend slots, the most cells the mapping may name (default: the fleet's router.slots, else 64)")
+    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string }) => {
       const listen = port(flags.port, '--port');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
       const parsed = parseMapping(readText(flags.mapping));
@@ -37,7 +45,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         partitionKey: fleet?.partitionKey ?? { source: 'header', name: 'x-tenant-id' },
         bucketCount: parsed.document.bucketCount,
         healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
-        slots: Number(flags.slots),
+        slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, Object.keys(parsed.document.cells).length),
         log: (line) => io.err(`${line}\n`),
       });
       io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it\n`);
@@ -73,7 +81,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         stateDir: flags.stateDir,
         partitionKey: fleet.partitionKey,
         bucketCount: fleet.bucketCount,
-        slots: flags.slots === undefined ? fleet.router.slots : Number(flags.slots),
+        slots: flags.slots === undefined ? fleet.router.slots : slotCount(flags.slots, 0),
         cellMaxConn: fleet.router.cellMaxConn,
         queueTimeoutMs: fleet.router.queueTimeoutMs,
         healthCheckPath: fleet.workload.healthCheckPath,

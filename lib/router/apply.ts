@@ -138,7 +138,7 @@ export class MappingApplier {
     for (const cell of fresh) {
       while (used.has(next)) next++;
       if (next >= this.options.slots) {
-        throw new Error(`the mapping needs ${cells.length} cells but this router has ${this.options.slots} backend slots (some still held by removed cells); raise the slot count`);
+        throw new Error(`the mapping needs ${cells.length} cells but this router has ${this.options.slots} backend slots (some still held by removed cells); raise router.slots in the fleet (or --slots of cellctl router local)`);
       }
       slots.set(cell, next);
       used.add(next);

@@ -49,6 +49,15 @@ describe('cellctl router', () => {
     await Promise.all(cells.map((c) => c.close()));
   }, 60_000);
 
+  it('local: refuses fewer --slots than the mapping has cells, before starting anything', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
+    const cells = ['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${9001 + i}`, state: 'active' as const }));
+    fs.writeFileSync(file, JSON.stringify(initialMapping(cells, 16384, NOW)));
+    const result = spawnSync(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', '18999', '--slots', '2'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('--slots 2: the mapping names 3 cells; give at least 3');
+  });
+
   it('local: says how to install HAProxy when it is missing', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 16384, NOW)));
