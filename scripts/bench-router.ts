@@ -4,7 +4,9 @@
  * (proxies on CPU 0, load generator and backend on CPU 1). Two plain proxies: one with the
  * router's own configuration (global, defaults, logging, the cell backend with its health check)
  * and only the routing rules taken out, which is what the target compares against, and a minimal
- * one for reference. Runs are interleaved over several rounds and medians reported, because this
+ * one for reference. And a floor: the router's configuration whose frontend only computes the
+ * DESIGN.md bucket and looks it up, the least any configuration routing by that hash can do. With
+ * valgrind installed, instructions per request are counted too. Runs are interleaved over several rounds and medians reported, because this
  * kind of machine varies by ±25% from one run to the next; the proxies' CPU time per request is
  * printed too, as it varies less. Also times applying a document with 16384 buckets and 10,000
  * overrides. Targets: router >= 0.9x plain-proxy throughput; p99 added latency < 1 ms at half the
@@ -16,11 +18,13 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, MappingDocument, pinKey } from '../lib/mapping';
-import { MappingApplier, RuntimeApi, startLocalRouter } from '../lib/router';
+import { PartitionKeySource } from '../lib/fleet';
+import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/router';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const CONNECTIONS = 64;
+const KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
 const pin = (cpu: number, argv: string[]) => (spawnSync('taskset', ['--version']).status === 0 ? ['taskset', '-c', String(cpu), ...argv] : argv);
 
 function start(argv: string[]): ChildProcess {
@@ -158,7 +162,7 @@ async function main() {
   const pinned = path.join(dir, 'haproxy-cpu0');
   fs.writeFileSync(pinned, `#!/bin/sh\nexec ${pin(0, ['haproxy']).join(' ')} "$@"\n`, { mode: 0o755 });
   const router = await startLocalRouter({
-    mappingFile, port: 19003, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/', log: () => undefined,
+    mappingFile, port: 19003, partitionKey: KEY, bucketCount: 16384, healthCheckPath: '/', log: () => undefined,
     cellMaxConn: 1000, haproxyBinary: pinned,
   });
   router.stopAgent();
@@ -171,6 +175,12 @@ async function main() {
   const sameCfg = copyRouter(router.stateDir, path.join(dir, 'plain-same'), 19004, '  default_backend slot0');
   const same = start(pin(0, ['haproxy', '-f', sameCfg, '-db']));
   processes.push(same);
+  // The floor: a frontend that only computes the DESIGN.md bucket and looks it up (no key check, no
+  // overrides). Whatever the router does beyond this, no configuration can save.
+  const bucketOnly = (to: string) => `  use_backend %[${keyFetch(KEY)},${bucketExpression(16384)},map_ip(${to}/${MAP_FILES.buckets})]\n  default_backend ${NO_MAPPING_BACKEND}`;
+  const floorCfg = copyRouter(router.stateDir, path.join(dir, 'floor'), 19007, bucketOnly(path.join(dir, 'floor')));
+  const floor = start(pin(0, ['haproxy', '-f', floorCfg, '-db']));
+  processes.push(floor);
   await sleep(1000);
 
   if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is not installed: apt-get install -y wrk');
@@ -179,6 +189,7 @@ async function main() {
     { name: 'plain-min', port: 19002, pid: processes[1].pid },
     { name: 'plain', port: 19004, pid: same.pid },
     { name: 'router', port: 19003, pid: routerPid },
+    { name: 'floor', port: 19007, pid: floor.pid },
   ], CONNECTIONS);
   const plain = full.get('plain')!;
   const routed = full.get('router')!;
@@ -191,13 +202,15 @@ async function main() {
   const halfLoad = measure(dir, [{ name: 'plain', port: 19004 }, { name: 'router', port: 19003 }], paced, 2);
 
   // The same two configurations under callgrind, each on its own port: instructions per request.
-  let instructions: { plain: number; router: number } | undefined;
+  let instructions: { plain: number; router: number; floor: number } | undefined;
   if (!spawnSync('valgrind', ['--version']).error) {
     const plainCopy = copyRouter(router.stateDir, path.join(dir, 'plain-count'), 19005, '  default_backend slot0');
     const routerCopy = copyRouter(router.stateDir, path.join(dir, 'router-count'), 19006);
+    const floorCopy = copyRouter(router.stateDir, path.join(dir, 'floor-count'), 19008, bucketOnly(path.join(dir, 'floor-count')));
     instructions = {
       plain: await instructionsPerRequest(dir, 'plain', plainCopy, 19005),
       router: await instructionsPerRequest(dir, 'router', routerCopy, 19006),
+      floor: await instructionsPerRequest(dir, 'floor', floorCopy, 19008),
     };
   }
 
@@ -220,6 +233,7 @@ async function main() {
     ['plain HAProxy, minimal configuration', full.get('plain-min')!],
     ["plain HAProxy, the router's configuration without routing", plain],
     ['router (key check, sha2 bucket, 3 map lookups)', routed],
+    ['floor: the sha2 bucket and its lookup only', full.get('floor')!],
     [`plain proxy (router's configuration), paced to ~${half} req/s`, halfLoad.get('plain')!],
     [`router, paced to ~${half} req/s`, halfLoad.get('router')!],
   ];
@@ -228,10 +242,12 @@ async function main() {
   const minimal = full.get('plain-min')!;
   const perRound = routed.runs.map((rps, i) => rps / plain.runs[i]);
   process.stdout.write(`\nrouter / plain throughput: ${median(perRound).toFixed(2)}x, median of the per-round ratios (target >= 0.9x); rounds: ${perRound.map((r) => r.toFixed(2)).join(' ')}\n`);
+  const floorRounds = full.get('floor')!.runs.map((rps, i) => rps / plain.runs[i]);
+  process.stdout.write(`floor / plain throughput: ${median(floorRounds).toFixed(2)}x (what computing the DESIGN.md bucket alone leaves); CPU per request ${(full.get('floor')!.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x\n`);
   process.stdout.write(`ratio of the medians: ${(routed.rps / plain.rps).toFixed(2)}x; against the minimal plain proxy ${(routed.rps / minimal.rps).toFixed(2)}x\n`);
   process.stdout.write(`router / plain CPU per request: ${(routed.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x (${us(routed.cpuPerRequest)} vs ${us(plain.cpuPerRequest)} µs)\n`);
   process.stdout.write(instructions
-    ? `user-space instructions per request (callgrind): router ${Math.round(instructions.router)}, plain ${Math.round(instructions.plain)} (${(instructions.router / instructions.plain).toFixed(2)}x)\n`
+    ? `user-space instructions per request (callgrind): router ${Math.round(instructions.router)}, floor ${Math.round(instructions.floor)}, plain ${Math.round(instructions.plain)} (router ${(instructions.router / instructions.plain).toFixed(2)}x, floor ${(instructions.floor / instructions.plain).toFixed(2)}x)\n`
     : 'user-space instructions per request: skipped, valgrind is not installed (apt-get install -y valgrind)\n');
   process.stdout.write(`p99 added at half load: ${(halfLoad.get('router')!.p99 - halfLoad.get('plain')!.p99).toFixed(2)} ms over the plain proxy (target < 1 ms)\n`);
   process.stdout.write(`apply 16384 buckets + 10,000 overrides: ${applyMs.toFixed(0)} ms (target < 1000 ms)\n`);
