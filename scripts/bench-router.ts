@@ -5,10 +5,10 @@
  * router's own configuration (global, defaults, logging, the cell backend with its health check)
  * and only the routing rules taken out, which is what the target compares against, and a minimal
  * one for reference. And a floor: the router's configuration whose frontend only computes the
- * DESIGN.md bucket and looks it up, the least any configuration routing by that hash can do. With
- * valgrind installed, instructions per request are counted too. Runs are interleaved over several rounds and medians reported, because this
- * kind of machine varies by ±25% from one run to the next; the proxies' CPU time per request is
- * printed too, as it varies less. Also times applying a document with 16384 buckets and 10,000
+ * DESIGN.md bucket and looks it up, the least any configuration routing by that hash can do. Runs
+ * are interleaved over several rounds and medians reported, because this kind of machine varies by
+ * ±25% from one run to the next; the proxies' CPU time per request is printed too, as it varies
+ * less, and with valgrind installed the instructions per request, which do not vary at all. Also times applying a document with 16384 buckets and 10,000
  * overrides. Targets: router >= 0.9x plain-proxy throughput; p99 added latency < 1 ms at half the
  * maximum load; the large document applied in < 1 s.
  */
@@ -176,7 +176,7 @@ async function main() {
   const same = start(pin(0, ['haproxy', '-f', sameCfg, '-db']));
   processes.push(same);
   // The floor: a frontend that only computes the DESIGN.md bucket and looks it up (no key check, no
-  // overrides). Whatever the router does beyond this, no configuration can save.
+  // overrides). Only what the router does beyond this can a configuration still make cheaper.
   const bucketOnly = (to: string) => `  use_backend %[${keyFetch(KEY)},${bucketExpression(16384)},map_ip(${to}/${MAP_FILES.buckets})]\n  default_backend ${NO_MAPPING_BACKEND}`;
   const floorCfg = copyRouter(router.stateDir, path.join(dir, 'floor'), 19007, bucketOnly(path.join(dir, 'floor')));
   const floor = start(pin(0, ['haproxy', '-f', floorCfg, '-db']));
