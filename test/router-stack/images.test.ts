@@ -1,4 +1,6 @@
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { REPO_ROOT, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
 
@@ -33,4 +35,57 @@ describe('router images', () => {
     const admin = /--admin-socket (\S+)/.exec(haproxy.find((l) => l.includes('cellctl router config'))!)![1];
     expect(agent.find((l) => l.startsWith('ENV'))).toContain(`HAPROXY_ADMIN=${admin}`);
   });
+});
+
+/**
+ * The packages a process loads, as package-lock keys (`node_modules/…`): the entry point runs with
+ * an exit hook that writes `require.cache` to a file.
+ */
+function lockKeysOf(modules: readonly string[]): Set<string> {
+  const keys = new Set<string>();
+  for (const file of modules) {
+    const relative = path.relative(REPO_ROOT, file).split(path.sep);
+    const last = relative.lastIndexOf('node_modules');
+    if (last < 0) continue;
+    const name = relative[last + 1].startsWith('@') ? relative.slice(last + 1, last + 3) : [relative[last + 1]];
+    keys.add([...relative.slice(0, last + 1), ...name].join('/'));
+  }
+  return keys;
+}
+
+const probe = (out: string) => `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));`;
+const lock = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+const devOnly = (keys: Set<string>) => [...keys].filter((k) => lock.packages[k] === undefined || lock.packages[k].dev === true);
+
+describe('router images: what `npm ci --omit=dev` installs is all their entry points load', () => {
+  it('the HAProxy image build stage (cellctl router config)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
+    const out = path.join(dir, 'modules.json');
+    const run = spawnSync(process.execPath, ['--require', 'tsx/cjs', '-e',
+      `${probe(out)} process.argv = [process.argv[0], 'cellctl', 'router', 'config', '--state-dir', ${JSON.stringify(dir)}, '--out-dir', ${JSON.stringify(dir)}]; require('./bin/cellctl.ts');`,
+    ], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect([run.status, run.stderr]).toEqual([0, expect.any(String)]);
+    expect(fs.existsSync(path.join(dir, 'haproxy.cfg'))).toBe(true);
+    const keys = lockKeysOf(JSON.parse(fs.readFileSync(out, 'utf8')));
+    expect(keys.has('node_modules/commander')).toBe(true); // the CLI's own parser: the probe sees packages
+    expect(devOnly(keys)).toEqual([]);
+  });
+
+  it('the agent image (bin/router-agent.ts, through one poll that fails)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
+    const out = path.join(dir, 'modules.json');
+    const agent = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', `${probe(out)} require('./bin/router-agent.ts');`], {
+      cwd: REPO_ROOT, stdio: 'ignore',
+      env: {
+        PATH: process.env.PATH, MAPPING_BUCKET: 'b', ROUTER_GROUP: 'main', STATE_DIR: dir, HAPROXY_ADMIN: '127.0.0.1:1', HEALTH_PORT: '0',
+        AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1',
+      },
+    });
+    await new Promise((r) => setTimeout(r, 4000));
+    agent.kill('SIGTERM');
+    await new Promise((r) => agent.once('exit', r));
+    const keys = lockKeysOf(JSON.parse(fs.readFileSync(out, 'utf8')));
+    expect(keys.has('node_modules/@aws-sdk/client-s3')).toBe(true);
+    expect(devOnly(keys)).toEqual([]);
+  }, 20_000);
 });
