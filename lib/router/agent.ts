@@ -112,7 +112,9 @@ export class MappingAgent {
         this.log('haproxy-error', { error: (error as Error).message });
       }
       if (pid !== undefined && this.lkg && pid !== this.appliedPid) {
-        this.log('haproxy-restarted', { pid, version: this.lkg.version });
+        // A new HAProxy process, or this agent just started (restarted beside a running HAProxy) or
+        // recovering from a failed apply: either way HAProxy gets the last-known-good again.
+        this.log(this.appliedPid === undefined ? 'lkg-reapplied' : 'haproxy-restarted', { pid, version: this.lkg.version });
         await this.apply(this.lkg, pid);
       }
       let result;

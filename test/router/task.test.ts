@@ -134,6 +134,9 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
       await until('the restarted agent to be ready', async () => (await health()).status === 200, 30_000);
       expect((await health()).body.version).toBe(version);
       expect(stdout).toContain('"event":"lkg-loaded"');
+      // HAProxy did not restart: the log says the agent re-applied its last-known-good.
+      await until('the re-apply', async () => stdout.includes('"event":"lkg-reapplied"'), 5000);
+      expect(stdout).not.toContain('"event":"haproxy-restarted"');
     } finally {
       s3.fault(undefined);
     }
