@@ -1,4 +1,5 @@
-import { Stack } from 'aws-cdk-lib';
+import * as fs from 'fs';
+import { Stack, Stage } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { addPipeline } from '../../lib/app';
@@ -98,6 +99,14 @@ describe('PipelineStack on the example fleet', () => {
       const stage = stack.node.findChild(`cell-${cell.id}`) as unknown as { stack: Stack };
       expect(`${stage.stack.account}/${stage.stack.region}`).toBe(`${cell.account}/${cell.region}`);
     }
+  });
+  it('writes the pipeline and router templates as compact JSON (they grow with every cell; CloudFormation stops at 1 MB)', () => {
+    const assembly = (stack.node.root as Stage).synth();
+    const pipelineText = fs.readFileSync(assembly.getStackArtifact(stack.artifactId).templateFullPath, 'utf8');
+    expect(pipelineText.includes('\n ')).toBe(false);
+    const routers = assembly.nestedAssemblies.flatMap((a) => a.nestedAssembly.stacks).filter((s) => s.stackName.startsWith('orders-router-'));
+    expect(routers.map((r) => r.stackName).sort()).toEqual(['orders-router-eu-west-1', 'orders-router-us-east-1']);
+    for (const r of routers) expect(fs.readFileSync(r.templateFullPath, 'utf8').includes('\n ')).toBe(false);
   });
 });
 
