@@ -100,6 +100,7 @@ describe('PipelineStack on the example fleet', () => {
       expect(`${stage.stack.account}/${stage.stack.region}`).toBe(`${cell.account}/${cell.region}`);
     }
   });
+
   it('writes the pipeline and router templates as compact JSON (they grow with every cell; CloudFormation stops at 1 MB)', () => {
     const assembly = (stack.node.root as Stage).synth();
     const pipelineText = fs.readFileSync(assembly.getStackArtifact(stack.artifactId).templateFullPath, 'utf8');
