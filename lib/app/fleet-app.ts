@@ -4,6 +4,7 @@ import { CellStack } from '../cell';
 import { Fleet } from '../fleet';
 import { PipelineStack } from '../pipeline';
 import { RouterStack } from '../router-stack';
+import { addTemplateSizeLimit } from './template-size';
 
 export interface FleetStacks {
   /** One per cell, in config order. */
@@ -18,6 +19,7 @@ export interface FleetStacks {
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
   const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
+  addTemplateSizeLimit(app);
   if (options.audit ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return stack;
 }
@@ -30,6 +32,7 @@ export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean }
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
   const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region }));
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
+  addTemplateSizeLimit(app);
   if (options.audit ?? true) {
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   }

@@ -1,2 +1,3 @@
 export * from './fleet-app';
 export * from './context';
+export * from './template-size';
