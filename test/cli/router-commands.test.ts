@@ -4,19 +4,11 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, pinKey } from '../../lib/mapping';
-import { freePort, routed, startCell } from '../support/cells';
+import { freePort, routed, startCell, until } from '../support/cells';
 import { REPO_ROOT } from '../support/fleet';
 
 const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
-
-async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('cellctl router', () => {
   it('local: serves the mapping file, follows its changes, and stops cleanly on SIGTERM', async () => {
@@ -31,13 +23,13 @@ describe('cellctl router', () => {
     child.stderr.resume();
     const agent = new http.Agent({ keepAlive: false });
     try {
-      await until(async () => out.includes('router listening'), 20_000);
+      await until('the router to listen', async () => out.includes('router listening'), 20_000);
       const key = 'tenant-7';
       expect(await routed(agent, port, key)).toMatchObject({ status: 200, cell: lookup(doc, key).cell, version: 1 });
       const other = lookup(doc, key).cell === 'cell-a' ? 'cell-b' : 'cell-a';
       fs.writeFileSync(file, JSON.stringify(pinKey(doc, key, other, NOW)));
       // The version map is committed last, so once it says 2 every route is version 2's.
-      await until(async () => (await routed(agent, port, key)).version === 2, 10_000);
+      await until('version 2', async () => (await routed(agent, port, key)).version === 2, 10_000);
       expect(await routed(agent, port, key)).toMatchObject({ status: 200, cell: other, version: 2 });
     } finally {
       child.kill('SIGTERM');

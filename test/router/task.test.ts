@@ -6,7 +6,7 @@ import * as path from 'path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
-import { FakeCell, freePort, load, routed, startCell } from '../support/cells';
+import { FakeCell, freePort, load, routed, startCell, until } from '../support/cells';
 import { REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
@@ -18,14 +18,6 @@ import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
  */
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 const GROUP = 'main';
-
-async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const exited = (p: ChildProcess) => new Promise<number | null>((resolve) => (p.exitCode !== null ? resolve(p.exitCode) : p.once('exit', (code) => resolve(code))));
 

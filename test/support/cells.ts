@@ -47,6 +47,15 @@ export async function startCell(name: string, port = 0): Promise<FakeCell> {
   });
 }
 
+/** Polls `check` every 100 ms until it holds (errors count as not yet); fails after `ms`, naming `what`. */
+export async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -66,8 +75,10 @@ export interface RoutedResponse {
   readonly ms: number;
 }
 
-/** One request through the router with keep-alive; never throws on HTTP errors (status 0 on a socket error). */
-/** A request through the router with `key` as the partition header (an array sends it once per element). */
+/**
+ * One request through the router with `key` as the partition header (an array sends the header
+ * once per element); never throws on HTTP errors (status 0 on a socket error).
+ */
 export function routed(agent: http.Agent, port: number, key: string | readonly string[] | undefined, path = '/'): Promise<RoutedResponse> {
   const started = process.hrtime.bigint();
   return new Promise((resolve) => {
