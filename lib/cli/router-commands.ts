@@ -1,16 +1,17 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
+import { MAX_ROUTER_SLOTS } from '../fleet';
 import { parseMapping } from '../mapping';
 import { ERROR_503, HAPROXY_INSTALL_HINT, haproxyVersion, MAP_FILES, renderHaproxyConfig, startLocalRouter } from '../router';
 import { fleetFrom } from './context';
 import { CliError, CliIo, readText } from './io';
 
-/** `--slots`: enough for every cell of the mapping, within what one HAProxy configuration holds. */
-function slotCount(value: string, cells: number): number {
+/** `--slots`: at least `needed` (`why` says what needs them), within what one router may have. */
+function slotCount(value: string, needed: number, why: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new CliError(`--slots ${value}: give an integer from 1 to 1000`, 2);
-  if (n < cells) throw new CliError(`--slots ${value}: the mapping names ${cells} cells; give at least ${cells}`, 2);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_ROUTER_SLOTS) throw new CliError(`--slots ${value}: give an integer from 1 to ${MAX_ROUTER_SLOTS}`, 2);
+  if (n < needed) throw new CliError(`--slots ${value}: ${why}; give at least ${needed}`, 2);
   return n;
 }
 
@@ -38,6 +39,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
       const parsed = parseMapping(readText(flags.mapping));
       if (!parsed.ok) throw new CliError(`${flags.mapping} is not a valid mapping; fix it first (\`cellctl mapping validate ${flags.mapping}\`)`);
       const fleet = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
+      const cellCount = Object.keys(parsed.document.cells).length;
       const running = await startLocalRouter({
         mappingFile: flags.mapping,
         port: listen,
@@ -45,7 +47,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         partitionKey: fleet?.partitionKey ?? { source: 'header', name: 'x-tenant-id' },
         bucketCount: parsed.document.bucketCount,
         healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
-        slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, Object.keys(parsed.document.cells).length),
+        slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, cellCount, `the mapping names ${cellCount} cells`),
         log: (line) => io.err(`${line}\n`),
       });
       io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it\n`);
@@ -81,7 +83,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         stateDir: flags.stateDir,
         partitionKey: fleet.partitionKey,
         bucketCount: fleet.bucketCount,
-        slots: flags.slots === undefined ? fleet.router.slots : slotCount(flags.slots, 0),
+        slots: flags.slots === undefined ? fleet.router.slots : slotCount(flags.slots, fleet.cells.length + 1, `the fleet has ${fleet.cells.length} cells, and a change needs one slot more`),
         cellMaxConn: fleet.router.cellMaxConn,
         queueTimeoutMs: fleet.router.queueTimeoutMs,
         healthCheckPath: fleet.workload.healthCheckPath,

@@ -1,4 +1,4 @@
-import { PartitionKeySource } from '../fleet';
+import { MAX_ROUTER_SLOTS, PartitionKeySource } from '../fleet';
 import { KEY_PATTERN } from '../mapping';
 
 /** Everything the generated HAProxy configuration depends on. */
@@ -100,7 +100,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   if ((o.bucketCount & (o.bucketCount - 1)) !== 0 || o.bucketCount < 1 || o.bucketCount > 2 ** 20) {
     throw new Error(`bucketCount ${o.bucketCount} must be a power of two up to 1048576`);
   }
-  if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > 1000) throw new Error(`slots ${o.slots} must be 1-1000`);
+  if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > MAX_ROUTER_SLOTS) throw new Error(`slots ${o.slots} must be 1-${MAX_ROUTER_SLOTS}`);
   const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
   const lines = [
     'global',

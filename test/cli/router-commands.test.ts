@@ -74,6 +74,10 @@ describe('cellctl router', () => {
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(64);
     expect(config.match(/ maxconn 200$/gm)).toHaveLength(64);
     expect(config).toContain('timeout queue 1000ms');
+    // An image that could not serve the fleet is refused.
+    const few = spawnSync(process.execPath, [BIN, 'router', 'config', '--slots', '8'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect(few.status).toBe(2);
+    expect(few.stderr).toContain('--slots 8: the fleet has 8 cells, and a change needs one slot more; give at least 9');
   });
 
   it('config: takes per-cell concurrency, queue timeout and slots from the fleet', () => {
