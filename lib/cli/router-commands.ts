@@ -3,7 +3,7 @@ import * as path from 'path';
 import { Command } from 'commander';
 import { MAX_ROUTER_SLOTS } from '../fleet';
 import { parseMapping } from '../mapping';
-import { ERROR_503, HAPROXY_INSTALL_HINT, haproxyVersion, MAP_FILES, renderHaproxyConfig, startLocalRouter } from '../router';
+import { ERROR_503, HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, LocalRouter, MAP_FILES, renderHaproxyConfig, startLocalRouter } from '../router';
 import { fleetFrom } from './context';
 import { CliError, CliIo, readText } from './io';
 
@@ -40,16 +40,22 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
       if (!parsed.ok) throw new CliError(`${flags.mapping} is not a valid mapping; fix it first (\`cellctl mapping validate ${flags.mapping}\`)`);
       const fleet = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
       const cellCount = Object.keys(parsed.document.cells).length;
-      const running = await startLocalRouter({
-        mappingFile: flags.mapping,
-        port: listen,
-        debugHeaders: flags.debugHeaders,
-        partitionKey: fleet?.partitionKey ?? { source: 'header', name: 'x-tenant-id' },
-        bucketCount: parsed.document.bucketCount,
-        healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
-        slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, cellCount, `the mapping names ${cellCount} cells`),
-        log: (line) => io.err(`${line}\n`),
-      });
+      let running: LocalRouter;
+      try {
+        running = await startLocalRouter({
+          mappingFile: flags.mapping,
+          port: listen,
+          debugHeaders: flags.debugHeaders,
+          partitionKey: fleet?.partitionKey ?? { source: 'header', name: 'x-tenant-id' },
+          bucketCount: parsed.document.bucketCount,
+          healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
+          slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, cellCount, `the mapping names ${cellCount} cells`),
+          log: (line) => io.err(`${line}\n`),
+        });
+      } catch (error) {
+        if (error instanceof HaproxyStartError) throw new CliError(error.message);
+        throw error;
+      }
       io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it\n`);
       await new Promise<void>((resolve) => {
         const stop = () => {

@@ -38,14 +38,14 @@ export interface LocalRouterOptions {
   /** Where logs and metric lines go. */
   readonly log: (line: string) => void;
   readonly haproxyBinary?: string;
-  /** Keep state here instead of a fresh temp directory (to test restarts). */
+  /** Keep state here instead of a fresh temp directory (to test restarts); it is then left in place on stop. */
   readonly stateDir?: string;
 }
 
 export interface LocalRouter {
   readonly agent: MappingAgent;
   readonly stateDir: string;
-  /** Stops the agent and HAProxy (SIGTERM: HAProxy finishes in-flight requests). */
+  /** Stops the agent and HAProxy (SIGTERM: HAProxy finishes in-flight requests) and removes a state directory it created. */
   stop(): Promise<void>;
   /** Kills HAProxy and starts it again from the same state directory (tests restarts). */
   restartHaproxy(): Promise<void>;
@@ -54,10 +54,24 @@ export interface LocalRouter {
   startAgent(): void;
 }
 
+/** HAProxy exited before it was up; the message is one line. */
+export class HaproxyStartError extends Error {
+  override readonly name = 'HaproxyStartError';
+}
+
+/** One line for an HAProxy that exited at start: the port in use, or its first alert. */
+export function haproxyStartError(output: string, port: number): string {
+  if (/Address already in use|cannot bind|Cannot bind/i.test(output)) {
+    return `port ${port} is already in use on 127.0.0.1; stop what is listening there or pick another --port`;
+  }
+  const alert = output.split('\n').map((l) => l.trim()).find((l) => l.includes('[ALERT]')) ?? output.trim().split('\n')[0] ?? '';
+  return `HAProxy exited at start: ${alert.replace(/^\[ALERT\]\s*(\(\d+\)\s*:\s*)?/, '') || 'no output'}`;
+}
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const attempt = () => check().catch((error: Error) => {
-    if (error.message.startsWith('HAProxy exited')) throw error;
+    if (error instanceof HaproxyStartError) throw error;
     return false;
   });
   while (!(await attempt())) {
@@ -93,19 +107,31 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const startHaproxy = async () => {
     fs.rmSync(socket, { force: true });
     const child = spawn(binary, ['-f', configFile, '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (d: Buffer) => o.log(d.toString().trimEnd()));
-    child.stderr!.on('data', (d: Buffer) => o.log(d.toString().trimEnd()));
     haproxy = child;
+    // Until HAProxy is up its output is kept for the error; after that it goes to the log.
     let output = '';
-    child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+    let started = false;
+    const forward = (d: Buffer) => {
+      if (started) o.log(d.toString().trimEnd());
+      else output += d.toString();
+    };
+    child.stdout!.on('data', forward);
+    child.stderr!.on('data', forward);
     let exited = false;
     child.once('exit', () => { exited = true; });
     await waitFor(async () => {
-      if (exited) throw new Error(`HAProxy exited at start:\n${output.trim()}`);
+      if (exited) throw new HaproxyStartError(haproxyStartError(output, o.port));
       return (await api.info()).Pid !== undefined;
     }, 10_000, 'HAProxy to start');
+    started = true;
+    if (output.trim()) o.log(output.trimEnd());
   };
-  await startHaproxy();
+  try {
+    await startHaproxy();
+  } catch (error) {
+    if (!o.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+    throw error;
+  }
 
   const agent = new MappingAgent({
     api,
@@ -137,6 +163,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     stop: async () => {
       if (timer) clearInterval(timer);
       await stopHaproxy();
+      if (!o.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
     },
     restartHaproxy: async () => {
       if (haproxy && haproxy.exitCode === null) {

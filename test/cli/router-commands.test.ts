@@ -38,8 +38,35 @@ describe('cellctl router', () => {
     expect(code).toBe(0);
     expect(out).toContain('router stopped');
     expect((await routed(agent, port, 'tenant-7')).status).toBe(0);
+    const stateDir = /state in (\S+?)\)/.exec(out)![1];
+    expect(fs.existsSync(stateDir)).toBe(false);
     await Promise.all(cells.map((c) => c.close()));
   }, 60_000);
+
+  it('local: a port already in use is one line, and leaves no state folder behind', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
+    fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 16384, NOW)));
+    const busy = http.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as { port: number }).port;
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-tmp-'));
+    try {
+      const result = await new Promise<{ status: number | null; stderr: string; stdout: string }>((resolve) => {
+        const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port)], { cwd: REPO_ROOT, env: { ...process.env, TMPDIR: tmp } });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+        child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+        child.on('exit', (status) => resolve({ status, stdout, stderr }));
+      });
+      expect(result.status).toBe(1);
+      expect(result.stderr).toBe(`error: port ${port} is already in use on 127.0.0.1; stop what is listening there or pick another --port\n`);
+      expect(fs.readdirSync(tmp).filter((name) => name.startsWith('cell-router-'))).toEqual([]);
+    } finally {
+      busy.close();
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
 
   it('local: refuses fewer --slots than the mapping has cells, before starting anything', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');

@@ -1,0 +1,3 @@
+import { teardown } from './tmpdir';
+
+export default teardown;
