@@ -4,8 +4,18 @@ import {
 import { MappingDocument, parseMapping } from '../mapping';
 
 /** Where the documents live in the mapping bucket. */
-export const versionKey = (version: number) => `mappings/v${version}.json`;
-export const groupKey = (group: string) => `groups/${group}/mapping.json`;
+export const VERSIONS_PREFIX = 'mappings/';
+export const GROUPS_PREFIX = 'groups/';
+export const versionKey = (version: number) => `${VERSIONS_PREFIX}v${version}.json`;
+export const groupKey = (group: string) => `${GROUPS_PREFIX}${group}/mapping.json`;
+
+/**
+ * The S3 actions MappingStore uses (publish, rollback, history): GetObject and HeadObject need
+ * s3:GetObject, conditional PutObject s3:PutObject, ListObjectsV2 s3:ListBucket (on the two
+ * prefixes: listing the versions, and telling a missing key from a denied one). The publisher role
+ * is granted exactly these, and test/iam checks every call against the synthesized policies.
+ */
+export const PUBLISHER_ACTIONS = ['s3:GetObject', 's3:PutObject', 's3:ListBucket'] as const;
 
 /** A document as stored, with the ETag a conditional write must match. */
 export interface StoredMapping {
@@ -43,9 +53,30 @@ export class MappingStore {
   private fail(operation: string, key: string, error: unknown): never {
     const status = statusOf(error);
     const name = error instanceof S3ServiceException ? error.name : (error as Error).name;
-    const hint = status === 403 ? ' (access denied: the publisher role needs s3:GetObject, s3:PutObject and s3:ListBucket on this bucket)'
+    const hint = status === 403 ? ` (access denied: the publisher role (${PUBLISHER_ACTIONS.join(', ')} on mappings/* and groups/*) is what publish, rollback and history run as)`
       : name === 'NoSuchBucket' ? ' (no such bucket: check --bucket or router.mappingBucket)' : '';
     throw new StoreError(`${operation} s3://${this.bucket}/${key} failed: ${name}${status ? ` ${status}` : ''}${hint}: ${(error as Error).message}`);
+  }
+
+  /**
+   * Whether a GET or HEAD that failed with `error` means "no such object". S3 answers 404 for a
+   * missing key only to a caller allowed `s3:ListBucket` on the bucket, and 403 to everyone else
+   * (GetObject / HeadObject API reference, "Permissions"). Whether a ListBucket grant conditioned
+   * on `s3:prefix` counts for that check is not documented, so a 403 is settled by listing the key
+   * itself (the publisher may list `mappings/` and `groups/`): absent from the listing means
+   * missing; present, or the listing denied too, means a real access denial.
+   */
+  private async missing(key: string, error: unknown): Promise<boolean> {
+    const status = statusOf(error);
+    if (status === 404 || (error as Error).name === 'NoSuchKey' || (error as Error).name === 'NotFound') return true;
+    if (status !== 403) return false;
+    let listed;
+    try {
+      listed = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: key, MaxKeys: 1 }));
+    } catch {
+      return false; // not allowed to list either: the original 403 is the answer
+    }
+    return !(listed.Contents ?? []).some((object) => object.Key === key);
   }
 
   /** Reads and validates a stored document; undefined when the object does not exist. */
@@ -57,7 +88,7 @@ export class MappingStore {
       text = await response.Body!.transformToString();
       etag = response.ETag!;
     } catch (error) {
-      if (statusOf(error) === 404 || (error as Error).name === 'NoSuchKey') return undefined;
+      if (await this.missing(key, error)) return undefined;
       this.fail('reading', key, error);
     }
     const parsed = parseMapping(text);
@@ -101,7 +132,7 @@ export class MappingStore {
       await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
       return true;
     } catch (error) {
-      if (statusOf(error) === 404) return false;
+      if (await this.missing(key, error)) return false;
       return this.fail('checking', key, error);
     }
   }
@@ -113,9 +144,9 @@ export class MappingStore {
     do {
       let page;
       try {
-        page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: 'mappings/', ContinuationToken: token }));
+        page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: VERSIONS_PREFIX, ContinuationToken: token }));
       } catch (error) {
-        this.fail('listing', 'mappings/', error);
+        this.fail('listing', VERSIONS_PREFIX, error);
       }
       for (const object of page.Contents ?? []) {
         const match = /^mappings\/v(\d+)\.json$/.exec(object.Key ?? '');

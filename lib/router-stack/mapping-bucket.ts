@@ -2,7 +2,7 @@ import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { groupKey } from '../mapping-store';
+import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX } from '../mapping-store';
 
 export interface MappingBucketProps {
   /** Bucket name (`router.mappingBucket`): routers in every region read it by name. */
@@ -57,12 +57,20 @@ export class MappingBucket extends Construct {
       description: 'Publishes mapping documents (cellctl mapping publish / rollback)',
       assumedBy: new iam.AccountRootPrincipal(),
     });
-    // Exactly what publish, rollback and history do: read, conditional put, list the versions.
+    // Exactly what MappingStore does (PUBLISHER_ACTIONS): read, conditional put, and list under the
+    // two prefixes: the versions, and a key whose read was refused. S3 answers a missing key with 403,
+    // not 404, to a caller without s3:ListBucket (GetObject API reference, "Permissions"); the store
+    // lists the key to tell "missing" from "denied", so the first publish into an empty bucket works.
+    const prefixes = [VERSIONS_PREFIX, GROUPS_PREFIX];
     this.publisher.addToPolicy(new iam.PolicyStatement({
       actions: ['s3:GetObject', 's3:PutObject'],
-      resources: [this.bucket.arnForObjects('mappings/*'), this.bucket.arnForObjects('groups/*')],
+      resources: prefixes.map((prefix) => this.bucket.arnForObjects(`${prefix}*`)),
     }));
-    this.publisher.addToPolicy(new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': ['mappings/*'] } } }));
+    this.publisher.addToPolicy(new iam.PolicyStatement({
+      actions: ['s3:ListBucket'],
+      resources: [this.bucket.bucketArn],
+      conditions: { StringLike: { 's3:prefix': prefixes.map((prefix) => `${prefix}*`) } },
+    }));
     const bucketId = Stack.of(this).resolve((this.bucket.node.defaultChild as s3.CfnBucket).logicalId) as string;
     Validations.of(this.publisher).acknowledge({
       id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/mappings/*]`,

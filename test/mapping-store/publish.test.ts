@@ -25,12 +25,13 @@ describe('publishing to an S3-compatible bucket', () => {
   let store: MappingStore;
   let v1: MappingDocument;
   beforeEach(async () => {
+    s3.fault(undefined);
+    s3.listPermission(undefined);
     store = new MappingStore(client, s3.bucket);
     // Each test starts from an empty bucket.
     const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
     for (const object of listed.Contents ?? []) await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: object.Key }));
     v1 = sampleMapping(4);
-    s3.fault(undefined);
   });
 
   it('writes the immutable version, then every group in order, baking after the first', async () => {
@@ -143,6 +144,46 @@ describe('publishing to an S3-compatible bucket', () => {
   it('names the bucket and the permission on access denied', async () => {
     s3.fault({ status: 403, code: 'AccessDenied' });
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(StoreError);
-    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role needs/);
+    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role \(s3:GetObject, s3:PutObject, s3:ListBucket on mappings\/\* and groups\/\*\)/);
+  });
+
+  describe('as S3 answers the publisher role, which may list mappings/ and groups/ only', () => {
+    // The publisher's grant (MappingBucket): s3:ListBucket conditioned on s3:prefix. S3 decides 404
+    // or 403 for a missing key without a prefix, so the publisher gets 403 for every missing key.
+    const publisherMayList = (prefix: string | undefined) => prefix !== undefined && (prefix.startsWith('mappings/') || prefix.startsWith('groups/'));
+    const statusesOf = (key: string) => s3.requests.filter((r) => r.path.split('?')[0] === `/${s3.bucket}/${key}`).map((r) => `${r.method} ${r.status}`);
+
+    it('publishes the first version into an empty bucket, where every read of a missing key is 403', async () => {
+      s3.listPermission(publisherMayList);
+      const before = s3.requests.length;
+      const result = await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+      expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
+      const seen = s3.requests.slice(before);
+      // The stand-in answered the missing pointer and version with 403, as S3 does: that is the path under test.
+      expect(seen.filter((r) => r.status === 403).map((r) => `${r.method} ${r.path.split('?')[0]}`)).toEqual([
+        ...GROUPS.map((g) => `GET /${s3.bucket}/${groupKey(g)}`),
+        `GET /${s3.bucket}/${versionKey(1)}`,
+      ]);
+      for (const group of GROUPS) expect((await store.readGroup(group))!.document).toEqual(v1);
+      expect(statusesOf(groupKey('canary')).at(-1)).toBe('GET 200');
+    });
+
+    it('tells a missing key from an existing one on a 403 (exists, history, rollback)', async () => {
+      s3.listPermission(publisherMayList);
+      expect(await store.exists(versionKey(1))).toBe(false);
+      expect(statusesOf(versionKey(1))).toContain('HEAD 403');
+      await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+      expect(await store.exists(versionKey(1))).toBe(true);
+      expect((await mappingHistory(store, [...GROUPS, 'not-yet-deployed'])).map((h) => [h.version, h.groups])).toEqual([[1, GROUPS]]);
+      await expect(rollbackMapping(store, { groups: GROUPS, bakeSeconds: 0, now: NOW.now })).rejects.toThrow(/first published version/);
+    });
+
+    it('keeps a 403 an access error when the caller may not list the key either, writing nothing', async () => {
+      s3.listPermission(() => false);
+      await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 }))
+        .rejects.toThrow(/reading s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: AccessDenied 403 \(access denied/);
+      s3.listPermission(undefined);
+      expect(await store.versions()).toEqual([]);
+    });
   });
 });

@@ -24,8 +24,20 @@ export interface LocalS3 {
    * racing a write on a non-atomic store returns.
    */
   fault(kind: { status: number; code: string } | 'hang' | 'torn' | undefined): void;
+  /**
+   * Answers as S3 does for a caller whose `s3:ListBucket` permission is `mayList` (undefined: may
+   * list everything, s3rver's own behaviour). S3 answers a GET or HEAD of a missing key with 404
+   * only when the caller may list the bucket, else 403 AccessDenied (GetObject / HeadObject API
+   * reference, "Permissions"); for that check `mayList` gets no prefix, since S3 does not say a
+   * grant conditioned on `s3:prefix` counts. A ListObjectsV2 whose prefix the caller may not list
+   * is 403 too.
+   */
+  listPermission(mayList: ((prefix: string | undefined) => boolean) | undefined): void;
   stop(): Promise<void>;
 }
+
+/** S3's error body. */
+const s3Error = (code: string, message: string) => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`;
 
 export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 's3rver-'));
@@ -35,9 +47,20 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
   const requests: LocalS3['requests'] = [];
   const locks = new Map<string, Promise<void>>();
   let fault: Parameters<LocalS3['fault']>[0];
+  let mayList: Parameters<LocalS3['listPermission']>[0];
 
-  const forward = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse) => {
+  const deny = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    requests.push({ method: req.method!, path: req.url!, status: 403 });
+    res.writeHead(403, { 'content-type': 'application/xml' });
+    res.end(req.method === 'HEAD' ? undefined : s3Error('AccessDenied', 'Access Denied'));
+  };
+  const forward = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, missingIsDenied = false) => {
     const proxied = http.request(`${upstream}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+      if (answer.statusCode === 404 && missingIsDenied) {
+        answer.resume();
+        deny(req, res);
+        return;
+      }
       requests.push({ method: req.method!, path: req.url!, status: answer.statusCode! });
       res.writeHead(answer.statusCode!, answer.headers);
       answer.pipe(res);
@@ -75,7 +98,7 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
   const reject412 = (req: http.IncomingMessage, res: http.ServerResponse) => {
     requests.push({ method: req.method!, path: req.url!, status: 412 });
     res.writeHead(412, { 'content-type': 'application/xml' });
-    res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>');
+    res.end(s3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold'));
   };
 
   const proxy = http.createServer((req, res) => {
@@ -89,8 +112,17 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
       if (fault && fault !== 'torn') {
         requests.push({ method: req.method!, path: req.url!, status: fault.status });
         res.writeHead(fault.status, { 'content-type': 'application/xml' });
-        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.code}</Code><Message>injected</Message></Error>`);
+        res.end(s3Error(fault.code, 'injected'));
         return;
+      }
+      if (mayList && (req.method === 'GET' || req.method === 'HEAD')) {
+        const url = new URL(req.url!, 'http://s3');
+        const objectKey = decodeURIComponent(url.pathname.split('/').slice(2).join('/'));
+        if (objectKey === '') {
+          if (!mayList(url.searchParams.get('prefix') ?? '')) return deny(req, res);
+          return forward(req, body, res);
+        }
+        return forward(req, body, res, !mayList(undefined));
       }
       const ifNoneMatch = req.headers['if-none-match'];
       const ifMatch = req.headers['if-match'];
@@ -125,6 +157,7 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
     bucket,
     requests,
     fault: (kind) => { fault = kind; },
+    listPermission: (rule) => { mayList = rule; },
     stop: async () => {
       await new Promise<void>((resolve) => { proxy.closeAllConnections(); proxy.close(() => resolve()); });
       await server.close();
