@@ -1,3 +1,4 @@
 export * from './retry';
 export * from './vend';
 export * from './bootstrap';
+export * from './assume-role';

@@ -1,7 +1,8 @@
 import { spawnSync } from 'child_process';
 import { OrganizationsClient } from '@aws-sdk/client-organizations';
+import { STSClient } from '@aws-sdk/client-sts';
 import { Command } from 'commander';
-import { bootstrapCommands, ensureAccounts, MissingPermissionError, VendTarget } from '../accounts';
+import { BootstrapError, bootstrapEnvironments, ensureAccounts, MissingPermissionError, organizationRoleCredentials, runBootstrap, VendTarget } from '../accounts';
 import { cellAccounts, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
 import { fleetFrom } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
@@ -89,31 +90,51 @@ export function accountsCommand(io: CliIo): Command {
 
   accounts
     .command('bootstrap')
-    .description('print (or --run) `cdk bootstrap` for every cell account and region, trusting the tooling account')
+    .description('print (or --run) `cdk bootstrap` for every account and region the fleet deploys to: tooling, router and cell accounts; each trusts the tooling account')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
-    .option('--run', 'run the commands, one after the other, stopping at the first failure')
+    .option('--run', 'run the commands one after the other, each as organization.roleName in its account, stopping at the first failure')
     .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')
     .option('--json', 'print the commands as JSON')
-    .action((flags: { config: string; run?: boolean; cdk: string; json?: boolean }) => {
+    .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean }) => {
       const fleet = fleetFrom(flags.config);
-      const commands = bootstrapCommands(fleet.cells, {
-        toolingAccount: fleet.accounts.tooling,
-        executionPolicyArn: fleet.organization?.executionPolicyArn ?? 'arn:aws:iam::aws:policy/AdministratorAccess',
-      });
+      let environments;
+      try {
+        environments = bootstrapEnvironments(fleet, { executionPolicyArn: fleet.organization?.executionPolicyArn ?? 'arn:aws:iam::aws:policy/AdministratorAccess' });
+      } catch (error) {
+        throw new CliError((error as Error).message);
+      }
       const launcher = flags.cdk.split(' ').filter(Boolean);
-      const lines = commands.map((c) => [...launcher, ...c.argv.slice(1)]);
       if (!flags.run) {
-        io.out(flags.json ? json(commands.map((c, i) => ({ cell: c.cell, account: c.account, region: c.region, command: lines[i] }))) : `${lines.map((l) => l.join(' ')).join('\n')}\n`);
+        io.out(flags.json
+          ? json(environments.map((e) => ({ account: e.account, region: e.region, purposes: e.purposes, command: [...launcher, ...e.args] })))
+          : `${environments.map((e) => `${[...launcher, ...e.args].join(' ')}    # ${e.purposes.join(', ')}`).join('\n')}\n`);
         return;
       }
-      for (const [i, line] of lines.entries()) {
-        io.err(`$ ${line.join(' ')}\n`);
-        const result = spawnSync(line[0], line.slice(1), { encoding: 'utf8' });
-        if (result.stdout) io.err(result.stdout);
-        if (result.stderr) io.err(result.stderr);
-        if (result.status !== 0) throw new CliError(`bootstrap of ${commands[i].account}/${commands[i].region} (cell ${commands[i].cell}) failed with exit ${result.status ?? result.error?.message}; fix it and run again`);
+      const sts = new STSClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fleet.pipeline?.region ?? Object.keys(fleet.regions)[0] });
+      try {
+        let credentialsFor;
+        try {
+          credentialsFor = await organizationRoleCredentials(sts, fleet.organization?.roleName ?? 'OrganizationAccountAccessRole');
+        } catch (error) {
+          throw new CliError(`cannot tell which account you are in (STS GetCallerIdentity: ${(error as Error).name}: ${(error as Error).message}); configure credentials of the organization's management account (AWS_PROFILE, or the standard credential chain)`);
+        }
+        await runBootstrap(environments, {
+          launcher,
+          credentialsFor,
+          baseEnv: process.env,
+          progress: (line) => io.err(line),
+          run: (argv, env) => {
+            const result = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', env });
+            return { status: result.status, output: `${result.stdout ?? ''}${result.stderr ?? ''}`, error: result.error?.message };
+          },
+        });
+      } catch (error) {
+        if (error instanceof BootstrapError) throw new CliError(error.message);
+        throw error;
+      } finally {
+        sts.destroy();
       }
-      io.out(`bootstrapped ${lines.length} environment(s)\n`);
+      io.out(`bootstrapped ${environments.length} environment(s)\n`);
     });
 
   return accounts;

@@ -170,9 +170,13 @@ export interface OrganizationConfig {
   readonly accountEmail: string;
   /** OU new cell accounts are moved into (`ou-…`). */
   readonly organizationalUnitId: string;
-  /** Role Organizations creates for the management account. @default 'OrganizationAccountAccessRole' */
+  /** Role Organizations creates for the management account; `cellctl accounts bootstrap --run` assumes it in each account. @default 'OrganizationAccountAccessRole' */
   readonly roleName?: string;
-  /** Execution policy `cellctl accounts bootstrap` gives CloudFormation. @default 'arn:aws:iam::aws:policy/AdministratorAccess' */
+  /**
+   * Execution policy `cellctl accounts bootstrap` gives CloudFormation in every account: an AWS managed
+   * policy, or `arn:aws:iam::{account}:policy/NAME` for a customer-managed policy created in each account.
+   * @default 'arn:aws:iam::aws:policy/AdministratorAccess'
+   */
   readonly executionPolicyArn?: string;
 }
 

@@ -198,8 +198,8 @@ function organizationProblems(input: FleetInput): string[] {
     problems.push(`organization.organizationalUnitId: \`${org.organizationalUnitId}\` is not an OU id (ou-xxxx-xxxxxxxx) or root id (r-xxxx)`);
   }
   if (org.roleName !== undefined && !/^[\w+=,.@-]{1,64}$/.test(org.roleName)) problems.push(`organization.roleName: \`${org.roleName}\` is not an IAM role name`);
-  if (org.executionPolicyArn !== undefined && !/^arn:aws[a-z-]*:iam::(aws|\d{12}):policy\/.+$/.test(org.executionPolicyArn)) {
-    problems.push(`organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN`);
+  if (org.executionPolicyArn !== undefined && !/^arn:aws[a-z-]*:iam::(aws|\d{12}|\{account\}):policy\/.+$/.test(org.executionPolicyArn)) {
+    problems.push(`organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN (arn:aws:iam::aws:policy/NAME, or arn:aws:iam::{account}:policy/NAME for a policy created in every account)`);
   }
   return problems;
 }

@@ -2,9 +2,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { CreateAccountCommand, DescribeCreateAccountStatusCommand, ListAccountsCommand, ListParentsCommand, MoveAccountCommand, OrganizationsClient } from '@aws-sdk/client-organizations';
+import { AssumeRoleCommand, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
 import { runCli } from '../../lib/cli';
 import { loadFleet, readAccountsFile } from '../../lib/fleet';
+import { fakeCdk, FakeCdk } from '../support/fake-cdk';
 import { REPO_ROOT } from '../support/fleet';
 
 const org = mockClient(OrganizationsClient);
@@ -74,15 +76,61 @@ describe('cellctl accounts', () => {
     expect(missing.out).toMatch(/eu-1\s+-\s+-\s+MISSING/);
   });
 
-  it('prints, or runs, one cdk bootstrap per cell environment', async () => {
+  it('prints one cdk bootstrap per account and region the fleet deploys to: tooling, routers, cells', async () => {
     const config = path.join(REPO_ROOT, 'cells.config.ts');
     const printed = await cellctl('accounts', 'bootstrap', '--config', config);
-    expect(printed.out.trim().split('\n')).toHaveLength(8);
+    const lines = printed.out.trim().split('\n');
+    expect(lines).toHaveLength(11);
+    expect(lines.slice(0, 3)).toEqual([
+      'npx cdk bootstrap aws://111111111111/eu-west-1 --cloudformation-execution-policies arn:aws:iam::aws:policy/AdministratorAccess    # tooling',
+      'npx cdk bootstrap aws://222222222222/eu-west-1 --trust 111111111111 --cloudformation-execution-policies arn:aws:iam::aws:policy/AdministratorAccess    # router',
+      'npx cdk bootstrap aws://222222222222/us-east-1 --trust 111111111111 --cloudformation-execution-policies arn:aws:iam::aws:policy/AdministratorAccess    # router',
+    ]);
     expect(printed.out).toContain('npx cdk bootstrap aws://333333333334/us-east-1 --trust 111111111111');
-    const ran = await cellctl('accounts', 'bootstrap', '--config', config, '--run', '--cdk', 'true');
-    expect(ran).toMatchObject({ code: 0, out: 'bootstrapped 8 environment(s)\n' });
-    const failed = await cellctl('accounts', 'bootstrap', '--config', config, '--run', '--cdk', 'false');
-    expect(failed.code).toBe(1);
-    expect(failed.err).toContain('bootstrap of 333333333330/eu-west-1 (cell canary-eu) failed');
+  });
+
+  describe('--run', () => {
+    const sts = mockClient(STSClient);
+    let cdk: FakeCdk;
+    beforeEach(() => {
+      cdk = fakeCdk();
+      sts.reset();
+      sts.on(GetCallerIdentityCommand).resolves({ Account: '100000000000', Arn: 'arn:aws:sts::100000000000:assumed-role/Admin/operator' });
+      sts.on(AssumeRoleCommand).callsFake(async (input: { RoleArn: string }) => {
+        const account = input.RoleArn.split(':')[4];
+        return { Credentials: { AccessKeyId: `ASIA${account}`, SecretAccessKey: 'x', SessionToken: `token-${account}`, Expiration: new Date() } };
+      });
+    });
+    afterEach(() => cdk.remove());
+
+    it('runs each bootstrap as organization.roleName in its own account (the CDK CLI refuses another account\'s credentials)', async () => {
+      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--cdk', cdk.launcher.join(' '));
+      expect(ran).toMatchObject({ code: 0, out: 'bootstrapped 11 environment(s)\n' });
+      const calls = cdk.calls();
+      expect(calls).toHaveLength(11);
+      for (const call of calls) {
+        const account = /^aws:\/\/(\d{12})\//.exec(call.args[1])![1];
+        expect([call.accessKeyId, call.sessionToken, call.profile, call.region]).toEqual([`ASIA${account}`, `token-${account}`, '', call.args[1].split('/')[3]]);
+      }
+      expect(sts.commandCalls(AssumeRoleCommand).map((c) => c.args[0].input.RoleArn)).toContain('arn:aws:iam::222222222222:role/OrganizationAccountAccessRole');
+      expect(ran.err).not.toContain('token-');
+    });
+
+    it('stops naming the environment and the role when a role cannot be assumed', async () => {
+      sts.on(AssumeRoleCommand, { RoleArn: 'arn:aws:iam::222222222222:role/OrganizationAccountAccessRole' })
+        .rejects(Object.assign(new Error('User is not authorized to perform: sts:AssumeRole'), { name: 'AccessDenied' }));
+      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--cdk', cdk.launcher.join(' '));
+      expect(ran.code).toBe(1);
+      expect(ran.err).toContain('bootstrap of 222222222222/eu-west-1 (router): cannot assume arn:aws:iam::222222222222:role/OrganizationAccountAccessRole as arn:aws:sts::100000000000:assumed-role/Admin/operator (AccessDenied');
+      expect(cdk.calls()).toHaveLength(1);
+    });
+
+    it('says which credentials to configure when it cannot tell who the caller is', async () => {
+      sts.on(GetCallerIdentityCommand).rejects(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }));
+      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--cdk', cdk.launcher.join(' '));
+      expect(ran.code).toBe(1);
+      expect(ran.err).toMatch(/cannot tell which account you are in \(STS GetCallerIdentity: CredentialsProviderError.*configure credentials of the organization's management account/);
+      expect(cdk.calls()).toHaveLength(0);
+    });
   });
 });
