@@ -25,6 +25,15 @@ export interface Overrides {
   readonly prefix: Readonly<Record<string, string>>;
 }
 
+/**
+ * Keys the routers answer with `503` + `Retry-After` while a move copies their last changes
+ * (contract 3): exact tenants, and bucket ranges (inclusive). Absent or empty: nothing is frozen.
+ */
+export interface Freeze {
+  readonly exact: readonly string[];
+  readonly buckets: readonly { readonly from: number; readonly to: number }[];
+}
+
 export interface MappingDocument {
   readonly schemaVersion: 1;
   readonly version: number;
@@ -34,6 +43,8 @@ export interface MappingDocument {
   readonly cells: Readonly<Record<string, MappingCell>>;
   readonly buckets: readonly BucketRange[];
   readonly overrides: Overrides;
+  /** Set only while a move is in its freeze window. */
+  readonly freeze?: Freeze;
 }
 
 /** How a key was routed: `exact` and `prefix` overrides are checked before the bucket table. */

@@ -3,7 +3,7 @@ import { HASH_NAME, MappingDocument, MappingProblem, SCHEMA_VERSION } from './ty
 
 export const CELL_ID_PATTERN = /^[a-z][a-z0-9-]{1,30}$/;
 const CELL_STATES = new Set(['active', 'draining', 'quarantine']);
-const TOP_LEVEL = new Set(['schemaVersion', 'version', 'createdAt', 'hash', 'bucketCount', 'cells', 'buckets', 'overrides']);
+const TOP_LEVEL = new Set(['schemaVersion', 'version', 'createdAt', 'hash', 'bucketCount', 'cells', 'buckets', 'overrides', 'freeze']);
 const MAX_PROBLEMS = 200;
 
 export interface ValidateOptions {
@@ -115,7 +115,31 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       }
     }
   }
+  if (doc.freeze !== undefined) validateFreeze(doc.freeze, isValidBucketCount(bucketCount) ? bucketCount : undefined, report);
   return problems;
+}
+
+/** `$.freeze`: `{"exact": [key, …], "buckets": [{from, to}, …]}` (contract 3). */
+function validateFreeze(freeze: unknown, bucketCount: number | undefined, report: (path: string, message: string) => void): void {
+  if (!isObject(freeze) || !Array.isArray(freeze.exact) || !Array.isArray(freeze.buckets)) {
+    report('$.freeze', 'must be {"exact": [key, …], "buckets": [{"from": n, "to": m}, …]}');
+    return;
+  }
+  for (const key of Object.keys(freeze)) if (key !== 'exact' && key !== 'buckets') report(`$.freeze.${key}`, 'unknown field');
+  freeze.exact.forEach((key: unknown, i: number) => {
+    if (typeof key !== 'string' || !matchesKeyPattern(key, 128)) report(`$.freeze.exact[${i}]`, `key must match ${KEY_PATTERN.source}`);
+  });
+  const last = bucketCount === undefined ? Number.MAX_SAFE_INTEGER : bucketCount - 1;
+  freeze.buckets.forEach((range: unknown, i: number) => {
+    const at = `$.freeze.buckets[${i}]`;
+    if (!isObject(range) || !isInt(range.from) || !isInt(range.to)) {
+      report(at, 'must be {"from": n, "to": m} with integers');
+      return;
+    }
+    for (const key of Object.keys(range)) if (key !== 'from' && key !== 'to') report(`${at}.${key}`, 'unknown field');
+    if (range.from > range.to) report(at, `from ${range.from} is greater than to ${range.to}`);
+    if (range.from < 0 || range.to > last) report(at, `range ${range.from} … ${range.to} is out of bounds 0 … ${last}`);
+  });
 }
 
 /** Parses JSON text and validates it; never throws. */

@@ -1,0 +1,351 @@
+import { Pool, PoolClient } from 'pg';
+import { HandoffStore } from './handoff';
+import { RateLimiter } from './limits';
+import { subjectBuckets } from './subject';
+import { Clock, MoveError, MoveSubject, TableChecksums, TableCounts } from './types';
+
+/** How the mover reaches one cell's database (locally from fleet.json; in AWS inside the cell's mover task). */
+export interface CellDatabase {
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+  readonly user: string;
+  readonly password: string;
+}
+
+/** One delta in the hand-off store: what the exporter wrote, for the importer. */
+export interface DeltaManifest {
+  /** Rows with source row_version in (since, upTo] are in this delta. */
+  readonly since: string;
+  readonly upTo: string;
+  readonly tables: Readonly<Record<string, { readonly rows: number; readonly batches: number; readonly tombstones: number; readonly tombstoneBatches: number }>>;
+}
+
+export interface MovedAwayRecord {
+  readonly kind: 'tenant' | 'bucket';
+  readonly value: string;
+  readonly moveId: string;
+  readonly movedTo: string;
+}
+
+/**
+ * What a move does inside one cell. In AWS each call runs in the cell's mover task; locally the
+ * mover connects to each cell's PostgreSQL itself. Either way data crosses only through the hand-off.
+ */
+export interface CellData {
+  readonly cell: string;
+  schemaVersion(): Promise<number>;
+  /** Writes the subject's rows and tombstones with row_version in (since, …] to `prefix`; returns the manifest. */
+  exportDelta(subject: MoveSubject, since: string, handoff: HandoffStore, prefix: string, limiter?: RateLimiter): Promise<DeltaManifest>;
+  /** Applies a delta in one transaction: tombstones first, then upserts. Idempotent. */
+  importDelta(subject: MoveSubject, handoff: HandoffStore, prefix: string, manifest: DeltaManifest): Promise<TableCounts>;
+  /** Deletes every row of the subject (a target's stale or partial copy). */
+  clear(subject: MoveSubject): Promise<number>;
+  checksums(subject: MoveSubject): Promise<TableChecksums>;
+  /** Records in cf_moved_away that the subject went to `movedTo` (the cell refuses it with 421 from then on). */
+  fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void>;
+  /** Removes this move's cf_moved_away records (an abort). */
+  unfence(moveId: string): Promise<void>;
+  /** Removes every cf_moved_away record covering the subject (the subject is coming back here). */
+  clearMovedAway(subject: MoveSubject): Promise<number>;
+  /** Records that would make this cell refuse the subject after it arrives (a bucket moved away, for a tenant). */
+  blockingRecords(subject: MoveSubject): Promise<MovedAwayRecord[]>;
+  /** Deletes the source copy, only where cf_moved_away still says it went away with `moveId`. */
+  forget(subject: MoveSubject, moveId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The DESIGN.md bucket of `column` in SQL (contract 2): first 4 bytes of SHA-256, big-endian, mod n. */
+export function bucketSql(column: string, bucketCount: number): string {
+  if (!Number.isInteger(bucketCount) || bucketCount < 1) throw new Error(`bucketCount ${bucketCount} is not a positive integer`);
+  return `((('x' || encode(substring(sha256(convert_to(${column}, 'UTF8')) from 1 for 4), 'hex'))::bit(32)::bigint) % ${bucketCount})`;
+}
+
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+interface TableInfo {
+  readonly name: string;
+  readonly columns: readonly string[];
+}
+
+/** A cell's PostgreSQL, with the schema of contract 2 (tenant_id, row_version, cf_tombstones, cf_moved_away). */
+export class PostgresCellData implements CellData {
+  private readonly pool: Pool;
+
+  constructor(
+    public readonly cell: string,
+    db: CellDatabase,
+    private readonly options: { readonly bucketCount: number; readonly batchRows: number; readonly clock: Clock },
+  ) {
+    // UTC so timestamps serialize the same in both cells (checksums compare JSON text).
+    this.pool = new Pool({ ...db, max: 2, options: '-c TimeZone=UTC', connectionTimeoutMillis: 10_000 });
+    this.pool.on('error', () => undefined);
+  }
+
+  private predicate(subject: MoveSubject, column = 'tenant_id', params: unknown[]): string {
+    if (subject.kind === 'tenant') {
+      params.push(subject.tenant);
+      return `${column} = $${params.length}`;
+    }
+    const bucket = bucketSql(column, this.options.bucketCount);
+    return `(${subject.ranges.map((r) => `${bucket} between ${Number(r.from)} and ${Number(r.to)}`).join(' or ')})`;
+  }
+
+  private async withClient<T>(body: (client: PoolClient) => Promise<T>): Promise<T> {
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw new MoveError(`cell ${this.cell}: cannot connect to its database: ${(error as Error).message}`);
+    }
+    try {
+      return await body(client);
+    } finally {
+      client.release();
+    }
+  }
+
+  private async inTransaction<T>(client: PoolClient, mode: string, body: () => Promise<T>): Promise<T> {
+    await client.query(`begin ${mode}`);
+    try {
+      const result = await body();
+      await client.query('commit');
+      return result;
+    } catch (error) {
+      await client.query('rollback').catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Movable tables: every base table of the schema with tenant_id, except the cf_ bookkeeping. */
+  private async tables(client: PoolClient): Promise<TableInfo[]> {
+    const { rows } = await client.query<{ table_name: string; columns: string[] }>(`
+      select c.table_name, array_agg(c.column_name::text order by c.ordinal_position) as columns
+      from information_schema.columns c
+      join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
+      where c.table_schema = current_schema() and t.table_type = 'BASE TABLE' and c.table_name not like 'cf\\_%'
+      group by c.table_name
+      having bool_or(c.column_name = 'tenant_id')
+      order by c.table_name`);
+    for (const t of rows) {
+      for (const column of ['id', 'row_version']) {
+        if (!t.columns.includes(column)) {
+          throw new MoveError(`cell ${this.cell}: table ${t.table_name} has tenant_id but no ${column} column, so it cannot be moved (contract 2: every table with tenant_id has id and row_version)`);
+        }
+      }
+    }
+    return rows.map((t) => ({ name: t.table_name, columns: t.columns }));
+  }
+
+  public async schemaVersion(): Promise<number> {
+    return this.withClient(async (client) => {
+      const { rows } = await client.query<{ v: number | null }>('select max(version) as v from cf_schema_migrations').catch((error: Error) => {
+        throw new MoveError(`cell ${this.cell}: cannot read cf_schema_migrations (${error.message}); is the workload's schema migrated?`);
+      });
+      return Number(rows[0].v ?? 0);
+    });
+  }
+
+  /**
+   * The bound of a delta: the sequence's value, after every transaction that may hold a smaller
+   * value has finished. Sequence values are handed out before commit, so a writer can commit
+   * row_version 100 after another committed 101; copying up to 101 at once would skip 100 forever.
+   * Waiting for the transactions in flight at this point closes that gap.
+   */
+  private async stableUpTo(client: PoolClient): Promise<string> {
+    const { rows: [seq] } = await client.query<{ last_value: string }>('select last_value::text from cf_row_version');
+    const { rows: [snap] } = await client.query<{ xip: string[] | null }>('select array_agg(x::text) as xip from pg_snapshot_xip(pg_current_snapshot()) x');
+    const inFlight = snap.xip ?? [];
+    const deadline = this.options.clock.now().getTime() + 60_000;
+    while (inFlight.length > 0) {
+      const { rows: [left] } = await client.query<{ n: number }>(`select count(*)::int as n from unnest($1::xid8[]) x where pg_xact_status(x) = 'in progress'`, [inFlight]);
+      if (left.n === 0) break;
+      if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${left.n} transactions stayed open for 60 s; a delta cannot be bounded while they run`);
+      await this.options.clock.sleep(5);
+    }
+    return seq.last_value;
+  }
+
+  public async exportDelta(subject: MoveSubject, since: string, handoff: HandoffStore, prefix: string, limiter?: RateLimiter): Promise<DeltaManifest> {
+    return this.withClient(async (client) => {
+      const upTo = await this.stableUpTo(client);
+      return this.inTransaction(client, 'isolation level repeatable read read only', async () => {
+        const tables: Record<string, { rows: number; batches: number; tombstones: number; tombstoneBatches: number }> = {};
+        for (const table of await this.tables(client)) {
+          const params: unknown[] = [since, upTo];
+          const where = this.predicate(subject, 'tenant_id', params);
+          const counts = { rows: 0, batches: 0, tombstones: 0, tombstoneBatches: 0 };
+          await client.query(`declare rows_cursor no scroll cursor for
+            select row_to_json(t)::text as j from ${quote(table.name)} t
+            where t.row_version > $1::bigint and t.row_version <= $2::bigint and ${where} order by t.row_version`, params);
+          for (;;) {
+            const { rows } = await client.query<{ j: string }>(`fetch ${this.options.batchRows} from rows_cursor`);
+            if (rows.length === 0) break;
+            await limiter?.take(rows.length);
+            await handoff.put(`${prefix}/${table.name}/rows-${counts.batches}.json`, `[${rows.map((r) => r.j).join(',\n')}]`);
+            counts.rows += rows.length;
+            counts.batches++;
+          }
+          await client.query('close rows_cursor');
+          const tparams: unknown[] = [since, upTo, table.name];
+          const twhere = this.predicate(subject, 'tenant_id', tparams);
+          const { rows: tombstones } = await client.query<{ id: string }>(`
+            select id from cf_tombstones
+            where row_version > $1::bigint and row_version <= $2::bigint and table_name = $3 and ${twhere} order by row_version`, tparams);
+          for (let i = 0; i < tombstones.length; i += this.options.batchRows) {
+            const batch = tombstones.slice(i, i + this.options.batchRows).map((t) => ({ id: t.id }));
+            await handoff.put(`${prefix}/${table.name}/tombstones-${counts.tombstoneBatches}.json`, JSON.stringify(batch));
+            counts.tombstones += batch.length;
+            counts.tombstoneBatches++;
+          }
+          tables[table.name] = counts;
+        }
+        const manifest: DeltaManifest = { since, upTo, tables };
+        // Written last: a delta without a manifest is incomplete and is exported again.
+        await handoff.put(`${prefix}/manifest.json`, JSON.stringify(manifest));
+        return manifest;
+      });
+    });
+  }
+
+  public async importDelta(subject: MoveSubject, handoff: HandoffStore, prefix: string, manifest: DeltaManifest): Promise<TableCounts> {
+    return this.withClient(async (client) => this.inTransaction(client, '', async () => {
+      const here = new Map((await this.tables(client)).map((t) => [t.name, t]));
+      const counts: Record<string, { rows: number; tombstones: number }> = {};
+      for (const [name, delta] of Object.entries(manifest.tables)) {
+        const table = here.get(name);
+        if (!table) throw new MoveError(`cell ${this.cell} has no movable table ${name}; the source has one (are both cells on the same schema version?)`);
+        const params: unknown[] = [];
+        const where = this.predicate(subject, 't.tenant_id', params);
+        for (let b = 0; b < delta.tombstoneBatches; b++) {
+          const text = await handoff.get(`${prefix}/${name}/tombstones-${b}.json`);
+          await client.query(`delete from ${quote(name)} t using json_populate_recordset(null::${quote(name)}, $${params.length + 1}::json) x where t.id = x.id and ${where}`, [...params, text]);
+        }
+        const columns = table.columns.map(quote);
+        const updates = table.columns.filter((c) => c !== 'id').map((c) => `${quote(c)} = excluded.${quote(c)}`).join(', ');
+        for (let b = 0; b < delta.batches; b++) {
+          const text = await handoff.get(`${prefix}/${name}/rows-${b}.json`);
+          await client.query(`insert into ${quote(name)} (${columns.join(', ')})
+            select ${columns.join(', ')} from json_populate_recordset(null::${quote(name)}, $1::json)
+            on conflict (id) do update set ${updates}`, [text]);
+        }
+        counts[name] = { rows: delta.rows, tombstones: delta.tombstones };
+      }
+      return counts;
+    }));
+  }
+
+  public async clear(subject: MoveSubject): Promise<number> {
+    return this.withClient(async (client) => this.inTransaction(client, '', async () => {
+      let deleted = 0;
+      for (const table of await this.tables(client)) {
+        const params: unknown[] = [];
+        const result = await client.query(`delete from ${quote(table.name)} where ${this.predicate(subject, 'tenant_id', params)}`, params);
+        deleted += result.rowCount ?? 0;
+      }
+      // The deletes just recorded tombstones for rows that never were this cell's: drop them.
+      const params: unknown[] = [];
+      await client.query(`delete from cf_tombstones where ${this.predicate(subject, 'tenant_id', params)}`, params);
+      return deleted;
+    }));
+  }
+
+  public async checksums(subject: MoveSubject): Promise<TableChecksums> {
+    return this.withClient(async (client) => this.inTransaction(client, 'isolation level repeatable read read only', async () => {
+      const result: Record<string, { rows: number; checksum: string }> = {};
+      for (const table of await this.tables(client)) {
+        const params: unknown[] = [];
+        // Order-independent: the sum of a 60-bit hash of each row's JSON without row_version
+        // (each cell numbers its own versions).
+        const { rows: [r] } = await client.query<{ n: number; sum: string }>(`
+          select count(*)::int as n,
+                 coalesce(sum(('x' || substr(md5((to_jsonb(t) - 'row_version')::text), 1, 15))::bit(60)::bigint::numeric), 0)::text as sum
+          from ${quote(table.name)} t where ${this.predicate(subject, 'tenant_id', params)}`, params);
+        result[table.name] = { rows: r.n, checksum: r.sum };
+      }
+      return result;
+    }));
+  }
+
+  private recordKeys(subject: MoveSubject): { kind: 'tenant' | 'bucket'; values: string[] } {
+    return subject.kind === 'tenant'
+      ? { kind: 'tenant', values: [subject.tenant] }
+      : { kind: 'bucket', values: subjectBuckets(subject, this.options.bucketCount).map(String) };
+  }
+
+  public async fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void> {
+    const { kind, values } = this.recordKeys(subject);
+    await this.withClient(async (client) => {
+      await client.query(`
+        insert into cf_moved_away (kind, value, move_id, moved_to, at)
+        select $1, v, $3, $4, now() from unnest($2::text[]) v
+        on conflict (kind, value) do update set move_id = excluded.move_id, moved_to = excluded.moved_to, at = excluded.at`, [kind, values, moveId, movedTo]);
+      await this.drain(client);
+    });
+  }
+
+  /**
+   * Waits until every transaction that started before the fence committed has ended. Those are
+   * the only ones that may have checked cf_moved_away before the record existed (a read-only check
+   * has no transaction id yet, so only pg_stat_activity sees it); every later one sees the record.
+   */
+  private async drain(client: PoolClient): Promise<void> {
+    const { rows: [{ fenced }] } = await client.query<{ fenced: string }>('select clock_timestamp()::text as fenced');
+    const deadline = this.options.clock.now().getTime() + 60_000;
+    for (;;) {
+      const { rows: [{ n }] } = await client.query<{ n: number }>(`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and xact_start < $1::timestamptz`, [fenced]);
+      if (n === 0) return;
+      if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${n} transactions that started before the fence stayed open for 60 s; the move waits for them to drain`);
+      await this.options.clock.sleep(5);
+    }
+  }
+
+  public async unfence(moveId: string): Promise<void> {
+    await this.withClient((client) => client.query('delete from cf_moved_away where move_id = $1', [moveId]));
+  }
+
+  public async clearMovedAway(subject: MoveSubject): Promise<number> {
+    return this.withClient(async (client) => {
+      const { kind, values } = this.recordKeys(subject);
+      let removed = (await client.query('delete from cf_moved_away where kind = $1 and value = any($2::text[])', [kind, values])).rowCount ?? 0;
+      if (subject.kind === 'buckets') {
+        // Tenants of these buckets that were moved away one by one come back with their bucket.
+        removed += (await client.query(`delete from cf_moved_away where kind = 'tenant' and ${this.predicate(subject, 'value', [])}`)).rowCount ?? 0;
+      }
+      return removed;
+    });
+  }
+
+  public async blockingRecords(subject: MoveSubject): Promise<MovedAwayRecord[]> {
+    if (subject.kind === 'buckets') return [];
+    const bucket = subjectBuckets(subject, this.options.bucketCount)[0];
+    return this.withClient(async (client) => {
+      const { rows } = await client.query<{ kind: 'bucket'; value: string; move_id: string; moved_to: string }>(
+        `select kind, value, move_id, moved_to from cf_moved_away where kind = 'bucket' and value = $1`, [String(bucket)]);
+      return rows.map((r) => ({ kind: r.kind, value: r.value, moveId: r.move_id, movedTo: r.moved_to }));
+    });
+  }
+
+  public async forget(subject: MoveSubject, moveId: string): Promise<number> {
+    return this.withClient(async (client) => this.inTransaction(client, '', async () => {
+      // Only what still went away with this move: a subject that has moved back since is live here again.
+      const still = subject.kind === 'tenant'
+        ? `tenant_id in (select value from cf_moved_away where kind = 'tenant' and move_id = $1)`
+        : `${bucketSql('tenant_id', this.options.bucketCount)} in (select value::bigint from cf_moved_away where kind = 'bucket' and move_id = $1)`;
+      const params: unknown[] = [moveId];
+      const where = `${this.predicate(subject, 'tenant_id', params)} and ${still}`;
+      let deleted = 0;
+      for (const table of await this.tables(client)) {
+        deleted += (await client.query(`delete from ${quote(table.name)} where ${where}`, params)).rowCount ?? 0;
+      }
+      await client.query(`delete from cf_tombstones where ${where}`, params);
+      return deleted;
+    }));
+  }
+
+  public async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,178 @@
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Client } from 'pg';
+import { bucketOf } from '../../lib/mapping';
+import { bucketSql, CellDatabase, PostgresCellData } from '../../lib/moves/cell-data';
+import { LocalHandoffStore, MoveSubject, systemClock } from '../../lib/moves';
+import { PostgresServer, startPostgres } from './postgres-fixture';
+
+let pg: PostgresServer;
+let dir: string;
+let handoff: LocalHandoffStore;
+let n = 0;
+
+beforeAll(async () => {
+  pg = await startPostgres();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'moves-handoff-'));
+  handoff = new LocalHandoffStore(dir);
+});
+afterAll(async () => {
+  await pg?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function twoCells(bucketCount = 1024): Promise<{ a: PostgresCellData; b: PostgresCellData; dbA: CellDatabase; dbB: CellDatabase; close: () => Promise<void> }> {
+  n += 1;
+  const dbA = await pg.createDatabase(`a${n}`);
+  const dbB = await pg.createDatabase(`b${n}`);
+  const options = { bucketCount, batchRows: 7, clock: systemClock };
+  const a = new PostgresCellData('cell-a', dbA, options);
+  const b = new PostgresCellData('cell-b', dbB, options);
+  return { a, b, dbA, dbB, close: async () => { await a.close(); await b.close(); } };
+}
+
+async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client(db);
+  await client.connect();
+  try {
+    return (await client.query<T>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const itemsOf = async (db: CellDatabase, tenant: string) =>
+  (await sql<{ id: string; name: string }>(db, 'select id::text, name from items where tenant_id = $1 order by id', [tenant])).map((r) => `${r.id}:${r.name}`);
+
+describe('bucket in SQL (contract 2)', () => {
+  test('equals the DESIGN.md bucket for ASCII keys of every length, at several bucket counts', async () => {
+    const keys = Array.from({ length: 300 }, (_, i) => `tenant-${'x'.repeat(i % 70)}${i}`);
+    keys.push('a', 'internal-canary', 'A.b:c@d-e_f');
+    for (const count of [1024, 16384, 1 << 20]) {
+      const rows = await sql<{ k: string; b: string }>(pg.database('postgres'), `select k, ${bucketSql('k', count)}::text as b from unnest($1::text[]) k`, [keys]);
+      expect(rows.map((r) => Number(r.b))).toEqual(keys.map((k) => bucketOf(k, count)));
+    }
+  });
+});
+
+describe('PostgresCellData', () => {
+  test('clone, catch-up with updates and deletes, verify: deletes stay deleted, other tenants untouched', async () => {
+    const { a, b, dbA, dbB, close } = await twoCells();
+    try {
+      const tenant: MoveSubject = { kind: 'tenant', tenant: 'acme' };
+      await sql(dbA, `insert into items (tenant_id, name, body) select 'acme', 'item-' || g, jsonb_build_object('n', g) from generate_series(1, 50) g`);
+      await sql(dbA, `insert into items (tenant_id, name) select 'other', 'o-' || g from generate_series(1, 20) g`);
+      await sql(dbA, `insert into notes (id, tenant_id, text) select g, 'acme', 'note ' || g from generate_series(1, 10) g`);
+      const clone = await a.exportDelta(tenant, '0', handoff, 't1/clone');
+      expect(clone.tables.items.rows).toBe(50);
+      expect(clone.tables.items.batches).toBe(8); // 7 rows per batch
+      expect(clone.tables.notes.rows).toBe(10);
+      await b.importDelta(tenant, handoff, 't1/clone', clone);
+      expect(await b.checksums(tenant)).toEqual(await a.checksums(tenant));
+
+      // While the move runs: updates, deletes, inserts.
+      await sql(dbA, `update items set name = name || '-v2' where tenant_id = 'acme' and (body->>'n')::int <= 5`);
+      await sql(dbA, `delete from items where tenant_id = 'acme' and (body->>'n')::int between 40 and 50`);
+      await sql(dbA, `delete from notes where id = 3`);
+      await sql(dbA, `insert into items (tenant_id, name) values ('acme', 'late')`);
+      const delta = await a.exportDelta(tenant, clone.upTo, handoff, 't1/round-1');
+      expect(delta.tables.items).toMatchObject({ rows: 6, tombstones: 11 });
+      expect(delta.tables.notes).toMatchObject({ rows: 0, tombstones: 1 });
+      await b.importDelta(tenant, handoff, 't1/round-1', delta);
+      // Applying the same delta twice (a resumed mover) changes nothing.
+      await b.importDelta(tenant, handoff, 't1/round-1', delta);
+      expect(await itemsOf(dbB, 'acme')).toEqual(await itemsOf(dbA, 'acme'));
+      expect(await itemsOf(dbB, 'acme')).toHaveLength(40);
+      const sums = await a.checksums(tenant);
+      expect(sums.items.rows).toBe(40);
+      expect(await b.checksums(tenant)).toEqual(sums);
+      expect(await itemsOf(dbB, 'other')).toEqual([]);
+
+      // A change on one side shows in the checksum.
+      await sql(dbB, `update items set name = 'tampered' where name = 'late'`);
+      expect((await b.checksums(tenant)).items.checksum).not.toBe(sums.items.checksum);
+    } finally {
+      await close();
+    }
+  });
+
+  test('a bucket subject selects exactly the tenants hashing into it', async () => {
+    const { a, b, dbA, dbB, close } = await twoCells(1024);
+    try {
+      const tenants = Array.from({ length: 400 }, (_, i) => `t${i}`);
+      await sql(dbA, `insert into items (tenant_id, name) select t, 'x' from unnest($1::text[]) t`, [tenants]);
+      const bucket = bucketOf('t7', 1024);
+      const subject: MoveSubject = { kind: 'buckets', ranges: [{ from: bucket, to: bucket + 9 }] };
+      const expected = tenants.filter((t) => bucketOf(t, 1024) >= bucket && bucketOf(t, 1024) <= bucket + 9).sort();
+      const manifest = await a.exportDelta(subject, '0', handoff, 't2/clone');
+      await b.importDelta(subject, handoff, 't2/clone', manifest);
+      const moved = (await sql<{ tenant_id: string }>(dbB, 'select tenant_id from items order by tenant_id')).map((r) => r.tenant_id);
+      expect(moved).toEqual(expected);
+      expect(moved.length).toBeGreaterThan(1);
+    } finally {
+      await close();
+    }
+  });
+
+  test('a writer holding an older row_version when the delta is cut is not skipped', async () => {
+    const { a, b, dbA, close } = await twoCells();
+    const subject: MoveSubject = { kind: 'tenant', tenant: 'slow' };
+    const writer = new Client(dbA);
+    await writer.connect();
+    try {
+      // The writer takes row_version N and stays open; a later writer commits N+1 first.
+      await writer.query('begin');
+      await writer.query(`insert into items (tenant_id, name) values ('slow', 'first')`);
+      await sql(dbA, `insert into items (tenant_id, name) values ('slow', 'second')`);
+      const exporting = a.exportDelta(subject, '0', handoff, 't3/clone');
+      await new Promise((r) => setTimeout(r, 200));
+      await writer.query('commit');
+      const manifest = await exporting;
+      await b.importDelta(subject, handoff, 't3/clone', manifest);
+      expect(manifest.tables.items.rows).toBe(2);
+      expect(await b.checksums(subject)).toEqual(await a.checksums(subject));
+    } finally {
+      await writer.end();
+      await close();
+    }
+  });
+
+  test('fence, clearMovedAway and forget: forget deletes only what still went away with its move', async () => {
+    const { a, dbA, close } = await twoCells();
+    try {
+      await sql(dbA, `insert into items (tenant_id, name) values ('acme', 'x'), ('acme', 'y'), ('other', 'z')`);
+      const acme: MoveSubject = { kind: 'tenant', tenant: 'acme' };
+      await a.fence(acme, 'm-one', 'cell-b');
+      expect(await sql(dbA, 'select kind, value, move_id, moved_to from cf_moved_away')).toEqual([{ kind: 'tenant', value: 'acme', move_id: 'm-one', moved_to: 'cell-b' }]);
+      // The tenant came back (a later move cleared the record): the old move's forget deletes nothing.
+      expect(await a.clearMovedAway(acme)).toBe(1);
+      expect(await a.forget(acme, 'm-one')).toBe(0);
+      expect(await itemsOf(dbA, 'acme')).toHaveLength(2);
+      await a.fence(acme, 'm-two', 'cell-b');
+      expect(await a.forget(acme, 'm-two')).toBe(2);
+      expect(await itemsOf(dbA, 'acme')).toEqual([]);
+      expect(await itemsOf(dbA, 'other')).toHaveLength(1);
+      expect(await sql(dbA, `select * from cf_tombstones where tenant_id = 'acme'`)).toEqual([]);
+      // Abort: unfence removes this move's records only.
+      const bucket = bucketOf('other', 1024);
+      await a.fence({ kind: 'buckets', ranges: [{ from: bucket, to: bucket + 1 }] }, 'm-three', 'cell-c');
+      expect(await a.blockingRecords({ kind: 'tenant', tenant: 'other' })).toEqual([{ kind: 'bucket', value: String(bucket), moveId: 'm-three', movedTo: 'cell-c' }]);
+      await a.unfence('m-three');
+      expect(await sql(dbA, `select value, move_id from cf_moved_away order by value`)).toEqual([{ value: 'acme', move_id: 'm-two' }]);
+    } finally {
+      await close();
+    }
+  });
+
+  test('a table with tenant_id but no row_version is refused with the reason', async () => {
+    n += 1;
+    const db = await pg.createDatabase(`bad${n}`, `create table cf_schema_migrations (version int primary key); create table orders (id int primary key, tenant_id text);`);
+    const cell = new PostgresCellData('cell-x', db, { bucketCount: 1024, batchRows: 10, clock: systemClock });
+    try {
+      await expect(cell.checksums({ kind: 'tenant', tenant: 'a' })).rejects.toThrow(/table orders has tenant_id but no row_version column/);
+    } finally {
+      await cell.close();
+    }
+  });
+});
