@@ -50,6 +50,12 @@ export async function startPostgres(): Promise<PostgresServer> {
     const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
     const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
     fs.chownSync(dir, uid, gid);
+    // The postgres user must reach the directory: give traverse-only (x) on this run's temp parents
+    // (jest's per-run folder is created 0700).
+    for (let parent = path.dirname(dir); parent !== path.dirname(parent); parent = path.dirname(parent)) {
+      const mode = fs.statSync(parent).mode;
+      if ((mode & 0o001) === 0) fs.chmodSync(parent, (mode & 0o7777) | 0o001);
+    }
     return { uid, gid };
   })() : {};
   const init = spawnSync(path.join(BIN, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { encoding: 'utf8', ...asUser });
