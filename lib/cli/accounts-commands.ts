@@ -3,25 +3,21 @@ import { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { Command } from 'commander';
 import { BootstrapError, bootstrapEnvironments, ensureAccounts, MissingPermissionError, organizationRoleCredentials, runBootstrap, VendTarget } from '../accounts';
-import { cellAccounts, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
-import { fleetFrom } from './context';
+import { cellAccounts, displayPath, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
+import { fleetFrom, withConfig } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The config for account commands: valid except for the accounts they are about to vend. */
 function accountsInput(configPath: string) {
-  let loaded;
-  try {
-    loaded = loadFleetInput(configPath);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') throw new CliError(`${configPath}: not found; run from the project root or pass --config FILE`);
-    throw error;
-  }
-  const file = readAccountsFile(loaded.accountsPath);
-  const problems = fleetProblems(loaded.input, cellAccounts(file), { allowMissingAccounts: true });
-  if (problems.length > 0) throw new CliError(new FleetConfigError(problems).message);
-  return { ...loaded, file };
+  return withConfig(() => {
+    const loaded = loadFleetInput(configPath);
+    const file = readAccountsFile(loaded.accountsPath);
+    const problems = fleetProblems(loaded.input, cellAccounts(file), { allowMissingAccounts: true, accountsFile: displayPath(loaded.accountsPath) });
+    if (problems.length > 0) throw new FleetConfigError(problems, displayPath(loaded.file));
+    return { ...loaded, file };
+  });
 }
 
 /** `cellctl accounts …`: one AWS account per cell, vended through AWS Organizations. */

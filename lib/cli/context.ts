@@ -3,17 +3,19 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { Fleet, FleetConfigError, loadFleet } from '../fleet';
 import { CliError } from './io';
 
-/** Loads the fleet for a command, turning config problems into a CLI error (exit 1). */
-export function fleetFrom(configPath: string): Fleet {
+/** Runs `load`, turning config problems (cells.config.ts, cells.accounts.json) into a CLI error (exit 1). */
+export function withConfig<T>(load: () => T): T {
   try {
-    return loadFleet(path.resolve(configPath));
+    return load();
   } catch (error) {
     if (error instanceof FleetConfigError) throw new CliError(error.message);
-    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') {
-      throw new CliError(`${configPath}: not found; run from the project root or pass --config FILE`);
-    }
     throw error;
   }
+}
+
+/** Loads the fleet for a command; config problems are a CLI error (exit 1) listing them. */
+export function fleetFrom(configPath: string): Fleet {
+  return withConfig(() => loadFleet(path.resolve(configPath)));
 }
 
 export interface S3Options {

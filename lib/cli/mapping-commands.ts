@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { Fleet } from '../fleet';
+import { Fleet, suggestion } from '../fleet';
 import {
   addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
   initialMapping, InvalidKeyError, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
@@ -15,6 +15,30 @@ export function readMappingFile(file: string): MappingDocument {
   const parsed = parseMapping(readText(file));
   if (!parsed.ok) throw new CliError(`${file} is not a valid mapping:\n${formatProblems(parsed.problems)}`);
   return parsed.document;
+}
+
+/**
+ * An `--endpoints` file: a JSON object of cell id → http(s) URL, for cells of the fleet. Every
+ * problem is listed (exit 1); nothing is ignored silently.
+ */
+export function readEndpoints(file: string, cellIds: readonly string[]): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readText(file));
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`${file}: not valid JSON (${(error as Error).message}); write an object such as {"eu-1": "http://10.0.0.5:8080"}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new CliError(`${file}: expected a JSON object of cell id → endpoint URL, such as {"eu-1": "http://10.0.0.5:8080"}`);
+  }
+  const problems: string[] = [];
+  for (const [id, url] of Object.entries(parsed)) {
+    if (!cellIds.includes(id)) problems.push(`\`${id}\` is not a cell of the fleet${suggestion(id, cellIds).replace('known keys', 'cells')}`);
+    else if (typeof url !== 'string' || !/^https?:\/\/[^\s/]+/.test(url)) problems.push(`${id}: ${JSON.stringify(url)} is not an http(s) URL such as http://10.0.0.5:8080`);
+  }
+  if (problems.length > 0) throw new CliError(`${file} has ${problems.length} problem(s); nothing written:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  return parsed as Record<string, string>;
 }
 
 function share(buckets: number, total: number): string {
@@ -140,7 +164,7 @@ export function mappingCommand(io: CliIo): Command {
     .action((flags: { out: string; config: string; endpoints?: string; force?: boolean; json?: boolean }) => {
       if (fs.existsSync(flags.out) && !flags.force) throw new CliError(`${flags.out} exists; pass --force to overwrite it`);
       const fleet = fleetFrom(flags.config);
-      const endpoints = flags.endpoints ? (JSON.parse(readText(flags.endpoints)) as Record<string, string>) : {};
+      const endpoints = flags.endpoints ? readEndpoints(flags.endpoints, fleet.cells.map((c) => c.id)) : {};
       const doc = initialMapping(
         fleet.cells.map((c) => ({
           id: c.id,

@@ -37,15 +37,18 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code)) return EXIT.ok;
-      // commander.executeSubCommandAsync etc.: a group run without a subcommand shows its help.
+      if (['commander.helpDisplayed', 'commander.version'].includes(error.code)) return EXIT.ok;
+      // `cellctl help mapping` asks for help (0); `cellctl mapping` without a subcommand shows it as a usage error, like bare `cellctl`.
+      if (error.code === 'commander.help') return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
       return EXIT.usage;
     }
     if (error instanceof CliError) {
       if (error.message) io.err(`error: ${error.message}\n`);
       return error.exitCode;
     }
-    io.err(`error: ${(error as Error).stack ?? String(error)}\n`);
+    // Unexpected: still one line; the stack only when asked for.
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    io.err(process.env.CELLCTL_DEBUG ? `error: ${(error as Error).stack ?? String(error)}\n` : `error: ${message} (set CELLCTL_DEBUG=1 for the stack trace)\n`);
     return EXIT.invalid;
   }
 }

@@ -7,3 +7,5 @@ export * from './cidr';
 export * from './accounts-file';
 export * from './load';
 export * from './generate';
+export * from './schema';
+export * from './display-path';

@@ -1,18 +1,61 @@
+import * as fs from 'fs';
 import * as path from 'path';
+import { displayPath } from './display-path';
 import { ACCOUNTS_FILE_NAME, cellAccounts, readAccountsFile } from './accounts-file';
 import { Fleet, FleetInput } from './types';
-import { resolveFleet } from './validate';
+import { FleetConfigError, resolveFleet } from './validate';
 
 export const CONFIG_FILE_NAME = 'cells.config.ts';
 
-/** The raw config (default export of `cells.config.ts`) and where its accounts file lives. */
-export function loadFleetInput(configPath: string = path.resolve(CONFIG_FILE_NAME)): { input: FleetInput; accountsPath: string } {
+/**
+ * Loads a TypeScript file. Under tsx or ts-jest `.ts` already loads; from compiled JavaScript (the
+ * `cellctl` bin) tsx's loader is registered on first use only, so commands that need no config
+ * do not pay for it.
+ */
+function requireConfig(file: string): unknown {
+  // Jest loads .ts through its own transform (and shows an empty require.extensions).
+  const loadsTypeScript = Boolean(require.extensions?.['.ts']) || process.env.JEST_WORKER_ID !== undefined;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const loaded = require(path.resolve(configPath)) as { default?: FleetInput };
-  if (!loaded.default) {
-    throw new Error(`${configPath}: no default export; write \`export default defineFleet({...})\``);
+  if (file.endsWith('.ts') && !loadsTypeScript) require('tsx/cjs/api').register();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(file);
+}
+
+/**
+ * One line for an error thrown while loading the config: `file:line:col: message` for a syntax
+ * error (esbuild's "Transform failed" report) or an exception thrown at that place in the file.
+ */
+export function configLoadProblem(error: unknown, file: string): string {
+  const shown = displayPath(file);
+  const message = error instanceof Error ? error.message : String(error);
+  const syntax = /^(.+?):(\d+):(\d+): ERROR: (.*)$/m.exec(message);
+  // esbuild counts columns from 0; editors and stack traces from 1.
+  if (syntax) return `${displayPath(syntax[1])}:${syntax[2]}:${Number(syntax[3]) + 1}: ${syntax[4]}`;
+  const frame = error instanceof Error && error.stack
+    ? error.stack.split('\n').map((line) => /\(?([^()\s]+):(\d+):(\d+)\)?$/.exec(line.trim())).find((m) => m && path.resolve(m[1]) === file)
+    : undefined;
+  const name = error instanceof Error && error.name !== 'Error' ? `${error.name}: ` : '';
+  const firstLine = message.split('\n')[0];
+  return frame ? `${shown}:${frame[2]}:${frame[3]}: ${name}${firstLine}` : `${shown}: ${name}${firstLine}`;
+}
+
+/** The raw config (default export of `cells.config.ts`) and where its accounts file lives. */
+export function loadFleetInput(configPath: string = path.resolve(CONFIG_FILE_NAME)): { input: FleetInput; accountsPath: string; file: string } {
+  const file = path.resolve(configPath);
+  const shown = displayPath(file);
+  if (!fs.existsSync(file)) {
+    throw new FleetConfigError([`${shown}: not found; run from the project root (where ${CONFIG_FILE_NAME} is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)`], shown);
   }
-  return { input: loaded.default, accountsPath: path.join(path.dirname(path.resolve(configPath)), ACCOUNTS_FILE_NAME) };
+  let loaded: { default?: FleetInput };
+  try {
+    loaded = requireConfig(file) as { default?: FleetInput };
+  } catch (error) {
+    throw new FleetConfigError([configLoadProblem(error, file)], shown);
+  }
+  if (!loaded.default) {
+    throw new FleetConfigError([`${shown}: no default export; write \`export default defineFleet({...})\``], shown);
+  }
+  return { input: loaded.default, accountsPath: path.join(path.dirname(file), ACCOUNTS_FILE_NAME), file };
 }
 
 /**
@@ -20,6 +63,12 @@ export function loadFleetInput(configPath: string = path.resolve(CONFIG_FILE_NAM
  * validates both and returns the fleet. Throws `FleetConfigError` listing every problem.
  */
 export function loadFleet(configPath: string = path.resolve(CONFIG_FILE_NAME)): Fleet {
-  const { input, accountsPath } = loadFleetInput(configPath);
-  return resolveFleet(input, cellAccounts(readAccountsFile(accountsPath)));
+  const { input, accountsPath, file } = loadFleetInput(configPath);
+  const accounts = cellAccounts(readAccountsFile(accountsPath));
+  try {
+    return resolveFleet(input, accounts, { accountsFile: displayPath(accountsPath) });
+  } catch (error) {
+    if (error instanceof FleetConfigError) throw new FleetConfigError(error.problems, displayPath(file));
+    throw error;
+  }
 }

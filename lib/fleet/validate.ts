@@ -4,7 +4,10 @@ import {
   DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS,
 } from './defaults';
 import { availabilityZoneProblems } from './regions';
-import { AlarmThresholds, Cell, CellShape, Fleet, FleetInput } from './types';
+import { structureProblems } from './schema';
+import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
+
+const ACCOUNTS_FILE = 'cells.accounts.json';
 
 const CELL_ID = /^[a-z][a-z0-9-]{1,30}$/;
 const APP_NAME = /^[a-z][a-z0-9-]{1,20}$/;
@@ -18,10 +21,15 @@ const WAF_RATE_LIMIT = { min: 10, max: 2_000_000_000 } as const;
 /** Cell id → 12-digit account id, as written by `cellctl accounts ensure` to `cells.accounts.json`. */
 export type CellAccounts = Readonly<Record<string, string>>;
 
-/** Thrown when the fleet config is invalid; `problems` has one line per problem. */
+/**
+ * Thrown when the fleet config (or its accounts file) is invalid; `problems` has one line per
+ * problem and `file` names the file they are in.
+ */
 export class FleetConfigError extends Error {
-  constructor(public readonly problems: readonly string[]) {
-    super(`cells.config.ts has ${problems.length} problem(s):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  constructor(public readonly problems: readonly string[], public readonly file: string = 'cells.config.ts') {
+    super(problems.length === 1 && problems[0].startsWith(`${file}`)
+      ? problems[0]
+      : `${file} has ${problems.length} problem(s):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'FleetConfigError';
   }
 }
@@ -256,6 +264,8 @@ export interface FleetProblemOptions {
    * @default false
    */
   readonly allowMissingAccounts?: boolean;
+  /** The accounts file's name, for problems with an account recorded there. @default 'cells.accounts.json' */
+  readonly accountsFile?: string;
 }
 
 function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetProblemOptions): string[] {
@@ -263,13 +273,18 @@ function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetP
   if (cells.length === 0) return ['cells: none; describe at least one canary cell and one regular cell'];
   const problems: string[] = [];
   const seen = new Set<string>();
+  const duplicates = new Set<CellConfig>();
   const ranges: { id: string; cidr: string; range: CidrRange }[] = [];
+  const accountsFile = options.accountsFile ?? ACCOUNTS_FILE;
   for (const [index, cell] of cells.entries()) {
     const at = CELL_ID.test(cell.id ?? '') ? `cell \`${cell.id}\`` : `cells[${index}]`;
     if (!CELL_ID.test(cell.id ?? '')) {
       problems.push(`${at}: id \`${cell.id}\` is malformed; use 2-31 characters of a-z, 0-9 and '-', starting with a letter`);
     } else if (seen.has(cell.id)) {
-      problems.push(`${at}: duplicate id; every cell id must be unique`);
+      // One problem: the copy's range and account (the same id's, from the accounts file) would clash too.
+      problems.push(`${at}: duplicate id (cells[${index}]); every cell id must be unique`);
+      duplicates.add(cell);
+      continue;
     }
     seen.add(cell.id);
     if (!input.regions?.[cell.region]) {
@@ -289,12 +304,14 @@ function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetP
       ranges.push({ id: cell.id, cidr: cell.cidr, range });
     }
     const account = cell.account ?? accounts[cell.id];
+    // An account from the accounts file is fixed there, so the message names that file.
+    const from = cell.account === undefined ? ` (${accountsFile})` : '';
     if (account === undefined) {
       if (!options.allowMissingAccounts) problems.push(`${at}: no account; run \`cellctl accounts ensure\` or set \`account\` on the cell`);
     } else if (!ACCOUNT_ID.test(account)) {
-      problems.push(`${at}: account \`${account}\` is not a 12-digit AWS account id`);
+      problems.push(`${at}: account \`${account}\`${from} is not a 12-digit AWS account id`);
     } else if (account === input.accounts?.router || account === input.accounts?.tooling) {
-      problems.push(`${at}: account ${account} is the router or tooling account; a cell needs an account of its own`);
+      problems.push(`${at}: account ${account}${from} is the router or tooling account; a cell needs an account of its own`);
     }
     if (cell.state !== undefined && !['active', 'draining', 'quarantine'].includes(cell.state)) {
       problems.push(`${at}: state \`${cell.state}\` must be active, draining or quarantine`);
@@ -306,9 +323,10 @@ function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetP
   const accountOwners = new Map<string, string>();
   for (const cell of cells) {
     const account = cell.account ?? accounts[cell.id];
-    if (account === undefined) continue;
+    if (account === undefined || duplicates.has(cell)) continue;
     const owner = accountOwners.get(account);
-    if (owner !== undefined) problems.push(`cell \`${cell.id}\`: account ${account} is already cell \`${owner}\`'s; cells share no account`);
+    const from = cell.account === undefined ? ` (${accountsFile})` : '';
+    if (owner !== undefined) problems.push(`cell \`${cell.id}\`: account ${account}${from} is already cell \`${owner}\`'s; cells share no account`);
     else accountOwners.set(account, cell.id);
   }
   const canaries = cells.filter((c) => c.canary);
@@ -327,6 +345,10 @@ function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetP
  * An empty list means `resolveFleet` will succeed.
  */
 export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, options: FleetProblemOptions = {}): string[] {
+  // The structure first: values are interpreted only once every key is known and typed, so a typo
+  // is one problem, never a silently applied default or a knock-on message about the value.
+  const structure = structureProblems(input);
+  if (structure.length > 0) return structure;
   const alarms = { ...DEFAULT_ALARMS, ...input.alarms };
   return [
     ...appProblems(input),
@@ -342,8 +364,8 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
 }
 
 /** Validates the config and applies every default; throws `FleetConfigError` listing all problems. */
-export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}): Fleet {
-  const problems = fleetProblems(input, accounts);
+export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, options: Omit<FleetProblemOptions, 'allowMissingAccounts'> = {}): Fleet {
+  const problems = fleetProblems(input, accounts, options);
   if (problems.length > 0) throw new FleetConfigError(problems);
   const cells: Cell[] = input.cells.map((cell) => ({
     id: cell.id,

@@ -3,15 +3,19 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { promisify } from 'util';
-import { REPO_ROOT } from '../support/fleet';
+import { configDir, REPO_ROOT } from '../support/fleet';
 
 const run = promisify(execFile);
 const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
 
 /** Runs the installed entry point the way `npx cellctl` does, in the project root. */
 async function cellctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return cellctlIn(REPO_ROOT, ...args);
+}
+
+async function cellctlIn(cwd: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { cwd: REPO_ROOT });
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { cwd });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -42,5 +46,98 @@ describe('the cellctl executable', () => {
   it('is declared as the package bin', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
     expect(pkg.bin).toEqual({ cellctl: 'bin/cellctl.js' });
+  });
+
+  it('exits 2 for a command group without a subcommand, as bare cellctl does', async () => {
+    const result = await cellctl('mapping');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Usage: cellctl mapping');
+    expect((await cellctl('help', 'mapping')).code).toBe(0);
+  });
+});
+
+/** No stack trace: no `    at …` frames, no esbuild report. */
+const ONE_LIST = /^(?![\s\S]*\n\s+at )(?![\s\S]*Transform failed)/;
+
+describe('cellctl errors are one line, or one list', () => {
+  const dirs: string[] = [];
+  const dir = (edit?: (text: string) => string, accounts?: string) => {
+    const d = configDir(edit, accounts);
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+  it('a syntax error in cells.config.ts: file:line:col and the message', async () => {
+    const d = dir((t) => t.replace("app: 'orders',", "app: 'orders',,"));
+    const line = fs.readFileSync(path.join(d, 'cells.config.ts'), 'utf8').split('\n').findIndex((l) => l.includes("'orders',,")) + 1;
+    const result = await cellctlIn(d, 'plan');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`error: cells.config.ts:${line}:17: Expected identifier but found ","\n`);
+  });
+
+  it('an exception thrown in cells.config.ts: where it was thrown', async () => {
+    const d = dir((t) => t.replace("app: 'orders',", "app: (() => { throw new Error('no app name today'); })(),"));
+    const result = await cellctlIn(d, 'plan');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^error: cells\.config\.ts:\d+:\d+: no app name today\n$/);
+  });
+
+  it('a typo in cells.config.ts: the list, with a did-you-mean', async () => {
+    const d = dir((t) => t.replace('  pipeline: {', '  pipline: {').replace('errorRatePercent: 2', 'errorRatePercnt: 0.5'));
+    const result = await cellctlIn(d, 'plan');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe([
+      'error: cells.config.ts has 2 problem(s):',
+      '  - unknown key `pipline`; did you mean `pipeline`?',
+      '  - alarms: unknown key `errorRatePercnt`; did you mean `errorRatePercent`?',
+      '',
+    ].join('\n'));
+  });
+
+  it('a truncated cells.accounts.json: one line naming the file', async () => {
+    const shipped = fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8');
+    const d = dir(undefined, shipped.slice(0, 200));
+    for (const args of [['plan'], ['accounts', 'list']]) {
+      const result = await cellctlIn(d, ...args);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^error: cells\.accounts\.json: not valid JSON \(.*\); fix it or delete it and run `cellctl accounts ensure`\n$/);
+    }
+  });
+
+  it('no cells.config.ts: one line saying where to run from', async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-empty-'));
+    dirs.push(empty);
+    const result = await cellctlIn(empty, 'plan');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('error: cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n');
+  });
+
+  it('mapping init --endpoints: malformed JSON, the wrong shape, an unknown cell id or a bad URL are refused, nothing written', async () => {
+    const d = dir();
+    const write = (name: string, text: string) => { fs.writeFileSync(path.join(d, name), text); return name; };
+    const init = (endpoints: string) => cellctlIn(d, 'mapping', 'init', '--out', 'm.json', '--endpoints', endpoints);
+    const malformed = await init(write('bad.json', '{"eu-1": "http://a"'));
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr).toMatch(/^error: bad\.json: not valid JSON \(.*\); write an object such as \{"eu-1": "http:\/\/10\.0\.0\.5:8080"\}\n$/);
+    const list = await init(write('list.json', '["http://a"]'));
+    expect(list.stderr).toBe('error: list.json: expected a JSON object of cell id → endpoint URL, such as {"eu-1": "http://10.0.0.5:8080"}\n');
+    const wrong = await init(write('wrong.json', JSON.stringify({ 'eu-l': 'http://10.0.0.5:8080', 'eu-2': 8080 })));
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toBe([
+      'error: wrong.json has 2 problem(s); nothing written:',
+      '  - `eu-l` is not a cell of the fleet; did you mean `eu-1`?',
+      '  - eu-2: 8080 is not an http(s) URL such as http://10.0.0.5:8080',
+      '',
+    ].join('\n'));
+    expect(fs.existsSync(path.join(d, 'm.json'))).toBe(false);
+    const good = await init(write('good.json', JSON.stringify({ 'eu-1': 'http://127.0.0.1:9001' })));
+    expect(good.code).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(d, 'm.json'), 'utf8')).cells['eu-1'].endpoint).toBe('http://127.0.0.1:9001');
+  });
+
+  it('none of them prints a stack trace', async () => {
+    const d = dir((t) => t.replace("app: 'orders',", "app: 'orders',,"));
+    expect((await cellctlIn(d, 'plan')).stderr).toMatch(ONE_LIST);
   });
 });

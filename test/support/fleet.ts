@@ -1,4 +1,6 @@
 import * as path from 'path';
+import * as fs from 'fs';
+import * as os from 'os';
 import { App } from 'aws-cdk-lib';
 import { cdkJsonContext } from '../../lib/app';
 import { Fleet, FleetInput, loadFleet, resolveFleet } from '../../lib/fleet';
@@ -32,4 +34,16 @@ export function resolve(input: FleetInput): Fleet {
 /** An App with the same feature flags as `npx cdk synth`. */
 export function cdkApp(): App {
   return new App({ context: cdkJsonContext() });
+}
+
+/**
+ * A folder with a copy of the shipped `cells.config.ts` (its import made absolute, the text passed
+ * through `edit`) and `cells.accounts.json` (the shipped one unless `accounts` is given).
+ */
+export function configDir(edit: (text: string) => string = (t) => t, accounts?: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-config-'));
+  const text = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8').replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`);
+  fs.writeFileSync(path.join(dir, 'cells.config.ts'), edit(text));
+  fs.writeFileSync(path.join(dir, 'cells.accounts.json'), accounts ?? fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8'));
+  return dir;
 }

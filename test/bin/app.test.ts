@@ -1,0 +1,70 @@
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { configDir, REPO_ROOT } from '../support/fleet';
+
+/**
+ * The CDK app's entry point as `npx cdk synth` runs it (`tsx bin/app.ts`, cdk.json), in a folder
+ * holding the config: a bad config is a list of problems and exit 1, never a stack trace, and
+ * nothing is synthesized from a config with a typo.
+ */
+function synth(cwd: string): { status: number | null; stderr: string; stdout: string } {
+  const outdir = path.join(cwd, 'cdk.out');
+  const result = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'app.ts')], {
+    cwd, encoding: 'utf8', env: { ...process.env, CDK_OUTDIR: outdir, CELLS_CONFIG: undefined },
+  });
+  return { status: result.status, stderr: result.stderr, stdout: result.stdout };
+}
+
+describe('synth with a bad config', () => {
+  const dirs: string[] = [];
+  const dir = (edit?: (text: string) => string, accounts?: string) => {
+    const d = configDir(edit, accounts);
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+
+  it('a typo: the problems with a did-you-mean, and no cell stacks synthesized instead of the pipeline', () => {
+    const d = dir((t) => t.replace('  pipeline: {', '  pipline: {'));
+    const result = synth(d);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe('cells.config.ts has 1 problem(s):\n  - unknown key `pipline`; did you mean `pipeline`?\n');
+    expect(fs.existsSync(path.join(d, 'cdk.out', 'manifest.json'))).toBe(false);
+  });
+
+  it('a syntax error: file:line:col and the message', () => {
+    const d = dir((t) => t.replace("app: 'orders',", "app: 'orders',,"));
+    const result = synth(d);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^cells\.config\.ts:\d+:17: Expected identifier but found ","\n$/);
+  });
+
+  it('a wrong type and a missing field: what is wrong, once each', () => {
+    const d = dir((t) => t.replace('cpu: 1024,', "cpu: '1024' as unknown as number,").replace("{ id: 'eu-3', region: 'eu-west-1',", "{ id: 'eu-3',"));
+    const result = synth(d);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe([
+      'cells.config.ts has 2 problem(s):',
+      "  - shape `standard`: cpu must be a number, got the string '1024' (write 1024 without quotes)",
+      '  - cell `eu-3`: missing `region`',
+      '',
+    ].join('\n'));
+  });
+
+  it('a truncated cells.accounts.json: one line naming it', () => {
+    const shipped = fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8');
+    const result = synth(dir(undefined, shipped.slice(0, 120)));
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^cells\.accounts\.json: not valid JSON \(.*\); fix it or delete it and run `cellctl accounts ensure`\n$/);
+  });
+
+  it('no cells.config.ts: one line', () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-empty-'));
+    dirs.push(empty);
+    const result = synth(empty);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe('cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n');
+  });
+});
