@@ -2,6 +2,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack } from '../cell';
 import { Fleet } from '../fleet';
+import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { RouterStack } from '../router-stack';
 import { addTemplateSizeLimit } from './template-size';
@@ -15,26 +16,33 @@ export interface FleetStacks {
 
 /**
  * The fleet behind its delivery pipeline: one PipelineStack in the tooling account whose waves
- * deploy every cell's stack. AwsSolutions checks run over the whole app, cell stages included.
+ * deploy every cell's stack. AwsSolutions and cell-isolation checks run over the whole app, cell stages included.
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
   const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
   addTemplateSizeLimit(app);
-  if (options.audit ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;
 }
 
 /**
  * Stamps the fleet into `app`: one RouterStack per region (`router-<region>`) and one CellStack
- * per cell (`cell-<id>`). AwsSolutions checks
- * run as a validation plugin, so `app.synth()` fails on any unacknowledged finding.
+ * per cell (`cell-<id>`). AwsSolutions and cell-isolation checks run as validation plugins, so
+ * `app.synth()` fails on any unacknowledged finding.
  */
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
   const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region }));
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
   addTemplateSizeLimit(app);
-  if (options.audit ?? true) {
-    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  }
+  if (options.audit ?? true) addAuditGate(app, fleet);
   return { cells, routers };
+}
+
+/**
+ * The packs that gate synth: AwsSolutions and the fleet's own cell-isolation pack, both cdk-nag 3
+ * validation plugins that walk the whole construct tree (pipeline stages included), so any open
+ * finding fails `cdk synth`. Control Tower and NIST 800-53 run in `npm run audit` (see README).
+ */
+export function addAuditGate(app: App, fleet: Fleet): void {
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new CellIsolationChecks(app, { fleet }));
 }

@@ -1,0 +1,125 @@
+import { CfnResource, ITaggable, Stack, TagManager } from 'aws-cdk-lib';
+import { NagMessageLevel, NagPack, NagPackProps, NagRuleCompliance } from 'cdk-nag';
+import { IConstruct } from 'constructs';
+import { Fleet } from '../fleet';
+import { renderHaproxyConfig } from '../router/haproxy-config';
+import { FleetFacts, ResourceView, StackView, stackRole } from './facts';
+import { ISOLATION_RULES, RuleContext } from './rules';
+
+export interface CellIsolationChecksProps extends NagPackProps {
+  readonly fleet: Fleet;
+  /**
+   * The HAProxy configuration the router tasks run.
+   * @default the one the router image is built with (`routerImageConfig(fleet)`)
+   */
+  readonly routerConfig?: string;
+}
+
+/** The fleet as the rules see it. */
+export function fleetFacts(fleet: Fleet): FleetFacts {
+  return {
+    app: fleet.app,
+    cells: fleet.cells.map((c) => ({ id: c.id, account: c.account, cidr: c.cidr })),
+    routerAccount: fleet.accounts.router,
+    toolingAccount: fleet.accounts.tooling,
+  };
+}
+
+/**
+ * The configuration `images/router-haproxy/Dockerfile` bakes into the router image: what
+ * `cellctl router config --config cells.config.ts --state-dir /var/lib/cell-router
+ * --admin-socket 127.0.0.1:9999` prints, with its default port, stats port and no debug headers.
+ */
+export function routerImageConfig(fleet: Fleet): string {
+  return renderHaproxyConfig({
+    bind: { address: '0.0.0.0', port: 8080 },
+    adminSocket: 'ipv4@127.0.0.1:9999',
+    stateDir: '/var/lib/cell-router',
+    partitionKey: fleet.partitionKey,
+    bucketCount: fleet.bucketCount,
+    slots: fleet.router.slots,
+    cellMaxConn: fleet.router.cellMaxConn,
+    queueTimeoutMs: fleet.router.queueTimeoutMs,
+    healthCheckPath: fleet.workload.healthCheckPath,
+    statsPort: 8404,
+  });
+}
+
+/** Tags as a `Key`/`Value` list or a map, as CloudFormation resource types write them. */
+function renderedTags(tags: unknown): Record<string, string> | undefined {
+  if (Array.isArray(tags)) {
+    return Object.fromEntries(tags.filter((t) => typeof t?.Key === 'string').map((t) => [t.Key as string, String(t.Value)]));
+  }
+  if (tags && typeof tags === 'object') return Object.fromEntries(Object.entries(tags).map(([k, v]) => [k, String(v)]));
+  return undefined;
+}
+
+/** Every resource of `stack` as it is written to its template (overrides and tags included). */
+function stackView(stack: Stack, facts: FleetFacts): StackView {
+  const resources = new Map<string, ResourceView>();
+  for (const construct of stack.node.findAll()) {
+    if (!CfnResource.isCfnResource(construct) || Stack.of(construct) !== stack) continue;
+    const rendered = stack.resolve((construct as unknown as { _toCloudFormation(): unknown })._toCloudFormation()) as {
+      Resources: Record<string, { Type: string; Properties?: Record<string, unknown>; UpdatePolicy?: Record<string, unknown> }>;
+    };
+    for (const [logicalId, r] of Object.entries(rendered.Resources)) {
+      const properties = r.Properties ?? {};
+      const tags = TagManager.isTaggable(construct)
+        ? (construct as unknown as ITaggable).tags.tagValues()
+        : renderedTags(properties.Tags);
+      resources.set(logicalId, { logicalId, type: r.Type, properties, updatePolicy: r.UpdatePolicy, tags });
+    }
+  }
+  return { role: stackRole(facts, stack.account), account: stack.account, resources };
+}
+
+/**
+ * Cell isolation as a cdk-nag 3 pack: the ways a cell boundary exists only on the diagram (shared
+ * state, logic or retries in the router, deploying everywhere at once, unbounded cells, cells
+ * reaching each other), each a pure rule in `rules.ts`. Register it like AwsSolutionsChecks:
+ * `Validations.of(app).addPlugins(new CellIsolationChecks(app, { fleet }))`. It walks the whole
+ * construct tree, pipeline stages included, so a user's own constructs or stacks in a cell's
+ * account are checked like the factory's. Acknowledge with
+ * `Validations.of(construct).acknowledge({ id: 'CellIsolation-CI1[cell:eu-2]', reason })`.
+ */
+export class CellIsolationChecks extends NagPack {
+  public readonly name = 'CellIsolation';
+  public override readonly ruleIds = ISOLATION_RULES.map((r) => `CellIsolation-${r.id}`);
+  private readonly context: RuleContext;
+  private views = new Map<Stack, StackView>();
+
+  constructor(scope: IConstruct | undefined, props: CellIsolationChecksProps) {
+    super(scope, props);
+    this.packName = 'CellIsolation';
+    const facts = fleetFacts(props.fleet);
+    let config = props.routerConfig;
+    this.context = { facts, routerConfig: () => (config ??= routerImageConfig(props.fleet)) };
+  }
+
+  public override validateScope(scope: IConstruct) {
+    this.views = new Map();
+    return super.validateScope(scope);
+  }
+
+  protected checkResource(node: CfnResource): void {
+    const stack = Stack.of(node);
+    let view = this.views.get(stack);
+    if (!view) this.views.set(stack, (view = stackView(stack, this.context.facts)));
+    const resource = view.resources.get(stack.resolve(node.logicalId) as string);
+    if (!resource) return;
+    for (const rule of ISOLATION_RULES) {
+      const stackOf = view;
+      this.applyRule({
+        ruleSuffixOverride: rule.id,
+        info: rule.info,
+        explanation: rule.explanation,
+        level: NagMessageLevel.ERROR,
+        node,
+        rule: () => {
+          const findings = rule.check(resource, stackOf, this.context);
+          return findings.length === 0 ? NagRuleCompliance.COMPLIANT : findings;
+        },
+      });
+    }
+  }
+}

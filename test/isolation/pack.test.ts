@@ -1,0 +1,105 @@
+import { App, Fn, PolicyViolation, Stack, Tags, Validations } from 'aws-cdk-lib';
+import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { addPipeline } from '../../lib/app';
+import { Fleet } from '../../lib/fleet';
+import { CellIsolationChecks, routerImageConfig } from '../../lib/isolation';
+import { CellStage, PipelineStack } from '../../lib/pipeline';
+import { cdkApp, exampleFleet } from '../support/fleet';
+
+/** Open findings of the pack under `path` (construct path prefix), as `rule id → paths`. */
+function findingsUnder(violations: readonly PolicyViolation[], path: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const v of violations) {
+    const paths = v.violatingResources.map((r) => r.constructPath ?? '').filter((p) => p.startsWith(path));
+    if (paths.length > 0) out[v.ruleName] = paths;
+  }
+  return out;
+}
+
+describe('CellIsolationChecks on the example fleet', () => {
+  let fleet: Fleet;
+  let app: App;
+  let pipeline: PipelineStack;
+  let cleanViolations: readonly PolicyViolation[];
+  const cellStack = (id: string) => (pipeline.node.findChild(`cell-${id}`) as CellStage).stack;
+  const check = () => new CellIsolationChecks(undefined, { fleet }).validateScope(app).violations;
+
+  beforeAll(() => {
+    fleet = exampleFleet();
+    app = cdkApp();
+    pipeline = addPipeline(app, fleet, { audit: false });
+    app.synth();
+    cleanViolations = check();
+  });
+
+  it('has no open finding on the example fleet (pipeline, router stacks and every cell stack)', () => {
+    expect(cleanViolations).toEqual([]);
+  });
+
+  it('fails when two cells share a key', () => {
+    const victim = cellStack('eu-2');
+    const owner = fleet.cells.find((c) => c.id === 'eu-1')!;
+    const shared = kms.Key.fromKeyArn(victim, 'SharedKey', `arn:aws:kms:${owner.region}:${owner.account}:key/0000-shared`);
+    new sqs.Queue(victim, 'UserQueue', { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: shared });
+    expect(findingsUnder(check(), `${victim.node.path}/UserQueue`)).toMatchObject({ 'CellIsolation-CI1[cell:eu-1]': [`${victim.node.path}/UserQueue/Resource`] });
+  });
+
+  it("fails when a cell stack imports another cell's output", () => {
+    const victim = cellStack('eu-3');
+    new sns.Topic(victim, 'UserTopic', { displayName: Fn.importValue('orders-cell-eu-1-AlarmTopicArn') });
+    expect(Object.keys(findingsUnder(check(), `${victim.node.path}/UserTopic`))).toEqual(expect.arrayContaining(['CellIsolation-CI1[import]', 'CellIsolation-CI1[cell:eu-1]']));
+  });
+
+  it("fails when a user's own role in a cell trusts another cell's account", () => {
+    const victim = cellStack('us-1');
+    const other = fleet.cells.find((c) => c.id === 'us-2')!;
+    new iam.Role(victim, 'UserRole', { assumedBy: new iam.AccountPrincipal(other.account) });
+    expect(Object.keys(findingsUnder(check(), `${victim.node.path}/UserRole`))).toEqual(expect.arrayContaining(['CellIsolation-CI1[cell:us-2]', 'CellIsolation-CI7[principal:us-2]']));
+  });
+
+  it("fails when a cell's service rolls back on another cell's alarm", () => {
+    const victim = cellStack('us-3');
+    const service = victim.node.findAll().find((c) => c instanceof ecs.CfnService) as ecs.CfnService;
+    service.addPropertyOverride('DeploymentConfiguration.Alarms.AlarmNames', ['orders-us-2-health']);
+    expect(findingsUnder(check(), service.node.path)).toMatchObject({ 'CellIsolation-CI4[alarm:orders-us-2-health]': [service.node.path] });
+  });
+
+  it('fails when a wave watches a fleet-wide alarm', () => {
+    const cfn = pipeline.pipeline.pipeline.node.defaultChild as codepipeline.CfnPipeline;
+    const stages = pipeline.pipeline.pipeline.stages.map((s) => s.stageName);
+    const wave = [...pipeline.stages.keys()].find((name) => (pipeline.stages.get(name) ?? []).length > 1)!;
+    cfn.addPropertyOverride(`Stages.${stages.indexOf(wave)}.OnSuccess`, {
+      Conditions: [{ Result: 'ROLLBACK', Rules: [{ Name: 'fleet', RuleTypeId: { Category: 'Rule', Owner: 'AWS', Provider: 'CloudWatchAlarm', Version: '1' }, Configuration: { AlarmName: 'orders-fleet-5xx' } }] }],
+    });
+    expect(findingsUnder(check(), cfn.node.path)).toEqual({ [`CellIsolation-CI5[${wave}:orders-fleet-5xx]`]: [cfn.node.path] });
+  });
+
+  it('fails on a router configuration with retries or redispatch (on every router task)', () => {
+    const broken = routerImageConfig(fleet).replace('  retries 0\n', '  retries 3\n  option redispatch\n');
+    const violations = new CellIsolationChecks(undefined, { fleet, routerConfig: broken }).validateScope(app).violations;
+    const tasks = violations.filter((v) => /^CellIsolation-CI6\[(retries|redispatch)\]$/.test(v.ruleName));
+    expect(tasks.map((v) => v.ruleName).sort()).toEqual(['CellIsolation-CI6[redispatch]', 'CellIsolation-CI6[retries]']);
+    // Two router groups in each of the two regions.
+    expect(tasks[0].violatingResources.map((r) => r.constructPath)).toHaveLength(4);
+  });
+
+  it("is a validation plugin: a user's own stack in a cell account fails synth on an open finding, not on an acknowledged one", () => {
+    const userApp = (acknowledge: boolean) => {
+      const small = new App();
+      const stack = new Stack(small, 'UserCellStack', { env: { account: fleet.cells[0].account, region: fleet.cells[0].region } });
+      Tags.of(stack).add('cell', fleet.cells[0].id);
+      Tags.of(stack).add('app', fleet.app);
+      const queue = new sqs.Queue(stack, 'Queue', { queueName: `orders-${fleet.cells[1].id}-jobs`, enforceSSL: true });
+      if (acknowledge) Validations.of(queue).acknowledge({ id: `CellIsolation-CI1[cell:${fleet.cells[1].id}]`, reason: 'test: a name only' });
+      Validations.of(small).addPlugins(new CellIsolationChecks(small, { fleet }));
+      return small;
+    };
+    expect(() => userApp(false).synth()).toThrow(new RegExp(`CellIsolation-CI1\\[cell:${fleet.cells[1].id}\\]`));
+    expect(() => userApp(true).synth()).not.toThrow();
+  });
+});
