@@ -7,6 +7,7 @@ import {
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
 } from '../mapping';
 import { ConcurrentWriteError, mappingHistory, MappingStore, PublishRefusedError, PublishResult, publishMapping, rollbackMapping, StoreError } from '../mapping-store';
+import { bucketMovePlan } from '../moves/plan';
 import { fleetFrom, s3Client } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } from './io';
 
@@ -63,6 +64,30 @@ interface ChangeFlags {
   readonly force?: boolean;
   readonly maxMove: string;
   readonly json?: boolean;
+  /** add-cell and drain: write the bucket moves here instead of re-routing buckets without their data. */
+  readonly plan?: string;
+  /** add-cell and drain: re-route buckets without moving data (stateless workloads only). */
+  readonly routingOnly?: boolean;
+}
+
+/**
+ * add-cell and drain on a stateful fleet: the buckets' data must move with them. With `--plan`,
+ * the routing change becomes a plan of bucket moves (run by `cellctl move plan`) and the mapping
+ * only gains what the moves need (a new cell, without buckets yet); with `--routing-only` the
+ * buckets are re-routed without their data, said loudly on stderr.
+ */
+function bucketMoveMode(io: CliIo, flags: ChangeFlags, before: MappingDocument, after: MappingDocument, beforeMoves: () => MappingDocument | undefined): MappingDocument | undefined {
+  const plan = bucketMovePlan(before, after);
+  if (plan.moves.length === 0) return after;
+  const buckets = plan.moves.reduce((n, m) => n + m.bucketCount, 0);
+  if (flags.plan && flags.routingOnly) throw new CliError('give --plan FILE or --routing-only, not both', EXIT.usage);
+  if (flags.routingOnly) return after; // runChange warns once the document is written
+  if (!flags.plan) {
+    throw new CliError(`this change re-routes ${buckets} buckets (${plan.moves.length} cell pairs); their data must move with them: pass --plan FILE to write the bucket moves (then run \`cellctl move plan FILE\`), or --routing-only for a stateless workload`, EXIT.usage);
+  }
+  writeFileAtomic(flags.plan, `${JSON.stringify(plan, null, 2)}\n`);
+  io.err(`wrote ${flags.plan}: ${plan.moves.length} bucket moves (${buckets} buckets); run \`cellctl move plan ${flags.plan}\`\n`);
+  return beforeMoves();
 }
 
 function maxMoveShare(value: string): number {
@@ -75,12 +100,24 @@ function maxMoveShare(value: string): number {
  * Applies a change to the `--mapping` document and writes the result to `--out` (default: in place).
  * The result is validated and guarded first: nothing is written when it is invalid or refused.
  */
-function runChange(io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument): void {
+function runChange(
+  io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
+  moves?: (doc: MappingDocument, options: ChangeOptions) => MappingDocument | undefined,
+): void {
   const maxMovedShare = maxMoveShare(flags.maxMove);
   const before = readMappingFile(flags.mapping);
   let after: MappingDocument;
   try {
-    after = change(before, { now: new Date().toISOString() });
+    const options = { now: new Date().toISOString() };
+    after = change(before, options);
+    if (moves) {
+      const instead = bucketMoveMode(io, flags, before, after, () => moves(before, options));
+      if (instead === undefined) {
+        io.out(flags.json ? json({ file: null, version: before.version, plan: flags.plan }) : `${flags.mapping} unchanged (v${before.version}); the plan moves the buckets\n`);
+        return;
+      }
+      after = instead;
+    }
   } catch (error) {
     if (error instanceof MappingChangeError) throw new CliError(error.message);
     throw error;
@@ -92,6 +129,9 @@ function runChange(io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument,
   const out = flags.out ?? flags.mapping;
   writeFileAtomic(out, `${JSON.stringify(after, null, 2)}\n`);
   const diff = diffMappings(before, after);
+  if (flags.routingOnly && diff.bucketsMoved > 0) {
+    io.err(`ROUTING ONLY: ${diff.bucketsMoved} buckets now route to another cell WITHOUT their data. Only a stateless workload may do this; on a stateful one those tenants lose sight of their rows. To move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`);
+  }
   io.out(flags.json ? json({ file: out, version: after.version, diff }) : `${diffText(diff, after.bucketCount)}wrote ${out} (v${after.version})\n`);
 }
 
@@ -237,12 +277,20 @@ export function mappingCommand(io: CliIo): Command {
     .argument('<id>', 'cell id')
     .requiredOption('--endpoint <url>', "the cell's endpoint as the router reaches it")
     .option('--quarantine', 'add a quarantine cell (no buckets; takes quarantined keys)')
-    .action((id: string, flags: ChangeFlags & { endpoint: string; quarantine?: boolean }) =>
-      runChange(io, flags, (doc, o) => addCell(doc, { id, endpoint: flags.endpoint, state: flags.quarantine ? 'quarantine' : 'active' }, o)));
+    .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`); the mapping gains the cell without buckets')
+    .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
+    .action((id: string, flags: ChangeFlags & { endpoint: string; quarantine?: boolean }) => {
+      const cell = { id, endpoint: flags.endpoint, state: flags.quarantine ? 'quarantine' as const : 'active' as const };
+      runChange(io, flags, (doc, o) => addCell(doc, cell, o), (doc, o) => ({
+        ...doc, version: doc.version + 1, createdAt: o.now, cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state } },
+      }));
+    });
 
   changeCommand(mapping, 'drain', 'drain a cell: its buckets spread over the other cells; it becomes draining')
     .argument('<id>', 'cell id')
-    .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => drainCell(doc, id, o)));
+    .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`, then drain again); the mapping is not changed')
+    .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
+    .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => drainCell(doc, id, o), () => undefined));
 
   changeCommand(mapping, 'pin', 'pin one exact key to a cell')
     .argument('<key>', 'partition key')

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { CliError, CliIo, EXIT } from './io';
 import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';
+import { moveCommand } from './move-commands';
 import { planCommand } from './plan-command';
 import { routerCommand } from './router-commands';
 
@@ -16,6 +17,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(accountsCommand(io));
   program.addCommand(planCommand(io));
   program.addCommand(routerCommand(io));
+  program.addCommand(moveCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');

@@ -88,7 +88,11 @@ export class PostgresCellData implements CellData {
       return `${column} = $${params.length}`;
     }
     const bucket = bucketSql(column, this.options.bucketCount);
-    return `(${subject.ranges.map((r) => `${bucket} between ${Number(r.from)} and ${Number(r.to)}`).join(' or ')})`;
+    const inRanges = `(${subject.ranges.map((r) => `${bucket} between ${Number(r.from)} and ${Number(r.to)}`).join(' or ')})`;
+    const except = subject.except;
+    if (!except || (except.exact.length === 0 && except.prefixes.length === 0)) return inRanges;
+    params.push(except.exact, except.prefixes);
+    return `(${inRanges} and not (${column} = any($${params.length - 1}::text[])) and not exists (select 1 from unnest($${params.length}::text[]) p where starts_with(${column}, p)))`;
   }
 
   private async withClient<T>(body: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -312,7 +316,9 @@ export class PostgresCellData implements CellData {
       let removed = (await client.query('delete from cf_moved_away where kind = $1 and value = any($2::text[])', [kind, values])).rowCount ?? 0;
       if (subject.kind === 'buckets') {
         // Tenants of these buckets that were moved away one by one come back with their bucket.
-        removed += (await client.query(`delete from cf_moved_away where kind = 'tenant' and ${this.predicate(subject, 'value', [])}`)).rowCount ?? 0;
+        const params: unknown[] = [];
+        const where = this.predicate(subject, 'value', params);
+        removed += (await client.query(`delete from cf_moved_away where kind = 'tenant' and ${where}`, params)).rowCount ?? 0;
       }
       return removed;
     });

@@ -6,3 +6,4 @@ export * from './store';
 export * from './handoff';
 export * from './routing-control';
 export * from './mover';
+export * from './plan';

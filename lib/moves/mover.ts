@@ -1,4 +1,6 @@
 import { randomBytes } from 'crypto';
+import { bucketOf } from '../mapping/hash';
+import { MappingDocument } from '../mapping/types';
 import { CellData, DeltaManifest } from './cell-data';
 import { HandoffStore } from './handoff';
 import { admissionProblems, DEFAULT_LIMITS, MoveLimits, RateLimiter } from './limits';
@@ -51,6 +53,26 @@ async function audit(deps: MoverDeps, id: string, event: string, detail?: Record
 }
 
 /**
+ * A bucket subject with the tenants that do not follow their bucket (exact and prefix overrides)
+ * set aside. Overrides that send tenants of these buckets to the source itself are refused: the
+ * source's bucket record would make it refuse them (421) while the mapping still sends them there.
+ */
+function withOverrides(doc: MappingDocument, subject: Extract<MoveSubject, { kind: 'buckets' }>, source: string): MoveSubject {
+  const inRanges = (key: string) => {
+    const b = bucketOf(key, doc.bucketCount);
+    return subject.ranges.some((r) => b >= r.from && b <= r.to);
+  };
+  const exact = Object.entries(doc.overrides.exact).filter(([key]) => inRanges(key));
+  const pinnedHere = exact.filter(([, cell]) => cell === source).map(([key]) => key);
+  const prefixesHere = Object.entries(doc.overrides.prefix).filter(([, cell]) => cell === source).map(([p]) => p);
+  if (pinnedHere.length > 0 || prefixesHere.length > 0) {
+    const what = [...pinnedHere.map((k) => `tenant ${k}`), ...prefixesHere.map((p) => `prefix ${p}`)].slice(0, 5).join(', ');
+    throw new MoveError(`${describeSubject(subject)}: ${what} ${pinnedHere.length + prefixesHere.length > 1 ? 'are' : 'is'} pinned to ${source} itself, and a bucket move would make ${source} refuse them; unpin them or move them first`);
+  }
+  return { kind: 'buckets', ranges: subject.ranges, except: { exact: exact.map(([key]) => key), prefixes: Object.keys(doc.overrides.prefix) } };
+}
+
+/**
  * Plans a move: the target must be an active cell other than the source, on the same schema
  * version, able to accept the subject, and the limits must allow it. Writes the record (`planned`).
  */
@@ -67,18 +89,19 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
   if (sourceVersion !== targetVersion) {
     throw new MoveError(`${source} is on schema version ${sourceVersion} and ${request.target} on ${targetVersion}: deploy the same workload version to both, then move`);
   }
-  const blocking = await deps.cell(request.target).blockingRecords(request.subject);
+  const subject = request.subject.kind === 'buckets' ? withOverrides(doc, request.subject, source) : request.subject;
+  const blocking = await deps.cell(request.target).blockingRecords(subject);
   if (blocking.length > 0) {
     const b = blocking[0];
     throw new MoveError(`${request.target} refuses ${what}: its bucket ${b.value} was moved away to ${b.movedTo} (move ${b.moveId}); move the tenant to ${b.movedTo} instead, or move the bucket back`);
   }
   return deps.store.withPlanLock(async () => {
-    const problems = admissionProblems({ subject: request.subject, source, target: request.target, bucketCount: doc.bucketCount }, await deps.store.list(), limits);
+    const problems = admissionProblems({ subject, source, target: request.target, bucketCount: doc.bucketCount }, await deps.store.list(), limits);
     if (problems.length > 0) throw new MoveError(`${what} cannot move now:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     const now = deps.clock.now();
     const record: MoveRecord = {
-      id: request.id ?? newMoveId(request.subject, now),
-      subject: request.subject,
+      id: request.id ?? newMoveId(subject, now),
+      subject,
       source,
       target: request.target,
       bucketCount: doc.bucketCount,
@@ -124,7 +147,7 @@ async function copyDelta(deps: MoverDeps, record: MoveRecord, since: string, pre
   return { manifest, rows };
 }
 
-async function publishIfChanged(deps: MoverDeps, change: (doc: import('../mapping/types').MappingDocument) => import('../mapping/types').MappingDocument): Promise<number> {
+async function publishIfChanged(deps: MoverDeps, change: (doc: MappingDocument) => MappingDocument): Promise<number> {
   const doc = await deps.routing.read();
   const next = change(doc);
   if (next !== doc) await deps.routing.publish(next, doc.version);

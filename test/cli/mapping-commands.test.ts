@@ -84,12 +84,38 @@ describe('cellctl mapping (files)', () => {
 
   it('add-cell writes a new version where only the new cell gains buckets', async () => {
     const v2 = path.join(dir, 'v2.json');
-    const result = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.orders.cells.internal', '--mapping', v1, '--out', v2, '--json');
+    const result = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.orders.cells.internal', '--mapping', v1, '--out', v2, '--json', '--routing-only');
     expect(result.code).toBe(0);
+    expect(result.err).toMatch(/^ROUTING ONLY: 2048 buckets now route to another cell WITHOUT their data/);
     const { diff } = JSON.parse(result.out);
     expect(diff.moves.every((m: { to: string }) => m.to === 'eu-4')).toBe(true);
     expect(read(v2).version).toBe(2);
     expect(bucketCounts(read(v2)).get('eu-4')).toBe(Math.floor(16384 / 8));
+  });
+
+  it('add-cell and drain that re-route buckets need --plan FILE (bucket moves) or --routing-only', async () => {
+    const refused = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.example', '--mapping', v1, '--out', path.join(dir, 'nope.json'));
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/re-routes 2048 buckets .*pass --plan FILE .*or --routing-only for a stateless workload/);
+    expect(fs.existsSync(path.join(dir, 'nope.json'))).toBe(false);
+
+    const plan = path.join(dir, 'add.plan.json');
+    const v2 = path.join(dir, 'planned.json');
+    const added = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.example', '--mapping', v1, '--out', v2, '--plan', plan);
+    expect([added.code, added.err]).toEqual([0, expect.stringMatching(/bucket moves \(2048 buckets\); run `cellctl move plan/)]);
+    // The mapping gains the cell, without buckets: the moves will give it its buckets with their data.
+    expect(read(v2).cells['eu-4']).toEqual({ endpoint: 'https://eu-4.example', state: 'active' });
+    expect(bucketCounts(read(v2)).get('eu-4')).toBeUndefined();
+    const moves = JSON.parse(fs.readFileSync(plan, 'utf8')).moves as { buckets: string; from: string; to: string; bucketCount: number }[];
+    expect(moves.every((m) => m.to === 'eu-4')).toBe(true);
+    expect(moves.reduce((n, m) => n + m.bucketCount, 0)).toBe(2048);
+    expect(new Set(moves.map((m) => m.from)).size).toBe(moves.length); // one move per source cell
+
+    const drainPlan = path.join(dir, 'drain.plan.json');
+    const drained = await cellctl('mapping', 'drain', 'us-4', '--mapping', v1, '--plan', drainPlan, '--json');
+    expect(drained.code).toBe(0);
+    expect(read(v1).version).toBe(1); // unchanged until the moves ran
+    expect(JSON.parse(fs.readFileSync(drainPlan, 'utf8')).moves.every((m: { from: string }) => m.from === 'us-4')).toBe(true);
   });
 
   it('refuses a change over the guard rail and writes nothing, unless forced', async () => {
@@ -97,11 +123,11 @@ describe('cellctl mapping (files)', () => {
     const out = path.join(dir, 'refused.json');
     const doc = read(v1);
     fs.writeFileSync(small, JSON.stringify({ ...doc, buckets: [{ from: 0, to: 8191, cell: 'eu-1' }, { from: 8192, to: 16383, cell: 'eu-2' }] }));
-    const refused = await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out);
+    const refused = await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out, '--routing-only');
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/change refused; nothing written:\n {2}- moves 33\.3% of the keyspace/);
     expect(fs.existsSync(out)).toBe(false);
-    expect((await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out, '--force')).code).toBe(0);
+    expect((await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out, '--force', '--routing-only')).code).toBe(0);
     expect(fs.existsSync(out)).toBe(true);
   });
 
@@ -109,7 +135,7 @@ describe('cellctl mapping (files)', () => {
     const file = path.join(dir, 'inplace.json');
     fs.copyFileSync(v1, file);
     const steps: string[][] = [
-      ['drain', 'us-4'],
+      ['drain', 'us-4', '--routing-only'],
       ['pin', 'tenant-42', 'eu-2'],
       ['unpin', 'tenant-42'],
       ['prefix', 'acme-', 'us-1'],
@@ -119,7 +145,8 @@ describe('cellctl mapping (files)', () => {
     ];
     for (const [i, step] of steps.entries()) {
       const result = await cellctl('mapping', ...step, '--mapping', file);
-      expect([step.join(' '), result.code, result.err]).toEqual([step.join(' '), 0, '']);
+      const warning = step[0] === 'drain' ? expect.stringMatching(/^ROUTING ONLY: \d+ buckets now route to another cell WITHOUT their data/) : '';
+      expect([step.join(' '), result.code, result.err]).toEqual([step.join(' '), 0, warning]);
       expect(read(file).version).toBe(i + 2);
     }
     const doc = read(file);

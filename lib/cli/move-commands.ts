@@ -1,0 +1,204 @@
+import * as os from 'os';
+import * as path from 'path';
+import { Command } from 'commander';
+import {
+  abortMove, describeSubject, FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoveConflictError, MoveError,
+  MovePlan, MoverDeps, MoveRecord, MoveSubject, parseRanges, planMove, runMove, systemClock, tenantSubject,
+} from '../moves';
+import { PostgresCellData } from '../moves/cell-data';
+import { readLocalFleet, routerVersionProbe } from '../moves/local-fleet';
+import { CliError, CliIo, EXIT, formatTable, json, readText } from './io';
+
+interface MoveFlags {
+  readonly local?: boolean;
+  readonly stateDir: string;
+  readonly json?: boolean;
+  readonly copyRate?: string;
+}
+
+/** The local fleet's default state directory (contract 4). */
+export const DEFAULT_LOCAL_STATE_DIR = '.cells-local';
+
+/** Stores, cells and routing of the running local fleet; `close` ends the database pools. */
+function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount: () => Promise<number>; close: () => Promise<void> } {
+  if (!flags.local) {
+    throw new CliError('moves between AWS cells are not available yet (the hand-off bucket and the per-cell mover tasks are not in the stacks); run against the local fleet with --local', EXIT.usage);
+  }
+  const stateDir = path.resolve(flags.stateDir);
+  const fleet = readLocalFleet(stateDir);
+  const copyRowsPerSecond = flags.copyRate === undefined ? undefined : Number(flags.copyRate);
+  if (copyRowsPerSecond !== undefined && !(copyRowsPerSecond > 0)) throw new CliError(`--copy-rate ${flags.copyRate}: give rows per second > 0`, EXIT.usage);
+  const routing = new FileRoutingControl(fleet.mappingFile, routerVersionProbe(fleet.routerUrls), systemClock);
+  const opened = new Map<string, PostgresCellData>();
+  let bucketCount: number | undefined;
+  const deps: MoverDeps = {
+    store: new LocalMoveStore(path.join(stateDir, 'moves')),
+    handoff: new LocalHandoffStore(path.join(stateDir, 'handoff')),
+    routing,
+    cell: (id) => {
+      const db = fleet.cells[id];
+      if (!db) throw new MoveError(`cell ${id} is not in ${path.join(stateDir, 'fleet.json')} (cells: ${Object.keys(fleet.cells).join(', ')})`);
+      if (!opened.has(id)) opened.set(id, new PostgresCellData(id, db, { bucketCount: bucketCount!, batchRows: 5000, clock: systemClock }));
+      return opened.get(id)!;
+    },
+    clock: systemClock,
+    limits: copyRowsPerSecond ? { copyRowsPerSecond } : {},
+    actor: process.env.CELLCTL_ACTOR ?? os.userInfo().username,
+    progress: flags.json ? undefined : (line) => io.err(`${line}\n`),
+  };
+  return {
+    deps,
+    bucketCount: async () => {
+      bucketCount = (await routing.read()).bucketCount;
+      return bucketCount;
+    },
+    close: async () => {
+      await Promise.all([...opened.values()].map((c) => c.close()));
+    },
+  };
+}
+
+/** Runs a move action with the local deps; move errors become exit-1 CLI errors. */
+async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, bucketCount: number) => Promise<T>): Promise<T> {
+  const { deps, bucketCount, close } = localDeps(io, flags);
+  try {
+    return await body(deps, await bucketCount());
+  } catch (error) {
+    if (error instanceof MoveError || error instanceof MoveConflictError) throw new CliError(error.message);
+    throw error;
+  } finally {
+    await close();
+  }
+}
+
+function summary(r: MoveRecord): string[] {
+  return [r.id, describeSubject(r.subject), `${r.source} -> ${r.target}`, r.status, r.completed, String(r.rowsCopied), r.lastError ? `error: ${r.lastError}` : ''];
+}
+
+function moveCommonOptions(command: Command): Command {
+  return command
+    .option('--local', 'act on the running local fleet (`cellctl fleet local`)')
+    .option('--state-dir <dir>', "the local fleet's state directory", DEFAULT_LOCAL_STATE_DIR)
+    .option('--json', 'print the result as JSON');
+}
+
+function startCommand(parent: Command, name: string, description: string): Command {
+  return moveCommonOptions(parent.command(name).description(description))
+    .requiredOption('--to <cell>', 'target cell')
+    .option('--reason <text>', 'why (kept in the audit log)', '')
+    .option('--copy-rate <rows>', 'rows per second the copy may take (default 20000)')
+    .option('--plan-only', 'record the move without running it (run it with `cellctl move resume ID`)');
+}
+
+async function start(io: CliIo, flags: MoveFlags & { to: string; reason: string; planOnly?: boolean }, subject: (bucketCount: number) => MoveSubject): Promise<void> {
+  await withDeps(io, flags, async (deps, bucketCount) => {
+    const planned = await planMove(deps, { subject: subject(bucketCount), target: flags.to, reason: flags.reason });
+    const record = flags.planOnly ? planned : await runMove(deps, planned.id);
+    io.out(flags.json ? json(record) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], [summary(record)]));
+  });
+}
+
+function subjectOrUsage<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    if (error instanceof MoveError) throw new CliError(error.message, EXIT.usage);
+    throw error;
+  }
+}
+
+/** `cellctl move …`: move tenants and buckets between cells (issue 14). */
+export function moveCommand(io: CliIo): Command {
+  const move = new Command('move').description('move a tenant or buckets to another cell: clone, catch up, freeze, sync, verify, flip, unfreeze, forget');
+
+  startCommand(move, 'tenant', 'move one tenant to another cell')
+    .argument('<tenant>', 'tenant id (partition key)')
+    .action((tenant: string, flags) => start(io, flags, () => subjectOrUsage(() => tenantSubject(tenant))));
+
+  startCommand(move, 'buckets', 'move every tenant of some buckets (e.g. 0-15,40) to another cell')
+    .argument('<ranges>', 'bucket ranges: N or N-M, comma-separated')
+    .action((ranges: string, flags) => start(io, flags, (count) => subjectOrUsage(() => ({ kind: 'buckets', ranges: parseRanges(ranges, count) }))));
+
+  moveCommonOptions(move.command('plan').description('run the bucket moves of a plan file (written by `cellctl mapping add-cell|drain --plan FILE`), one after another'))
+    .argument('<file>', 'plan file')
+    .option('--reason <text>', 'why (kept in each move\'s audit log)', '')
+    .option('--copy-rate <rows>', 'rows per second the copy may take (default 20000)')
+    .action((file: string, flags: MoveFlags & { reason: string }) => withDeps(io, flags, async (deps, bucketCount) => {
+      const plan = readPlan(file);
+      const done: MoveRecord[] = [];
+      for (const [i, step] of plan.moves.entries()) {
+        const subject: MoveSubject = { kind: 'buckets', ranges: parseRanges(step.buckets, bucketCount) };
+        // A plan run again skips what already moved (the record exists and is past the flip).
+        const existing = (await deps.store.list()).find((m) => m.status !== 'aborted' && m.target === step.to && describeSubject(m.subject) === describeSubject(subject));
+        const record = existing ?? await planMove(deps, { subject, target: step.to, reason: flags.reason || `plan ${path.basename(file)}` });
+        const result = record.status === 'active' ? await runMove(deps, record.id) : record;
+        done.push(result);
+        if (!flags.json) io.err(`plan ${i + 1}/${plan.moves.length}: buckets ${step.buckets} -> ${step.to}: ${result.status} (${result.rowsCopied} rows)\n`);
+      }
+      io.out(flags.json ? json(done) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], done.map(summary)));
+    }));
+
+  moveCommonOptions(move.command('list').description('every move, newest last'))
+    .action((flags: MoveFlags) => withDeps(io, flags, async (deps) => {
+      const moves = await deps.store.list();
+      moves.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+      io.out(flags.json ? json(moves) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], moves.map(summary)));
+    }));
+
+  moveCommonOptions(move.command('show').description("a move's state and its audit log"))
+    .argument('<id>', 'move id')
+    .action((id: string, flags: MoveFlags) => withDeps(io, flags, async (deps) => {
+      const stored = await deps.store.read(id);
+      if (!stored) throw new CliError(`no move ${id}; \`cellctl move list --local\` shows the moves`);
+      const log = await deps.store.readAudit(id);
+      if (flags.json) {
+        io.out(json({ move: stored.record, audit: log }));
+        return;
+      }
+      const r = stored.record;
+      io.out(`${r.id}: ${describeSubject(r.subject)} ${r.source} -> ${r.target}, ${r.status} at ${r.completed}; ${r.rowsCopied} rows copied in ${r.rounds} catch-up rounds\n`);
+      if (r.reason) io.out(`reason: ${r.reason}\n`);
+      if (r.forgetAfter && r.status === 'retained') io.out(`source copy kept until ${r.forgetAfter}\n`);
+      if (r.lastError) io.out(`last error: ${r.lastError}\n`);
+      io.out(formatTable(['at', 'actor', 'event', 'detail'], log.map((e) => [e.at, e.actor, e.event, e.detail ? JSON.stringify(e.detail) : ''])));
+    }));
+
+  moveCommonOptions(move.command('resume').description('run a move from its last completed step (after a crash or --plan-only)'))
+    .argument('<id>', 'move id')
+    .action((id: string, flags: MoveFlags) => withDeps(io, flags, async (deps) => {
+      const record = await runMove(deps, id);
+      io.out(flags.json ? json(record) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], [summary(record)]));
+    }));
+
+  moveCommonOptions(move.command('abort').description('undo a move that has not flipped: target copy deleted, freeze lifted'))
+    .argument('<id>', 'move id')
+    .option('--reason <text>', 'why (kept in the audit log)', '')
+    .action((id: string, flags: MoveFlags & { reason: string }) => withDeps(io, flags, async (deps) => {
+      const record = await abortMove(deps, id, flags.reason);
+      io.out(flags.json ? json(record) : `${id}: aborted; ${describeSubject(record.subject)} stays on ${record.source}\n`);
+    }));
+
+  moveCommonOptions(move.command('forget').description('delete the source copy of a finished move once its retention has passed'))
+    .argument('<id>', 'move id')
+    .option('--now', 'do not wait for the retention')
+    .action((id: string, flags: MoveFlags & { now?: boolean }) => withDeps(io, flags, async (deps) => {
+      const record = await forgetMove(deps, id, flags.now ?? false);
+      io.out(flags.json ? json(record) : `${id}: ${record.status === 'finished' ? `source copy on ${record.source} deleted` : record.status}\n`);
+    }));
+
+  return move;
+}
+
+function readPlan(file: string): MovePlan {
+  let plan: MovePlan;
+  try {
+    plan = JSON.parse(readText(file)) as MovePlan;
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`${file}: not valid JSON (${(error as Error).message})`);
+  }
+  if (!Array.isArray(plan?.moves) || plan.moves.some((m) => typeof m?.buckets !== 'string' || typeof m?.to !== 'string')) {
+    throw new CliError(`${file}: not a move plan; expected {"moves": [{"buckets": "0-15", "from": "cell-1", "to": "cell-5"}, …]} as \`cellctl mapping add-cell --plan\` writes`);
+  }
+  return plan;
+}

@@ -1,0 +1,150 @@
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Client } from 'pg';
+import { runCli } from '../../lib/cli';
+import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
+import { CellDatabase } from '../../lib/moves/cell-data';
+import { LocalRouter, startLocalRouter } from '../../lib/router/local';
+import { freePort } from '../support/cells';
+import { PostgresServer, startPostgres } from '../moves/postgres-fixture';
+
+async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { code, out, err };
+}
+
+async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client(db);
+  await client.connect();
+  try {
+    return (await client.query<T>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * `cellctl move --local` against a fleet.json as `cellctl fleet local` writes it: real PostgreSQL
+ * databases (one per cell) and a real local router (HAProxy + agent) reading the mapping file.
+ */
+describe('cellctl move --local', () => {
+  let pg: PostgresServer;
+  let router: LocalRouter;
+  let dir: string;
+  let mappingFile: string;
+  let port: number;
+  const dbs: Record<string, CellDatabase> = {};
+  const local = () => ['--local', '--state-dir', dir];
+  const mapping = () => JSON.parse(fs.readFileSync(mappingFile, 'utf8')) as MappingDocument;
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cells-local-'));
+    for (const cell of ['cell-a', 'cell-b', 'cell-c', 'cell-d']) dbs[cell] = await pg.createDatabase(`cli_${cell.replace('-', '_')}`);
+    mappingFile = path.join(dir, 'mapping.json');
+    const doc = initialMapping(['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${29000 + i}`, state: 'active' as const })), 1024, { now: new Date().toISOString() });
+    fs.writeFileSync(mappingFile, JSON.stringify(doc));
+    port = await freePort();
+    router = await startLocalRouter({
+      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+      healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+    });
+    fs.writeFileSync(path.join(dir, 'fleet.json'), JSON.stringify({
+      mappingFile: 'mapping.json',
+      routerUrl: `http://127.0.0.1:${port}`,
+      cells: Object.fromEntries(Object.entries(dbs).map(([id, db]) => [id, { database: db }])),
+    }));
+  });
+  afterAll(async () => {
+    await router?.stop();
+    await pg?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('moves a tenant, lists it, shows its audit log, and forgets the source copy', async () => {
+    const source = compileMapping(mapping()).lookup('acme').cell;
+    const target = source === 'cell-b' ? 'cell-c' : 'cell-b';
+    await sql(dbs[source], `insert into items (tenant_id, name) select 'acme', 'n' || g from generate_series(1, 1234) g`);
+    const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', ...local());
+    expect([moved.code, moved.err]).toEqual([0, '']);
+    const record = JSON.parse(moved.out);
+    expect(record).toMatchObject({ status: 'retained', source, target, rowsCopied: 1234, reason: 'rebalance' });
+    expect(compileMapping(mapping()).lookup('acme').cell).toBe(target);
+    // The command returned once the router served the unfreeze (x-mapping-version of a keyless 400).
+    const served = await fetch(`http://127.0.0.1:${port}/`);
+    expect([served.status, Number(served.headers.get('x-mapping-version'))]).toEqual([400, mapping().version]);
+    expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(1234);
+
+    const list = JSON.parse((await cellctl('move', 'list', '--json', ...local())).out);
+    expect(list.map((m: { id: string }) => m.id)).toEqual([record.id]);
+    const show = await cellctl('move', 'show', record.id, ...local());
+    expect(show.out).toMatch(new RegExp(`${record.id}: tenant acme ${source} -> ${target}, retained at unfrozen`));
+    expect(show.out).toMatch(/frozen .*"mappingVersion"/);
+    expect(show.out).toMatch(/reason: rebalance/);
+
+    const early = await cellctl('move', 'forget', record.id, ...local());
+    expect([early.code, early.err]).toEqual([1, expect.stringMatching(/kept until .*pass --now/)]);
+    const forgot = await cellctl('move', 'forget', record.id, '--now', ...local());
+    expect([forgot.code, forgot.out]).toEqual([0, `${record.id}: source copy on ${source} deleted\n`]);
+    expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(0);
+  });
+
+  it('plans a bucket move without running it, then aborts it', async () => {
+    const owner = mapping().buckets[0].cell;
+    const other = mapping().buckets[mapping().buckets.length - 1].cell;
+    const planned = await cellctl('move', 'buckets', '0-3', '--to', other, '--plan-only', '--json', ...local());
+    expect(planned.code).toBe(0);
+    const record = JSON.parse(planned.out);
+    expect(record).toMatchObject({ status: 'active', completed: 'planned', source: owner, subject: { kind: 'buckets', ranges: [{ from: 0, to: 3 }] } });
+    const aborted = await cellctl('move', 'abort', record.id, ...local());
+    expect([aborted.code, aborted.out]).toEqual([0, `${record.id}: aborted; buckets 0-3 stays on ${owner}\n`]);
+  });
+
+  it('runs an add-cell plan: the new cell receives its buckets with their data', async () => {
+    const tenants = Array.from({ length: 300 }, (_, i) => `p${i}`);
+    // acme is pinned (the first test moved it): its rows stay where it is pinned, whatever its bucket does.
+    const acmeCell = compileMapping(mapping()).lookup('acme').cell;
+    await sql(dbs[acmeCell], `insert into items (tenant_id, name) values ('acme', 'still here')`);
+    const doc = compileMapping(mapping());
+    for (const t of tenants) await sql(dbs[doc.lookup(t).cell], `insert into items (tenant_id, name) values ($1, 'x')`, [t]);
+    const plan = path.join(dir, 'add.plan.json');
+    const added = await cellctl('mapping', 'add-cell', 'cell-d', '--endpoint', 'http://127.0.0.1:29003', '--mapping', mappingFile, '--plan', plan);
+    expect(added.code).toBe(0);
+    const ran = await cellctl('move', 'plan', plan, '--json', ...local());
+    expect([ran.code, ran.err]).toEqual([0, '']);
+    const moves = JSON.parse(ran.out) as { status: string }[];
+    expect(moves.length).toBe(3);
+    expect(moves.every((m) => m.status === 'retained')).toBe(true);
+    const after = compileMapping(mapping());
+    const onD = tenants.filter((t) => after.lookup(t).cell === 'cell-d');
+    expect(onD.length).toBeGreaterThan(30);
+    const rows = await sql<{ tenant_id: string }>(dbs['cell-d'], 'select tenant_id from items order by tenant_id');
+    expect(rows.map((r) => r.tenant_id)).toEqual([...onD].sort());
+    expect(compileMapping(mapping()).lookup('acme').cell).toBe(acmeCell);
+    expect((await sql<{ n: number }>(dbs[acmeCell], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(1235);
+    // Forgetting the bucket moves deletes the moved tenants' source copies, never the pinned tenant's rows.
+    for (const m of moves as unknown as { id: string }[]) expect((await cellctl('move', 'forget', m.id, '--now', ...local())).code).toBe(0);
+    expect((await sql<{ n: number }>(dbs[acmeCell], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(1235);
+    for (const cell of ['cell-a', 'cell-b', 'cell-c']) {
+      const left = await sql<{ tenant_id: string }>(dbs[cell], `select tenant_id from items where tenant_id like 'p%'`);
+      expect(left.filter((r) => onD.includes(r.tenant_id))).toEqual([]);
+    }
+    // Running the plan again moves nothing twice.
+    const again = await cellctl('move', 'plan', plan, '--json', ...local());
+    expect(JSON.parse(again.out).map((m: { id: string }) => m.id)).toEqual(moves.map((m) => (m as unknown as { id: string }).id));
+  });
+
+  it('says what is wrong: no --local, no fleet, unknown move', async () => {
+    const aws = await cellctl('move', 'list');
+    expect([aws.code, aws.err]).toEqual([2, expect.stringMatching(/AWS cells are not available yet .*--local/)]);
+    const nofleet = await cellctl('move', 'list', '--local', '--state-dir', path.join(dir, 'nowhere'));
+    expect([nofleet.code, nofleet.err]).toEqual([1, expect.stringMatching(/fleet.json not found: start the local fleet/)]);
+    const unknown = await cellctl('move', 'show', 'm-nope', ...local());
+    expect([unknown.code, unknown.err]).toEqual([1, expect.stringMatching(/no move m-nope/)]);
+    const bad = await cellctl('move', 'buckets', '9-2', '--to', 'cell-a', ...local());
+    expect([bad.code, bad.err]).toEqual([2, expect.stringMatching(/9 is greater than 2/)]);
+  });
+});
