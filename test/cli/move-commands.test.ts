@@ -67,7 +67,7 @@ describe('cellctl move --local', () => {
   it('moves a tenant, lists it, shows its audit log, and forgets the source copy', async () => {
     const source = compileMapping(mapping()).lookup('acme').cell;
     const target = source === 'cell-b' ? 'cell-c' : 'cell-b';
-    await sql(dbs[source], `insert into items (tenant_id, name) select 'acme', 'n' || g from generate_series(1, 1234) g`);
+    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'n' || g) from generate_series(1, 1234) g`);
     const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', ...local());
     expect([moved.code, moved.err]).toEqual([0, '']);
     const record = JSON.parse(moved.out);
@@ -107,9 +107,9 @@ describe('cellctl move --local', () => {
     const tenants = Array.from({ length: 300 }, (_, i) => `p${i}`);
     // acme is pinned (the first test moved it): its rows stay where it is pinned, whatever its bucket does.
     const acmeCell = compileMapping(mapping()).lookup('acme').cell;
-    await sql(dbs[acmeCell], `insert into items (tenant_id, name) values ('acme', 'still here')`);
+    await sql(dbs[acmeCell], `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'still here'::text))`);
     const doc = compileMapping(mapping());
-    for (const t of tenants) await sql(dbs[doc.lookup(t).cell], `insert into items (tenant_id, name) values ($1, 'x')`, [t]);
+    for (const t of tenants) await sql(dbs[doc.lookup(t).cell], `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', 'x'::text))`, [t]);
     const plan = path.join(dir, 'add.plan.json');
     const added = await cellctl('mapping', 'add-cell', 'cell-d', '--endpoint', 'http://127.0.0.1:29003', '--mapping', mappingFile, '--plan', plan);
     expect(added.code).toBe(0);

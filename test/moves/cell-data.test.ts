@@ -43,7 +43,7 @@ async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: st
 }
 
 const itemsOf = async (db: CellDatabase, tenant: string) =>
-  (await sql<{ id: string; name: string }>(db, 'select id::text, name from items where tenant_id = $1 order by id', [tenant])).map((r) => `${r.id}:${r.name}`);
+  (await sql<{ id: string; name: string }>(db, 'select id::text, data->>\'name\' as name from items where tenant_id = $1 order by id', [tenant])).map((r) => `${r.id}:${r.name}`);
 
 describe('bucket in SQL (contract 2)', () => {
   test('equals the DESIGN.md bucket for ASCII keys of every length, at several bucket counts', async () => {
@@ -61,8 +61,8 @@ describe('PostgresCellData', () => {
     const { a, b, dbA, dbB, close } = await twoCells();
     try {
       const tenant: MoveSubject = { kind: 'tenant', tenant: 'acme' };
-      await sql(dbA, `insert into items (tenant_id, name, body) select 'acme', 'item-' || g, jsonb_build_object('n', g) from generate_series(1, 50) g`);
-      await sql(dbA, `insert into items (tenant_id, name) select 'other', 'o-' || g from generate_series(1, 20) g`);
+      await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'item-' || g, 'n', g) from generate_series(1, 50) g`);
+      await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('name', 'o-' || g) from generate_series(1, 20) g`);
       await sql(dbA, `insert into notes (id, tenant_id, text) select g, 'acme', 'note ' || g from generate_series(1, 10) g`);
       const clone = await a.exportDelta(tenant, '0', handoff, 't1/clone');
       expect(clone.tables.items.rows).toBe(50);
@@ -72,10 +72,10 @@ describe('PostgresCellData', () => {
       expect(await b.checksums(tenant)).toEqual(await a.checksums(tenant));
 
       // While the move runs: updates, deletes, inserts.
-      await sql(dbA, `update items set name = name || '-v2' where tenant_id = 'acme' and (body->>'n')::int <= 5`);
-      await sql(dbA, `delete from items where tenant_id = 'acme' and (body->>'n')::int between 40 and 50`);
+      await sql(dbA, `update items set data = jsonb_set(data, '{name}', to_jsonb((data->>'name') || '-v2')) where tenant_id = 'acme' and (data->>'n')::int <= 5`);
+      await sql(dbA, `delete from items where tenant_id = 'acme' and (data->>'n')::int between 40 and 50`);
       await sql(dbA, `delete from notes where id = 3`);
-      await sql(dbA, `insert into items (tenant_id, name) values ('acme', 'late')`);
+      await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'late'::text))`);
       const delta = await a.exportDelta(tenant, clone.upTo, handoff, 't1/round-1');
       expect(delta.tables.items).toMatchObject({ rows: 6, tombstones: 11 });
       expect(delta.tables.notes).toMatchObject({ rows: 0, tombstones: 1 });
@@ -90,7 +90,7 @@ describe('PostgresCellData', () => {
       expect(await itemsOf(dbB, 'other')).toEqual([]);
 
       // A change on one side shows in the checksum.
-      await sql(dbB, `update items set name = 'tampered' where name = 'late'`);
+      await sql(dbB, `update items set data = jsonb_set(data, '{name}', '"tampered"') where data->>'name' = 'late'`);
       expect((await b.checksums(tenant)).items.checksum).not.toBe(sums.items.checksum);
     } finally {
       await close();
@@ -101,7 +101,7 @@ describe('PostgresCellData', () => {
     const { a, b, dbA, dbB, close } = await twoCells(1024);
     try {
       const tenants = Array.from({ length: 400 }, (_, i) => `t${i}`);
-      await sql(dbA, `insert into items (tenant_id, name) select t, 'x' from unnest($1::text[]) t`, [tenants]);
+      await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, jsonb_build_object('name', 'x') from unnest($1::text[]) t`, [tenants]);
       const bucket = bucketOf('t7', 1024);
       const subject: MoveSubject = { kind: 'buckets', ranges: [{ from: bucket, to: bucket + 9 }] };
       const expected = tenants.filter((t) => bucketOf(t, 1024) >= bucket && bucketOf(t, 1024) <= bucket + 9).sort();
@@ -123,8 +123,8 @@ describe('PostgresCellData', () => {
     try {
       // The writer takes row_version N and stays open; a later writer commits N+1 first.
       await writer.query('begin');
-      await writer.query(`insert into items (tenant_id, name) values ('slow', 'first')`);
-      await sql(dbA, `insert into items (tenant_id, name) values ('slow', 'second')`);
+      await writer.query(`insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'slow', jsonb_build_object('name', 'first'::text))`);
+      await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'slow', jsonb_build_object('name', 'second'::text))`);
       const exporting = a.exportDelta(subject, '0', handoff, 't3/clone');
       await new Promise((r) => setTimeout(r, 200));
       await writer.query('commit');
@@ -141,7 +141,7 @@ describe('PostgresCellData', () => {
   test('fence, clearMovedAway and forget: forget deletes only what still went away with its move', async () => {
     const { a, dbA, close } = await twoCells();
     try {
-      await sql(dbA, `insert into items (tenant_id, name) values ('acme', 'x'), ('acme', 'y'), ('other', 'z')`);
+      await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'x'::text)), (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'y'::text)), (gen_random_uuid()::text, 'other', jsonb_build_object('name', 'z'::text))`);
       const acme: MoveSubject = { kind: 'tenant', tenant: 'acme' };
       await a.fence(acme, 'm-one', 'cell-b');
       expect(await sql(dbA, 'select kind, value, move_id, moved_to from cf_moved_away')).toEqual([{ kind: 'tenant', value: 'acme', move_id: 'm-one', moved_to: 'cell-b' }]);

@@ -88,8 +88,8 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
         ...overrides,
       };
     },
-    write: (tenant, name) => act(tenant, 'insert into items (tenant_id, name) values ($1, $2)', [tenant, name]),
-    remove: (tenant, name) => act(tenant, 'delete from items where tenant_id = $1 and name = $2', [tenant, name]),
+    write: (tenant, name) => act(tenant, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', $2::text))`, [tenant, name]),
+    remove: (tenant, name) => act(tenant, `delete from items where tenant_id = $1 and data->>'name' = $2`, [tenant, name]),
     close: async () => {
       for (const c of clients.values()) await c.end();
       for (const d of opened) await d.close();

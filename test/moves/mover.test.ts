@@ -10,7 +10,7 @@ beforeAll(async () => { pg = await startPostgres(); });
 afterAll(async () => { await pg?.stop(); });
 
 const names = async (w: MoveWorld, cell: string, tenant: string) =>
-  (await w.sql<{ name: string }>(cell, 'select name from items where tenant_id = $1 order by name', [tenant])).map((r) => r.name);
+  (await w.sql<{ name: string }>(cell, `select data->>'name' as name from items where tenant_id = $1 order by 1`, [tenant])).map((r) => r.name);
 
 /** Writes continuously until stopped; returns what was acknowledged, refused as frozen, or refused as moved. */
 function writer(w: MoveWorld, tenant: string) {
@@ -39,8 +39,8 @@ describe('a move of a tenant', () => {
     const tenant = 'acme';
     const source = compileMapping(w.mapping()).lookup(tenant).cell;
     const target = source === 'cell-b' ? 'cell-c' : 'cell-b';
-    await w.sql(source, `insert into items (tenant_id, name) select 'acme', 'seed-' || lpad(g::text, 5, '0') from generate_series(1, 2000) g`);
-    await w.sql(source, `insert into items (tenant_id, name) select 'zeta', 'z' || g from generate_series(1, 300) g`);
+    await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'seed-' || lpad(g::text, 5, '0')) from generate_series(1, 2000) g`);
+    await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'zeta', jsonb_build_object('name', 'z' || g) from generate_series(1, 300) g`);
     // Deletes during the copy stay deleted.
     const deleting = (async () => {
       for (let g = 1; g <= 100; g++) {
@@ -113,7 +113,7 @@ describe('resumability', () => {
       const tenant = 'resume-me';
       const source = compileMapping(w.mapping()).lookup(tenant).cell;
       const target = source === 'cell-a' ? 'cell-b' : 'cell-a';
-      await w.sql(source, `insert into items (tenant_id, name) select $1, 'r' || g from generate_series(1, 500) g`, [tenant]);
+      await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('name', 'r' || g) from generate_series(1, 500) g`, [tenant]);
       const killer = w.deps({ afterStep: (step: MoveStep) => { if (step === killAt) throw new Killed(step); } });
       const move = await planMove(killer, { subject: { kind: 'tenant', tenant }, target });
       await expect(runMove(killer, move.id)).rejects.toThrow(Killed);
@@ -143,7 +143,7 @@ describe('abort', () => {
       const tenant = 'undo';
       const source = compileMapping(w.mapping()).lookup(tenant).cell;
       const target = source === 'cell-a' ? 'cell-b' : 'cell-a';
-      await w.sql(source, `insert into items (tenant_id, name) select $1, 'u' || g from generate_series(1, 50) g`, [tenant]);
+      await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('name', 'u' || g) from generate_series(1, 50) g`, [tenant]);
       const before = w.mapping();
       const deps = w.deps();
       const move = await planMove(deps, { subject: { kind: 'tenant', tenant }, target });
@@ -184,7 +184,7 @@ describe('a bucket move', () => {
         else if (outside.length < 50 && r.cell === 'cell-a') outside.push(r.key);
       }
       expect(compileMapping(doc).lookup(inside[0]).cell).toBe('cell-a');
-      await w.sql('cell-a', `insert into items (tenant_id, name) select t, 'x' || g from unnest($1::text[]) t, generate_series(1, 3) g`, [[...inside, ...outside]]);
+      await w.sql('cell-a', `insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, jsonb_build_object('name', 'x' || g) from unnest($1::text[]) t, generate_series(1, 3) g`, [[...inside, ...outside]]);
       const deps = w.deps();
       const move = await planMove(deps, { subject: { kind: 'buckets', ranges: [range] }, target: 'cell-c' });
       await runMove(deps, move.id);
