@@ -25,9 +25,19 @@ const PERIOD = Duration.minutes(1);
 const GIB = 1024 ** 3;
 
 /**
- * Every alarm of one cell, each named `<app>-<cell>-<signal>`, and `health`: the composite alarm
- * that means "this cell is unhealthy". ECS deployment alarms, ASG instance refresh and the
- * pipeline's bake all watch `health`, so a bad change is rolled back on this cell's signals only.
+ * Every alarm of one cell, each named `<app>-<cell>-<signal>`, split by what it is for:
+ *
+ * - `deploymentGate`: the request-path signals a bad change shows up in (5xx rate, p99 latency,
+ *   unhealthy targets, database CPU and connections). ECS deployment alarms and the ASG's
+ *   instance-refresh alarm specification get these **metric** alarms one by one: neither the ECS
+ *   `DeploymentAlarms` nor the Auto Scaling `AlarmSpecification` reference says composite alarms
+ *   are accepted (both take alarm names; instance refresh at most 10), and ECS ignores an alarm
+ *   that is already in ALARM when the deployment starts, so one alarm per signal loses one signal
+ *   at worst, where one composite would lose them all.
+ * - `health`: the composite over exactly `deploymentGate`; the pipeline's bake reads it.
+ * - `paging`: queue signals (oldest work message, dead letters) and free storage. They notify
+ *   on-call but never gate or roll back a deployment: one poison message in the dead-letter queue
+ *   would otherwise hold `health` in ALARM, fail every bake and blind ECS to the next deployment.
  */
 export class CellAlarms extends Construct {
   public readonly errorRate: cloudwatch.Alarm;
@@ -38,7 +48,11 @@ export class CellAlarms extends Construct {
   public readonly databaseFreeStorage: cloudwatch.Alarm;
   public readonly oldestMessage: cloudwatch.Alarm;
   public readonly deadLetters: cloudwatch.Alarm;
-  /** The cell's health: in ALARM when any request-path alarm is. */
+  /** Request-path metric alarms: ECS deployments and ASG instance refreshes roll back on any of them. */
+  public readonly deploymentGate: readonly cloudwatch.Alarm[];
+  /** Alarms that page but never gate a deployment: queue signals and free storage. */
+  public readonly paging: readonly cloudwatch.Alarm[];
+  /** The cell's health, read by the pipeline's bake: in ALARM when any `deploymentGate` alarm is. */
   public readonly health: cloudwatch.CompositeAlarm;
   /** Every metric alarm of the cell, composite excluded. */
   public readonly all: readonly cloudwatch.Alarm[];
@@ -118,12 +132,12 @@ export class CellAlarms extends Construct {
       this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu,
       this.databaseConnections, this.databaseFreeStorage, this.oldestMessage, this.deadLetters,
     ];
-    // Free storage is a capacity signal, not a change signal: it pages, but never rolls a deploy back.
-    const changeSignals = this.all.filter((a) => a !== this.databaseFreeStorage);
+    this.deploymentGate = [this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu, this.databaseConnections];
+    this.paging = [this.oldestMessage, this.deadLetters, this.databaseFreeStorage];
     this.health = new cloudwatch.CompositeAlarm(this, 'Health', {
       compositeAlarmName: `${props.namePrefix}-health`,
-      alarmDescription: `${props.namePrefix}: cell unhealthy; deployments to this cell roll back while it is in ALARM`,
-      alarmRule: cloudwatch.AlarmRule.anyOf(...changeSignals.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
+      alarmDescription: `${props.namePrefix}: request path unhealthy; the pipeline's bake fails the wave while it is in ALARM`,
+      alarmRule: cloudwatch.AlarmRule.anyOf(...this.deploymentGate.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
     });
     const notify = new cloudwatchActions.SnsAction(this.topic);
     for (const a of [...this.all, this.health]) {

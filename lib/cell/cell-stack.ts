@@ -52,7 +52,6 @@ export class CellStack extends Stack {
     new CellBakeAccess(this, 'BakeAccess', {
       roleName: bakeWatcherRoleName(fleet.app, cell.id),
       toolingAccount: fleet.accounts.tooling,
-      healthAlarm: this.cell.alarms.health,
     });
 
     const entry = this.cell.entry;

@@ -92,7 +92,7 @@ export class Cell extends Construct {
       loadBalancer: this.entry.loadBalancer,
       databaseSecret: this.data.secret,
       workQueue: this.queues.work,
-      healthAlarm: this.alarms.health,
+      deploymentAlarms: this.alarms.deploymentGate,
       encryptionKey,
     });
     this.data.allowFrom(this.compute, `${cell.id}: workload to database`);

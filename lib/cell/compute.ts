@@ -26,8 +26,11 @@ export interface CellComputeProps {
   readonly loadBalancer: ec2.IConnectable;
   readonly databaseSecret: secretsmanager.ISecret;
   readonly workQueue: sqs.IQueue;
-  /** The cell's health alarm: a deployment or instance refresh rolls back while it is in ALARM. */
-  readonly healthAlarm: cloudwatch.IAlarm;
+  /**
+   * The cell's request-path metric alarms (`CellAlarms.deploymentGate`): a deployment or instance
+   * refresh rolls back when any of them goes into ALARM. Metric alarms, not the composite: see CellAlarms.
+   */
+  readonly deploymentAlarms: readonly cloudwatch.IAlarm[];
   /** Encrypts the workload's log group. */
   readonly encryptionKey: kms.IKey;
   /**
@@ -132,13 +135,13 @@ export class CellCompute extends Construct {
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
       circuitBreaker: { enable: true, rollback: true },
-      deploymentAlarms: { alarmNames: [props.healthAlarm.alarmName], behavior: ecs.AlarmBehavior.ROLLBACK_ON_ALARM },
+      deploymentAlarms: { alarmNames: props.deploymentAlarms.map((a) => a.alarmName), behavior: ecs.AlarmBehavior.ROLLBACK_ON_ALARM },
       propagateTags: ecs.PropagatedTagSource.SERVICE,
       enableECSManagedTags: true,
       healthCheckGracePeriod: Duration.seconds(60),
     });
-    // ECS checks the alarm exists when a deployment starts.
-    service.node.addDependency(props.healthAlarm);
+    // ECS checks the alarms exist when a deployment starts.
+    for (const alarm of props.deploymentAlarms) service.node.addDependency(alarm);
     service.attachToApplicationTargetGroup(props.targetGroup);
     const scaling = service.autoScaleTaskCount({ minCapacity: props.shape.capacity.min, maxCapacity: props.shape.capacity.max });
     scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
@@ -190,13 +193,14 @@ export class CellCompute extends Construct {
         minHealthyPercentage: 100,
         maxHealthyPercentage: 200,
         instanceWarmup: Duration.minutes(3),
-        alarms: [props.healthAlarm],
+        // Instance refresh takes at most 10 alarms (Auto Scaling API Reference, AlarmSpecification).
+        alarms: [...props.deploymentAlarms],
       }),
     });
     props.databaseSecret.grantRead(role);
     this.logs.grantWrite(role);
     grantWorkQueue(props.workQueue, role);
-    asg.node.addDependency(props.healthAlarm);
+    for (const alarm of props.deploymentAlarms) asg.node.addDependency(alarm);
     asg.attachToApplicationTargetGroup(props.targetGroup);
     asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
     Validations.of(asg).acknowledge({

@@ -48,14 +48,15 @@ describe('CellAlarms', () => {
     ]);
   });
 
-  it('exposes one composite health alarm over every change signal, free storage excluded', () => {
+  it('exposes one composite health alarm over the request-path signals only: queue signals and free storage page, never gate', () => {
     template.resourceCountIs('AWS::CloudWatch::CompositeAlarm', 1);
     const [health] = Object.values(template.findResources('AWS::CloudWatch::CompositeAlarm'));
     expect(health.Properties.AlarmName).toBe(`orders-${FARGATE_CELL}-health`);
     const rule = JSON.stringify(health.Properties.AlarmRule);
     const alarms = template.findResources('AWS::CloudWatch::Alarm');
     const watched = Object.entries(alarms).filter(([id]) => rule.includes(id)).map(([, a]) => a.Properties.AlarmName);
-    expect(watched.sort()).toEqual(SIGNALS.filter((s) => s !== 'database-free-storage').map((s) => `orders-${FARGATE_CELL}-${s}`).sort());
+    expect(watched.sort()).toEqual(['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections'].map((s) => `orders-${FARGATE_CELL}-${s}`).sort());
+    for (const paging of ['dead-letters', 'oldest-message', 'database-free-storage']) expect(watched).not.toContain(`orders-${FARGATE_CELL}-${paging}`);
     expect(rule).toContain('ALARM(');
   });
 });

@@ -1,6 +1,15 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
 
+/** The request-path signals that gate deployments; queue signals and free storage only page. */
+const GATE = ['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections'];
+
+/** Logical ids of the cell's gating metric alarms, in GATE order. */
+function gateIds(template: Template, cell: string): string[] {
+  const alarms = template.findResources('AWS::CloudWatch::Alarm');
+  return GATE.map((signal) => Object.entries(alarms).find(([, a]) => a.Properties.AlarmName === `orders-${cell}-${signal}`)![0]);
+}
+
 describe('CellCompute', () => {
   let fargate: Template;
   let ec2: Template;
@@ -17,17 +26,19 @@ describe('CellCompute', () => {
       fargate.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', { MinCapacity: 2, MaxCapacity: 12 });
     });
 
-    it('rolls back on the circuit breaker and on the cell health alarm', () => {
-      const [healthId] = Object.keys(fargate.findResources('AWS::CloudWatch::CompositeAlarm'));
+    it('rolls back on the circuit breaker and on each request-path metric alarm, never the composite or a queue alarm', () => {
+      const ids = gateIds(fargate, FARGATE_CELL);
       fargate.hasResourceProperties('AWS::ECS::Service', {
         DeploymentConfiguration: Match.objectLike({
           DeploymentCircuitBreaker: { Enable: true, Rollback: true },
-          Alarms: { AlarmNames: [{ Ref: healthId }], Enable: true, Rollback: true },
+          Alarms: { AlarmNames: ids.map((id) => ({ Ref: id })), Enable: true, Rollback: true },
           MinimumHealthyPercent: 100,
         }),
       });
       const service = Object.values(fargate.findResources('AWS::ECS::Service'))[0];
-      expect(service.DependsOn).toContain(healthId);
+      expect(service.DependsOn).toEqual(expect.arrayContaining(ids));
+      const names = JSON.stringify(service.Properties.DeploymentConfiguration.Alarms);
+      for (const id of Object.keys(fargate.findResources('AWS::CloudWatch::CompositeAlarm'))) expect(names).not.toContain(id);
     });
 
     it('keeps tasks private and reachable only from the ALB', () => {
@@ -71,17 +82,18 @@ describe('CellCompute', () => {
       });
     });
 
-    it('refreshes instances behind the cell health alarm', () => {
-      const [healthId] = Object.keys(ec2.findResources('AWS::CloudWatch::CompositeAlarm'));
+    it('refreshes instances behind the request-path metric alarms (at most 10, no composite)', () => {
+      const ids = gateIds(ec2, EC2_CELL);
       const [asg] = Object.values(ec2.findResources('AWS::AutoScaling::AutoScalingGroup'));
       expect(asg.UpdatePolicy.AutoScalingInstanceRefresh).toEqual({
         Strategy: 'Rolling',
         Preferences: expect.objectContaining({
-          AlarmSpecification: { Alarms: [{ Ref: healthId }] },
+          AlarmSpecification: { Alarms: ids.map((id) => ({ Ref: id })) },
           MinHealthyPercentage: 100,
         }),
       });
-      expect(asg.DependsOn).toContain(healthId);
+      expect(ids.length).toBeLessThanOrEqual(10);
+      expect(asg.DependsOn).toEqual(expect.arrayContaining(ids));
     });
   });
 });
