@@ -75,7 +75,7 @@ export default defineFleet({
       branch: 'main',
     },
     manualApproval: true,
-    deploymentWindow: { cron: 'cron(0 8-16 ? * MON-THU *)', timeZone: 'UTC' },
+    deploymentWindow: { cron: '* * 8-16 ? * MON-THU *', timeZone: 'UTC' },
   },
   router: {
     groups: [

@@ -192,7 +192,11 @@ export interface PipelineConfig {
   readonly region?: string;
   /** A manual approval before the first non-canary wave. @default false */
   readonly manualApproval?: boolean;
-  /** Waves start only inside this window (CodePipeline DeploymentWindow rule). */
+  /**
+   * Waves start only inside this window: a CodePipeline `DeploymentWindow` rule expression, six
+   * fields and an optional year, **seconds first**, matching the times deployment is allowed
+   * (`* * 8-16 ? * MON-THU *` = 08:00-16:59 Monday to Thursday); not an EventBridge `cron(...)`.
+   */
   readonly deploymentWindow?: { readonly cron: string; readonly timeZone?: string };
 }
 

@@ -6,6 +6,7 @@ import {
 import { availabilityZoneProblems } from './regions';
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
+import { deploymentWindowProblems } from '../pipeline/deployment-window';
 
 const ACCOUNTS_FILE = 'cells.accounts.json';
 
@@ -230,8 +231,8 @@ function pipelineProblems(input: FleetInput): string[] {
     problems.push("pipeline.source: set { kind: 'connection', connectionArn, repository, branch } or { kind: 's3', bucketName, objectKey }");
   }
   if (pipeline.region !== undefined && !input.regions?.[pipeline.region]) problems.push(`pipeline.region: \`${pipeline.region}\` is not one of the fleet's regions`);
-  if (pipeline.deploymentWindow && !/^cron\(.+\)$/.test(pipeline.deploymentWindow.cron)) {
-    problems.push(`pipeline.deploymentWindow.cron: \`${pipeline.deploymentWindow.cron}\` must be a cron(...) expression`);
+  if (pipeline.deploymentWindow) {
+    for (const problem of deploymentWindowProblems(String(pipeline.deploymentWindow.cron ?? ''))) problems.push(`pipeline.deploymentWindow.cron: ${problem}`);
   }
   return problems;
 }

@@ -1,11 +1,12 @@
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
+import { deploymentWindowProblems } from './deployment-window';
 
 /** What a wave stage needs beyond what CDK Pipelines renders. */
 export interface WaveStageConditions {
   readonly stageName: string;
   /** Roll the stage back when any action fails (a deploy, or the bake finding an alarm). */
   readonly rollbackOnFailure: boolean;
-  /** Enter the stage only inside this window. */
+  /** Enter the stage only inside this window: a DeploymentWindow expression (see deployment-window.ts), not an EventBridge cron(...). */
   readonly deploymentWindow?: { readonly cron: string; readonly timeZone?: string };
 }
 
@@ -25,6 +26,8 @@ export function applyStageConditions(pipeline: codepipeline.Pipeline, conditions
       cfn.addPropertyOverride(`Stages.${index}.OnFailure`, { Result: 'ROLLBACK' });
     }
     if (condition.deploymentWindow) {
+      const problems = deploymentWindowProblems(condition.deploymentWindow.cron);
+      if (problems.length > 0) throw new Error(`applyStageConditions: stage \`${condition.stageName}\`: ${problems.join('; ')}`);
       cfn.addPropertyOverride(`Stages.${index}.BeforeEntry`, {
         Conditions: [{
           Result: 'FAIL',
