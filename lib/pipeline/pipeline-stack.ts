@@ -1,5 +1,4 @@
 import { Duration, Stack, StackProps, Stage, StageProps } from 'aws-cdk-lib';
-import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -8,10 +7,11 @@ import { Construct } from 'constructs';
 import { bakeWatcherRoleName, CellStack } from '../cell';
 import { RouterStack } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
-import { planWaves, WavePlan } from '../waves';
+import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
-import { bakeCommands } from './bake';
+import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments } from './bake';
 import { applyStageConditions } from './stage-conditions';
+import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
 /** A cdk.Stage holding one cell's stack, so CDK Pipelines can deploy it into the cell's account. */
 export class CellStage extends Stage {
@@ -53,6 +53,8 @@ export class PipelineStack extends Stack {
   public readonly pipeline: pipelines.CodePipeline;
   /** Router stage names, in order (one per region), before the cell waves. */
   public readonly routerStages: readonly string[];
+  /** The manual approval's own stage, before the first non-canary wave, when the config asks for one. */
+  public readonly approvalStage?: string;
   /** Pipeline stage name → cells deployed by that stage, in plan order (one per wave). */
   public readonly stages: ReadonlyMap<string, readonly string[]>;
 
@@ -67,19 +69,24 @@ export class PipelineStack extends Stack {
       ? pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn })
       : pipelines.CodePipelineSource.s3(s3.Bucket.fromBucketName(this, 'SourceBucket', source.bucketName), source.objectKey);
 
+    const pipelineName = `${fleet.app}-cells`;
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
-      pipelineName: `${fleet.app}-cells`,
+      pipelineName,
       pipelineType: codepipeline.PipelineType.V2,
       crossAccountKeys: true,
       enableKeyRotation: true,
       selfMutation: true,
       // One action per stack instead of two: a stage holds up to 49 cells plus the bake step.
       useChangeSets: false,
-      synth: new pipelines.ShellStep('Synth', {
+      // Every CodeBuild step (synth, self-mutation, assets, bakes) on the same image and pinned Node.js.
+      codeBuildDefaults: { buildEnvironment: { buildImage: SYNTH_BUILD_IMAGE }, partialBuildSpec: synthPartialBuildSpec() },
+      synth: new pipelines.CodeBuildStep('Synth', {
         input,
-        // The router tests drive a real HAProxy (CodeBuild's standard image is Ubuntu).
-        installCommands: ['apt-get update -qq', 'apt-get install -y -qq haproxy'],
-        commands: ['npm ci', 'npm test', 'npm run audit', 'npx cdk synth'],
+        // The router tests drive a real HAProxy 2.6+: installed and checked before the tests (see synth.ts).
+        installCommands: [...SYNTH_INSTALL_COMMANDS],
+        commands: [...SYNTH_COMMANDS],
+        // The whole suite runs here (`.ci/run` allows itself 90 minutes on a fresh machine).
+        timeout: Duration.hours(2),
       }),
     });
 
@@ -100,20 +107,35 @@ export class PipelineStack extends Stack {
       const targets = cells.map((c) => ({
         cell: c.id, account: c.account, region: c.region, alarmName: `${fleet.app}-${c.id}-health`, roleName: bakeWatcherRoleName(fleet.app, c.id),
       }));
-      const bake = new pipelines.CodeBuildStep(`bake-${wave.name}`, {
-        commands: [bakeCommands(targets, wave.bakeSeconds).join('\n')],
-        // bash for arrays and here-strings; the timeout leaves an hour of slack over the bake.
-        partialBuildSpec: codebuild.BuildSpec.fromObject({ env: { shell: 'bash' } }),
-        timeout: Duration.seconds(Math.min(wave.bakeSeconds + 3600, 36 * 3600)),
-        rolePolicyStatements: [new iam.PolicyStatement({
-          actions: ['sts:AssumeRole'],
-          resources: targets.map((t) => `arn:aws:iam::${t.account}:role/${t.roleName}`),
-        })],
-      });
-      const pre = fleet.pipeline.manualApproval && wave === firstRegular
-        ? [new pipelines.ManualApprovalStep(`approve-${wave.name}`, { comment: 'The canary wave deployed and baked; approve rolling out to the other cells' })]
-        : [];
-      const stageWave = this.pipeline.addWave(wave.name, { pre, post: [bake] });
+      // A bake longer than one CodeBuild action may run (8 h) is chained over several actions.
+      const segments = bakeSegments(wave.bakeSeconds);
+      const bakes = segments.map((seconds, i) => new pipelines.CodeBuildStep(segments.length === 1 ? `bake-${wave.name}` : `bake-${wave.name}-${i + 1}`, {
+        commands: [bakeCommands(targets, seconds, { index: i + 1, of: segments.length }).join('\n')],
+        // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
+        env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
+        timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
+        rolePolicyStatements: [
+          new iam.PolicyStatement({
+            actions: ['sts:AssumeRole'],
+            resources: targets.map((t) => `arn:aws:iam::${t.account}:role/${t.roleName}`),
+          }),
+          new iam.PolicyStatement({
+            actions: ['codepipeline:GetPipelineExecution'],
+            resources: [this.formatArn({ service: 'codepipeline', resource: pipelineName })],
+          }),
+        ],
+      }));
+      bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });
+      // The approval is a stage of its own before the wave: given outside the deployment window, the
+      // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
+      if (fleet.pipeline.manualApproval && wave === firstRegular) {
+        const name = `approve-${wave.name}`;
+        this.pipeline.addWave(name, {
+          post: [new pipelines.ManualApprovalStep(name, { comment: 'The canary wave deployed and baked; approve rolling out to the other cells' })],
+        });
+        this.approvalStage = name;
+      }
+      const stageWave = this.pipeline.addWave(wave.name, { post: bakes });
       for (const cell of cells) {
         const stage = new CellStage(this, `cell-${cell.id}`, { cell, fleet });
         assertNoOpenFindings(stage.stack);
@@ -125,12 +147,35 @@ export class PipelineStack extends Stack {
     this.stages = stages;
 
     this.pipeline.buildPipeline();
+    const stageCount = this.pipeline.pipeline.stages.length;
+    if (stageCount > MAX_PIPELINE_STAGES) {
+      throw new WavePlanError(
+        `the pipeline has ${stageCount} stages (waves, router waves, the approval and ${FIXED_STAGES} fixed) but CodePipeline allows ${MAX_PIPELINE_STAGES}; ` +
+        'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
+      );
+    }
     applyStageConditions(this.pipeline.pipeline, [...routerStages, ...stages.keys()].map((stageName) => ({
       stageName,
       rollbackOnFailure: true,
       deploymentWindow: fleet.pipeline!.deploymentWindow,
     })));
+    if (source.kind === 'connection') grantCodeConnection(this, source.connectionArn);
     const supportStacks = Object.values(this.pipeline.pipeline.crossRegionSupport).map((support) => support.stack);
     acknowledgePipelineFindings([this, ...supportStacks]);
   }
+}
+
+/**
+ * CDK's source action grants `codestar-connections:UseConnection`. A connection created since the
+ * CodeStar Connections → CodeConnections rename has a `codeconnections` ARN, and "when specifying a
+ * resource in the IAM policy, the service prefix needs to match that of the resource" (Developer
+ * Tools console User Guide, "Connections rename - Summary of changes",
+ * https://docs.aws.amazon.com/dtconsole/latest/userguide/rename.html): such an ARN also needs
+ * `codeconnections:UseConnection`, granted here on the source action's role.
+ */
+function grantCodeConnection(scope: PipelineStack, connectionArn: string): void {
+  if (!/^arn:[^:]+:codeconnections:/.test(connectionArn)) return;
+  const role = scope.node.findAll().find((c): c is iam.Role => c instanceof iam.Role && /\/Source\/[^/]+\/CodePipelineActionRole$/.test(c.node.path));
+  if (!role) throw new Error('PipelineStack: no source action role found to grant codeconnections:UseConnection on');
+  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['codeconnections:UseConnection'], resources: [connectionArn] }));
 }
