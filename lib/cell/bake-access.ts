@@ -33,7 +33,7 @@ export class CellBakeAccess extends Construct {
       assumedBy: new iam.AccountPrincipal(props.toolingAccount),
     });
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ['cloudwatch:DescribeAlarms'], resources: ['*'] }));
-    Validations.of(this.role).acknowledge({
+    Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'DescribeAlarms returns composite alarms only when the permission is scoped to * (CloudWatch API Reference, DescribeAlarms); the role is read-only and the account holds only this cell.',
     });

@@ -2,7 +2,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { BakeTarget, bakeCommands } from '../../lib/pipeline';
+import { BAKE_ACTION_MAX_SECONDS, BAKE_EXECUTION_ENV, BakeTarget, bakeCommands, bakeSegments } from '../../lib/pipeline';
 
 const targets: BakeTarget[] = [
   { cell: 'eu-2', account: '333333333332', region: 'eu-west-1', alarmName: 'orders-eu-2-health', roleName: 'orders-eu-2-bake-watcher' },
@@ -18,7 +18,10 @@ afterAll(() => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: tr
  * by absolute path, so neither the user's shell start-up files nor a real AWS CLI earlier on PATH
  * can change what runs.
  */
-function bake(states: Record<string, string>, seconds = 0, env: NodeJS.ProcessEnv = process.env) {
+const EXECUTION = '11111111-2222-3333-4444-555555555555';
+const PIPELINE_ENV = { [BAKE_EXECUTION_ENV.executionId]: EXECUTION, [BAKE_EXECUTION_ENV.pipelineName]: 'orders-cells' };
+
+function bake(states: Record<string, string>, seconds = 0, env: NodeJS.ProcessEnv = { ...process.env, ...PIPELINE_ENV }, executionType = 'STANDARD') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bake-'));
   dirs.push(dir);
   const log = path.join(dir, 'calls.log');
@@ -27,6 +30,7 @@ function bake(states: Record<string, string>, seconds = 0, env: NodeJS.ProcessEn
     '#!/usr/bin/env bash',
     `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
     'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}") SECRET TOKEN"; exit 0; fi',
+    `if [ "$1" = codepipeline ]; then [[ "$*" == *"--pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} "* ]] || exit 254; echo ${executionType}; exit 0; fi`,
     ...Object.entries(states).map(([alarm, state]) => `if [[ "$*" == *"--alarm-names ${alarm} "* ]]; then echo ${state}; exit 0; fi`),
     'echo None',
   ].join('\n'), { mode: 0o755 });
@@ -42,6 +46,7 @@ describe('bakeCommands', () => {
     expect(result.status).toBe(0);
     expect(result.out).toContain('bake: 2 cell(s) healthy for 0s');
     expect(result.calls).toEqual([
+      expect.stringMatching(new RegExp(`^codepipeline get-pipeline-execution --pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} --query pipelineExecution.executionType .*key=none$`)),
       expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333332:role\/orders-eu-2-bake-watcher .*key=none$/),
       expect.stringMatching(/^cloudwatch describe-alarms --region eu-west-1 --alarm-types CompositeAlarm --alarm-names orders-eu-2-health .*key=KEY-333333333332$/),
       expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333333:role\/orders-eu-3-bake-watcher /),
@@ -76,10 +81,55 @@ describe('bakeCommands', () => {
     fs.writeFileSync(path.join(home, '.bash_profile'), rc);
     fs.writeFileSync(path.join(home, 'env.sh'), rc);
     const { SHLVL: _shlvl, ...rest } = process.env;
-    const env = { ...rest, HOME: home, BASH_ENV: path.join(home, 'env.sh'), PATH: `${realBin}:${process.env.PATH}` };
+    const env = { ...rest, ...PIPELINE_ENV, HOME: home, BASH_ENV: path.join(home, 'env.sh'), PATH: `${realBin}:${process.env.PATH}` };
     const result = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, env);
     expect(result.out).not.toContain('Unable to locate credentials');
     expect(result.status).toBe(0);
-    expect(result.calls).toHaveLength(4);
+    expect(result.calls).toHaveLength(5);
+  });
+
+  it('does not bake a stage rollback (a new execution of type ROLLBACK): it reports the alarms and lets the rollback finish', () => {
+    const result = bake({ 'orders-eu-2-health': 'ALARM', 'orders-eu-3-health': 'OK' }, 3600, undefined, 'ROLLBACK');
+    expect(result.status).toBe(0);
+    expect(result.out).toContain(`execution ${EXECUTION} is a stage rollback`);
+    expect(result.out).toContain('eu-2 health alarm orders-eu-2-health is in ALARM; the rollback goes on');
+    expect(result.out).not.toContain('healthy for');
+  });
+
+  it('fails rather than guess when it cannot tell a rollback from a rollout', () => {
+    const { [BAKE_EXECUTION_ENV.executionId]: _id, ...withoutId } = { ...process.env, ...PIPELINE_ENV };
+    const missing = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, withoutId);
+    expect(missing.status).toBe(1);
+    expect(missing.out).toContain(`${BAKE_EXECUTION_ENV.executionId} and ${BAKE_EXECUTION_ENV.pipelineName} must be set`);
+    const unreadable = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, { ...process.env, ...PIPELINE_ENV, [BAKE_EXECUTION_ENV.pipelineName]: 'other' });
+    expect(unreadable.status).toBe(1);
+    expect(unreadable.out).toContain(`cannot read pipeline execution ${EXECUTION}`);
+    expect(unreadable.calls.some((c) => c.startsWith('sts'))).toBe(false);
+  });
+
+  it('fails when a watched alarm cannot be read, and says which permission the role needs', () => {
+    expect(bake({ 'orders-eu-2-health': 'OK' }).out).toContain('orders-eu-3-health not found (the bake-watcher role needs cloudwatch:DescribeAlarms on *)');
+  });
+});
+
+describe('bakeSegments (CodePipeline times a CodeBuild action out after 8 hours)', () => {
+  it('keeps a bake that fits one action in one action', () => {
+    expect(bakeSegments(0)).toEqual([0]);
+    expect(bakeSegments(3600)).toEqual([3600]);
+    expect(bakeSegments(BAKE_ACTION_MAX_SECONDS)).toEqual([BAKE_ACTION_MAX_SECONDS]);
+  });
+
+  it('chains a longer bake over equal actions of at most 7 h that add up to the bake', () => {
+    expect(bakeSegments(BAKE_ACTION_MAX_SECONDS + 1)).toEqual([12601, 12600]);
+    expect(bakeSegments(86_400)).toEqual([21600, 21600, 21600, 21600]);
+    for (const seconds of [25_201, 50_000, 86_399]) {
+      const parts = bakeSegments(seconds);
+      expect(parts.reduce((a, b) => a + b, 0)).toBe(seconds);
+      expect(Math.max(...parts)).toBeLessThanOrEqual(BAKE_ACTION_MAX_SECONDS);
+    }
+  });
+
+  it('refuses one action longer than the action limit allows', () => {
+    expect(() => bakeCommands(targets, BAKE_ACTION_MAX_SECONDS + 1)).toThrow(/longer than one CodePipeline CodeBuild action may run .* split it with bakeSegments/);
   });
 });

@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as path from 'path';
 import { Stack, Stage } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -6,7 +7,7 @@ import { addPipeline } from '../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
 import { assertNoOpenFindings, PipelineStack } from '../../lib/pipeline';
 import { planWaves } from '../../lib/waves';
-import { cdkApp, exampleFleet, exampleInput } from '../support/fleet';
+import { cdkApp, exampleFleet, exampleInput, REPO_ROOT } from '../support/fleet';
 
 interface CfnStage {
   Name: string;
@@ -29,12 +30,40 @@ describe('PipelineStack on the example fleet', () => {
     expect(pipeline.Properties.PipelineType).toBe('V2');
   });
 
-  const waveStages = () => stages.slice(4 + stack.routerStages.length);
+  const waveStages = () => stages.slice(4 + stack.routerStages.length).filter((s) => s.Name !== stack.approvalStage);
 
   it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
     expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
     const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
-    expect(JSON.stringify(synth)).toMatch(/apt-get install -y -qq haproxy.*npm ci.*npm test.*npm run audit.*npx cdk synth/);
+    const spec = JSON.parse(synth.Properties.Source.BuildSpec);
+    expect(spec.phases.build.commands).toEqual(['bash .ci/run', 'npm run audit', 'npx cdk synth -q --no-notices']);
+  });
+
+  it('runs the synth on a pinned Node.js LTS and an HAProxy the router tests accept (2.6+, not Ubuntu 22.04\'s 2.4)', () => {
+    const projects = Object.values(template.findResources('AWS::CodeBuild::Project'));
+    const [synth] = projects.filter((p) => JSON.stringify(p).includes('npm run audit'));
+    expect(synth.Properties.Environment.Image).toBe('aws/codebuild/standard:7.0');
+    const spec = JSON.parse(synth.Properties.Source.BuildSpec);
+    const nvmrc = fs.readFileSync(path.join(REPO_ROOT, '.nvmrc'), 'utf8').trim();
+    expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: Number(nvmrc) });
+    const install: string[] = spec.phases.install.commands;
+    expect(install).toContain('add-apt-repository -y ppa:vbernat/haproxy-2.8');
+    expect(install).toContain('apt-get install -y -qq haproxy=2.8.\\*');
+    expect(install.findIndex((c) => c.includes('need HAProxy 2.6 or newer'))).toBeGreaterThan(install.findIndex((c) => c.startsWith('apt-get install -y -qq haproxy')));
+    expect(install.some((c) => c === 'apt-get install -y -qq haproxy')).toBe(false);
+    // Every CodeBuild step of the pipeline runs the same image and Node.js.
+    for (const project of projects) {
+      expect(project.Properties.Environment.Image).toBe('aws/codebuild/standard:7.0');
+      expect(JSON.parse(project.Properties.Source.BuildSpec).phases.install['runtime-versions']).toEqual({ nodejs: Number(nvmrc) });
+    }
+  });
+
+  it('grants codeconnections:UseConnection as well for a codeconnections connection ARN', () => {
+    const arn = (fleet.pipeline!.source as { connectionArn: string }).connectionArn;
+    expect(arn).toMatch(/^arn:aws:codeconnections:/);
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((st: { Resource: unknown }) => st.Resource === arn);
+    expect(statements.flatMap((st: { Action: string | string[] }) => [st.Action].flat()).sort()).toEqual(['codeconnections:UseConnection', 'codestar-connections:UseConnection']);
   });
 
   it('deploys the routers first, one region per stage, into the router account', () => {
@@ -68,20 +97,46 @@ describe('PipelineStack on the example fleet', () => {
     });
   });
 
-  it('rolls a failed wave back and enters waves only inside the deployment window', () => {
-    for (const stage of stages.slice(4)) {
+  it('rolls a failed wave back and enters waves only inside the deployment window (DeploymentWindow expression, seconds first)', () => {
+    for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
       expect([stage.Name, stage.OnFailure]).toEqual([stage.Name, { Result: 'ROLLBACK' }]);
       expect(stage.BeforeEntry!.Conditions[0].Rules[0]).toMatchObject({
         RuleTypeId: { Provider: 'DeploymentWindow' },
-        Configuration: { Cron: 'cron(0 8-16 ? * MON-THU *)', TimeZone: 'UTC' },
+        Configuration: { Cron: '* * 8-16 ? * MON-THU *', TimeZone: 'UTC' },
       });
     }
     for (const stage of stages.slice(0, 4)) expect(stage.OnFailure).toBeUndefined();
   });
 
-  it('asks for approval before the first non-canary wave only', () => {
+  it('asks for approval in a stage of its own right before the first non-canary wave: no window, no rollback, nothing else in it', () => {
     const approvals = stages.flatMap((s) => s.Actions.filter((a) => a.ActionTypeId.Category === 'Approval').map(() => s.Name));
-    expect(approvals).toEqual([waveStages()[1].Name]);
+    expect(approvals).toEqual([stack.approvalStage]);
+    const index = stages.findIndex((s) => s.Name === stack.approvalStage);
+    const approval = stages[index];
+    expect(approval.Actions).toHaveLength(1);
+    expect(approval.OnFailure).toBeUndefined();
+    expect(approval.BeforeEntry).toBeUndefined();
+    // The wave after it is the first non-canary wave and still waits for its window.
+    expect(stages[index + 1].Name).toBe(waveStages()[1].Name);
+    expect(stages[index + 1].BeforeEntry).toBeDefined();
+    expect(stages[index - 1].Name).toBe(waveStages()[0].Name);
+  });
+
+  it("gives each bake its pipeline execution id and lets it read only this pipeline's executions", () => {
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    for (const stage of waveStages()) {
+      const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
+      expect(JSON.parse(bake.Configuration!.EnvironmentVariables)).toEqual([{ name: 'BAKE_PIPELINE_EXECUTION_ID', type: 'PLAINTEXT', value: '#{codepipeline.PipelineExecutionId}' }]);
+      const project = Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1];
+      expect(project.Properties.Environment.EnvironmentVariables).toEqual(expect.arrayContaining([{ Name: 'BAKE_PIPELINE_NAME', Type: 'PLAINTEXT', Value: 'orders-cells' }]));
+    }
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('codepipeline:GetPipelineExecution'));
+    expect(statements.length).toBe(waveStages().length);
+    for (const st of statements) {
+      expect(st.Action).toBe('codepipeline:GetPipelineExecution');
+      expect(JSON.stringify(st.Resource)).toMatch(/:codepipeline:eu-west-1:111111111111:orders-cells"/);
+    }
   });
 
   it('may assume only the bake-watcher roles of the cells it watches', () => {
@@ -121,6 +176,32 @@ describe('PipelineStack options and limits', () => {
     expect(stages.every((s) => s.BeforeEntry === undefined)).toBe(true);
     expect(stages.slice(4).every((s) => JSON.stringify(s.OnFailure) === '{"Result":"ROLLBACK"}')).toBe(true);
     expect(stages.slice(4, 6).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
+  });
+
+  it('chains a bake longer than one CodeBuild action may run (8 h) over sequential actions, and leaves room for them in the stage', () => {
+    const example = exampleFleet();
+    const fleet = { ...example, waves: { ...example.waves, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } } };
+    const stack = addPipeline(cdkApp(), fleet, { audit: false });
+    const template = Template.fromStack(stack);
+    const [pipeline] = Object.values(template.findResources('AWS::CodePipeline::Pipeline'));
+    const groups = (pipeline.Properties.Stages as CfnStage[]).filter((s) => /^wave-\d+-group$/.test(s.Name));
+    expect(groups.length).toBeGreaterThan(0);
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    for (const stage of groups) {
+      const bakes = stage.Actions.filter((a) => a.Name.startsWith('bake-'));
+      expect(bakes.map((b) => b.Name)).toEqual([1, 2, 3, 4].map((i) => `bake-${stage.Name}-${i}`));
+      expect(bakes.map((b) => b.RunOrder)).toEqual([2, 3, 4, 5]);
+      expect(stage.Actions.length).toBeLessThanOrEqual(50);
+      for (const bake of bakes) {
+        const project = Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1];
+        expect(project.Properties.TimeoutInMinutes).toBeLessThanOrEqual(480);
+        expect(JSON.stringify(project)).toContain('bake_until=$(( $(date +%s) + 21600 ))');
+      }
+    }
+    // Four bake actions leave 46 deploy actions in a stage of 50.
+    const large = generateFleet(exampleInput(), 200);
+    const plan = planWaves(resolveFleet({ ...large, waves: { ...large.waves, maxCellsPerWave: 60, growthFactor: 3, bakeSeconds: { ...large.waves.bakeSeconds, group: 86_400 } } }));
+    expect(Math.max(...plan.waves.map((w) => w.cells.length))).toBe(46);
   });
 
   it('fails synth with a clear message when the fleet needs more stages than a pipeline holds', () => {
