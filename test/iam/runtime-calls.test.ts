@@ -128,9 +128,16 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         return { cell: id, account: c.account, region: c.region, alarmName: `${fleet.app}-${id}-health`, roleName: bakeWatcherRoleName(fleet.app, id) };
       });
       // The actions come from the bake step's own script.
-      expect(cliActions(bakeCommands(targets, wave.bakeSeconds).join('\n'))).toEqual(['cloudwatch:DescribeAlarms', 'sts:AssumeRole']);
+      expect(cliActions(bakeCommands(targets, wave.bakeSeconds).join('\n'))).toEqual(['cloudwatch:DescribeAlarms', 'codepipeline:GetPipelineExecution', 'sts:AssumeRole']);
       const bakeRole = tooling.find((r) => r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`));
       if (!bakeRole) throw new Error(`no bake role for ${wave.name} among ${tooling.map((r) => r.logicalId).join(', ')}`);
+      // The bake first reads its own execution, to tell a stage rollback from a rollout (lib/pipeline/bake.ts).
+      const pipelineArn = `arn:aws:codepipeline:${fleet.pipeline!.region}:${fleet.accounts.tooling}:${fleet.app}-cells`;
+      calls.push(
+        { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:GetPipelineExecution', resource: pipelineArn, expect: 'Allowed' },
+        { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:GetPipelineExecution', resource: `${pipelineArn}-other`, expect: 'Denied' },
+        { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:StartPipelineExecution', resource: pipelineArn, expect: 'Denied' },
+      );
       for (const t of targets) {
         const watcherArn = `arn:aws:iam::${t.account}:role/${t.roleName}`;
         const watcher = world.role(watcherArn);
@@ -155,8 +162,8 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   // Issue 12 item 1: the bake step reads each cell's composite health alarm, and DescribeAlarms returns
   // composite alarms only when cloudwatch:DescribeAlarms is not scoped to alarm ARNs (API reference,
   // DescribeAlarms). The watcher role is scoped to its one alarm, so every bake reports "not found".
-  // `it.failing` until the pipeline's fix lands; then this becomes `it`.
-  it.failing('gives each bake-watcher role DescribeAlarms unscoped, as composite alarms need', async () => {
+  // Fixed: the watcher role allows cloudwatch:DescribeAlarms on `*` (lib/cell/bake-access.ts).
+  it('gives each bake-watcher role DescribeAlarms unscoped, as composite alarms need', async () => {
     const calls: Call[] = fleet.cells.map((c) => ({
       who: `${c.id} bake-watcher`,
       principal: world.role(`arn:aws:iam::${c.account}:role/${bakeWatcherRoleName(fleet.app, c.id)}`),
