@@ -1,6 +1,6 @@
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { Construct } from 'constructs';
-import { Cell as CellModel, Fleet } from '../fleet';
+import { Cell as CellModel, Fleet, postgresVersionOf } from '../fleet';
 import { CellAlarms } from './alarms';
 import { CellCompute } from './compute';
 import { CellDashboard } from './dashboard';
@@ -57,6 +57,7 @@ export class Cell extends Construct {
       port: fleet.workload.databasePort,
       allocatedStorageGiB: cell.shape.database.allocatedStorageGiB,
       backupRetentionDays: cell.shape.database.backupRetentionDays,
+      engineVersion: postgresVersionOf(cell.shape.database),
     });
     this.entry = new CellEntry(this, 'Entry', {
       cellId: cell.id,

@@ -30,6 +30,8 @@ export interface CellDataProps {
    * @default 7
    */
   readonly backupRetentionDays?: number;
+  /** PostgreSQL `major.minor` (RDS and Aurora use the same numbers), for example `17.9`. */
+  readonly engineVersion: string;
   /**
    * Days between credential rotations.
    * @default 30
@@ -60,6 +62,8 @@ export class CellData extends Construct {
     if (!Number.isInteger(retention) || retention < 1 || retention > 35) {
       throw new Error(`CellData: backupRetentionDays ${retention} must be 1-35`);
     }
+    const version = /^(\d+)\.\d+$/.exec(props.engineVersion);
+    if (!version) throw new Error(`CellData: engineVersion \`${props.engineVersion}\` must be a PostgreSQL major.minor such as 17.9`);
     const instanceType = new ec2.InstanceType(props.instanceClass);
     const credentials = rds.Credentials.fromGeneratedSecret(ADMIN_USER, { encryptionKey: props.encryptionKey });
     const common = {
@@ -79,7 +83,7 @@ export class CellData extends Construct {
     if (props.engine === 'aurora-postgresql') {
       const cluster = new rds.DatabaseCluster(this, 'Cluster', {
         ...common,
-        engine: rds.DatabaseClusterEngine.auroraPostgres({ version: rds.AuroraPostgresEngineVersion.VER_16_6 }),
+        engine: rds.DatabaseClusterEngine.auroraPostgres({ version: rds.AuroraPostgresEngineVersion.of(props.engineVersion, version[1]) }),
         writer: rds.ClusterInstance.provisioned('Writer', { instanceType }),
         // A reader in another AZ is what makes Aurora Multi-AZ: failover promotes it.
         readers: [rds.ClusterInstance.provisioned('Reader', { instanceType, promotionTier: 1 })],
@@ -93,7 +97,7 @@ export class CellData extends Construct {
     } else {
       const instance = new rds.DatabaseInstance(this, 'Instance', {
         ...common,
-        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_16_6 }),
+        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.of(props.engineVersion, version[1]) }),
         instanceType,
         multiAz: true,
         allocatedStorage: props.allocatedStorageGiB ?? 100,

@@ -37,3 +37,36 @@ export function defaultRouterSlots(cells: number): number {
 
 /** Bake times are bounded: under a minute watches nothing, over a day stalls every release. */
 export const BAKE_SECONDS_RANGE = { min: 60, max: 86_400 } as const;
+
+/**
+ * PostgreSQL `major.minor` a shape's database runs when it names none. RDS and Aurora stop creating
+ * a minor version about a year after its release (RDS retired 14.14-14.17, 15.9-15.12, 16.5-16.8 and
+ * 17.1-17.4 for new databases from 1 May 2026, so the former default 16.6 could no longer be
+ * created); 17.9 is the newest 17 minor both RDS and Aurora PostgreSQL list in aws-cdk-lib 2.276.
+ * Bump it (or `database.engineVersion`) when AWS announces its end of standard support.
+ */
+export const DEFAULT_POSTGRES_VERSION = '17.9';
+
+/**
+ * PostgreSQL majors RDS and Aurora still create, each with the lowest minor still creatable when this
+ * table was written (the minors below it reached the end of standard support on 31 May 2026).
+ * Source: the RDS for PostgreSQL and Aurora PostgreSQL release calendars.
+ */
+export const CREATABLE_POSTGRES: Readonly<Record<number, number>> = { 14: 18, 15: 13, 16: 9, 17: 5, 18: 1 };
+
+/** The `major.minor` a database shape runs. */
+export function postgresVersionOf(database: { readonly engineVersion?: string }): string {
+  return database.engineVersion ?? DEFAULT_POSTGRES_VERSION;
+}
+
+/** What is wrong with a PostgreSQL version for a new RDS or Aurora database, or undefined. */
+export function postgresVersionProblem(version: string): string | undefined {
+  const match = /^(\d+)\.(\d+)$/.exec(version);
+  if (!match) return `\`${version}\` is not a PostgreSQL \`major.minor\` version such as \`${DEFAULT_POSTGRES_VERSION}\``;
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  const lowest = CREATABLE_POSTGRES[major];
+  const majors = Object.keys(CREATABLE_POSTGRES).join(', ');
+  if (lowest === undefined) return `PostgreSQL ${major} cannot be created on RDS or Aurora (majors ${majors}); use ${DEFAULT_POSTGRES_VERSION}`;
+  if (minor < lowest) return `${version} can no longer be created (RDS and Aurora retired PostgreSQL ${major} minors below ${major}.${lowest}); use ${major}.${lowest} or later, or ${DEFAULT_POSTGRES_VERSION}`;
+  return undefined;
+}

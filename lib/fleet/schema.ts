@@ -62,6 +62,7 @@ const SHAPE = object<CellShape>({
     instanceClass: string,
     allocatedStorageGiB: optional(integer),
     backupRetentionDays: optional(integer),
+    engineVersion: optional(string),
   }),
   limits: object<CellShape['limits']>({ requestsPerSecond: number, maxTenants: integer, tenantRequestsPer5Min: integer }),
 });

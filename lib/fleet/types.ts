@@ -33,6 +33,12 @@ export interface CellShape {
     readonly allocatedStorageGiB?: number;
     /** Automated backup retention. @default 7 */
     readonly backupRetentionDays?: number;
+    /**
+     * PostgreSQL `major.minor`, the same for RDS and Aurora (for example `17.9`). Validated against the
+     * versions RDS and Aurora still create.
+     * @default DEFAULT_POSTGRES_VERSION
+     */
+    readonly engineVersion?: string;
   };
   /** The limits this shape was load-tested at: what the cell is allowed to take. */
   readonly limits: {

@@ -1,7 +1,7 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
-  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS,
+  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
 } from './defaults';
 import { availabilityZoneProblems } from './regions';
 import { structureProblems } from './schema';
@@ -119,6 +119,8 @@ export function shapeProblems(name: string, shape: CellShape): string[] {
     if (db.backupRetentionDays !== undefined && (!isInt(db.backupRetentionDays) || db.backupRetentionDays < 1 || db.backupRetentionDays > 35)) {
       problems.push(`${at}: database.backupRetentionDays ${db.backupRetentionDays} must be 1-35`);
     }
+    const versionProblem = postgresVersionProblem(postgresVersionOf(db));
+    if (versionProblem) problems.push(`${at}: database.engineVersion ${versionProblem}`);
   }
   const limits = shape.limits;
   if (!limits) {

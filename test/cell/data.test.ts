@@ -1,4 +1,5 @@
 import { Template } from 'aws-cdk-lib/assertions';
+import { DEFAULT_POSTGRES_VERSION, postgresVersionProblem } from '../../lib/fleet';
 import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
 
 describe('CellData', () => {
@@ -13,6 +14,8 @@ describe('CellData', () => {
   it('runs Aurora PostgreSQL encrypted, protected, backed up, with a reader in another AZ', () => {
     aurora.hasResourceProperties('AWS::RDS::DBCluster', {
       Engine: 'aurora-postgresql',
+      // Issue 12 item 9: 16.6 could no longer be created; the default is a current minor.
+      EngineVersion: DEFAULT_POSTGRES_VERSION,
       StorageEncrypted: true,
       DeletionProtection: true,
       BackupRetentionPeriod: 14,
@@ -30,6 +33,7 @@ describe('CellData', () => {
     rds.resourceCountIs('AWS::RDS::DBCluster', 0);
     rds.hasResourceProperties('AWS::RDS::DBInstance', {
       Engine: 'postgres',
+      EngineVersion: DEFAULT_POSTGRES_VERSION,
       MultiAZ: true,
       StorageEncrypted: true,
       DeletionProtection: true,
@@ -38,6 +42,15 @@ describe('CellData', () => {
       MonitoringInterval: 60,
       EnableCloudwatchLogsExports: ['postgresql', 'upgrade'],
     });
+  });
+
+  it('defaults to a version both RDS and Aurora list in aws-cdk-lib and that validation accepts', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { AuroraPostgresEngineVersion, PostgresEngineVersion } = require('aws-cdk-lib/aws-rds');
+    const key = `VER_${DEFAULT_POSTGRES_VERSION.replace('.', '_')}`;
+    expect(PostgresEngineVersion[key]?.postgresFullVersion).toBe(DEFAULT_POSTGRES_VERSION);
+    expect(AuroraPostgresEngineVersion[key]?.auroraPostgresFullVersion).toBe(DEFAULT_POSTGRES_VERSION);
+    expect(postgresVersionProblem(DEFAULT_POSTGRES_VERSION)).toBeUndefined();
   });
 
   it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: keeps credentials in Secrets Manager, rotated', (_name, template) => {
