@@ -4,3 +4,4 @@ export * from './pipeline-stack';
 export * from './acknowledge';
 export * from './deployment-window';
 export * from './synth';
+export * from './protect';

@@ -11,6 +11,7 @@ import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError }
 import { acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments } from './bake';
 import { applyStageConditions } from './stage-conditions';
+import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
 /** A cdk.Stage holding one cell's stack, so CDK Pipelines can deploy it into the cell's account. */
@@ -96,7 +97,7 @@ export class PipelineStack extends Stack {
     for (const wave of this.plan.routerWaves) {
       const stage = new RouterStage(this, wave.name, { fleet, region: wave.region });
       assertNoOpenFindings(stage.stack);
-      this.pipeline.addStage(stage);
+      this.pipeline.addStage(stage, { post: [protectStep(`protect-${wave.name}`, [{ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }])] });
       routerStages.push(wave.name);
     }
     this.routerStages = routerStages;
@@ -107,10 +108,15 @@ export class PipelineStack extends Stack {
       const targets = cells.map((c) => ({
         cell: c.id, account: c.account, region: c.region, alarmName: `${fleet.app}-${c.id}-health`, roleName: bakeWatcherRoleName(fleet.app, c.id),
       }));
+      const cellStages = cells.map((cell) => new CellStage(this, `cell-${cell.id}`, { cell, fleet }));
+      for (const stage of cellStages) assertNoOpenFindings(stage.stack);
+      // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
+      // protects the wave's stacks before it watches them (see protect.ts).
+      const protect = cellStages.map((stage) => ({ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }));
       // A bake longer than one CodeBuild action may run (8 h) is chained over several actions.
       const segments = bakeSegments(wave.bakeSeconds);
       const bakes = segments.map((seconds, i) => new pipelines.CodeBuildStep(segments.length === 1 ? `bake-${wave.name}` : `bake-${wave.name}-${i + 1}`, {
-        commands: [bakeCommands(targets, seconds, { index: i + 1, of: segments.length }).join('\n')],
+        commands: [[...(i === 0 ? protectCommands(protect) : []), ...bakeCommands(targets, seconds, { index: i + 1, of: segments.length })].join('\n')],
         // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
         env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
         timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
@@ -123,6 +129,7 @@ export class PipelineStack extends Stack {
             actions: ['codepipeline:GetPipelineExecution'],
             resources: [this.formatArn({ service: 'codepipeline', resource: pipelineName })],
           }),
+          ...(i === 0 ? [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(protect.map((t) => deployRoleArn(t.account, t.region)))] })] : []),
         ],
       }));
       bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });
@@ -136,11 +143,7 @@ export class PipelineStack extends Stack {
         this.approvalStage = name;
       }
       const stageWave = this.pipeline.addWave(wave.name, { post: bakes });
-      for (const cell of cells) {
-        const stage = new CellStage(this, `cell-${cell.id}`, { cell, fleet });
-        assertNoOpenFindings(stage.stack);
-        stageWave.addStage(stage);
-      }
+      for (const stage of cellStages) stageWave.addStage(stage);
       // CDK Pipelines names a one-stage wave after its stage rather than the wave.
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
     }
@@ -178,4 +181,12 @@ function grantCodeConnection(scope: PipelineStack, connectionArn: string): void 
   const role = scope.node.findAll().find((c): c is iam.Role => c instanceof iam.Role && /\/Source\/[^/]+\/CodePipelineActionRole$/.test(c.node.path));
   if (!role) throw new Error('PipelineStack: no source action role found to grant codeconnections:UseConnection on');
   role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['codeconnections:UseConnection'], resources: [connectionArn] }));
+}
+
+/** A step that termination-protects stacks the stage deployed (see protect.ts), through their deploy roles. */
+function protectStep(id: string, targets: readonly ProtectTarget[]): pipelines.CodeBuildStep {
+  return new pipelines.CodeBuildStep(id, {
+    commands: [protectCommands(targets).join('\n')],
+    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(targets.map((t) => deployRoleArn(t.account, t.region)))] })],
+  });
 }

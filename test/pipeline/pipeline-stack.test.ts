@@ -139,12 +139,34 @@ describe('PipelineStack on the example fleet', () => {
     }
   });
 
-  it('may assume only the bake-watcher roles of the cells it watches', () => {
+  it('termination-protects every stack it deploys (the CloudFormation action ignores terminationProtection): cells in the first bake action, routers in a step of their own', () => {
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    const projectOf = (action: CfnStage['Actions'][number]) => JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(action.Configuration).includes(id))![1]);
+    for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
+      const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName).sort();
+      const protector = stage.Actions.find((a) => a.Name.startsWith('bake-') || a.Name.startsWith('protect-'))!;
+      expect(protector.RunOrder).toBeGreaterThan(1);
+      const project = projectOf(protector);
+      const protectedStacks = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z0-9-]+) arn:aws:iam::\2:role\/cdk-hnb659fds-deploy-role-\2-\3/g)].map((m) => m[1]).sort();
+      expect([stage.Name, protectedStacks]).toEqual([stage.Name, deployed]);
+      expect(project).toContain('update-termination-protection');
+    }
+  });
+
+  it("may assume only its cells' bake-watcher roles, and their deploy roles to protect their stacks", () => {
+    const plan = planWaves(fleet);
+    const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
     expect(policies).toHaveLength(waveStages().length);
-    for (const policy of policies) {
-      const statement = policy.Properties.PolicyDocument.Statement.find((s: { Action: string }) => s.Action === 'sts:AssumeRole' && JSON.stringify(s).includes('bake-watcher'));
-      for (const arn of [statement.Resource].flat()) expect(arn).toMatch(/^arn:aws:iam::\d{12}:role\/orders-[a-z0-9-]+-bake-watcher$/);
+    for (const wave of plan.waves) {
+      const cells = wave.cells.map((id) => byId.get(id)!);
+      const policy = policies.find((p) => JSON.stringify(p).includes(`orders-${cells[0].id}-bake-watcher`))!;
+      const assumed = policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
+        .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort();
+      expect(assumed).toEqual(cells.flatMap((c) => [
+        `arn:aws:iam::${c.account}:role/orders-${c.id}-bake-watcher`,
+        `arn:aws:iam::${c.account}:role/cdk-hnb659fds-deploy-role-${c.account}-${c.region}`,
+      ]).sort());
     }
   });
 
