@@ -18,9 +18,10 @@ export default defineFleet({
     'us-east-1': { availabilityZones: ['us-east-1a', 'us-east-1b', 'us-east-1c'] },
   },
   workload: {
-    image: 'public.ecr.aws/nginx/nginx:stable',
-    containerPort: 80,
-    healthCheckPath: '/',
+    // The reference workload (images/workload), built from this repository; or a registry image.
+    image: 'asset:images/workload/Dockerfile',
+    containerPort: 8080,
+    healthCheckPath: '/healthz',
     databasePort: 5433,
   },
   shapes: {

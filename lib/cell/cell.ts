@@ -2,13 +2,16 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { Construct } from 'constructs';
 import { Cell as CellModel, Fleet, postgresVersionOf } from '../fleet';
 import { CellAlarms } from './alarms';
-import { CellCompute } from './compute';
+import { CellCompute, workloadImage } from './compute';
 import { CellDashboard } from './dashboard';
 import { CellData } from './data';
 import { CellEntry } from './entry';
 import { CellKey } from './key';
 import { CellNetwork } from './network';
 import { CellQueues } from './queues';
+
+/** The database the workload keeps its tables in, inside the cell's PostgreSQL. */
+export const WORKLOAD_DATABASE = 'cell';
 
 export interface CellProps {
   /** The cell, as resolved from the fleet config. */
@@ -87,11 +90,15 @@ export class Cell extends Construct {
       vpc: this.network.vpc,
       subnets: this.network.appSubnets,
       shape: cell.shape,
-      image: fleet.workload.image,
+      image: workloadImage(this, 'WorkloadImage', fleet.workload.image),
       containerPort: fleet.workload.containerPort,
+      healthCheckPath: fleet.workload.healthCheckPath,
+      partitionKey: fleet.partitionKey,
+      bucketCount: fleet.bucketCount,
       targetGroup: this.entry.targetGroup,
       loadBalancer: this.entry.loadBalancer,
-      databaseSecret: this.data.secret,
+      // The workload creates its database on first start (RDS/Aurora create only `postgres`).
+      database: { host: this.data.hostname, port: this.data.port, name: WORKLOAD_DATABASE, secret: this.data.secret },
       workQueue: this.queues.work,
       deploymentAlarms: this.alarms.deploymentGate,
       encryptionKey,

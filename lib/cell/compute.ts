@@ -1,7 +1,10 @@
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as fs from 'fs';
+import * as path from 'path';
+import { Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,7 +13,49 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { CellShape } from '../fleet';
+import { CellShape, PartitionKeySource } from '../fleet';
+import { REPO_ROOT } from '../router-stack/router-group';
+
+/** `workload.image` values of this form build a Dockerfile of this repository (an ECR image asset). */
+export const IMAGE_ASSET_PREFIX = 'asset:';
+/** The reference workload (images/workload), the example fleet's default. */
+export const REFERENCE_WORKLOAD_IMAGE = `${IMAGE_ASSET_PREFIX}images/workload/Dockerfile`;
+
+/** The image the cell runs: the container image for ECS, its URI and pull grant for EC2 instances. */
+export interface WorkloadImage {
+  readonly container: ecs.ContainerImage;
+  readonly uri: string;
+  /** Set for an image in ECR: instances log in to this registry and need pull rights. */
+  readonly repository?: { readonly registry: string; grantPull(grantee: iam.IGrantable): void };
+}
+
+/**
+ * `workload.image` as an image: `asset:<Dockerfile>` builds that Dockerfile from the repository root
+ * (CDK publishes it to each cell account's bootstrap ECR repository), anything else is a registry image.
+ */
+export function workloadImage(scope: Construct, id: string, image: string): WorkloadImage {
+  if (!image.startsWith(IMAGE_ASSET_PREFIX)) return { container: ecs.ContainerImage.fromRegistry(image), uri: image };
+  const file = image.slice(IMAGE_ASSET_PREFIX.length);
+  if (!fs.existsSync(path.join(REPO_ROOT, file))) throw new Error(`workload.image ${image}: no ${file} in the repository; give a path to a Dockerfile relative to the repository root, or a registry image`);
+  const asset = new ecrAssets.DockerImageAsset(scope, id, { directory: REPO_ROOT, file });
+  return {
+    container: ecs.ContainerImage.fromDockerImageAsset(asset),
+    uri: asset.imageUri,
+    repository: {
+      registry: Fn.select(0, Fn.split('/', asset.imageUri)),
+      grantPull: (grantee) => asset.repository.grantPull(grantee),
+    },
+  };
+}
+
+/** Where the workload finds its database (contract 1: the password is read at connect time). */
+export interface WorkloadDatabase {
+  readonly host: string;
+  readonly port: number;
+  readonly name: string;
+  /** JSON `username` / `password`, rotated on a schedule. */
+  readonly secret: secretsmanager.ISecret;
+}
 
 export interface CellComputeProps {
   readonly cellId: string;
@@ -18,13 +63,18 @@ export interface CellComputeProps {
   /** Private subnets with egress (image pulls, AWS APIs through NAT). */
   readonly subnets: ec2.SubnetSelection;
   readonly shape: CellShape;
-  readonly image: string;
+  readonly image: WorkloadImage;
   readonly containerPort: number;
+  /** The path the load balancer checks; the workload serves its health there. */
+  readonly healthCheckPath: string;
+  /** The fleet's partition key and bucket count: the workload reads the tenant the way the router does. */
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
   /** Registered targets: IP targets for Fargate, instances for EC2. */
   readonly targetGroup: elbv2.ApplicationTargetGroup;
   /** The only source allowed to reach the containers. */
   readonly loadBalancer: ec2.IConnectable;
-  readonly databaseSecret: secretsmanager.ISecret;
+  readonly database: WorkloadDatabase;
   readonly workQueue: sqs.IQueue;
   /**
    * The cell's request-path metric alarms (`CellAlarms.deploymentGate`): a deployment or instance
@@ -38,6 +88,44 @@ export interface CellComputeProps {
    * @default 60
    */
   readonly targetCpuPercent?: number;
+}
+
+/**
+ * Lets the workload read the database secret at connect time: `secretsmanager:GetSecretValue` on
+ * that one secret, and decrypt with the secret's key only through Secrets Manager.
+ */
+function grantSecretRead(secret: secretsmanager.ISecret, grantee: iam.IGrantable): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
+    actions: ['secretsmanager:GetSecretValue'],
+    resources: [secret.secretArn],
+  }));
+  if (secret.encryptionKey) {
+    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
+      actions: ['kms:Decrypt'],
+      resources: [secret.encryptionKey.keyArn],
+      conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(secret).region}.amazonaws.com` } },
+    }));
+  }
+}
+
+/**
+ * The workload's environment (the contract in README "The reference workload"). No secret values:
+ * DB_SECRET_ARN names the secret, which the workload reads for each new connection.
+ */
+export function workloadEnvironment(props: CellComputeProps): Record<string, string> {
+  return {
+    CELL_ID: props.cellId,
+    PORT: String(props.containerPort),
+    HEALTH_CHECK_PATH: props.healthCheckPath,
+    PARTITION_KEY: JSON.stringify(props.partitionKey),
+    BUCKET_COUNT: String(props.bucketCount),
+    DB_HOST: props.database.host,
+    DB_PORT: String(props.database.port),
+    DB_NAME: props.database.name,
+    DB_SECRET_ARN: props.database.secret.secretArn,
+    QUEUE_URL: props.workQueue.queueUrl,
+    AWS_REGION: Stack.of(props.workQueue).region,
+  };
 }
 
 /**
@@ -107,22 +195,19 @@ export class CellCompute extends Construct {
       runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
     });
     task.addContainer('Workload', {
-      image: ecs.ContainerImage.fromRegistry(props.image),
+      image: props.image.container,
       portMappings: [{ containerPort: props.containerPort }],
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logs, streamPrefix: props.cellId }),
-      environment: { CELL_ID: props.cellId, WORK_QUEUE_URL: props.workQueue.queueUrl },
-      secrets: {
-        DB_HOST: ecs.Secret.fromSecretsManager(props.databaseSecret, 'host'),
-        DB_PORT: ecs.Secret.fromSecretsManager(props.databaseSecret, 'port'),
-        DB_USER: ecs.Secret.fromSecretsManager(props.databaseSecret, 'username'),
-        DB_PASSWORD: ecs.Secret.fromSecretsManager(props.databaseSecret, 'password'),
-      },
+      // No `secrets`: ECS resolves them only when a task starts, and the password rotates under
+      // running tasks. The workload reads DB_SECRET_ARN at connect time (README, rotation).
+      environment: workloadEnvironment(props),
       readonlyRootFilesystem: false,
     });
     Validations.of(task).acknowledge({
       id: 'AwsSolutions-ECS2',
-      reason: 'The environment holds only non-secret identifiers (cell id, queue URL); database credentials come from Secrets Manager.',
+      reason: 'The environment holds only non-secret identifiers (cell id, endpoints, queue URL, the secret ARN); the workload reads the database password from Secrets Manager at connect time.',
     });
+    grantSecretRead(props.database.secret, task.taskRole);
     grantWorkQueue(props.workQueue, task.taskRole);
 
     const service = new ecs.FargateService(this, 'Service', {
@@ -151,18 +236,20 @@ export class CellCompute extends Construct {
   private ec2(props: CellComputeProps, securityGroup: ec2.SecurityGroup): autoscaling.AutoScalingGroup {
     const region = Stack.of(this).region;
     const userData = ec2.UserData.forLinux();
-    // The instance runs the same image as the Fargate shape; credentials are read at boot, never baked in.
+    // The instance runs the same image as the Fargate shape, with the same environment: no secret
+    // is read at boot (the password rotates under running instances); the workload reads it at connect time.
+    const env = Object.entries(workloadEnvironment(props)).map(([k, v]) => `-e ${k}='${v}'`).join(' ');
+    const login = props.image.repository
+      ? [`aws ecr get-login-password --region ${region} | docker login --username AWS --password-stdin ${props.image.repository.registry}`]
+      : [];
     userData.addCommands(
       'set -euo pipefail',
-      'dnf install -y docker jq',
+      'dnf install -y docker',
       'systemctl enable --now docker',
-      `SECRET=$(aws secretsmanager get-secret-value --region ${region} --secret-id ${props.databaseSecret.secretArn} --query SecretString --output text)`,
+      ...login,
       `docker run -d --restart always --name workload -p ${props.containerPort}:${props.containerPort} ` +
         `--log-driver awslogs --log-opt awslogs-region=${region} --log-opt awslogs-group=${this.logs.logGroupName} ` +
-        `-e CELL_ID=${props.cellId} -e WORK_QUEUE_URL=${props.workQueue.queueUrl} ` +
-        '-e DB_HOST="$(jq -r .host <<<"$SECRET")" -e DB_PORT="$(jq -r .port <<<"$SECRET")" ' +
-        '-e DB_USER="$(jq -r .username <<<"$SECRET")" -e DB_PASSWORD="$(jq -r .password <<<"$SECRET")" ' +
-        props.image,
+        `${env} ${props.image.uri}`,
     );
     const role = new iam.Role(this, 'InstanceRole', {
       assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
@@ -197,7 +284,8 @@ export class CellCompute extends Construct {
         alarms: [...props.deploymentAlarms],
       }),
     });
-    props.databaseSecret.grantRead(role);
+    grantSecretRead(props.database.secret, role);
+    props.image.repository?.grantPull(role);
     this.logs.grantWrite(role);
     grantWorkQueue(props.workQueue, role);
     for (const alarm of props.deploymentAlarms) asg.node.addDependency(alarm);

@@ -47,7 +47,14 @@ const ADMIN_USER = 'cell_admin';
  * Secrets Manager rotated on a schedule, isolated subnets, reachable only from what `allowFrom` names.
  */
 export class CellData extends Construct {
+  /**
+   * The admin credentials (JSON `username`, `password`, `host`, `port`), rotated every `rotationDays`
+   * by a single-user rotation: the username stays, the password changes under running workloads.
+   */
   public readonly secret: secretsmanager.ISecret;
+  /** The writer's endpoint hostname (Aurora: the cluster endpoint, which follows a failover). */
+  public readonly hostname: string;
+  public readonly port: number;
   public readonly connections: ec2.Connections;
   public readonly engine: DatabaseEngine;
   /** CPU of the writer (Aurora: cluster-wide) instance. */
@@ -90,6 +97,7 @@ export class CellData extends Construct {
         backup: { retention: Duration.days(retention) },
         cloudwatchLogsExports: ['postgresql'],
       });
+      this.hostname = cluster.clusterEndpoint.hostname;
       this.cpu = cluster.metricCPUUtilization({ period: Duration.minutes(1) });
       this.databaseConnections = cluster.metricDatabaseConnections({ period: Duration.minutes(1) });
       this.freeStorageBytes = cluster.metricFreeLocalStorage({ period: Duration.minutes(1), statistic: 'Minimum' });
@@ -106,12 +114,14 @@ export class CellData extends Construct {
         autoMinorVersionUpgrade: true,
         cloudwatchLogsExports: ['postgresql', 'upgrade'],
       });
+      this.hostname = instance.dbInstanceEndpointAddress;
       this.cpu = instance.metricCPUUtilization({ period: Duration.minutes(1) });
       this.databaseConnections = instance.metricDatabaseConnections({ period: Duration.minutes(1) });
       this.freeStorageBytes = instance.metricFreeStorageSpace({ period: Duration.minutes(1), statistic: 'Minimum' });
       database = instance;
     }
     this.engine = props.engine;
+    this.port = props.port;
     this.secret = database.secret!;
     this.connections = database.connections;
     const monitoringRole = database.node.tryFindChild('MonitoringRole');

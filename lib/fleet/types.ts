@@ -113,7 +113,10 @@ export interface AlarmThresholds {
 
 /** The application every cell runs. */
 export interface WorkloadConfig {
-  /** Container image, for example `public.ecr.aws/nginx/nginx:stable`. */
+  /**
+   * Container image: a registry image (`public.ecr.aws/nginx/nginx:stable`), or `asset:<Dockerfile>` to build
+   * one of this repository (the reference workload: `asset:images/workload/Dockerfile`).
+   */
   readonly image: string;
   readonly containerPort: number;
   readonly healthCheckPath: string;

@@ -92,3 +92,32 @@ export async function connectWithRetry(pool: Pool): Promise<PoolClient> {
     return pool.connect();
   }
 }
+
+/**
+ * Creates `database` when the server does not have it yet (SQLSTATE 3D000 on connect): RDS and Aurora
+ * create only the maintenance database `postgres` unless told otherwise, and naming a database on an
+ * existing instance would replace it. Connects to `postgres` with the same credentials (the cell's
+ * admin user may create databases); a concurrent creator's "already exists" counts as success.
+ */
+export async function ensureDatabase(o: DatabasePoolOptions): Promise<boolean> {
+  const probe = createDatabasePool({ ...o, max: 1 });
+  try {
+    const client = await connectWithRetry(probe);
+    client.release();
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code !== '3D000') throw error;
+  } finally {
+    await probe.end();
+  }
+  const admin = createDatabasePool({ ...o, database: 'postgres', max: 1 });
+  try {
+    await admin.query(`create database "${o.database.replace(/"/g, '""')}"`);
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === '42P04') return false;
+    throw error;
+  } finally {
+    await admin.end();
+  }
+}

@@ -4,7 +4,7 @@ import { Pool } from 'pg';
 import { keyProblem } from '../mapping/key';
 import { WorkloadConfig } from './config';
 import { CredentialSource, secretsManagerCredentials, staticCredentials } from './credentials';
-import { connectWithRetry, createDatabasePool } from './database';
+import { connectWithRetry, createDatabasePool, ensureDatabase } from './database';
 import { ITEM_ID_PATTERN, ItemStore, MovedAwayError } from './items';
 import { migrate, MOVABLE_TABLES, schemaVersion } from './migrations';
 import { postgresWorkQueue, sqsWorkQueue, WorkQueue } from './queue';
@@ -115,7 +115,7 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
   const credentials = o.credentials ?? (config.database.credentials.kind === 'secret'
     ? secretsManagerCredentials(config.database.credentials.secretArn, config.region)
     : staticCredentials(config.database.credentials.user, config.database.credentials.password));
-  const pool = createDatabasePool({
+  const poolOptions = {
     host: config.database.host,
     port: config.database.port,
     database: config.database.name,
@@ -123,7 +123,8 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
     ssl: config.database.ssl,
     max: config.database.poolSize,
     statementTimeoutMs: config.database.statementTimeoutMs,
-  });
+  };
+  const pool = createDatabasePool(poolOptions);
   // An idle client losing its server (database restarted) must not crash the process.
   pool.on('error', (error) => log(`database: idle connection lost: ${error.message}`));
   const queue = o.queue ? o.queue(pool) : config.queue.kind === 'sqs'
@@ -136,6 +137,7 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
   const ready = (async () => {
     for (;;) {
       try {
+        if (await ensureDatabase(poolOptions)) log(`created database ${config.database.name}`);
         await migrate(pool, log);
         migrated = true;
         queue.start((message) => store.process(message));

@@ -46,18 +46,47 @@ describe('CellCompute', () => {
         NetworkConfiguration: { AwsvpcConfiguration: Match.objectLike({ AssignPublicIp: 'DISABLED' }) },
       });
       fargate.hasResourceProperties('AWS::EC2::SecurityGroupIngress', {
-        FromPort: 80,
-        ToPort: 80,
+        FromPort: 8080,
+        ToPort: 8080,
         GroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('ComputeSecurityGroup'), 'GroupId'] },
         SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('EntryLoadBalancerSecurityGroup'), 'GroupId'] },
       });
     });
 
-    it('passes database credentials as secrets, never as plain environment', () => {
+    it('gives the workload its environment contract and no secret values (rotation-safe: read at connect time)', () => {
       const task = Object.values(fargate.findResources('AWS::ECS::TaskDefinition'))[0];
       const container = task.Properties.ContainerDefinitions[0];
-      expect(container.Secrets.map((s: { Name: string }) => s.Name)).toEqual(['DB_HOST', 'DB_PORT', 'DB_USER', 'DB_PASSWORD']);
-      expect(container.Environment.map((e: { Name: string }) => e.Name)).toEqual(['CELL_ID', 'WORK_QUEUE_URL']);
+      expect(container.Secrets).toBeUndefined();
+      const env = Object.fromEntries(container.Environment.map((e: { Name: string; Value: unknown }) => [e.Name, e.Value]));
+      expect(Object.keys(env).sort()).toEqual(['AWS_REGION', 'BUCKET_COUNT', 'CELL_ID', 'DB_HOST', 'DB_NAME', 'DB_PORT', 'DB_SECRET_ARN', 'HEALTH_CHECK_PATH', 'PARTITION_KEY', 'PORT', 'QUEUE_URL']);
+      expect(env).toMatchObject({ CELL_ID: 'canary-eu', PORT: '8080', HEALTH_CHECK_PATH: '/healthz', DB_PORT: '5433', DB_NAME: 'cell', BUCKET_COUNT: '16384', PARTITION_KEY: '{"source":"header","name":"x-tenant-id"}' });
+      expect(env.DB_HOST).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^CellDataCluster/), 'Endpoint.Address'] });
+      expect(env.DB_SECRET_ARN).toEqual({ Ref: expect.stringMatching(/^CellDataClusterSecret/) });
+      expect(env.QUEUE_URL).toEqual({ Ref: expect.stringMatching(/^CellQueuesWork/) });
+    });
+
+    it('lets the task role read the one database secret, decrypting only through Secrets Manager', () => {
+      const task = Object.values(fargate.findResources('AWS::ECS::TaskDefinition'))[0];
+      const taskRole = task.Properties.TaskRoleArn['Fn::GetAtt'][0];
+      const policies = Object.values(fargate.findResources('AWS::IAM::Policy')).filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === taskRole));
+      const statements = policies.flatMap((p) => p.Properties.PolicyDocument.Statement);
+      const secretRead = statements.filter((st) => [st.Action].flat().some((a: string) => a.startsWith('secretsmanager:')));
+      expect(secretRead).toEqual([expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: expect.stringMatching(/^CellDataClusterSecret/) } })]);
+      expect(statements).toContainEqual(expect.objectContaining({
+        Action: 'kms:Decrypt',
+        Condition: { StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' } },
+      }));
+      // The execution role resolves no secrets any more.
+      const executionRole = task.Properties.ExecutionRoleArn['Fn::GetAtt'][0];
+      const executionStatements = Object.values(fargate.findResources('AWS::IAM::Policy'))
+        .filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === executionRole))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement);
+      expect(executionStatements.flatMap((st) => [st.Action].flat()).filter((a: string) => a.startsWith('secretsmanager:'))).toEqual([]);
+    });
+
+    it('runs the reference workload image built from this repository', () => {
+      const task = Object.values(fargate.findResources('AWS::ECS::TaskDefinition'))[0];
+      expect(JSON.stringify(task.Properties.ContainerDefinitions[0].Image)).toContain('container-assets');
     });
 
     it('enables container insights and sends logs to the cell log group', () => {
@@ -80,6 +109,18 @@ describe('CellCompute', () => {
           BlockDeviceMappings: [Match.objectLike({ Ebs: Match.objectLike({ Encrypted: true }) })],
         }),
       });
+    });
+
+    it('starts the same image with the same environment; no secret is read at boot', () => {
+      const [template] = Object.values(ec2.findResources('AWS::EC2::LaunchTemplate'));
+      const userData = JSON.stringify(template.Properties.LaunchTemplateData.UserData);
+      expect(userData).not.toContain('get-secret-value');
+      expect(userData).not.toContain('DB_PASSWORD');
+      for (const name of ['DB_SECRET_ARN', 'DB_HOST', 'DB_NAME', 'QUEUE_URL', 'HEALTH_CHECK_PATH']) expect(userData).toContain(`-e ${name}=`);
+      expect(userData).toContain('docker login --username AWS');
+      const policies = Object.values(ec2.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement);
+      expect(policies).toContainEqual(expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: expect.stringMatching(/^CellDataInstanceSecret/) } }));
+      expect(policies).toContainEqual(expect.objectContaining({ Action: expect.arrayContaining(['ecr:BatchGetImage']) }));
     });
 
     it('refreshes instances behind the request-path metric alarms (at most 10, no composite)', () => {

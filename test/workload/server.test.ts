@@ -170,6 +170,16 @@ describe('meta and health', () => {
     }
   });
 
+  test('a database that does not exist yet is created at start (RDS creates only `postgres`)', async () => {
+    const fresh = await startWorkload(testWorkloadConfig(pg, database, { database: { ...testWorkloadConfig(pg, database).database, name: `fresh_${process.pid}` } }), { log: () => undefined });
+    try {
+      await fresh.ready;
+      expect((await api(fresh.url, 'POST', '/v1/items', 'acme', { n: 1 })).status).toBe(201);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   // Last: it stops the database.
   test('health fails while the database is unreachable and recovers when it is back', async () => {
     expect((await api(base, 'GET', '/healthz')).status).toBe(200);
