@@ -5,6 +5,7 @@ import { mappingCommand } from './mapping-commands';
 import { moveCommand } from './move-commands';
 import { planCommand } from './plan-command';
 import { routerCommand } from './router-commands';
+import { fleetCommand } from './fleet-commands';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -18,6 +19,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(planCommand(io));
   program.addCommand(routerCommand(io));
   program.addCommand(moveCommand(io));
+  program.addCommand(fleetCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');

@@ -1,1 +1,2 @@
 export * from './postgres';
+export * from './fleet';

@@ -31,13 +31,21 @@ export interface ApiResponse {
   readonly headers: Headers;
 }
 
-/** One request to a workload (or the router) with `tenant` in x-tenant-id (omitted when undefined). */
+/**
+ * One request to a workload (or the router) with `tenant` in x-tenant-id (omitted when undefined);
+ * status 0 when the connection failed or was cut (a crashed process).
+ */
 export async function api(base: string, method: string, path: string, tenant?: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
+  let response: Response;
+  try {
+    response = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  } catch (error) {
+    return { status: 0, body: (error as Error).message, headers: new Headers() };
+  }
   const text = await response.text();
   let parsed: unknown = text;
   try {

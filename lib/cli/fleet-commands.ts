@@ -1,0 +1,84 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { Command } from 'commander';
+import { postgresBinDir, POSTGRES_INSTALL_HINT, startLocalFleet } from '../local-fleet';
+import { bucketCounts, parseMapping } from '../mapping';
+import { HAPROXY_INSTALL_HINT, haproxyVersion } from '../router';
+import { fleetFrom } from './context';
+import { CliError, CliIo, formatTable } from './io';
+
+function integer(value: string, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag} ${value}: give an integer from ${min} to ${max}`, 2);
+  return n;
+}
+
+/** Relative to the working directory when inside it, else absolute. */
+function shortPath(file: string): string {
+  const relative = path.relative(process.cwd(), file);
+  return relative && !relative.startsWith('..') ? relative : file;
+}
+
+/** `cellctl fleet …`: the whole data path on this machine. */
+export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process): Command {
+  const fleet = new Command('fleet').description('run a fleet on this machine: cells with their databases, the router in front');
+
+  fleet
+    .command('local')
+    .description('start N cells (reference workload + its own PostgreSQL) and the router (HAProxy + agent, debug headers on) in the foreground on 127.0.0.1; SIGTERM or Ctrl-C stops everything')
+    .option('--cells <n>', 'number of cells', '4')
+    .option('--port <port>', 'router port on 127.0.0.1 (0: a free port)', '8080')
+    .option('--state-dir <dir>', 'mapping, databases, logs and fleet.json; reused by the next start with the same --cells', '.cells-local')
+    .option('--config <file>', 'fleet config for the partition key, bucket count and health-check path (when present)', 'cells.config.ts')
+    .option('--fresh', 'throw the state directory away and start empty')
+    .option('--test-faults', 'start the workloads with their fault hooks on (poison request, slow query): tests and benchmarks only')
+    .action(async (flags: { cells: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean }) => {
+      const cells = integer(flags.cells, '--cells', 1, 64);
+      const port = integer(flags.port, '--port', 0, 65535);
+      if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
+      if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
+      const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
+      let running;
+      try {
+        running = await startLocalFleet({
+          cells,
+          port,
+          stateDir: flags.stateDir,
+          fresh: flags.fresh,
+          testFaults: flags.testFaults,
+          partitionKey: config?.partitionKey,
+          bucketCount: config?.bucketCount,
+          healthCheckPath: config?.workload.healthCheckPath,
+          log: (line) => io.err(`${line}\n`),
+        });
+      } catch (error) {
+        throw new CliError((error as Error).message);
+      }
+      const mapping = parseMapping(fs.readFileSync(running.mappingFile, 'utf8'));
+      const counts = mapping.ok ? bucketCounts(mapping.document) : new Map<string, number>();
+      const buckets = mapping.ok ? mapping.document.bucketCount : 1;
+      const header = config?.partitionKey.source === 'header' ? config.partitionKey.name : 'x-tenant-id';
+      io.out(`router      ${running.routerUrl}  (x-cell on every response)\n`);
+      io.out(`mapping     ${shortPath(running.mappingFile)}  (cellctl mapping … against it takes effect within a second)\n`);
+      io.out(`state       ${running.fleetFile}\n\n`);
+      io.out(formatTable(['cell', 'workload', 'database', 'share', 'log'], running.cells.map((c) => [
+        c.id, c.workloadUrl, `postgres://127.0.0.1:${c.database.port}/cell`, `${(((counts.get(c.id) ?? 0) / buckets) * 100).toFixed(1)}%`,
+        shortPath(path.join(running.stateDir, 'logs', `${c.id}.log`)),
+      ])));
+      io.out(`\ntry: curl -H '${header}: acme' -d '{"name":"x"}' ${running.routerUrl}/v1/items\n`);
+      io.out('Ctrl-C or SIGTERM stops the fleet\n');
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          signals.off('SIGTERM', stop);
+          signals.off('SIGINT', stop);
+          io.err('stopping the fleet…\n');
+          void running.stop().then(resolve);
+        };
+        signals.on('SIGTERM', stop);
+        signals.on('SIGINT', stop);
+      });
+      io.out('fleet stopped\n');
+    });
+
+  return fleet;
+}

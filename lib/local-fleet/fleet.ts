@@ -1,0 +1,391 @@
+import { ChildProcess, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { writeFileAtomic } from '../files';
+import { PartitionKeySource } from '../fleet/types';
+import { initialMapping, validateMapping } from '../mapping';
+import { LocalRouter, startLocalRouter } from '../router/local';
+import { freeLoopbackPort, PostgresServer, startPostgresServer } from './postgres';
+
+const REPO_ROOT = path.join(__dirname, '..', '..');
+/** The database each cell's workload uses inside its own PostgreSQL cluster. */
+export const LOCAL_DATABASE = 'cell';
+export const FLEET_FILE = 'fleet.json';
+
+/** `fleet.json` (contract 4): what `cellctl move … --local` and scripts read to find the running fleet. */
+export interface FleetFile {
+  readonly schemaVersion: 1;
+  /** The `cellctl fleet local` process while it runs. */
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly routerUrl: string;
+  readonly routerPort: number;
+  readonly mappingFile: string;
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
+  readonly healthCheckPath: string;
+  readonly cells: readonly FleetFileCell[];
+}
+
+export interface FleetFileCell {
+  readonly id: string;
+  readonly workloadUrl: string;
+  readonly workloadPort: number;
+  readonly workloadPid?: number;
+  readonly database: {
+    readonly host: string;
+    readonly port: number;
+    readonly user: string;
+    readonly password: string;
+    readonly database: string;
+    readonly url: string;
+    readonly dataDir: string;
+    readonly pid?: number;
+  };
+}
+
+export interface LocalFleetOptions {
+  /** @default 4 */
+  readonly cells?: number;
+  /** Router port on 127.0.0.1; 0 picks a free one. */
+  readonly port: number;
+  /** Everything the fleet keeps: mapping, data directories, logs, fleet.json. */
+  readonly stateDir: string;
+  readonly partitionKey?: PartitionKeySource;
+  /** @default 16384 */
+  readonly bucketCount?: number;
+  /** @default '/healthz' */
+  readonly healthCheckPath?: string;
+  /** Start the workloads with WORKLOAD_TEST_FAULTS=1 (tests and the blast-radius script only). */
+  readonly testFaults?: boolean;
+  /** Throw the state directory away and start empty. */
+  readonly fresh?: boolean;
+  /** Restart a workload that exits unexpectedly after this long, like ECS replacing a task. @default 500 */
+  readonly restartDelayMs?: number;
+  /** Progress lines (the per-process logs go to files in the state directory). */
+  readonly log?: (line: string) => void;
+  /** Router backend slots. @default max(16, cells + 1) */
+  readonly slots?: number;
+  /** Per-cell connection cap in the router. @default 100 */
+  readonly cellMaxConn?: number;
+}
+
+/** One cell of the local fleet: its workload process and its PostgreSQL server. */
+export interface LocalCell {
+  readonly id: string;
+  readonly workloadPort: number;
+  readonly workloadUrl: string;
+  readonly database: PostgresServer;
+  readonly workloadPid: number | undefined;
+  /** SIGKILLs the workload; with `restart: false` it stays down until `startWorkload()`. */
+  killWorkload(options?: { restart?: boolean }): Promise<void>;
+  /** Starts the workload (when it is down) and waits until it is healthy. */
+  startWorkload(): Promise<void>;
+  /** Times the supervisor restarted this workload after it died on its own. */
+  readonly restarts: number;
+}
+
+export interface LocalFleet {
+  readonly routerUrl: string;
+  readonly routerPort: number;
+  readonly mappingFile: string;
+  readonly stateDir: string;
+  readonly fleetFile: string;
+  readonly cells: readonly LocalCell[];
+  readonly router: LocalRouter;
+  cell(id: string): LocalCell;
+  /** Stops the router, every workload and every database; leaves nothing running. */
+  stop(): Promise<void>;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The fleet.json in `stateDir`, or undefined when there is none (or it is unreadable). */
+export function readFleetFile(stateDir: string): FleetFile | undefined {
+  const file = path.join(stateDir, FLEET_FILE);
+  if (!fs.existsSync(file)) return undefined;
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as FleetFile;
+  } catch {
+    return undefined;
+  }
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, failed?: () => string | undefined): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const problem = failed?.();
+    if (problem) throw new Error(`${what}: ${problem}`);
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function healthy(url: string): Promise<boolean> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  await response.arrayBuffer();
+  return response.status === 200;
+}
+
+/**
+ * A whole fleet on this machine, loopback only: per cell a real PostgreSQL cluster and a reference
+ * workload process, and the real router (HAProxy + mapping agent) in front, serving a mapping made
+ * the way `cellctl mapping init` makes it and re-reading it when it changes. A crashed workload is
+ * restarted (as ECS replaces a task); `stop()` ends every process it started.
+ *
+ * State directory: `mapping.json`, `fleet.json`, `cells/<id>/pgdata`, `router/`, `logs/`. A second
+ * start with the same number of cells reuses it (data, ports and mapping kept); otherwise, or with
+ * `fresh`, it is recreated.
+ */
+export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet> {
+  const count = o.cells ?? 4;
+  if (!Number.isInteger(count) || count < 1 || count > 64) throw new Error(`cells ${count}: give 1 to 64`);
+  const log = o.log ?? (() => undefined);
+  const stateDir = path.resolve(o.stateDir);
+  const partitionKey = o.partitionKey ?? { source: 'header', name: 'x-tenant-id' };
+  const bucketCount = o.bucketCount ?? 16384;
+  const healthCheckPath = o.healthCheckPath ?? '/healthz';
+
+  const previous = readFleetFile(stateDir);
+  if (previous && previous.pid > 0 && previous.pid !== process.pid && isAlive(previous.pid)) {
+    throw new Error(`a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`);
+  }
+  const reuse = !o.fresh && previous !== undefined && previous.cells.length === count;
+  if (!reuse && fs.existsSync(stateDir)) {
+    if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  }
+  fs.mkdirSync(path.join(stateDir, 'logs'), { recursive: true });
+  fs.chmodSync(stateDir, 0o755);
+  const mappingFile = path.join(stateDir, 'mapping.json');
+  const fleetFile = path.join(stateDir, FLEET_FILE);
+
+  const started: { stop: () => Promise<void> }[] = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s.stop().catch((error: Error) => log(`stop: ${error.message}`));
+    started.length = 0;
+  };
+
+  try {
+    const ids = Array.from({ length: count }, (_, i) => `cell-${i + 1}`);
+    const cells: LocalCell[] = [];
+    for (const [i, id] of ids.entries()) {
+      const before = reuse ? previous!.cells[i] : undefined;
+      const cellDir = path.join(stateDir, 'cells', id);
+      fs.mkdirSync(cellDir, { recursive: true });
+      fs.chmodSync(cellDir, 0o755);
+      const pgLog = fs.createWriteStream(path.join(stateDir, 'logs', `${id}-postgres.log`), { flags: 'a' });
+      const database = await startPostgresServer({
+        dataDir: path.join(cellDir, 'pgdata'),
+        port: before?.database.port ?? await freeLoopbackPort(),
+        databases: [LOCAL_DATABASE],
+        log: (line) => pgLog.write(`${line}\n`),
+      });
+      started.push({ stop: async () => { await database.stop(); pgLog.end(); } });
+      const workloadPort = before?.workloadPort ?? await freeLoopbackPort();
+      const cell = superviseWorkload({
+        id, port: workloadPort, database, partitionKey, bucketCount, healthCheckPath,
+        testFaults: o.testFaults ?? false,
+        restartDelayMs: o.restartDelayMs ?? 500,
+        logFile: path.join(stateDir, 'logs', `${id}.log`),
+        log,
+      });
+      started.push({ stop: () => cell.stop() });
+      cells.push(cell);
+    }
+    await Promise.all(cells.map((c) => c.startWorkload()));
+
+    if (!reuse || !fs.existsSync(mappingFile)) {
+      const doc = initialMapping(ids.map((id, i) => ({ id, state: 'active' as const, canary: false, endpoint: cells[i].workloadUrl })), bucketCount, { now: new Date().toISOString() });
+      const problems = validateMapping(doc);
+      if (problems.length > 0) throw new Error(`the local fleet does not make a valid mapping: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+      writeFileAtomic(mappingFile, `${JSON.stringify(doc, null, 2)}\n`);
+    }
+
+    const routerPort = o.port === 0 ? (reuse ? previous!.routerPort : await freeLoopbackPort()) : o.port;
+    const routerDir = path.join(stateDir, 'router');
+    fs.mkdirSync(routerDir, { recursive: true });
+    const routerLog = fs.createWriteStream(path.join(stateDir, 'logs', 'router.log'), { flags: 'a' });
+    const router = await startLocalRouter({
+      mappingFile,
+      port: routerPort,
+      debugHeaders: true,
+      partitionKey,
+      bucketCount,
+      healthCheckPath,
+      slots: o.slots ?? Math.max(16, count + 1),
+      cellMaxConn: o.cellMaxConn,
+      log: (line) => routerLog.write(`${line}\n`),
+      stateDir: routerDir,
+    });
+    started.push({ stop: async () => { await router.stop(); routerLog.end(); } });
+    const routerUrl = `http://127.0.0.1:${routerPort}`;
+    // Routed once HAProxy's health checks see the cells up.
+    const sampleKey = 'fleet-local-probe';
+    await waitUntil('the router to reach the cells', async () => {
+      const response = await fetch(`${routerUrl}${healthCheckPath}`, { headers: partitionKey.source === 'header' ? { [partitionKey.name]: sampleKey } : {}, signal: AbortSignal.timeout(2000) });
+      await response.arrayBuffer();
+      return response.status === 200;
+    }, 30_000);
+
+    const writeFleetFile = () => {
+      const file: FleetFile = {
+        schemaVersion: 1,
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        routerUrl,
+        routerPort,
+        mappingFile,
+        partitionKey,
+        bucketCount,
+        healthCheckPath,
+        cells: cells.map((c) => ({
+          id: c.id,
+          workloadUrl: c.workloadUrl,
+          workloadPort: c.workloadPort,
+          workloadPid: c.workloadPid,
+          database: {
+            host: c.database.host, port: c.database.port, user: c.database.user, password: c.database.password,
+            database: LOCAL_DATABASE, url: c.database.url(LOCAL_DATABASE), dataDir: c.database.dataDir, pid: c.database.pid,
+          },
+        })),
+      };
+      writeFileAtomic(fleetFile, `${JSON.stringify(file, null, 2)}\n`);
+    };
+    writeFleetFile();
+
+    return {
+      routerUrl,
+      routerPort,
+      mappingFile,
+      stateDir,
+      fleetFile,
+      cells,
+      router,
+      cell: (id) => {
+        const found = cells.find((c) => c.id === id);
+        if (!found) throw new Error(`no cell ${id}; the local fleet has ${ids.join(', ')}`);
+        return found;
+      },
+      stop: async () => {
+        await stopAll();
+        // Keep fleet.json (ports and paths for the next start) but mark that nothing runs.
+        const file = readFleetFile(stateDir);
+        if (file) writeFileAtomic(fleetFile, `${JSON.stringify({ ...file, pid: 0, cells: file.cells.map((c) => ({ ...c, workloadPid: undefined, database: { ...c.database, pid: undefined } })) }, null, 2)}\n`);
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+interface SupervisedOptions {
+  readonly id: string;
+  readonly port: number;
+  readonly database: PostgresServer;
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
+  readonly healthCheckPath: string;
+  readonly testFaults: boolean;
+  readonly restartDelayMs: number;
+  readonly logFile: string;
+  readonly log: (line: string) => void;
+}
+
+/** A workload process that is restarted when it dies on its own (a crash), not when it was told to stop. */
+function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<void> } {
+  const url = `http://127.0.0.1:${o.port}`;
+  const out = fs.openSync(o.logFile, 'a');
+  let child: ChildProcess | undefined;
+  let wanted = false;
+  let restarts = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let lastExit = '';
+
+  const spawnOnce = () => {
+    const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', out, out],
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TMPDIR: process.env.TMPDIR,
+        CELL_ID: o.id,
+        HOST: '127.0.0.1',
+        PORT: String(o.port),
+        HEALTH_CHECK_PATH: o.healthCheckPath,
+        PARTITION_KEY: JSON.stringify(o.partitionKey),
+        BUCKET_COUNT: String(o.bucketCount),
+        DB_HOST: o.database.host,
+        DB_PORT: String(o.database.port),
+        DB_NAME: LOCAL_DATABASE,
+        DB_USER: o.database.user,
+        DB_PASSWORD: o.database.password,
+        DB_SSL: 'false',
+        DB_STATEMENT_TIMEOUT_MS: '10000',
+        QUEUE_KIND: 'postgres',
+        ...(o.testFaults ? { WORKLOAD_TEST_FAULTS: '1' } : {}),
+      },
+    });
+    child = proc;
+    proc.once('exit', (code, signal) => {
+      lastExit = `exited with ${signal ?? `code ${code}`}`;
+      if (child === proc) child = undefined;
+      if (!wanted) return;
+      o.log(`${o.id}: workload ${lastExit}; restarting in ${o.restartDelayMs} ms`);
+      restarts += 1;
+      restartTimer = setTimeout(() => {
+        restartTimer = undefined;
+        if (wanted && !child) spawnOnce();
+      }, o.restartDelayMs);
+    });
+  };
+
+  const kill = async (signal: NodeJS.Signals) => {
+    const proc = child;
+    if (!proc) return;
+    await new Promise<void>((resolve) => {
+      const force = signal === 'SIGTERM' ? setTimeout(() => proc.kill('SIGKILL'), 5000) : undefined;
+      proc.once('exit', () => {
+        if (force) clearTimeout(force);
+        resolve();
+      });
+      proc.kill(signal);
+    });
+  };
+
+  return {
+    id: o.id,
+    workloadPort: o.port,
+    workloadUrl: url,
+    database: o.database,
+    get workloadPid() { return child?.pid; },
+    get restarts() { return restarts; },
+    killWorkload: async (options = {}) => {
+      wanted = options.restart ?? false;
+      await kill('SIGKILL');
+    },
+    startWorkload: async () => {
+      wanted = true;
+      if (!child && !restartTimer) spawnOnce();
+      await waitUntil(`workload ${o.id} to become healthy on ${url} (log: ${o.logFile})`, () => healthy(`${url}${o.healthCheckPath}`), 60_000,
+        () => (!child && !restartTimer && lastExit ? `the workload ${lastExit}; see ${o.logFile}` : undefined));
+    },
+    stop: async () => {
+      wanted = false;
+      if (restartTimer) clearTimeout(restartTimer);
+      restartTimer = undefined;
+      await kill('SIGTERM');
+      fs.closeSync(out);
+    },
+  };
+}
