@@ -1,2 +1,3 @@
 export * from './postgres';
 export * from './fleet';
+export * from './blast-radius';
