@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { writeFileAtomic } from '../files';
 import { PartitionKeySource } from '../fleet/types';
-import { initialMapping, validateMapping } from '../mapping';
+import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
 import { freeLoopbackPort, PostgresServer, startPostgresServer } from './postgres';
 
@@ -228,12 +228,20 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     });
     started.push({ stop: async () => { await router.stop(); routerLog.end(); } });
     const routerUrl = `http://127.0.0.1:${routerPort}`;
-    // Routed once HAProxy's health checks see the cells up.
-    const sampleKey = 'fleet-local-probe';
-    await waitUntil('the router to reach the cells', async () => {
-      const response = await fetch(`${routerUrl}${healthCheckPath}`, { headers: partitionKey.source === 'header' ? { [partitionKey.name]: sampleKey } : {}, signal: AbortSignal.timeout(2000) });
-      await response.arrayBuffer();
-      return response.status === 200;
+    // Ready once HAProxy's health checks see every cell up: one tenant of each cell is served there.
+    const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
+    if (!parsed.ok) throw new Error(`${mappingFile} is not a valid mapping; fix it (\`cellctl mapping validate ${mappingFile}\`) or start with --fresh`);
+    const probes = Object.keys(parsed.document.cells).filter((id) => parsed.document.cells[id].state === 'active').map((id) => {
+      for (let n = 0; n < 100_000; n++) if (lookup(parsed.document, `probe-${n}`).cell === id) return { id, key: `probe-${n}` };
+      return undefined;
+    }).filter((p): p is { id: string; key: string } => p !== undefined);
+    await waitUntil('the router to reach every cell', async () => {
+      for (const probe of probes) {
+        const response = await fetch(`${routerUrl}${healthCheckPath}`, { headers: partitionKey.source === 'header' ? { [partitionKey.name]: probe.key } : {}, signal: AbortSignal.timeout(2000) });
+        await response.arrayBuffer();
+        if (response.status !== 200 || response.headers.get('x-cell') !== probe.id) return false;
+      }
+      return true;
     }, 30_000);
 
     const writeFleetFile = () => {

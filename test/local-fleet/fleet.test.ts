@@ -102,13 +102,18 @@ test('a poison request crashes the workload, which is restarted like a replaced 
   const r = await api(fleet.routerUrl, 'GET', '/v1/items', tenant, undefined, { 'x-fault': 'crash' });
   expect([0, 502, 503]).toContain(r.status);
   await until('the workload to be restarted', async () => cell.workloadPid !== undefined && cell.workloadPid !== pid && (await api(cell.workloadUrl, 'GET', '/healthz')).status === 200, 20_000);
+  await until('the router to route to it again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).status === 200, 20_000);
   expect(cell.restarts).toBeGreaterThanOrEqual(1);
 });
 
 test('stop leaves nothing running; a second start reuses the state (data, ports, mapping)', async () => {
   const before = readFleetFile(fleet.stateDir)!;
   const pids = before.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
-  const created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
+  let created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
+  await until('the survivor item to be written', async () => {
+    if (created.status !== 201) created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
+    return created.status === 201;
+  }, 20_000);
   await fleet.stop();
   for (const pid of pids) expect(alive(pid)).toBe(false);
   expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'survivor')).status).toBe(0);
