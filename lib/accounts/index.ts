@@ -2,3 +2,4 @@ export * from './retry';
 export * from './vend';
 export * from './bootstrap';
 export * from './assume-role';
+export * from './operator-policy';

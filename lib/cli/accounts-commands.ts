@@ -2,7 +2,7 @@ import { spawnSync } from 'child_process';
 import { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { Command } from 'commander';
-import { BootstrapError, bootstrapEnvironments, ensureAccounts, MissingPermissionError, organizationRoleCredentials, runBootstrap, VendTarget } from '../accounts';
+import { BootstrapError, bootstrapEnvironments, ensureAccounts, MissingPermissionError, operatorPolicy, organizationRoleCredentials, runBootstrap, VendTarget } from '../accounts';
 import { cellAccounts, displayPath, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
 import { fleetFrom, withConfig } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
@@ -131,6 +131,15 @@ export function accountsCommand(io: CliIo): Command {
         sts.destroy();
       }
       io.out(`bootstrapped ${environments.length} environment(s)\n`);
+    });
+
+  accounts
+    .command('policy')
+    .description('print the IAM policy `accounts ensure` and `accounts bootstrap --run` need in the management account')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .action((flags: { config: string }) => {
+      const fleet = fleetFrom(flags.config);
+      io.out(json(operatorPolicy({ roleName: fleet.organization?.roleName ?? 'OrganizationAccountAccessRole' })));
     });
 
   return accounts;

@@ -370,8 +370,15 @@ export class PolicyWorld {
    * What AWS would answer when `principal` (a role of the world, or any ARN with the identity
    * policies given) calls `action` on `resource`, over TLS unless the context says otherwise.
    */
-  public async decide(principal: RoleView | { arn: string; account: string; identityPolicies: RoleView['identityPolicies'] }, action: string, resource: string, context: Record<string, string | string[]> = {}): Promise<Decision> {
-    const resourcePolicy = this.resourcePolicy(resource, action);
+  public async decide(
+    principal: RoleView | { arn: string; account: string; identityPolicies: RoleView['identityPolicies'] },
+    action: string,
+    resource: string,
+    context: Record<string, string | string[]> = {},
+    /** For a resource outside the templates (a role Organizations created, say): its policy. */
+    externalResourcePolicy?: PolicyDocument,
+  ): Promise<Decision> {
+    const resourcePolicy = externalResourcePolicy ?? this.resourcePolicy(resource, action);
     const response = await runSimulation({
       identityPolicies: principal.identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
       serviceControlPolicies: [],
@@ -380,7 +387,7 @@ export class PolicyWorld {
       request: {
         action,
         principal: principal.arn,
-        resource: { accountId: this.ownerOf(resource), resource },
+        resource: { accountId: resource === '*' || externalResourcePolicy ? (resource === '*' ? principal.account : resource.split(':')[4]) : this.ownerOf(resource), resource },
         contextVariables: {
           'aws:PrincipalArn': principal.arn,
           'aws:PrincipalAccount': principal.account,
