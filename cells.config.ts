@@ -87,6 +87,5 @@ export default defineFleet({
     // Per router task: 200 requests in flight to one cell, more wait up to 1 s, then 503 + Retry-After.
     cellMaxConn: 200,
     queueTimeoutMs: 1000,
-    cellEndpointTemplate: 'https://{cell}.{app}.cells.internal',
   },
 });

@@ -1,8 +1,9 @@
 import { Aspects, CfnOutput, CfnResource, IAspect, Stack, StackProps, TagManager, Tags } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
-import { Cell as CellModel, Fleet } from '../fleet';
+import { Cell as CellModel, cellEndpointReaderRoleName, cellEndpointServiceParameter, Fleet } from '../fleet';
 import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
 import { Cell } from './cell';
+import { CellEndpointRecord } from './endpoint-record';
 
 export interface CellStackProps extends Omit<StackProps, 'env'> {
   readonly cell: CellModel;
@@ -55,6 +56,13 @@ export class CellStack extends Stack {
     });
 
     const entry = this.cell.entry;
+    new CellEndpointRecord(this, 'EndpointRecord', {
+      endpointService: entry.endpointService,
+      parameterName: cellEndpointServiceParameter(fleet.app, cell.id),
+      readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
+      routerAccount: fleet.accounts.router,
+      routerRolePrefix: `${fleet.app}-router-`,
+    });
     new CfnOutput(this, 'EndpointServiceName', {
       description: 'PrivateLink service the router creates its interface endpoint for',
       value: entry.endpointService.vpcEndpointServiceName,

@@ -69,6 +69,7 @@ export class Cell extends Construct {
       vpc: this.network.vpc,
       subnets: this.network.appSubnets,
       routerAccount: fleet.accounts.router,
+      consumerRegions: Object.keys(fleet.regions).filter((r) => r !== cell.region),
       tenantHeader: tenantHeaderOf(fleet),
       tenantRequestsPer5Min: cell.shape.limits.tenantRequestsPer5Min,
       targetType: cell.shape.compute === 'fargate' ? elbv2.TargetType.IP : elbv2.TargetType.INSTANCE,

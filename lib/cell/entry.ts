@@ -20,6 +20,12 @@ export interface CellEntryProps {
   readonly subnets: ec2.SubnetSelection;
   /** The only account allowed to connect to the cell's endpoint service. */
   readonly routerAccount: string;
+  /**
+   * Other regions whose routers connect to this cell (cross-region PrivateLink): the endpoint
+   * service's `SupportedRegions`. Every router reaches every cell, so every other fleet region.
+   * @default - routers in the cell's own region only
+   */
+  readonly consumerRegions?: readonly string[];
   /** Header WAF counts per tenant (the partition key as the router forwards it). */
   readonly tenantHeader: string;
   /** Requests one tenant may send in 5 minutes before WAF blocks it. */
@@ -153,6 +159,9 @@ export class CellEntry extends Construct {
       // The allow-list below is the control; acceptance would need a human for every router endpoint.
       acceptanceRequired: false,
       allowedPrincipals: [new iam.ArnPrincipal(`arn:aws:iam::${props.routerAccount}:root`)],
+      // Cross-region PrivateLink: routers in these regions create interface endpoints with
+      // ServiceRegion = this region ("Cross-Region access" in AWS PrivateLink's "Share your services").
+      ...(props.consumerRegions && props.consumerRegions.length > 0 ? { allowedRegions: [...props.consumerRegions] } : {}),
     });
 
     this.webAcl = new wafv2.CfnWebACL(this, 'WebAcl', {

@@ -9,3 +9,4 @@ export * from './cell';
 export * from './cell-stack';
 export * from './key';
 export * from './bake-access';
+export * from './endpoint-record';

@@ -1,6 +1,7 @@
 import * as path from 'path';
 import { S3Client } from '@aws-sdk/client-s3';
-import { Fleet, FleetConfigError, loadFleet } from '../fleet';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { Fleet, FleetConfigError, loadFleet, mappingBucketParameter } from '../fleet';
 import { CliError } from './io';
 
 /** Runs `load`, turning config problems (cells.config.ts, cells.accounts.json) into a CLI error (exit 1). */
@@ -30,4 +31,25 @@ export interface S3Options {
 export function s3Client(options: S3Options, fallbackRegion: string): S3Client {
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fallbackRegion;
   return new S3Client({ region, forcePathStyle: options.forcePathStyle ?? false });
+}
+
+/**
+ * The mapping bucket of `region`: its name ends with part of its router stack's id (a retried first
+ * deploy makes a new one), so the router stack publishes it in an SSM parameter of the region.
+ */
+export async function mappingBucketOf(fleet: Fleet, region: string): Promise<string> {
+  const name = mappingBucketParameter(fleet.app);
+  const ssm = new SSMClient({ region });
+  try {
+    const { Parameter } = await ssm.send(new GetParameterCommand({ Name: name }));
+    if (!Parameter?.Value) throw new Error('empty value');
+    return Parameter.Value;
+  } catch (error) {
+    const hint = (error as Error).name === 'ParameterNotFound'
+      ? `the router stack of ${region} (${fleet.app}-router-${region}) is not deployed yet in account ${fleet.accounts.router}`
+      : 'check the credentials (the publisher role may read it) and AWS_REGION';
+    throw new CliError(`cannot find the mapping bucket of ${region}: SSM ${name} in ${region}: ${(error as Error).name}: ${(error as Error).message}; ${hint}, or pass --bucket NAME`);
+  } finally {
+    ssm.destroy();
+  }
 }

@@ -1,15 +1,24 @@
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { Fleet, suggestion } from '../fleet';
+import { cellEndpoint, Fleet, seedMapping, suggestion } from '../fleet';
 import {
   addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
-  initialMapping, InvalidKeyError, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
+  InvalidKeyError, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
 } from '../mapping';
 import { ConcurrentWriteError, mappingHistory, MappingStore, PublishRefusedError, PublishResult, publishMapping, rollbackMapping, StoreError } from '../mapping-store';
 import { bucketMovePlan } from '../moves/plan';
-import { fleetFrom, s3Client } from './context';
+import { fleetFrom, mappingBucketOf, s3Client } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } from './io';
+
+/** A cell's endpoint as the router stacks name it; the cell must be in the fleet config. */
+function endpointFromFleet(configPath: string, id: string): string {
+  const fleet = fleetFrom(configPath);
+  if (!fleet.cells.some((c) => c.id === id)) {
+    throw new CliError(`cell \`${id}\` is not in ${configPath}; add it there and push (the pipeline deploys it and links the routers), or pass --endpoint URL for a cell outside the fleet`);
+  }
+  return cellEndpoint(fleet, id);
+}
 
 /** Reads and validates a mapping file; invalid documents are exit 1 with every problem listed. */
 export function readMappingFile(file: string): MappingDocument {
@@ -161,19 +170,31 @@ function storeCommand(parent: Command, name: string, description: string): Comma
     .command(name)
     .description(description)
     .option('--config <file>', 'fleet config', 'cells.config.ts')
-    .option('--bucket <name>', 'mapping bucket (default: router.mappingBucket of the fleet)')
+    .option('--bucket <name>', "one mapping bucket (default: every region's, named by the SSM parameter /<app>/router/mapping-bucket of each region)")
     .option('--bake <seconds>', "seconds between the first router group and the rest (default: the fleet's router.publishBakeSeconds)")
     .option('--force-path-style', 'path-style S3 addressing, for S3-compatible servers')
-    .option('--region <region>', 'S3 region (default: AWS_REGION, else the first fleet region)')
+    .option('--region <region>', "with --bucket: the bucket's region (default: AWS_REGION, else the first fleet region)")
     .option('--json', 'print the result as JSON');
 }
 
-function openStore(flags: StoreFlags): { store: MappingStore; fleet: Fleet; bakeSeconds: number } {
+/**
+ * The mapping buckets to work on: `--bucket` alone, or every fleet region's bucket (each region's
+ * routers read only their own), found through each region's SSM parameter. The first is where
+ * history and rollback read from.
+ */
+async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; fleet: Fleet; bakeSeconds: number }> {
   const fleet = fleetFrom(flags.config);
   const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
   if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0) throw new CliError(`--bake ${flags.bake}: give whole seconds >= 0`, 2);
-  const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, Object.keys(fleet.regions)[0]);
-  return { store: new MappingStore(client, flags.bucket ?? fleet.router.mappingBucket), fleet, bakeSeconds };
+  if (flags.bucket) {
+    const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, Object.keys(fleet.regions)[0]);
+    return { stores: [new MappingStore(client, flags.bucket)], fleet, bakeSeconds };
+  }
+  const stores = await Promise.all(Object.keys(fleet.regions).map(async (region) => {
+    const bucket = await mappingBucketOf(fleet, region);
+    return new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle, region }, region), bucket);
+  }));
+  return { stores, fleet, bakeSeconds };
 }
 
 async function storeAction<T>(run: () => Promise<T>): Promise<T> {
@@ -198,23 +219,16 @@ export function mappingCommand(io: CliIo): Command {
     .description('create version 1 from the fleet: buckets spread over active regular cells, internal- tenants on the canary')
     .requiredOption('--out <file>', 'where to write the document')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
-    .option('--endpoints <file>', 'JSON object of cell id → endpoint URL (default: router.cellEndpointTemplate)')
+    .option('--endpoints <file>', 'JSON object of cell id → endpoint URL (default: router.cellEndpointTemplate, as the router stacks seed it)')
     .option('--force', 'overwrite --out if it exists')
     .option('--json', 'print the result as JSON')
     .action((flags: { out: string; config: string; endpoints?: string; force?: boolean; json?: boolean }) => {
       if (fs.existsSync(flags.out) && !flags.force) throw new CliError(`${flags.out} exists; pass --force to overwrite it`);
       const fleet = fleetFrom(flags.config);
       const endpoints = flags.endpoints ? readEndpoints(flags.endpoints, fleet.cells.map((c) => c.id)) : {};
-      const doc = initialMapping(
-        fleet.cells.map((c) => ({
-          id: c.id,
-          state: c.state,
-          canary: c.canary,
-          endpoint: endpoints[c.id] ?? fleet.router.cellEndpointTemplate.replace('{cell}', c.id).replace('{app}', fleet.app),
-        })),
-        fleet.bucketCount,
-        { now: new Date().toISOString() },
-      );
+      // Without --endpoints, exactly the document the router stacks seed (so publishing it is a no-op).
+      const seed = seedMapping(fleet);
+      const doc = { ...seed, cells: Object.fromEntries(Object.entries(seed.cells).map(([id, c]) => [id, { ...c, endpoint: endpoints[id] ?? c.endpoint }])) };
       const problems = validateMapping(doc);
       if (problems.length > 0) throw new CliError(`the fleet does not make a valid mapping; nothing written:\n${formatProblems(problems)}`);
       writeFileAtomic(flags.out, `${JSON.stringify(doc, null, 2)}\n`);
@@ -274,13 +288,14 @@ export function mappingCommand(io: CliIo): Command {
     });
 
   changeCommand(mapping, 'add-cell', 'add a cell: it takes an even share of buckets from the others, nothing else moves')
-    .argument('<id>', 'cell id')
-    .requiredOption('--endpoint <url>', "the cell's endpoint as the router reaches it")
+    .argument('<id>', 'cell id (in cells.config.ts)')
+    .option('--endpoint <url>', "the cell's endpoint as the routers reach it (default: from the fleet, router.cellEndpointTemplate, which the router stacks name)")
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--quarantine', 'add a quarantine cell (no buckets; takes quarantined keys)')
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`); the mapping gains the cell without buckets')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
-    .action((id: string, flags: ChangeFlags & { endpoint: string; quarantine?: boolean }) => {
-      const cell = { id, endpoint: flags.endpoint, state: flags.quarantine ? 'quarantine' as const : 'active' as const };
+    .action((id: string, flags: ChangeFlags & { endpoint?: string; config: string; quarantine?: boolean }) => {
+      const cell = { id, endpoint: flags.endpoint ?? endpointFromFleet(flags.config, id), state: flags.quarantine ? 'quarantine' as const : 'active' as const };
       runChange(io, flags, (doc, o) => addCell(doc, cell, o), (doc, o) => ({
         ...doc, version: doc.version + 1, createdAt: o.now, cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state } },
       }));
@@ -348,8 +363,8 @@ export function mappingCommand(io: CliIo): Command {
     .option('--group <name>', 'publish to this router group only')
     .action((file: string, flags: StoreFlags) => storeAction(async () => {
       const doc = readMappingFile(file);
-      const { store, fleet, bakeSeconds } = openStore(flags);
-      const result = await publishMapping(store, doc, {
+      const { stores, fleet, bakeSeconds } = await openStores(flags);
+      const result = await publishMapping(stores, doc, {
         groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : publishText(result));
@@ -357,8 +372,8 @@ export function mappingCommand(io: CliIo): Command {
 
   storeCommand(mapping, 'rollback', 'put the previous version back on every router group (published as a new version)')
     .action((flags: StoreFlags) => storeAction(async () => {
-      const { store, fleet, bakeSeconds } = openStore(flags);
-      const result = await rollbackMapping(store, {
+      const { stores, fleet, bakeSeconds } = await openStores(flags);
+      const result = await rollbackMapping(stores, {
         groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
@@ -367,8 +382,8 @@ export function mappingCommand(io: CliIo): Command {
   storeCommand(mapping, 'history', 'published versions, newest first, and which router group is on which')
     .addOption(new Option('--limit <n>', 'versions to show').default('20'))
     .action((flags: StoreFlags & { limit: string }) => storeAction(async () => {
-      const { store, fleet } = openStore(flags);
-      const entries = await mappingHistory(store, fleet.router.groups.map((g) => g.name), Number(flags.limit));
+      const { stores, fleet } = await openStores(flags);
+      const entries = await mappingHistory(stores[0], fleet.router.groups.map((g) => g.name), Number(flags.limit));
       io.out(flags.json ? json(entries) : formatTable(['version', 'created', 'groups'], entries.map((e) => [`v${e.version}`, e.createdAt ?? '?', e.groups.join(',') || '-'])));
     }));
 

@@ -22,7 +22,8 @@ export const DEFAULT_ROUTER_GROUPS: readonly Required<RouterGroupConfig>[] = [
   { name: 'main', tasks: 4 },
 ];
 export const DEFAULT_PUBLISH_BAKE_SECONDS = 300;
-export const DEFAULT_CELL_ENDPOINT_TEMPLATE = 'https://{cell}.{app}.cells.internal';
+/** `{scheme}` is https for a cell with a certificate, else http; the router stacks create the `<app>.cells.internal` zone. */
+export const DEFAULT_CELL_ENDPOINT_TEMPLATE = '{scheme}://{cell}.{app}.cells.internal';
 
 /** The most backend slots a router may have (HAProxy backends per router task). */
 export const MAX_ROUTER_SLOTS = 1000;

@@ -9,3 +9,4 @@ export * from './load';
 export * from './generate';
 export * from './schema';
 export * from './display-path';
+export * from './endpoints';

@@ -69,11 +69,6 @@ export interface CellConfig {
   readonly account?: string;
   /** ACM certificate for the cell's HTTPS listener. @default - HTTP inside PrivateLink */
   readonly certificateArn?: string;
-  /**
-   * The cell's PrivateLink service (`EndpointServiceName` output of its stack), once deployed.
-   * @default - the router stack creates no endpoint for the cell yet
-   */
-  readonly endpointServiceName?: string;
 }
 
 export interface RegionConfig {
@@ -139,13 +134,20 @@ export interface RouterConfig {
    * @default [{ name: 'canary', tasks: 2 }, { name: 'main', tasks: 4 }]
    */
   readonly groups?: readonly RouterGroupConfig[];
-  /** S3 bucket holding the mapping documents. @default `<app>-mappings-<router account>` */
+  /**
+   * Name prefix of the mapping buckets, one per region in the router account: each is
+   * `<prefix>-<12 hex of its stack id>`, so a retried first deploy gets a new name, and its name is
+   * in the SSM parameter `/<app>/router/mapping-bucket` of its region.
+   * @default `<app>-mappings-<router account>`
+   */
   readonly mappingBucket?: string;
   /** Seconds between publishing to the first group and to the rest. @default 300 */
   readonly publishBakeSeconds?: number;
   /**
-   * Endpoint of a cell as the router reaches it; `{cell}` and `{app}` are replaced.
-   * @default 'https://{cell}.{app}.cells.internal'
+   * Endpoint of a cell as the router reaches it; `{cell}`, `{app}` and `{scheme}` (https for a cell
+   * with a certificate, else http) are replaced. When the host is `{cell}.<zone>`, every router VPC
+   * gets a private hosted zone `<zone>` naming each cell after its interface endpoint.
+   * @default '{scheme}://{cell}.{app}.cells.internal'
    */
   readonly cellEndpointTemplate?: string;
   /** Router VPC range per region. @default 10.255.<16 × region index>.0/20 */
@@ -250,7 +252,6 @@ export interface Cell {
   readonly account: string;
   readonly availabilityZones: readonly string[];
   readonly certificateArn?: string;
-  readonly endpointServiceName?: string;
 }
 
 /** The validated fleet every other part consumes. */

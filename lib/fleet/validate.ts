@@ -173,6 +173,8 @@ function routerProblems(input: FleetInput): string[] {
   }
   if (router.mappingBucket !== undefined && !BUCKET_NAME.test(router.mappingBucket)) {
     problems.push(`router.mappingBucket: \`${router.mappingBucket}\` is not a valid S3 bucket name`);
+  } else if (router.mappingBucket !== undefined && router.mappingBucket.length > 50) {
+    problems.push(`router.mappingBucket: \`${router.mappingBucket}\` is ${router.mappingBucket.length} characters; it is a prefix (each region's bucket adds 13), so use at most 50`);
   }
   const bake = router.publishBakeSeconds;
   if (bake !== undefined && (!isInt(bake) || bake < 0 || bake > BAKE_SECONDS_RANGE.max)) {
@@ -192,8 +194,8 @@ function routerProblems(input: FleetInput): string[] {
     problems.push(`router.queueTimeoutMs: ${router.queueTimeoutMs} must be whole milliseconds from 1 to 60000`);
   }
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
-  if (!/^https?:\/\//.test(template) || !template.includes('{cell}')) {
-    problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell}`);
+  if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
+    problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
   }
   return problems;
 }
@@ -381,7 +383,6 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     account: cell.account ?? accounts[cell.id],
     availabilityZones: input.regions[cell.region].availabilityZones,
     ...(cell.certificateArn ? { certificateArn: cell.certificateArn } : {}),
-    ...(cell.endpointServiceName ? { endpointServiceName: cell.endpointServiceName } : {}),
   }));
   return {
     app: input.app,

@@ -38,67 +38,83 @@ export interface PublishResult {
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-function serialize(doc: MappingDocument): string {
+/** A document as published: what `publish` writes and the router stacks seed, byte for byte. */
+export function serializeMapping(doc: MappingDocument): string {
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
 /**
- * Publishes `doc`: writes the immutable `mappings/v<version>.json`, then each group's pointer in
- * order, baking after the first. Re-running after an interruption resumes: an identical version
- * object is accepted and groups already at this version are skipped. A version not greater than
- * a group's current one, or a concurrent write by someone else, stops the publish with an error.
+ * Publishes `doc` to one store or to every region's store: writes the immutable
+ * `mappings/v<version>.json` in each, then each group's pointer in order (in every store before the
+ * next group), baking after the first group. Re-running after an interruption resumes: an identical
+ * version object is accepted and pointers already at this version are skipped. A version not greater
+ * than a group's current one in any store, or a concurrent write by someone else, stops the publish
+ * with an error; every store is checked before anything is written.
  */
-export async function publishMapping(store: MappingStore, doc: MappingDocument, options: PublishOptions): Promise<PublishResult> {
+export async function publishMapping(stores: MappingStore | readonly MappingStore[], doc: MappingDocument, options: PublishOptions): Promise<PublishResult> {
+  const all = Array.isArray(stores) ? stores as readonly MappingStore[] : [stores as MappingStore];
+  if (all.length === 0) throw new PublishRefusedError('no mapping bucket to publish to');
   const problems = validateMapping(doc);
   if (problems.length > 0) throw new PublishRefusedError(`the document is invalid: ${problems[0].path}: ${problems[0].message}`);
   const targets = options.onlyGroup === undefined ? options.groups : options.groups.filter((g) => g === options.onlyGroup);
   if (targets.length === 0) throw new PublishRefusedError(`no router group \`${options.onlyGroup}\`; groups are ${options.groups.join(', ')}`);
-  const text = serialize(doc);
+  const text = serializeMapping(doc);
+  const where = (store: MappingStore) => (all.length > 1 ? ` in s3://${store.bucket}` : '');
 
-  // Read every target pointer first: refuse before writing anything if one is newer.
-  const current = new Map<string, StoredMapping | undefined>();
-  for (const group of targets) {
-    const stored = await store.readGroup(group);
-    if (stored && stored.document.version > doc.version) {
-      throw new PublishRefusedError(`group \`${group}\` is at version ${stored.document.version}; version ${doc.version} is older. Make the change on top of the current document`);
+  // Read every target pointer and version object first: refuse before writing anything anywhere.
+  const current = new Map<MappingStore, Map<string, StoredMapping | undefined>>();
+  const versionPresent = new Map<MappingStore, boolean>();
+  for (const store of all) {
+    const pointers = new Map<string, StoredMapping | undefined>();
+    for (const group of targets) {
+      const stored = await store.readGroup(group);
+      if (stored && stored.document.version > doc.version) {
+        throw new PublishRefusedError(`group \`${group}\`${where(store)} is at version ${stored.document.version}; version ${doc.version} is older. Make the change on top of the current document`);
+      }
+      const needed = new Set([...Object.keys(doc.cells), ...Object.keys(stored?.document.cells ?? {})]).size;
+      if (options.routerSlots !== undefined && needed > options.routerSlots) {
+        throw new PublishRefusedError(`group \`${group}\`${where(store)}: going to version ${doc.version} needs ${needed} backend slots at once (the cells of the current and the new document; a removed cell keeps its slot until routes have moved away), and routers have ${options.routerSlots} (router.slots). Remove cells in one version and add them in the next, or raise router.slots and deploy the routers first`);
+      }
+      pointers.set(group, stored);
     }
-    const needed = new Set([...Object.keys(doc.cells), ...Object.keys(stored?.document.cells ?? {})]).size;
-    if (options.routerSlots !== undefined && needed > options.routerSlots) {
-      throw new PublishRefusedError(`group \`${group}\`: going to version ${doc.version} needs ${needed} backend slots at once (the cells of the current and the new document; a removed cell keeps its slot until routes have moved away), and routers have ${options.routerSlots} (router.slots). Remove cells in one version and add them in the next, or raise router.slots and deploy the routers first`);
+    current.set(store, pointers);
+    const newest = Math.max(0, ...(await store.versions()));
+    const existing = await store.readVersion(doc.version);
+    if (existing) {
+      if (existing.text !== text) {
+        throw new PublishRefusedError(`version ${doc.version} is already published${where(store)} with different content; publish version ${newest + 1} instead`);
+      }
+    } else if (doc.version <= newest) {
+      throw new PublishRefusedError(`version ${doc.version} is not greater than the newest published version ${newest}${where(store)}; publish version ${newest + 1} instead`);
     }
-    current.set(group, stored);
+    versionPresent.set(store, existing !== undefined);
   }
-  const newest = Math.max(0, ...(await store.versions()));
 
-  let versionObject: PublishResult['versionObject'] = 'written';
-  const existing = await store.readVersion(doc.version);
-  if (existing) {
-    if (existing.text !== text) {
-      throw new PublishRefusedError(`version ${doc.version} is already published with different content; publish version ${newest + 1} instead`);
-    }
-    versionObject = 'already-present';
-  } else {
-    if (doc.version <= newest) {
-      throw new PublishRefusedError(`version ${doc.version} is not greater than the newest published version ${newest}; publish version ${newest + 1} instead`);
-    }
-    await store.put(versionKey(doc.version), text);
+  for (const store of all) {
+    if (!versionPresent.get(store)) await store.put(versionKey(doc.version), text);
+    options.progress?.(`${versionPresent.get(store) ? 'found' : 'wrote'} ${versionKey(doc.version)}${where(store)}`);
   }
-  options.progress?.(`${versionObject === 'written' ? 'wrote' : 'found'} ${versionKey(doc.version)}`);
+  const versionObject: PublishResult['versionObject'] = all.every((store) => versionPresent.get(store)) ? 'already-present' : 'written';
 
   const sleep = options.sleep ?? defaultSleep;
   const results: GroupResult[] = [];
   for (const [i, group] of targets.entries()) {
-    const stored = current.get(group);
-    if (stored?.document.version === doc.version) {
-      results.push({ group, previousVersion: stored.document.version, status: 'already-current' });
-      options.progress?.(`group ${group}: already at v${doc.version}`);
-      continue;
+    let previousVersion: number | undefined;
+    let published = false;
+    for (const store of all) {
+      const stored = current.get(store)!.get(group);
+      previousVersion ??= stored?.document.version;
+      if (stored?.document.version === doc.version) {
+        options.progress?.(`group ${group}${where(store)}: already at v${doc.version}`);
+        continue;
+      }
+      await store.put(groupKey(group), text, stored?.etag);
+      published = true;
+      options.progress?.(`group ${group}${where(store)}: v${stored?.document.version ?? '-'} -> v${doc.version}`);
     }
-    await store.put(groupKey(group), text, stored?.etag);
-    results.push({ group, previousVersion: stored?.document.version, status: 'published' });
-    options.progress?.(`group ${group}: v${stored?.document.version ?? '-'} -> v${doc.version}`);
+    results.push({ group, previousVersion, status: published ? 'published' : 'already-current' });
     const isFirstOfMany = i === 0 && targets.length > 1 && options.onlyGroup === undefined;
-    if (isFirstOfMany && options.bakeSeconds > 0) {
+    if (published && isFirstOfMany && options.bakeSeconds > 0) {
       options.progress?.(`baking ${options.bakeSeconds}s on group ${group} before the other groups`);
       await sleep(options.bakeSeconds * 1000);
     }
@@ -110,7 +126,8 @@ export async function publishMapping(store: MappingStore, doc: MappingDocument, 
  * Puts the previous mapping back on every group. Routers never accept an older version, so the
  * previous document's content is published as a new version (newest + 1).
  */
-export async function rollbackMapping(store: MappingStore, options: PublishOptions & { now: string }): Promise<PublishResult & { restoredFrom: number }> {
+export async function rollbackMapping(stores: MappingStore | readonly MappingStore[], options: PublishOptions & { now: string }): Promise<PublishResult & { restoredFrom: number }> {
+  const store = Array.isArray(stores) ? (stores as readonly MappingStore[])[0] : stores as MappingStore;
   const first = await store.readGroup(options.groups[0]);
   if (!first) throw new PublishRefusedError(`group \`${options.groups[0]}\` has no mapping yet; nothing to roll back`);
   const versions = await store.versions();
@@ -121,7 +138,7 @@ export async function rollbackMapping(store: MappingStore, options: PublishOptio
   const version = Math.max(...versions) + 1;
   const doc: MappingDocument = { ...source.document, version, createdAt: options.now };
   options.progress?.(`restoring the content of v${previous} as v${version}`);
-  return { ...(await publishMapping(store, doc, options)), restoredFrom: previous };
+  return { ...(await publishMapping(stores, doc, options)), restoredFrom: previous };
 }
 
 export interface HistoryEntry {

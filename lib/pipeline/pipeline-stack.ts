@@ -52,7 +52,7 @@ export interface PipelineStackProps extends StackProps {
 export class PipelineStack extends Stack {
   public readonly plan: WavePlan;
   public readonly pipeline: pipelines.CodePipeline;
-  /** Router stage names, in order (one per region), before the cell waves. */
+  /** Router stage names, in order (one per region), after the cell waves. */
   public readonly routerStages: readonly string[];
   /** The manual approval's own stage, before the first non-canary wave, when the config asks for one. */
   public readonly approvalStage?: string;
@@ -92,15 +92,6 @@ export class PipelineStack extends Stack {
     });
 
     const stages = new Map<string, readonly string[]>();
-    // Routers first, one region per stage: a new cell's endpoint exists before any cell wave.
-    const routerStages: string[] = [];
-    for (const wave of this.plan.routerWaves) {
-      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region });
-      assertNoOpenFindings(stage.stack);
-      this.pipeline.addStage(stage, { post: [protectStep(`protect-${wave.name}`, [{ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }])] });
-      routerStages.push(wave.name);
-    }
-    this.routerStages = routerStages;
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const firstRegular = this.plan.waves.find((w) => w.kind !== 'canary');
     for (const wave of this.plan.waves) {
@@ -148,6 +139,16 @@ export class PipelineStack extends Stack {
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
     }
     this.stages = stages;
+    // Routers after the cells, one region per stage: every cell's endpoint service exists before a
+    // router stack links it, and the mapping the router stack seeds resolves (see RouterStack).
+    const routerStages: string[] = [];
+    for (const wave of this.plan.routerWaves) {
+      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region });
+      assertNoOpenFindings(stage.stack);
+      this.pipeline.addStage(stage, { post: [protectStep(`protect-${wave.name}`, [{ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }])] });
+      routerStages.push(wave.name);
+    }
+    this.routerStages = routerStages;
 
     this.pipeline.buildPipeline();
     const stageCount = this.pipeline.pipeline.stages.length;
@@ -157,7 +158,7 @@ export class PipelineStack extends Stack {
         'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
       );
     }
-    applyStageConditions(this.pipeline.pipeline, [...routerStages, ...stages.keys()].map((stageName) => ({
+    applyStageConditions(this.pipeline.pipeline, [...stages.keys(), ...routerStages].map((stageName) => ({
       stageName,
       rollbackOnFailure: true,
       deploymentWindow: fleet.pipeline!.deploymentWindow,

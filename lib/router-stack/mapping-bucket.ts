@@ -1,33 +1,43 @@
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
+import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
-import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX } from '../mapping-store';
+import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
 
 export interface MappingBucketProps {
-  /** Bucket name (`router.mappingBucket`): routers in every region read it by name. */
-  readonly bucketName: string;
-  /** Name of the publisher role (what `cellctl mapping publish` runs as). */
-  readonly publisherRoleName: string;
+  /** `router.mappingBucket`: the bucket is `<prefix>-<12 hex of the stack id>`. */
+  readonly namePrefix: string;
+  /** SSM parameter (in this account and region) that names the bucket for `cellctl mapping publish`. */
+  readonly parameterName: string;
+  /** Roles allowed to write documents (the publisher, the seeding custom resource); everyone else is denied. */
+  readonly writerRoleArns: readonly string[];
   /** Old versions of each object kept besides the current one. */
   readonly keptVersions: number;
 }
 
 /**
- * The mapping bucket: versioned, encrypted, private, TLS-only, access-logged, keeping a bounded
- * number of old versions. Only the publisher role can write; router groups can read only their own
- * pointer and the immutable versions.
+ * The mapping bucket of one region: versioned, encrypted, private, TLS-only, access-logged, keeping a
+ * bounded number of old versions. Only the writer roles can write; router groups can read only
+ * their own pointer and the immutable versions. Each region has its own, so no region's routers
+ * depend on another region's S3; `cellctl mapping publish` writes every region's bucket.
+ *
+ * The name ends with part of the stack id, which is new on every stack creation: a first deploy that
+ * failed and rolled back leaves its (retained) bucket behind, and the retry creates another instead
+ * of failing on "already exists". The name is published in `parameterName`.
  */
 export class MappingBucket extends Construct {
   public readonly bucket: s3.Bucket;
-  public readonly publisher: iam.Role;
   public readonly accessLogs: s3.Bucket;
+  public readonly parameter: ssm.StringParameter;
 
   constructor(scope: Construct, id: string, props: MappingBucketProps) {
     super(scope, id);
     if (!Number.isInteger(props.keptVersions) || props.keptVersions < 1 || props.keptVersions > 100) {
       throw new Error(`MappingBucket: keptVersions ${props.keptVersions} must be 1-100`);
     }
+    if (props.namePrefix.length > 50) throw new Error(`MappingBucket: namePrefix \`${props.namePrefix}\` is longer than 50 characters (the bucket name adds 13)`);
     this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
@@ -40,10 +50,11 @@ export class MappingBucket extends Construct {
       id: 'AwsSolutions-S1',
       reason: 'This bucket receives the mapping bucket\'s server access logs; logging it in turn would recurse.',
     });
+    // arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>: the uuid's last group.
+    const stackSuffix = Fn.select(4, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
     this.bucket = new s3.Bucket(this, 'Bucket', {
-      bucketName: props.bucketName,
+      bucketName: `${props.namePrefix}-${stackSuffix}`,
       versioned: true,
-      // SSE-S3: routers in other regions read it by name, with no cross-region key grant to keep in sync.
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
@@ -52,58 +63,144 @@ export class MappingBucket extends Construct {
       lifecycleRules: [{ noncurrentVersionsToRetain: props.keptVersions, noncurrentVersionExpiration: Duration.days(1) }],
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    this.publisher = new iam.Role(this, 'Publisher', {
-      roleName: props.publisherRoleName,
-      description: 'Publishes mapping documents (cellctl mapping publish / rollback)',
-      assumedBy: new iam.AccountRootPrincipal(),
-    });
-    // Exactly what MappingStore does (PUBLISHER_ACTIONS): read, conditional put, and list under the
-    // two prefixes: the versions, and a key whose read was refused. S3 answers a missing key with 403,
-    // not 404, to a caller without s3:ListBucket (GetObject API reference, "Permissions"); the store
-    // lists the key to tell "missing" from "denied", so the first publish into an empty bucket works.
-    const prefixes = [VERSIONS_PREFIX, GROUPS_PREFIX];
-    this.publisher.addToPolicy(new iam.PolicyStatement({
-      actions: ['s3:GetObject', 's3:PutObject'],
-      resources: prefixes.map((prefix) => this.bucket.arnForObjects(`${prefix}*`)),
-    }));
-    this.publisher.addToPolicy(new iam.PolicyStatement({
-      actions: ['s3:ListBucket'],
-      resources: [this.bucket.bucketArn],
-      conditions: { StringLike: { 's3:prefix': prefixes.map((prefix) => `${prefix}*`) } },
-    }));
-    const bucketId = Stack.of(this).resolve((this.bucket.node.defaultChild as s3.CfnBucket).logicalId) as string;
-    Validations.of(this.publisher).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/mappings/*]`,
-      reason: 'Every published version is a new object mappings/v<N>.json: the publisher must create keys it cannot know in advance, under this prefix only.',
-    });
-    Validations.of(this.publisher).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/groups/*]`,
-      reason: 'The publisher writes the pointer of every router group (groups/<group>/mapping.json); groups are added by configuration.',
-    });
-    // Nobody but the publisher writes, whatever their own policies say.
+    // Nobody but the writers writes, whatever their own policies say.
     this.bucket.addToResourcePolicy(new iam.PolicyStatement({
       effect: iam.Effect.DENY,
       principals: [new iam.AnyPrincipal()],
       actions: ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'],
       resources: [this.bucket.arnForObjects('*')],
-      conditions: { ArnNotEquals: { 'aws:PrincipalArn': this.publisher.roleArn } },
+      conditions: { ArnNotEquals: { 'aws:PrincipalArn': [...props.writerRoleArns] } },
     }));
+    this.parameter = new ssm.StringParameter(this, 'Name', {
+      parameterName: props.parameterName,
+      description: 'The mapping bucket of this region (cellctl mapping publish writes every region\'s)',
+      stringValue: this.bucket.bucketName,
+    });
   }
+}
 
+export interface MappingPublisherProps {
+  /** Name of the publisher role (what `cellctl mapping publish` runs as). */
+  readonly roleName: string;
+  /** `router.mappingBucket`: the role may write buckets `<prefix>-*` of this account, in every region. */
+  readonly bucketNamePrefix: string;
+  /** Regions with a mapping bucket, and the parameter naming it in each. */
+  readonly regions: readonly string[];
+  readonly parameterName: string;
 }
 
 /**
- * Lets `grantee` (a router group's task role, in any region) read its group's pointer and the
- * immutable versions of the mapping bucket, nothing else. By name: the bucket lives in one region.
+ * The one role that publishes mappings, to every region's bucket (IAM is global, so one region's
+ * stack holds it). Exactly what publish, rollback and history do: find each region's bucket,
+ * read, conditional put, list the versions.
+ */
+export class MappingPublisher extends Construct {
+  public readonly role: iam.Role;
+
+  constructor(scope: Construct, id: string, props: MappingPublisherProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    this.role = new iam.Role(this, 'Role', {
+      roleName: props.roleName,
+      description: 'Publishes mapping documents to every region (cellctl mapping publish / rollback)',
+      assumedBy: new iam.AccountRootPrincipal(),
+    });
+    const buckets = `arn:${Aws.PARTITION}:s3:::${props.bucketNamePrefix}-*`;
+    const ownAccount = { StringEquals: { 's3:ResourceAccount': stack.account } };
+    this.role.addToPolicy(new iam.PolicyStatement({
+      actions: ['s3:GetObject', 's3:PutObject'], resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`], conditions: ownAccount,
+    }));
+    // S3 answers a missing key with 403, not 404, to a caller without s3:ListBucket (GetObject API
+    // reference, "Permissions"); the store lists the key to tell "missing" from "denied", so the
+    // first publish into an empty bucket works. Hence list under both prefixes.
+    this.role.addToPolicy(new iam.PolicyStatement({
+      actions: ['s3:ListBucket'], resources: [buckets], conditions: { ...ownAccount, StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX].map((prefix) => `${prefix}*`) } },
+    }));
+    this.role.addToPolicy(new iam.PolicyStatement({
+      actions: ['ssm:GetParameter'],
+      resources: props.regions.map((region) => stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.parameterName.replace(/^\//, '') })),
+    }));
+    for (const [resource, reason] of [
+      [`${buckets}/mappings/*`, 'Every published version is a new object mappings/v<N>.json, in every region\'s bucket (named <prefix>-<stack id part>); this account\'s buckets only.'],
+      [`${buckets}/groups/*`, 'The publisher writes the pointer of every router group (groups/<group>/mapping.json) in every region\'s bucket; this account\'s buckets only.'],
+      [buckets, 'Each region\'s mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/ in this account.'],
+    ]) {
+      Validations.of(this.role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource.replace(`arn:${Aws.PARTITION}`, 'arn:<AWS::Partition>')}]`, reason });
+    }
+  }
+}
+
+export interface MappingSeedProps {
+  readonly bucket: s3.IBucket;
+  /** The document every key gets when it does not exist yet (the fleet's version 1). */
+  readonly documentText: string;
+  readonly version: number;
+  /** Router groups whose pointers are seeded. */
+  readonly groups: readonly string[];
+  /** What the seeding runs as: must be one of the bucket's writers. */
+  readonly role: iam.IRole;
+}
+
+/**
+ * Seeds a new mapping bucket so the first deploy needs no hand step: a router task is ready only once
+ * it applied a mapping, the NLB sends traffic only to ready tasks, and ECS fails a service whose
+ * tasks never become healthy. On creation, writes `mappings/v<version>.json` and each group's pointer
+ * with `If-None-Match: *`: an object that exists (an operator's publish) is left alone; S3 answers
+ * 412 PreconditionFailed, which is expected here (S3 User Guide, "conditional writes").
+ */
+export class MappingSeed extends Construct {
+  public readonly objects: readonly cr.AwsCustomResource[];
+  /** The keys seeded: the version object, then each group's pointer. */
+  public readonly keys: readonly string[];
+
+  constructor(scope: Construct, id: string, props: MappingSeedProps) {
+    super(scope, id);
+    const keys = [versionKey(props.version), ...props.groups.map(groupKey)];
+    this.keys = keys;
+    this.objects = keys.map((key) => new cr.AwsCustomResource(this, key.replace(/[^A-Za-z0-9]/g, ''), {
+      resourceType: 'Custom::MappingSeed',
+      role: props.role,
+      installLatestAwsSdk: false,
+      // Create only: later documents are the operator's (cellctl mapping publish).
+      onCreate: {
+        service: 'S3',
+        action: 'putObject',
+        parameters: { Bucket: props.bucket.bucketName, Key: key, Body: props.documentText, ContentType: 'application/json', IfNoneMatch: '*' },
+        physicalResourceId: cr.PhysicalResourceId.of(key),
+        ignoreErrorCodesMatching: 'PreconditionFailed',
+      },
+    }));
+  }
+}
+
+/**
+ * Lets `grantee` (a router group's task role) read its group's pointer and the immutable versions of
+ * its region's mapping bucket, nothing else.
  */
 export function grantMappingRead(grantee: iam.IGrantable, bucketName: string, group: string): void {
   const role = grantee.grantPrincipal as iam.Role;
+  const versions = `arn:aws:s3:::${bucketName}/mappings/*`;
   Validations.of(role).acknowledge({
-    id: `AwsSolutions-IAM5[Resource::arn:aws:s3:::${bucketName}/mappings/*]`,
+    id: `AwsSolutions-IAM5[Resource::${nagResource(Stack.of(role), versions)}]`,
     reason: 'The immutable published versions (mappings/v<N>.json) are read-only to routers; their names are not known in advance.',
   });
   grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
     actions: ['s3:GetObject'],
-    resources: [`arn:aws:s3:::${bucketName}/${groupKey(group)}`, `arn:aws:s3:::${bucketName}/mappings/*`],
+    resources: [`arn:aws:s3:::${bucketName}/${groupKey(group)}`, versions],
   }));
+}
+
+/** How cdk-nag names a resource in a finding: references as `<LogicalId>` / `<LogicalId.Attr>`. */
+function nagResource(stack: Stack, value: string): string {
+  const resolved = stack.resolve(value) as unknown;
+  const part = (p: unknown): string => {
+    if (typeof p === 'string') return p;
+    const o = p as Record<string, unknown>;
+    if (o.Ref) return `<${String(o.Ref)}>`;
+    if (o['Fn::GetAtt']) return `<${(o['Fn::GetAtt'] as string[]).join('.')}>`;
+    return JSON.stringify(p);
+  };
+  if (typeof resolved === 'string') return resolved;
+  const join = (resolved as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
+  return join ? join[1].map(part).join(join[0]) : part(resolved);
 }

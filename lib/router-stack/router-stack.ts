@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
@@ -8,11 +8,14 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as route53 from 'aws-cdk-lib/aws-route53';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { Fleet } from '../fleet';
-import { MappingBucket } from './mapping-bucket';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
+import { serializeMapping } from '../mapping-store';
+import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
+import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
 import { AGENT_HEALTH_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
@@ -23,8 +26,11 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
 /** Stack name of a region's routers: `<app>-router-<region>`. */
 export const routerStackName = (fleet: Fleet, region: string) => `${fleet.app}-router-${region}`;
 
-/** The region that holds the mapping bucket: the first region of the fleet. */
-export const mappingBucketRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
+/** The region whose router stack holds the (global) publisher role: the first region of the fleet. */
+export const publisherRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
+
+/** The publisher role, in the router account: writes every region's mapping bucket. */
+export const publisherRoleName = (app: string) => `${app}-mapping-publisher`;
 
 const EMF = 'CellRouter';
 
@@ -32,16 +38,27 @@ const EMF = 'CellRouter';
 export const CELLS_PER_DASHBOARD = 150;
 
 /**
- * The routers of one region, in the router account: a VPC over at least three AZs, one interface
- * endpoint (and security group) per cell of the region, the router groups as Fargate services
- * behind one Network Load Balancer, deployed group by group, with alarms and a dashboard. The
- * first region's stack also holds the mapping bucket and its publisher role.
+ * The routers of one region, in the router account: a VPC over at least three AZs, an interface
+ * endpoint to every cell of the fleet (cross-region PrivateLink for other regions' cells) named in a
+ * private zone, the region's own mapping bucket (seeded with the fleet's first mapping), the router
+ * groups as Fargate services behind one Network Load Balancer, deployed group by group, with alarms
+ * and a dashboard. The first region's stack also holds the publisher role.
+ *
+ * First deploy: the cells deploy before the routers (their stacks need nothing from the routers),
+ * so every cell's endpoint service exists when this stack links it, and the seeded mapping's
+ * endpoints resolve before the first router task starts.
  */
 export class RouterStack extends Stack {
   public readonly loadBalancer: elbv2.NetworkLoadBalancer;
   public readonly groups: readonly RouterGroup[];
-  public readonly mappingBucket?: MappingBucket;
-  public readonly cellEndpoints: ReadonlyMap<string, ec2.InterfaceVpcEndpoint>;
+  /** This region's mapping bucket: the routers here read only it. */
+  public readonly mappingBucket: MappingBucket;
+  /** Only in the first region's stack (IAM is global). */
+  public readonly publisher?: MappingPublisher;
+  /** The way to each cell of the fleet, by cell id. */
+  public readonly cellLinks: ReadonlyMap<string, CellLink>;
+  /** `<app>.cells.internal` (from `router.cellEndpointTemplate`), naming each cell in this router VPC. */
+  public readonly cellZone?: route53.PrivateHostedZone;
   public readonly alarms: readonly cloudwatch.IAlarm[];
   /** The region's router dashboard, then one more per `CELLS_PER_DASHBOARD` cells past the first page. */
   public readonly dashboards: readonly cloudwatch.Dashboard[];
@@ -66,12 +83,40 @@ export class RouterStack extends Stack {
     Tags.of(this).add('app', fleet.app);
     Tags.of(this).add('component', 'router');
     const prefix = `${fleet.app}-router-${region}`;
-    const bucketRegion = mappingBucketRegion(fleet);
-    if (region === bucketRegion) {
-      this.mappingBucket = new MappingBucket(this, 'Mappings', {
-        bucketName: fleet.router.mappingBucket, publisherRoleName: `${fleet.app}-mapping-publisher`, keptVersions: fleet.router.keptVersions,
+    const publisherArn = `arn:${Aws.PARTITION}:iam::${fleet.accounts.router}:role/${publisherRoleName(fleet.app)}`;
+    if (region === publisherRegion(fleet)) {
+      this.publisher = new MappingPublisher(this, 'Publisher', {
+        roleName: publisherRoleName(fleet.app), bucketNamePrefix: fleet.router.mappingBucket, regions: Object.keys(fleet.regions), parameterName: mappingBucketParameter(fleet.app),
       });
     }
+    // The stack's custom resources (seeding the mapping, reading the cells' endpoint service names)
+    // run as this role; the cells' reader roles trust `<app>-router-*` roles of this account.
+    const customResourceRole = new iam.Role(this, 'CustomResourceRole', {
+      roleName: `${prefix}-custom-resources`,
+      description: `${prefix}: seeds the mapping bucket, reads the cells' endpoint service names`,
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+    });
+    this.mappingBucket = new MappingBucket(this, 'Mappings', {
+      namePrefix: fleet.router.mappingBucket, parameterName: mappingBucketParameter(fleet.app), keptVersions: fleet.router.keptVersions,
+      writerRoleArns: [publisherArn, customResourceRole.roleArn],
+    });
+    const seed = seedMapping(fleet);
+    const mappingSeed = new MappingSeed(this, 'MappingSeed', {
+      bucket: this.mappingBucket.bucket, documentText: serializeMapping(seed), version: seed.version, groups: fleet.router.groups.map((g) => g.name), role: customResourceRole,
+    });
+    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: mappingSeed.keys.map((key) => this.mappingBucket.bucket.arnForObjects(key)) }));
+    const readerRoles = `arn:${Aws.PARTITION}:iam::*:role/${cellEndpointReaderRoleName(fleet.app, '*')}`;
+    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [readerRoles] }));
+    const lambdaLogs = this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/lambda/*', arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lambdaLogs] }));
+    Validations.of(customResourceRole).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/${cellEndpointReaderRoleName(fleet.app, '*')}]`,
+      reason: 'One reader role per cell account (<app>-<cell>-ep-reader), each trusting only this account\'s <app>-router-* roles and allowed only to read its cell\'s endpoint service name; cells are added by configuration.',
+    });
+    Validations.of(customResourceRole).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:aws:logs:${region}:${fleet.accounts.router}:log-group:/aws/lambda/*]`,
+      reason: 'The custom-resource provider function writes its own log group, /aws/lambda/<generated function name>, whose name is not known before deploy.',
+    });
 
     const flowLogs = new logs.LogGroup(this, 'FlowLogs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
     const vpc = new ec2.Vpc(this, 'Vpc', {
@@ -119,25 +164,31 @@ export class RouterStack extends Stack {
       ? { port: 443, protocol: elbv2.Protocol.TLS, certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)], sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS, defaultTargetGroups: [targetGroup] }
       : { port: 80, protocol: elbv2.Protocol.TCP, defaultTargetGroups: [targetGroup] });
 
-    // One interface endpoint and security group per cell of this region: nothing shared between cells.
-    const endpoints = new Map<string, ec2.InterfaceVpcEndpoint>();
-    for (const cell of fleet.cells.filter((c) => c.region === region && c.endpointServiceName)) {
-      const port = cell.certificateArn ? 443 : 80;
-      const sg = new ec2.SecurityGroup(this, `Cell-${cell.id}-EndpointSecurityGroup`, { vpc, description: `${prefix}: endpoint of cell ${cell.id}`, allowAllOutbound: false });
-      sg.addIngressRule(taskSecurityGroup, ec2.Port.tcp(port), `router tasks to cell ${cell.id}`);
-      const endpoint = new ec2.InterfaceVpcEndpoint(this, `Cell-${cell.id}-Endpoint`, {
-        vpc, service: new ec2.InterfaceVpcEndpointService(cell.endpointServiceName!, port), privateDnsEnabled: false, open: false,
-        subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroups: [sg],
-      });
-      Tags.of(endpoint).add('cell', cell.id);
-      Tags.of(sg).add('cell', cell.id);
-      endpoints.set(cell.id, endpoint);
-      new CfnOutput(this, `Cell-${cell.id}-EndpointDns`, {
-        description: `Endpoint of cell ${cell.id} for the mapping (cellctl mapping add-cell --endpoint ${cell.certificateArn ? 'https' : 'http'}://<this>)`,
-        value: Fn.select(1, Fn.split(':', Fn.select(0, endpoint.vpcEndpointDnsEntries))),
-      });
+    // Every router reaches every cell of the fleet: an interface endpoint to each (cross-region
+    // PrivateLink for other regions' cells), named `<cell>.<zone>` in this VPC's private zone. The
+    // endpoints accept only the router tasks, on the cells' listener ports.
+    const zoneName = cellZoneName(fleet);
+    if (zoneName) this.cellZone = new route53.PrivateHostedZone(this, 'CellZone', { zoneName, vpc, comment: `${prefix}: one name per cell, aliasing its interface endpoint` });
+    const endpointSecurityGroup = new ec2.SecurityGroup(this, 'CellEndpointSecurityGroup', { vpc, description: `${prefix}: interface endpoints to the cells`, allowAllOutbound: false });
+    for (const port of [...new Set(fleet.cells.map((c) => (c.certificateArn ? 443 : 80)))]) {
+      endpointSecurityGroup.addIngressRule(taskSecurityGroup, ec2.Port.tcp(port), 'router tasks to the cells');
     }
-    this.cellEndpoints = endpoints;
+    const links = new Map<string, CellLink>();
+    const linkStacks: CellLinksStack[] = [];
+    for (let i = 0; i < fleet.cells.length; i += CELLS_PER_LINK_STACK) {
+      const batch = fleet.cells.slice(i, i + CELLS_PER_LINK_STACK);
+      const linkStack = new CellLinksStack(this, `CellLinks${i / CELLS_PER_LINK_STACK + 1}`, {
+        vpc, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookupRole: customResourceRole,
+        cells: batch.map((cell) => ({
+          id: cell.id, region: cell.region, account: cell.account, port: cell.certificateArn ? 443 : 80,
+          serviceNameParameter: cellEndpointServiceParameter(fleet.app, cell.id), readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
+        })),
+      });
+      linkStack.node.addDependency(customResourceRole);
+      linkStacks.push(linkStack);
+      batch.forEach((cell, j) => links.set(cell.id, linkStack.links[j]));
+    }
+    this.cellLinks = links;
 
     const cluster = new ecs.Cluster(this, 'Cluster', { vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
     const images = {
@@ -189,8 +240,10 @@ export class RouterStack extends Stack {
       alarms.push(health);
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks, slots: fleet.router.slots,
-        targetGroup, mappingBucket: fleet.router.mappingBucket, mappingBucketRegion: bucketRegion, images, healthAlarmName: health.alarmName,
+        targetGroup, mappingBucket: this.mappingBucket.bucket.bucketName, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
       });
+      // A task is ready only once it applied a mapping whose endpoints resolve: seed and names first.
+      routerGroup.service.node.addDependency(mappingSeed, ...linkStacks);
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
       routerGroup.service.node.addDependency(health);
       // Group by group: a deploy reaches the next group only once the previous one is stable.
@@ -200,22 +253,24 @@ export class RouterStack extends Stack {
     }
     this.groups = groups;
 
-    // Per cell, as the routers see it: the error rate of its traffic across every group.
+    // Per cell, as the routers see it: the error rate of its traffic across every group (in the
+    // cell's links stack: a region routes to every cell, and this stack has 500 resources at most).
     const cellMetric = (cell: string, name: string, group: string) =>
       new cloudwatch.Metric({ namespace: EMF, metricName: name, dimensionsMap: { RouterGroup: group, Cell: cell }, statistic: 'Sum', period: Duration.minutes(1) });
-    const regionCells = fleet.cells.filter((c) => c.region === region);
-    for (const cell of regionCells) {
+    const regionCells = fleet.cells;
+    for (const [index, cell] of regionCells.entries()) {
       const using: Record<string, cloudwatch.IMetric> = {};
       fleet.router.groups.forEach((group, i) => {
         using[`r${i}`] = cellMetric(cell.id, 'Requests', group.name);
         using[`e${i}`] = cellMetric(cell.id, 'Responses5xx', group.name);
       });
       const sum = (p: string) => fleet.router.groups.map((_, i) => `FILL(${p}${i}, 0)`).join(' + ');
-      alarm(`cell-${cell.id}-errors`, `cell-${cell.id}-errors`, {
-        alarmDescription: `Cell ${cell.id} as seen by the routers in ${region}: 5xx above 5% of its requests`,
+      alarms.push(new cloudwatch.Alarm(linkStacks[Math.floor(index / CELLS_PER_LINK_STACK)], `cell-${cell.id}-errors`, {
+        alarmName: `${prefix}-cell-${cell.id}-errors`,
+        alarmDescription: `Cell ${cell.id} (${cell.region}) as seen by the routers in ${region}: 5xx above 5% of its requests`,
         metric: new cloudwatch.MathExpression({ expression: `IF((${sum('r')}) > 0, 100 * (${sum('e')}) / (${sum('r')}), 0)`, usingMetrics: using, period: Duration.minutes(1) }),
         threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
+      }));
     }
     this.alarms = alarms;
     // Encrypted with a key of its own that CloudWatch may use to publish.

@@ -19,7 +19,7 @@ export interface Wave {
   readonly cumulativeShare: number;
 }
 
-/** Router stacks deploy first, one region per wave. */
+/** Router stacks deploy after the cells (they link every cell's endpoint service), one region per wave. */
 export interface RouterWave {
   readonly name: string;
   readonly region: string;
@@ -55,7 +55,7 @@ export class WavePlanError extends Error {
  * every region goes alone (or is the canary) before any group touches that region, adding single
  * waves beyond `singleCellWaves` when regions need them; cells keep config order otherwise, so a
  * cell appended to the config lands in the last wave. Router stacks get their own waves, one region
- * at a time, before the cells.
+ * at a time, after the cells: a router stack links every cell, so the cells must exist first.
  */
 export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
   const policy = fleet.waves;

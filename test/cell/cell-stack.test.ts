@@ -55,6 +55,19 @@ describe('CellStack', () => {
     expect(outputs.HealthAlarmName.Export).toBeUndefined();
   });
 
+  it("records its endpoint service name where the router stacks read it at deploy time, for the router account's router roles only", () => {
+    const template = cells[FARGATE_CELL].template;
+    const [parameter] = Object.values(template.findResources('AWS::SSM::Parameter', { Properties: { Name: `/orders/cell/${FARGATE_CELL}/endpoint-service-name` } }));
+    expect(JSON.stringify(parameter.Properties.Value)).toMatch(/^\{"Fn::Join":\[".",\["com.amazonaws.vpce",\{"Ref":"AWS::Region"\},\{"Ref":"CellEntryEndpointService/);
+    const [role] = Object.values(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${FARGATE_CELL}-ep-reader` } }));
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([expect.objectContaining({
+      Principal: { AWS: `arn:aws:iam::${fleet.accounts.router}:root` },
+      Condition: { ArnLike: { 'aws:PrincipalArn': `arn:aws:iam::${fleet.accounts.router}:role/orders-router-*` } },
+    })]);
+    const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes('EndpointRecordReader'));
+    expect(policy.Properties.PolicyDocument.Statement.map((st: { Action: unknown }) => st.Action)).toEqual(['ssm:GetParameter']);
+  });
+
   it('refuses a cell that is not part of the fleet', () => {
     const stranger = { ...fleet.cells[1], id: 'stranger' };
     expect(() => new Cell(new TestStack(), 'Cell', { cell: stranger, fleet })).toThrow(/cell `stranger` is not part of fleet `orders`/);

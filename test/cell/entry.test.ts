@@ -28,6 +28,11 @@ describe('CellEntry', () => {
     });
   });
 
+  it("lets the other regions' routers connect over cross-region PrivateLink", () => {
+    // eu-2 is in eu-west-1; the routers of us-east-1 reach it with ServiceRegion eu-west-1.
+    http.hasResourceProperties('AWS::EC2::VPCEndpointService', { SupportedRegions: ['us-east-1'] });
+  });
+
   it('has no internet-facing load balancer and nothing open to the world', () => {
     const lbs = Object.values(http.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer'));
     expect(lbs).toHaveLength(2);

@@ -2,8 +2,10 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { runCli } from '../../lib/cli';
+import { seedMapping } from '../../lib/fleet';
 import { bucketCounts, MappingDocument } from '../../lib/mapping';
-import { REPO_ROOT } from '../support/fleet';
+import { serializeMapping } from '../../lib/mapping-store';
+import { exampleFleet, REPO_ROOT } from '../support/fleet';
 import { LocalS3, startLocalS3 } from '../support/s3';
 
 const CONFIG = path.join(REPO_ROOT, 'cells.config.ts');
@@ -31,7 +33,9 @@ describe('cellctl mapping (files)', () => {
     expect(doc.version).toBe(1);
     expect(doc.overrides.prefix).toEqual({ 'internal-': 'canary-eu' });
     expect(bucketCounts(doc).size).toBe(7);
-    expect(doc.cells['eu-1'].endpoint).toBe('https://eu-1.orders.cells.internal');
+    expect(doc.cells['eu-1'].endpoint).toBe('http://eu-1.orders.cells.internal');
+    // Exactly what the router stacks seed, so publishing it after the first deploy writes nothing new.
+    expect(fs.readFileSync(v1, 'utf8')).toBe(serializeMapping(seedMapping(exampleFleet())));
   });
 
   it('init refuses to overwrite without --force', async () => {
@@ -118,6 +122,21 @@ describe('cellctl mapping (files)', () => {
     expect(JSON.parse(fs.readFileSync(drainPlan, 'utf8')).moves.every((m: { from: string }) => m.from === 'us-4')).toBe(true);
   });
 
+  it('add-cell takes the endpoint of a fleet cell from the fleet (the name its router stacks create)', async () => {
+    // A mapping from before us-4 existed: us-3 holds the last range too.
+    const doc = read(v1);
+    const { 'us-4': _, ...cells } = doc.cells;
+    const before = path.join(dir, 'before-us-4.json');
+    const last = doc.buckets.at(-1)!;
+    fs.writeFileSync(before, JSON.stringify({ ...doc, cells, buckets: [...doc.buckets.slice(0, -2), { ...doc.buckets.at(-2)!, to: last.to }] }));
+    const out = path.join(dir, 'with-us-4.json');
+    const result = await cellctl('mapping', 'add-cell', 'us-4', '--mapping', before, '--out', out, '--config', CONFIG, '--routing-only');
+    expect(result.code).toBe(0);
+    expect(read(out).cells['us-4']).toEqual({ endpoint: 'http://us-4.orders.cells.internal', state: 'active' });
+    const unknown = await cellctl('mapping', 'add-cell', 'eu-9', '--mapping', before, '--out', out, '--config', CONFIG, '--routing-only');
+    expect(unknown).toMatchObject({ code: 1, err: expect.stringContaining('cell `eu-9` is not in') });
+  });
+
   it('refuses a change over the guard rail and writes nothing, unless forced', async () => {
     const small = path.join(dir, 'small.json');
     const out = path.join(dir, 'refused.json');
@@ -182,7 +201,6 @@ describe('cellctl mapping (files)', () => {
   it('exits 2 on usage errors', async () => {
     expect((await cellctl('mapping', 'where')).code).toBe(2);
     expect((await cellctl('mapping', 'nope')).code).toBe(2);
-    expect((await cellctl('mapping', 'add-cell', 'x', '--mapping', v1)).code).toBe(2);
     expect((await cellctl('mapping', 'add-cell', 'x', '--endpoint', 'https://x.example', '--mapping', v1, '--max-move', 'lots')).code).toBe(2);
     expect((await cellctl()).code).toBe(2);
   });

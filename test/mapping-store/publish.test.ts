@@ -187,3 +187,45 @@ describe('publishing to an S3-compatible bucket', () => {
     });
   });
 });
+
+describe('publishing to every region\'s bucket', () => {
+  let eu: LocalS3;
+  let us: LocalS3;
+  let clients: S3Client[];
+  beforeAll(async () => {
+    [eu, us] = await Promise.all([startLocalS3('mappings-eu'), startLocalS3('mappings-us')]);
+    clients = [localS3Client(eu, 1), localS3Client(us, 1)];
+  });
+  afterAll(async () => {
+    for (const c of clients) c.destroy();
+    await Promise.all([eu.stop(), us.stop()]);
+  });
+
+  it('writes the version and each group pointer in every region, checks every region before writing, and resumes', async () => {
+    const [euStore, usStore] = [new MappingStore(clients[0], eu.bucket), new MappingStore(clients[1], us.bucket)];
+    const v1 = sampleMapping(4);
+    const events: string[] = [];
+    const result = await publishMapping([euStore, usStore], v1, { groups: GROUPS, bakeSeconds: 5, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (l) => events.push(l) });
+    expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
+    for (const store of [euStore, usStore]) {
+      expect((await store.readVersion(1))?.document.version).toBe(1);
+      for (const group of GROUPS) expect((await store.readGroup(group))?.document.version).toBe(1);
+    }
+    // The canary group goes everywhere before the bake; the other groups after it.
+    expect(events.indexOf('group canary in s3://mappings-us: v- -> v1')).toBeLessThan(events.indexOf('sleep 5000'));
+    expect(events.indexOf('sleep 5000')).toBeLessThan(events.indexOf('group main in s3://mappings-eu: v- -> v1'));
+
+    // One region ahead (say, an operator published there only): nothing is written anywhere.
+    const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
+    await publishMapping(usStore, { ...pinKey(v2, 'tenant-2', Object.keys(v1.cells)[1], NOW), version: 3 }, { groups: GROUPS, bakeSeconds: 0 });
+    await expect(publishMapping([euStore, usStore], v2, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` in s3:\/\/mappings-us is at version 3; version 2 is older/);
+    expect(await euStore.readVersion(2)).toBeUndefined();
+
+    // A region that missed a publish (say, a new region seeded with v1) catches up; the other is skipped.
+    const v4 = { ...v2, version: 4 };
+    await publishMapping(usStore, v4, { groups: GROUPS, bakeSeconds: 0 });
+    const resumed = await publishMapping([euStore, usStore], v4, { groups: GROUPS, bakeSeconds: 0 });
+    expect(resumed.groups.map((g) => [g.group, g.previousVersion, g.status])).toEqual(GROUPS.map((g) => [g, 1, 'published']));
+    for (const group of GROUPS) expect((await euStore.readGroup(group))?.document.version).toBe(4);
+  });
+});

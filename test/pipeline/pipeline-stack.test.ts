@@ -30,7 +30,7 @@ describe('PipelineStack on the example fleet', () => {
     expect(pipeline.Properties.PipelineType).toBe('V2');
   });
 
-  const waveStages = () => stages.slice(4 + stack.routerStages.length).filter((s) => s.Name !== stack.approvalStage);
+  const waveStages = () => stages.slice(4, stages.length - stack.routerStages.length).filter((s) => s.Name !== stack.approvalStage);
 
   it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
     expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
@@ -66,9 +66,12 @@ describe('PipelineStack on the example fleet', () => {
     expect(statements.flatMap((st: { Action: string | string[] }) => [st.Action].flat()).sort()).toEqual(['codeconnections:UseConnection', 'codestar-connections:UseConnection']);
   });
 
-  it('deploys the routers first, one region per stage, into the router account', () => {
-    expect(stages.slice(4, 6).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
-    for (const stage of stages.slice(4, 6)) {
+  it('deploys the routers after every cell wave (they link every cell), one region per stage, into the router account', () => {
+    // First deploy into empty accounts: cells need nothing from the routers; a router stack reads each
+    // cell's endpoint service name and seeds a mapping whose endpoints must resolve.
+    expect(stages.slice(-2).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
+    expect(stages.findIndex((s) => s.Name.startsWith('routers-'))).toBeGreaterThan(stages.findIndex((s) => s.Actions.some((a) => a.Configuration?.StackName === `orders-cell-${fleet.cells.at(-1)!.id}`)));
+    for (const stage of stages.slice(-2)) {
       expect(stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName)).toEqual([`orders-router-${stage.Name.slice(8)}`]);
       expect(stage.OnFailure).toEqual({ Result: 'ROLLBACK' });
     }
@@ -197,7 +200,7 @@ describe('PipelineStack options and limits', () => {
     expect(stages.some((s) => s.Actions.some((a) => a.ActionTypeId.Category === 'Approval'))).toBe(false);
     expect(stages.every((s) => s.BeforeEntry === undefined)).toBe(true);
     expect(stages.slice(4).every((s) => JSON.stringify(s.OnFailure) === '{"Result":"ROLLBACK"}')).toBe(true);
-    expect(stages.slice(4, 6).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
+    expect(stages.slice(-2).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
   });
 
   it('chains a bake longer than one CodeBuild action may run (8 h) over sequential actions, and leaves room for them in the stage', () => {

@@ -1,9 +1,11 @@
 import * as fs from 'fs';
-import { Stage } from 'aws-cdk-lib';
+import { Stack, Stage } from 'aws-cdk-lib';
 import { Template, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { Fleet, generateFleet } from '../../lib/fleet';
-import { CELLS_PER_DASHBOARD, RouterStack } from '../../lib/router-stack';
+import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
+import { lookup, validateMapping } from '../../lib/mapping';
+import { serializeMapping } from '../../lib/mapping-store';
+import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, RouterStack } from '../../lib/router-stack';
 import { cdkApp, exampleFleet, exampleInput, resolve } from '../support/fleet';
 
 describe('RouterStack', () => {
@@ -12,15 +14,18 @@ describe('RouterStack', () => {
   let secondary: RouterStack;
   let t: Template;
   let t2: Template;
+  /** The nested stacks holding each region's links to the cells (one for the example fleet). */
+  let links: Template;
+  let links2: Template;
   beforeAll(() => {
-    const base = exampleFleet();
-    // Two cells of the primary region have their PrivateLink service names (after their first deploy).
-    fleet = { ...base, cells: base.cells.map((c) => (c.id === 'eu-1' || c.id === 'eu-2' ? { ...c, endpointServiceName: `com.amazonaws.vpce.eu-west-1.vpce-svc-0${c.id === 'eu-1' ? '1' : '2'}23456789abcdef0` } : c)) };
+    fleet = exampleFleet();
     const app = cdkApp();
     primary = new RouterStack(app, 'router-eu-west-1', { fleet, region: 'eu-west-1' });
     secondary = new RouterStack(app, 'router-us-east-1', { fleet, region: 'us-east-1' });
     t = Template.fromStack(primary);
     t2 = Template.fromStack(secondary);
+    links = Template.fromStack(primary.node.findChild('CellLinks1') as Stack);
+    links2 = Template.fromStack(secondary.node.findChild('CellLinks1') as Stack);
   });
 
   it('deploys into the router account, across three AZs', () => {
@@ -29,37 +34,105 @@ describe('RouterStack', () => {
     expect(() => new RouterStack(cdkApp(), 'r', { fleet: { ...fleet, regions: { ...fleet.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a', 'eu-west-1b'] } } }, region: 'eu-west-1' })).toThrow(/at least 3 Availability Zones/);
   });
 
-  it('keeps the mapping bucket versioned, encrypted, private, TLS-only, logged, with bounded old versions', () => {
-    t.hasResourceProperties('AWS::S3::Bucket', {
-      BucketName: 'orders-mappings-222222222222',
-      VersioningConfiguration: { Status: 'Enabled' },
-      BucketEncryption: Match.objectLike({}),
-      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
-      LoggingConfiguration: Match.objectLike({ DestinationBucketName: Match.anyValue() }),
-      LifecycleConfiguration: { Rules: [Match.objectLike({ NoncurrentVersionExpiration: { NewerNoncurrentVersions: 20, NoncurrentDays: 1 } })] },
-    });
-    t2.resourcePropertiesCountIs('AWS::S3::Bucket', { BucketName: 'orders-mappings-222222222222' }, 0);
+  it('gives every region its own mapping bucket: versioned, encrypted, private, TLS-only, logged, bounded old versions', () => {
+    for (const template of [t, t2]) {
+      template.hasResourceProperties('AWS::S3::Bucket', {
+        VersioningConfiguration: { Status: 'Enabled' },
+        BucketEncryption: Match.objectLike({}),
+        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+        LoggingConfiguration: Match.objectLike({ DestinationBucketName: Match.anyValue() }),
+        LifecycleConfiguration: { Rules: [Match.objectLike({ NoncurrentVersionExpiration: { NewerNoncurrentVersions: 20, NoncurrentDays: 1 } })] },
+      });
+      // Named for `cellctl mapping publish` in this region's SSM, so it can find every region's bucket.
+      template.hasResourceProperties('AWS::SSM::Parameter', { Name: '/orders/router/mapping-bucket', Value: { Ref: Match.stringLikeRegexp('^MappingsBucket') } });
+    }
   });
 
-  it('lets only the publisher role write documents', () => {
-    const [policy] = Object.values(t.findResources('AWS::S3::BucketPolicy', { Properties: { Bucket: { Ref: Match.stringLikeRegexp('MappingsBucket') } } }));
-    const statements = policy.Properties.PolicyDocument.Statement;
-    expect(statements).toEqual(expect.arrayContaining([
-      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-      expect.objectContaining({ Effect: 'Deny', Action: expect.arrayContaining(['s3:PutObject', 's3:DeleteObject']), Condition: { ArnNotEquals: { 'aws:PrincipalArn': { 'Fn::GetAtt': [expect.stringMatching(/Publisher/), 'Arn'] } } } }),
-    ]));
+  it('names the mapping bucket after its stack id, so a retried first create does not meet its retained predecessor', () => {
+    const [bucket] = Object.values(t.findResources('AWS::S3::Bucket', { Properties: { VersioningConfiguration: { Status: 'Enabled' } } }));
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(JSON.stringify(bucket.Properties.BucketName)).toMatch(/^\{"Fn::Join":\["",\["orders-mappings-222222222222-",\{"Fn::Select":\[4,\{"Fn::Split":\["-",\{"Fn::Select":\[2,\{"Fn::Split":\["\/",\{"Ref":"AWS::StackId"\}/);
+  });
+
+  it('lets only the publisher and the seeding custom resource write documents', () => {
+    for (const template of [t, t2]) {
+      const [policy] = Object.values(template.findResources('AWS::S3::BucketPolicy', { Properties: { Bucket: { Ref: Match.stringLikeRegexp('MappingsBucket') } } }));
+      const statements = policy.Properties.PolicyDocument.Statement;
+      expect(statements).toEqual(expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        expect.objectContaining({
+          Effect: 'Deny', Action: expect.arrayContaining(['s3:PutObject', 's3:DeleteObject']),
+          Condition: { ArnNotEquals: { 'aws:PrincipalArn': [{ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::222222222222:role/orders-mapping-publisher']] }, { 'Fn::GetAtt': [expect.stringMatching(/^CustomResourceRole/), 'Arn'] }] } },
+        }),
+      ]));
+    }
+  });
+
+  it('holds one publisher role (in the first region) that finds and writes every region\'s bucket of this account', () => {
     t.hasResourceProperties('AWS::IAM::Role', { RoleName: 'orders-mapping-publisher' });
+    t2.resourcePropertiesCountIs('AWS::IAM::Role', { RoleName: 'orders-mapping-publisher' }, 0);
+    const [policy] = Object.values(t.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes('PublisherRole'));
+    const text = JSON.stringify(policy.Properties.PolicyDocument);
+    expect(text).toContain(':s3:::orders-mappings-222222222222-*/mappings/*');
+    expect(text).toContain('"s3:ResourceAccount":"222222222222"');
+    for (const region of ['eu-west-1', 'us-east-1']) expect(text).toContain(`:ssm:${region}:222222222222:parameter/orders/router/mapping-bucket`);
   });
 
-  it('lets each router group read only its own pointer and the immutable versions', () => {
+  it('seeds the fleet\'s first mapping on create only, never over an existing object', () => {
+    for (const template of [t, t2]) {
+      const seeds = Object.values(template.findResources('Custom::MappingSeed'));
+      expect(seeds).toHaveLength(1 + fleet.router.groups.length);
+      const calls = seeds.map((r) => {
+        expect(r.Properties.Update).toBeUndefined();
+        const [, parts] = r.Properties.Create['Fn::Join'];
+        return JSON.parse(parts.map((p: unknown) => (typeof p === 'string' ? p : 'BUCKET')).join(''));
+      });
+      expect(calls.map((c) => c.parameters.Key).sort()).toEqual(['groups/canary/mapping.json', 'groups/main/mapping.json', 'mappings/v1.json']);
+      for (const call of calls) {
+        expect(call).toMatchObject({ service: 'S3', action: 'putObject', ignoreErrorCodesMatching: 'PreconditionFailed', parameters: { Bucket: 'BUCKET', IfNoneMatch: '*' } });
+        // Byte for byte what publish writes, so `cellctl mapping init` + publish finds it already there.
+        expect(call.parameters.Body).toBe(serializeMapping(seedMapping(fleet)));
+      }
+    }
+  });
+
+  it('seeds a valid document that routes every bucket to a fleet cell, by names the router VPC resolves', () => {
+    const doc = seedMapping(fleet);
+    expect(validateMapping(doc)).toEqual([]);
+    const covered = doc.buckets.reduce((n, r) => n + r.to - r.from + 1, 0);
+    expect(covered).toBe(fleet.bucketCount);
+    expect(lookup(doc, 'internal-smoke').cell).toBe('canary-eu');
+    const named = new Set(Object.values(links.findResources('AWS::Route53::RecordSet')).map((r) => r.Properties.Name as string));
+    for (const [id, cell] of Object.entries(doc.cells)) {
+      expect(fleet.cells.map((c) => c.id)).toContain(id);
+      expect(cell.endpoint).toBe(`http://${id}.orders.cells.internal`);
+      expect(named).toContain(`${id}.orders.cells.internal.`);
+    }
+  });
+
+  it('starts the router services only after the seed and the cell names exist', () => {
+    for (const template of [t, t2]) {
+      const seedIds = Object.keys(template.findResources('Custom::MappingSeed'));
+      const [linksId] = Object.keys(template.findResources('AWS::CloudFormation::Stack'));
+      for (const service of Object.values(template.findResources('AWS::ECS::Service'))) {
+        expect(service.DependsOn).toEqual(expect.arrayContaining([...seedIds, linksId]));
+      }
+    }
+  });
+
+  it('lets each router group read only its own pointer and the immutable versions of its region\'s bucket', () => {
     for (const template of [t, t2]) {
       for (const group of ['canary', 'main']) {
         const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes(`Group${group}TaskTaskRole`));
+        const bucket = { Ref: expect.stringMatching(/^MappingsBucket/) };
         expect(policy.Properties.PolicyDocument.Statement).toEqual([{
           Action: 's3:GetObject', Effect: 'Allow',
-          Resource: [`arn:aws:s3:::orders-mappings-222222222222/groups/${group}/mapping.json`, 'arn:aws:s3:::orders-mappings-222222222222/mappings/*'],
+          Resource: [{ 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/groups/${group}/mapping.json`]] }, { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, '/mappings/*']] }],
         }]);
       }
+      const [task] = Object.values(template.findResources('AWS::ECS::TaskDefinition'));
+      const agent = task.Properties.ContainerDefinitions.find((c: { Name: string }) => c.Name === 'agent');
+      expect(agent.Environment).toEqual(expect.arrayContaining([{ Name: 'MAPPING_BUCKET', Value: { Ref: expect.stringMatching(/^MappingsBucket/) } }, { Name: 'AWS_REGION', Value: template === t ? 'eu-west-1' : 'us-east-1' }]));
     }
   });
 
@@ -101,13 +174,37 @@ describe('RouterStack', () => {
     t.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', { Port: 8080, HealthCheckPort: '8081', HealthCheckPath: '/ready' });
   });
 
-  it('reaches each cell through its own interface endpoint and security group', () => {
-    t.resourceCountIs('AWS::EC2::VPCEndpoint', 3); // two cells + the S3 gateway endpoint
-    const endpoints = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }));
-    expect(endpoints.map((e) => e.Properties.ServiceName).sort()).toEqual(['com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0', 'com.amazonaws.vpce.eu-west-1.vpce-svc-0223456789abcdef0']);
-    const groups = endpoints.map((e) => JSON.stringify(e.Properties.SecurityGroupIds));
-    expect(new Set(groups).size).toBe(2);
-    t2.resourceCountIs('AWS::EC2::VPCEndpoint', 1);
+  it('reaches every cell of the fleet from every region, across regions over PrivateLink', () => {
+    for (const [template, region] of [[links, 'eu-west-1'], [links2, 'us-east-1']] as const) {
+      const endpoints = Object.values(template.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }));
+      expect(endpoints).toHaveLength(fleet.cells.length);
+      const lookups = template.findResources('Custom::CellEndpointServiceName');
+      for (const cell of fleet.cells) {
+        const [lookupId, lookup] = Object.entries(lookups).find(([, l]) => String(l.Properties.Create).includes(`"/orders/cell/${cell.id}/endpoint-service-name"`))!;
+        // Read at deploy time in the cell's own account and region, nothing copied by hand.
+        expect(JSON.parse(lookup.Properties.Create)).toMatchObject({ service: 'SSM', action: 'getParameter', region: cell.region, assumedRoleArn: `arn:aws:iam::${cell.account}:role/orders-${cell.id}-ep-reader` });
+        const endpoint = endpoints.find((e) => JSON.stringify(e.Properties.ServiceName) === JSON.stringify({ 'Fn::GetAtt': [lookupId, 'Parameter.Value'] }))!;
+        expect(endpoint.Properties.ServiceRegion).toBe(cell.region === region ? undefined : cell.region);
+        expect(endpoint.Properties.PrivateDnsEnabled).toBe(false);
+      }
+    }
+    t.resourceCountIs('AWS::EC2::VPCEndpoint', 1); // the S3 gateway endpoint; the cells' are in the nested stack
+  });
+
+  it('names every cell in a private zone of the router VPC, aliasing its interface endpoint', () => {
+    for (const [template, nested] of [[t, links], [t2, links2]]) {
+      template.hasResourceProperties('AWS::Route53::HostedZone', { Name: 'orders.cells.internal.', VPCs: [Match.objectLike({ VPCId: { Ref: Match.stringLikeRegexp('^Vpc') } })] });
+      const records = Object.values(nested.findResources('AWS::Route53::RecordSet'));
+      expect(records.map((r) => r.Properties.Name).sort()).toEqual(fleet.cells.map((c) => `${c.id}.orders.cells.internal.`).sort());
+      for (const r of records) expect([r.Properties.Type, JSON.stringify(r.Properties.AliasTarget.DNSName)]).toEqual(['A', expect.stringContaining('DnsEntries')]);
+    }
+  });
+
+  it('lets only the router tasks use the cell endpoints', () => {
+    const [sg] = Object.entries(t.findResources('AWS::EC2::SecurityGroup')).filter(([, g]) => String(g.Properties.GroupDescription).includes('interface endpoints to the cells'));
+    const ingress = Object.values(t.findResources('AWS::EC2::SecurityGroupIngress')).filter((i) => JSON.stringify(i.Properties.GroupId).includes(sg[0]));
+    expect(ingress.map((i) => [i.Properties.FromPort, i.Properties.SourceSecurityGroupId['Fn::GetAtt'][0]])).toEqual([[80, expect.stringMatching(/^TaskSecurityGroup/)]]);
+    expect(sg[1].Properties.SecurityGroupEgress).toEqual([expect.objectContaining({ CidrIp: '255.255.255.255/32' })]);
   });
 
   it('alarms on router 5xx, rejected keys, stale mappings, rejected documents, unhealthy tasks, and per cell', () => {
@@ -115,8 +212,9 @@ describe('RouterStack', () => {
     for (const group of ['canary', 'main']) {
       for (const kind of ['5xx', 'rejected-keys', 'stale-mapping', 'rejected-documents', 'unhealthy-tasks']) expect(names).toContain(`orders-router-eu-west-1-${group}-${kind}`);
     }
-    for (const cell of ['canary-eu', 'eu-1', 'eu-2', 'eu-3']) expect(names).toContain(`orders-router-eu-west-1-cell-${cell}-errors`);
-    expect(names.filter((n) => n.includes('-cell-us-'))).toEqual([]);
+    // Every cell, wherever it lives: a region's routers send traffic to all of them.
+    const cellAlarms = Object.values(links.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string).sort();
+    expect(cellAlarms).toEqual(fleet.cells.map((c) => `orders-router-eu-west-1-cell-${c.id}-errors`).sort());
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'orders-router-eu-west-1-main-stale-mapping', Threshold: 600, TreatMissingData: 'breaching' });
   });
 
@@ -127,25 +225,31 @@ describe('RouterStack', () => {
     // Ours, by name (the services' target-tracking alarms belong to auto scaling and page nobody).
     const alarms = [...Object.values(t.findResources('AWS::CloudWatch::Alarm')), ...Object.values(t.findResources('AWS::CloudWatch::CompositeAlarm'))]
       .filter((a) => String(a.Properties.AlarmName).startsWith('orders-router-eu-west-1-'));
-    expect(alarms.length).toBe(5 * 2 + 2 + 4); // five per group, a composite per group, one per cell of the region
+    expect(alarms.length).toBe(5 * 2 + 2); // five per group, a composite per group
     for (const alarm of alarms) {
       expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[{ Ref: topicId }], [{ Ref: topicId }]]);
     }
+    // The per-cell alarms live with the cells' links (nested stack), notifying the same topic.
+    const [linksStack] = Object.values(t.findResources('AWS::CloudFormation::Stack'));
+    const topicParameter = Object.entries(linksStack.Properties.Parameters as Record<string, unknown>).find(([, v]) => JSON.stringify(v) === JSON.stringify({ Ref: topicId }))![0];
+    const cellAlarms = Object.values(links.findResources('AWS::CloudWatch::Alarm'));
+    expect(cellAlarms).toHaveLength(fleet.cells.length);
+    for (const alarm of cellAlarms) expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[{ Ref: topicParameter }], [{ Ref: topicParameter }]]);
     t.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true, KeyPolicy: Match.objectLike({ Statement: Match.arrayWith([Match.objectLike({ Principal: { Service: 'cloudwatch.amazonaws.com' } })]) }) });
   });
 
   it('has a dashboard with a row per cell and per router group', () => {
     const [dashboard] = Object.values(t.findResources('AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const cell of ['canary-eu', 'eu-1', 'eu-2', 'eu-3']) expect(body).toContain(`cell ${cell}: requests`);
+    for (const cell of fleet.cells) expect(body).toContain(`cell ${cell.id}: requests`);
     for (const group of ['canary', 'main']) expect(body).toContain(`group ${group}: mapping version`);
   });
 
-  it('pages the dashboard so that none exceeds CloudWatch\'s 500 widgets, whatever the number of cells', () => {
+  it('pages the dashboard and batches the cell links so that no dashboard, template or stack passes its limit', () => {
     const names = (tpl: Template) => Object.values(tpl.findResources('AWS::CloudWatch::Dashboard')).map((d) => d.Properties.DashboardName as string);
     expect(names(t)).toEqual(['orders-router-eu-west-1']);
-    // 2 regions: the first gets cells 0, 2, 4, … (one more than a page and a half).
-    const large = resolve(generateFleet(exampleInput(), 2 * (CELLS_PER_DASHBOARD + 80)));
+    // Every region links every cell: one page and a half of cells.
+    const large = resolve(generateFleet(exampleInput(), CELLS_PER_DASHBOARD + 80));
     const stack = new RouterStack(cdkApp(), 'router-large', { fleet: large, region: 'eu-west-1' });
     const template = Template.fromStack(stack);
     const bodies = Object.values(template.findResources('AWS::CloudWatch::Dashboard')).map((d) => JSON.stringify(d.Properties.DashboardBody));
@@ -154,9 +258,15 @@ describe('RouterStack', () => {
     expect(stack.dashboards).toHaveLength(2);
     expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 3 * large.router.groups.length, 3 * 80]);
     expect(Math.max(...widgets)).toBeLessThanOrEqual(500);
-    for (const cell of large.cells.filter((c) => c.region === 'eu-west-1')) expect(bodies.some((b) => b.includes(`cell ${cell.id}: requests`))).toBe(true);
-    // 230 cells in one region: the template as written still fits CloudFormation's 1 MB (compact JSON).
-    const written = (stack.node.root as Stage).synth().getStackArtifact(stack.artifactId).templateFullPath;
+    for (const cell of large.cells) expect(bodies.some((b) => b.includes(`cell ${cell.id}: requests`))).toBe(true);
+    // 230 cells: three nested stacks of links; every template under CloudFormation's 500 resources and 1 MB.
+    const nested = stack.node.children.filter((c): c is Stack => c instanceof Stack);
+    expect(nested).toHaveLength(Math.ceil(large.cells.length / CELLS_PER_LINK_STACK));
+    const assembly = (stack.node.root as Stage).synth();
+    for (const s of [stack, ...nested]) {
+      expect(Object.keys(Template.fromStack(s).toJSON().Resources).length).toBeLessThan(500);
+    }
+    const written = assembly.getStackArtifact(stack.artifactId).templateFullPath;
     expect(fs.statSync(written).size).toBeLessThan(1_000_000);
   });
 

@@ -1,0 +1,58 @@
+import { initialMapping, MappingDocument } from '../mapping';
+import { Fleet } from './types';
+
+/**
+ * Where each cell is reached from a router, derived from the fleet alone, so that the router stacks,
+ * the seeded mapping and `cellctl mapping add-cell` always agree. Pure: no CDK, no AWS SDK.
+ */
+
+/** Replaced by `https` for a cell with a certificate, else `http` (its PrivateLink listener is on 443 or 80). */
+export const SCHEME_PLACEHOLDER = '{scheme}';
+
+const TEMPLATE_HOST = /^(?:https?|\{scheme\}):\/\/\{cell\}\.([a-z0-9{}.-]+)\/?$/;
+
+/** The endpoint of `cellId` in the mapping: `router.cellEndpointTemplate` with `{cell}`, `{app}` and `{scheme}` filled in. */
+export function cellEndpoint(fleet: Pick<Fleet, 'app' | 'router' | 'cells'>, cellId: string): string {
+  const cell = fleet.cells.find((c) => c.id === cellId);
+  if (!cell) throw new Error(`cell \`${cellId}\` is not in the fleet (cells: ${fleet.cells.map((c) => c.id).join(', ')}); add it to cells.config.ts first`);
+  return fleet.router.cellEndpointTemplate
+    .replace('{cell}', cellId)
+    .replace('{app}', fleet.app)
+    .replace(SCHEME_PLACEHOLDER, cell.certificateArn ? 'https' : 'http');
+}
+
+/**
+ * The private DNS zone every router VPC holds, naming each cell after its interface endpoint, when
+ * the template's host is `{cell}.<zone>` (the default: `<app>.cells.internal`). Undefined when the
+ * template points somewhere else: then the names are yours to create.
+ */
+export function cellZoneName(fleet: Pick<Fleet, 'app' | 'router'>): string | undefined {
+  const match = TEMPLATE_HOST.exec(fleet.router.cellEndpointTemplate);
+  return match ? match[1].replace('{app}', fleet.app) : undefined;
+}
+
+/** Version 1 of the mapping as the fleet defines it: what the router stacks seed and `cellctl mapping init` writes. */
+export const SEED_CREATED_AT = '1970-01-01T00:00:00.000Z';
+
+/**
+ * The first mapping of the fleet: buckets spread over the active regular cells, `internal-` on the
+ * canary, every endpoint from `cellEndpoint`. Its `createdAt` is fixed, so the document (and the
+ * router templates that seed it) is the same on every synth, and `cellctl mapping init` writes
+ * exactly what the routers were seeded with.
+ */
+export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount'>): MappingDocument {
+  return initialMapping(
+    fleet.cells.map((c) => ({ id: c.id, state: c.state, canary: c.canary, endpoint: cellEndpoint(fleet, c.id) })),
+    fleet.bucketCount,
+    { now: SEED_CREATED_AT },
+  );
+}
+
+/** SSM parameter, in each cell's account and region, holding the name of the cell's PrivateLink endpoint service. */
+export const cellEndpointServiceParameter = (app: string, cellId: string) => `/${app}/cell/${cellId}/endpoint-service-name`;
+
+/** Role in each cell account that the routers' stacks assume to read that parameter (and nothing else). */
+export const cellEndpointReaderRoleName = (app: string, cellId: string) => `${app}-${cellId}-ep-reader`;
+
+/** SSM parameter, in the router account in each region, naming that region's mapping bucket. */
+export const mappingBucketParameter = (app: string) => `/${app}/router/mapping-bucket`;

@@ -1,0 +1,100 @@
+import { NestedStack, Stack, Tags } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as route53 from 'aws-cdk-lib/aws-route53';
+import * as route53Targets from 'aws-cdk-lib/aws-route53-targets';
+import * as cr from 'aws-cdk-lib/custom-resources';
+import { Construct } from 'constructs';
+
+/** One cell as a router region reaches it. */
+export interface LinkedCell {
+  readonly id: string;
+  /** The cell's region: a cell of another region is reached over cross-region PrivateLink. */
+  readonly region: string;
+  readonly account: string;
+  /** The cell's PrivateLink listener: 443 with a certificate, else 80. */
+  readonly port: number;
+  /** SSM parameter in the cell's account and region that holds its endpoint service name. */
+  readonly serviceNameParameter: string;
+  /** Role in the cell's account that may read that parameter. */
+  readonly readerRoleName: string;
+}
+
+export interface CellLinkProps {
+  readonly cell: LinkedCell;
+  readonly vpc: ec2.IVpc;
+  readonly subnets: ec2.SubnetSelection;
+  readonly securityGroup: ec2.ISecurityGroup;
+  /** The router VPC's private zone naming each cell. @default - no record */
+  readonly zone?: route53.IHostedZone;
+  /** What the lookup runs as (the stack's custom-resource role; the cell's reader role trusts it). */
+  readonly lookupRole: iam.IRole;
+}
+
+/**
+ * A router region's way to one cell: the cell's endpoint service name, read at deploy time from the
+ * cell's own account (so nothing is copied by hand), an interface endpoint to it (cross-region
+ * PrivateLink when the cell lives in another region), and `<cell>.<zone>` pointing at the endpoint,
+ * so the cell's mapping endpoint resolves in this router VPC.
+ */
+export class CellLink extends Construct {
+  public readonly endpoint: ec2.InterfaceVpcEndpoint;
+  public readonly serviceName: string;
+  public readonly record?: route53.ARecord;
+
+  constructor(scope: Construct, id: string, props: CellLinkProps) {
+    super(scope, id);
+    const { cell } = props;
+    const lookup = new cr.AwsCustomResource(this, 'ServiceName', {
+      resourceType: 'Custom::CellEndpointServiceName',
+      role: props.lookupRole,
+      installLatestAwsSdk: false,
+      onUpdate: {
+        service: 'SSM',
+        action: 'getParameter',
+        parameters: { Name: cell.serviceNameParameter },
+        region: cell.region,
+        assumedRoleArn: `arn:aws:iam::${cell.account}:role/${cell.readerRoleName}`,
+        physicalResourceId: cr.PhysicalResourceId.of(`${cell.id}:${cell.serviceNameParameter}`),
+        outputPaths: ['Parameter.Value'],
+      },
+    });
+    this.serviceName = lookup.getResponseField('Parameter.Value');
+    const routerRegion = Stack.of(this).region;
+    this.endpoint = new ec2.InterfaceVpcEndpoint(this, 'Endpoint', {
+      vpc: props.vpc,
+      service: new ec2.InterfaceVpcEndpointService(this.serviceName, cell.port),
+      // Cross-region PrivateLink: the cell's endpoint service lists this region in SupportedRegions.
+      ...(cell.region !== routerRegion ? { serviceRegion: cell.region } : {}),
+      privateDnsEnabled: false,
+      open: false,
+      subnets: props.subnets,
+      securityGroups: [props.securityGroup],
+    });
+    Tags.of(this.endpoint).add('cell', cell.id);
+    if (props.zone) {
+      // Alias to the endpoint's regional name, which answers with every zonal address of the endpoint.
+      this.record = new route53.ARecord(this, 'Name', {
+        zone: props.zone,
+        recordName: cell.id,
+        target: route53.RecordTarget.fromAlias(new route53Targets.InterfaceVpcEndpointTarget(this.endpoint)),
+      });
+    }
+  }
+}
+
+/** Cells per nested stack of links: each costs 3 resources (lookup, endpoint, record), plus its alarm. */
+export const CELLS_PER_LINK_STACK = 100;
+
+/**
+ * The links of a batch of cells, in a nested stack of their own: every router region links every
+ * cell of the fleet, which would pass CloudFormation's 500 resources per stack at about 100 cells.
+ */
+export class CellLinksStack extends NestedStack {
+  public readonly links: readonly CellLink[];
+
+  constructor(scope: Construct, id: string, props: Omit<CellLinkProps, 'cell'> & { readonly cells: readonly LinkedCell[] }) {
+    super(scope, id, { description: `Interface endpoints and names of cells ${props.cells[0]?.id} … ${props.cells[props.cells.length - 1]?.id}` });
+    this.links = props.cells.map((cell) => new CellLink(this, `Cell-${cell.id}`, { ...props, cell }));
+  }
+}
