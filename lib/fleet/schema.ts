@@ -76,7 +76,6 @@ const CELL = object<CellConfig>({
   state: optional(oneOf('active', 'draining', 'quarantine')),
   account: optional(string),
   certificateArn: optional(string),
-  endpointServiceName: optional(string),
 });
 
 const ALARMS: Fields<Partial<AlarmThresholds>> = {
