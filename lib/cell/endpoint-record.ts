@@ -1,3 +1,4 @@
+import { Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
@@ -46,5 +47,9 @@ export class CellEndpointRecord extends Construct {
       }),
     });
     this.readerRole.addToPolicy(new iam.PolicyStatement({ actions: ['ssm:GetParameter'], resources: [this.parameter.parameterArn] }));
+    Validations.of(this.readerRole.node.defaultChild!).acknowledge({
+      id: 'CellIsolation-CI1[account:router]',
+      reason: 'The router account\'s router stacks (<app>-router-* roles only) read the name of this cell\'s endpoint service, and nothing else, to create their interface endpoints: the same path by which the router reaches the cell at all.',
+    });
   }
 }
