@@ -7,7 +7,7 @@
  * share of tenants that saw any error next to the cell's keyspace share, and the other tenants'
  * error rate and p99 against the fault-free baseline. Writes docs/blast-radius.svg and .json.
  *
- * Options: --cells 4,8  --seconds 8  --per-cell 25  --concurrency 16  --out docs
+ * Options: --cells 4,8  --seconds 8  --per-cell 10  --concurrency 16  --out docs
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -22,7 +22,7 @@ const { values } = parseArgs({
   options: {
     cells: { type: 'string', default: '4,8' },
     seconds: { type: 'string', default: '8' },
-    'per-cell': { type: 'string', default: '25' },
+    'per-cell': { type: 'string', default: '10' },
     concurrency: { type: 'string', default: '16' },
     out: { type: 'string', default: 'docs' },
   },
@@ -66,7 +66,7 @@ async function measure(cells: number): Promise<{ results: ScenarioResult[]; base
       const end = await injectFault(fault, faulty, { routerUrl: fleet.routerUrl, header, tenantInCell: fault === 'poison-request' ? poisonTenant : floodTenant });
       const samples = await steadyLoad({ routerUrl: fleet.routerUrl, header, tenants, concurrency, seconds });
       await end();
-      const result = summarize(fault, cells, faulty.id, keyspaceShare, tenants, cellTenants, samples, seconds);
+      const result = summarize(fault, cells, faulty.id, keyspaceShare, cellTenants, samples, seconds);
       results.push(result);
       log(`  affected ${(result.affectedShare * 100).toFixed(1)}% (expected ${(result.expectedShare * 100).toFixed(1)}%), others: ${result.othersWithErrors} tenants with errors, p99 ${result.othersP99Ms.toFixed(1)} ms, ${result.requests} requests`);
       // Recovered before the next fault: every tenant of the faulty cell is served again.

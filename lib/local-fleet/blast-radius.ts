@@ -31,9 +31,11 @@ export interface ScenarioResult {
   readonly cell: string;
   /** The faulted cell's share of the keyspace (buckets / bucketCount). */
   readonly keyspaceShare: number;
-  /** Share of the load's tenants that live in the faulted cell (equal to keyspaceShare by construction). */
+  /** Tenants the window reached (at least one request). */
+  readonly tenants: number;
+  /** Share of the reached tenants that live in the faulted cell. */
   readonly expectedShare: number;
-  /** Share of the load's tenants that saw at least one error. */
+  /** Share of the reached tenants that saw at least one error. */
   readonly affectedShare: number;
   /** Tenants outside the faulted cell that saw an error (should be 0). */
   readonly othersWithErrors: number;
@@ -70,10 +72,13 @@ export function tenantsPerCell(doc: MappingDocument, perCell: number): Map<strin
 }
 
 /**
- * Summarizes one window's samples: `tenants` is the whole load (a tenant the window never reached
- * counts as unaffected), `cellTenants` those living in the faulty cell.
+ * Summarizes one window's samples. Shares are taken over the tenants the window reached (at least
+ * one request), so a tenant the load never got to counts neither as affected nor as expected:
+ * `expectedShare` is the share of those tenants that live in the faulty cell (the cell's keyspace
+ * share, up to which tenants the window reached), `affectedShare` the share that saw any error.
  */
-export function summarize(fault: FaultKind, cells: number, cell: string, keyspaceShare: number, tenants: readonly string[], cellTenants: ReadonlySet<string>, samples: readonly Sample[], seconds: number): ScenarioResult {
+export function summarize(fault: FaultKind, cells: number, cell: string, keyspaceShare: number, cellTenants: ReadonlySet<string>, samples: readonly Sample[], seconds: number): ScenarioResult {
+  const seen = new Set(samples.map((s) => s.tenant));
   const failed = new Set(samples.filter((s) => !s.ok).map((s) => s.tenant));
   const others = samples.filter((s) => !cellTenants.has(s.tenant));
   const inCell = samples.filter((s) => cellTenants.has(s.tenant));
@@ -83,8 +88,9 @@ export function summarize(fault: FaultKind, cells: number, cell: string, keyspac
     cells,
     cell,
     keyspaceShare,
-    expectedShare: tenants.length === 0 ? 0 : tenants.filter((t) => cellTenants.has(t)).length / tenants.length,
-    affectedShare: tenants.length === 0 ? 0 : failed.size / tenants.length,
+    tenants: seen.size,
+    expectedShare: seen.size === 0 ? 0 : [...seen].filter((t) => cellTenants.has(t)).length / seen.size,
+    affectedShare: seen.size === 0 ? 0 : failed.size / seen.size,
     othersWithErrors: othersFailed.size,
     othersErrorRate: others.length === 0 ? 0 : others.filter((s) => !s.ok).length / others.length,
     othersP99Ms: percentile(others.filter((s) => s.ok).map((s) => s.ms), 99),
@@ -221,11 +227,11 @@ export function markdownTable(results: readonly ScenarioResult[], baseline: Read
   const rows = results.map((r) => {
     const base = baseline.get(r.cells) ?? 0;
     const ratio = base > 0 ? r.othersP99Ms / base : 0;
-    return `| ${r.cells} | ${FAULT_LABELS[r.fault]} | ${pct(r.expectedShare)} | ${pct(r.affectedShare)} | ${r.othersWithErrors} (${pct(r.othersErrorRate)}) | ${r.othersP99Ms.toFixed(1)} ms | ${base.toFixed(1)} ms | ${r.fault === 'none' ? '-' : `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(0)}%`} | ${r.cellP99Ms ? `${r.cellP99Ms.toFixed(1)} ms` : '-'} | ${r.requests} |`;
+    return `| ${r.cells} | ${FAULT_LABELS[r.fault]} | ${pct(r.keyspaceShare)} | ${pct(r.expectedShare)} of ${r.tenants} | ${pct(r.affectedShare)} | ${r.othersWithErrors} (${pct(r.othersErrorRate)}) | ${r.othersP99Ms.toFixed(1)} ms | ${base.toFixed(1)} ms | ${r.fault === 'none' ? '-' : `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(0)}%`} | ${r.cellP99Ms ? `${r.cellP99Ms.toFixed(1)} ms` : '-'} | ${r.requests} |`;
   });
   return [
-    '| cells | fault (in one cell) | expected share (the cell\'s keyspace) | tenants with any error | other tenants with errors (error rate) | others\' p99 | baseline p99 | p99 vs baseline | faulty cell\'s p99 (successes) | requests |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| cells | fault (in one cell) | the cell\'s keyspace share | expected: tenants reached that live in it | tenants with any error | other tenants with errors (error rate) | others\' p99 | baseline p99 | p99 vs baseline | faulty cell\'s p99 (successes) | requests |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -268,7 +274,7 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
     parts.push(`<text x="${panel.left2 - 6}" y="${y2(v) + 4}" text-anchor="end">${v.toFixed(1)}×</text>`);
   }
   parts.push(`<line x1="${panel.left2}" x2="${panel.right2}" y1="${y2(1.2)}" y2="${y2(1.2)}" stroke="#e53e3e" stroke-dasharray="6 4"/>`);
-  parts.push(`<text x="${panel.right2}" y="${y2(1.2) - 4}" text-anchor="end" fill="#e53e3e">target: within 20%</text>`);
+  parts.push(`<text x="${panel.left2 + 4}" y="${y2(1.2) - 4}" text-anchor="start" fill="#e53e3e">target: within 20%</text>`);
   faults.forEach((fault, fi) => {
     const label = FAULT_LABELS[fault].split(' (')[0].replace(', retried by its client', '');
     const words = label.split(' ');
@@ -283,7 +289,7 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
       const x = panel.left1 + fi * groupW1 + groupW1 * 0.15 + si * barW;
       parts.push(`<rect x="${x}" y="${y1(r.affectedShare)}" width="${barW - 3}" height="${panel.bottom - y1(r.affectedShare)}" fill="${colors[si % colors.length]}"/>`);
       parts.push(`<line x1="${x - 2}" x2="${x + barW - 1}" y1="${y1(r.expectedShare)}" y2="${y1(r.expectedShare)}" stroke="black" stroke-width="2"/>`);
-      parts.push(`<text x="${x + (barW - 3) / 2}" y="${y1(r.affectedShare) - 4}" text-anchor="middle" font-size="10">${(r.affectedShare * 100).toFixed(0)}%</text>`);
+      parts.push(`<text x="${x + (barW - 3) / 2}" y="${y1(r.affectedShare) - 4}" text-anchor="middle" font-size="10">${(r.affectedShare * 100).toFixed(1)}%</text>`);
       const base = baseline.get(size) ?? 0;
       const ratio = base > 0 ? r.othersP99Ms / base : 0;
       const barW2 = (groupW2 * 0.7) / sizes.length;
@@ -303,7 +309,7 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
     parts.push(`<text x="${x + 20}" y="${height - 29}">${size} cells</text>`);
   });
   parts.push(`<line x1="${60 + sizes.length * 130}" x2="${80 + sizes.length * 130}" y1="${height - 33}" y2="${height - 33}" stroke="black" stroke-width="2"/>`);
-  parts.push(`<text x="${86 + sizes.length * 130}" y="${height - 29}">expected: the faulty cell's keyspace share (1 / cells)</text>`);
+  parts.push(`<text x="${86 + sizes.length * 130}" y="${height - 29}">expected: share of the reached tenants living in the faulty cell (its keyspace share, 1 / cells)</text>`);
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }

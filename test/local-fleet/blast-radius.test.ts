@@ -19,18 +19,18 @@ describe('measurement', () => {
     }
   });
 
-  test('summarize: affected share over the whole load, the others\' errors and p99 apart', () => {
-    const tenants = ['a1', 'a2', 'b1', 'b2'];
+  test('summarize: shares over the tenants the window reached, the others\' errors and p99 apart', () => {
     const samples = [
       { tenant: 'a1', ok: false, status: 503, ms: 1 },
       { tenant: 'a1', ok: true, status: 200, ms: 50 },
       { tenant: 'b1', ok: true, status: 200, ms: 10 },
       { tenant: 'b2', ok: true, status: 200, ms: 20 },
     ];
-    const r = summarize('workload-killed', 2, 'a', 0.5, tenants, new Set(['a1', 'a2']), samples, 1);
-    expect(r).toMatchObject({ expectedShare: 0.5, affectedShare: 0.25, othersWithErrors: 0, othersErrorRate: 0, othersP99Ms: 20, cellP99Ms: 50, requests: 4 });
-    const worse = summarize('tenant-flood', 2, 'a', 0.5, tenants, new Set(['a1', 'a2']), [...samples, { tenant: 'b2', ok: false, status: 0, ms: 5000 }], 1);
-    expect(worse).toMatchObject({ affectedShare: 0.5, othersWithErrors: 1, othersErrorRate: 1 / 3 });
+    // a2 was never reached: three tenants seen, one of them in the faulty cell.
+    const r = summarize('workload-killed', 2, 'a', 0.5, new Set(['a1', 'a2']), samples, 1);
+    expect(r).toMatchObject({ tenants: 3, expectedShare: 1 / 3, affectedShare: 1 / 3, othersWithErrors: 0, othersErrorRate: 0, othersP99Ms: 20, cellP99Ms: 50, requests: 4 });
+    const worse = summarize('tenant-flood', 2, 'a', 0.5, new Set(['a1', 'a2']), [...samples, { tenant: 'b2', ok: false, status: 0, ms: 5000 }], 1);
+    expect(worse).toMatchObject({ affectedShare: 2 / 3, othersWithErrors: 1, othersErrorRate: 1 / 3 });
   });
 });
 
@@ -58,7 +58,7 @@ describe('one fault on a real local fleet', () => {
     const end = await injectFault('workload-killed', victim, { routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenantInCell: '' });
     const samples = await steadyLoad({ routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenants, concurrency: 4, seconds: 1.5 });
     await end();
-    const result = summarize('workload-killed', 2, 'cell-2', 0.5, tenants, cellTenants, samples, 1.5);
+    const result = summarize('workload-killed', 2, 'cell-2', 0.5, cellTenants, samples, 1.5);
     const failed = new Set(samples.filter((s) => !s.ok).map((s) => s.tenant));
     expect([...failed].every((t) => cellTenants.has(t))).toBe(true);
     expect(result.othersWithErrors).toBe(0);
@@ -68,7 +68,7 @@ describe('one fault on a real local fleet', () => {
 
 describe('the chart', () => {
   const results: ScenarioResult[] = [4, 8].flatMap((cells) => (['none', 'workload-killed', 'database-stopped', 'database-slow', 'poison-request', 'tenant-flood'] as const).map((fault) => ({
-    fault, cells, cell: 'cell-2', keyspaceShare: 1 / cells, expectedShare: 1 / cells, affectedShare: fault === 'none' || fault === 'database-slow' ? 0 : 1 / cells,
+    fault, cells, cell: 'cell-2', keyspaceShare: 1 / cells, tenants: cells * 10, expectedShare: 1 / cells, affectedShare: fault === 'none' || fault === 'database-slow' ? 0 : 1 / cells,
     othersWithErrors: 0, othersErrorRate: 0, othersP99Ms: 40, cellP99Ms: 60, requests: 1000, seconds: 8,
   })));
   const baseline = new Map([[4, 38], [8, 41]]);
@@ -76,8 +76,8 @@ describe('the chart', () => {
   test('the table has a row per fleet size and fault', () => {
     const table = markdownTable(results, baseline).split('\n');
     expect(table).toHaveLength(2 + results.length);
-    expect(table[2]).toContain('| 4 | no fault (baseline) | 25.0% | 0.0% | 0 (0.0%) | 40.0 ms | 38.0 ms | - |');
-    expect(table[3]).toContain('| 4 | workload process killed | 25.0% | 25.0% |');
+    expect(table[2]).toContain('| 4 | no fault (baseline) | 25.0% | 25.0% of 40 | 0.0% | 0 (0.0%) | 40.0 ms | 38.0 ms | - |');
+    expect(table[3]).toContain('| 4 | workload process killed | 25.0% | 25.0% of 40 | 25.0% |');
   });
 
   test('renders in a browser: chromium draws the bars (a screenshot is far from blank)', () => {
