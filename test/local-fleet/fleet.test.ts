@@ -2,7 +2,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Client } from 'pg';
 import { LocalFleet, readFleetFile, startLocalFleet } from '../../lib/local-fleet';
-import { lookup, parseMapping, pinKey } from '../../lib/mapping';
+import { runCli } from '../../lib/cli';
+import { lookup, parseMapping } from '../../lib/mapping';
 import { until } from '../support/cells';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
 import { api } from '../support/workload';
@@ -70,12 +71,12 @@ test('every tenant is served by the cell the mapping names, and its data lands i
   expect(seen.size).toBeGreaterThan(1);
 });
 
-test('a change to the mapping file takes effect (the agent re-reads it, as in AWS)', async () => {
+test('cellctl mapping against the fleet\'s mapping file takes effect (the agent re-reads it, as in AWS)', async () => {
   const doc = mapping();
   const tenant = 'pinned-tenant';
   const target = fleet.cells.map((c) => c.id).find((id) => id !== lookup(doc, tenant).cell)!;
-  const changed = pinKey(doc, tenant, target, { now: new Date().toISOString() });
-  fs.writeFileSync(fleet.mappingFile, JSON.stringify(changed, null, 2));
+  const io = { out: () => undefined, err: () => undefined };
+  expect(await runCli(['mapping', 'pin', tenant, target, '--mapping', fleet.mappingFile], io)).toBe(0);
   await until('the router to serve the pinned tenant from its new cell', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).headers.get('x-cell') === target, 10_000);
 });
 
