@@ -194,7 +194,10 @@ export class CellEntry extends Construct {
       logGroupName: `aws-waf-logs-${props.namePrefix}`,
       retention: logs.RetentionDays.THREE_MONTHS,
       encryptionKey: props.encryptionKey,
-      removalPolicy: RemovalPolicy.RETAIN,
+      // Kept when the stack is deleted, but deleted when the create that made it rolls back: its name
+      // is fixed, and a kept one would fail the retried create with "already exists"
+      // (RetainExceptOnCreate, CloudFormation's DeletionPolicy attribute).
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
     new wafv2.CfnLoggingConfiguration(this, 'WafLogging', {
       resourceArn: this.webAcl.attrArn,

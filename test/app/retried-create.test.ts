@@ -1,0 +1,48 @@
+import { Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { addFleet } from '../../lib/app';
+import { exampleFleet } from '../support/fleet';
+import { cdkApp } from '../support/fleet';
+
+/** Properties that give a resource its physical name, by resource type. */
+const NAME_PROPERTIES: Record<string, string> = {
+  'AWS::S3::Bucket': 'BucketName',
+  'AWS::Logs::LogGroup': 'LogGroupName',
+  'AWS::SNS::Topic': 'TopicName',
+  'AWS::SQS::Queue': 'QueueName',
+  'AWS::IAM::Role': 'RoleName',
+  'AWS::KMS::Alias': 'AliasName',
+  'AWS::SSM::Parameter': 'Name',
+  'AWS::SecretsManager::Secret': 'Name',
+  'AWS::RDS::DBCluster': 'DBClusterIdentifier',
+  'AWS::RDS::DBInstance': 'DBInstanceIdentifier',
+  'AWS::DynamoDB::Table': 'TableName',
+  'AWS::ECR::Repository': 'RepositoryName',
+  'AWS::Lambda::Function': 'FunctionName',
+};
+
+/**
+ * A first create that fails rolls back, but CloudFormation keeps what `DeletionPolicy: Retain` (or
+ * `Snapshot` on a database's final snapshot name) protects; a kept resource with a fixed name then
+ * makes the retry fail with "already exists". `RetainExceptOnCreate` deletes what the failed create
+ * made; a name that contains the stack id differs on every create.
+ */
+describe('a retried first create', () => {
+  it('meets no resource left behind under the same name, in any stack of the fleet', () => {
+    const stacks = addFleet(cdkApp(), exampleFleet(), { audit: false });
+    const all: Stack[] = [...stacks.cells, ...stacks.routers].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
+    const blocking: string[] = [];
+    for (const stack of all) {
+      for (const [id, resource] of Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }>)) {
+        const property = NAME_PROPERTIES[resource.Type];
+        const name = property ? resource.Properties?.[property] : undefined;
+        if (resource.DeletionPolicy !== 'Retain' || name === undefined) continue;
+        // New on every create: the stack id, or another resource's generated name or id.
+        const text = JSON.stringify(name);
+        if (text.includes('"AWS::StackId"') || /"Ref":"(?!AWS::)/.test(text) || text.includes('Fn::GetAtt')) continue;
+        blocking.push(`${stack.stackName}/${id} (${resource.Type} ${JSON.stringify(name)})`);
+      }
+    }
+    expect(blocking).toEqual([]);
+  });
+});
