@@ -5,6 +5,7 @@ import { writeFileAtomic } from '../files';
 import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
+import { RuntimeApi } from '../router/runtime-api';
 import { freeLoopbackPort, PostgresServer, startPostgresServer } from './postgres';
 
 const REPO_ROOT = path.join(__dirname, '..', '..');
@@ -101,7 +102,9 @@ export interface LocalFleet {
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+    // A zombie (exited, not yet reaped by its new parent) counts as gone.
+    const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+    return !/^\d+ \(.*\) Z/.test(stat);
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
@@ -158,6 +161,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   if (previous && previous.pid > 0 && previous.pid !== process.pid && isAlive(previous.pid)) {
     throw new Error(`a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`);
   }
+  if (previous) await reapOrphans(previous, stateDir, log);
   const reuse = !o.fresh && previous !== undefined && previous.cells.length === count;
   if (!reuse && fs.existsSync(stateDir)) {
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
@@ -169,6 +173,9 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   const fleetFile = path.join(stateDir, FLEET_FILE);
 
   const started: { stop: () => Promise<void> }[] = [];
+  let fleetFileWritten = false;
+  // Set once the router runs; restarts of a workload rewrite fleet.json with the new pid.
+  let writeFleetFile: () => void = () => undefined;
   const stopAll = async () => {
     for (const s of started.reverse()) await s.stop().catch((error: Error) => log(`stop: ${error.message}`));
     started.length = 0;
@@ -197,6 +204,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         restartDelayMs: o.restartDelayMs ?? 500,
         logFile: path.join(stateDir, 'logs', `${id}.log`),
         log,
+        onSpawn: () => { if (fleetFileWritten) writeFleetFile(); },
       });
       started.push({ stop: () => cell.stop() });
       cells.push(cell);
@@ -244,7 +252,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       return true;
     }, 30_000);
 
-    const writeFleetFile = () => {
+    writeFleetFile = () => {
       const file: FleetFile = {
         schemaVersion: 1,
         pid: process.pid,
@@ -269,6 +277,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       writeFileAtomic(fleetFile, `${JSON.stringify(file, null, 2)}\n`);
     };
     writeFleetFile();
+    fleetFileWritten = true;
 
     return {
       routerUrl,
@@ -284,6 +293,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         return found;
       },
       stop: async () => {
+        fleetFileWritten = false;
         await stopAll();
         // Keep fleet.json (ports and paths for the next start) but mark that nothing runs.
         const file = readFleetFile(stateDir);
@@ -293,6 +303,41 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   } catch (error) {
     await stopAll();
     throw error;
+  }
+}
+
+/** The command line of `pid` (Linux), to tell our process from an unrelated one that reused the pid. */
+function commandLine(pid: number): string | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A fleet whose `cellctl fleet local` was killed without cleanup (SIGKILL, a crash) leaves its
+ * workloads, PostgreSQL servers and HAProxy running; the next start stops them (checking each pid
+ * still runs what fleet.json says) before it reuses or recreates the state directory.
+ */
+async function reapOrphans(previous: FleetFile, stateDir: string, log: (line: string) => void): Promise<void> {
+  const targets: { what: string; pid: number; signal: NodeJS.Signals }[] = [];
+  for (const cell of previous.cells) {
+    if (cell.workloadPid && /workload\.ts/.test(commandLine(cell.workloadPid) ?? '')) targets.push({ what: `${cell.id} workload`, pid: cell.workloadPid, signal: 'SIGKILL' });
+    if (cell.database.pid && /postgres/.test(commandLine(cell.database.pid) ?? '')) targets.push({ what: `${cell.id} database`, pid: cell.database.pid, signal: 'SIGINT' });
+  }
+  const socket = path.join(stateDir, 'router', 'admin.sock');
+  if (fs.existsSync(socket)) {
+    const pid = Number((await new RuntimeApi(socket).info().catch(() => ({} as Record<string, string>))).Pid);
+    if (pid > 0 && /haproxy/.test(commandLine(pid) ?? '')) targets.push({ what: 'router HAProxy', pid, signal: 'SIGTERM' });
+  }
+  for (const target of targets) {
+    if (!isAlive(target.pid)) continue;
+    log(`stopping the ${target.what} (pid ${target.pid}) left running by an earlier fleet`);
+    process.kill(target.pid, target.signal);
+    const deadline = Date.now() + 10_000;
+    while (isAlive(target.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (isAlive(target.pid)) process.kill(target.pid, 'SIGKILL');
   }
 }
 
@@ -307,6 +352,8 @@ interface SupervisedOptions {
   readonly restartDelayMs: number;
   readonly logFile: string;
   readonly log: (line: string) => void;
+  /** Called with each new workload process (fleet.json records the current pids). */
+  readonly onSpawn: () => void;
 }
 
 /** A workload process that is restarted when it dies on its own (a crash), not when it was told to stop. */
@@ -345,6 +392,7 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
       },
     });
     child = proc;
+    o.onSpawn();
     proc.once('exit', (code, signal) => {
       lastExit = `exited with ${signal ?? `code ${code}`}`;
       if (child === proc) child = undefined;

@@ -2,7 +2,7 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
-import { readFleetFile } from '../../lib/local-fleet';
+import { readFleetFile, startLocalFleet } from '../../lib/local-fleet';
 import { until } from '../support/cells';
 import { api } from '../support/workload';
 
@@ -12,10 +12,12 @@ function alive(pid: number | undefined): boolean {
   if (!pid) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
+  // An exited process its parent has not reaped yet is a zombie: not running.
+  const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+  return !/^\d+ \(.*\) Z/.test(stat);
 }
 
 test('cellctl fleet local: prints the router, mapping and cells, serves the README curl, and SIGTERM stops every process', async () => {
@@ -51,6 +53,32 @@ test('cellctl fleet local: prints the router, mapping and cells, serves the READ
     await exited;
     throw new Error(`${(error as Error).message}\nstdout:\n${out}\nstderr:\n${err}`);
   } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a fleet whose cellctl was SIGKILLed is cleaned up by the next start, which reuses its state', async () => {
+  const dir = makeTempDir('cells-cli-orphans-');
+  const stateDir = path.join(dir, 'state');
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let fleet: Awaited<ReturnType<typeof startLocalFleet>> | undefined;
+  try {
+    await until('the fleet to start', async () => out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000);
+    const before = readFleetFile(stateDir)!;
+    child.kill('SIGKILL');
+    await exited;
+    const orphans = before.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
+    expect(orphans.some(alive)).toBe(true);
+    fleet = await startLocalFleet({ cells: 2, port: 0, stateDir });
+    for (const pid of orphans) expect(alive(pid)).toBe(false);
+    expect(fleet.routerUrl).toBe(before.routerUrl);
+    expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(200);
+  } finally {
+    child.kill('SIGKILL');
+    await fleet?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
