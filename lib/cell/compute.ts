@@ -268,6 +268,10 @@ export class CellCompute extends Construct {
       userData,
       securityGroup,
       requireImdsv2: true,
+      // The workload runs in a container (docker bridge: one more network hop) and gets the instance
+      // role's credentials from IMDSv2; a PUT response hop limit of 1 would stop the token at the host
+      // (EC2 user guide, "Configure the instance metadata options for new instances": hop limit 2 for containers).
+      httpPutResponseHopLimit: 2,
       detailedMonitoring: true,
       blockDevices: [{ deviceName: '/dev/xvda', volume: ec2.BlockDeviceVolume.ebs(30, { encrypted: true, volumeType: ec2.EbsDeviceVolumeType.GP3 }) }],
     });

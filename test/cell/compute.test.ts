@@ -104,7 +104,8 @@ describe('CellCompute', () => {
       ec2.hasResourceProperties('AWS::EC2::LaunchTemplate', {
         LaunchTemplateData: Match.objectLike({
           InstanceType: 't3.medium',
-          MetadataOptions: { HttpTokens: 'required' },
+          // IMDSv2 only, reachable from the workload container (one hop more than the host).
+          MetadataOptions: { HttpTokens: 'required', HttpPutResponseHopLimit: 2 },
           Monitoring: { Enabled: true },
           BlockDeviceMappings: [Match.objectLike({ Ebs: Match.objectLike({ Encrypted: true }) })],
         }),
