@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'dns/promises';
 import { MappingDocument } from '../mapping';
 import { bucketNetworks, MAP_FILES, slotName } from './haproxy-config';
+import { bucketRoutes, exactRoutes, FROZEN_BACKEND } from './freeze';
 import { RuntimeApi } from './runtime-api';
 
 /** Map entries of a document, as HAProxy reads them (`key value` per line). */
@@ -14,7 +15,8 @@ export interface MapContents {
 
 /**
  * Expands a document into map entries; `slots` says which backend slot serves each cell. Route
- * maps name slots, not cells, so HAProxy needs no second lookup per request.
+ * maps name slots, not cells, so HAProxy needs no second lookup per request. Frozen keys and
+ * buckets name the `frozen` backend (see freeze.ts).
  */
 export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, number>): MapContents {
   const slotOf = (cell: string) => {
@@ -23,9 +25,9 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
     return slotName(slot);
   };
   return {
-    exact: Object.entries(doc.overrides.exact).map(([key, cell]) => [key, slotOf(cell)]),
+    exact: exactRoutes(doc).map(([key, cell]) => [key, cell === undefined ? FROZEN_BACKEND : slotOf(cell)]),
     prefix: Object.entries(doc.overrides.prefix).map(([prefix, cell]) => [prefix, slotOf(cell)]),
-    buckets: doc.buckets.flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, slotOf(range.cell)])),
+    buckets: bucketRoutes(doc).flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)])),
     cells: slotRegistry(slots),
     meta: [['version', String(doc.version)]],
   };

@@ -1,5 +1,6 @@
 import { MAX_ROUTER_SLOTS, PartitionKeySource } from '../fleet';
 import { KEY_PATTERN } from '../mapping';
+import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
 
 /** Everything the generated HAProxy configuration depends on. */
 export interface HaproxyConfigOptions {
@@ -180,6 +181,12 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Never true; keeps the cells and version maps loaded so the agent can update them either way.
     `  http-request set-var(txn.unused) str(version),map(${map('meta')},none),map(${map('cells')}) if FALSE`,
     `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5`,
+  );
+  lines.push(
+    '',
+    // Keys a move is copying (contract 3): the agent routes them here through the maps.
+    `backend ${FROZEN_BACKEND}`,
+    `  http-request return status 503 content-type application/json hdr retry-after ${FROZEN_RETRY_AFTER_SECONDS} hdr cache-control no-store string '{"error":"frozen","message":"this tenant is moving to another cell; retry in a second","retryAfterSeconds":${FROZEN_RETRY_AFTER_SECONDS}}'`,
   );
   lines.push('');
   const check = `option httpchk GET ${o.healthCheckPath}`;

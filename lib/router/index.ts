@@ -4,3 +4,4 @@ export * from './apply';
 export * from './sources';
 export * from './agent';
 export * from './local';
+export * from './freeze';
