@@ -17,7 +17,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { initialMapping, MappingDocument, pinKey } from '../lib/mapping';
+import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/mapping';
 import { PartitionKeySource } from '../lib/fleet';
 import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/router';
 
@@ -156,6 +156,13 @@ async function main() {
     ...['cell-a', 'cell-b', 'cell-c'].map((id) => ({ id, endpoint: 'http://127.0.0.1:19001', state: 'active' as const })),
   ], 16384, { now: new Date().toISOString() });
   doc = pinKey(doc, 'vip-1', 'cell-a', { now: doc.createdAt });
+  // BENCH_FREEZE=1: moves' freezes in force (100 frozen tenants and 4 frozen buckets the load never
+  // sends), to measure what the freeze costs everyone else.
+  if (process.env.BENCH_FREEZE) {
+    const sent = new Set(Array.from({ length: 100_000 }, (_, i) => bucketOf(`tenant-${i + 1}`, doc.bucketCount)));
+    const unsent = Array.from({ length: doc.bucketCount }, (_, b) => b).filter((b) => !sent.has(b)).slice(0, 4);
+    doc = { ...doc, freeze: { exact: Array.from({ length: 100 }, (_, i) => `moving-${i}`), buckets: unsent.map((b) => ({ from: b, to: b })) } };
+  }
   const mappingFile = path.join(dir, 'mapping.json');
   fs.writeFileSync(mappingFile, JSON.stringify(doc));
   // The router's HAProxy starts pinned to CPU 0 exactly like the plain proxy (same thread count).

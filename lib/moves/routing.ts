@@ -91,3 +91,11 @@ export function flipSubject(doc: MappingDocument, subject: MoveSubject, target: 
   for (const r of subject.ranges) owner.fill(index, r.from, r.to + 1);
   return bump(doc, now, { buckets: compressBuckets({ cells: expanded.cells, owner }) });
 }
+
+/** The flip and the end of the freeze in one new version (or none when both are already so). */
+export function flipAndUnfreeze(doc: MappingDocument, subject: MoveSubject, target: string, now: string): MappingDocument {
+  const flipped = flipSubject(doc, subject, target, now);
+  const thawed = unfreezeSubject(flipped, subject, now);
+  if (thawed === doc) return doc;
+  return { ...thawed, version: doc.version + 1 };
+}

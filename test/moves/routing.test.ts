@@ -1,5 +1,5 @@
 import { compileMapping, validateMapping } from '../../lib/mapping';
-import { currentCell, flipSubject, freezeSubject, isFrozen, MoveError, parseRanges, subjectsOverlap, unfreezeSubject } from '../../lib/moves';
+import { currentCell, flipAndUnfreeze, flipSubject, freezeSubject, isFrozen, MoveError, parseRanges, subjectsOverlap, unfreezeSubject } from '../../lib/moves';
 import { sampleMapping } from '../support/mapping';
 
 const NOW = '2026-11-30T12:00:00.000Z';
@@ -55,6 +55,16 @@ describe('freeze, flip, unfreeze on the mapping', () => {
     const back = flipSubject(there, tenant, home, NOW);
     expect(back.overrides.exact).toEqual({});
     expect(currentCell(back, tenant)).toBe(home);
+  });
+
+  test('flip and unfreeze in one version, idempotent', () => {
+    const frozen = freezeSubject(doc, tenant, NOW);
+    const target = Object.keys(doc.cells).find((c) => c !== currentCell(doc, tenant) && c !== 'canary')!;
+    const done = flipAndUnfreeze(frozen, tenant, target, NOW);
+    expect(done.version).toBe(frozen.version + 1);
+    expect(done.freeze).toBeUndefined();
+    expect(currentCell(done, tenant)).toBe(target);
+    expect(flipAndUnfreeze(done, tenant, target, NOW)).toBe(done);
   });
 
   test('a bucket flip reassigns the ranges; ranges split over cells are refused', () => {

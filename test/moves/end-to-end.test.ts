@@ -1,0 +1,198 @@
+import { ChildProcess, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { runCli } from '../../lib/cli';
+import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
+import { MoveRecord, STEPS } from '../../lib/moves';
+import { LocalRouter, startLocalRouter } from '../../lib/router';
+import { RunningWorkload, startWorkload } from '../../lib/workload';
+import { freePort, until } from '../support/cells';
+import { startTestPostgres, TestPostgres } from '../support/postgres';
+import { api, testWorkloadConfig } from '../support/workload';
+
+const BUCKETS = 1024;
+const REPO = path.resolve(__dirname, '../..');
+
+async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { code, out, err };
+}
+
+/**
+ * Moves on a local fleet made of the real parts: three reference workloads, each on its own
+ * PostgreSQL database, behind the real router (HAProxy + agent); the mover driven through
+ * `cellctl move --local` (in process, and as a process killed with SIGKILL).
+ */
+describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
+  let pg: TestPostgres;
+  let router: LocalRouter;
+  let routerUrl: string;
+  let stateDir: string;
+  let mappingFile: string;
+  const workloads: Record<string, RunningWorkload> = {};
+  const databases: Record<string, string> = {};
+  const mapping = () => JSON.parse(fs.readFileSync(mappingFile, 'utf8')) as MappingDocument;
+  const local = () => ['--local', '--state-dir', stateDir];
+
+  beforeAll(async () => {
+    pg = await startTestPostgres();
+    stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-moves-'));
+    for (const cell of ['cell-a', 'cell-b', 'cell-c']) {
+      databases[cell] = await pg.database(cell.replace('-', '_'));
+      workloads[cell] = await startWorkload(testWorkloadConfig(pg, databases[cell], { cellId: cell, bucketCount: BUCKETS }), { log: () => undefined });
+      await workloads[cell].ready;
+    }
+    mappingFile = path.join(stateDir, 'mapping.json');
+    fs.writeFileSync(mappingFile, JSON.stringify(initialMapping(Object.entries(workloads).map(([id, w]) => ({ id, endpoint: w.url, state: 'active' as const })), BUCKETS, { now: new Date().toISOString() })));
+    const port = await freePort();
+    router = await startLocalRouter({
+      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: BUCKETS,
+      healthCheckPath: '/healthz', log: () => undefined, pollMs: 100,
+    });
+    routerUrl = `http://127.0.0.1:${port}`;
+    await until('router serving', async () => (await api(routerUrl, 'GET', '/v1/items', 'probe')).status === 200, 15_000);
+    const { host, port: dbPort, user, password } = pg.server;
+    fs.writeFileSync(path.join(stateDir, 'fleet.json'), JSON.stringify({
+      mappingFile: 'mapping.json',
+      routerUrl,
+      cells: Object.fromEntries(Object.entries(databases).map(([id, database]) => [id, { url: workloads[id].url, database: { host, port: dbPort, user, password, database } }])),
+    }));
+  });
+  afterAll(async () => {
+    await router?.stop();
+    for (const w of Object.values(workloads)) await w.close();
+    await pg?.destroy();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  /** Every item of a tenant through the router, all pages. */
+  async function allItems(tenant: string): Promise<string[]> {
+    const ids: string[] = [];
+    let after: string | null = null;
+    do {
+      const page = await api(routerUrl, 'GET', `/v1/items?limit=100${after ? `&after=${after}` : ''}`, tenant);
+      expect(page.status).toBe(200);
+      ids.push(...page.body.items.map((i: { id: string }) => i.id));
+      after = page.body.next;
+    } while (after);
+    return ids;
+  }
+
+  /** A client writing and reading continuously through the router. */
+  function client(tenant: string) {
+    const acked: string[] = [];
+    const statuses: Record<string, number> = {};
+    const bad: string[] = [];
+    let stop = false;
+    const done = (async () => {
+      for (let i = 0; !stop; i++) {
+        const wrote = await api(routerUrl, 'POST', '/v1/items', tenant, { n: i });
+        statuses[wrote.status] = (statuses[wrote.status] ?? 0) + 1;
+        if (wrote.status === 201) acked.push(wrote.body.id);
+        else if (wrote.status !== 503 || wrote.headers.get('retry-after') === null || wrote.body?.error !== 'frozen') bad.push(`POST ${wrote.status} ${JSON.stringify(wrote.body)}`);
+        if (acked.length > 0) {
+          const read = await api(routerUrl, 'GET', `/v1/items/${acked[Math.floor(acked.length / 2)]}`, tenant);
+          statuses[`GET ${read.status}`] = (statuses[`GET ${read.status}`] ?? 0) + 1;
+          if (read.status !== 200 && !(read.status === 503 && read.body?.error === 'frozen')) bad.push(`GET ${read.status} ${JSON.stringify(read.body)}`);
+        }
+      }
+    })();
+    return { acked, statuses, bad, stop: async () => { stop = true; await done; } };
+  }
+
+  it('a tenant moved A -> B and back while it writes and reads: nothing lost or duplicated, only frozen 503s, other tenants unaffected', async () => {
+    const tenant = 'acme';
+    const home = compileMapping(mapping()).lookup(tenant).cell;
+    const away = home === 'cell-a' ? 'cell-b' : 'cell-a';
+    for (let i = 0; i < 300; i++) expect((await api(routerUrl, 'POST', '/v1/items', tenant, { seed: i })).status).toBe(201);
+    const seeded = await allItems(tenant);
+    const moving = client(tenant);
+    const others = Array.from({ length: 6 }, (_, i) => client(`other-${i}`));
+    try {
+      await until('writes flowing', async () => moving.acked.length > 20, 10_000);
+      const there = await cellctl('move', 'tenant', tenant, '--to', away, '--json', ...local());
+      expect([there.code, there.err]).toEqual([0, '']);
+      const first = JSON.parse(there.out) as MoveRecord;
+      await until('writes on the new cell', async () => moving.acked.length > 60, 60_000).catch((error) => {
+        throw new Error(`${error.message}: ${JSON.stringify({ statuses: moving.statuses, bad: moving.bad.slice(0, 5), acked: moving.acked.length, mapping: mapping() })}`);
+      });
+
+      // A router that has not applied the flip sends to the source: refused with 421, nothing written.
+      const stale = await api(workloads[home].url, 'POST', '/v1/items', tenant, { stale: true });
+      expect([stale.status, stale.body]).toEqual([421, { error: 'moved', cell: away, moveId: first.id }]);
+
+      const back = await cellctl('move', 'tenant', tenant, '--to', home, '--json', ...local());
+      expect([back.code, back.err]).toEqual([0, '']);
+      const length = moving.acked.length;
+      await until('writes back home', async () => moving.acked.length > length + 30, 60_000);
+    } finally {
+      await moving.stop();
+      for (const o of others) await o.stop();
+    }
+    expect(moving.bad).toEqual([]);
+    expect(moving.statuses['503'] ?? 0).toBeGreaterThan(0); // the freeze was seen, and answered 503 + Retry-After
+    const items = await allItems(tenant);
+    expect(new Set(items).size).toBe(items.length);
+    expect([...items].sort()).toEqual([...seeded, ...moving.acked].sort());
+    for (const o of others) {
+      expect(o.bad).toEqual([]);
+      expect(Object.keys(o.statuses).sort()).toEqual(['201', 'GET 200']);
+    }
+  });
+
+  it('the mover killed with SIGKILL during every step, then resumed each time: the same end state', async () => {
+    const tenant = 'kill-me';
+    const home = compileMapping(mapping()).lookup(tenant).cell;
+    const away = home === 'cell-c' ? 'cell-b' : 'cell-c';
+    for (let i = 0; i < 2000; i += 10) {
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, j) => api(routerUrl, 'POST', '/v1/items', tenant, { i: i + j, pad: 'x'.repeat(200) })));
+      expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
+    }
+    const before = (await allItems(tenant)).sort();
+    expect(before).toHaveLength(2000);
+    const planned = await cellctl('move', 'tenant', tenant, '--to', away, '--plan-only', '--json', ...local());
+    const id = (JSON.parse(planned.out) as MoveRecord).id;
+    const record = () => JSON.parse(fs.readFileSync(path.join(stateDir, 'moves', id, 'move.json'), 'utf8')) as MoveRecord;
+    const kills: string[] = [];
+    // Each round: resume as a process, SIGKILL it as soon as it has recorded one more step (so the
+    // kill lands inside the next step), until the move is done. The copy rate keeps the copy slow.
+    for (let round = 0; round < 20 && record().status === 'active'; round++) {
+      const from = record().completed;
+      const mover: ChildProcess = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), path.join(REPO, 'bin/cellctl.ts'), 'move', 'resume', id, '--copy-rate', '4000', ...local()], { cwd: REPO, stdio: 'ignore' });
+      const exited = new Promise<number | null>((resolve) => mover.once('exit', (code) => resolve(code)));
+      let finished = false;
+      void exited.then(() => { finished = true; });
+      await until(`move past ${from}`, async () => finished || record().completed !== from, 60_000);
+      if (!finished) {
+        mover.kill('SIGKILL');
+        kills.push(`after ${record().completed}`);
+      }
+      await exited;
+    }
+    expect(record()).toMatchObject({ status: 'retained', completed: 'unfrozen' });
+    expect(kills.length).toBeGreaterThanOrEqual(STEPS.indexOf('unfrozen') - 2);
+    expect(compileMapping(mapping()).lookup(tenant).cell).toBe(away);
+    expect(mapping().freeze).toBeUndefined();
+    expect((await allItems(tenant)).sort()).toEqual(before);
+    const log = await cellctl('move', 'show', id, '--json', ...local());
+    const events = (JSON.parse(log.out).audit as { event: string }[]).map((e) => e.event);
+    expect(events.filter((e) => e === 'run').length).toBeGreaterThan(kills.length);
+  });
+
+  it('an abort before the flip: nothing changed for the tenant', async () => {
+    const tenant = 'undo-me';
+    const home = compileMapping(mapping()).lookup(tenant).cell;
+    const away = home === 'cell-a' ? 'cell-c' : 'cell-a';
+    for (let i = 0; i < 20; i++) await api(routerUrl, 'POST', '/v1/items', tenant, { i });
+    const before = (await allItems(tenant)).sort();
+    const planned = JSON.parse((await cellctl('move', 'tenant', tenant, '--to', away, '--plan-only', '--json', ...local())).out) as MoveRecord;
+    const version = mapping().version;
+    expect((await cellctl('move', 'abort', planned.id, ...local())).code).toBe(0);
+    expect(mapping().version).toBe(version);
+    expect((await allItems(tenant)).sort()).toEqual(before);
+    expect((await api(routerUrl, 'POST', '/v1/items', tenant, { after: true })).status).toBe(201);
+  });
+});
