@@ -165,6 +165,7 @@ export function moveCommand(io: CliIo): Command {
 
   moveCommonOptions(move.command('resume').description('run a move from its last completed step (after a crash or --plan-only)'))
     .argument('<id>', 'move id')
+    .option('--copy-rate <rows>', 'rows per second the copy may take (default 20000)')
     .action((id: string, flags: MoveFlags) => withDeps(io, flags, async (deps) => {
       const record = await runMove(deps, id);
       io.out(flags.json ? json(record) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], [summary(record)]));

@@ -16,6 +16,16 @@ export interface LocalFleetInfo {
   readonly cells: Readonly<Record<string, CellDatabase>>;
 }
 
+function isRunning(pid: number): boolean {
+  if (pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function database(cell: string, value: unknown, file: string): CellDatabase {
@@ -48,6 +58,10 @@ export function readLocalFleet(stateDir: string): LocalFleetInfo {
       : `${file}: ${(error as Error).message}`);
   }
   if (!isObject(doc)) throw new MoveError(`${file}: not a JSON object`);
+  // `cellctl fleet local` writes its pid, and 0 once stopped.
+  if (typeof doc.pid === 'number' && !isRunning(doc.pid)) {
+    throw new MoveError(`the local fleet in ${stateDir} is not running${doc.pid ? ` (pid ${doc.pid} is gone)` : ''}; start it with \`cellctl fleet local --state-dir ${stateDir}\``);
+  }
   const mapping = doc.mappingFile ?? (isObject(doc.router) ? doc.router.mappingFile : undefined);
   if (typeof mapping !== 'string') throw new MoveError(`${file}: no mappingFile`);
   const urls = doc.routerUrls ?? doc.routerUrl ?? (isObject(doc.router) ? doc.router.url : undefined);

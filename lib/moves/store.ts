@@ -135,9 +135,14 @@ export class LocalMoveStore implements MoveStore {
   public async appendAudit(id: string, entry: AuditEntry): Promise<void> {
     const file = this.file(id, 'audit.jsonl');
     fs.mkdirSync(path.dirname(file), { recursive: true });
-    const fd = fs.openSync(file, 'a');
+    const fd = fs.openSync(file, 'a+');
     try {
-      fs.writeSync(fd, `${JSON.stringify(entry)}\n`);
+      // A mover killed mid-append leaves a torn last line: start on a fresh line so the torn one
+      // stays alone (skipped when read) and this entry is whole.
+      const size = fs.fstatSync(fd).size;
+      const last = Buffer.alloc(1);
+      const torn = size > 0 && fs.readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
+      fs.writeSync(fd, `${torn ? '\n' : ''}${JSON.stringify(entry)}\n`);
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);

@@ -1,17 +1,14 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { runCli } from '../../lib/cli';
-import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
+import { compileMapping, MappingDocument } from '../../lib/mapping';
 import { MoveRecord, STEPS } from '../../lib/moves';
-import { LocalRouter, startLocalRouter } from '../../lib/router';
-import { RunningWorkload, startWorkload } from '../../lib/workload';
-import { freePort, until } from '../support/cells';
-import { startTestPostgres, TestPostgres } from '../support/postgres';
-import { api, testWorkloadConfig } from '../support/workload';
+import { LocalFleet, startLocalFleet } from '../../lib/local-fleet';
+import { makeTempDir } from '../../lib/local-fleet/postgres';
+import { until } from '../support/cells';
+import { api } from '../support/workload';
 
-const BUCKETS = 1024;
 const REPO = path.resolve(__dirname, '../..');
 
 async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -26,46 +23,30 @@ async function cellctl(...argv: string[]): Promise<{ code: number; out: string; 
  * PostgreSQL database, behind the real router (HAProxy + agent); the mover driven through
  * `cellctl move --local` (in process, and as a process killed with SIGKILL).
  */
-describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
-  let pg: TestPostgres;
-  let router: LocalRouter;
+/**
+ * Moves on the local fleet (`cellctl fleet local`: reference workloads, each with its own
+ * PostgreSQL server, behind the real router), driven through `cellctl move --local`, in process
+ * and as a process killed with SIGKILL.
+ */
+describe('moves end to end on the local fleet', () => {
+  let fleet: LocalFleet;
+  let dir: string;
   let routerUrl: string;
   let stateDir: string;
   let mappingFile: string;
-  const workloads: Record<string, RunningWorkload> = {};
-  const databases: Record<string, string> = {};
   const mapping = () => JSON.parse(fs.readFileSync(mappingFile, 'utf8')) as MappingDocument;
   const local = () => ['--local', '--state-dir', stateDir];
+  const cellIds = () => Object.keys(mapping().cells).filter((id) => mapping().buckets.some((r) => r.cell === id));
+  const otherCell = (home: string) => cellIds().find((id) => id !== home)!;
 
   beforeAll(async () => {
-    pg = await startTestPostgres();
-    stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-moves-'));
-    for (const cell of ['cell-a', 'cell-b', 'cell-c']) {
-      databases[cell] = await pg.database(cell.replace('-', '_'));
-      workloads[cell] = await startWorkload(testWorkloadConfig(pg, databases[cell], { cellId: cell, bucketCount: BUCKETS }), { log: () => undefined });
-      await workloads[cell].ready;
-    }
-    mappingFile = path.join(stateDir, 'mapping.json');
-    fs.writeFileSync(mappingFile, JSON.stringify(initialMapping(Object.entries(workloads).map(([id, w]) => ({ id, endpoint: w.url, state: 'active' as const })), BUCKETS, { now: new Date().toISOString() })));
-    const port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: BUCKETS,
-      healthCheckPath: '/healthz', log: () => undefined, pollMs: 100,
-    });
-    routerUrl = `http://127.0.0.1:${port}`;
-    await until('router serving', async () => (await api(routerUrl, 'GET', '/v1/items', 'probe')).status === 200, 15_000);
-    const { host, port: dbPort, user, password } = pg.server;
-    fs.writeFileSync(path.join(stateDir, 'fleet.json'), JSON.stringify({
-      mappingFile: 'mapping.json',
-      routerUrl,
-      cells: Object.fromEntries(Object.entries(databases).map(([id, database]) => [id, { url: workloads[id].url, database: { host, port: dbPort, user, password, database } }])),
-    }));
+    dir = makeTempDir('e2e-moves-');
+    fleet = await startLocalFleet({ cells: 3, port: 0, stateDir: path.join(dir, 'state'), log: () => undefined });
+    ({ routerUrl, stateDir, mappingFile } = fleet);
   });
   afterAll(async () => {
-    await router?.stop();
-    for (const w of Object.values(workloads)) await w.close();
-    await pg?.destroy();
-    fs.rmSync(stateDir, { recursive: true, force: true });
+    await fleet?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   /** Every item of a tenant through the router, all pages. */
@@ -106,7 +87,7 @@ describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
   it('a tenant moved A -> B and back while it writes and reads: nothing lost or duplicated, only frozen 503s, other tenants unaffected', async () => {
     const tenant = 'acme';
     const home = compileMapping(mapping()).lookup(tenant).cell;
-    const away = home === 'cell-a' ? 'cell-b' : 'cell-a';
+    const away = otherCell(home);
     for (let i = 0; i < 300; i++) expect((await api(routerUrl, 'POST', '/v1/items', tenant, { seed: i })).status).toBe(201);
     const seeded = await allItems(tenant);
     const moving = client(tenant);
@@ -121,7 +102,7 @@ describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
       });
 
       // A router that has not applied the flip sends to the source: refused with 421, nothing written.
-      const stale = await api(workloads[home].url, 'POST', '/v1/items', tenant, { stale: true });
+      const stale = await api(fleet.cells.find((c) => c.id === home)!.workloadUrl, 'POST', '/v1/items', tenant, { stale: true });
       expect([stale.status, stale.body]).toEqual([421, { error: 'moved', cell: away, moveId: first.id }]);
 
       const back = await cellctl('move', 'tenant', tenant, '--to', home, '--json', ...local());
@@ -146,7 +127,7 @@ describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
   it('the mover killed with SIGKILL during every step, then resumed each time: the same end state', async () => {
     const tenant = 'kill-me';
     const home = compileMapping(mapping()).lookup(tenant).cell;
-    const away = home === 'cell-c' ? 'cell-b' : 'cell-c';
+    const away = otherCell(home);
     for (let i = 0; i < 2000; i += 10) {
       const answers = await Promise.all(Array.from({ length: 10 }, (_, j) => api(routerUrl, 'POST', '/v1/items', tenant, { i: i + j, pad: 'x'.repeat(200) })));
       expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
@@ -157,11 +138,15 @@ describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
     const id = (JSON.parse(planned.out) as MoveRecord).id;
     const record = () => JSON.parse(fs.readFileSync(path.join(stateDir, 'moves', id, 'move.json'), 'utf8')) as MoveRecord;
     const kills: string[] = [];
-    // Each round: resume as a process, SIGKILL it as soon as it has recorded one more step (so the
+    const failures: string[] = [];
+    // One process (tsx as a loader, not its CLI, which runs the script in a child that SIGKILL of
+    // the parent would not reach). Each round: resume as a process, SIGKILL it as soon as it has recorded one more step (so the
     // kill lands inside the next step), until the move is done. The copy rate keeps the copy slow.
     for (let round = 0; round < 20 && record().status === 'active'; round++) {
       const from = record().completed;
-      const mover: ChildProcess = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), path.join(REPO, 'bin/cellctl.ts'), 'move', 'resume', id, '--copy-rate', '4000', ...local()], { cwd: REPO, stdio: 'ignore' });
+      const mover: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'bin/cellctl.ts'), 'move', 'resume', id, '--copy-rate', '4000', ...local()], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      mover.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
       const exited = new Promise<number | null>((resolve) => mover.once('exit', (code) => resolve(code)));
       let finished = false;
       void exited.then(() => { finished = true; });
@@ -170,8 +155,10 @@ describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
         mover.kill('SIGKILL');
         kills.push(`after ${record().completed}`);
       }
-      await exited;
+      const code = await exited;
+      if (code !== null && code !== 0) failures.push(`exit ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
     }
+    expect(failures).toEqual([]);
     expect(record()).toMatchObject({ status: 'retained', completed: 'unfrozen' });
     expect(kills.length).toBeGreaterThanOrEqual(STEPS.indexOf('unfrozen') - 2);
     expect(compileMapping(mapping()).lookup(tenant).cell).toBe(away);
@@ -185,7 +172,7 @@ describe('moves end to end (workloads, PostgreSQL, HAProxy)', () => {
   it('an abort before the flip: nothing changed for the tenant', async () => {
     const tenant = 'undo-me';
     const home = compileMapping(mapping()).lookup(tenant).cell;
-    const away = home === 'cell-a' ? 'cell-c' : 'cell-a';
+    const away = otherCell(home);
     for (let i = 0; i < 20; i++) await api(routerUrl, 'POST', '/v1/items', tenant, { i });
     const before = (await allItems(tenant)).sort();
     const planned = JSON.parse((await cellctl('move', 'tenant', tenant, '--to', away, '--plan-only', '--json', ...local())).out) as MoveRecord;

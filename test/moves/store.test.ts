@@ -35,6 +35,9 @@ describe('LocalMoveStore', () => {
     await store.appendAudit('m-two', { at: '2026-11-30T00:00:01Z', actor: 'a', event: 'frozen', detail: { mappingVersion: 3 } });
     fs.appendFileSync(path.join(dir, 'm-two', 'audit.jsonl'), '{"at":"2026');
     expect((await store.readAudit('m-two')).map((e) => e.event)).toEqual(['planned', 'frozen']);
+    // The next entry (a resumed mover) starts on its own line and is kept.
+    await store.appendAudit('m-two', { at: '2026-11-30T00:00:02Z', actor: 'b', event: 'run' });
+    expect((await store.readAudit('m-two')).map((e) => e.event)).toEqual(['planned', 'frozen', 'run']);
   });
 
   test('ids are checked before any path is built', async () => {
