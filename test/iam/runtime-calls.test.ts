@@ -72,6 +72,14 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     for (const agent of agents) expect(world.ownerOf(bucketArn(agent.bucket))).toBe(fleet.accounts.router);
   });
 
+  // DESIGN.md: every router reads its mapping from its own region, so no region depends on another
+  // one's S3 (issue 12, "every router reaches every cell"). `it.failing` until the mapping bucket is
+  // one per region; then this becomes `it`.
+  it.failing('has every agent read a mapping bucket in its own region', () => {
+    const regionOf = (bucket: string) => world.resourcesOf('AWS::S3::Bucket').find((b) => b.name === bucket)?.stack.region;
+    expect(agents.filter((a) => regionOf(a.bucket) !== a.region).map((a) => `${a.region}/${a.group} reads ${a.bucket} in ${regionOf(a.bucket)}`)).toEqual([]);
+  });
+
   it('lets each router group\'s agent read its own pointer, and not another group\'s, nor write or delete anything', async () => {
     const calls: Call[] = agents.flatMap(({ region, group, bucket, role }) => {
       const who = `agent ${region}/${group}`;
