@@ -1,7 +1,7 @@
 import { bootstrapEnvironments } from '../../lib/accounts';
 import { addPipeline } from '../../lib/app';
 import { bakeWatcherRoleName } from '../../lib/cell/bake-access';
-import { Fleet } from '../../lib/fleet';
+import { Fleet, mappingBucketParameter } from '../../lib/fleet';
 import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/mapping-store';
 import { bakeCommands } from '../../lib/pipeline/bake';
 import { planWaves } from '../../lib/waves';
@@ -73,9 +73,8 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   });
 
   // DESIGN.md: every router reads its mapping from its own region, so no region depends on another
-  // one's S3 (issue 12, "every router reaches every cell"). `it.failing` until the mapping bucket is
-  // one per region; then this becomes `it`.
-  it.failing('has every agent read a mapping bucket in its own region', () => {
+  // one's S3 (issue 12, "every router reaches every cell").
+  it('has every agent read a mapping bucket in its own region', () => {
     const regionOf = (bucket: string) => world.resourcesOf('AWS::S3::Bucket').find((b) => b.name === bucket)?.stack.region;
     expect(agents.filter((a) => regionOf(a.bucket) !== a.region).map((a) => `${a.region}/${a.group} reads ${a.bucket} in ${regionOf(a.bucket)}`)).toEqual([]);
   });
@@ -116,6 +115,12 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       { who: 'an administrator of the router account', principal: outsider(`arn:aws:iam::${fleet.accounts.router}:role/Admin`, [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }]), action: 's3:PutObject', resource: bucketArn(bucket, groupKey(fleet.router.groups[0].name)), expect: 'ExplicitlyDenied' as const },
     ]);
     expect(new Set(calls.filter((c) => c.expect === 'Allowed').map((c) => c.action))).toEqual(new Set(PUBLISHER_ACTIONS));
+    // cellctl finds each region's bucket by its SSM parameter.
+    for (const region of Object.keys(fleet.regions)) {
+      const parameter = `arn:aws:ssm:${region}:${fleet.accounts.router}:parameter/${mappingBucketParameter(fleet.app).replace(/^\//, '')}`;
+      calls.push({ who, principal: publisher, action: 'ssm:GetParameter', resource: parameter, expect: 'Allowed' });
+      calls.push({ who, principal: publisher, action: 'ssm:PutParameter', resource: parameter, expect: 'Denied' });
+    }
     const assume = (account: string): Principal => outsider(`arn:aws:iam::${account}:role/operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]);
     calls.push(
       { who: 'an operator in the router account', principal: assume(fleet.accounts.router), action: 'sts:AssumeRole', resource: publisher.arn, expect: 'Allowed' },

@@ -1,3 +1,4 @@
+import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
@@ -69,6 +70,9 @@ export function bootstrapStack(account: string, region: string, parameters: Reco
   const file = path.join(path.dirname(require.resolve('aws-cdk/package.json')), 'lib', 'api', 'bootstrap', 'bootstrap-template.yaml');
   return { stackName: 'CDKToolkit', account, region, template: yaml.load(fs.readFileSync(file, 'utf8')), parameters };
 }
+
+/** A stable stand-in for the UUID CloudFormation gives a stack (its StackId's last part). */
+const fakeUuid = (seed: string) => createHash('sha256').update(seed).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*$/, '$1-$2-$3-$4-$5');
 
 const lowerName = (stack: string, logicalId: string) => `${stack}-${logicalId}`.toLowerCase().slice(0, 63);
 
@@ -216,6 +220,8 @@ export class PolicyWorld {
               case 'AWS::Partition': return PARTITION;
               case 'AWS::URLSuffix': return 'amazonaws.com';
               case 'AWS::StackName': return stack.stackName;
+              case 'AWS::StackId': return `arn:${PARTITION}:cloudformation:${stack.region}:${stack.account}:stack/${stack.stackName}/${fakeUuid(`${stack.account}/${stack.region}/${stack.stackName}`)}`;
+              case 'AWS::NotificationARNs': return [];
               case 'AWS::NoValue': return NO_VALUE;
               default:
                 if (stack.template.Resources?.[arg]) return this.resource(stack, arg).ref;
@@ -392,6 +398,7 @@ export class PolicyWorld {
           'aws:PrincipalArn': principal.arn,
           'aws:PrincipalAccount': principal.account,
           'aws:SecureTransport': 'true',
+          ...(action.startsWith('s3:') ? { 's3:ResourceAccount': this.ownerOf(resource) } : {}),
           ...context,
         },
       },
