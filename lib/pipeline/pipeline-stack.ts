@@ -9,7 +9,7 @@ import { RouterStack } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
-import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments } from './bake';
+import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments, BakeTarget } from './bake';
 import { applyStageConditions } from './stage-conditions';
 import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
@@ -104,26 +104,7 @@ export class PipelineStack extends Stack {
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
       // protects the wave's stacks before it watches them (see protect.ts).
       const protect = cellStages.map((stage) => ({ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }));
-      // A bake longer than one CodeBuild action may run (8 h) is chained over several actions.
-      const segments = bakeSegments(wave.bakeSeconds);
-      const bakes = segments.map((seconds, i) => new pipelines.CodeBuildStep(segments.length === 1 ? `bake-${wave.name}` : `bake-${wave.name}-${i + 1}`, {
-        commands: [[...(i === 0 ? protectCommands(protect) : []), ...bakeCommands(targets, seconds, { index: i + 1, of: segments.length })].join('\n')],
-        // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
-        env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
-        timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
-        rolePolicyStatements: [
-          new iam.PolicyStatement({
-            actions: ['sts:AssumeRole'],
-            resources: targets.map((t) => `arn:aws:iam::${t.account}:role/${t.roleName}`),
-          }),
-          new iam.PolicyStatement({
-            actions: ['codepipeline:GetPipelineExecution'],
-            resources: [this.formatArn({ service: 'codepipeline', resource: pipelineName })],
-          }),
-          ...(i === 0 ? [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(protect.map((t) => deployRoleArn(t.account, t.region)))] })] : []),
-        ],
-      }));
-      bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });
+      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
       // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
       if (fleet.pipeline.manualApproval && wave === firstRegular) {
@@ -145,7 +126,14 @@ export class PipelineStack extends Stack {
     for (const wave of this.plan.routerWaves) {
       const stage = new RouterStage(this, wave.name, { fleet, region: wave.region });
       assertNoOpenFindings(stage.stack);
-      this.pipeline.addStage(stage, { post: [protectStep(`protect-${wave.name}`, [{ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }])] });
+      // Within the stack the canary group rolls out first (the other groups' services depend on it) and
+      // ECS watches its own alarms while it does; then this bake watches every group of the region
+      // before the next region's routers change.
+      const targets = stage.stack.groupHealthAlarms.map(({ group, alarmName }) => ({
+        cell: `router-${group}`, account: stage.stack.account, region: stage.stack.region, alarmName, roleName: stage.stack.bakeWatcher.role.roleName,
+      }));
+      const protect = [{ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }];
+      this.pipeline.addStage(stage, { post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName) });
       routerStages.push(wave.name);
     }
     this.routerStages = routerStages;
@@ -185,9 +173,30 @@ function grantCodeConnection(scope: PipelineStack, connectionArn: string): void 
 }
 
 /** A step that termination-protects stacks the stage deployed (see protect.ts), through their deploy roles. */
-function protectStep(id: string, targets: readonly ProtectTarget[]): pipelines.CodeBuildStep {
-  return new pipelines.CodeBuildStep(id, {
-    commands: [protectCommands(targets).join('\n')],
-    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(targets.map((t) => deployRoleArn(t.account, t.region)))] })],
-  });
+/**
+ * The bake after a stage: the first action protects the stage's stacks (CodePipeline's CloudFormation
+ * action ignores terminationProtection, see protect.ts), then the alarms of `targets` are watched for
+ * `seconds`; a bake longer than one CodeBuild action may run (8 h) is chained over several actions.
+ */
+function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bakeSeconds: number, protect: readonly ProtectTarget[], pipelineName: string): pipelines.CodeBuildStep[] {
+  const segments = bakeSegments(bakeSeconds);
+  const bakes = segments.map((seconds, i) => new pipelines.CodeBuildStep(segments.length === 1 ? id : `${id}-${i + 1}`, {
+    commands: [[...(i === 0 ? protectCommands(protect) : []), ...bakeCommands(targets, seconds, { index: i + 1, of: segments.length })].join('\n')],
+    // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
+    env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
+    timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
+    rolePolicyStatements: [
+      new iam.PolicyStatement({
+        actions: ['sts:AssumeRole'],
+        resources: [...new Set(targets.map((t) => `arn:aws:iam::${t.account}:role/${t.roleName}`))],
+      }),
+      new iam.PolicyStatement({
+        actions: ['codepipeline:GetPipelineExecution'],
+        resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
+      }),
+      ...(i === 0 ? [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(protect.map((t) => deployRoleArn(t.account, t.region)))] })] : []),
+    ],
+  }));
+  bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });
+  return bakes;
 }

@@ -13,6 +13,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
+import { CellBakeAccess } from '../cell/bake-access';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
@@ -62,6 +63,10 @@ export class RouterStack extends Stack {
   public readonly alarms: readonly cloudwatch.IAlarm[];
   /** The region's router dashboard, then one more per `CELLS_PER_DASHBOARD` cells past the first page. */
   public readonly dashboards: readonly cloudwatch.Dashboard[];
+  /** Each group's composite health alarm, in rollout order: what the pipeline's router bake watches. */
+  public readonly groupHealthAlarms: readonly { readonly group: string; readonly alarmName: string }[];
+  /** The role the pipeline's bake step assumes (from the tooling account) to read the router alarms. */
+  public readonly bakeWatcher: CellBakeAccess;
   /** Every router alarm of the region notifies this topic on ALARM and OK: subscribe on-call here. */
   public readonly alarmTopic: sns.Topic;
   private readonly zones: readonly string[];
@@ -205,6 +210,7 @@ export class RouterStack extends Stack {
       return a;
     };
     const groups: RouterGroup[] = [];
+    const groupHealthAlarms: { group: string; alarmName: string }[] = [];
     for (const group of fleet.router.groups) {
       const g = group.name;
       const requests = groupMetric(g, 'Requests');
@@ -238,6 +244,7 @@ export class RouterStack extends Stack {
         alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
       });
       alarms.push(health);
+      groupHealthAlarms.push({ group: g, alarmName: `${prefix}-${g}-health` });
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks, slots: fleet.router.slots,
         targetGroup, mappingBucket: this.mappingBucket.bucket.bucketName, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
@@ -252,6 +259,8 @@ export class RouterStack extends Stack {
       groups.push(routerGroup);
     }
     this.groups = groups;
+    this.groupHealthAlarms = groupHealthAlarms;
+    this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: `${prefix}-bake-watcher`, toolingAccount: fleet.accounts.tooling });
 
     // Per cell, as the routers see it: the error rate of its traffic across every group (in the
     // cell's links stack: a region routes to every cell, and this stack has 500 resources at most).

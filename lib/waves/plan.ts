@@ -23,6 +23,11 @@ export interface Wave {
 export interface RouterWave {
   readonly name: string;
   readonly region: string;
+  /**
+   * Watched after the region's routers deploy, before the next region's: the canary bake for the
+   * first region (the first routers to take a change), the single-wave bake for the others.
+   */
+  readonly bakeSeconds: number;
 }
 
 export interface WavePlan {
@@ -108,7 +113,11 @@ export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
   }
 
   const regions = [...new Set(fleet.cells.map((c) => c.region))];
-  const routerWaves = regions.map((region) => ({ name: `routers-${region}`, region }));
+  // The canary cell's region first: its routers take a router change before any other region's.
+  const first = canaries[0].region;
+  const routerWaves = [first, ...regions.filter((r) => r !== first)].map((region, i) => ({
+    name: `routers-${region}`, region, bakeSeconds: i === 0 ? policy.bakeSeconds.canary : policy.bakeSeconds.single,
+  }));
   const stages = FIXED_STAGES + routerWaves.length + waves.length;
   if (stages > MAX_PIPELINE_STAGES) {
     throw new WavePlanError(
@@ -116,5 +125,6 @@ export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
       'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
     );
   }
-  return { routerWaves, waves, minimumRolloutSeconds: waves.reduce((sum, w) => sum + w.bakeSeconds, 0) };
+  const bakes = [...waves, ...routerWaves].reduce((sum, w) => sum + w.bakeSeconds, 0);
+  return { routerWaves, waves, minimumRolloutSeconds: bakes };
 }

@@ -100,6 +100,20 @@ describe('PipelineStack on the example fleet', () => {
     });
   });
 
+  it("bakes each region's routers on their groups' health alarms before the next region's routers change", () => {
+    const plan = planWaves(fleet);
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    stages.slice(-2).forEach((stage, i) => {
+      const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
+      const deploy = stage.Actions.find((a) => a.ActionTypeId.Provider === 'CloudFormation')!;
+      expect(bake.RunOrder).toBeGreaterThan(deploy.RunOrder ?? 1);
+      const project = JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
+      const region = plan.routerWaves[i].region;
+      for (const group of ['canary', 'main']) expect(project).toContain(`router-${group} 222222222222 ${region} orders-router-${region}-${group}-health orders-router-${region}-bake-watcher`);
+      expect(project).toContain(`bake_until=$(( $(date +%s) + ${plan.routerWaves[i].bakeSeconds} ))`);
+    });
+  });
+
   it('rolls a failed wave back and enters waves only inside the deployment window (DeploymentWindow expression, seconds first)', () => {
     for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
       expect([stage.Name, stage.OnFailure]).toEqual([stage.Name, { Result: 'ROLLBACK' }]);
@@ -127,7 +141,7 @@ describe('PipelineStack on the example fleet', () => {
 
   it("gives each bake its pipeline execution id and lets it read only this pipeline's executions", () => {
     const projects = template.findResources('AWS::CodeBuild::Project');
-    for (const stage of waveStages()) {
+    for (const stage of [...waveStages(), ...stages.slice(-stack.routerStages.length)]) {
       const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
       expect(JSON.parse(bake.Configuration!.EnvironmentVariables)).toEqual([{ name: 'BAKE_PIPELINE_EXECUTION_ID', type: 'PLAINTEXT', value: '#{codepipeline.PipelineExecutionId}' }]);
       const project = Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1];
@@ -135,14 +149,14 @@ describe('PipelineStack on the example fleet', () => {
     }
     const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement)
       .filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('codepipeline:GetPipelineExecution'));
-    expect(statements.length).toBe(waveStages().length);
+    expect(statements.length).toBe(waveStages().length + stack.routerStages.length);
     for (const st of statements) {
       expect(st.Action).toBe('codepipeline:GetPipelineExecution');
       expect(JSON.stringify(st.Resource)).toMatch(/:codepipeline:eu-west-1:111111111111:orders-cells"/);
     }
   });
 
-  it('termination-protects every stack it deploys (the CloudFormation action ignores terminationProtection): cells in the first bake action, routers in a step of their own', () => {
+  it('termination-protects every stack it deploys (the CloudFormation action ignores terminationProtection): cells and routers in the first action of their bake', () => {
     const projects = template.findResources('AWS::CodeBuild::Project');
     const projectOf = (action: CfnStage['Actions'][number]) => JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(action.Configuration).includes(id))![1]);
     for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
@@ -160,7 +174,13 @@ describe('PipelineStack on the example fleet', () => {
     const plan = planWaves(fleet);
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
-    expect(policies).toHaveLength(waveStages().length);
+    expect(policies).toHaveLength(waveStages().length + stack.routerStages.length);
+    for (const wave of plan.routerWaves) {
+      const policy = policies.find((p) => JSON.stringify(p).includes(`orders-router-${wave.region}-bake-watcher`))!;
+      const assumed = policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
+        .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort();
+      expect(assumed).toEqual([`arn:aws:iam::222222222222:role/cdk-hnb659fds-deploy-role-222222222222-${wave.region}`, `arn:aws:iam::222222222222:role/orders-router-${wave.region}-bake-watcher`]);
+    }
     for (const wave of plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
       const policy = policies.find((p) => JSON.stringify(p).includes(`orders-${cells[0].id}-bake-watcher`))!;

@@ -167,6 +167,13 @@ describe('RouterStack', () => {
     t.resourceCountIs('AWS::ApplicationAutoScaling::ScalingPolicy', 4 + 2); // CPU target + connection steps (2 policies) per group
   });
 
+  it("lets the pipeline's bake step (tooling account) read the router alarms, and nothing else", () => {
+    const [role] = Object.values(t.findResources('AWS::IAM::Role', { Properties: { RoleName: 'orders-router-eu-west-1-bake-watcher' } }));
+    expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain(':iam::111111111111:root');
+    expect(primary.groupHealthAlarms).toEqual([{ group: 'canary', alarmName: 'orders-router-eu-west-1-canary-health' }, { group: 'main', alarmName: 'orders-router-eu-west-1-main-health' }]);
+    t.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'orders-router-eu-west-1-canary-health' });
+  });
+
   it('puts every group behind one NLB that checks readiness on the agent', () => {
     t.resourceCountIs('AWS::ElasticLoadBalancingV2::LoadBalancer', 1);
     t.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', { Type: 'network', Scheme: 'internet-facing' });
