@@ -1,7 +1,7 @@
 import { bootstrapEnvironments } from '../../lib/accounts';
 import { addPipeline } from '../../lib/app';
 import { bakeWatcherRoleName } from '../../lib/cell/bake-access';
-import { Fleet, mappingBucketParameter } from '../../lib/fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, Fleet, mappingBucketParameter } from '../../lib/fleet';
 import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/mapping-store';
 import { bakeCommands } from '../../lib/pipeline/bake';
 import { planWaves } from '../../lib/waves';
@@ -169,6 +169,31 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         }
       }
     }
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  it('lets each router stack read every cell\'s endpoint service name through that cell\'s reader role, and nothing else', async () => {
+    const routerRoles = world.roles().filter((r) => r.account === fleet.accounts.router && r.stack.startsWith(`${fleet.app}-router-`));
+    const calls: Call[] = [];
+    const readers: string[] = [];
+    for (const cell of fleet.cells) {
+      const readerArn = `arn:aws:iam::${cell.account}:role/${cellEndpointReaderRoleName(fleet.app, cell.id)}`;
+      const reader = world.role(readerArn);
+      const parameter = (id: string, account = cell.account, region = cell.region) => `arn:aws:ssm:${region}:${account}:parameter/${cellEndpointServiceParameter(fleet.app, id).replace(/^\//, '')}`;
+      // Which roles of the router account may assume it: the stacks' custom resource must be one.
+      const allowed = (await Promise.all(routerRoles.map(async (r) => [r, await world.decide(r, 'sts:AssumeRole', readerArn)] as const))).filter(([, d]) => d === 'Allowed').map(([r]) => r);
+      if (allowed.length === 0) readers.push(`${cell.id}: no role of the router stacks may assume ${readerArn}`);
+      readers.push(...allowed.filter((r) => /TaskRole|ExecutionRole/.test(r.logicalId)).map((r) => `${cell.id}: the router task role ${r.name} may assume ${readerArn}`));
+      const other = fleet.cells.find((c) => c.account !== cell.account)!;
+      calls.push(
+        { who: `${cell.id} reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(cell.id), expect: 'Allowed' },
+        { who: `${cell.id} reader`, principal: reader, action: 'ssm:PutParameter', resource: parameter(cell.id), expect: 'Denied' },
+        { who: `${cell.id} reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(other.id, other.account, other.region), expect: 'Denied' },
+        { who: `${cell.id} reader`, principal: reader, action: 'secretsmanager:GetSecretValue', resource: world.resourcesOf('AWS::SecretsManager::Secret').find((x) => x.stack.account === cell.account)!.arn, expect: 'Denied' },
+        { who: `another cell's account, for ${cell.id}`, principal: outsider(`arn:aws:iam::${other.account}:role/${fleet.app}-router-x`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: readerArn, expect: 'Denied' },
+      );
+    }
+    expect(readers).toEqual([]);
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
