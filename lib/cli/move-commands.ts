@@ -126,6 +126,11 @@ export function moveCommand(io: CliIo): Command {
     .action((file: string, flags: MoveFlags & { reason: string }) => withDeps(io, flags, async (deps, bucketCount) => {
       const plan = readPlan(file);
       const done: MoveRecord[] = [];
+      const sizes = plan.moves.map((m) => parseRanges(m.buckets, bucketCount).reduce((n, r) => n + r.to - r.from + 1, 0));
+      const totalBuckets = sizes.reduce((a, b) => a + b, 0);
+      const started = Date.now();
+      let bucketsDone = 0;
+      let rows = 0;
       for (const [i, step] of plan.moves.entries()) {
         const subject: MoveSubject = { kind: 'buckets', ranges: parseRanges(step.buckets, bucketCount) };
         // A plan run again skips what already moved (the record exists and is past the flip).
@@ -133,7 +138,14 @@ export function moveCommand(io: CliIo): Command {
         const record = existing ?? await planMove(deps, { subject, target: step.to, reason: flags.reason || `plan ${path.basename(file)}` });
         const result = record.status === 'active' ? await runMove(deps, record.id) : record;
         done.push(result);
-        if (!flags.json) io.err(`plan ${i + 1}/${plan.moves.length}: buckets ${step.buckets} -> ${step.to}: ${result.status} (${result.rowsCopied} rows)\n`);
+        bucketsDone += sizes[i];
+        rows += result.rowsCopied;
+        if (!flags.json) {
+          const seconds = (Date.now() - started) / 1000;
+          const left = bucketsDone < totalBuckets ? `, about ${Math.ceil((seconds / bucketsDone) * (totalBuckets - bucketsDone))} s left` : '';
+          io.err(`plan ${i + 1}/${plan.moves.length}: buckets ${step.buckets} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); `
+            + `${bucketsDone}/${totalBuckets} buckets, ${rows} rows in ${Math.round(seconds)} s (${Math.round(rows / Math.max(seconds, 0.001))} rows/s)${left}\n`);
+        }
       }
       io.out(flags.json ? json(done) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], done.map(summary)));
     }));

@@ -132,6 +132,10 @@ describe('cellctl move --local', () => {
       const left = await sql<{ tenant_id: string }>(dbs[cell], `select tenant_id from items where tenant_id like 'p%'`);
       expect(left.filter((r) => onD.includes(r.tenant_id))).toEqual([]);
     }
+    // On a terminal (no --json): progress per move with buckets and rows done, rate and time left (these moves ran above, so they are finished).
+    const text = await cellctl('move', 'plan', plan, ...local());
+    expect(text.err).toMatch(/^plan 1\/3: buckets \S+ -> cell-d: finished \(\d+ rows\); \d+\/256 buckets, \d+ rows in \d+ s \(\d+ rows\/s\), about \d+ s left$/m);
+    expect(text.err).toMatch(/^plan 3\/3: .* 256\/256 buckets, .*rows\/s\)$/m);
     // Running the plan again moves nothing twice.
     const again = await cellctl('move', 'plan', plan, '--json', ...local());
     expect(JSON.parse(again.out).map((m: { id: string }) => m.id)).toEqual(moves.map((m) => (m as unknown as { id: string }).id));
