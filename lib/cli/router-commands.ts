@@ -3,7 +3,7 @@ import * as path from 'path';
 import { Command } from 'commander';
 import { MAX_ROUTER_SLOTS } from '../fleet';
 import { parseMapping } from '../mapping';
-import { ERROR_503, HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, LocalRouter, MAP_FILES, renderHaproxyConfig, startLocalRouter } from '../router';
+import { connectionLimits, ERROR_503, HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, LocalRouter, MAP_FILES, READY_PORT, renderHaproxyConfig, ROUTER_TASK_MEMORY_MIB, startLocalRouter } from '../router';
 import { fleetFrom } from './context';
 import { CliError, CliIo, readText } from './io';
 
@@ -12,6 +12,12 @@ function slotCount(value: string, needed: number, why: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > MAX_ROUTER_SLOTS) throw new CliError(`--slots ${value}: give an integer from 1 to ${MAX_ROUTER_SLOTS}`, 2);
   if (n < needed) throw new CliError(`--slots ${value}: ${why}; give at least ${needed}`, 2);
+  return n;
+}
+
+function positive(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} ${value}: give a positive integer`, 2);
   return n;
 }
 
@@ -33,9 +39,18 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
     .option('--debug-headers', 'add x-cell and x-mapping-version to responses')
     .option('--config <file>', 'fleet config (partition key, bucket count, health-check path)', 'cells.config.ts')
     .option('--slots <n>', "backend slots, the most cells the mapping may name (default: the fleet's router.slots, else 64)")
-    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string }) => {
+    .option('--ca-file <file>', 'CA bundle (PEM) that verifies https:// cells, for a private CA (default: the system trusted CAs)')
+    .option('--ready-port <port>', 'serve readiness (what the load balancer checks) on this 127.0.0.1 port')
+    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string }) => {
       const listen = port(flags.port, '--port');
+      const readyPort = flags.readyPort === undefined ? undefined : port(flags.readyPort, '--ready-port');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
+      const caFile = flags.caFile === undefined ? undefined : path.resolve(flags.caFile);
+      if (caFile !== undefined) {
+        if (!fs.existsSync(caFile)) throw new CliError(`--ca-file ${flags.caFile}: no such file; give a PEM file with the CA certificate(s) that signed the cells' certificates`, 2);
+        if (!fs.readFileSync(caFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) throw new CliError(`--ca-file ${flags.caFile}: not a PEM certificate bundle (no BEGIN CERTIFICATE line)`, 2);
+        if (/\s/.test(caFile)) throw new CliError(`--ca-file ${flags.caFile}: HAProxy cannot take a path with spaces; move the file`, 2);
+      }
       const parsed = parseMapping(readText(flags.mapping));
       if (!parsed.ok) throw new CliError(`${flags.mapping} is not a valid mapping; fix it first (\`cellctl mapping validate ${flags.mapping}\`)`);
       const fleet = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
@@ -50,13 +65,15 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
           bucketCount: parsed.document.bucketCount,
           healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
           slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, cellCount, `the mapping names ${cellCount} cells`),
+          caFile,
+          readyPort,
           log: (line) => io.err(`${line}\n`),
         });
       } catch (error) {
         if (error instanceof HaproxyStartError) throw new CliError(error.message);
         throw error;
       }
-      io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it\n`);
+      io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it after in-flight requests finish\n`);
       await new Promise<void>((resolve) => {
         const stop = () => {
           signals.off('SIGTERM', stop);
@@ -78,9 +95,11 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
     .option('--admin-socket <address>', 'runtime API address (host:port shared with the agent container, or a unix socket path)', '127.0.0.1:9999')
     .option('--slots <n>', "backend slots (default: the fleet's router.slots)")
     .option('--stats-port <port>', 'Prometheus exporter and stats page, on 127.0.0.1', '8404')
+    .option('--ready-port <port>', 'readiness for the load balancer (200 while a mapping is in force and the task is not near its connection limit)', String(READY_PORT))
     .option('--debug-headers', 'add x-cell and x-mapping-version')
+    .option('--max-conn <n>', `client connections (default: what a ${ROUTER_TASK_MEMORY_MIB} MiB router task holds, ${connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn}; needs a file-descriptor limit of about twice that)`)
     .option('--out-dir <dir>', 'write haproxy.cfg, 503.http and the empty map files there instead of printing the configuration')
-    .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots?: string; statsPort: string; debugHeaders?: boolean; outDir?: string }) => {
+    .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots?: string; statsPort: string; readyPort: string; debugHeaders?: boolean; maxConn?: string; outDir?: string }) => {
       const fleet = fleetFrom(flags.config);
       const socket = /^[\w.-]+:\d+$/.test(flags.adminSocket) ? `ipv4@${flags.adminSocket}` : flags.adminSocket;
       const config = renderHaproxyConfig({
@@ -95,6 +114,12 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         healthCheckPath: fleet.workload.healthCheckPath,
         debugHeaders: flags.debugHeaders,
         statsPort: port(flags.statsPort, '--stats-port'),
+        // Behind the NLB: PROXY protocol v2 (the target group enables it), readiness for its health check.
+        acceptProxy: true,
+        readyBind: { address: '0.0.0.0', port: port(flags.readyPort, '--ready-port') },
+        maxConn: flags.maxConn === undefined ? connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn : positive(flags.maxConn, '--max-conn'),
+        // One server per zone of the widest region.
+        zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))),
       });
       if (!flags.outDir) {
         io.out(config);

@@ -6,12 +6,21 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { connectionLimits, READY_PORT, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
 import { grantMappingRead } from './mapping-bucket';
 
 /** The repository root: the router images build from it (see images/). */
 export const REPO_ROOT = path.join(__dirname, '..', '..');
 export const ROUTER_PORT = 8080;
-export const AGENT_HEALTH_PORT = 8081;
+/** HAProxy's readiness (the NLB's health check): 200 while a mapping is in force and the task is not near its connection limit. */
+export { READY_PORT };
+/** The agent's own health endpoint (`/healthz`, `/ready`), for its container health check only. */
+export const AGENT_HEALTH_PORT = 8082;
+/**
+ * ECS waits this long after SIGUSR1 (HAProxy's soft stop: listeners close, in-flight requests
+ * finish) before SIGKILL; HAProxy's `hard-stop-after` (25 s) ends what is left a little earlier.
+ */
+export const HAPROXY_STOP_TIMEOUT = Duration.seconds(30);
 /**
  * The task volume HAProxy and the agent share (map files, server state, last-known-good). The
  * HAProxy image declares it a VOLUME so ECS copies the generated maps into it, owned by the user
@@ -29,6 +38,10 @@ export interface RouterGroupProps {
   readonly tasks: number;
   /** Backend slots of the router image's HAProxy (the fleet's `router.slots`); the agent must agree. */
   readonly slots: number;
+  /** Servers per cell backend in the router image's HAProxy (one per zone; `cellctl router config` uses the widest region's zone count). */
+  readonly zones: number;
+  /** The fleet's `router.cellMaxConn`: split over a cell's zonal servers by the agent. */
+  readonly cellMaxConn: number;
   /** Upper bound for auto scaling. @default 4 × tasks */
   readonly maxTasks?: number;
   readonly targetGroup: elbv2.INetworkTargetGroup;
@@ -53,15 +66,21 @@ export class RouterGroup extends Construct {
     super(scope, id);
     if (!Number.isInteger(props.tasks) || props.tasks < 1) throw new Error(`RouterGroup ${props.name}: tasks ${props.tasks} must be a positive integer`);
     const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.RETAIN });
-    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: 2048 });
+    // HAProxy's maxconn and the file-descriptor limit follow from the task's memory (connectionLimits).
+    const limits = connectionLimits(ROUTER_TASK_MEMORY_MIB);
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: ROUTER_TASK_MEMORY_MIB });
     this.taskDefinition.addVolume({ name: 'state' });
+    this.taskDefinition.addVolume({ name: 'agent-tmp' });
     const haproxy = this.taskDefinition.addContainer('haproxy', {
       image: props.images.haproxy,
       essential: true,
       user: ROUTER_USER,
-      portMappings: [{ containerPort: ROUTER_PORT }, { containerPort: 8404 }],
+      portMappings: [{ containerPort: ROUTER_PORT }, { containerPort: READY_PORT }],
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-haproxy` }),
-      ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65536, hardLimit: 65536 }],
+      ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: limits.nofile, hardLimit: limits.nofile }],
+      // HAProxy writes only to the state volume.
+      readonlyRootFilesystem: true,
+      stopTimeout: HAPROXY_STOP_TIMEOUT,
     });
     haproxy.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
     // The agent is not essential: when it dies, HAProxy keeps serving the maps it has and ECS restarts
@@ -76,8 +95,9 @@ export class RouterGroup extends Construct {
       restartAttemptPeriod: Duration.seconds(60),
       restartIgnoredExitCodes: [2],
       user: ROUTER_USER,
-      portMappings: [{ containerPort: AGENT_HEALTH_PORT }],
       logging: ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: `${props.name}-agent` }),
+      // The agent writes the state volume and nothing else (one bundled file, no compiler cache).
+      readonlyRootFilesystem: true,
       environment: {
         MAPPING_BUCKET: props.mappingBucket,
         ROUTER_GROUP: props.name,
@@ -85,9 +105,13 @@ export class RouterGroup extends Construct {
         STATE_DIR,
         HAPROXY_ADMIN: '127.0.0.1:9999',
         SLOTS: String(props.slots),
+        ZONES: String(props.zones),
+        CELL_MAX_CONN: String(props.cellMaxConn),
+        HEALTH_PORT: String(AGENT_HEALTH_PORT),
       },
     });
     agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
+    agent.addMountPoints({ containerPath: '/tmp', sourceVolume: 'agent-tmp', readOnly: false });
     agent.addContainerDependencies({ container: haproxy, condition: ecs.ContainerDependencyCondition.START });
     Validations.of(this.taskDefinition).acknowledge({
       id: 'AwsSolutions-ECS2',
@@ -114,6 +138,7 @@ export class RouterGroup extends Construct {
       enableECSManagedTags: true,
     });
     props.targetGroup.addTarget(this.service.loadBalancerTarget({ containerName: 'haproxy', containerPort: ROUTER_PORT }));
+    configureRouterTargetGroup(props.targetGroup);
     const scaling = this.service.autoScaleTaskCount({ minCapacity: props.tasks, maxCapacity: props.maxTasks ?? props.tasks * 4 });
     scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: 50 });
     scaling.scaleOnMetric('Connections', {
@@ -125,4 +150,24 @@ export class RouterGroup extends Construct {
       scalingSteps: [{ upper: 2000 * props.tasks, change: -1 }, { lower: 8000 * props.tasks, change: +1 }, { lower: 16000 * props.tasks, change: +2 }],
     });
   }
+}
+
+/**
+ * What the router's HAProxy relies on in its target group:
+ * - PROXY protocol v2, because HAProxy's bind has `accept-proxy` (the two go together): IP targets
+ *   behind a TCP or TLS listener do not see the client's address otherwise (Elastic Load Balancing,
+ *   Network Load Balancers, "Target groups": client IP preservation and proxy protocol).
+ * - Connections to a target that turns unhealthy are not terminated
+ *   (`target_health_state.unhealthy.connection_termination.enabled` false; it is true by default):
+ *   readiness turns false near the connection limit, and that must stop new flows only.
+ * - The health check is HAProxy's readiness (`READY_PORT`), which survives an agent restart.
+ */
+export function configureRouterTargetGroup(targetGroup: elbv2.INetworkTargetGroup): void {
+  if (!(targetGroup instanceof elbv2.NetworkTargetGroup)) throw new Error('RouterGroup: the target group must be an elbv2.NetworkTargetGroup defined in this app');
+  targetGroup.setAttribute('proxy_protocol_v2.enabled', 'true');
+  targetGroup.setAttribute('target_health_state.unhealthy.connection_termination.enabled', 'false');
+  targetGroup.configureHealthCheck({
+    protocol: elbv2.Protocol.HTTP, port: String(READY_PORT), path: '/ready',
+    interval: Duration.seconds(10), healthyThresholdCount: 2, unhealthyThresholdCount: 2,
+  });
 }

@@ -17,7 +17,7 @@ import { CellBakeAccess } from '../cell/bake-access';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
-import { AGENT_HEALTH_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
+import { READY_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
@@ -143,9 +143,9 @@ export class RouterStack extends Stack {
     lbSecurityGroup.addIngressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(listenerPort), 'clients');
     const taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', { vpc, description: `${prefix}: router tasks` });
     taskSecurityGroup.addIngressRule(lbSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'traffic from the NLB');
-    taskSecurityGroup.addIngressRule(lbSecurityGroup, ec2.Port.tcp(AGENT_HEALTH_PORT), 'readiness checks from the NLB');
+    taskSecurityGroup.addIngressRule(lbSecurityGroup, ec2.Port.tcp(READY_PORT), 'readiness checks from the NLB');
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'to router tasks');
-    lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(AGENT_HEALTH_PORT), 'readiness checks');
+    lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(READY_PORT), 'readiness checks');
 
     const accessLogs = new s3.Bucket(this, 'AccessLogs', {
       encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL, enforceSSL: true,
@@ -162,8 +162,9 @@ export class RouterStack extends Stack {
     });
     const targetGroup = new elbv2.NetworkTargetGroup(this, 'Targets', {
       vpc, port: ROUTER_PORT, protocol: elbv2.Protocol.TCP, targetType: elbv2.TargetType.IP, deregistrationDelay: Duration.seconds(30),
-      // Ready only once the agent has applied a mapping.
-      healthCheck: { protocol: elbv2.Protocol.HTTP, port: String(AGENT_HEALTH_PORT), path: '/ready', interval: Duration.seconds(10), healthyThresholdCount: 2, unhealthyThresholdCount: 2 },
+      // HAProxy's readiness: a mapping in force and not near the connection limit (RouterGroup sets
+      // the check, proxy protocol v2 and no connection termination for unhealthy targets).
+      healthCheck: { protocol: elbv2.Protocol.HTTP, port: String(READY_PORT), path: '/ready', interval: Duration.seconds(10), healthyThresholdCount: 2, unhealthyThresholdCount: 2 },
     });
     this.loadBalancer.addListener('Listener', certificateArn
       ? { port: 443, protocol: elbv2.Protocol.TLS, certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)], sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS, defaultTargetGroups: [targetGroup] }
@@ -247,6 +248,7 @@ export class RouterStack extends Stack {
       groupHealthAlarms.push({ group: g, alarmName: `${prefix}-${g}-health` });
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks, slots: fleet.router.slots,
+        zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
         targetGroup, mappingBucket: this.mappingBucket.bucket.bucketName, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
       });
       // A task is ready only once it applied a mapping whose endpoints resolve: seed and names first.

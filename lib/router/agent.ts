@@ -3,7 +3,7 @@ import * as http from 'http';
 import * as path from 'path';
 import { writeFileAtomic } from '../files';
 import { MappingDocument, parseMapping } from '../mapping';
-import { mapContents, mapFileText, MappingApplier } from './apply';
+import { mapContents, mapFileText, MappingApplier, UnappliableDocumentError } from './apply';
 import { MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
@@ -19,15 +19,22 @@ export interface AgentOptions {
   /** Router group, a metric dimension. */
   readonly group: string;
   readonly now?: () => number;
+  /** A document rejected as unappliable (an endpoint not resolving yet) is tried again after this long. @default 30000 */
+  readonly retryUnappliableMs?: number;
+  /** How often the endpoints of the cells in force are resolved again (zonal addresses kept current). @default 30000 */
+  readonly refreshAddressesMs?: number;
 }
 
 export const LKG_FILE = 'last-known-good.json';
 
 /**
  * The mapping agent: polls its source, validates every candidate with the shared mapping code,
- * rejects invalid or older documents (keeping the last-known-good, counting and logging why),
- * applies valid ones to HAProxy at runtime and persists them. It re-applies the last-known-good
- * when HAProxy restarts, and is ready only once a mapping is applied.
+ * rejects invalid or older documents and documents that cannot be applied here (an endpoint that
+ * does not resolve, too few slots; checked before anything changes), keeping the last-known-good,
+ * counting and logging why; applies valid ones to HAProxy at runtime and persists them. It re-applies
+ * the last-known-good when HAProxy restarts. Ready means a mapping is in force in HAProxy: a
+ * rejected document, a failed apply or an agent restart never clears it (HAProxy serves the same
+ * readiness to the load balancer itself, see `readyBind`).
  */
 export class MappingAgent {
   private lkg?: MappingDocument;
@@ -36,6 +43,11 @@ export class MappingAgent {
   private rejected = 0;
   private fetchErrors = 0;
   private busy = false;
+  /** Version HAProxy reported at the last tick (its meta map): what is in force. */
+  private inForce?: number;
+  /** The last unappliable document: its version (rejected once) and when to try it again. */
+  private unappliable?: { version: number; retryAt: number };
+  private nextRefresh = 0;
   /** Last value of each cumulative counter, so metrics are per-interval deltas. */
   private readonly counters = new Map<string, number>();
 
@@ -57,9 +69,9 @@ export class MappingAgent {
     return this.rejected;
   }
 
-  /** Ready = a mapping is applied to the running HAProxy. */
+  /** Ready = a mapping is in force in the running HAProxy (as of the last tick). */
   public get ready(): boolean {
-    return this.lkg !== undefined && this.appliedPid !== undefined;
+    return this.inForce !== undefined;
   }
 
   /** Loads the persisted last-known-good (if any) so a restarted agent serves it at once. */
@@ -90,8 +102,23 @@ export class MappingAgent {
     await this.persist(doc, slots);
     this.lkg = doc;
     this.appliedPid = pid;
+    this.inForce = doc.version;
+    this.unappliable = undefined;
     this.lastSuccess = this.now();
+    this.nextRefresh = this.now() + (this.o.refreshAddressesMs ?? 30_000);
     this.log('applied', { version: doc.version, cells: Object.fromEntries([...slots].map(([c, s]) => [c, slotName(s)])) });
+  }
+
+  /** Applies a new document; one that cannot be applied here is rejected (once per version) and tried again later. */
+  private async applyCandidate(doc: MappingDocument, pid: string): Promise<void> {
+    try {
+      await this.apply(doc, pid);
+    } catch (error) {
+      if (!(error instanceof UnappliableDocumentError)) throw error;
+      if (this.unappliable?.version !== doc.version) this.reject({ version: doc.version, problems: [{ path: '$.cells', message: error.message }] });
+      this.unappliable = { version: doc.version, retryAt: this.now() + (this.o.retryUnappliableMs ?? 30_000) };
+      this.lastSuccess = this.now();
+    }
   }
 
   private reject(fields: Record<string, unknown>): void {
@@ -107,9 +134,23 @@ export class MappingAgent {
       let pid: string | undefined;
       try {
         pid = (await this.o.api.info()).Pid;
+        this.inForce = await this.o.applier.currentVersion();
       } catch (error) {
         this.appliedPid = undefined;
+        this.inForce = undefined;
         this.log('haproxy-error', { error: (error as Error).message });
+      }
+      if (this.unappliable && this.now() >= this.unappliable.retryAt) {
+        this.unappliable.retryAt = Infinity;
+        this.o.source.reset(); // read the document again: its endpoint may resolve by now
+      }
+      if (pid !== undefined && this.lkg && pid === this.appliedPid && this.now() >= this.nextRefresh) {
+        this.nextRefresh = this.now() + (this.o.refreshAddressesMs ?? 30_000);
+        const changed = await this.o.applier.refreshAddresses(this.lkg);
+        if (changed.length > 0) {
+          writeFileAtomic(path.join(this.o.stateDir, SERVER_STATE_FILE), await this.o.api.send('show servers state'));
+          this.log('addresses-changed', { cells: changed });
+        }
       }
       if (pid !== undefined && this.lkg && pid !== this.appliedPid) {
         // A new HAProxy process, or this agent just started (restarted beside a running HAProxy) or
@@ -138,9 +179,14 @@ export class MappingAgent {
       } else if (current !== undefined && parsed.document.version === current) {
         this.lastSuccess = this.now(); // the document in force, read again
       } else if (pid !== undefined) {
-        await this.apply(parsed.document, pid);
+        await this.applyCandidate(parsed.document, pid);
+      } else {
+        // HAProxy is not reachable (not started yet): read the document again at the next poll.
+        this.o.source.reset();
       }
     } catch (error) {
+      // HAProxy refused something mid-apply: the next tick re-applies the last-known-good and then
+      // reads the document again. Readiness stays what HAProxy says (its maps still route).
       this.log('apply-error', { error: (error as Error).message, keptVersion: this.lkg?.version });
       this.appliedPid = undefined;
       this.o.source.reset();
@@ -176,6 +222,7 @@ export class MappingAgent {
       _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup']], Metrics: [
         { Name: 'MappingVersion', Unit: 'None' }, { Name: 'SecondsSinceRefresh', Unit: 'Seconds' }, { Name: 'RejectedDocuments', Unit: 'Count' }, { Name: 'FetchErrors', Unit: 'Count' },
         { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
+        { Name: 'Connections', Unit: 'Count' }, { Name: 'ConnectionLimit', Unit: 'Count' }, { Name: 'ConnectionUsePercent', Unit: 'Percent' },
       ] }] },
       RouterGroup: this.o.group,
       MappingVersion: this.lkg?.version ?? 0,
@@ -185,6 +232,10 @@ export class MappingAgent {
       Requests: this.delta('router:req', Number(frontend?.req_tot || 0)),
       Responses4xx: this.delta('router:4xx', Number(frontend?.hrsp_4xx || 0)),
       Responses5xx: this.delta('router:5xx', Number(frontend?.hrsp_5xx || 0)),
+      // Current client connections of this task against its frontend limit (readiness turns false near it).
+      Connections: Number(frontend?.scur || 0),
+      ConnectionLimit: Number(frontend?.slim || 0),
+      ConnectionUsePercent: Number(frontend?.slim) > 0 ? Math.round((1000 * Number(frontend!.scur)) / Number(frontend!.slim)) / 10 : 0,
     };
     const lines = [JSON.stringify(router)];
     for (const [cell, slot] of slots) {
@@ -207,7 +258,7 @@ export class MappingAgent {
     return lines;
   }
 
-  /** `/ready`: 200 once a mapping is applied, 503 before; `/healthz`: the process is alive. */
+  /** `/ready`: 200 while a mapping is in force in HAProxy, 503 otherwise; `/healthz`: the process is alive. */
   public healthServer(): http.Server {
     return http.createServer((req, res) => {
       const ready = req.url === '/healthz' || this.ready;

@@ -6,6 +6,17 @@ import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
 export interface HaproxyConfigOptions {
   /** Where HAProxy listens for clients. */
   readonly bind: { readonly address: string; readonly port: number };
+  /**
+   * Clients arrive through the NLB with a PROXY protocol v2 header (the target group's
+   * `proxy_protocol_v2.enabled`): `accept-proxy` on the bind, so HAProxy sees the client's address.
+   * The two go together: either alone breaks every connection. @default false
+   */
+  readonly acceptProxy?: boolean;
+  /**
+   * Readiness for the load balancer, served by HAProxy itself: 200 while a mapping is in force in this
+   * HAProxy and it is not near its connection limit, else 503. It survives an agent restart.
+   */
+  readonly readyBind?: { readonly address: string; readonly port: number };
   /** Runtime API socket (admin level) the agent drives HAProxy through. */
   readonly adminSocket: string;
   /** Directory holding the map files and the 503 error file. */
@@ -14,7 +25,7 @@ export interface HaproxyConfigOptions {
   readonly bucketCount: number;
   /** Backend slots: the most cells one mapping may reference. */
   readonly slots: number;
-  /** Concurrent requests per cell; more wait in the cell's queue. */
+  /** Concurrent requests per cell (split across the cell's zonal servers); more wait in the cell's queue. */
   readonly cellMaxConn: number;
   /** How long a request may wait in a saturated cell's queue before it gets 503. @default 1000 */
   readonly queueTimeoutMs?: number;
@@ -24,15 +35,76 @@ export interface HaproxyConfigOptions {
   readonly debugHeaders?: boolean;
   /** Prometheus exporter and stats page on this loopback port. */
   readonly statsPort?: number;
-  /** Process-wide connection cap (2 file descriptors per proxied connection). @default 4000 */
+  /**
+   * Client connections the router frontend accepts (see `connectionLimits`); HAProxy's global
+   * `maxconn` is this plus `RESERVED_CONNECTIONS` for readiness, stats and the runtime API. @default 4000
+   */
   readonly maxConn?: number;
+  /** Readiness turns false at this share of `maxConn` in use, so the NLB stops sending new flows. @default 0.9 */
+  readonly readyBelow?: number;
+  /** The whole request (headers and body) must arrive within this time, else 408. @default 5000 */
+  readonly requestTimeoutMs?: number;
+  /**
+   * Largest request body, bytes. Bodies are buffered in the router before a cell slot is taken, so
+   * headers plus body must fit one buffer (`tune.bufsize` 16 KiB less the rewrite reserve). @default 8192
+   */
+  readonly maxBodyBytes?: number;
+  /** Requests with a missing or invalid key one client may send per 10 s before it is throttled (429, then new connections refused). @default 100 */
+  readonly badKeysPer10s?: number;
+  /** Servers per cell backend: one per zonal address of the cell's endpoint. @default 3 */
+  readonly zones?: number;
+  /** CA bundle verifying `https://` cells. @default '@system-ca' (the system's trusted CAs) */
+  readonly caFile?: string;
+  /** Soft-stop limit: in-flight requests are cut this long after SIGUSR1; keep it below the ECS stop timeout. @default 25000 */
+  readonly hardStopAfterMs?: number;
 }
+
+/** Memory of a router task (HAProxy and the agent); its connection limits follow from it (`connectionLimits`). */
+export const ROUTER_TASK_MEMORY_MIB = 2048;
+
+/** Where HAProxy serves readiness to the NLB's health check in a router task. */
+export const READY_PORT = 8081;
+
+/** Connections above the router frontend's limit kept for readiness checks, stats and the runtime API. */
+export const RESERVED_CONNECTIONS = 100;
+
+/**
+ * Memory one client connection may cost at worst: a stream's two 16 KiB buffers, the client and
+ * server connections, and a TLS session to the cell (OpenSSL keeps about 30 KiB per session).
+ */
+export const BYTES_PER_CONNECTION = 64 * 1024;
+
+/**
+ * Connection limits for a router task with `memoryMiB` (the agent and HAProxy's own footprint take
+ * `reservedMiB`): the router frontend's `maxConn`, and the file-descriptor limit HAProxy needs for it
+ * (two descriptors per proxied connection, plus the reserve and listeners).
+ */
+export function connectionLimits(memoryMiB: number, reservedMiB = 256): { maxConn: number; nofile: number } {
+  const budget = (memoryMiB - reservedMiB) * 1024 * 1024;
+  if (budget <= 0) throw new Error(`a router task with ${memoryMiB} MiB has no memory for connections (${reservedMiB} MiB reserved)`);
+  const maxConn = Math.floor(budget / BYTES_PER_CONNECTION / 100) * 100;
+  return { maxConn, nofile: 2 * (maxConn + RESERVED_CONNECTIONS) + 1000 };
+}
+
+/** The header the router always sends the partition key in (the header the cell's WAF rate rule keys on for path- and host-keyed fleets). */
+export const ROUTED_KEY_HEADER = 'x-tenant-id';
+
+/** Client-sent headers the router removes: only the router may say which cell, which version, or who the client is. */
+export const SPOOFABLE_HEADERS = ['x-cell', 'x-mapping-version', 'x-forwarded-for', 'x-forwarded-proto', 'forwarded'] as const;
+
+/**
+ * Path forms refused for path-keyed fleets: dot segments (`/a/../b`, `/./`) and encoded dots,
+ * slashes and backslashes (`%2e`, `%2f`, `%5c`), and raw backslashes. A cell that normalizes
+ * paths would otherwise act for another tenant than the one the router routed by.
+ */
+export const UNSAFE_PATH_PATTERN = '(^|/)[.][.]?(/|$)|%2[eEfF]|%5[cC]|\\\\';
 
 /**
  * Map files the agent fills at runtime (prepare / add / commit). Route maps name backend slots
  * directly, so a request costs one lookup per step: `exact` (key → slot), `prefix` (prefix →
  * slot), `buckets` (bucket ranges as IPv4 networks → slot, see `bucketNetworks`), `cells`
- * (slot → cell: the agent's slot registry and the `x-cell` debug header) and `meta` (version).
+ * (slot → cell: the agent's slot registry and the `x-cell` debug header), `meta` (version) and
+ * `hosts` (slot → the cell endpoint's host name: TLS SNI and certificate name for `https://` cells).
  */
 export const MAP_FILES = {
   exact: 'exact.map',
@@ -40,9 +112,13 @@ export const MAP_FILES = {
   buckets: 'buckets.map',
   cells: 'cells.map',
   meta: 'meta.map',
+  hosts: 'hosts.map',
 } as const;
 
 export const slotName = (slot: number) => `slot${slot}`;
+
+/** The servers of a slot: one per zonal address of the cell's endpoint (`z0` is tried first). */
+export const zoneServer = (zone: number) => `z${zone}`;
 
 /** Where requests with a missing or invalid key go: 400 with a JSON body saying which. */
 export const BAD_KEY_BACKEND = 'bad_key';
@@ -89,6 +165,33 @@ function jsonError(status: number, error: string): string {
 }
 
 /**
+ * A cell's failures are logged one in this many while they come fast: while the cell has no server
+ * up, or more requests wait in its queue than it serves at once (most of them will get 503). Bad-key 400s are not logged (the metrics count them).
+ */
+export const LOG_SAMPLE_ONE_IN = 100;
+
+/**
+ * One JSON log line per logged request. No query string (it may carry personal data such as
+ * `?email=`), no client-sent header values, and the partition key only as the first 8 bytes of its
+ * SHA-256 (enough to group a tenant's failures, not to read the key); path-keyed fleets log no path,
+ * since the key is in it.
+ */
+export function logFormat(source: PartitionKeySource): string {
+  const fields = [
+    '"time":"%tr"', '"client":"%ci"', '"status":%ST', '"backend":"%b"', '"server":"%s"', '"method":"%HM"',
+    ...(source.source === 'path' ? [] : ['"path":"%{+E}HPO"']),
+    // The key as captured at request time (request headers are gone when the line is written), hashed only for lines written.
+    '"key_sha256":"%[capture.req.hdr(0),sha2(256),bytes(0,8),hex]"',
+    '"timers_ms":"%TR/%Tw/%Tc/%Tr/%Ta"', '"termination":"%tsc"', '"conns":"%ac/%fc/%bc/%sc"', '"queues":"%sq/%bq"', '"bytes":%B',
+  ];
+  return `{${fields.join(',')}}`;
+}
+
+function quote(text: string): string {
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/**
  * The HAProxy configuration of one router task. The data plane does everything per request:
  * key extraction and validation (400 with a JSON body), the DESIGN.md bucket
  * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
@@ -96,19 +199,43 @@ function jsonError(status: number, error: string): string {
  * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
  * never goes to a second cell. The hot path has no variables, one regex and three map lookups, since
  * every rule costs throughput (`npm run bench:router`).
+ *
+ * At the edge: HTTP/1.1 only (`proto h1`: cleartext HTTP/2 would multiply requests per connection
+ * past the `maxconn` arithmetic); the whole request, body included, must arrive within
+ * `requestTimeoutMs` (408) and is buffered before a cell slot is taken, so a slow client holds a
+ * router connection, never a cell slot; bodies over `maxBodyBytes` (413) and chunked request bodies
+ * (411) are refused; client-sent `x-cell`, `x-mapping-version`, `forwarded`, `x-forwarded-*` are
+ * removed and the router sets `x-forwarded-for` (the client, from the PROXY header behind the NLB),
+ * `x-forwarded-proto` and the partition-key header the cell's WAF rate rule keys on; a client
+ * sending too many bad keys is throttled, then refused at connect.
  */
 export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   if ((o.bucketCount & (o.bucketCount - 1)) !== 0 || o.bucketCount < 1 || o.bucketCount > 2 ** 20) {
     throw new Error(`bucketCount ${o.bucketCount} must be a power of two up to 1048576`);
   }
   if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > MAX_ROUTER_SLOTS) throw new Error(`slots ${o.slots} must be 1-${MAX_ROUTER_SLOTS}`);
+  const zones = o.zones ?? 3;
+  if (!Number.isInteger(zones) || zones < 1 || zones > 6) throw new Error(`zones ${zones} must be 1-6 (servers per cell backend, one per zonal address)`);
+  const maxConn = o.maxConn ?? 4000;
+  const maxBody = o.maxBodyBytes ?? 8192;
+  if (maxBody < 0 || maxBody > 12 * 1024) throw new Error(`maxBodyBytes ${maxBody} must be 0-12288: headers and body must fit one 16 KiB buffer`);
+  const readyAt = Math.max(1, Math.floor(maxConn * (o.readyBelow ?? 0.9)));
+  const badKeys = o.badKeysPer10s ?? 100;
+  const caFile = o.caFile ?? '@system-ca';
+  if (/\s/.test(caFile)) throw new Error(`caFile ${caFile}: a path without spaces`);
   const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
+  // The key is fetched where it is used rather than kept in a variable: a string variable costs an
+  // allocation per request, more than reading a header again.
+  const key = keyFetch(o.partitionKey);
   const lines = [
     'global',
-    `  maxconn ${o.maxConn ?? 4000}`,
+    `  maxconn ${maxConn + RESERVED_CONNECTIONS}`,
     // A unix socket in local mode; `ipv4@host:port` in a task, where the agent is another container.
     o.adminSocket.startsWith('ipv4@') ? `  stats socket ${o.adminSocket} level admin` : `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
     '  stats timeout 30s',
+    // Soft stop (SIGUSR1, the official image's STOPSIGNAL): listeners close, in-flight requests
+    // finish, then this cuts whatever is left, before the container runtime's SIGKILL.
+    `  hard-stop-after ${o.hardStopAfterMs ?? 25000}ms`,
     // Default 16 KiB buffers: larger ones cost every request memory bandwidth (measured: about
     // half the throughput at 64 KiB); map payloads are chunked below the buffer size instead.
     '  log stdout format raw local0 info',
@@ -122,13 +249,13 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     '  load-server-state-from-file global',
     '  mode http',
     '  log global',
-    '  option httplog',
     '  option dontlognull',
     // Log failures only (errors, timeouts, 5xx); per-request traffic is in the stats the agent exports.
     '  option dontlog-normal',
     '  timeout connect 2s',
     '  timeout client 30s',
     '  timeout server 30s',
+    `  timeout http-request ${o.requestTimeoutMs ?? 5000}ms`,
     `  timeout queue ${o.queueTimeoutMs ?? 1000}ms`,
     '  timeout http-keep-alive 10s',
     '  retries 0',
@@ -139,26 +266,65 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     lines.push(
       'frontend stats',
       `  bind 127.0.0.1:${o.statsPort}`,
+      '  no log',
+      '  maxconn 20',
       '  http-request use-service prometheus-exporter if { path /metrics }',
       '  stats enable',
       '  stats uri /stats',
       '',
     );
   }
-  // The key is fetched where it is used rather than kept in a variable: a string variable costs an
-  // allocation per request, more than reading a header again.
-  const key = keyFetch(o.partitionKey);
+  if (o.readyBind) {
+    const version = `str(version),map(${map('meta')})`;
+    const json = (ready: boolean, extra: string) => `lf-string '{"ready":${ready},${extra}"connections":%[fe_conn(router)],"limit":${maxConn}}'`;
+    lines.push(
+      'frontend ready',
+      `  bind ${o.readyBind.address}:${o.readyBind.port}`,
+      '  maxconn 20',
+      '  no log',
+      `  http-request return status 503 content-type application/json ${json(false, '"reason":"no mapping in force",')} if !{ ${version} -m found }`,
+      `  http-request return status 503 content-type application/json ${json(false, '"reason":"near the connection limit",')} if { fe_conn(router) ge ${readyAt} }`,
+      `  http-request return status 200 content-type application/json ${json(true, `"version":%[${version}],`)}`,
+      '',
+    );
+  }
   // Two key headers would make the key ambiguous.
   const repeated = o.partitionKey.source === 'header' ? ` or { req.fhdr_cnt(${o.partitionKey.name}) gt 1 }` : '';
+  const refuse = (status: number, error: string, condition: string) => `  ${jsonError(status, error)} if ${condition}`;
   lines.push(
     'frontend router',
-    `  bind ${o.bind.address}:${o.bind.port}`,
+    `  bind ${o.bind.address}:${o.bind.port} proto h1${o.acceptProxy ? ' accept-proxy' : ''}`,
+    `  maxconn ${maxConn}`,
+    `  log-format ${quote(logFormat(o.partitionKey))}`,
+    // The request body is read into the router's buffer before the request is routed: a slow
+    // body holds this connection (until `timeout http-request`: 408), never one of a cell's slots.
+    '  option http-buffer-request',
+    // A client over its bad-key budget is refused at connect until its rate falls (one table
+    // lookup per connection, by the address from the PROXY header).
+    `  tcp-request connection reject if { src,table_http_req_rate(${BAD_KEY_BACKEND}) gt ${badKeys * 2} }`,
+    refuse(411, 'chunked request bodies are not accepted; send content-length', '{ req.hdr(transfer-encoding) -m found }'),
+    // A body that did not fit the buffer (its length is more than what arrived) would stream to
+    // the cell at the client's pace.
+    '  http-request set-var(txn.body_len) req.body_len if { req.body_size gt 0 }',
+    refuse(413, `request body over ${maxBody} bytes`, `{ req.body_size gt ${maxBody} } or { var(txn.body_len) -m found } { req.body_size,sub(txn.body_len) gt 0 }`),
+    ...(o.partitionKey.source === 'path'
+      ? [refuse(400, 'dot segments and encoded separators are not allowed in the path', `{ path -m reg ${UNSAFE_PATH_PATTERN.replace(/\\/g, '\\\\')} }`)]
+      : []),
+    // For the log line only (a copy of at most 128 bytes, no hashing on the hot path).
+    `  http-request capture ${key} len 128`,
+    ...SPOOFABLE_HEADERS.filter((h) => !h.startsWith('x-forwarded-')).map((h) => `  http-request del-header ${h}`),
+    '  http-request set-header x-forwarded-for %[src]',
+    // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's destination).
+    '  http-request set-header x-forwarded-proto https if { dst_port 443 }',
+    '  http-request set-header x-forwarded-proto http if !{ dst_port 443 }',
+    ...(o.partitionKey.source === 'header' ? [] : [`  http-request set-header ${ROUTED_KEY_HEADER} %[${key}]`]),
     // A good key costs one regex here; a missing key fails it too (no sample), and which 400 to
     // answer is worked out only on that path, in the bad-key backend.
     `  use_backend ${BAD_KEY_BACKEND} if !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
     // Exact, then longest prefix, then the bucket: each map names the cell's backend slot. The
     // bucket is an integer below 2^20, which HAProxy casts to the IPv4 address with that value, so
     // bucket ranges are stored as a few networks and found by one longest-prefix tree lookup.
+    // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
     `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
     `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
     `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${map('buckets')})]`,
@@ -174,12 +340,16 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   lines.push(
     '',
     `backend ${BAD_KEY_BACKEND}`,
+    // Per client address: bad-key requests over the last 10 s. Over the budget: 429 and close.
+    `  stick-table type ip size 200k expire 30s store http_req_rate(10s)`,
+    '  http-request track-sc0 src',
+    `  http-request return status 429 content-type application/json string '{"error":"too many requests with a missing or invalid partition key"}' hdr retry-after 10 hdr connection close if { sc_http_req_rate(0) gt ${badKeys} }`,
     `  ${jsonError(400, 'missing partition key')} if !{ ${key} -m found } or { ${key} -m len 0 }`,
     `  ${jsonError(400, 'invalid partition key')}`,
     '',
     `backend ${NO_MAPPING_BACKEND}`,
-    // Never true; keeps the cells and version maps loaded so the agent can update them either way.
-    `  http-request set-var(txn.unused) str(version),map(${map('meta')},none),map(${map('cells')}) if FALSE`,
+    // Never true; keeps the cells, version and hosts maps loaded so the agent can update them either way.
+    `  http-request set-var(txn.unused) str(version),map(${map('meta')},none),map(${map('cells')}),map(${map('hosts')}) if FALSE`,
     `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5`,
   );
   lines.push(
@@ -190,15 +360,23 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   );
   lines.push('');
   const check = `option httpchk GET ${o.healthCheckPath}`;
+  const perZone = Math.max(1, Math.ceil(o.cellMaxConn / zones));
   for (let slot = 0; slot < o.slots; slot++) {
     lines.push(
       `backend ${slotName(slot)}`,
+      // z0 first, up to its maxconn, then z1…: the agent puts the router task's own zone first.
       '  balance first',
       `  ${check}`,
       '  http-check expect status 200-399',
       `  errorfile 503 ${o.stateDir}/503.http`,
-      // Unassigned slots stay in maintenance; the agent sets the address and enables them.
-      `  server cell 127.0.0.1:1 disabled check inter 1s fall 2 rise 1 maxconn ${o.cellMaxConn}`,
+      // A down or saturated cell's 503s come fast: log a sample (see LOG_SAMPLE_ONE_IN).
+      `  http-request set-log-level silent if { nbsrv eq 0 } { rand(${LOG_SAMPLE_ONE_IN}) gt 0 } or { queue gt ${o.cellMaxConn} } { rand(${LOG_SAMPLE_ONE_IN}) gt 0 }`,
+      // TLS settings every server can switch on at runtime (`set server … ssl on`) when its cell is
+      // `https://`: the certificate must chain to `caFile` and name the endpoint's host (the SNI,
+      // from the hosts map; HAProxy verifies the certificate against the SNI it sent).
+      `  default-server ssl verify required ca-file ${caFile} sni be_name,map(${map('hosts')}) check inter 1s fall 2 rise 1 maxconn ${perZone}`,
+      // Unassigned servers stay in maintenance; the agent sets the addresses and enables them.
+      ...Array.from({ length: zones }, (_, z) => `  server ${zoneServer(z)} 127.0.0.1:1 disabled no-ssl`),
       '',
     );
   }

@@ -40,12 +40,40 @@ export interface LocalRouterOptions {
   readonly haproxyBinary?: string;
   /** Keep state here instead of a fresh temp directory (to test restarts); it is then left in place on stop. */
   readonly stateDir?: string;
+  /** CA bundle for `https://` cells (a private CA). @default the system's trusted CAs */
+  readonly caFile?: string;
+  /** HAProxy serves readiness (as the NLB sees it) on this loopback port. */
+  readonly readyPort?: number;
+  /** Router frontend connection limit. @default 4000 */
+  readonly maxConn?: number;
+  /** @default 5000 */
+  readonly requestTimeoutMs?: number;
+  /** @default 8192 */
+  readonly maxBodyBytes?: number;
+  /** @default 100 */
+  readonly badKeysPer10s?: number;
+  /** Servers per cell backend (zonal addresses). @default 3 */
+  readonly zones?: number;
+  /** Resolves endpoint hosts (tests give several loopback addresses). @default DNS */
+  readonly resolve?: (host: string) => Promise<string[]>;
+  /** Networks of "this task's zone": their addresses are tried first. */
+  readonly localNetworks?: readonly string[];
+  /** @default 25000 */
+  readonly hardStopAfterMs?: number;
+  /** Agent: re-resolve endpoints this often. @default 30000 */
+  readonly refreshAddressesMs?: number;
+  /** Agent: try an unappliable document again after this long. @default 30000 */
+  readonly retryUnappliableMs?: number;
 }
 
 export interface LocalRouter {
   readonly agent: MappingAgent;
   readonly stateDir: string;
-  /** Stops the agent and HAProxy (SIGTERM: HAProxy finishes in-flight requests) and removes a state directory it created. */
+  /**
+   * Stops the agent, then HAProxy gracefully: SIGUSR1 (soft stop) closes the listener and lets
+   * in-flight requests finish, up to `hardStopAfterMs` (SIGTERM would drop them); removes a state
+   * directory it created.
+   */
   stop(): Promise<void>;
   /** Kills HAProxy and starts it again from the same state directory (tests restarts). */
   restartHaproxy(): Promise<void>;
@@ -94,6 +122,8 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   fs.writeFileSync(configFile, renderHaproxyConfig({
     bind: { address: '127.0.0.1', port: o.port }, adminSocket: socket, stateDir, partitionKey: o.partitionKey, bucketCount: o.bucketCount,
     slots, cellMaxConn: o.cellMaxConn ?? 100, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
+    readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
+    requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
   }));
   fs.writeFileSync(path.join(stateDir, '503.http'), ERROR_503);
   for (const name of Object.values(MAP_FILES)) {
@@ -136,10 +166,12 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const agent = new MappingAgent({
     api,
     source,
-    applier: new MappingApplier(api, { stateDir, slots }),
+    applier: new MappingApplier(api, { stateDir, slots, cellMaxConn: o.cellMaxConn ?? 100, zones: o.zones, resolve: o.resolve, localNetworks: o.localNetworks, allowLoopback: true }),
     stateDir,
     emit: o.log,
     group: 'local',
+    refreshAddressesMs: o.refreshAddressesMs,
+    retryUnappliableMs: o.retryUnappliableMs,
   });
   agent.loadLastKnownGood();
   let timer: NodeJS.Timeout | undefined;
@@ -154,7 +186,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     if (!child || child.exitCode !== null) return;
     await new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
-      child.kill('SIGTERM');
+      child.kill('SIGUSR1');
     });
   };
   return {

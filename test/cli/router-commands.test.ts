@@ -4,6 +4,7 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, pinKey } from '../../lib/mapping';
+import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/router';
 import { freePort, routed, startCell, until } from '../support/cells';
 import { REPO_ROOT } from '../support/fleet';
 
@@ -92,14 +93,17 @@ describe('cellctl router', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-config-'));
     const result = spawnSync(process.execPath, [BIN, 'router', 'config', '--state-dir', dir, '--out-dir', dir], { cwd: REPO_ROOT, encoding: 'utf8' });
     expect(result.status).toBe(0);
-    expect(fs.readdirSync(dir).sort()).toEqual(['503.http', 'buckets.map', 'cells.map', 'exact.map', 'haproxy.cfg', 'meta.map', 'prefix.map']);
+    expect(fs.readdirSync(dir).sort()).toEqual(['503.http', 'buckets.map', 'cells.map', 'exact.map', 'haproxy.cfg', 'hosts.map', 'meta.map', 'prefix.map']);
     const check = spawnSync('haproxy', ['-c', '-f', path.join(dir, 'haproxy.cfg')], { encoding: 'utf8' });
     expect(check.status).toBe(0);
     const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
     expect(config).toContain('stats socket ipv4@127.0.0.1:9999 level admin');
     // As many backend slots as the fleet's router.slots (8 cells: the default 64).
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(64);
-    expect(config.match(/ maxconn 200$/gm)).toHaveLength(64);
+    expect(config.match(/^ {2}default-server .* maxconn 67$/gm)).toHaveLength(64); // 200 over 3 zonal servers
+    // Behind the NLB: PROXY protocol, HTTP/1.1 only, readiness for its health check, limits from the task memory.
+    expect(config).toContain(`bind 0.0.0.0:8080 proto h1 accept-proxy\n  maxconn ${connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn}\n`);
+    expect(config).toContain('frontend ready\n  bind 0.0.0.0:8081\n');
     expect(config).toContain('timeout queue 1000ms');
     // An image that could not serve the fleet is refused.
     const few = spawnSync(process.execPath, [BIN, 'router', 'config', '--slots', '8'], { cwd: REPO_ROOT, encoding: 'utf8' });
@@ -119,7 +123,9 @@ describe('cellctl router', () => {
     expect([result.status, result.stderr]).toEqual([0, expect.any(String)]);
     const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(20);
-    expect(config.match(/ maxconn 50$/gm)).toHaveLength(20);
+    // The cell's 50 split over one server per zone (the example fleet's regions have 3 zones).
+    expect(config.match(/^ {2}default-server .* maxconn 17$/gm)).toHaveLength(20);
+    expect(config.match(/^ {2}server z\d /gm)).toHaveLength(60);
     expect(config).toContain('timeout queue 250ms');
   });
 });

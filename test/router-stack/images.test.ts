@@ -15,8 +15,9 @@ describe('router images', () => {
   const agent = instructions('router-agent');
   const runtime = haproxy.slice(haproxy.findIndex((l) => /^FROM .*haproxy/.test(l)));
 
-  it('run HAProxy from the official image, with the generated configuration', () => {
+  it('run HAProxy from the official image, with the generated configuration, stopped by SIGUSR1 (soft stop)', () => {
     expect(runtime[0]).toMatch(/^FROM public\.ecr\.aws\/docker\/library\/haproxy:\d/);
+    expect(runtime).toContain('STOPSIGNAL SIGUSR1');
     expect(haproxy.some((l) => l.includes(`cellctl router config`) && l.includes(`--state-dir ${STATE_DIR}`))).toBe(true);
   });
 
@@ -57,7 +58,14 @@ const probe = (out: string) => `process.on('exit', () => require('fs').writeFile
 const lock = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
 const devOnly = (keys: Set<string>) => [...keys].filter((k) => lock.packages[k] === undefined || lock.packages[k].dev === true);
 
-describe('router images: what `npm ci --omit=dev` installs is all their entry points load', () => {
+/** The agent Dockerfile's stages, each from its FROM line. */
+const agentStages = instructions('router-agent').reduce<string[][]>((stages, line) => {
+  if (line.startsWith('FROM ')) stages.push([]);
+  stages[stages.length - 1].push(line);
+  return stages;
+}, []);
+
+describe('router images: what their entry points load', () => {
   it('the HAProxy image build stage (cellctl router config)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
     const out = path.join(dir, 'modules.json');
@@ -71,21 +79,29 @@ describe('router images: what `npm ci --omit=dev` installs is all their entry po
     expect(devOnly(keys)).toEqual([]);
   });
 
-  it('the agent image (bin/router-agent.ts, through one poll that fails)', async () => {
+  it('the agent image: one bundled file that loads no package at all (the runtime stage has no node_modules and no npm)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
+    const bundle = path.join(dir, 'router-agent.js');
+    const build = spawnSync('npm', ['run', '--silent', 'build:agent', '--', `--outfile=${bundle}`], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect([build.status, build.stderr]).toEqual([0, '']);
     const out = path.join(dir, 'modules.json');
-    const agent = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', `${probe(out)} require('./bin/router-agent.ts');`], {
-      cwd: REPO_ROOT, stdio: 'ignore',
+    // Run from an empty directory: nothing can be found in a node_modules.
+    const agent = spawn(process.execPath, ['-e', `${probe(out)} require(${JSON.stringify(bundle)});`], {
+      cwd: dir, stdio: 'ignore',
       env: {
         PATH: process.env.PATH, MAPPING_BUCKET: 'b', ROUTER_GROUP: 'main', STATE_DIR: dir, HAPROXY_ADMIN: '127.0.0.1:1', HEALTH_PORT: '0',
         AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1',
       },
     });
-    await new Promise((r) => setTimeout(r, 4000));
+    await new Promise((r) => setTimeout(r, 3000));
     agent.kill('SIGTERM');
     await new Promise((r) => agent.once('exit', r));
-    const keys = lockKeysOf(JSON.parse(fs.readFileSync(out, 'utf8')));
-    expect(keys.has('node_modules/@aws-sdk/client-s3')).toBe(true);
-    expect(devOnly(keys)).toEqual([]);
-  }, 20_000);
+    const loaded = JSON.parse(fs.readFileSync(out, 'utf8')) as string[];
+    expect(loaded).toEqual([bundle]);
+    const runtimeStage = agentStages[agentStages.length - 1];
+    expect(runtimeStage.filter((l) => /\bnpm\b|\bnpx\b/.test(l) && !l.startsWith('RUN rm'))).toEqual([]);
+    expect(runtimeStage).toContain('COPY --from=build /out/router-agent.js /app/router-agent.js');
+    expect(runtimeStage[runtimeStage.length - 1]).toBe('CMD ["node", "/app/router-agent.js"]');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
 });

@@ -6,6 +6,7 @@ import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
 import { lookup, validateMapping } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
 import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, RouterStack } from '../../lib/router-stack';
+import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../lib/router';
 import { cdkApp, exampleFleet, exampleInput, resolve } from '../support/fleet';
 
 describe('RouterStack', () => {
@@ -152,10 +153,12 @@ describe('RouterStack', () => {
     expect(tasks).toHaveLength(2);
     for (const task of tasks) {
       expect(task.Properties.ContainerDefinitions.map((c: { Name: string }) => c.Name)).toEqual(['haproxy', 'agent']);
-      expect(task.Properties.Volumes).toEqual([{ Name: 'state' }]);
-      // Both containers share the state volume as the same user, so the agent can write the maps HAProxy reads.
+      expect(task.Properties.Volumes).toEqual([{ Name: 'state' }, { Name: 'agent-tmp' }]);
+      // Both containers share the state volume as the same user, so the agent can write the maps HAProxy
+      // reads; neither can write its root file system.
       for (const c of task.Properties.ContainerDefinitions) {
-        expect(c).toMatchObject({ User: '99:99', MountPoints: [{ ContainerPath: '/var/lib/cell-router', SourceVolume: 'state', ReadOnly: false }] });
+        expect(c).toMatchObject({ User: '99:99', ReadonlyRootFilesystem: true });
+        expect(c.MountPoints).toContainEqual({ ContainerPath: '/var/lib/cell-router', SourceVolume: 'state', ReadOnly: false });
       }
       // HAProxy is the task; the agent dying must not take it down, so ECS restarts the agent in place.
       const [haproxy, agent] = task.Properties.ContainerDefinitions;
@@ -163,6 +166,15 @@ describe('RouterStack', () => {
       expect(agent).toMatchObject({ Essential: false, RestartPolicy: { Enabled: true, RestartAttemptPeriod: 60, IgnoredExitCodes: [2] } });
       // The agent uses as many backend slots as the image's HAProxy has: the fleet's router.slots.
       expect(agent.Environment).toContainEqual({ Name: 'SLOTS', Value: String(fleet.router.slots) });
+      expect(agent.Environment).toContainEqual({ Name: 'CELL_MAX_CONN', Value: String(fleet.router.cellMaxConn) });
+      // HAProxy's connection limit follows from the task memory, and the descriptors it needs are there.
+      const limits = connectionLimits(task.Properties.Memory === undefined ? 0 : Number(task.Properties.Memory));
+      expect(haproxy.Ulimits).toEqual([{ Name: 'nofile', SoftLimit: limits.nofile, HardLimit: limits.nofile }]);
+      // Soft stop (SIGUSR1) gets 30 s; HAProxy's hard-stop-after (25 s) ends in-flight requests before SIGKILL.
+      expect(haproxy.StopTimeout).toBe(30);
+      expect(renderHaproxyConfig({ bind: { address: '0.0.0.0', port: 1 }, adminSocket: 'ipv4@127.0.0.1:1', stateDir: '/s', partitionKey: fleet.partitionKey, bucketCount: 1024, slots: 1, cellMaxConn: 1, healthCheckPath: '/' }))
+        .toContain('hard-stop-after 25000ms');
+      expect(haproxy.PortMappings.map((p: { ContainerPort: number }) => p.ContainerPort)).toEqual([8080, 8081]);
     }
     t.resourceCountIs('AWS::ApplicationAutoScaling::ScalingPolicy', 4 + 2); // CPU target + connection steps (2 policies) per group
   });
@@ -174,11 +186,16 @@ describe('RouterStack', () => {
     t.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'orders-router-eu-west-1-canary-health' });
   });
 
-  it('puts every group behind one NLB that checks readiness on the agent', () => {
+  it('puts every group behind one NLB that checks HAProxy\'s readiness, with proxy protocol v2 and no connection termination for unhealthy targets', () => {
     t.resourceCountIs('AWS::ElasticLoadBalancingV2::LoadBalancer', 1);
     t.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', { Type: 'network', Scheme: 'internet-facing' });
     t.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 1);
-    t.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', { Port: 8080, HealthCheckPort: '8081', HealthCheckPath: '/ready' });
+    t.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', { Port: 8080, HealthCheckPort: String(READY_PORT), HealthCheckPath: '/ready' });
+    const [group] = Object.values(t.findResources('AWS::ElasticLoadBalancingV2::TargetGroup'));
+    expect(group.Properties.TargetGroupAttributes).toEqual(expect.arrayContaining([
+      { Key: 'proxy_protocol_v2.enabled', Value: 'true' },
+      { Key: 'target_health_state.unhealthy.connection_termination.enabled', Value: 'false' },
+    ]));
   });
 
   it('reaches every cell of the fleet from every region, across regions over PrivateLink', () => {

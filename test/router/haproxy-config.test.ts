@@ -3,7 +3,7 @@ import * as http from 'http';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { bucketNetworks, ERROR_503, keyFetch, renderHaproxyConfig } from '../../lib/router';
+import { bucketNetworks, ERROR_503, keyFetch, MAP_FILES, renderHaproxyConfig } from '../../lib/router';
 import { freePort, routed } from '../support/cells';
 
 const options = (dir: string) => ({
@@ -14,7 +14,7 @@ const options = (dir: string) => ({
 describe('renderHaproxyConfig', () => {
   it('is a configuration HAProxy accepts, and answers 503 until a mapping is loaded', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-cfg-'));
-    for (const f of ['exact.map', 'prefix.map', 'buckets.map', 'cells.map', 'meta.map']) fs.writeFileSync(path.join(dir, f), '');
+    for (const f of Object.values(MAP_FILES)) fs.writeFileSync(path.join(dir, f), '');
     fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
     const port = await freePort();
     const file = path.join(dir, 'haproxy.cfg');
@@ -75,7 +75,9 @@ describe('renderHaproxyConfig', () => {
     expect(config).toContain('retries 0');
     expect(config).not.toContain('redispatch');
     expect(config).toContain('timeout queue 1000ms');
-    expect(config.match(/maxconn 50/g)).toHaveLength(4);
+    // The cell's 50 split over its three zonal servers.
+    expect(config.match(/default-server .* maxconn 17$/gm)).toHaveLength(4);
+    expect(config.match(/^ {2}server z[0-2] 127\.0\.0\.1:1 disabled no-ssl$/gm)).toHaveLength(12);
     expect(ERROR_503).toMatch(/^HTTP\/1.1 503[\s\S]*retry-after: 1[\s\S]*\{"error"/);
   });
 

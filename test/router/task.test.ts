@@ -6,14 +6,14 @@ import * as path from 'path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
-import { FakeCell, freePort, load, routed, startCell, until } from '../support/cells';
+import { FakeCell, freePort, load, routed, startCell, startProxyProtocolForwarder, until } from '../support/cells';
 import { REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 /**
  * The router task as the images run it: HAProxy with the configuration `cellctl router config`
- * generates at image build, and the agent's container entry point (`bin/router-agent.ts`, configured
- * by environment only), the two sharing a state directory and the runtime API on a loopback port.
+ * generates at image build, and the agent's container entry point (`bin/router-agent.ts` bundled as the
+ * image bundles it, configured by environment only), the two sharing a state directory and the runtime API on a loopback port.
  * The agent is killed and started again the way ECS restarts a non-essential container in place.
  */
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
@@ -27,6 +27,9 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   let store: MappingStore;
   let cells: FakeCell[];
   let haproxy: ChildProcess;
+  let nlb: { port: number; close(): Promise<void> };
+  let readyPort: number;
+  let haproxyPort: number;
   let agentProcess: ChildProcess | undefined;
   let stdout = '';
   let stderr = '';
@@ -34,23 +37,26 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   let healthPort: number;
   let adminPort: number;
   let stateDir: string;
+  /** The agent as its image runs it: one bundled file (`npm run build:agent`). */
+  let agentBundle: string;
   let v1: MappingDocument;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
   const agentEnv = () => ({
     PATH: process.env.PATH,
     MAPPING_BUCKET: s3.bucket, ROUTER_GROUP: GROUP, STATE_DIR: stateDir, HAPROXY_ADMIN: `127.0.0.1:${adminPort}`,
-    HEALTH_PORT: String(healthPort), POLL_SECONDS: '1', METRICS_SECONDS: '1',
+    HEALTH_PORT: String(healthPort), POLL_SECONDS: '1', METRICS_SECONDS: '1', ALLOW_LOOPBACK_ENDPOINTS: 'true',
     AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER',
   });
   const startAgent = () => {
     stdout = '';
-    agentProcess = spawn(process.execPath, ['--require', 'tsx/cjs', 'bin/router-agent.ts'], { cwd: REPO_ROOT, env: agentEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    agentProcess = spawn(process.execPath, [agentBundle], { cwd: stateDir, env: agentEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     agentProcess.stdout!.on('data', (d) => { stdout += d; });
     agentProcess.stderr!.on('data', (d) => { stderr += d; });
   };
-  const health = () => new Promise<{ status: number; body: { ready: boolean; version: number | null } }>((resolve, reject) => {
-    http.get(`http://127.0.0.1:${healthPort}/ready`, (res) => {
+  /** The agent's own /ready (`on` = the agent), or HAProxy's, which the NLB checks (`on` = 'haproxy'). */
+  const health = (on: 'agent' | 'haproxy' = 'agent') => new Promise<{ status: number; body: { ready: boolean; version: number | null } }>((resolve, reject) => {
+    http.get(`http://127.0.0.1:${on === 'agent' ? healthPort : readyPort}/ready`, (res) => {
       let body = '';
       res.on('data', (d) => { body += d; });
       res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
@@ -69,15 +75,23 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     v1 = initialMapping(cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
-    [port, healthPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    [haproxyPort, healthPort, adminPort, readyPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     // What the HAProxy image's build stage runs (another port, state directory and admin address).
     stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-task-'));
+    agentBundle = path.join(stateDir, 'router-agent.js');
+    const bundled = spawnSync('npm', ['run', '--silent', 'build:agent', '--', `--outfile=${agentBundle}`], { cwd: REPO_ROOT, encoding: 'utf8' });
+    if (bundled.status !== 0) throw new Error(`npm run build:agent failed: ${bundled.stderr}`);
     const config = spawnSync(process.execPath, [
-      path.join(REPO_ROOT, 'bin', 'cellctl.js'), 'router', 'config', '--config', 'cells.config.ts', '--port', String(port),
+      path.join(REPO_ROOT, 'bin', 'cellctl.js'), 'router', 'config', '--config', 'cells.config.ts', '--port', String(haproxyPort),
       '--state-dir', stateDir, '--admin-socket', `127.0.0.1:${adminPort}`, '--stats-port', String(await freePort()), '--out-dir', stateDir,
+      // Below this machine's file-descriptor limit (the task's is sized for the default).
+      '--max-conn', '2000', '--ready-port', String(readyPort),
     ], { cwd: REPO_ROOT, encoding: 'utf8' });
     if (config.status !== 0) throw new Error(`cellctl router config failed: ${config.stderr}`);
     haproxy = spawn('haproxy', ['-f', path.join(stateDir, 'haproxy.cfg'), '-db'], { stdio: 'ignore' });
+    // The bind has accept-proxy: clients arrive through a stand-in for the NLB that sends PROXY v2.
+    nlb = await startProxyProtocolForwarder(haproxyPort);
+    port = nlb.port;
     startAgent();
     await until('the agent to be ready', async () => (await health()).status === 200, 30_000);
   }, 60_000);
@@ -86,6 +100,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     agent.destroy();
     agentProcess?.kill('SIGKILL');
     haproxy?.kill('SIGKILL');
+    await nlb?.close();
     await Promise.all(cells.map((c) => c.close()));
     client.destroy();
     await s3.stop();
@@ -93,15 +108,25 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
 
   it('routes every key like the TypeScript lookup once the agent is ready', async () => {
     expect((await health()).body).toMatchObject({ ready: true, version: 1 });
+    expect(await health('haproxy')).toMatchObject({ status: 200, body: { ready: true, version: 1 } });
     const keys = Array.from({ length: 300 }, (_, i) => `task-${i}`);
     expect(await routesLike(v1, keys)).toBe(true);
     expect((await routed(agent, port, 'bad key')).status).toBe(400);
   });
 
+  it('takes the client address from the PROXY v2 header: the cell sees it in x-forwarded-for, and https from the listener port', async () => {
+    const key = 'proxy-1';
+    expect((await routed(agent, port, key)).status).toBe(200);
+    const cell = cells.find((c) => c.name === lookup(v1, key).cell)!;
+    expect(cell.lastHeaders).toMatchObject({ 'x-forwarded-for': '198.51.100.7', 'x-forwarded-proto': 'https', 'x-tenant-id': key });
+    // Without the header (straight to HAProxy, as if proxy protocol were off on the target group) nothing is served.
+    expect((await routed(new http.Agent(), haproxyPort, key)).status).toBe(0);
+  });
+
   it('emits the EMF metrics on stdout, and keeps stdout to EMF and JSON log lines', async () => {
-    await until('a metrics line', async () => stdout.includes('"CloudWatchMetrics"'), 10_000);
+    await until('a metrics line once the mapping is applied', async () => stdout.includes('"MappingVersion":1'), 10_000);
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
-    const metrics = lines.find((l) => l._aws && l.RouterGroup === GROUP && !l.Cell);
+    const metrics = lines.filter((l) => l._aws && l.RouterGroup === GROUP && !l.Cell).pop();
     expect(metrics).toMatchObject({ MappingVersion: 1, RejectedDocuments: 0 });
   });
 
@@ -119,7 +144,9 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     agentProcess!.kill('SIGKILL');
     await exited(agentProcess!);
     await new Promise((r) => setTimeout(r, 1000));
-    await expect(health()).rejects.toThrow(); // nobody answers readiness: the NLB would stop new flows
+    await expect(health()).rejects.toThrow(); // the agent is gone
+    // The readiness the NLB checks is HAProxy's: the mapping is still in force, so the task stays in service.
+    expect(await health('haproxy')).toMatchObject({ status: 200, body: { ready: true, version } });
     s3.fault({ status: 503, code: 'ServiceUnavailable' });
     try {
       startAgent();
@@ -140,8 +167,8 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   it('exits 0 on SIGTERM, and 2 (no restart helps) when its configuration is missing', async () => {
     agentProcess!.kill('SIGTERM');
     expect(await exited(agentProcess!)).toBe(0);
-    const missing = spawnSync(process.execPath, ['--require', 'tsx/cjs', 'bin/router-agent.ts'], {
-      cwd: REPO_ROOT, encoding: 'utf8', env: { ...agentEnv(), MAPPING_BUCKET: '' },
+    const missing = spawnSync(process.execPath, [agentBundle], {
+      cwd: stateDir, encoding: 'utf8', env: { ...agentEnv(), MAPPING_BUCKET: '' },
     });
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('MAPPING_BUCKET is not set');

@@ -14,6 +14,8 @@ export interface FakeCell {
   behaviour: CellBehaviour;
   /** Delay of a `slow` cell, ms. */
   delayMs: number;
+  /** Headers of the last request received (health checks excluded). */
+  lastHeaders?: http.IncomingHttpHeaders;
   close(): Promise<void>;
 }
 
@@ -26,6 +28,7 @@ export async function startCell(name: string, port = 0): Promise<FakeCell> {
       return;
     }
     cell.requests += 1;
+    cell.lastHeaders = req.headers;
     if (cell.behaviour === 'close') {
       req.socket.destroy();
       return;
@@ -118,4 +121,37 @@ export async function load<T>(concurrency: number, durationMs: number, worker: (
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/**
+ * A stand-in for the NLB in front of a router whose bind has `accept-proxy`: listens on loopback and
+ * forwards each connection to `targetPort`, first writing a PROXY protocol v2 header that names
+ * `client` as the source and `listenerPort` as the destination port (as a target group with
+ * `proxy_protocol_v2.enabled` does).
+ */
+export async function startProxyProtocolForwarder(targetPort: number, client = { address: '198.51.100.7', port: 40000 }, listenerPort = 443): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((downstream) => {
+    const upstream = net.createConnection({ host: '127.0.0.1', port: targetPort });
+    sockets.add(downstream).add(upstream);
+    const header = Buffer.alloc(28);
+    Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]).copy(header, 0);
+    header[12] = 0x21; // version 2, PROXY
+    header[13] = 0x11; // TCP over IPv4
+    header.writeUInt16BE(12, 14);
+    client.address.split('.').forEach((octet, i) => { header[16 + i] = Number(octet); });
+    [10, 0, 0, 1].forEach((octet, i) => { header[20 + i] = octet; });
+    header.writeUInt16BE(client.port, 24);
+    header.writeUInt16BE(listenerPort, 26);
+    upstream.write(header);
+    downstream.pipe(upstream).pipe(downstream);
+    const close = () => { downstream.destroy(); upstream.destroy(); sockets.delete(downstream); sockets.delete(upstream); };
+    downstream.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => { sockets.forEach((s) => s.destroy()); server.close(() => resolve()); }),
+  };
 }

@@ -1,0 +1,293 @@
+import { createHash } from 'crypto';
+import * as fs from 'fs';
+import * as http from 'http';
+import * as http2 from 'http2';
+import { AddressInfo } from 'net';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { initialMapping, lookup, MappingDocument } from '../../lib/mapping';
+import { LocalRouter, startLocalRouter } from '../../lib/router';
+import { freePort, routed, until } from '../support/cells';
+
+/**
+ * The router at the edge, against a real HAProxy on loopback: what one hostile client, or one bad
+ * document, must not be able to do to a router task (issue 17).
+ */
+const NOW = { now: '2026-11-29T16:00:00.000Z' };
+const REQUEST_TIMEOUT_MS = 1500;
+const CELL_MAX_CONN = 5;
+const MAX_CONN = 40;
+
+/** A cell that records every request's headers and body, and how many requests it holds at once. */
+interface RecordingCell {
+  readonly name: string;
+  readonly endpoint: string;
+  readonly seen: { headers: http.IncomingHttpHeaders; body: string; url: string }[];
+  inFlight: number;
+  maxInFlight: number;
+  holdMs: number;
+  close(): Promise<void>;
+}
+
+async function recordingCell(name: string): Promise<RecordingCell> {
+  const cell = { name, seen: [], inFlight: 0, maxInFlight: 0, holdMs: 0 } as unknown as RecordingCell;
+  const server = http.createServer((req, res) => {
+    if (req.url === '/health') {
+      res.end('ok');
+      return;
+    }
+    cell.inFlight += 1;
+    cell.maxInFlight = Math.max(cell.maxInFlight, cell.inFlight);
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      cell.seen.push({ headers: req.headers, body, url: req.url! });
+      setTimeout(() => {
+        cell.inFlight -= 1;
+        res.writeHead(200, { 'content-type': 'text/plain', 'x-served-by': name });
+        res.end(name);
+      }, cell.holdMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(cell, {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  });
+}
+
+/**
+ * Writes `parts` to a raw connection, waiting `gapMs` between them, and resolves with the status line
+ * of the first response (or '' when the connection closed without one) and when it came.
+ */
+function trickle(port: number, parts: readonly string[], gapMs: number, localAddress = '127.0.0.1'): Promise<{ status: string; ms: number; text: string }> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const socket = net.createConnection({ host: '127.0.0.1', port, localAddress });
+    let text = '';
+    let timer: NodeJS.Timeout | undefined;
+    const done = () => {
+      if (timer) clearTimeout(timer);
+      socket.destroy();
+      resolve({ status: /^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? '', ms: Date.now() - started, text });
+    };
+    socket.on('data', (d) => {
+      text += d;
+      if (/\r\n\r\n/.test(text)) setTimeout(done, 20);
+    });
+    socket.on('close', done);
+    socket.on('error', done);
+    let i = 0;
+    const next = () => {
+      if (i >= parts.length || socket.destroyed) return;
+      socket.write(parts[i++]);
+      timer = setTimeout(next, gapMs);
+    };
+    socket.on('connect', next);
+  });
+}
+
+/** GET with arbitrary headers (and optionally from another loopback source address). */
+function get(port: number, headers: http.OutgoingHttpHeaders, options: { localAddress?: string; path?: string } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: options.path ?? '/', headers, agent: false, localAddress: options.localAddress }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', () => resolve({ status: 0, body: '' }));
+    req.end();
+  });
+}
+
+function ready(port: number): Promise<{ status: number; body: { ready: boolean; version?: number; reason?: string; connections: number; limit: number } }> {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/ready', agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
+    }).on('error', reject);
+  });
+}
+
+describe('the router at the edge (real HAProxy on loopback)', () => {
+  let cells: RecordingCell[];
+  let router: LocalRouter;
+  let port: number;
+  let readyPort: number;
+  let doc: MappingDocument;
+  let mappingFile: string;
+  const logs: string[] = [];
+  /** A key served by each cell. */
+  const keyOf = (cell: string, not: string[] = []) => Array.from({ length: 2000 }, (_, i) => `edge-${i}`).find((k) => lookup(doc, k).cell === cell && !not.includes(k))!;
+
+  beforeAll(async () => {
+    cells = await Promise.all(['cell-a', 'cell-b'].map((n) => recordingCell(n)));
+    doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-edge-')), 'mapping.json');
+    fs.writeFileSync(mappingFile, JSON.stringify(doc));
+    [port, readyPort] = [await freePort(), await freePort()];
+    router = await startLocalRouter({
+      mappingFile, port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
+      log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, maxConn: MAX_CONN, requestTimeoutMs: REQUEST_TIMEOUT_MS,
+      maxBodyBytes: 1000, badKeysPer10s: 20, retryUnappliableMs: 1000, hardStopAfterMs: 3000,
+    });
+  });
+  afterAll(async () => {
+    await router.stop();
+    await Promise.all(cells.map((c) => c.close()));
+    fs.rmSync(path.dirname(mappingFile), { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    for (const c of cells) {
+      c.seen.length = 0;
+      c.holdMs = 0;
+      c.maxInFlight = 0;
+    }
+  });
+
+  it('answers 408 to a client trickling its headers, within the request timeout', async () => {
+    const key = keyOf('cell-a');
+    const parts = ['GET / HTTP/1.1\r\n', 'host: x\r\n', `x-tenant-id: ${key}\r\n`, ...Array.from({ length: 20 }, (_, i) => `x-pad-${i}: y\r\n`), '\r\n'];
+    const answer = await trickle(port, parts, 300);
+    expect(answer.status).toBe('408');
+    expect(answer.ms).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 100);
+    expect(answer.ms).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
+    expect(cells[0].seen).toHaveLength(0);
+  });
+
+  it('slow request bodies never hold a cell slot: the cell\'s other tenants are served meanwhile, the slow ones get 408', async () => {
+    const key = keyOf('cell-a');
+    const body = 'x'.repeat(100);
+    // Twice the cell's maxconn of clients sending their body a byte at a time.
+    const slow = Array.from({ length: CELL_MAX_CONN * 2 }, () => trickle(port, [
+      `POST /orders HTTP/1.1\r\nhost: x\r\nx-tenant-id: ${key}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\n\r\n`, ...body.split(''),
+    ], 100));
+    await new Promise((r) => setTimeout(r, 300));
+    const other = keyOf('cell-a', [key]);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const fast = await Promise.all(Array.from({ length: 20 }, () => routed(agent, port, other)));
+    agent.destroy();
+    expect(fast.map((a) => a.status)).toEqual(Array(20).fill(200));
+    expect(Math.max(...fast.map((a) => a.ms))).toBeLessThan(1000);
+    const slowAnswers = await Promise.all(slow);
+    expect(slowAnswers.map((a) => a.status)).toEqual(Array(CELL_MAX_CONN * 2).fill('408'));
+    expect(cells[0].seen.filter((s) => s.url === '/orders')).toHaveLength(0);
+  });
+
+  it('forwards a body within the limit whole, refuses a larger one (413) and chunked bodies (411)', async () => {
+    const key = keyOf('cell-b');
+    const post = (payload: string, headers: Record<string, string>) => trickle(port, [
+      `POST /in HTTP/1.1\r\nhost: x\r\nx-tenant-id: ${key}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${payload}`,
+    ], 0);
+    expect((await post('y'.repeat(900), { 'content-length': '900' })).status).toBe('200');
+    expect(cells[1].seen.map((s) => s.body)).toEqual(['y'.repeat(900)]);
+    const large = await post('y'.repeat(1200), { 'content-length': '1200' });
+    expect(large.status).toBe('413');
+    expect(large.text).toContain('request body over 1000 bytes');
+    expect((await post('5\r\nhello\r\n0\r\n\r\n', { 'transfer-encoding': 'chunked' })).status).toBe('411');
+    expect(cells[1].seen).toHaveLength(1);
+  });
+
+  it('refuses cleartext HTTP/2 (prior knowledge): HTTP/1.1 only', async () => {
+    const result = await new Promise<string>((resolve) => {
+      const session = http2.connect(`http://127.0.0.1:${port}`);
+      session.on('error', (e) => resolve(`error: ${e.message}`));
+      const req = session.request({ ':path': '/', 'x-tenant-id': keyOf('cell-a') });
+      req.on('response', (h) => { resolve(`status ${h[':status']}`); session.close(); });
+      req.on('error', (e) => resolve(`error: ${e.message}`));
+      req.end();
+    });
+    expect(result).toMatch(/^error/);
+    expect(cells[0].seen).toHaveLength(0);
+  });
+
+  it('removes client-sent x-cell, x-mapping-version, forwarded and x-forwarded-* and sets its own', async () => {
+    const key = keyOf('cell-b');
+    const answer = await get(port, {
+      'x-tenant-id': key, 'x-cell': 'cell-a', 'x-mapping-version': '999', 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https', forwarded: 'for=203.0.113.9',
+    }, { localAddress: '127.0.0.7' });
+    expect(answer.status).toBe(200);
+    const { headers } = cells[1].seen[0];
+    expect(headers['x-cell']).toBeUndefined();
+    expect(headers['x-mapping-version']).toBeUndefined();
+    expect(headers.forwarded).toBeUndefined();
+    expect(headers['x-forwarded-for']).toBe('127.0.0.7');
+    expect(headers['x-forwarded-proto']).toBe('http');
+    expect(headers['x-tenant-id']).toBe(key);
+  });
+
+  it('throttles a client flooding invalid keys (429, then refused at connect) while other clients are served', async () => {
+    const flood = [];
+    for (let i = 0; i < 30; i++) flood.push((await get(port, { 'x-tenant-id': 'bad key' }, { localAddress: '127.0.0.9' })).status);
+    expect(flood.slice(0, 20)).toEqual(Array(20).fill(400));
+    expect(flood.slice(20)).toContain(429);
+    for (let i = 0; i < 20; i++) await get(port, { 'x-tenant-id': 'bad key' }, { localAddress: '127.0.0.9' });
+    // Over twice the budget: even a good request from that client is refused at connect.
+    expect((await get(port, { 'x-tenant-id': keyOf('cell-a') }, { localAddress: '127.0.0.9' })).status).toBe(0);
+    expect((await get(port, { 'x-tenant-id': keyOf('cell-a') })).status).toBe(200);
+  });
+
+  it('is ready (served by HAProxy) while a mapping is in force, not ready near its connection limit, and exports connections against the limit', async () => {
+    const before = await ready(readyPort);
+    expect(before).toMatchObject({ status: 200, body: { ready: true, version: doc.version, limit: MAX_CONN } });
+    const sockets: net.Socket[] = [];
+    try {
+      for (let i = 0; i < MAX_CONN * 0.9; i++) {
+        sockets.push(await new Promise<net.Socket>((resolve) => { const s = net.createConnection({ host: '127.0.0.1', port }, () => resolve(s)); }));
+      }
+      await until('readiness to turn false', async () => (await ready(readyPort)).status === 503, 5000);
+      const full = await ready(readyPort);
+      expect(full.body).toMatchObject({ ready: false, reason: 'near the connection limit', limit: MAX_CONN });
+      expect(full.body.connections).toBeGreaterThanOrEqual(MAX_CONN * 0.9);
+      const [line] = await router.agent.metrics();
+      expect(JSON.parse(line)).toMatchObject({ ConnectionLimit: MAX_CONN });
+      expect(JSON.parse(line).Connections).toBeGreaterThanOrEqual(MAX_CONN * 0.9);
+    } finally {
+      sockets.forEach((s) => s.destroy());
+    }
+    await until('readiness back', async () => (await ready(readyPort)).status === 200, 5000);
+  });
+
+  it('rejects a document that cannot be applied (an endpoint that does not resolve) and stays ready on its last-known-good', async () => {
+    const rejectedBefore = router.agent.rejectedDocuments;
+    const bad = { ...doc, version: doc.version + 1, cells: { ...doc.cells, 'cell-b': { ...doc.cells['cell-b'], endpoint: 'http://cell-b.does-not-resolve.invalid:8080' } } };
+    fs.writeFileSync(mappingFile, JSON.stringify(bad));
+    const samples: number[] = [];
+    const until3s = Date.now() + 3000;
+    while (Date.now() < until3s) {
+      samples.push((await ready(readyPort)).status);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(samples.filter((s) => s !== 200)).toEqual([]);
+    expect(router.agent.ready).toBe(true);
+    expect(router.agent.version).toBe(doc.version);
+    // Rejected once, although it was tried again after retryUnappliableMs.
+    expect(router.agent.rejectedDocuments).toBe(rejectedBefore + 1);
+    expect(logs.filter((l) => l.includes('"event":"rejected"') && l.includes('does not resolve'))).toHaveLength(1);
+    expect((await get(port, { 'x-tenant-id': keyOf('cell-b') })).status).toBe(200);
+    // A fixed document is applied.
+    const fixed = { ...doc, version: doc.version + 2 };
+    fs.writeFileSync(mappingFile, JSON.stringify(fixed));
+    await until('the fixed version', async () => router.agent.version === fixed.version, 5000);
+    expect((await ready(readyPort)).body.version).toBe(fixed.version);
+  });
+
+  it('logs failures as JSON with no query string and the key only hashed', async () => {
+    const key = 'secret-tenant-1';
+    const cell = cells.find((c) => c.name === lookup(doc, key).cell)!;
+    cell.holdMs = 2000; // longer than the 1 s queue timeout: requests past the cell's maxconn get 503
+    const count = logs.length;
+    const answers = await Promise.all(Array.from({ length: CELL_MAX_CONN + 3 }, () => get(port, { 'x-tenant-id': key }, { path: '/v1/x?email=someone@example.com' })));
+    expect(answers.filter((a) => a.status === 503)).toHaveLength(3);
+    await until('the 503s logged', async () => logs.slice(count).join('\n').split('"status":503').length - 1 >= 3, 3000);
+    const lines = logs.slice(count).flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{"time"'));
+    for (const line of lines) {
+      expect(line).not.toContain('email');
+      expect(line).not.toContain(key);
+      expect(JSON.parse(line)).toMatchObject({ status: 503, path: '/v1/x', key_sha256: createHash('sha256').update(key).digest('hex').slice(0, 16).toUpperCase() });
+    }
+  });
+});
