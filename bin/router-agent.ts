@@ -13,7 +13,11 @@
  * Exit code 2: a configuration error, which restarting the container does not fix.
  */
 import { S3Client } from '@aws-sdk/client-s3';
-import { MappingAgent, MappingApplier, RuntimeApi, S3MappingSource } from '../lib/router';
+// By module, not through lib/router's index: the agent image bundles what this file reaches.
+import { MappingAgent } from '../lib/router/agent';
+import { MappingApplier } from '../lib/router/apply';
+import { RuntimeApi } from '../lib/router/runtime-api';
+import { S3MappingSource } from '../lib/router/sources';
 
 function required(name: string): string {
   const value = process.env[name];

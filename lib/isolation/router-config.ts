@@ -7,6 +7,12 @@
 
 /** `http-request` actions that only pick a backend or answer: no rewriting, no scripts, no calls out. */
 const REQUEST_ACTIONS = new Set(['return', 'deny', 'set-var', 'unset-var', 'capture', 'track-sc0', 'track-sc1', 'track-sc2', 'sc-set-gpt0', 'sc-inc-gpc0', 'sc-inc-gpc1', 'set-log-level']);
+/**
+ * Headers the router may set on a request: the client's address and scheme (replacing whatever the
+ * client sent) and the partition key it routed by (the header the cell's WAF rate rule keys on).
+ * Removing a header (`del-header`) is always allowed: it cannot send a request anywhere else.
+ */
+const SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-tenant-id']);
 /** Response-side actions: decorating the answer (debug headers) only. */
 const RESPONSE_ACTIONS = new Set(['set-header', 'add-header', 'del-header', 'set-log-level', 'set-var', 'return']);
 /** Services a frontend may hand requests to: the metrics exporter on the stats port. */
@@ -53,6 +59,7 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
     problems.push({ code: 'retries', message: 'no `retries 0` in defaults: HAProxy retries a failed connection 3 times by default' });
   }
   const servers = new Map<string, number>();
+  const zonal = new Map<string, number>();
   for (const d of ds) {
     const [first, second, third] = d.words;
     if (first === 'retries' && Number(second) !== 0) say(d, 'retries', `\`retries ${second}\`: a request must never be sent twice; use \`retries 0\``);
@@ -66,6 +73,10 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
       if (action === 'use-service') {
         const service = d.words[first === 'tcp-request' ? 3 : 2];
         if (!SERVICES.has(service)) say(d, 'use-service', `\`use-service ${service}\` serves requests from the router`);
+      } else if (first === 'http-request' && action === 'set-header' && SET_HEADERS.has(third ?? '')) {
+        // the router's own identity headers
+      } else if (first === 'http-request' && action === 'del-header') {
+        // removing client-sent headers only narrows what reaches the cell
       } else if (first === 'http-request' && !REQUEST_ACTIONS.has(action ?? '')) {
         say(d, `request-${action}`, `\`http-request ${action}\` changes or handles requests beyond key, hash and lookup`);
       }
@@ -74,15 +85,19 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
     if ((first === 'http-response' || first === 'http-after-response') && !RESPONSE_ACTIONS.has(responseAction ?? '')) {
       say(d, `response-${responseAction}`, `\`${first} ${responseAction}\` changes responses beyond headers`);
     }
-    if (d.words.some((w) => /(^|[,(])req\.body|wait-for-body/.test(w))) say(d, 'body', 'reads the request body');
+    // The body's length (to refuse what does not fit the buffer) is not its content.
+    if (d.words.some((w) => /(^|[,({[])req\.body(?!_len\b|_size\b)|wait-for-body/.test(w))) say(d, 'body', 'reads the request body');
     if (first === 'server-template') say(d, 'servers', '`server-template` puts several servers (cells) behind one backend');
     if (first === 'server') {
       if (d.words.includes('backup')) say(d, 'backup', 'a backup server receives a cell\'s requests when it is down');
-      servers.set(d.section, (servers.get(d.section) ?? 0) + 1);
+      // z0, z1, …: the zonal servers of one cell's endpoint (the agent points them all at the
+      // addresses of that one endpoint); any other name is another server.
+      if (!/^z\d+$/.test(second ?? '')) servers.set(d.section, (servers.get(d.section) ?? 0) + 1);
+      else zonal.set(d.section, (zonal.get(d.section) ?? 0) + 1);
     }
   }
   for (const [section, count] of servers) {
-    if (count > 1) problems.push({ code: 'servers', message: `${section}: ${count} servers; a backend is one cell (one server), or requests spread over cells` });
+    if (count + (zonal.get(section) ?? 0) > 1) problems.push({ code: 'servers', message: `${section}: ${count} servers besides its zonal ones; a backend is one cell (one server per zone of its endpoint), or requests spread over cells` });
   }
   return problems;
 }

@@ -1,4 +1,7 @@
-import { MAX_ROUTER_SLOTS, PartitionKeySource } from '../fleet';
+// The fleet's modules by file, not its index: the index loads the TypeScript config loader (tsx),
+// which the agent's bundle must not carry.
+import { MAX_ROUTER_SLOTS } from '../fleet/defaults';
+import type { PartitionKeySource } from '../fleet/types';
 import { KEY_PATTERN } from '../mapping';
 import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
 

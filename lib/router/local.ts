@@ -2,7 +2,7 @@ import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { PartitionKeySource } from '../fleet';
+import type { PartitionKeySource } from '../fleet/types';
 import { MappingAgent } from './agent';
 import { MappingApplier } from './apply';
 import { ERROR_503, MAP_FILES, renderHaproxyConfig } from './haproxy-config';

@@ -37,5 +37,15 @@ describe('routerConfigProblems', () => {
 
   it('fails on a backend that spreads requests over several cells', () => {
     expect(codes(withLine('backend slot0', 'server other 127.0.0.1:2 backup'))).toEqual(['backup', 'servers']);
+    expect(codes(withLine('backend slot0', 'server other 127.0.0.1:2'))).toEqual(['servers']);
+  });
+
+  it('allows the zonal servers of one cell, the body length check and the router\'s own identity headers, nothing more', () => {
+    expect(config).toMatch(/server z1 /);
+    expect(config).toContain('req.body_size');
+    expect(codes(withLine('frontend router', 'http-request set-header x-forwarded-for %[src]'))).toEqual([]);
+    expect(codes(withLine('frontend router', 'http-request del-header x-cell'))).toEqual([]);
+    expect(codes(withLine('frontend router', 'http-request set-header x-cell other'))).toEqual(['request-set-header']);
+    expect(codes(withLine('frontend router', 'use_backend %[req.body,map(/x)]'))).toEqual(['body']);
   });
 });

@@ -191,6 +191,8 @@ describe('RouterStack', () => {
     t.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', { Type: 'network', Scheme: 'internet-facing' });
     t.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 1);
     t.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', { Port: 8080, HealthCheckPort: String(READY_PORT), HealthCheckPath: '/ready' });
+    // Flow logs of the router VPC record rejected traffic only (accepted flows would cost more than the routers).
+    expect(Object.values(t.findResources('AWS::EC2::FlowLog')).map((f) => f.Properties.TrafficType)).toEqual(['REJECT']);
     const [group] = Object.values(t.findResources('AWS::ElasticLoadBalancingV2::TargetGroup'));
     expect(group.Properties.TargetGroupAttributes).toEqual(expect.arrayContaining([
       { Key: 'proxy_protocol_v2.enabled', Value: 'true' },

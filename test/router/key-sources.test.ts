@@ -41,6 +41,25 @@ describe.each([
       }
       const missing = partitionKey.source === 'path' ? await get(port, '/v1', 'api.example.com') : await get(port, '/orders', '.api.example.com');
       expect(missing.status).toBe(400);
+      // The cell's WAF rate rule keys on x-tenant-id: the router sets it to the key it routed by,
+      // whatever the client sent in it.
+      const key = keys[3];
+      const { path: p, host } = request(key);
+      const cell = cells.find((c) => c.name === lookup(doc, key).cell)!;
+      await new Promise<void>((resolve) => {
+        http.request({ host: '127.0.0.1', port, path: p, headers: { host, 'x-tenant-id': 'someone-else' }, agent: false }, (res) => { res.resume(); res.on('end', resolve); }).end();
+      });
+      expect(cell.lastHeaders?.['x-tenant-id']).toBe(key);
+      if (partitionKey.source === 'path') {
+        // Dot segments and encoded separators: a normalizing cell would act for another tenant.
+        const refused = ['/v1/a/../victim/orders', '/v1/a/%2e%2e/victim/orders', '/v1/a/%2E%2e/victim', '/v1/a/./orders', '/v1/a/..',
+          '/v1/a%2fb/orders', '/v1/a/%2F../victim', '/v1/a%5c..%5cvictim/orders', '/v1/a/%5C', '/v1/a\\..\\victim'];
+        const requestsBefore = cells.reduce((n, c) => n + c.requests, 0);
+        for (const bad of refused) expect([bad, (await get(port, bad, 'api.example.com')).status]).toEqual([bad, 400]);
+        expect(cells.reduce((n, c) => n + c.requests, 0)).toBe(requestsBefore);
+        // Dots inside a segment are fine.
+        expect((await get(port, `/v1/${key}/file.v2..json`, 'api.example.com')).status).toBe(200);
+      }
     } finally {
       await router.stop();
       await Promise.all(cells.map((c) => c.close()));
