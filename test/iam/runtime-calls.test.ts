@@ -164,9 +164,34 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
           { who: `an admin of another cell's account, for ${t.cell}`, principal: outsider(`arn:aws:iam::${fleet.cells.find((c) => c.account !== t.account)!.account}:role/Admin`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: watcherArn, expect: 'Denied' },
         );
         // No other role of the tooling account may assume it: only this wave's bake step.
-        for (const other of tooling.filter((r) => r !== bakeRole && !r.name.startsWith('cdk-'))) {
+        for (const other of tooling.filter((r) => !r.name.startsWith('cdk-') && !r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`))) {
           calls.push({ who: `${other.logicalId} for ${t.cell}`, principal: other, action: 'sts:AssumeRole', resource: watcherArn, expect: 'Denied' });
         }
+      }
+    }
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  it('lets each router wave\'s bake step read only its region\'s router group health alarms', async () => {
+    const tooling = world.roles().filter((r) => r.account === fleet.accounts.tooling && !r.name.startsWith('cdk-'));
+    const calls: Call[] = [];
+    for (const wave of planWaves(fleet).routerWaves) {
+      const bakeRole = tooling.find((r) => r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`));
+      if (!bakeRole) throw new Error(`no bake role for ${wave.name} among ${tooling.map((r) => r.logicalId).join(', ')}`);
+      const stackName = `${fleet.app}-router-${wave.region}`;
+      const watcher = world.roles().find((r) => r.stack === stackName && r.name.endsWith('-bake-watcher'));
+      if (!watcher) throw new Error(`no bake-watcher role in ${stackName}`);
+      const alarms = world.resourcesOf('AWS::CloudWatch::CompositeAlarm').filter((a) => a.stack.stackName === stackName);
+      expect(alarms.map((a) => a.name).sort()).toEqual(fleet.router.groups.map((g) => `${fleet.app}-router-${wave.region}-${g.name}-health`).sort());
+      const who = `bake ${wave.name}`;
+      calls.push({ who, principal: bakeRole, action: 'sts:AssumeRole', resource: watcher.arn, expect: 'Allowed' });
+      for (const alarm of alarms) {
+        calls.push({ who, principal: watcher, action: 'cloudwatch:DescribeAlarms', resource: alarm.arn, expect: 'Allowed' });
+        calls.push({ who, principal: watcher, action: 'cloudwatch:SetAlarmState', resource: alarm.arn, expect: 'Denied' });
+      }
+      // Neither another region's router bake nor any cell wave's bake may assume this region's watcher.
+      for (const other of tooling.filter((r) => /bake/.test(r.logicalId) && !r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`))) {
+        calls.push({ who: `${other.logicalId} for ${wave.region}`, principal: other, action: 'sts:AssumeRole', resource: watcher.arn, expect: 'Denied' });
       }
     }
     expect(await mismatches(world, calls)).toEqual([]);
