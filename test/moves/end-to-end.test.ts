@@ -169,6 +169,31 @@ describe('moves end to end on the local fleet', () => {
     expect(events.filter((e) => e === 'run').length).toBeGreaterThan(kills.length);
   });
 
+  it('drain through moves: a drain plan run with `cellctl move plan`, every tenant keeps its items, the cell ends up empty and draining', async () => {
+    const tenants = Array.from({ length: 60 }, (_, i) => `drain-${i}`);
+    const seeded = new Map<string, string[]>();
+    for (const t of tenants) {
+      for (let i = 0; i < 3; i++) expect((await api(routerUrl, 'POST', '/v1/items', t, { i })).status).toBe(201);
+    }
+    for (const t of tenants) seeded.set(t, (await allItems(t)).sort());
+    const drained = cellIds()[cellIds().length - 1];
+    expect(tenants.some((t) => compileMapping(mapping()).lookup(t).cell === drained)).toBe(true);
+    const plan = path.join(stateDir, 'drain.plan.json');
+    const planned = await cellctl('mapping', 'drain', drained, '--mapping', mappingFile, '--plan', plan, '--force');
+    expect([planned.code, planned.err]).toEqual([0, expect.stringMatching(/bucket moves/)]);
+    const ran = await cellctl('move', 'plan', plan, '--json', ...local());
+    expect([ran.code, ran.err]).toEqual([0, '']);
+    // Its buckets are gone: drain again marks it draining and moves nothing.
+    const marked = await cellctl('mapping', 'drain', drained, '--mapping', mappingFile, '--force');
+    expect([marked.code, marked.err]).toEqual([0, '']);
+    expect(mapping().cells[drained].state).toBe('draining');
+    await until('router on the drained mapping', async () => Number((await api(routerUrl, 'GET', '/v1/items', 'probe')).headers.get('x-mapping-version')) === mapping().version, 10_000);
+    for (const t of tenants) {
+      expect(compileMapping(mapping()).lookup(t).cell).not.toBe(drained);
+      expect((await allItems(t)).sort()).toEqual(seeded.get(t));
+    }
+  });
+
   it('an abort before the flip: nothing changed for the tenant', async () => {
     const tenant = 'undo-me';
     const home = compileMapping(mapping()).lookup(tenant).cell;
