@@ -70,9 +70,10 @@ export class LocalMoveStore implements MoveStore {
         break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        // A lock left by a killed process (SIGKILL mid-write) is taken over once stale.
+        // A lock left by a killed process (SIGKILL mid-write) is taken over at once when its pid is
+        // gone, else once stale.
         const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-        if (age > this.staleLockMs) fs.rmSync(lock, { force: true });
+        if (age > this.staleLockMs || !holderAlive(lock)) fs.rmSync(lock, { force: true });
         else if (Date.now() > deadline) throw new Error(`${lock} is held by another process; if none is running, remove it`);
         else await new Promise((r) => setTimeout(r, 20));
       }
@@ -164,5 +165,22 @@ export class LocalMoveStore implements MoveStore {
 
   public async withPlanLock<T>(body: () => Promise<T>): Promise<T> {
     return this.locked(path.join(this.dir, '.plan.lock'), body);
+  }
+}
+
+/** Whether the process named in a lock file still runs (a lock without a readable pid counts as held). */
+function holderAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(lock, 'utf8'));
+  } catch {
+    return true;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

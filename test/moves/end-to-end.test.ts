@@ -166,7 +166,8 @@ describe('moves end to end on the local fleet', () => {
     expect((await allItems(tenant)).sort()).toEqual(before);
     const log = await cellctl('move', 'show', id, '--json', ...local());
     const events = (JSON.parse(log.out).audit as { event: string }[]).map((e) => e.event);
-    expect(events.filter((e) => e === 'run').length).toBeGreaterThan(kills.length);
+    // One run per process (the last kill may land after the move finished, so no process is left to start).
+    expect(events.filter((e) => e === 'run').length).toBeGreaterThanOrEqual(kills.length);
   });
 
   it('drain through moves: a drain plan run with `cellctl move plan`, every tenant keeps its items, the cell ends up empty and draining', async () => {

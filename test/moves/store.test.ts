@@ -29,6 +29,15 @@ describe('LocalMoveStore', () => {
     expect(fs.readdirSync(path.join(dir, 'm-one'))).toEqual(['move.json']); // no temp or lock files left
   });
 
+  test('a lock left by a killed process is taken over at once', async () => {
+    const store = new LocalMoveStore(dir);
+    await store.create(record('m-three'));
+    const stored = (await store.read('m-three'))!;
+    fs.writeFileSync(path.join(dir, 'm-three', 'move.json.lock'), '999999999'); // no such pid
+    await store.replace({ ...stored.record, completed: 'cloned' }, stored.tag);
+    expect((await store.read('m-three'))!.record.completed).toBe('cloned');
+  });
+
   test('the audit log only grows, and a torn last line is skipped', async () => {
     const store = new LocalMoveStore(dir);
     await store.appendAudit('m-two', { at: '2026-11-30T00:00:00Z', actor: 'a', event: 'planned' });
