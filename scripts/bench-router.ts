@@ -223,7 +223,7 @@ async function main() {
 
   // Applying a large document: 16384 buckets and 10,000 exact overrides.
   const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
-  const applier = new MappingApplier(api, { stateDir: router.stateDir, slots: 16 });
+  const applier = new MappingApplier(api, { stateDir: router.stateDir, slots: 16, allowLoopback: true });
   const exact: Record<string, string> = {};
   for (let i = 0; i < 10_000; i++) exact[`tenant-${i}`] = ['cell-a', 'cell-b', 'cell-c'][i % 3];
   const big = { ...doc, version: doc.version + 1, overrides: { ...doc.overrides, exact } };
