@@ -14,8 +14,9 @@ export default defineFleet({
     router: '222222222222',
   },
   regions: {
-    'eu-west-1': { availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'] },
-    'us-east-1': { availabilityZones: ['us-east-1a', 'us-east-1b', 'us-east-1c'] },
+    // AZ IDs, the same physical zones in every account (names like us-east-1a are not).
+    'eu-west-1': { availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'] },
+    'us-east-1': { availabilityZones: ['use1-az1', 'use1-az2', 'use1-az4'] },
   },
   workload: {
     // The reference workload (images/workload), built from this repository; or a registry image.

@@ -7,7 +7,7 @@ import { Construct } from 'constructs';
 export interface CellNetworkProps {
   /** The VPC's IPv4 range; distinct from every other cell's (checked by the fleet config). */
   readonly cidr: string;
-  /** Availability Zones from the fleet config (at least 2; no lookup). */
+  /** AZ IDs from the fleet config (`euw1-az1`; at least 2; no lookup). */
   readonly availabilityZones: readonly string[];
   /** Encrypts the flow logs. */
   readonly encryptionKey: kms.IKey;
@@ -50,6 +50,7 @@ export class CellNetwork extends Construct {
         { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask },
       ],
     });
+    placeSubnetsByZoneId(this.vpc);
     Validations.of(this.vpc).acknowledge({
       id: 'CloudFormation-Validate::W3010',
       reason: 'AZs are explicit in the fleet config on purpose: synth runs offline, and a cell must not move AZs between deploys.',
@@ -77,5 +78,22 @@ export class CellNetwork extends Construct {
 
   public get dataSubnets(): ec2.SubnetSelection {
     return { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+  }
+}
+
+/**
+ * The fleet lists zones by AZ ID, which CDK's Vpc takes as opaque zone labels: every subnet is then
+ * placed with `AvailabilityZoneId` instead of `AvailabilityZone` (AWS::EC2::Subnet takes either).
+ * An AZ ID is the same physical zone in every account, so a router's interface endpoint (router
+ * account) and a cell's endpoint service (cell account) listed in the same IDs share their zones;
+ * AZ names map to different zones per account ("AZ IDs", AWS Regions and Availability Zones guide).
+ */
+export function placeSubnetsByZoneId(vpc: ec2.Vpc): void {
+  for (const subnet of [...vpc.publicSubnets, ...vpc.privateSubnets, ...vpc.isolatedSubnets]) {
+    const cfn = subnet.node.defaultChild as ec2.CfnSubnet;
+    const zoneId = subnet.availabilityZone;
+    if (!/^[a-z]+\d-az\d+$/.test(zoneId)) throw new Error(`subnet ${subnet.node.path}: zone \`${zoneId}\` is not an AZ ID (for example euw1-az1)`);
+    cfn.addPropertyDeletionOverride('AvailabilityZone');
+    cfn.addPropertyOverride('AvailabilityZoneId', zoneId);
   }
 }

@@ -1,49 +1,57 @@
 /**
- * Availability Zone suffixes per region, so configs are checked offline (no EC2 lookup).
- * Source: AWS regional documentation; extend when a new region is needed.
+ * Availability Zone IDs per region, so configs are checked offline (no EC2 lookup). Zones are placed
+ * by AZ ID (`use1-az1`), never by name: a name such as `us-east-1a` maps to a different physical zone
+ * in each account in the older regions, and the routers (router account) must put their interface
+ * endpoints in zones the cells' endpoint services (cell accounts) serve. AZ IDs are the same in every
+ * account ("AZ IDs", AWS Regions and Availability Zones guide). Source: that guide; extend the table
+ * when a new region is needed.
  */
-export const KNOWN_REGIONS: Readonly<Record<string, string>> = {
-  'us-east-1': 'abcdef',
-  'us-east-2': 'abc',
-  'us-west-1': 'abc',
-  'us-west-2': 'abcd',
-  'ca-central-1': 'abd',
-  'sa-east-1': 'abc',
-  'eu-west-1': 'abc',
-  'eu-west-2': 'abc',
-  'eu-west-3': 'abc',
-  'eu-central-1': 'abc',
-  'eu-central-2': 'abc',
-  'eu-north-1': 'abc',
-  'eu-south-1': 'abc',
-  'eu-south-2': 'abc',
-  'ap-south-1': 'abc',
-  'ap-southeast-1': 'abc',
-  'ap-southeast-2': 'abc',
-  'ap-northeast-1': 'acd',
-  'ap-northeast-2': 'abcd',
-  'ap-northeast-3': 'abc',
-  'me-central-1': 'abc',
-  'af-south-1': 'abc',
+export const KNOWN_REGIONS: Readonly<Record<string, { readonly prefix: string; readonly zones: readonly number[] }>> = {
+  'us-east-1': { prefix: 'use1', zones: [1, 2, 3, 4, 5, 6] },
+  'us-east-2': { prefix: 'use2', zones: [1, 2, 3] },
+  'us-west-1': { prefix: 'usw1', zones: [1, 3] },
+  'us-west-2': { prefix: 'usw2', zones: [1, 2, 3, 4] },
+  'ca-central-1': { prefix: 'cac1', zones: [1, 2, 4] },
+  'sa-east-1': { prefix: 'sae1', zones: [1, 2, 3] },
+  'eu-west-1': { prefix: 'euw1', zones: [1, 2, 3] },
+  'eu-west-2': { prefix: 'euw2', zones: [1, 2, 3] },
+  'eu-west-3': { prefix: 'euw3', zones: [1, 2, 3] },
+  'eu-central-1': { prefix: 'euc1', zones: [1, 2, 3] },
+  'eu-central-2': { prefix: 'euc2', zones: [1, 2, 3] },
+  'eu-north-1': { prefix: 'eun1', zones: [1, 2, 3] },
+  'eu-south-1': { prefix: 'eus1', zones: [1, 2, 3] },
+  'eu-south-2': { prefix: 'eus2', zones: [1, 2, 3] },
+  'ap-south-1': { prefix: 'aps1', zones: [1, 2, 3] },
+  'ap-southeast-1': { prefix: 'apse1', zones: [1, 2, 3] },
+  'ap-southeast-2': { prefix: 'apse2', zones: [1, 2, 3] },
+  'ap-northeast-1': { prefix: 'apne1', zones: [1, 2, 4] },
+  'ap-northeast-2': { prefix: 'apne2', zones: [1, 2, 3, 4] },
+  'ap-northeast-3': { prefix: 'apne3', zones: [1, 2, 3] },
+  'me-central-1': { prefix: 'mec1', zones: [1, 2, 3] },
+  'af-south-1': { prefix: 'afs1', zones: [1, 2, 3] },
 };
+
+/** The AZ IDs of a known region, for example `euw1-az1, euw1-az2, euw1-az3`. */
+export function availabilityZoneIds(region: string): string[] {
+  const known = KNOWN_REGIONS[region];
+  return known ? known.zones.map((n) => `${known.prefix}-az${n}`) : [];
+}
 
 /** Problems with one region's AZ list; empty when it is valid. */
 export function availabilityZoneProblems(region: string, zones: readonly string[]): string[] {
-  const letters = KNOWN_REGIONS[region];
-  if (letters === undefined) {
+  if (KNOWN_REGIONS[region] === undefined) {
     return [`region \`${region}\`: unknown region; use one of ${Object.keys(KNOWN_REGIONS).join(', ')}`];
   }
+  const valid = availabilityZoneIds(region);
   const problems: string[] = [];
   if (zones.length < 2) {
     problems.push(`region \`${region}\`: ${zones.length} Availability Zone(s); list at least 2 so every cell spans two AZs`);
   }
   for (const zone of zones) {
-    const suffix = zone.startsWith(region) ? zone.slice(region.length) : '';
-    if (suffix.length !== 1 || !letters.includes(suffix)) {
-      problems.push(
-        `region \`${region}\`: Availability Zone \`${zone}\` is not in this region; valid zones are ${[...letters].map((l) => region + l).join(', ')}`,
-      );
-    }
+    if (valid.includes(zone)) continue;
+    problems.push(zone.startsWith(region)
+      ? `region \`${region}\`: \`${zone}\` is an Availability Zone name, which maps to a different zone in each account; list AZ IDs (the same in every account): ${valid.join(', ')}`
+      : `region \`${region}\`: Availability Zone \`${zone}\` is not in this region; valid zones are ${valid.join(', ')}`);
   }
   if (new Set(zones).size !== zones.length) {
     problems.push(`region \`${region}\`: Availability Zones are listed twice; list each once`);

@@ -72,7 +72,10 @@ export interface CellConfig {
 }
 
 export interface RegionConfig {
-  /** At least two, all in this region, for example `['eu-west-1a', 'eu-west-1b']`. */
+  /**
+   * At least two AZ IDs of this region, for example `['euw1-az1', 'euw1-az2']`: IDs name the same
+   * zone in every account (the routers' and the cells'); names like `eu-west-1a` do not.
+   */
   readonly availabilityZones: readonly string[];
 }
 

@@ -14,6 +14,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
+import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
@@ -136,6 +137,7 @@ export class RouterStack extends Stack {
       // the routers (see README, VPC flow logs) and add nothing the NLB and HAProxy logs lack.
       flowLogs: { rejected: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.REJECT } },
     });
+    placeSubnetsByZoneId(vpc);
     vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
     Validations.of(vpc).acknowledge({ id: 'CloudFormation-Validate::W3010', reason: 'AZs are explicit in the fleet config: synth runs offline and routers must not move AZs between deploys.' });
 

@@ -27,7 +27,11 @@ describe('CellStack', () => {
     expect(stack.region).toBe(model.region);
     expect(stack.stackName).toBe(cellStackName(fleet, FARGATE_CELL));
     expect(stack.terminationProtection).toBe(true);
-    expect(stack.availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
+    expect(stack.availabilityZones).toEqual(['euw1-az1', 'euw1-az2', 'euw1-az3']);
+    // Placed by AZ ID: the routers' endpoints (another account) land in the same physical zones.
+    const subnets = Object.values(cells[FARGATE_CELL].template.findResources('AWS::EC2::Subnet'));
+    expect(new Set(subnets.map((s) => s.Properties.AvailabilityZoneId))).toEqual(new Set(['euw1-az1', 'euw1-az2', 'euw1-az3']));
+    expect(subnets.filter((s) => s.Properties.AvailabilityZone !== undefined)).toEqual([]);
   });
 
   it.each([FARGATE_CELL, EC2_CELL])('%s: tags every taggable resource with its cell id', (id) => {

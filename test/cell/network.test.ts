@@ -7,7 +7,7 @@ describe('CellNetwork', () => {
   let template: Template;
   beforeAll(() => {
     const stack = new TestStack();
-    new CellNetwork(stack, 'Network', { cidr: '10.4.0.0/20', availabilityZones: ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'], encryptionKey: new kms.Key(stack, 'Key') });
+    new CellNetwork(stack, 'Network', { cidr: '10.4.0.0/20', availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'], encryptionKey: new kms.Key(stack, 'Key') });
     template = Template.fromStack(stack);
   });
 
@@ -20,8 +20,8 @@ describe('CellNetwork', () => {
 
   it('spans every configured AZ with public, app and isolated tiers and a NAT per AZ', () => {
     template.resourceCountIs('AWS::EC2::Subnet', 9);
-    for (const az of ['eu-west-1a', 'eu-west-1b', 'eu-west-1c']) {
-      expect(Object.keys(template.findResources('AWS::EC2::Subnet', { Properties: { AvailabilityZone: az } }))).toHaveLength(3);
+    for (const az of ['euw1-az1', 'euw1-az2', 'euw1-az3']) {
+      expect(Object.keys(template.findResources('AWS::EC2::Subnet', { Properties: { AvailabilityZoneId: az } }))).toHaveLength(3);
     }
     template.resourceCountIs('AWS::EC2::NatGateway', 3);
     template.hasResourceProperties('AWS::EC2::Subnet', { CidrBlock: '10.4.0.0/24', MapPublicIpOnLaunch: false });
@@ -37,7 +37,7 @@ describe('CellNetwork', () => {
       const stack = new TestStack();
       new CellNetwork(stack, 'N', { cidr, availabilityZones, encryptionKey: new kms.Key(stack, 'Key') });
     };
-    expect(attempt('10.0.0.0/20', ['eu-west-1a'])).toThrow(/at least 2 zones/);
-    expect(attempt('10.0.0.0/26', ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'])).toThrow(/too small/);
+    expect(attempt('10.0.0.0/20', ['euw1-az1'])).toThrow(/at least 2 zones/);
+    expect(attempt('10.0.0.0/26', ['euw1-az1', 'euw1-az2', 'euw1-az3'])).toThrow(/too small/);
   });
 });

@@ -20,9 +20,10 @@ describe('fleetProblems', () => {
     ['malformed cell id', editCell(1, { id: 'EU_1' }), /cells\[1\]: id `EU_1` is malformed/],
     ['unknown region', editCell(1, { region: 'eu-west-9' }), /cell `eu-1`: unknown region `eu-west-9`; add it to `regions`/],
     ['region not known to AWS', (i) => ({ ...i, regions: { ...i.regions, 'mars-1': { availabilityZones: ['mars-1a', 'mars-1b'] } } }), /region `mars-1`: unknown region/],
-    ['AZ not in the region', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a', 'us-east-1b'] } } }), /Availability Zone `us-east-1b` is not in this region/],
-    ['AZ letter the region does not have', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a', 'eu-west-1f'] } } }), /`eu-west-1f` is not in this region/],
-    ['single AZ', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a'] } } }), /list at least 2/],
+    ['AZ not in the region', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['euw1-az1', 'use1-az2'] } } }), /Availability Zone `use1-az2` is not in this region/],
+    ['AZ ID the region does not have', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['euw1-az1', 'euw1-az6'] } } }), /`euw1-az6` is not in this region/],
+    ['AZ name instead of ID', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['eu-west-1a', 'euw1-az2'] } } }), /`eu-west-1a` is an Availability Zone name, which maps to a different zone in each account/],
+    ['single AZ', (i) => ({ ...i, regions: { ...i.regions, 'eu-west-1': { availabilityZones: ['euw1-az1'] } } }), /list at least 2/],
     ['overlapping CIDRs', editCell(2, { cidr: '10.0.16.0/21' }), /cell `eu-2`: cidr 10.0.16.0\/21 overlaps cell `eu-1` \(10.0.16.0\/20\)/],
     ['malformed CIDR', editCell(2, { cidr: '10.0.16.1/20' }), /cell `eu-2`: cidr `10.0.16.1\/20` is not an IPv4 network address/],
     ['CIDR too small', editCell(2, { cidr: '10.9.0.0/26' }), /must be \/16 to \/22/],
@@ -127,7 +128,7 @@ describe('resolveFleet', () => {
     expect(fleet.alarms.evaluationPeriods).toBe(3);
     expect(fleet.cells.every((c) => c.state === 'active')).toBe(true);
     expect(fleet.cells.filter((c) => c.canary).map((c) => c.id)).toEqual(['canary-eu']);
-    expect(fleet.cells[0].availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b', 'eu-west-1c']);
+    expect(fleet.cells[0].availabilityZones).toEqual(['euw1-az1', 'euw1-az2', 'euw1-az3']);
     expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
     expect(fleet.router).toMatchObject({ slots: 64, cellMaxConn: 200, queueTimeoutMs: 1000 });
   });

@@ -27,7 +27,7 @@ export class TestStack extends Stack {
     super(cdkApp(), 'test', { env: { account: '123456789012', region: 'eu-west-1' } });
   }
   public override get availabilityZones(): string[] {
-    return ['eu-west-1a', 'eu-west-1b', 'eu-west-1c'];
+    return ['euw1-az1', 'euw1-az2', 'euw1-az3'];
   }
 }
 
