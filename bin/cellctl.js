@@ -1,5 +1,36 @@
 #!/usr/bin/env node
-// Entry point for `npx cellctl`: runs the TypeScript sources through tsx, so the fleet config
-// (cells.config.ts) loads the same way it does for the CDK app.
-require('tsx/cjs');
-require('./cellctl.ts');
+// Entry point of `cellctl`. Runs the compiled JavaScript in dist/cli (built by `npm ci`, or
+// `npm run build:cli`) while its TypeScript sources are unchanged since that build; otherwise, or with
+// CELLCTL_FROM_SOURCE=1, the sources themselves through tsx (slower to start, never stale).
+const fs = require('fs');
+const path = require('path');
+
+const dist = path.join(__dirname, '..', 'dist', 'cli');
+
+function compiledIsCurrent() {
+  if (process.env.CELLCTL_FROM_SOURCE) return false;
+  let recorded;
+  try {
+    recorded = JSON.parse(fs.readFileSync(path.join(dist, 'sources.json'), 'utf8')).sources;
+  } catch {
+    return false;
+  }
+  const root = path.join(__dirname, '..');
+  return Object.entries(recorded).every(([file, mtimeMs]) => {
+    try {
+      return fs.statSync(path.join(root, file)).mtimeMs === mtimeMs;
+    } catch {
+      return false;
+    }
+  });
+}
+
+if (compiledIsCurrent()) {
+  require(path.join(dist, 'bin', 'cellctl.js'));
+} else {
+  if (process.stderr.isTTY && !process.env.CELLCTL_FROM_SOURCE && fs.existsSync(dist)) {
+    process.stderr.write('cellctl: sources changed since the last build; running them through tsx (`npm run build:cli` makes it start fast again)\n');
+  }
+  require('tsx/cjs');
+  require('./cellctl.ts');
+}

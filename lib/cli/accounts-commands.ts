@@ -1,8 +1,7 @@
 import { spawnSync } from 'child_process';
-import { OrganizationsClient } from '@aws-sdk/client-organizations';
-import { STSClient } from '@aws-sdk/client-sts';
 import { Command } from 'commander';
-import { BootstrapError, bootstrapEnvironments, ensureAccounts, MissingPermissionError, operatorPolicy, organizationRoleCredentials, runBootstrap, VendTarget } from '../accounts';
+// The accounts module and the AWS SDK load when a command runs, not when cellctl starts (see bench:cli).
+import type { VendTarget } from '../accounts';
 import { cellAccounts, displayPath, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
 import { fleetFrom, withConfig } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
@@ -31,6 +30,8 @@ export function accountsCommand(io: CliIo): Command {
     .option('--dry-run', 'say what would be done; only read-only Organizations calls')
     .option('--json', 'print the results as JSON')
     .action(async (flags: { config: string; dryRun?: boolean; json?: boolean }) => {
+      const { ensureAccounts, MissingPermissionError } = await import('../accounts');
+      const { OrganizationsClient } = await import('@aws-sdk/client-organizations');
       const { input, accountsPath } = accountsInput(flags.config);
       const org = input.organization;
       if (!org) throw new CliError('cells.config.ts has no `organization` section; add accountEmail and organizationalUnitId to vend accounts');
@@ -92,6 +93,7 @@ export function accountsCommand(io: CliIo): Command {
     .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')
     .option('--json', 'print the commands as JSON')
     .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean }) => {
+      const { BootstrapError, bootstrapEnvironments, organizationRoleCredentials, runBootstrap } = await import('../accounts');
       const fleet = fleetFrom(flags.config);
       let environments;
       try {
@@ -106,6 +108,7 @@ export function accountsCommand(io: CliIo): Command {
           : `${environments.map((e) => `${[...launcher, ...e.args].join(' ')}    # ${e.purposes.join(', ')}`).join('\n')}\n`);
         return;
       }
+      const { STSClient } = await import('@aws-sdk/client-sts');
       const sts = new STSClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fleet.pipeline?.region ?? Object.keys(fleet.regions)[0] });
       try {
         let credentialsFor;
@@ -138,6 +141,8 @@ export function accountsCommand(io: CliIo): Command {
     .description('print the IAM policy `accounts ensure` and `accounts bootstrap --run` need in the management account')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .action((flags: { config: string }) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { operatorPolicy } = require('../accounts') as typeof import('../accounts');
       const fleet = fleetFrom(flags.config);
       io.out(json(operatorPolicy({ roleName: fleet.organization?.roleName ?? 'OrganizationAccountAccessRole' })));
     });

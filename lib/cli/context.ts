@@ -1,6 +1,5 @@
 import * as path from 'path';
-import { S3Client } from '@aws-sdk/client-s3';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { Fleet, FleetConfigError, loadFleet, mappingBucketParameter } from '../fleet';
 import { CliError } from './io';
 
@@ -29,6 +28,9 @@ export interface S3Options {
  * AWS_ENDPOINT_URL_S3); `fallbackRegion` only when nothing else names one.
  */
 export function s3Client(options: S3Options, fallbackRegion: string): S3Client {
+  // Loaded here, not at start: the SDK alone takes longer to load than the whole CLI (bench:cli).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { S3Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fallbackRegion;
   return new S3Client({ region, forcePathStyle: options.forcePathStyle ?? false });
 }
@@ -39,6 +41,8 @@ export function s3Client(options: S3Options, fallbackRegion: string): S3Client {
  */
 export async function mappingBucketOf(fleet: Fleet, region: string): Promise<string> {
   const name = mappingBucketParameter(fleet.app);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { GetParameterCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
   const ssm = new SSMClient({ region });
   try {
     const { Parameter } = await ssm.send(new GetParameterCommand({ Name: name }));

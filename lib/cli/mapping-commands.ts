@@ -6,7 +6,8 @@ import {
   InvalidKeyError, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
 } from '../mapping';
-import { ConcurrentWriteError, mappingHistory, MappingStore, PublishRefusedError, PublishResult, publishMapping, rollbackMapping, StoreError } from '../mapping-store';
+// The mapping store (and the AWS SDK) load when a store command runs, not when cellctl starts.
+import type { MappingStore, PublishResult } from '../mapping-store';
 import { bucketMovePlan } from '../moves/plan';
 import { fleetFrom, mappingBucketOf, s3Client } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } from './io';
@@ -183,6 +184,8 @@ function storeCommand(parent: Command, name: string, description: string): Comma
  * history and rollback read from.
  */
 async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; fleet: Fleet; bakeSeconds: number }> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { MappingStore } = require('../mapping-store') as typeof import('../mapping-store');
   const fleet = fleetFrom(flags.config);
   const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
   if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0) throw new CliError(`--bake ${flags.bake}: give whole seconds >= 0`, 2);
@@ -197,9 +200,11 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
   return { stores, fleet, bakeSeconds };
 }
 
-async function storeAction<T>(run: () => Promise<T>): Promise<T> {
+async function storeAction<T>(run: (store: typeof import('../mapping-store')) => Promise<T>): Promise<T> {
+  const module = await import('../mapping-store');
+  const { ConcurrentWriteError, PublishRefusedError, StoreError } = module;
   try {
-    return await run();
+    return await run(module);
   } catch (error) {
     if (error instanceof PublishRefusedError || error instanceof ConcurrentWriteError || error instanceof StoreError) throw new CliError(error.message);
     throw error;
@@ -361,7 +366,7 @@ export function mappingCommand(io: CliIo): Command {
   storeCommand(mapping, 'publish', 'publish to the mapping bucket: mappings/v<version>.json, then each router group in order with a bake after the first')
     .argument('<file>', 'mapping document')
     .option('--group <name>', 'publish to this router group only')
-    .action((file: string, flags: StoreFlags) => storeAction(async () => {
+    .action((file: string, flags: StoreFlags) => storeAction(async ({ publishMapping }) => {
       const doc = readMappingFile(file);
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await publishMapping(stores, doc, {
@@ -371,7 +376,7 @@ export function mappingCommand(io: CliIo): Command {
     }));
 
   storeCommand(mapping, 'rollback', 'put the previous version back on every router group (published as a new version)')
-    .action((flags: StoreFlags) => storeAction(async () => {
+    .action((flags: StoreFlags) => storeAction(async ({ rollbackMapping }) => {
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await rollbackMapping(stores, {
         groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
@@ -381,7 +386,7 @@ export function mappingCommand(io: CliIo): Command {
 
   storeCommand(mapping, 'history', 'published versions, newest first, and which router group is on which')
     .addOption(new Option('--limit <n>', 'versions to show').default('20'))
-    .action((flags: StoreFlags & { limit: string }) => storeAction(async () => {
+    .action((flags: StoreFlags & { limit: string }) => storeAction(async ({ mappingHistory }) => {
       const { stores, fleet } = await openStores(flags);
       const entries = await mappingHistory(stores[0], fleet.router.groups.map((g) => g.name), Number(flags.limit));
       io.out(flags.json ? json(entries) : formatTable(['version', 'created', 'groups'], entries.map((e) => [`v${e.version}`, e.createdAt ?? '?', e.groups.join(',') || '-'])));

@@ -3,7 +3,9 @@ import * as path from 'path';
 import { Command } from 'commander';
 import { MAX_ROUTER_SLOTS } from '../fleet';
 import { parseMapping } from '../mapping';
-import { connectionLimits, ERROR_503, HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, LocalRouter, MAP_FILES, READY_PORT, renderHaproxyConfig, ROUTER_TASK_MEMORY_MIB, startLocalRouter } from '../router';
+// The router module (agent, S3 source, AWS SDK) loads when a router command runs, not when cellctl starts.
+import type { LocalRouter } from '../router';
+import { connectionLimits, ERROR_503, MAP_FILES, READY_PORT, renderHaproxyConfig, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
 import { fleetFrom } from './context';
 import { CliError, CliIo, readText } from './io';
 
@@ -42,6 +44,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
     .option('--ca-file <file>', 'CA bundle (PEM) that verifies https:// cells, for a private CA (default: the system trusted CAs)')
     .option('--ready-port <port>', 'serve readiness (what the load balancer checks) on this 127.0.0.1 port')
     .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string }) => {
+      const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = await import('../router');
       const listen = port(flags.port, '--port');
       const readyPort = flags.readyPort === undefined ? undefined : port(flags.readyPort, '--ready-port');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);

@@ -1,0 +1,50 @@
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { REPO_ROOT } from '../support/fleet';
+
+/**
+ * bin/cellctl.js runs the compiled JavaScript only while every source it was compiled from is
+ * unchanged; otherwise the TypeScript itself. Checked in a copy of the layout whose "compiled" and
+ * "source" entry points say which one ran.
+ */
+describe('bin/cellctl.js', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-entry-'));
+    fs.mkdirSync(path.join(dir, 'bin'));
+    fs.mkdirSync(path.join(dir, 'dist', 'cli', 'bin'), { recursive: true });
+    fs.copyFileSync(path.join(REPO_ROOT, 'bin', 'cellctl.js'), path.join(dir, 'bin', 'cellctl.js'));
+    fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    fs.writeFileSync(path.join(dir, 'bin', 'cellctl.ts'), "const from: string = 'source';\nprocess.stdout.write(from);\n");
+    fs.writeFileSync(path.join(dir, 'dist', 'cli', 'bin', 'cellctl.js'), "process.stdout.write('compiled');\n");
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const record = () => {
+    const file = path.join(dir, 'bin', 'cellctl.ts');
+    fs.writeFileSync(path.join(dir, 'dist', 'cli', 'sources.json'), JSON.stringify({ sources: { 'bin/cellctl.ts': fs.statSync(file).mtimeMs } }));
+  };
+  const run = (env: NodeJS.ProcessEnv = {}) =>
+    spawnSync(process.execPath, [path.join(dir, 'bin', 'cellctl.js')], { cwd: dir, encoding: 'utf8', env: { ...process.env, CELLCTL_FROM_SOURCE: '', ...env } }).stdout;
+
+  it('runs the compiled code while its sources are as they were built', () => {
+    record();
+    expect(run()).toBe('compiled');
+  });
+
+  it('runs the sources when one changed since the build, or when asked to', () => {
+    record();
+    expect(run({ CELLCTL_FROM_SOURCE: '1' })).toBe('source');
+    const file = path.join(dir, 'bin', 'cellctl.ts');
+    const later = new Date(Date.now() + 5_000);
+    fs.utimesSync(file, later, later);
+    expect(run()).toBe('source');
+  });
+
+  it('runs the sources when nothing was built', () => {
+    fs.rmSync(path.join(dir, 'dist', 'cli', 'sources.json'), { force: true });
+    expect(run()).toBe('source');
+  });
+});
