@@ -2,6 +2,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { initialMapping } from '../../lib/mapping';
 import { REPO_ROOT } from '../support/fleet';
 
 /**
@@ -46,5 +47,36 @@ describe('bin/cellctl.js', () => {
   it('runs the sources when nothing was built', () => {
     fs.rmSync(path.join(dir, 'dist', 'cli', 'sources.json'), { force: true });
     expect(run()).toBe('source');
+  });
+});
+
+/**
+ * What makes cellctl slow to start is loading what a command does not use: the AWS SDK alone takes
+ * longer than the whole CLI (npm run bench:cli). Commands load it when they run.
+ */
+describe('cellctl start-up', () => {
+  const loaded = (...args: string[]): string[] => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-modules-'));
+    const out = path.join(dir, 'modules.json');
+    try {
+      const run = spawnSync(process.execPath, ['--require', 'tsx/cjs', '-e',
+        `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));` +
+        `process.argv = [process.argv[0], 'cellctl', ...${JSON.stringify(args)}]; require('./bin/cellctl.ts');`,
+      ], { cwd: REPO_ROOT, encoding: 'utf8' });
+      expect([run.status, run.stderr]).toEqual([0, '']);
+      return JSON.parse(fs.readFileSync(out, 'utf8')) as string[];
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('--help and mapping where load neither the AWS SDK nor the CDK', () => {
+    const mapping = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-where-')), 'm.json');
+    fs.writeFileSync(mapping, JSON.stringify(initialMapping(['cell-a', 'cell-b'].map((id) => ({ id, endpoint: 'http://127.0.0.1:9001', state: 'active' as const })), 1024, { now: '2026-11-29T16:00:00.000Z' })));
+    for (const args of [['--help'], ['mapping', 'where', 'tenant-1', '--mapping', mapping]]) {
+      const heavy = loaded(...args).filter((file) => /node_modules\/(@aws-sdk|@smithy|aws-cdk-lib)\//.test(file));
+      expect([args.join(' '), heavy]).toEqual([args.join(' '), []]);
+    }
+    fs.rmSync(path.dirname(mapping), { recursive: true, force: true });
   });
 });
