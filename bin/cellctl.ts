@@ -1,5 +1,6 @@
-import { processIo, runCli } from '../lib/cli';
+import { collapseSdkWarnings, processIo, runCli } from '../lib/cli';
 
+collapseSdkWarnings(processIo.err);
 runCli(process.argv.slice(2), processIo).then((code) => {
   process.exitCode = code;
 });

@@ -3,6 +3,7 @@ import {
   MoveAccountCommand, OrganizationsClient,
 } from '@aws-sdk/client-organizations';
 import { AccountsFile, CellAccountRecord } from '../fleet';
+import { isCredentialsError, NoCredentialsError } from '../aws';
 import { MissingPermissionError, withRetry } from './retry';
 
 /** A cell that needs an account, with the name and root email it gets. */
@@ -171,7 +172,7 @@ class Vendor {
  * Makes sure every target cell has an account: keeps recorded ones (moving them into the OU if
  * needed), resumes recorded requests, adopts accounts found by email, creates the rest. Cells are
  * handled one at a time (Organizations allows few concurrent creations); a cell's failure is
- * reported and the others continue; a missing permission stops the run.
+ * reported and the others continue; a missing permission or missing credentials stop the run.
  */
 export async function ensureAccounts(org: OrganizationsClient, targets: readonly VendTarget[], options: VendOptions): Promise<VendResult[]> {
   const vendor = new Vendor(org, options);
@@ -181,6 +182,8 @@ export async function ensureAccounts(org: OrganizationsClient, targets: readonly
       results.push(await vendor.ensure(target));
     } catch (error) {
       if (error instanceof MissingPermissionError) throw error;
+      // No credentials fail every cell the same way: stop at the first, once.
+      if (isCredentialsError(error)) throw new NoCredentialsError(error as Error);
       results.push({ cell: target.cell, action: 'failed', reason: `${(error as Error).name}: ${(error as Error).message}` });
     }
   }

@@ -30,8 +30,10 @@ export function accountsCommand(io: CliIo): Command {
     .option('--dry-run', 'say what would be done; only read-only Organizations calls')
     .option('--json', 'print the results as JSON')
     .action(async (flags: { config: string; dryRun?: boolean; json?: boolean }) => {
-      const { ensureAccounts, MissingPermissionError } = await import('../accounts');
-      const { OrganizationsClient } = await import('@aws-sdk/client-organizations');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { ensureAccounts, MissingPermissionError } = require('../accounts') as typeof import('../accounts');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { OrganizationsClient } = require('@aws-sdk/client-organizations') as typeof import('@aws-sdk/client-organizations');
       const { input, accountsPath } = accountsInput(flags.config);
       const org = input.organization;
       if (!org) throw new CliError('cells.config.ts has no `organization` section; add accountEmail and organizationalUnitId to vend accounts');
@@ -93,7 +95,8 @@ export function accountsCommand(io: CliIo): Command {
     .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')
     .option('--json', 'print the commands as JSON')
     .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean }) => {
-      const { BootstrapError, bootstrapEnvironments, organizationRoleCredentials, runBootstrap } = await import('../accounts');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { BootstrapError, bootstrapEnvironments, organizationRoleCredentials, runBootstrap } = require('../accounts') as typeof import('../accounts');
       const fleet = fleetFrom(flags.config);
       let environments;
       try {
@@ -108,7 +111,8 @@ export function accountsCommand(io: CliIo): Command {
           : `${environments.map((e) => `${[...launcher, ...e.args].join(' ')}    # ${e.purposes.join(', ')}`).join('\n')}\n`);
         return;
       }
-      const { STSClient } = await import('@aws-sdk/client-sts');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
       const sts = new STSClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fleet.pipeline?.region ?? Object.keys(fleet.regions)[0] });
       try {
         let credentialsFor;

@@ -51,3 +51,20 @@ export function readText(file: string): string {
 export function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
+
+/**
+ * The AWS SDK warns on Node < 22 with seven lines on every AWS command (NodeVersionSupportWarning).
+ * One line on stderr says the same; other warnings pass through unchanged.
+ */
+export function collapseSdkWarnings(err: (text: string) => void): void {
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === 'string' ? warning : warning.message;
+    if (text.startsWith('NodeVersionSupportWarning')) {
+      const needed = /node >=\s*(\d+)/.exec(text)?.[1] ?? '22';
+      err(`note: AWS SDK releases after early January 2027 need Node ${needed} or newer; this is Node ${process.version}\n`);
+      return;
+    }
+    emit(warning, ...rest);
+  }) as typeof process.emitWarning;
+}

@@ -201,7 +201,8 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
 }
 
 async function storeAction<T>(run: (store: typeof import('../mapping-store')) => Promise<T>): Promise<T> {
-  const module = await import('../mapping-store');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const module = require('../mapping-store') as typeof import('../mapping-store');
   const { ConcurrentWriteError, PublishRefusedError, StoreError } = module;
   try {
     return await run(module);

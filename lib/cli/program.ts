@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { credentialsHint, isCredentialsError, NoCredentialsError } from '../aws';
 import { CliError, CliIo, EXIT } from './io';
 import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';
@@ -49,6 +50,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (error instanceof CliError) {
       if (error.message) io.err(`error: ${error.message}\n`);
       return error.exitCode;
+    }
+    if (isCredentialsError(error) || error instanceof NoCredentialsError) {
+      io.err(`error: ${error instanceof NoCredentialsError ? error.message : credentialsHint(error as Error)}\n`);
+      return EXIT.invalid;
     }
     // Unexpected: still one line; the stack only when asked for.
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);

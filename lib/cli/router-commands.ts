@@ -44,7 +44,8 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
     .option('--ca-file <file>', 'CA bundle (PEM) that verifies https:// cells, for a private CA (default: the system trusted CAs)')
     .option('--ready-port <port>', 'serve readiness (what the load balancer checks) on this 127.0.0.1 port')
     .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string }) => {
-      const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = await import('../router');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = require('../router') as typeof import('../router');
       const listen = port(flags.port, '--port');
       const readyPort = flags.readyPort === undefined ? undefined : port(flags.readyPort, '--ready-port');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);

@@ -14,8 +14,12 @@ async function cellctl(...args: string[]): Promise<{ code: number; stdout: strin
 }
 
 async function cellctlIn(cwd: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return cellctlWith({}, cwd, ...args);
+}
+
+async function cellctlWith(env: NodeJS.ProcessEnv, cwd: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { cwd });
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -139,5 +143,31 @@ describe('cellctl errors are one line, or one list', () => {
   it('none of them prints a stack trace', async () => {
     const d = dir((t) => t.replace("app: 'orders',", "app: 'orders',,"));
     expect((await cellctlIn(d, 'plan')).stderr).toMatch(ONE_LIST);
+  });
+});
+
+describe('cellctl and AWS: one line each, with the fix', () => {
+  it('no credentials: accounts ensure --dry-run stops at the first cell with one line naming AWS_PROFILE and aws sso login; the SDK Node warning is one line', async () => {
+    const d = configDir(undefined, '{"schemaVersion": 1, "cells": {}}');
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-home-'));
+    try {
+      const env = {
+        HOME: home, AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_SESSION_TOKEN: '', AWS_PROFILE: '', AWS_REGION: 'us-east-1',
+        AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: path.join(home, 'none'), AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'none'),
+        AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '', AWS_CONTAINER_CREDENTIALS_FULL_URI: '', AWS_WEB_IDENTITY_TOKEN_FILE: '',
+      };
+      const result = await cellctlWith(env, d, 'accounts', 'ensure', '--dry-run');
+      expect(result.code).toBe(1);
+      const lines = result.stderr.trimEnd().split('\n');
+      const errors = lines.filter((l) => l.startsWith('error:'));
+      expect(errors).toEqual([expect.stringMatching(/^error: no usable AWS credentials \(no AWS_PROFILE set: .+\); set AWS_PROFILE to a profile of the right account, or run `aws sso login` if its session expired$/)]);
+      expect(result.stderr).not.toContain('NodeVersionSupportWarning');
+      expect(lines.filter((l) => !l.startsWith('error:'))).toEqual(
+        Number(process.versions.node.split('.')[0]) < 22 ? [expect.stringMatching(/^note: AWS SDK releases after early January 2027 need Node 22 or newer; this is Node v/)] : [],
+      );
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true });
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 });
