@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { App } from 'aws-cdk-lib';
-import { addFleet, addPipeline } from '../lib/app';
+import { addFleet, addPipeline, auditSummary, formatAuditSummary } from '../lib/app';
 import { FleetConfigError, loadFleet } from '../lib/fleet';
 
 let fleet;
@@ -16,3 +16,6 @@ try {
 const app = new App();
 if (fleet.pipeline) addPipeline(app, fleet);
 else addFleet(app, fleet);
+// Synthesize here (not at exit) to end with the audit summary: what the gate checked and let pass.
+app.synth();
+process.stderr.write(`${formatAuditSummary(auditSummary(app))}\n`);

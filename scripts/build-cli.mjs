@@ -4,7 +4,7 @@
 // with their modification times: bin/cellctl.js runs the compiled code only while they are unchanged,
 // and falls back to the TypeScript sources (tsx) otherwise, so an edit is never silently ignored.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,13 @@ try {
 }
 
 const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.cli.json')], { stdio: 'inherit', cwd: root });
-if (result.status !== 0) process.exit(result.status ?? 1);
+if (result.status !== 0) {
+  // Without sources.json bin/cellctl.js runs the TypeScript, so a failed build never breaks `npm ci`
+  // or runs half-compiled code; `npm run build` (tsc --noEmit) reports the same errors.
+  rmSync(join(out, 'sources.json'), { force: true });
+  process.stderr.write('build-cli: compiling cellctl failed (above); cellctl will run from its TypeScript sources\n');
+  process.exit(0);
+}
 
 /** Every compiled .js under dist/cli maps back to one .ts source. */
 function compiled(dir) {

@@ -5,6 +5,7 @@ import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { RouterStack } from '../router-stack';
+import { countAcknowledged } from './audit-summary';
 import { addTemplateSizeLimit } from './template-size';
 
 export interface FleetStacks {
@@ -44,5 +45,5 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
  * finding fails `cdk synth`. Control Tower and NIST 800-53 run in `npm run audit` (see README).
  */
 export function addAuditGate(app: App, fleet: Fleet): void {
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new CellIsolationChecks(app, { fleet }));
+  Validations.of(app).addPlugins(countAcknowledged(app, new AwsSolutionsChecks(app)), countAcknowledged(app, new CellIsolationChecks(app, { fleet })));
 }

@@ -13,10 +13,11 @@ export const CONFIG_FILE_NAME = 'cells.config.ts';
  * do not pay for it.
  */
 function requireConfig(file: string): unknown {
-  // Jest loads .ts through its own transform (and shows an empty require.extensions).
-  const loadsTypeScript = Boolean(require.extensions?.['.ts']) || process.env.JEST_WORKER_ID !== undefined;
+  // Node's own loader lists '.js'; Jest's require shows an empty object and loads .ts through its
+  // transform. (An environment variable would leak into the processes tests start.)
+  const nodeLoader = require.extensions !== undefined && '.js' in require.extensions;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  if (file.endsWith('.ts') && !loadsTypeScript) require('tsx/cjs/api').register();
+  if (file.endsWith('.ts') && nodeLoader && !require.extensions['.ts']) require('tsx/cjs/api').register();
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require(file);
 }

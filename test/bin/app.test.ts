@@ -68,3 +68,27 @@ describe('synth with a bad config', () => {
     expect(result.stderr).toBe('cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n');
   });
 });
+
+describe('synth of a good config', () => {
+  it('ends with the audit summary: open and acknowledged findings per gating pack', () => {
+    const d = configDir();
+    try {
+      // Two cells and no pipeline keep this synth short.
+      fs.writeFileSync(path.join(d, 'small.config.ts'), [
+        `import example from ${JSON.stringify(path.join(d, 'cells.config.ts'))};`,
+        "export default { ...example, pipeline: undefined, cells: example.cells.filter((c) => ['canary-eu', 'eu-1'].includes(c.id)) };",
+      ].join('\n'));
+      const result = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'app.ts')], {
+        cwd: d, encoding: 'utf8', env: { ...process.env, CDK_OUTDIR: path.join(d, 'cdk.out'), CELLS_CONFIG: path.join(d, 'small.config.ts') },
+      });
+      expect([result.status, result.stderr]).toEqual([0, expect.any(String)]);
+      const summary = /^audit: AwsSolutions 0 open, (\d+) acknowledged; CellIsolation 0 open, (\d+) acknowledged \(npm run audit: per rule, with NIST 800-53 rev 5\)$/m.exec(result.stderr);
+      expect(summary).not.toBeNull();
+      // Each cell acknowledges at least S1 (its access-log bucket) and IAM4 (RDS monitoring role).
+      expect(Number(summary![1])).toBeGreaterThanOrEqual(4);
+      expect(fs.existsSync(path.join(d, 'cdk.out', 'manifest.json'))).toBe(true);
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
