@@ -1,9 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
-import { postgresBinDir, POSTGRES_INSTALL_HINT, startLocalFleet } from '../local-fleet';
 import { bucketCounts, parseMapping } from '../mapping';
-import { HAPROXY_INSTALL_HINT, haproxyVersion } from '../router';
 import { fleetFrom } from './context';
 import { CliError, CliIo, formatTable } from './io';
 
@@ -35,6 +33,11 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process):
     .action(async (flags: { cells: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean }) => {
       const cells = integer(flags.cells, '--cells', 1, 64);
       const port = integer(flags.port, '--port', 0, 65535);
+      // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { postgresBinDir, POSTGRES_INSTALL_HINT, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../router') as typeof import('../router');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
       if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
       const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;

@@ -5,7 +5,8 @@ import {
   abortMove, describeSubject, FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoveConflictError, MoveError,
   MovePlan, MoverDeps, MoveRecord, MoveSubject, parseRanges, planMove, runMove, systemClock, tenantSubject,
 } from '../moves';
-import { PostgresCellData } from '../moves/cell-data';
+// The PostgreSQL client loads when a move runs, not when cellctl starts (npm run bench:cli).
+import type { PostgresCellData } from '../moves/cell-data';
 import { readLocalFleet, routerVersionProbe } from '../moves/local-fleet';
 import { CliError, CliIo, EXIT, formatTable, json, readText } from './io';
 
@@ -38,7 +39,9 @@ function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount:
     cell: (id) => {
       const db = fleet.cells[id];
       if (!db) throw new MoveError(`cell ${id} is not in ${path.join(stateDir, 'fleet.json')} (cells: ${Object.keys(fleet.cells).join(', ')})`);
-      if (!opened.has(id)) opened.set(id, new PostgresCellData(id, db, { bucketCount: bucketCount!, batchRows: 5000, clock: systemClock }));
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { PostgresCellData: CellData } = require('../moves/cell-data') as typeof import('../moves/cell-data');
+      if (!opened.has(id)) opened.set(id, new CellData(id, db, { bucketCount: bucketCount!, batchRows: 5000, clock: systemClock }));
       return opened.get(id)!;
     },
     clock: systemClock,
