@@ -12,10 +12,17 @@ try {
   process.stderr.write(`${error.message}\n`);
   process.exit(1);
 }
-// With a `pipeline` section the cells are deployed by the pipeline's waves; without it, directly.
 const app = new App();
-if (fleet.pipeline) addPipeline(app, fleet);
-else addFleet(app, fleet);
-// Synthesize here (not at exit) to end with the audit summary: what the gate checked and let pass.
-app.synth();
+try {
+  // With a `pipeline` section the cells are deployed by the pipeline's waves; without it, directly.
+  if (fleet.pipeline) addPipeline(app, fleet);
+  else addFleet(app, fleet);
+  // Synthesize here (not at exit) to end with the audit summary: what the gate checked and let pass.
+  app.synth();
+} catch (error) {
+  if (process.env.CELLS_DEBUG) throw error;
+  // A failed audit gate has printed its report above; the stack trace would bury it.
+  process.stderr.write(`synth failed: ${(error as Error).message.split('\n')[0]} (CELLS_DEBUG=1 shows the stack trace)\n`);
+  process.exit(1);
+}
 process.stderr.write(`${formatAuditSummary(auditSummary(app))}\n`);

@@ -8,7 +8,12 @@ import { LocalRouter, startLocalRouter } from '../router/local';
 import { RuntimeApi } from '../router/runtime-api';
 import { freeLoopbackPort, PostgresServer, startPostgresServer } from './postgres';
 
-const REPO_ROOT = path.join(__dirname, '..', '..');
+/** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist/cli). */
+const REPO_ROOT = ((): string => {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+})();
 /** The database each cell's workload uses inside its own PostgreSQL cluster. */
 export const LOCAL_DATABASE = 'cell';
 export const FLEET_FILE = 'fleet.json';

@@ -2,6 +2,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { cdkJsonContext } from '../../lib/app';
 import { configDir, REPO_ROOT } from '../support/fleet';
 
 /**
@@ -79,7 +80,8 @@ describe('synth of a good config', () => {
         "export default { ...example, pipeline: undefined, cells: example.cells.filter((c) => ['canary-eu', 'eu-1'].includes(c.id)) };",
       ].join('\n'));
       const result = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'app.ts')], {
-        cwd: d, encoding: 'utf8', env: { ...process.env, CDK_OUTDIR: path.join(d, 'cdk.out'), CELLS_CONFIG: path.join(d, 'small.config.ts') },
+        // The feature flags of cdk.json, as `cdk synth` passes them.
+        cwd: d, encoding: 'utf8', env: { ...process.env, CDK_OUTDIR: path.join(d, 'cdk.out'), CELLS_CONFIG: path.join(d, 'small.config.ts'), CDK_CONTEXT_JSON: JSON.stringify(cdkJsonContext()) },
       });
       expect([result.status, result.stderr]).toEqual([0, expect.any(String)]);
       const summary = /^audit: AwsSolutions 0 open, (\d+) acknowledged; CellIsolation 0 open, (\d+) acknowledged \(npm run audit: per rule, with NIST 800-53 rev 5\)$/m.exec(result.stderr);
