@@ -4,6 +4,7 @@ import { CellStack } from '../cell';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
+import { addPolicySizeLimit } from '../pipeline/policy-limits';
 import { RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
 import { addTemplateSizeLimit } from './template-size';
@@ -19,9 +20,11 @@ export interface FleetStacks {
  * The fleet behind its delivery pipeline: one PipelineStack in the tooling account whose waves
  * deploy every cell's stack. AwsSolutions and cell-isolation checks run over the whole app, cell stages included.
  */
-export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
+export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean; policyLimits?: boolean } = {}): PipelineStack {
   const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
   addTemplateSizeLimit(app);
+  // Off only for benchmarks that synthesize fleets past what one pipeline can deploy.
+  if (options.policyLimits ?? true) addPolicySizeLimit(app);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;
 }

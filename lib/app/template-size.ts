@@ -21,7 +21,7 @@ export class TemplateSizeLimit implements IPolicyValidationPlugin {
       .map((t) => ({
         ruleName: 'template-size',
         description: `${path.basename(t.templatePath)} is ${t.bytes} bytes; CloudFormation accepts templates up to ${CLOUDFORMATION_TEMPLATE_BYTES}`,
-        fix: 'a pipeline holds about 470 cells and a region\'s router stack about 320 cells: split the fleet across pipelines, or its cells across more regions',
+        fix: 'a region\'s router stack holds about 320 cells and a pipeline fewer (see README, "How many cells one pipeline holds"): split the fleet across pipelines, or its cells across more regions',
         violatingResources: [{ templatePath: t.templatePath, locations: [], constructPath: t.stackConstructPath }],
       }));
     return { success: violations.length === 0, violations };
