@@ -1,47 +1,38 @@
 /**
- * npm run audit [-- --json]: AwsSolutions (the gate) and NIST 800-53 rev 5 (advisory) over every
- * stack of the fleet; prints findings per rule, open vs acknowledged. Exits 1 on any open
- * AwsSolutions finding, as synth does.
+ * npm run audit [-- --json] [-- --report FILE.html]: AwsSolutions and CellIsolation (the synth
+ * gates), AWS Control Tower proactive controls (gated here) and NIST 800-53 rev 5 (advisory) over
+ * every stack of the fleet: findings per pack and rule, open vs acknowledged. Exits 1 on any open
+ * finding of a gating pack.
  */
-import { App, Stack } from 'aws-cdk-lib';
-import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
-import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
-import { auditStacks, formatAudit } from '../lib/audit';
+import * as fs from 'fs';
+import { failingPacks, formatText, renderHtml, runAudit } from '../lib/audit';
 import { FleetConfigError, loadFleet } from '../lib/fleet';
-import { CellStage } from '../lib/pipeline';
+import { writeFileAtomic } from '../lib/files';
 
-function main(): number {
+function main(argv: readonly string[]): number {
+  const reportAt = argv.indexOf('--report');
+  const reportFile = reportAt >= 0 ? argv[reportAt + 1] : undefined;
+  if (reportAt >= 0 && (!reportFile || reportFile.startsWith('--'))) {
+    process.stderr.write('--report needs a file name, e.g. npm run audit -- --report audit.html\n');
+    return 2;
+  }
   const fleet = loadFleet(process.env.CELLS_CONFIG ?? 'cells.config.ts');
-  const app = new App({ context: cdkJsonContext() });
-  // The same app `cdk synth` builds: behind the pipeline when the fleet has one.
-  let stacks: Stack[];
-  let cellCount = 0;
-  if (fleet.pipeline) {
-    const pipeline = addPipeline(app, fleet, { audit: false });
-    const support = Object.values(pipeline.pipeline.pipeline.crossRegionSupport).map((s) => s.stack);
-    // The pack walks into the pipeline's stages, so the cell stacks are audited through it.
-    stacks = [pipeline, ...support];
-    cellCount = pipeline.node.children.filter((c) => c instanceof CellStage).length;
-  } else {
-    stacks = [...addFleet(app, fleet, { audit: false }).cells];
-    cellCount = stacks.length;
+  const report = runAudit(fleet);
+  if (reportFile) {
+    writeFileAtomic(reportFile, renderHtml(report));
+    process.stderr.write(`wrote ${reportFile} (${fs.statSync(reportFile).size} bytes)\n`);
   }
-  const rows = [...auditStacks(new AwsSolutionsChecks(), stacks), ...auditStacks(new NIST80053R5Checks(), stacks)];
-  if (process.argv.includes('--json')) {
-    process.stdout.write(`${JSON.stringify({ stacks: stacks.length, cellStacks: cellCount, rules: rows }, null, 2)}\n`);
-  } else {
-    process.stdout.write(`Audited ${stacks.length} top-level stack(s), ${cellCount} cell stack(s).\n${formatAudit(rows)}\n`);
-  }
-  const gate = rows.filter((r) => r.pack === 'AwsSolutions' && r.open > 0);
-  if (gate.length > 0) {
-    process.stderr.write(`Open AwsSolutions findings: ${gate.map((r) => r.rule).join(', ')}; fix them or acknowledge them on the narrowest construct.\n`);
+  process.stdout.write(argv.includes('--json') ? `${JSON.stringify(report, null, 2)}\n` : formatText(report));
+  const failing = failingPacks(report);
+  if (failing.length > 0) {
+    process.stderr.write(`Open findings in ${failing.join(', ')}: fix them or acknowledge them on the narrowest construct with a reason.\n`);
     return 1;
   }
   return 0;
 }
 
 try {
-  process.exitCode = main();
+  process.exitCode = main(process.argv.slice(2));
 } catch (error) {
   if (error instanceof FleetConfigError) {
     process.stderr.write(`${error.message}\n`);

@@ -1,1 +1,4 @@
-export * from './summary';
+export * from './control-tower';
+export * from './findings';
+export * from './report';
+export * from './run';
