@@ -165,7 +165,8 @@ export class CellCompute extends Construct {
       throw new Error(`CellCompute: capacity must satisfy 1 <= min <= desired <= max (got ${min}/${desired}/${max})`);
     }
     this.logs = new logs.LogGroup(this, 'Logs', {
-      retention: logs.RetentionDays.THREE_MONTHS,
+      // A year: Control Tower's CT.CLOUDWATCH.PR.2, and what an incident review looks back over.
+      retention: logs.RetentionDays.ONE_YEAR,
       encryptionKey: props.encryptionKey,
       removalPolicy: RemovalPolicy.RETAIN,
     });
@@ -196,6 +197,8 @@ export class CellCompute extends Construct {
     });
     task.addContainer('Workload', {
       image: props.image.container,
+      // A hard limit (Control Tower CT.ECS.PR.7): a leaking workload is stopped at the task's size.
+      memoryLimitMiB: props.shape.memoryMiB,
       portMappings: [{ containerPort: props.containerPort }],
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logs, streamPrefix: props.cellId }),
       // No `secrets`: ECS resolves them only when a task starts, and the password rotates under
@@ -203,6 +206,10 @@ export class CellCompute extends Construct {
       environment: workloadEnvironment(props),
       readonlyRootFilesystem: false,
     });
+    for (const [id, reason] of Object.entries({
+      'ControlTower::CT.ECS.PR.3': 'The user comes from the fleet\'s workload image (`workload.image`, any image): the example\'s reference workload declares `USER node`, so it already runs as non-root; the task definition does not repeat a user name that another image may not have.',
+      'ControlTower::CT.ECS.PR.6': 'Whether the workload can run on a read-only root is the image\'s property: the reference workload runs through tsx, which writes a compile cache under /tmp and exits on a read-only root unless TSX_DISABLE_CACHE=1 (checked).',
+    })) Validations.of(task).acknowledge({ id, reason });
     Validations.of(task).acknowledge({
       id: 'AwsSolutions-ECS2',
       reason: 'The environment holds only non-secret identifiers (cell id, endpoints, queue URL, the secret ARN); the workload reads the database password from Secrets Manager at connect time.',
@@ -307,9 +314,21 @@ export class CellCompute extends Construct {
     for (const alarm of props.deploymentAlarms) asg.node.addDependency(alarm);
     asg.attachToApplicationTargetGroup(props.targetGroup);
     asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
+    // The subnets already span the cell's zones; naming the zones too lets a landing zone's
+    // CT.AUTOSCALING.PR.1 hook see it. With both set, the subnets must lie in those zones
+    // (CreateAutoScalingGroup, VPCZoneIdentifier), which they do: they are selected from them.
+    (asg.node.defaultChild as autoscaling.CfnAutoScalingGroup).availabilityZones = props.vpc.selectSubnets(props.subnets).availabilityZones;
+    Validations.of(asg).acknowledge({
+      id: 'CloudFormation-Validate::W3010',
+      reason: 'The zones are the cell\'s, explicit in the fleet config on purpose (offline synth, stable placement), as on its VPC.',
+    });
     Validations.of(asg).acknowledge({
       id: 'AwsSolutions-AS3',
       reason: 'Scaling events are watched through the cell alarms and dashboard; a per-cell SNS topic for them would have no subscriber.',
+    });
+    Validations.of(asg).acknowledge({
+      id: 'ControlTower::CT.AUTOSCALING.PR.6',
+      reason: 'A cell shape is load-tested on one instance type (`shapes.<name>.instanceType`); its tested limits hold for that type only, so mixing types would change the capacity the cell is placed against.',
     });
     return asg;
   }

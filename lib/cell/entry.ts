@@ -90,6 +90,10 @@ export class CellEntry extends Construct {
       'NIST.800.53.R5-S3BucketLoggingEnabled': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse.',
       'NIST.800.53.R5-S3DefaultEncryptionKMS': 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
       'NIST.800.53.R5-S3BucketReplicationEnabled': 'Access logs are versioned and kept a year in the cell\'s own account; copying them to another region would put cell data outside the cell.',
+      'ControlTower::CT.S3.PR.2': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse.',
+      'ControlTower::CT.S3.PR.4': 'Only Elastic Load Balancing writes here; nothing consumes per-object events of a log bucket.',
+      'ControlTower::CT.S3.PR.9': 'Versioned, TLS-only, public access blocked and expired after a year by lifecycle; Object Lock needs a retention mode each organisation chooses, and would hold cell logs past the cell\'s removal.',
+      'ControlTower::CT.S3.PR.10': 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
     };
     for (const [id, reason] of Object.entries(accessLogReasons)) Validations.of(this.accessLogs).acknowledge({ id, reason });
 
@@ -139,6 +143,12 @@ export class CellEntry extends Construct {
           defaultTargetGroups: [this.targetGroup],
           open: false,
         });
+    if (!props.certificateArn) {
+      Validations.of(this.listener).acknowledge({
+        id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.1',
+        reason: 'This cell has no `certificateArn`: the ALB is internal and reached only through the cell\'s PrivateLink endpoint service. With a certificate the only listener is HTTPS (443), so there is no HTTP to redirect.',
+      });
+    }
 
     this.privateLink = new elbv2.NetworkLoadBalancer(this, 'PrivateLink', {
       vpc: props.vpc,
@@ -192,7 +202,8 @@ export class CellEntry extends Construct {
     this.wafLogs = new logs.LogGroup(this, 'WafLogs', {
       // WAF delivers only to log groups whose name starts with aws-waf-logs-.
       logGroupName: `aws-waf-logs-${props.namePrefix}`,
-      retention: logs.RetentionDays.THREE_MONTHS,
+      // A year: Control Tower's CT.CLOUDWATCH.PR.2, and what an incident review looks back over.
+      retention: logs.RetentionDays.ONE_YEAR,
       encryptionKey: props.encryptionKey,
       // Kept when the stack is deleted, but deleted when the create that made it rolls back: its name
       // is fixed, and a kept one would fail the retried create with "already exists"

@@ -28,5 +28,22 @@ export class CellKey extends Construct {
     // CloudWatch Logs encrypts log groups with the key; CloudWatch alarms publish to the encrypted topic.
     this.key.grantEncryptDecrypt(new iam.ServicePrincipal(`logs.${region}.amazonaws.com`));
     this.key.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    this.key.addToResourcePolicy(denyGrantsExceptForAwsServices());
   }
+}
+
+/**
+ * Control Tower CT.KMS.PR.3: only AWS services (RDS for the database storage, on the caller's
+ * behalf) may create grants on a key; a principal that may otherwise use the key cannot hand it on.
+ * `kms:GrantIsForAWSResource` is true when an integrated service creates the grant
+ * (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html).
+ */
+export function denyGrantsExceptForAwsServices(): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    effect: iam.Effect.DENY,
+    principals: [new iam.AnyPrincipal()],
+    actions: ['kms:CreateGrant'],
+    resources: ['*'],
+    conditions: { BoolIfExists: { 'kms:GrantIsForAWSResource': 'false', 'aws:PrincipalIsAWSService': 'false' } },
+  });
 }

@@ -1,4 +1,4 @@
-import { RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -51,6 +51,7 @@ export class CellNetwork extends Construct {
       ],
     });
     placeSubnetsByZoneId(this.vpc);
+    acknowledgeDefaultSecurityGroupProvider(this.vpc);
     Validations.of(this.vpc).acknowledge({
       id: 'CloudFormation-Validate::W3010',
       reason: 'AZs are explicit in the fleet config on purpose: synth runs offline, and a cell must not move AZs between deploys.',
@@ -96,4 +97,18 @@ export function placeSubnetsByZoneId(vpc: ec2.Vpc): void {
     cfn.addPropertyDeletionOverride('AvailabilityZone');
     cfn.addPropertyOverride('AvailabilityZoneId', zoneId);
   }
+}
+
+/**
+ * `restrictDefaultSecurityGroup` (on by default) adds a stack-wide custom resource whose Lambda
+ * removes the default security group's rules at deploy time; acknowledged for Control Tower's
+ * Lambda-in-VPC control, since it runs only during a deploy and calls the EC2 API, never the VPC.
+ */
+export function acknowledgeDefaultSecurityGroupProvider(vpc: ec2.Vpc): void {
+  const handler = Stack.of(vpc).node.tryFindChild('Custom::VpcRestrictDefaultSGCustomResourceProvider')?.node.tryFindChild('Handler');
+  if (!handler) return;
+  Validations.of(handler).acknowledge({
+    id: 'ControlTower::CT.LAMBDA.PR.3',
+    reason: 'CDK\'s provider for restrictDefaultSecurityGroup: runs only while CloudFormation deploys the stack, to remove the default security group\'s rules through the EC2 API; it handles no data and needs no network path into the VPC.',
+  });
 }

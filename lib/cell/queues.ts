@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -34,6 +34,10 @@ export class CellQueues extends Construct {
       encryptionMasterKey: props.encryptionKey,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.deadLetter).acknowledge({
+      id: 'ControlTower::CT.SQS.PR.1',
+      reason: 'This is the work queue\'s dead-letter queue; its depth pages through the cell\'s dead-letters alarm, and a dead-letter queue of its own would only hide those messages further.',
     });
     this.work = new sqs.Queue(this, 'Work', {
       encryption: sqs.QueueEncryption.KMS,

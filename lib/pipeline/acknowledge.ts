@@ -1,4 +1,7 @@
 import { Stack, Stage, Validations } from 'aws-cdk-lib';
+import * as codebuild from 'aws-cdk-lib/aws-codebuild';
+import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 
@@ -60,5 +63,38 @@ export function assertNoOpenFindings(stack: Stack): void {
     .flatMap((v) => v.violatingResources.map((r) => `  - ${v.ruleName} on ${r.constructPath}: ${v.description}`));
   if (open.length > 0) {
     throw new Error(`${stack.stackName} has ${open.length} unacknowledged cdk-nag finding(s); fix them or acknowledge them on the narrowest construct:\n${open.join('\n')}`);
+  }
+}
+
+/** Why the CodePipeline artifact and replication buckets stay as CDK Pipelines makes them. */
+const ARTIFACT_BUCKET_CONTROLS: Readonly<Record<string, string>> = {
+  'CT.S3.PR.2': 'CodePipeline artifact or replication bucket: only CodePipeline and CodeBuild write to it and CloudTrail records the API calls; access logs would add a log bucket with the same finding.',
+  'CT.S3.PR.4': 'Only CodePipeline reads what it writes here; nothing consumes per-object events of an artifact bucket.',
+  'CT.S3.PR.6': 'Stage rollback redeploys the artifacts of the last successful execution, which may be older than any fixed expiry; artifacts are small (one synthesized cloud assembly per execution).',
+  'CT.S3.PR.9': 'Artifacts are written once per execution under new keys and must stay deletable with the pipeline; Object Lock would pin them past it.',
+  'CT.S3.PR.11': 'Artifacts are written once per execution under new keys and never overwritten, so versions would only duplicate them.',
+};
+
+/**
+ * Control Tower proactive controls on what CDK Pipelines generates: the artifact and replication
+ * buckets are acknowledged with the reasons above, their keys get the deny-grants statement
+ * (CT.KMS.PR.3), and the Docker asset projects' privileged mode is acknowledged. Cell and router
+ * stacks in the stages carry their own acknowledgments.
+ */
+export function acknowledgeControlTower(pipeline: codepipeline.Pipeline, denyGrants: () => iam.PolicyStatement): void {
+  const buckets = [pipeline.artifactBucket, ...Object.values(pipeline.crossRegionSupport).map((s) => s.replicationBucket)];
+  for (const bucket of buckets) {
+    for (const [control, reason] of Object.entries(ARTIFACT_BUCKET_CONTROLS)) Validations.of(bucket).acknowledge({ id: `ControlTower::${control}`, reason });
+    bucket.encryptionKey?.addToResourcePolicy(denyGrants());
+  }
+  const scope = Stack.of(pipeline);
+  for (const project of scope.node.findAll().filter((c): c is codebuild.CfnProject => c instanceof codebuild.CfnProject && Stage.of(c) === Stage.of(scope))) {
+    const environment = scope.resolve(project.environment) as { privilegedMode?: boolean } | undefined;
+    if (environment?.privilegedMode) {
+      Validations.of(project).acknowledge({
+        id: 'ControlTower::CT.CODEBUILD.PR.4',
+        reason: 'CDK Pipelines\' Docker asset publishing: building the router images needs the Docker daemon, which CodeBuild runs only in privileged mode. The project runs only `cdk-assets` on this repository\'s Dockerfiles.',
+      });
+    }
   }
 }

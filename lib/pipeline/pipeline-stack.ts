@@ -1,14 +1,15 @@
-import { Duration, Stack, StackProps, Stage, StageProps } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
-import { bakeWatcherRoleName, CellStack } from '../cell';
+import { bakeWatcherRoleName, CellStack, denyGrantsExceptForAwsServices } from '../cell';
 import { RouterStack } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
-import { acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
+import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments, BakeTarget } from './bake';
 import { applyStageConditions } from './stage-conditions';
 import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
@@ -71,6 +72,17 @@ export class PipelineStack extends Stack {
       : pipelines.CodePipelineSource.s3(s3.Bucket.fromBucketName(this, 'SourceBucket', source.bucketName), source.objectKey);
 
     const pipelineName = `${fleet.app}-cells`;
+    // Every CodeBuild project (synth, self-mutation, assets, bakes) logs here for a year, so a failed
+    // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3).
+    const buildLogs = new logs.LogGroup(this, 'BuildLogs', {
+      logGroupName: `/aws/codebuild/${pipelineName}`,
+      retention: logs.RetentionDays.ONE_YEAR,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(buildLogs).acknowledge({
+      id: 'ControlTower::CT.CLOUDWATCH.PR.3',
+      reason: 'Build output of the pipeline (commands, test and synth output; no cell data, no credentials: the build roles assume bootstrap roles at run time); CloudWatch Logs encrypts it at rest with its own key.',
+    });
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
       pipelineName,
       pipelineType: codepipeline.PipelineType.V2,
@@ -80,7 +92,11 @@ export class PipelineStack extends Stack {
       // One action per stack instead of two: a stage holds up to 49 cells plus the bake step.
       useChangeSets: false,
       // Every CodeBuild step (synth, self-mutation, assets, bakes) on the same image and pinned Node.js.
-      codeBuildDefaults: { buildEnvironment: { buildImage: SYNTH_BUILD_IMAGE }, partialBuildSpec: synthPartialBuildSpec() },
+      codeBuildDefaults: {
+        buildEnvironment: { buildImage: SYNTH_BUILD_IMAGE },
+        partialBuildSpec: synthPartialBuildSpec(),
+        logging: { cloudWatch: { logGroup: buildLogs } },
+      },
       synth: new pipelines.CodeBuildStep('Synth', {
         input,
         // The router tests drive a real HAProxy 2.6+: installed and checked before the tests (see synth.ts).
@@ -154,6 +170,7 @@ export class PipelineStack extends Stack {
     if (source.kind === 'connection') grantCodeConnection(this, source.connectionArn);
     const supportStacks = Object.values(this.pipeline.pipeline.crossRegionSupport).map((support) => support.stack);
     acknowledgePipelineFindings([this, ...supportStacks]);
+    acknowledgeControlTower(this.pipeline.pipeline, denyGrantsExceptForAwsServices);
   }
 }
 

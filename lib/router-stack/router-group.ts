@@ -65,10 +65,19 @@ export class RouterGroup extends Construct {
   constructor(scope: Construct, id: string, props: RouterGroupProps) {
     super(scope, id);
     if (!Number.isInteger(props.tasks) || props.tasks < 1) throw new Error(`RouterGroup ${props.name}: tasks ${props.tasks} must be a positive integer`);
-    const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.RETAIN });
+    // A year: Control Tower's CT.CLOUDWATCH.PR.2, and what an incident review looks back over.
+    const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
+    Validations.of(logGroup).acknowledge({
+      id: 'ControlTower::CT.CLOUDWATCH.PR.3',
+      reason: 'Router logs hold HAProxy failures and agent events (hashed tenant keys, no bodies); CloudWatch Logs encrypts them at rest with its own key. A customer key would need a key policy for CloudWatch Logs in every router region.',
+    });
     // HAProxy's maxconn and the file-descriptor limit follow from the task's memory (connectionLimits).
     const limits = connectionLimits(ROUTER_TASK_MEMORY_MIB);
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: ROUTER_TASK_MEMORY_MIB });
+    Validations.of(this.taskDefinition).acknowledge({
+      id: 'ControlTower::CT.ECS.PR.7',
+      reason: 'The task\'s memory (ROUTER_TASK_MEMORY_MIB) is the hard limit Fargate enforces on both containers together, and HAProxy\'s maxconn is derived from it (connectionLimits); a per-container split would have to follow that calculation.',
+    });
     this.taskDefinition.addVolume({ name: 'state' });
     this.taskDefinition.addVolume({ name: 'agent-tmp' });
     const haproxy = this.taskDefinition.addContainer('haproxy', {

@@ -12,12 +12,13 @@ import * as route53 from 'aws-cdk-lib/aws-route53';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
 import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
-import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
+import { acknowledgeLogBucket, MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
 import { READY_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
@@ -125,6 +126,10 @@ export class RouterStack extends Stack {
     });
 
     const flowLogs = new logs.LogGroup(this, 'FlowLogs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
+    Validations.of(flowLogs).acknowledge({
+      id: 'ControlTower::CT.CLOUDWATCH.PR.3',
+      reason: 'Router VPC flow logs (addresses and ports, no payloads); CloudWatch Logs encrypts them at rest with its own key. A customer key would need a key policy for CloudWatch Logs in every router region.',
+    });
     const vpc = new ec2.Vpc(this, 'Vpc', {
       ipAddresses: ec2.IpAddresses.cidr(fleet.router.cidrs[region]),
       availabilityZones: [...zones],
@@ -139,6 +144,7 @@ export class RouterStack extends Stack {
     });
     placeSubnetsByZoneId(vpc);
     vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    acknowledgeDefaultSecurityGroupProvider(vpc);
     Validations.of(vpc).acknowledge({ id: 'CloudFormation-Validate::W3010', reason: 'AZs are explicit in the fleet config: synth runs offline and routers must not move AZs between deploys.' });
 
     const lbSecurityGroup = new ec2.SecurityGroup(this, 'LoadBalancerSecurityGroup', { vpc, description: `${prefix}: public entry`, allowAllOutbound: false });
@@ -151,11 +157,13 @@ export class RouterStack extends Stack {
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'to router tasks');
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(READY_PORT), 'readiness checks');
 
+    // Versioned (Control Tower CT.S3.PR.11): an overwritten or deleted log object stays recoverable for 30 days.
     const accessLogs = new s3.Bucket(this, 'AccessLogs', {
-      encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL, enforceSSL: true,
-      lifecycleRules: [{ expiration: Duration.days(365) }], removalPolicy: RemovalPolicy.RETAIN,
+      encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL, enforceSSL: true, versioned: true,
+      lifecycleRules: [{ expiration: Duration.days(365), noncurrentVersionExpiration: Duration.days(30) }], removalPolicy: RemovalPolicy.RETAIN,
     });
     Validations.of(accessLogs).acknowledge({ id: 'AwsSolutions-S1', reason: 'This bucket is the NLB access-log destination; logging its own access would recurse.' });
+    acknowledgeLogBucket(accessLogs, 'the router NLB\'s access logs', 'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.');
     this.loadBalancer = new elbv2.NetworkLoadBalancer(this, 'LoadBalancer', {
       vpc, internetFacing: true, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC }, crossZoneEnabled: true, securityGroups: [lbSecurityGroup], deletionProtection: true,
     });
@@ -293,6 +301,7 @@ export class RouterStack extends Stack {
       description: `${prefix} alarm notifications`, enableKeyRotation: true, removalPolicy: RemovalPolicy.RETAIN,
     });
     topicKey.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    topicKey.addToResourcePolicy(denyGrantsExceptForAwsServices());
     this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { topicName: `${prefix}-alarms`, masterKey: topicKey, enforceSSL: true });
     const notify = new cloudwatchActions.SnsAction(this.alarmTopic);
     for (const a of alarms) {
