@@ -40,6 +40,11 @@ export function acknowledgementOf(node: IConstruct, ids: readonly string[]): Ack
   return undefined;
 }
 
+/** A stack's deployed name; a nested stack's as `<parent>/<id>` (its own name is a token). */
+export function stackLabel(stack: Stack): string {
+  return stack.nestedStackParent ? `${stackLabel(stack.nestedStackParent)}/${stack.node.id}` : stack.stackName;
+}
+
 /** Every stack under `root`, stages included, in construct order. */
 export function allStacks(root: IConstruct): Stack[] {
   return root.node.findAll().filter((c): c is Stack => Stack.isStack(c));
@@ -70,7 +75,7 @@ export function nagFindings(pack: NagPack, root: IConstruct): Finding[] {
     const hit = isAcknowledged(node, ruleId);
     if (hit) {
       findings.push({
-        pack: pack.readPackName, stack: Stack.of(node).stackName, rule: ruleId, resource: node.node.path, description: info,
+        pack: pack.readPackName, stack: stackLabel(Stack.of(node)), rule: ruleId, resource: node.node.path, description: info,
         acknowledgement: acknowledgementOf(node, [ruleId]),
       });
     }
@@ -81,7 +86,7 @@ export function nagFindings(pack: NagPack, root: IConstruct): Finding[] {
     for (const resource of violation.violatingResources) {
       const node = byPath.get(resource.constructPath ?? '');
       findings.push({
-        pack: pack.readPackName, stack: node ? Stack.of(node).stackName : '?', rule: violation.ruleName, resource: resource.constructPath ?? '?', description: violation.description,
+        pack: pack.readPackName, stack: node ? stackLabel(Stack.of(node)) : '?', rule: violation.ruleName, resource: resource.constructPath ?? '?', description: violation.description,
       });
     }
   }
@@ -105,7 +110,7 @@ export function controlTowerFindings(root: IConstruct, checks = new ControlTower
       for (const resource of violation.violatingResources) {
         const node = byLogicalId.get(resource.resourceLogicalId ?? '');
         findings.push({
-          pack: CONTROL_TOWER, stack: stack.stackName, rule: violation.ruleName,
+          pack: CONTROL_TOWER, stack: stackLabel(stack), rule: violation.ruleName,
           resource: node?.node.path ?? `${stack.node.path}/${resource.resourceLogicalId}`,
           description: violation.description,
           acknowledgement: node ? acknowledgementOf(node, [`${CONTROL_TOWER}::${violation.ruleName}`]) : undefined,

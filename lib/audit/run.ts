@@ -7,7 +7,7 @@ import { addFleet, addPipeline, cdkJsonContext } from '../app';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { CONTROL_TOWER } from './control-tower';
-import { allStacks, controlTowerFindings, nagFindings } from './findings';
+import { allStacks, controlTowerFindings, nagFindings, stackLabel } from './findings';
 import { AuditReport, buildReport, PackPolicy } from './report';
 
 /** Which pack is enforced where, and why (the README's decision, repeated in every report). */
@@ -37,7 +37,7 @@ export function runAudit(fleet: Fleet, options: { now?: Date } = {}): AuditRepor
       ...nagFindings(new NIST80053R5Checks(), app),
     ];
     return buildReport({
-      app: fleet.app, generatedAt: options.now ?? new Date(), stacks: allStacks(app).map((s) => s.stackName), policies: PACK_POLICIES, findings,
+      app: fleet.app, generatedAt: options.now ?? new Date(), stacks: allStacks(app).map(stackLabel), policies: PACK_POLICIES, findings,
     });
   } finally {
     fs.rmSync(outdir, { recursive: true, force: true });

@@ -19,6 +19,7 @@ import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { acknowledgeLogBucket, MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
+import { acknowledgeCustomResourceProvider } from './providers';
 import { READY_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
@@ -207,6 +208,7 @@ export class RouterStack extends Stack {
       batch.forEach((cell, j) => links.set(cell.id, linkStack.links[j]));
     }
     this.cellLinks = links;
+    for (const stack of [this, ...linkStacks]) acknowledgeCustomResourceProvider(stack);
 
     const cluster = new ecs.Cluster(this, 'Cluster', { vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
     const images = {
