@@ -282,6 +282,10 @@ export class CellCompute extends Construct {
       detailedMonitoring: true,
       blockDevices: [{ deviceName: '/dev/xvda', volume: ec2.BlockDeviceVolume.ebs(30, { encrypted: true, volumeType: ec2.EbsDeviceVolumeType.GP3 }) }],
     });
+    Validations.of(launchTemplate).acknowledge({
+      id: 'ControlTower::CT.EC2.PR.2',
+      reason: 'Hop limit 2 is what lets the workload container (docker bridge, one hop more) fetch an IMDSv2 token for the instance role; IMDSv2 stays required, and the instance runs only the cell\'s own workload container.',
+    });
     const asg = new autoscaling.AutoScalingGroup(this, 'Fleet', {
       vpc: props.vpc,
       vpcSubnets: props.subnets,
