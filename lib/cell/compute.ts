@@ -318,13 +318,9 @@ export class CellCompute extends Construct {
     for (const alarm of props.deploymentAlarms) asg.node.addDependency(alarm);
     asg.attachToApplicationTargetGroup(props.targetGroup);
     asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
-    // The subnets already span the cell's zones; naming the zones too lets a landing zone's
-    // CT.AUTOSCALING.PR.1 hook see it. With both set, the subnets must lie in those zones
-    // (CreateAutoScalingGroup, VPCZoneIdentifier), which they do: they are selected from them.
-    (asg.node.defaultChild as autoscaling.CfnAutoScalingGroup).availabilityZones = props.vpc.selectSubnets(props.subnets).availabilityZones;
     Validations.of(asg).acknowledge({
-      id: 'CloudFormation-Validate::W3010',
-      reason: 'The zones are the cell\'s, explicit in the fleet config on purpose (offline synth, stable placement), as on its VPC.',
+      id: 'ControlTower::CT.AUTOSCALING.PR.1',
+      reason: 'The group spans every zone of the cell through its subnets (VPCZoneIdentifier, one per zone); the fleet names zones by AZ ID, which the AvailabilityZones property this hook reads does not take.',
     });
     Validations.of(asg).acknowledge({
       id: 'AwsSolutions-AS3',
