@@ -1,29 +1,18 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Client } from 'pg';
 import { runCli } from '../../lib/cli';
 import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
 import { CellDatabase } from '../../lib/moves/cell-data';
 import { LocalRouter, startLocalRouter } from '../../lib/router/local';
 import { freePort } from '../support/cells';
-import { PostgresServer, startPostgres } from '../moves/postgres-fixture';
+import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
 
 async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
   return { code, out, err };
-}
-
-async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client(db);
-  await client.connect();
-  try {
-    return (await client.query<T>(text, params)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { bucketOf } from '../../lib/mapping';
 import { bucketSql, CellDatabase, PostgresCellData } from '../../lib/moves/cell-data';
 import { LocalHandoffStore, MoveSubject, systemClock } from '../../lib/moves';
-import { PostgresServer, startPostgres } from './postgres-fixture';
+import { PostgresServer, sql, startPostgres } from './postgres-fixture';
 
 let pg: PostgresServer;
 let dir: string;
@@ -30,16 +30,6 @@ async function twoCells(bucketCount = 1024): Promise<{ a: PostgresCellData; b: P
   const a = new PostgresCellData('cell-a', dbA, options);
   const b = new PostgresCellData('cell-b', dbB, options);
   return { a, b, dbA, dbB, close: async () => { await a.close(); await b.close(); } };
-}
-
-async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client(db);
-  await client.connect();
-  try {
-    return (await client.query<T>(text, params)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 const itemsOf = async (db: CellDatabase, tenant: string) =>

@@ -1,4 +1,4 @@
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { migrate } from '../../lib/workload/migrations';
 import { CellDatabase } from '../../lib/moves/cell-data';
 import { startTestPostgres, TestPostgres } from '../support/postgres';
@@ -45,4 +45,15 @@ export async function startPostgres(): Promise<PostgresServer> {
     },
     stop: () => pg.destroy(),
   };
+}
+
+/** Rows of one query on a cell database, on a connection of its own. */
+export async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client(db);
+  await client.connect();
+  try {
+    return (await client.query<T>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
 }
