@@ -31,6 +31,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     createDatabase: async (prefix, schema) => {
       const name = await pg.database(prefix.replace(/[^a-z0-9_]/gi, '_'));
       const pool = new Pool({ ...database(name), max: 1 });
+      pool.on('error', () => undefined);
       try {
         if (schema !== undefined) {
           await pool.query(schema);
