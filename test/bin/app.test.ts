@@ -1,9 +1,8 @@
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { cdkJsonContext } from '../../lib/app';
-import { configDir, REPO_ROOT } from '../support/fleet';
+import { configDir, configDirs, REPO_ROOT } from '../support/fleet';
 
 /**
  * The CDK app's entry point as `npx cdk synth` runs it (`tsx bin/app.ts`, cdk.json), in a folder
@@ -19,13 +18,7 @@ function synth(cwd: string): { status: number | null; stderr: string; stdout: st
 }
 
 describe('synth with a bad config', () => {
-  const dirs: string[] = [];
-  const dir = (edit?: (text: string) => string, accounts?: string) => {
-    const d = configDir(edit, accounts);
-    dirs.push(d);
-    return d;
-  };
-  afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+  const { config: dir, empty } = configDirs();
 
   it('a typo: the problems with a did-you-mean, and no cell stacks synthesized instead of the pipeline', () => {
     const d = dir((t) => t.replace('  pipeline: {', '  pipline: {'));
@@ -62,9 +55,7 @@ describe('synth with a bad config', () => {
   });
 
   it('no cells.config.ts: one line', () => {
-    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-empty-'));
-    dirs.push(empty);
-    const result = synth(empty);
+    const result = synth(empty('synth-empty-'));
     expect(result.status).toBe(1);
     expect(result.stderr).toBe('cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n');
   });

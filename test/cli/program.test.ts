@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { promisify } from 'util';
-import { configDir, REPO_ROOT } from '../support/fleet';
+import { configDir, configDirs, REPO_ROOT } from '../support/fleet';
 
 const run = promisify(execFile);
 const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
@@ -64,13 +64,7 @@ describe('the cellctl executable', () => {
 const ONE_LIST = /^(?![\s\S]*\n\s+at )(?![\s\S]*Transform failed)/;
 
 describe('cellctl errors are one line, or one list', () => {
-  const dirs: string[] = [];
-  const dir = (edit?: (text: string) => string, accounts?: string) => {
-    const d = configDir(edit, accounts);
-    dirs.push(d);
-    return d;
-  };
-  afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+  const { config: dir, empty } = configDirs();
 
   it('a syntax error in cells.config.ts: file:line:col and the message', async () => {
     const d = dir((t) => t.replace("app: 'orders',", "app: 'orders',,"));
@@ -110,9 +104,7 @@ describe('cellctl errors are one line, or one list', () => {
   });
 
   it('no cells.config.ts: one line saying where to run from', async () => {
-    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-empty-'));
-    dirs.push(empty);
-    const result = await cellctlIn(empty, 'plan');
+    const result = await cellctlIn(empty('cellctl-empty-'), 'plan');
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('error: cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n');
   });

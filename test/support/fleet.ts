@@ -47,3 +47,17 @@ export function configDir(edit: (text: string) => string = (t) => t, accounts?: 
   fs.writeFileSync(path.join(dir, 'cells.accounts.json'), accounts ?? fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8'));
   return dir;
 }
+
+/**
+ * Folders for the tests of one `describe` block, all removed after it (call it in the block's body):
+ * `config(edit?, accounts?)` is a `configDir`, `empty(prefix)` a folder with no config in it.
+ */
+export function configDirs(): { config: typeof configDir; empty: (prefix: string) => string } {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+  const kept = (d: string) => { dirs.push(d); return d; };
+  return {
+    config: (edit, accounts) => kept(configDir(edit, accounts)),
+    empty: (prefix) => kept(fs.mkdtempSync(path.join(os.tmpdir(), prefix))),
+  };
+}
