@@ -1,43 +1,26 @@
-import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { BAKE_ACTION_MAX_SECONDS, BAKE_EXECUTION_ENV, BakeTarget, bakeCommands, bakeSegments } from '../../lib/pipeline';
+import { runWithFakeAws } from '../support/fake-aws';
 
 const targets: BakeTarget[] = [
   { cell: 'eu-2', account: '333333333332', region: 'eu-west-1', alarmName: 'orders-eu-2-health', roleName: 'orders-eu-2-bake-watcher' },
   { cell: 'eu-3', account: '333333333333', region: 'eu-west-1', alarmName: 'orders-eu-3-health', roleName: 'orders-eu-3-bake-watcher' },
 ];
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
-
-/**
- * Runs the bake with a fake `aws` that logs its calls and answers alarm states from `states`.
- * The shell is `bash --norc --noprofile` without BASH_ENV, and `aws` is a function calling the fake
- * by absolute path, so neither the user's shell start-up files nor a real AWS CLI earlier on PATH
- * can change what runs.
- */
 const EXECUTION = '11111111-2222-3333-4444-555555555555';
 const PIPELINE_ENV = { [BAKE_EXECUTION_ENV.executionId]: EXECUTION, [BAKE_EXECUTION_ENV.pipelineName]: 'orders-cells' };
 
+/** Runs the bake with a fake `aws` that logs its calls and answers alarm states from `states`. */
 function bake(states: Record<string, string>, seconds = 0, env: NodeJS.ProcessEnv = { ...process.env, ...PIPELINE_ENV }, executionType = 'STANDARD') {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bake-'));
-  dirs.push(dir);
-  const log = path.join(dir, 'calls.log');
-  const fake = path.join(dir, 'aws');
-  fs.writeFileSync(fake, [
-    '#!/usr/bin/env bash',
-    `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
-    'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}") SECRET TOKEN"; exit 0; fi',
-    `if [ "$1" = codepipeline ]; then [[ "$*" == *"--pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} "* ]] || exit 254; echo ${executionType}; exit 0; fi`,
-    ...Object.entries(states).map(([alarm, state]) => `if [[ "$*" == *"--alarm-names ${alarm} "* ]]; then echo ${state}; exit 0; fi`),
-    'echo None',
-  ].join('\n'), { mode: 0o755 });
-  const script = [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...bakeCommands(targets, seconds)].join('\n');
-  const { BASH_ENV: _bashEnv, ENV: _env, ...clean } = env;
-  const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', script], { encoding: 'utf8', env: clean });
-  return { status: result.status, out: result.stdout + result.stderr, calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [] };
+  return runWithFakeAws(bakeCommands(targets, seconds), {
+    first: [
+      `if [ "$1" = codepipeline ]; then [[ "$*" == *"--pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} "* ]] || exit 254; echo ${executionType}; exit 0; fi`,
+      ...Object.entries(states).map(([alarm, state]) => `if [[ "$*" == *"--alarm-names ${alarm} "* ]]; then echo ${state}; exit 0; fi`),
+    ],
+    otherwise: 'echo None',
+  }, env);
 }
 
 describe('bakeCommands', () => {
@@ -71,21 +54,24 @@ describe('bakeCommands', () => {
 
   it("ignores the user's shell set-up: a real-looking aws first on PATH, in ~/.bashrc and BASH_ENV, SHLVL unset", () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'bake-home-'));
-    dirs.push(home);
-    const realBin = path.join(home, 'bin');
-    fs.mkdirSync(realBin);
-    // What a real AWS CLI without credentials answers.
-    fs.writeFileSync(path.join(realBin, 'aws'), '#!/bin/sh\necho "Unable to locate credentials. You can configure credentials by running \\"aws configure\\"." >&2\nexit 253\n', { mode: 0o755 });
-    const rc = `export PATH=${realBin}:$PATH\n`;
-    fs.writeFileSync(path.join(home, '.bashrc'), rc);
-    fs.writeFileSync(path.join(home, '.bash_profile'), rc);
-    fs.writeFileSync(path.join(home, 'env.sh'), rc);
-    const { SHLVL: _shlvl, ...rest } = process.env;
-    const env = { ...rest, ...PIPELINE_ENV, HOME: home, BASH_ENV: path.join(home, 'env.sh'), PATH: `${realBin}:${process.env.PATH}` };
-    const result = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, env);
-    expect(result.out).not.toContain('Unable to locate credentials');
-    expect(result.status).toBe(0);
-    expect(result.calls).toHaveLength(5);
+    try {
+      const realBin = path.join(home, 'bin');
+      fs.mkdirSync(realBin);
+      // What a real AWS CLI without credentials answers.
+      fs.writeFileSync(path.join(realBin, 'aws'), '#!/bin/sh\necho "Unable to locate credentials. You can configure credentials by running \\"aws configure\\"." >&2\nexit 253\n', { mode: 0o755 });
+      const rc = `export PATH=${realBin}:$PATH\n`;
+      fs.writeFileSync(path.join(home, '.bashrc'), rc);
+      fs.writeFileSync(path.join(home, '.bash_profile'), rc);
+      fs.writeFileSync(path.join(home, 'env.sh'), rc);
+      const { SHLVL: _shlvl, ...rest } = process.env;
+      const env = { ...rest, ...PIPELINE_ENV, HOME: home, BASH_ENV: path.join(home, 'env.sh'), PATH: `${realBin}:${process.env.PATH}` };
+      const result = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, env);
+      expect(result.out).not.toContain('Unable to locate credentials');
+      expect(result.status).toBe(0);
+      expect(result.calls).toHaveLength(5);
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('does not bake a stage rollback (a new execution of type ROLLBACK): it reports the alarms and lets the rollback finish', () => {

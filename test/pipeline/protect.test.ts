@@ -1,34 +1,17 @@
-import { spawnSync } from 'child_process';
-import * as fs from 'fs';
-import * as os from 'os';
-import * as path from 'path';
 import { deployRoleArn, protectCommands, ProtectTarget } from '../../lib/pipeline';
+import { runWithFakeAws } from '../support/fake-aws';
 
 const targets: ProtectTarget[] = [
   { stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1' },
   { stackName: 'orders-cell-us-2', account: '333333333335', region: 'us-east-1' },
 ];
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
-
-/** Runs the protect commands with a fake `aws` (called by absolute path) that logs its calls; `failOn` makes a call fail. */
+/** Runs the protect commands with a fake `aws` that logs its calls; `failOn` makes a call fail. */
 function protect(failOn?: string) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'protect-'));
-  dirs.push(dir);
-  const log = path.join(dir, 'calls.log');
-  const fake = path.join(dir, 'aws');
-  fs.writeFileSync(fake, [
-    '#!/usr/bin/env bash',
-    `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
-    ...(failOn ? [`if [[ "$*" == *${JSON.stringify(failOn)}* ]]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi`] : []),
-    'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}" | head -n1) SECRET TOKEN"; exit 0; fi',
-    'echo "{}"',
-  ].join('\n'), { mode: 0o755 });
-  const script = [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...protectCommands(targets)].join('\n');
-  const { BASH_ENV: _b, ENV: _e, ...env } = process.env;
-  const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', script], { encoding: 'utf8', env });
-  return { status: result.status, out: result.stdout + result.stderr, calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [] };
+  return runWithFakeAws(protectCommands(targets), {
+    first: failOn ? [`if [[ "$*" == *${JSON.stringify(failOn)}* ]]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi`] : [],
+    otherwise: 'echo "{}"',
+  });
 }
 
 describe('protectCommands (CodePipeline ignores terminationProtection: the pipeline sets it after the deploy)', () => {

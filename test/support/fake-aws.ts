@@ -1,0 +1,48 @@
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+
+/** What a pipeline script did against the fake `aws`: exit status, stdout + stderr, and each call. */
+export interface FakeAwsRun {
+  readonly status: number | null;
+  readonly out: string;
+  /** `<arguments> | key=<AWS_ACCESS_KEY_ID the call ran with, or none>`, one per call, in order. */
+  readonly calls: string[];
+}
+
+export interface FakeAwsAnswers {
+  /** Bash lines the fake runs first, in order; the first that answers exits (`echo …; exit 0`). */
+  readonly first?: readonly string[];
+  /** What it prints when nothing else answered. */
+  readonly otherwise: string;
+}
+
+/**
+ * Runs the shell lines `script` (what a pipeline step runs) with a fake `aws` that logs its calls.
+ * After `answers.first`, `aws sts assume-role` answers the credentials `KEY-<first account id in
+ * the call> SECRET TOKEN`, so each later call shows in its log line which account it acts in.
+ *
+ * The shell is `bash --norc --noprofile` without BASH_ENV or ENV, and `aws` is a function calling
+ * the fake by absolute path, so neither the user's shell start-up files nor a real AWS CLI earlier
+ * on PATH can change what runs. The fake's folder is removed before this returns.
+ */
+export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswers, env: NodeJS.ProcessEnv = process.env): FakeAwsRun {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-aws-'));
+  try {
+    const log = path.join(dir, 'calls.log');
+    const fake = path.join(dir, 'aws');
+    fs.writeFileSync(fake, [
+      '#!/usr/bin/env bash',
+      `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
+      ...(answers.first ?? []),
+      'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}" | head -n1) SECRET TOKEN"; exit 0; fi',
+      answers.otherwise,
+    ].join('\n'), { mode: 0o755 });
+    const { BASH_ENV: _bashEnv, ENV: _env, ...clean } = env;
+    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...script].join('\n')], { encoding: 'utf8', env: clean });
+    return { status: result.status, out: result.stdout + result.stderr, calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [] };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
