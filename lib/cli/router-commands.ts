@@ -30,7 +30,7 @@ function port(value: string, flag: string): number {
 }
 
 /** `cellctl router …`: run a router on this machine, or render its HAProxy configuration. */
-export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process): Command {
+export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process, parentPid: () => number = () => process.ppid, parentPollMs = 500): Command {
   const router = new Command('router').description('the HAProxy router and its mapping agent');
 
   router
@@ -77,15 +77,24 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process)
         if (error instanceof HaproxyStartError) throw new CliError(error.message);
         throw error;
       }
-      io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it after in-flight requests finish\n`);
+      io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, HAProxy pid ${running.haproxyPid}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it after in-flight requests finish\n`);
       await new Promise<void>((resolve) => {
+        // The process that started this one (a shell, npx, a test) may go away without a signal
+        // reaching here (`npx … & kill $!` ends npx only): the parent pid then changes (orphans are
+        // re-parented), and the router stops as on SIGTERM. HAProxy itself is tied to this process
+        // by a watchdog (lib/router/local.ts), so even a SIGKILL here leaves nothing serving.
+        const parent = parentPid();
+        const orphaned = setInterval(() => {
+          if (parentPid() === parent) return;
+          io.err(`the process that started this router (pid ${parent}) exited; stopping\n`);
+          stop();
+        }, parentPollMs);
         const stop = () => {
-          signals.off('SIGTERM', stop);
-          signals.off('SIGINT', stop);
+          clearInterval(orphaned);
+          for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) signals.off(signal, stop);
           void running.stop().then(resolve);
         };
-        signals.on('SIGTERM', stop);
-        signals.on('SIGINT', stop);
+        for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) signals.on(signal, stop);
       });
       io.out('router stopped\n');
     });

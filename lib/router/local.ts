@@ -69,6 +69,8 @@ export interface LocalRouterOptions {
 export interface LocalRouter {
   readonly agent: MappingAgent;
   readonly stateDir: string;
+  /** The running HAProxy's process id. */
+  readonly haproxyPid: number | undefined;
   /**
    * Stops the agent, then HAProxy gracefully: SIGUSR1 (soft stop) closes the listener and lets
    * in-flight requests finish, up to `hardStopAfterMs` (SIGTERM would drop them); removes a state
@@ -96,6 +98,8 @@ export function haproxyStartError(output: string, port: number): string {
   return `HAProxy exited at start: ${alert.replace(/^\[ALERT\]\s*(\(\d+\)\s*:\s*)?/, '') || 'no output'}`;
 }
 
+const PROXY_STOPPED = /Proxy \S+ stopped \(cumulated conns/;
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const attempt = () => check().catch((error: Error) => {
@@ -106,6 +110,47 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Ties a HAProxy process to this (agent) process's lifetime, however the agent ends, SIGKILL
+ * included: a detached `sh` holds the read end of a pipe whose only write end is this process's,
+ * so its `cat` sees end-of-file exactly when this process is gone. It then soft-stops HAProxy
+ * (SIGUSR1: in-flight requests finish), waits for it (SIGKILL after `killAfterMs`) and removes the
+ * state directory. POSIX `sh`, `cat` and `kill` only, so it works wherever HAProxy does (no Linux-only
+ * parent-death signal). `release()` disarms it once HAProxy has exited or been stopped by the agent.
+ */
+export function startWatchdog(haproxyPid: number, removeDir: string | undefined, killAfterMs: number): { readonly pid?: number; release(): void } {
+  const script = [
+    'cat >/dev/null',
+    'kill -USR1 "$1" 2>/dev/null',
+    'i=0',
+    'while kill -0 "$1" 2>/dev/null; do',
+    '  i=$((i + 1)); if [ "$i" -gt "$3" ]; then kill -KILL "$1" 2>/dev/null; break; fi',
+    '  sleep 0.2',
+    'done',
+    'if [ -n "$2" ]; then rm -rf "$2"; fi',
+  ].join('\n');
+  const dog = spawn('sh', ['-c', script, 'cell-router-watchdog', String(haproxyPid), removeDir ?? '', String(Math.ceil(killAfterMs / 200))], {
+    stdio: ['pipe', 'ignore', 'ignore'],
+    detached: true,
+  });
+  dog.on('error', () => undefined);
+  dog.stdin!.on('error', () => undefined);
+  // Neither the watchdog nor its pipe keeps this process running.
+  dog.unref();
+  (dog.stdin as unknown as { unref?: () => void }).unref?.();
+  let released = false;
+  return {
+    pid: dog.pid,
+    release: () => {
+      if (released) return;
+      released = true;
+      // Kill the shell before closing the pipe, so it never signals a HAProxy pid that may be reused.
+      dog.kill('SIGKILL');
+      dog.stdin!.destroy();
+    },
+  };
 }
 
 /**
@@ -136,14 +181,25 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const api = new RuntimeApi(socket);
   const startHaproxy = async () => {
     fs.rmSync(socket, { force: true });
-    const child = spawn(binary, ['-f', configFile, '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: a terminal's Ctrl-C reaches the agent, which stops HAProxy gracefully
+    // (SIGINT straight to HAProxy would drop in-flight requests). The watchdog stops it if the agent dies.
+    const child = spawn(binary, ['-f', configFile, '-db'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     haproxy = child;
+    if (child.pid !== undefined) {
+      const dog = startWatchdog(child.pid, o.stateDir ? undefined : stateDir, (o.hardStopAfterMs ?? 25_000) + 5_000);
+      child.once('exit', () => dog.release());
+    }
     // Until HAProxy is up its output is kept for the error; after that it goes to the log.
     let output = '';
     let started = false;
     const forward = (d: Buffer) => {
-      if (started) o.log(d.toString().trimEnd());
-      else output += d.toString();
+      if (!started) {
+        output += d.toString();
+        return;
+      }
+      // A soft stop reports every proxy (one per backend slot, twice): noise, not news.
+      const lines = d.toString().split('\n').filter((l) => l.trim() && !PROXY_STOPPED.test(l));
+      if (lines.length > 0) o.log(lines.join('\n'));
     };
     child.stdout!.on('data', forward);
     child.stderr!.on('data', forward);
@@ -192,6 +248,9 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   return {
     agent,
     stateDir,
+    get haproxyPid() {
+      return haproxy?.exitCode === null ? haproxy.pid : undefined;
+    },
     stop: async () => {
       if (timer) clearInterval(timer);
       await stopHaproxy();

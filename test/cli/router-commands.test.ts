@@ -44,6 +44,67 @@ describe('cellctl router', () => {
     await Promise.all(cells.map((c) => c.close()));
   }, 60_000);
 
+  /** Whether `pid` is a live process (a zombie waiting for its reaper counts as gone). */
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return false;
+    }
+    const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+    return !/^\d+ \(.*\) Z/.test(stat);
+  };
+
+  /** `cellctl router local` on a one-cell mapping, started by `sh` (its parent) in the background. */
+  const startUnderShell = async () => {
+    const cell = await startCell('cell-a');
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
+    fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 16384, NOW)));
+    const port = await freePort();
+    const shell = spawn('sh', ['-c', '"$@" & echo "router pid $!"; wait', 'sh', process.execPath, BIN, 'router', 'local', '--mapping', file, '--port', String(port)], { cwd: REPO_ROOT });
+    let out = '';
+    shell.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    shell.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    await until('the router to listen', async () => out.includes('router listening'), 20_000);
+    const router = Number(/router pid (\d+)/.exec(out)![1]);
+    const haproxy = Number(/HAProxy pid (\d+)/.exec(out)![1]);
+    const stateDir = /state in (\S+?)\)/.exec(out)![1];
+    const agent = new http.Agent({ keepAlive: false });
+    expect((await routed(agent, port, 'tenant-1')).status).toBe(200);
+    return { cell, shell, port, router, haproxy, stateDir, agent, output: () => out };
+  };
+
+  it('local: stops, HAProxy and state folder included, when the process that started it dies', async () => {
+    const r = await startUnderShell();
+    try {
+      // As `npx cellctl router local … & kill $!` does to npx: the parent goes, no signal reaches the router.
+      r.shell.kill('SIGKILL');
+      await until('the router to exit', async () => !alive(r.router), 15_000);
+      expect(r.output()).toMatch(/the process that started this router \(pid \d+\) exited; stopping/);
+      expect(r.output()).toContain('router stopped');
+      await until('HAProxy to exit', async () => !alive(r.haproxy), 15_000);
+      expect((await routed(r.agent, r.port, 'tenant-1')).status).toBe(0);
+      expect(fs.existsSync(r.stateDir)).toBe(false);
+    } finally {
+      for (const pid of [r.router, r.haproxy]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await r.cell.close();
+    }
+  }, 60_000);
+
+  it('local: a SIGKILLed router leaves no HAProxy serving and no state folder behind', async () => {
+    const r = await startUnderShell();
+    try {
+      process.kill(r.router, 'SIGKILL'); // nothing of the router runs after this: its watchdog must act
+      await until('HAProxy to exit', async () => !alive(r.haproxy), 15_000);
+      expect((await routed(r.agent, r.port, 'tenant-1')).status).toBe(0);
+      await until('the state folder to be removed', async () => !fs.existsSync(r.stateDir), 5_000);
+    } finally {
+      for (const pid of [r.router, r.haproxy]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      r.shell.kill('SIGKILL');
+      await r.cell.close();
+    }
+  }, 60_000);
+
   it('local: a port already in use is one line, and leaves no state folder behind', async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 16384, NOW)));
