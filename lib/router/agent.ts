@@ -1,3 +1,4 @@
+import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
@@ -23,7 +24,12 @@ export interface AgentOptions {
   readonly retryUnappliableMs?: number;
   /** How often the endpoints of the cells in force are resolved again (zonal addresses kept current). @default 30000 */
   readonly refreshAddressesMs?: number;
+  /** What to tell the operator when a cell endpoint cannot be used here. @default UNAPPLIABLE_HINT */
+  readonly unappliableHint?: string;
 }
+
+/** The hint for a document naming an endpoint that does not resolve, on a router task in AWS. */
+export const UNAPPLIABLE_HINT = "each cell's endpoint record comes with its cell stack: check that the cell is deployed and that the mapping names the right endpoint (`cellctl mapping show`); the router keeps its last-known-good and tries the document again";
 
 export const LKG_FILE = 'last-known-good.json';
 
@@ -48,6 +54,10 @@ export class MappingAgent {
   /** The last unappliable document: its version (rejected once) and when to try it again. */
   private unappliable?: { version: number; retryAt: number };
   private nextRefresh = 0;
+  /** The last-known-good could not be re-applied (an endpoint stopped resolving): not before then. */
+  private reapplyAt = 0;
+  /** Documents already reported as not newer (version and content hash), so each is logged once. */
+  private readonly notNewer = new Set<string>();
   /** Last value of each cumulative counter, so metrics are per-interval deltas. */
   private readonly counters = new Map<string, number>();
 
@@ -58,7 +68,7 @@ export class MappingAgent {
   }
 
   private log(event: string, fields: Record<string, unknown> = {}): void {
-    this.o.emit(JSON.stringify({ level: event.startsWith('reject') || event.endsWith('error') ? 'warn' : 'info', event, group: this.o.group, ...fields }));
+    this.o.emit(JSON.stringify({ level: event.startsWith('reject') || event.endsWith('error') || event === 'ignored' || event.endsWith('unappliable') ? 'warn' : 'info', event, group: this.o.group, ...fields }));
   }
 
   public get version(): number | undefined {
@@ -115,9 +125,38 @@ export class MappingAgent {
       await this.apply(doc, pid);
     } catch (error) {
       if (!(error instanceof UnappliableDocumentError)) throw error;
-      if (this.unappliable?.version !== doc.version) this.reject({ version: doc.version, problems: [{ path: '$.cells', message: error.message }] });
-      this.unappliable = { version: doc.version, retryAt: this.now() + (this.o.retryUnappliableMs ?? 30_000) };
+      if (this.unappliable?.version !== doc.version) {
+        this.reject({ version: doc.version, problems: [{ path: '$.cells', message: error.message }], hint: this.hint(), retryInSeconds: this.retryMs() / 1000 });
+      }
+      this.unappliable = { version: doc.version, retryAt: this.now() + this.retryMs() };
       this.lastSuccess = this.now();
+    }
+  }
+
+  private retryMs(): number {
+    return this.o.retryUnappliableMs ?? 30_000;
+  }
+
+  private hint(): string {
+    return this.o.unappliableHint ?? UNAPPLIABLE_HINT;
+  }
+
+  /**
+   * A valid document whose version is not above the one in force: never applied. Reported once per
+   * distinct document (a poll that reads it again, or a source without change detection, says
+   * nothing new); the same document as the one in force, read again, is not news at all.
+   */
+  private notNewerThanInForce(doc: MappingDocument, text: string, current: number): void {
+    const id = `${doc.version}:${createHash('sha256').update(text).digest('hex')}`;
+    if (doc.version === current && JSON.stringify(doc) === JSON.stringify(this.lkg)) return;
+    if (this.notNewer.has(id)) return;
+    if (this.notNewer.size > 100) this.notNewer.clear();
+    this.notNewer.add(id);
+    const fix = 'raise `version` above the version in force to apply it (the `cellctl mapping` commands do)';
+    if (doc.version < current) {
+      this.reject({ version: doc.version, problems: [{ path: '$.version', message: `${doc.version} is older than the version in force ${current}; ${fix}` }] });
+    } else {
+      this.log('ignored', { source: this.o.source.description, version: doc.version, keptVersion: current, reason: `the document changed but its version ${doc.version} is the version in force; ${fix}` });
     }
   }
 
@@ -152,11 +191,21 @@ export class MappingAgent {
           this.log('addresses-changed', { cells: changed });
         }
       }
-      if (pid !== undefined && this.lkg && pid !== this.appliedPid) {
+      if (pid !== undefined && this.lkg && pid !== this.appliedPid && this.now() >= this.reapplyAt) {
         // A new HAProxy process, or this agent just started (restarted beside a running HAProxy) or
         // recovering from a failed apply: either way HAProxy gets the last-known-good again.
-        this.log(this.appliedPid === undefined ? 'lkg-reapplied' : 'haproxy-restarted', { pid, version: this.lkg.version });
-        await this.apply(this.lkg, pid);
+        const retrying = this.reapplyAt > 0;
+        if (!retrying) this.log(this.appliedPid === undefined ? 'lkg-reapplied' : 'haproxy-restarted', { pid, version: this.lkg.version });
+        try {
+          await this.apply(this.lkg, pid);
+          this.reapplyAt = 0;
+        } catch (error) {
+          if (!(error instanceof UnappliableDocumentError)) throw error;
+          // HAProxy booted from the persisted maps and server state and serves them; the endpoint
+          // is tried again later, and reported once (not at every poll).
+          if (!retrying) this.log('lkg-unappliable', { version: this.lkg.version, problem: error.message, hint: this.hint(), retryInSeconds: this.retryMs() / 1000 });
+          this.reapplyAt = this.now() + this.retryMs();
+        }
       }
       let result;
       try {
@@ -174,10 +223,9 @@ export class MappingAgent {
       const current = this.lkg?.version;
       if (!parsed.ok) {
         this.reject({ problems: parsed.problems.slice(0, 5) });
-      } else if (current !== undefined && parsed.document.version < current) {
-        this.reject({ problems: [{ path: '$.version', message: `${parsed.document.version} is older than the version in force ${current}` }] });
-      } else if (current !== undefined && parsed.document.version === current) {
-        this.lastSuccess = this.now(); // the document in force, read again
+      } else if (current !== undefined && parsed.document.version <= current) {
+        this.lastSuccess = this.now();
+        this.notNewerThanInForce(parsed.document, result.text, current);
       } else if (pid !== undefined) {
         await this.applyCandidate(parsed.document, pid);
       } else {

@@ -11,6 +11,9 @@ import { FileMappingSource, MappingSource } from './sources';
 
 export const HAPROXY_INSTALL_HINT = 'install it with `apt-get install -y haproxy` (Debian/Ubuntu) or `brew install haproxy` (macOS); version 2.6 or newer';
 
+/** A cell endpoint that does not resolve on this machine (the `mapping init` default endpoints are AWS names). */
+export const LOCAL_UNAPPLIABLE_HINT = 'cells on this machine are reached on loopback: write a JSON file of cell id → URL (`{"eu-1": "http://127.0.0.1:9001"}`) and create the mapping with `cellctl mapping init --endpoints FILE --force`, or let `cellctl fleet local` run cells and router together; the router tries the document again, and reports it again only when it changes';
+
 /** The installed HAProxy's version, or undefined when there is none on PATH. */
 export function haproxyVersion(binary = 'haproxy'): string | undefined {
   const result = spawnSync(binary, ['-v'], { encoding: 'utf8' });
@@ -228,6 +231,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     group: 'local',
     refreshAddressesMs: o.refreshAddressesMs,
     retryUnappliableMs: o.retryUnappliableMs,
+    unappliableHint: LOCAL_UNAPPLIABLE_HINT,
   });
   agent.loadLastKnownGood();
   let timer: NodeJS.Timeout | undefined;

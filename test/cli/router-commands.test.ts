@@ -105,6 +105,39 @@ describe('cellctl router', () => {
     }
   }, 60_000);
 
+  it('local: says once that an edit without a higher version is ignored, and once, with the fix, that an endpoint does not resolve', async () => {
+    const cell = await startCell('cell-a');
+    const doc = initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 16384, NOW);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
+    fs.writeFileSync(file, JSON.stringify(doc));
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port)], { cwd: REPO_ROOT });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    const lines = (event: string) => out.split('\n').filter((l) => l.includes(`"event":"${event}"`));
+    try {
+      await until('the router to listen', async () => out.includes('router listening'), 20_000);
+      fs.writeFileSync(file, JSON.stringify({ ...pinKey(doc, 'tenant-7', 'cell-a', NOW), version: 1 })); // edited, version not raised
+      await until('the ignored edit reported', async () => lines('ignored').length > 0, 10_000);
+      // The mapping `init` writes by default names AWS endpoints, which do not resolve here.
+      fs.writeFileSync(file, JSON.stringify({ ...doc, version: 2, cells: { 'cell-a': { ...doc.cells['cell-a'], endpoint: 'http://cell-a.orders.cells.invalid:8080' } } }));
+      await until('the unresolvable endpoint reported', async () => lines('rejected').length > 0, 10_000);
+      await new Promise((r) => setTimeout(r, 3000)); // six more polls
+      expect(lines('ignored')).toHaveLength(1);
+      expect(lines('ignored')[0]).toContain('its version 1 is the version in force; raise `version`');
+      expect(lines('rejected')).toHaveLength(1);
+      expect(JSON.parse(lines('rejected')[0])).toMatchObject({
+        version: 2, keptVersion: 1, hint: expect.stringContaining('`cellctl mapping init --endpoints FILE --force`'),
+        problems: [{ message: expect.stringContaining('endpoint host cell-a.orders.cells.invalid does not resolve') }],
+      });
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.on('exit', resolve));
+      await cell.close();
+    }
+  }, 60_000);
+
   it('local: a port already in use is one line, and leaves no state folder behind', async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 16384, NOW)));
