@@ -1,6 +1,7 @@
 import { Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { assertAccountId, CrossAccountReadRole } from './cross-account-read-role';
 
 export interface CellBakeAccessProps {
   /** `<app>-<cell>-bake-watcher`: the pipeline's bake step assumes it by name. */
@@ -26,13 +27,14 @@ export class CellBakeAccess extends Construct {
 
   constructor(scope: Construct, id: string, props: CellBakeAccessProps) {
     super(scope, id);
-    if (!/^\d{12}$/.test(props.toolingAccount)) throw new Error(`CellBakeAccess: toolingAccount \`${props.toolingAccount}\` is not a 12-digit account id`);
-    this.role = new iam.Role(this, 'Role', {
+    assertAccountId('CellBakeAccess: toolingAccount', props.toolingAccount);
+    this.role = new CrossAccountReadRole(this, 'Role', {
       roleName: props.roleName,
       description: 'Pipeline bake step: read this cell\'s health alarm',
-      assumedBy: new iam.AccountPrincipal(props.toolingAccount),
+      trustedAccount: props.toolingAccount,
+      actions: ['cloudwatch:DescribeAlarms'],
+      resources: ['*'],
     });
-    this.role.addToPolicy(new iam.PolicyStatement({ actions: ['cloudwatch:DescribeAlarms'], resources: ['*'] }));
     Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'DescribeAlarms returns composite alarms only when the permission is scoped to * (CloudWatch API Reference, DescribeAlarms); the role is read-only and the account holds only this cell.',

@@ -3,6 +3,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
+import { assertAccountId, CrossAccountReadRole } from './cross-account-read-role';
 
 export interface CellEndpointRecordProps {
   /** The cell's PrivateLink endpoint service. */
@@ -23,9 +24,8 @@ export interface CellEndpointRecordProps {
  * routers), then each region's router stack reads this parameter through the reader role and
  * creates its interface endpoint. Nothing is copied by hand.
  *
- * The role trusts the router account, narrowed by `aws:PrincipalArn` to the router stacks' roles.
- * A condition rather than the role ARN as principal: IAM refuses a trust policy naming a role that
- * does not exist yet, and the cell deploys before the routers.
+ * The role trusts the router account, narrowed by `aws:PrincipalArn` to the router stacks' roles
+ * (the cell deploys before the routers; see CrossAccountReadRole).
  */
 export class CellEndpointRecord extends Construct {
   public readonly parameter: ssm.StringParameter;
@@ -33,20 +33,20 @@ export class CellEndpointRecord extends Construct {
 
   constructor(scope: Construct, id: string, props: CellEndpointRecordProps) {
     super(scope, id);
-    if (!/^\d{12}$/.test(props.routerAccount)) throw new Error(`CellEndpointRecord: routerAccount \`${props.routerAccount}\` is not a 12-digit account id`);
+    assertAccountId('CellEndpointRecord: routerAccount', props.routerAccount);
     this.parameter = new ssm.StringParameter(this, 'ServiceName', {
       parameterName: props.parameterName,
       description: 'PrivateLink endpoint service of this cell: the router stacks create their interface endpoints for it',
       stringValue: props.endpointService.vpcEndpointServiceName,
     });
-    this.readerRole = new iam.Role(this, 'Reader', {
+    this.readerRole = new CrossAccountReadRole(this, 'Reader', {
       roleName: props.readerRoleName,
       description: 'Router stacks: read the name of this cell\'s endpoint service',
-      assumedBy: new iam.AccountPrincipal(props.routerAccount).withConditions({
-        ArnLike: { 'aws:PrincipalArn': `arn:aws:iam::${props.routerAccount}:role/${props.routerRolePrefix}*` },
-      }),
+      trustedAccount: props.routerAccount,
+      trustedRolePrefix: props.routerRolePrefix,
+      actions: ['ssm:GetParameter'],
+      resources: [this.parameter.parameterArn],
     });
-    this.readerRole.addToPolicy(new iam.PolicyStatement({ actions: ['ssm:GetParameter'], resources: [this.parameter.parameterArn] }));
     Validations.of(this.readerRole.node.defaultChild!).acknowledge({
       id: 'CellIsolation-CI1[account:router]',
       reason: 'The router account\'s router stacks (<app>-router-* roles only) read the name of this cell\'s endpoint service, and nothing else, to create their interface endpoints: the same path by which the router reaches the cell at all.',

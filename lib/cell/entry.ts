@@ -8,6 +8,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import { assertAccountId } from './cross-account-read-role';
 
 export interface CellEntryProps {
   readonly cellId: string;
@@ -67,9 +68,7 @@ export class CellEntry extends Construct {
 
   constructor(scope: Construct, id: string, props: CellEntryProps) {
     super(scope, id);
-    if (!/^\d{12}$/.test(props.routerAccount)) {
-      throw new Error(`CellEntry: routerAccount \`${props.routerAccount}\` is not a 12-digit account id`);
-    }
+    assertAccountId('CellEntry: routerAccount', props.routerAccount);
     if (!Number.isInteger(props.tenantRequestsPer5Min) || props.tenantRequestsPer5Min < 10) {
       throw new Error(`CellEntry: tenantRequestsPer5Min ${props.tenantRequestsPer5Min} must be an integer >= 10 (WAF minimum)`);
     }

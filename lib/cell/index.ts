@@ -10,3 +10,4 @@ export * from './cell-stack';
 export * from './key';
 export * from './bake-access';
 export * from './endpoint-record';
+export * from './cross-account-read-role';

@@ -1,4 +1,6 @@
+import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { CellBakeAccess } from '../../lib/cell/bake-access';
 import { FARGATE_CELL, synthCells } from '../support/cell';
 
 describe('CellBakeAccess', () => {
@@ -17,5 +19,10 @@ describe('CellBakeAccess', () => {
     expect(policy.Properties.PolicyDocument.Statement).toEqual([
       { Action: 'cloudwatch:DescribeAlarms', Effect: 'Allow', Resource: '*' },
     ]);
+  });
+
+  it('refuses a tooling account that is not a 12-digit id, naming the field', () => {
+    expect(() => new CellBakeAccess(new Stack(), 'BakeAccess', { roleName: 'r', toolingAccount: '11111' }))
+      .toThrow('CellBakeAccess: toolingAccount `11111` is not a 12-digit account id');
   });
 });
