@@ -3,3 +3,4 @@ export * from './vend';
 export * from './bootstrap';
 export * from './assume-role';
 export * from './operator-policy';
+export * from './example-ids';

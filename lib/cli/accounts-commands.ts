@@ -94,9 +94,10 @@ export function accountsCommand(io: CliIo): Command {
     .option('--run', 'run the commands one after the other, each as organization.roleName in its account, stopping at the first failure')
     .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')
     .option('--json', 'print the commands as JSON')
-    .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean }) => {
+    .option('--allow-example-accounts', 'run even against the example account ids of the sample config (111111111111, 222222222222, 33333333333N, …)')
+    .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean; allowExampleAccounts?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { BootstrapError, bootstrapEnvironments, organizationRoleCredentials, runBootstrap } = require('../accounts') as typeof import('../accounts');
+      const { BootstrapError, bootstrapEnvironments, exampleAccounts, organizationRoleCredentials, runBootstrap } = require('../accounts') as typeof import('../accounts');
       const fleet = fleetFrom(flags.config);
       let environments;
       try {
@@ -105,6 +106,12 @@ export function accountsCommand(io: CliIo): Command {
         throw new CliError((error as Error).message);
       }
       const launcher = flags.cdk.split(' ').filter(Boolean);
+      const examples = exampleAccounts(environments);
+      const fix = `put your tooling and router account ids in ${flags.config} (\`accounts.tooling\`, \`accounts.router\`) and vend the cell accounts with \`cellctl accounts ensure\` (remove the shipped cells.accounts.json first)`;
+      if (examples.length > 0 && flags.run && !flags.allowExampleAccounts) {
+        throw new CliError(`refusing to bootstrap the example account ids of the sample config: ${examples.join(', ')}; ${fix}; if these really are your accounts, add --allow-example-accounts`);
+      }
+      if (examples.length > 0 && !flags.run) io.err(`note: ${examples.length} of these accounts are examples from the sample config (${examples.join(', ')}); ${fix}\n`);
       if (!flags.run) {
         io.out(flags.json
           ? json(environments.map((e) => ({ account: e.account, region: e.region, purposes: e.purposes, command: [...launcher, ...e.args] })))

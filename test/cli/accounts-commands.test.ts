@@ -87,6 +87,8 @@ describe('cellctl accounts', () => {
       'npx cdk bootstrap aws://222222222222/us-east-1 --trust 111111111111 --cloudformation-execution-policies arn:aws:iam::aws:policy/AdministratorAccess    # router',
     ]);
     expect(printed.out).toContain('npx cdk bootstrap aws://333333333334/us-east-1 --trust 111111111111');
+    // The commands still print (they are what to run), with a note that these accounts are examples.
+    expect(printed.err).toMatch(/^note: 10 of these accounts are examples from the sample config \(111111111111 \(tooling\), .*; put your tooling and router account ids in /);
   });
 
   describe('--run', () => {
@@ -103,8 +105,36 @@ describe('cellctl accounts', () => {
     });
     afterEach(() => cdk.remove());
 
-    it('runs each bootstrap as organization.roleName in its own account (the CDK CLI refuses another account\'s credentials)', async () => {
+    it('refuses the example account ids of the sample config, saying what to change, before calling AWS or cdk', async () => {
       const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--cdk', cdk.launcher.join(' '));
+      expect(ran.code).toBe(1);
+      expect(ran.out).toBe('');
+      expect(ran.err.trim().split('\n')).toHaveLength(1);
+      expect(ran.err).toContain('error: refusing to bootstrap the example account ids of the sample config: 111111111111 (tooling), 222222222222 (router), 333333333330 (cell canary-eu), ');
+      expect(ran.err).toContain('333333333337 (cell us-4); put your tooling and router account ids in ');
+      expect(ran.err).toContain('(`accounts.tooling`, `accounts.router`) and vend the cell accounts with `cellctl accounts ensure` (remove the shipped cells.accounts.json first); if these really are your accounts, add --allow-example-accounts');
+      expect(sts.commandCalls(GetCallerIdentityCommand)).toHaveLength(0);
+      expect(cdk.calls()).toHaveLength(0);
+    });
+
+    it('runs for real account ids without the override', async () => {
+      const dir = project();
+      const config = path.join(dir, 'cells.config.ts');
+      fs.writeFileSync(config, fs.readFileSync(config, 'utf8').replace("tooling: '111111111111'", "tooling: '480523961127'").replace("router: '222222222222'", "router: '480523961128'"));
+      const cells = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8'));
+      Object.values(cells.cells).forEach((c, i) => { (c as { accountId: string }).accountId = `48052396114${i}`; });
+      fs.writeFileSync(path.join(dir, 'cells.accounts.json'), JSON.stringify(cells));
+      try {
+        const ran = await cellctl('accounts', 'bootstrap', '--config', config, '--run', '--cdk', cdk.launcher.join(' '));
+        expect(ran).toMatchObject({ code: 0, out: 'bootstrapped 11 environment(s)\n' });
+        expect(ran.err).not.toContain('example');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('runs each bootstrap as organization.roleName in its own account (the CDK CLI refuses another account\'s credentials)', async () => {
+      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--allow-example-accounts', '--cdk', cdk.launcher.join(' '));
       expect(ran).toMatchObject({ code: 0, out: 'bootstrapped 11 environment(s)\n' });
       const calls = cdk.calls();
       expect(calls).toHaveLength(11);
@@ -119,7 +149,7 @@ describe('cellctl accounts', () => {
     it('stops naming the environment and the role when a role cannot be assumed', async () => {
       sts.on(AssumeRoleCommand, { RoleArn: 'arn:aws:iam::222222222222:role/OrganizationAccountAccessRole' })
         .rejects(Object.assign(new Error('User is not authorized to perform: sts:AssumeRole'), { name: 'AccessDenied' }));
-      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--cdk', cdk.launcher.join(' '));
+      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--allow-example-accounts', '--cdk', cdk.launcher.join(' '));
       expect(ran.code).toBe(1);
       expect(ran.err).toContain('bootstrap of 222222222222/eu-west-1 (router): cannot assume arn:aws:iam::222222222222:role/OrganizationAccountAccessRole as arn:aws:sts::100000000000:assumed-role/Admin/operator (AccessDenied');
       expect(cdk.calls()).toHaveLength(1);
@@ -127,7 +157,7 @@ describe('cellctl accounts', () => {
 
     it('says which credentials to configure when it cannot tell who the caller is', async () => {
       sts.on(GetCallerIdentityCommand).rejects(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }));
-      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--cdk', cdk.launcher.join(' '));
+      const ran = await cellctl('accounts', 'bootstrap', '--config', path.join(REPO_ROOT, 'cells.config.ts'), '--run', '--allow-example-accounts', '--cdk', cdk.launcher.join(' '));
       expect(ran.code).toBe(1);
       expect(ran.err).toMatch(/cannot tell which account you are in \(STS GetCallerIdentity: CredentialsProviderError.*configure credentials of the organization's management account/);
       expect(cdk.calls()).toHaveLength(0);
