@@ -177,7 +177,7 @@ class Vendor {
 export async function ensureAccounts(org: OrganizationsClient, targets: readonly VendTarget[], options: VendOptions): Promise<VendResult[]> {
   const vendor = new Vendor(org, options);
   const results: VendResult[] = [];
-  for (const target of targets) {
+  for (const [i, target] of targets.entries()) {
     try {
       results.push(await vendor.ensure(target));
     } catch (error) {
@@ -186,6 +186,9 @@ export async function ensureAccounts(org: OrganizationsClient, targets: readonly
       if (isCredentialsError(error)) throw new NoCredentialsError(error as Error);
       results.push({ cell: target.cell, action: 'failed', reason: `${(error as Error).name}: ${(error as Error).message}` });
     }
+    // Where the run is (account creation takes minutes per cell), and what this cell came to.
+    const done = results[results.length - 1];
+    options.progress?.(`[${i + 1}/${targets.length}] ${done.cell}: ${done.action}${done.accountId ? ` ${done.accountId}` : ''}${done.reason ? ` (${done.reason})` : ''}`);
   }
   return results;
 }

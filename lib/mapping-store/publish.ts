@@ -36,6 +36,8 @@ export interface PublishResult {
   readonly groups: readonly GroupResult[];
 }
 
+const BAKE_PROGRESS_SECONDS = 30;
+
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A document as published: what `publish` writes and the router stacks seed, byte for byte. */
@@ -62,6 +64,7 @@ export async function publishMapping(stores: MappingStore | readonly MappingStor
   const where = (store: MappingStore) => (all.length > 1 ? ` in s3://${store.bucket}` : '');
 
   // Read every target pointer and version object first: refuse before writing anything anywhere.
+  options.progress?.(`checking ${targets.length} router group(s)${all.length > 1 ? ` in ${all.length} buckets` : ''} before writing anything`);
   const current = new Map<MappingStore, Map<string, StoredMapping | undefined>>();
   const versionPresent = new Map<MappingStore, boolean>();
   for (const store of all) {
@@ -99,24 +102,29 @@ export async function publishMapping(stores: MappingStore | readonly MappingStor
   const sleep = options.sleep ?? defaultSleep;
   const results: GroupResult[] = [];
   for (const [i, group] of targets.entries()) {
+    const step = targets.length > 1 ? ` (${i + 1}/${targets.length})` : '';
     let previousVersion: number | undefined;
     let published = false;
     for (const store of all) {
       const stored = current.get(store)!.get(group);
       previousVersion ??= stored?.document.version;
       if (stored?.document.version === doc.version) {
-        options.progress?.(`group ${group}${where(store)}: already at v${doc.version}`);
+        options.progress?.(`group ${group}${step}${where(store)}: already at v${doc.version}`);
         continue;
       }
       await store.put(groupKey(group), text, stored?.etag);
       published = true;
-      options.progress?.(`group ${group}${where(store)}: v${stored?.document.version ?? '-'} -> v${doc.version}`);
+      options.progress?.(`group ${group}${step}${where(store)}: v${stored?.document.version ?? '-'} -> v${doc.version}`);
     }
     results.push({ group, previousVersion, status: published ? 'published' : 'already-current' });
     const isFirstOfMany = i === 0 && targets.length > 1 && options.onlyGroup === undefined;
     if (published && isFirstOfMany && options.bakeSeconds > 0) {
       options.progress?.(`baking ${options.bakeSeconds}s on group ${group} before the other groups`);
-      await sleep(options.bakeSeconds * 1000);
+      // A line every half minute, so a long bake shows it is still under way (and how long is left).
+      for (let left = options.bakeSeconds; left > 0; left -= BAKE_PROGRESS_SECONDS) {
+        if (left < options.bakeSeconds) options.progress?.(`baking on group ${group}: ${left}s left`);
+        await sleep(Math.min(left, BAKE_PROGRESS_SECONDS) * 1000);
+      }
     }
   }
   return { version: doc.version, versionObject, groups: results };

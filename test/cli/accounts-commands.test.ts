@@ -54,8 +54,11 @@ describe('cellctl accounts', () => {
     expect(fleet.cells.map((c) => c.account)).toEqual(Array.from({ length: 8 }, (_, i) => String(700000000001 + i)));
     expect(readAccountsFile(path.join(dir, 'cells.accounts.json')).cells['eu-1']).toMatchObject({ status: 'ACTIVE', organizationalUnit: 'ou-ab12-cells001' });
 
+    // Progress on stderr, one line per cell as it finishes: where the run is.
+    expect(result.err.split('\n').filter((l) => l.startsWith('['))).toEqual(Array.from({ length: 8 }, (_, i) => `[${i + 1}/8] ${fleet.cells[i].id}: created ${700000000001 + i}`));
     const again = await cellctl('accounts', 'ensure', '--config', config, '--json');
     expect(JSON.parse(again.out).every((r: { action: string }) => r.action === 'existing')).toBe(true);
+    expect(again.err).toContain('[8/8] us-4: existing 700000000008');
     expect(org.commandCalls(CreateAccountCommand)).toHaveLength(8);
   });
 

@@ -239,6 +239,10 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
     expect(first.code).toBe(0);
     expect(JSON.parse(first.out).groups.map((g: { group: string }) => g.group)).toEqual(['canary', 'main']);
     expect(first.err).toContain('wrote mappings/v1.json');
+    // Progress goes to stderr (stdout stays the JSON above): each step, each group with its place in the order.
+    expect(first.err.split('\n').filter((l) => !l.startsWith('note:'))).toEqual([
+      'checking 2 router group(s) before writing anything', 'wrote mappings/v1.json', 'group canary (1/2): v- -> v1', 'group main (2/2): v- -> v1', '',
+    ]);
 
     const canaryOnly = await cellctl('mapping', 'publish', v2, ...storeFlags(), '--group', 'canary');
     expect(canaryOnly.code).toBe(0);

@@ -41,16 +41,25 @@ describe('publishing to an S3-compatible bucket', () => {
     });
     expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
     expect(events).toEqual([
+      'checking 3 router group(s) before writing anything',
       'wrote mappings/v1.json',
-      'group canary: v- -> v1',
+      'group canary (1/3): v- -> v1',
       'baking 7s on group canary before the other groups',
       'sleep 7000',
-      'group main: v- -> v1',
-      'group tail: v- -> v1',
+      'group main (2/3): v- -> v1',
+      'group tail (3/3): v- -> v1',
     ]);
     const puts = s3.requests.filter((r) => r.method === 'PUT' && r.status === 200).map((r) => r.path.split('?')[0]);
     expect(puts.slice(-4)).toEqual([`/${s3.bucket}/${versionKey(1)}`, ...GROUPS.map((g) => `/${s3.bucket}/${groupKey(g)}`)]);
     for (const group of GROUPS) expect((await store.readGroup(group))!.document).toEqual(v1);
+  });
+
+  it('says how long a long bake has left, every half minute', async () => {
+    const events: string[] = [];
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 75, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (line) => events.push(line) });
+    expect(events.slice(events.indexOf('baking 75s on group canary before the other groups'), events.indexOf('group main (2/3): v- -> v1'))).toEqual([
+      'baking 75s on group canary before the other groups', 'sleep 30000', 'baking on group canary: 45s left', 'sleep 30000', 'baking on group canary: 15s left', 'sleep 15000',
+    ]);
   });
 
   it('publishes to one group only with onlyGroup', async () => {
@@ -212,8 +221,8 @@ describe('publishing to every region\'s bucket', () => {
       for (const group of GROUPS) expect((await store.readGroup(group))?.document.version).toBe(1);
     }
     // The canary group goes everywhere before the bake; the other groups after it.
-    expect(events.indexOf('group canary in s3://mappings-us: v- -> v1')).toBeLessThan(events.indexOf('sleep 5000'));
-    expect(events.indexOf('sleep 5000')).toBeLessThan(events.indexOf('group main in s3://mappings-eu: v- -> v1'));
+    expect(events.indexOf('group canary (1/3) in s3://mappings-us: v- -> v1')).toBeLessThan(events.indexOf('sleep 5000'));
+    expect(events.indexOf('sleep 5000')).toBeLessThan(events.indexOf('group main (2/3) in s3://mappings-eu: v- -> v1'));
 
     // One region ahead (say, an operator published there only): nothing is written anywhere.
     const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
