@@ -7,7 +7,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, MappingDocument } from '../../lib/mapping';
-import { LocalRouter, startLocalRouter } from '../../lib/router';
+import { BAD_KEY_BACKEND, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
 import { freePort, routed, until } from '../support/cells';
 
 /**
@@ -18,6 +18,7 @@ const NOW = { now: '2026-11-29T16:00:00.000Z' };
 const REQUEST_TIMEOUT_MS = 1500;
 const CELL_MAX_CONN = 5;
 const MAX_CONN = 40;
+const BAD_KEYS_PER_10S = 20;
 
 /** A cell that records every request's headers and body, and how many requests it holds at once. */
 interface RecordingCell {
@@ -132,7 +133,7 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     router = await startLocalRouter({
       mappingFile, port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
       log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, maxConn: MAX_CONN, requestTimeoutMs: REQUEST_TIMEOUT_MS,
-      maxBodyBytes: 1000, badKeysPer10s: 20, retryUnappliableMs: 1000, hardStopAfterMs: 3000,
+      maxBodyBytes: 1000, badKeysPer10s: BAD_KEYS_PER_10S, retryUnappliableMs: 1000, hardStopAfterMs: 3000,
     });
   });
   afterAll(async () => {
@@ -229,6 +230,48 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     expect((await get(port, { 'x-tenant-id': keyOf('cell-a') }, { localAddress: '127.0.0.9' })).status).toBe(0);
     expect((await get(port, { 'x-tenant-id': keyOf('cell-a') })).status).toBe(200);
   });
+
+  it('refuses a flooding client at connect exactly once its bad-key rate is over twice the budget, and serves it again once the rate falls', async () => {
+    const client = '127.0.0.10';
+    const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+    // The client's bad-key rate as the connect rule reads it (the same counter, read the same way).
+    const rate = async () => Number(/http_req_rate\(\d+\)=(\d+)/.exec(await api.send(`show table ${BAD_KEY_BACKEND} key ${client}`))?.[1] ?? 0);
+    const good = () => get(port, { 'x-tenant-id': keyOf('cell-a') }, { localAddress: client });
+    const seen: { bad: number; rate: number; good: number }[] = [];
+    for (let i = 0; i < 3 * BAD_KEYS_PER_10S && !seen.some((s) => s.good === 0); i++) {
+      const bad = (await get(port, { 'x-tenant-id': 'bad key' }, { localAddress: client })).status;
+      const now = await rate();
+      seen.push({ bad, rate: now, good: (await good()).status });
+    }
+    // Every answer follows the rate at that moment: 400 up to the budget, 429 above it; a new
+    // connection accepted up to twice the budget, refused (no HTTP answer at all) above it.
+    for (const s of seen) {
+      if (s.bad !== 0) expect(s.bad).toBe(s.rate > BAD_KEYS_PER_10S ? 429 : 400);
+      expect(s.good).toBe(s.rate > 2 * BAD_KEYS_PER_10S ? 0 : 200);
+    }
+    expect(seen.filter((s) => s.good === 200).length).toBeGreaterThanOrEqual(2 * BAD_KEYS_PER_10S - 2);
+    expect(seen.at(-1)).toMatchObject({ good: 0 });
+    expect(seen.at(-1)!.rate).toBeLessThanOrEqual(2 * BAD_KEYS_PER_10S + 1);
+    // A refused client's bad requests are refused too, so they no longer count against it.
+    expect((await get(port, { 'x-tenant-id': 'bad key' }, { localAddress: client })).status).toBe(0);
+    expect(await rate()).toBeLessThanOrEqual(2 * BAD_KEYS_PER_10S + 1);
+    // Another client is served throughout.
+    expect((await get(port, { 'x-tenant-id': keyOf('cell-a') })).status).toBe(200);
+    // The rate is over a sliding 10 s: within about 10 s it falls to the threshold and the client
+    // is served again; until then it stays refused.
+    const refusedSince = Date.now();
+    for (;;) {
+      const now = await rate();
+      const status = (await good()).status;
+      if (now <= 2 * BAD_KEYS_PER_10S - 1) {
+        expect(status).toBe(200);
+        break;
+      }
+      if (now > 2 * BAD_KEYS_PER_10S) expect(status).toBe(0);
+      expect(Date.now() - refusedSince).toBeLessThan(15_000);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, 30_000);
 
   it('is ready (served by HAProxy) while a mapping is in force, not ready near its connection limit, and exports connections against the limit', async () => {
     const before = await ready(readyPort);

@@ -1,0 +1,110 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import { initialMapping, lookup, MappingDocument } from '../../lib/mapping';
+import { LOG_SAMPLE_ONE_IN, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
+import { FakeCell, freePort, routed, startCell, until } from '../support/cells';
+
+/**
+ * Log sampling against a real HAProxy: while a cell has no server up, or more requests wait in its
+ * queue than it serves at once, its failures are logged one in LOG_SAMPLE_ONE_IN; otherwise every
+ * failure is logged. HAProxy's `rand` cannot be seeded, so the sampled counts are checked with enough
+ * requests that a bound far from the expectation is practically never crossed by chance.
+ */
+const NOW = { now: '2026-11-30T17:00:00.000Z' };
+const CELL_MAX_CONN = 2;
+
+describe('log sampling (real HAProxy on loopback)', () => {
+  let cells: Record<'down' | 'failing' | 'slow', FakeCell>;
+  let router: LocalRouter;
+  let doc: MappingDocument;
+  let mappingFile: string;
+  let port: number;
+  const logs: string[] = [];
+  const keysOf = (cell: string, n: number) => Array.from({ length: 20_000 }, (_, i) => `sampled-${i}`).filter((k) => lookup(doc, k).cell === cell).slice(0, n);
+  /** JSON log lines of requests written since `from` (an index into `logs`). */
+  const lines = (from: number) => logs.slice(from).flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{"time"')).map((l) => JSON.parse(l) as { status: number; backend: string });
+  const slotOf = async (cell: string) => {
+    const cellsMap = await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).send(`show map ${path.join(router.stateDir, 'cells.map')}`);
+    const slot = cellsMap.split('\n').map((l) => l.trim().split(' ')).find((f) => f[2] === cell)?.[1];
+    if (!slot) throw new Error(`no slot for ${cell} in ${cellsMap}`);
+    return slot;
+  };
+  /** `keys.length` requests, `concurrency` at a time on keep-alive connections; the statuses. */
+  const send = async (keys: readonly string[], concurrency: number) => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+    const statuses: number[] = [];
+    let next = 0;
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (next < keys.length) statuses.push((await routed(agent, port, keys[next++])).status);
+    }));
+    agent.destroy();
+    return statuses;
+  };
+
+  beforeAll(async () => {
+    cells = { down: await startCell('down'), failing: await startCell('failing'), slow: await startCell('slow') };
+    doc = initialMapping(Object.values(cells).map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 1024, NOW);
+    mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-sampling-')), 'mapping.json');
+    fs.writeFileSync(mappingFile, JSON.stringify(doc));
+    port = await freePort();
+    router = await startLocalRouter({
+      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024, healthCheckPath: '/health',
+      log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, queueTimeoutMs: 1000, zones: 1,
+    });
+  });
+  afterAll(async () => {
+    await router.stop();
+    await Promise.all(Object.values(cells).map((c) => c.close()));
+    fs.rmSync(path.dirname(mappingFile), { recursive: true, force: true });
+  });
+
+  it('logs every failure of a cell that is up and not flooded', async () => {
+    cells.failing.behaviour = 'error';
+    const from = logs.length;
+    const statuses = await send(keysOf('failing', 200), 4);
+    expect(statuses).toEqual(Array(200).fill(500));
+    const backend = await slotOf('failing');
+    await until('every 500 logged', async () => lines(from).filter((l) => l.backend === backend).length >= 200, 5000);
+    expect(lines(from).filter((l) => l.backend === backend && l.status === 500)).toHaveLength(200);
+  });
+
+  it(`logs about one in ${LOG_SAMPLE_ONE_IN} of a down cell's 503s`, async () => {
+    const backend = await slotOf('down');
+    await cells.down.close();
+    const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+    await until('the cell marked down', async () => (await api.stats()).some((r) => r.pxname === backend && r.svname === 'BACKEND' && r.status === 'DOWN'), 10_000);
+    const requests = 3000;
+    const keys = keysOf('down', 100);
+    const from = logs.length;
+    const statuses = await send(Array.from({ length: requests }, (_, i) => keys[i % keys.length]), 16);
+    expect(statuses).toEqual(Array(requests).fill(503));
+    // Logging is asynchronous: wait until HAProxy has written what it will write.
+    await new Promise((r) => setTimeout(r, 500));
+    const logged = lines(from).filter((l) => l.backend === backend && l.status === 503).length;
+    // Expected 30 (binomial, sd 5.4): below 10 or above 60 is a chance of about 1 in 10^5.
+    expect(logged).toBeGreaterThanOrEqual(10);
+    expect(logged).toBeLessThanOrEqual(60);
+  });
+
+  it('samples a flooded cell\'s 503s once more requests wait in its queue than it serves at once', async () => {
+    cells.slow.behaviour = 'slow';
+    cells.slow.delayMs = 2500;
+    const backend = await slotOf('slow');
+    const requests = 400;
+    const from = logs.length;
+    // All at once, each on its own connection: CELL_MAX_CONN are served, the rest wait in the
+    // queue and get 503 after its 1 s timeout. Those that found CELL_MAX_CONN or fewer waiting are
+    // logged every time, the others one in LOG_SAMPLE_ONE_IN.
+    const [key] = keysOf('slow', 1);
+    const statuses = await send(Array(requests).fill(key), requests);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(CELL_MAX_CONN);
+    expect(statuses.filter((s) => s === 503)).toHaveLength(requests - CELL_MAX_CONN);
+    await new Promise((r) => setTimeout(r, 500));
+    const logged = lines(from).filter((l) => l.backend === backend && l.status === 503).length;
+    // About CELL_MAX_CONN + 1 unsampled plus ~4 sampled; logging every one would be 398.
+    expect(logged).toBeGreaterThanOrEqual(1);
+    expect(logged).toBeLessThanOrEqual(30);
+  }, 20_000);
+});

@@ -1,0 +1,130 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { initialMapping } from '../../lib/mapping';
+import { LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
+import { freePort, until } from '../support/cells';
+
+/**
+ * How a router task stops, end to end on a real HAProxy: SIGUSR1 (the image's stop signal, what
+ * ECS sends after the deregistration delay) takes readiness down and closes the listener at once,
+ * lets the requests in flight finish, and `hard-stop-after` bounds how long that may take.
+ */
+const NOW = { now: '2026-11-30T17:00:00.000Z' };
+const HARD_STOP_AFTER_MS = 2000;
+
+/** Whether a TCP connection to the port is accepted (and not closed at once). */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.createConnection({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/** GET through the router; status 0 when the connection failed or was cut before an answer. */
+function get(port: number, key: string, p = '/'): Promise<{ status: number; body: string; at: number }> {
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: p, headers: { 'x-tenant-id': key }, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode!, body, at: Date.now() }));
+      res.on('error', () => resolve({ status: 0, body, at: Date.now() }));
+    });
+    req.on('error', () => resolve({ status: 0, body: '', at: Date.now() }));
+    req.end();
+  });
+}
+
+/** A cell that holds every request (health checks aside) until the test answers it. */
+async function holdingCell(): Promise<{ endpoint: string; held: http.ServerResponse[]; close(): Promise<void> }> {
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    if (req.url === '/health') res.end('ok');
+    else held.push(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    held,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+/** GET on a fresh connection; the status, or 0 when refused. */
+function status(port: number, p: string): Promise<number> {
+  return new Promise((resolve) => {
+    http.get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => { res.resume(); resolve(res.statusCode!); }).on('error', () => resolve(0));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
+  let cell: Awaited<ReturnType<typeof holdingCell>>;
+  let router: LocalRouter;
+  let port: number;
+  let readyPort: number;
+  let pid: number;
+  let dir: string;
+
+  beforeEach(async () => {
+    cell = await holdingCell();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-stop-'));
+    fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, NOW)));
+    [port, readyPort] = [await freePort(), await freePort()];
+    router = await startLocalRouter({
+      mappingFile: path.join(dir, 'mapping.json'), port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+      healthCheckPath: '/health', log: () => undefined, pollMs: 200, hardStopAfterMs: HARD_STOP_AFTER_MS, zones: 1,
+    });
+    await until('ready', async () => (await status(readyPort, '/ready')) === 200, 5000);
+    pid = Number((await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).info()).Pid);
+  });
+  afterEach(async () => {
+    await router.stop();
+    await cell.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('takes readiness down and refuses new connections at once, lets in-flight requests finish, then exits', async () => {
+    const inFlight = [get(port, 'tenant-1', '/a'), get(port, 'tenant-2', '/b'), get(port, 'tenant-3', '/c')];
+    await until('the requests at the cell', async () => cell.held.length === 3, 2000);
+    const stoppedAt = Date.now();
+    process.kill(pid, 'SIGUSR1');
+    // Readiness first: the NLB's health check and new clients are refused while the requests in
+    // flight are still being served.
+    await until('readiness refused', async () => !(await accepts(readyPort)), 500);
+    const readyDownAt = Date.now();
+    expect(await accepts(port)).toBe(false);
+    expect(alive(pid)).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    for (const res of cell.held) res.end('cell-a');
+    const answers = await Promise.all(inFlight);
+    expect(answers.map((a) => [a.status, a.body])).toEqual(Array(3).fill([200, 'cell-a']));
+    expect(readyDownAt).toBeLessThan(Math.min(...answers.map((a) => a.at)));
+    // Nothing left in flight: HAProxy exits without waiting for hard-stop-after.
+    await until('HAProxy to exit', async () => !alive(pid), HARD_STOP_AFTER_MS);
+    expect(Date.now() - stoppedAt).toBeLessThan(HARD_STOP_AFTER_MS);
+  });
+
+  it('cuts a request still in flight at hard-stop-after and exits', async () => {
+    const stuck = get(port, 'tenant-1');
+    await until('the request at the cell', async () => cell.held.length === 1, 2000);
+    const stoppedAt = Date.now();
+    process.kill(pid, 'SIGUSR1');
+    const answer = await stuck;
+    // HAProxy ends the stream: the client gets a 502 (or, when the answer cannot be sent, a closed connection), never the cell's 200.
+    expect([0, 502]).toContain(answer.status);
+    expect(answer.at - stoppedAt).toBeGreaterThanOrEqual(HARD_STOP_AFTER_MS - 100);
+    expect(answer.at - stoppedAt).toBeLessThan(HARD_STOP_AFTER_MS + 1500);
+    await until('HAProxy to exit', async () => !alive(pid), 1500);
+  });
+});
