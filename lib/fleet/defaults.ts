@@ -18,9 +18,17 @@ export const DEFAULT_ALARMS: AlarmThresholds = {
 };
 
 export const DEFAULT_ROUTER_GROUPS: readonly Required<RouterGroupConfig>[] = [
-  { name: 'canary', tasks: 2 },
-  { name: 'main', tasks: 4 },
+  { name: 'canary', tasks: 2, weight: 2 },
+  { name: 'main', tasks: 4, weight: 4 },
 ];
+/**
+ * Router groups per region: the NLB's weighted forward takes one target group per group. AWS
+ * documents no count for a Network Load Balancer's weighted default action; 5 is the Application
+ * Load Balancer's "target groups per action" quota, kept until the NLB's is documented.
+ */
+export const MAX_ROUTER_GROUPS = 5;
+/** NLB target group weights are integers 0-999 ("Network Load Balancers now support Weighted Target Groups", AWS blog, 2025-11-19). */
+export const MAX_ROUTER_GROUP_WEIGHT = 999;
 export const DEFAULT_PUBLISH_BAKE_SECONDS = 300;
 /** `{scheme}` is https for a cell with a certificate, else http; the router stacks create the `<app>.cells.internal` zone. */
 export const DEFAULT_CELL_ENDPOINT_TEMPLATE = '{scheme}://{cell}.{app}.cells.internal';

@@ -91,7 +91,7 @@ const ALARMS: Fields<Partial<AlarmThresholds>> = {
 };
 
 const ROUTER = object<RouterConfig>({
-  groups: optional({ type: 'array', items: object<RouterGroupConfig>({ name: string, tasks: optional(integer) }) }),
+  groups: optional({ type: 'array', items: object<RouterGroupConfig>({ name: string, tasks: optional(integer), weight: optional(integer) }) }),
   mappingBucket: optional(string),
   publishBakeSeconds: optional(integer),
   cellEndpointTemplate: optional(string),

@@ -128,6 +128,14 @@ export interface RouterGroupConfig {
   readonly name: string;
   /** Router tasks in the group. @default 2 */
   readonly tasks?: number;
+  /**
+   * The group's share of the region's new connections, against the other groups' weights: the NLB
+   * forwards to one target group per router group with these weights (0-999). 0 drains the group
+   * (no new connections; open ones finish) without stopping its tasks. Auto scaling changes a
+   * group's task count, never its share. @default the group's `tasks`, so each task of the fleet
+   * gets the same share at the configured counts
+   */
+  readonly weight?: number;
 }
 
 /** The router layer: groups, mapping bucket, how mapping changes roll out. */

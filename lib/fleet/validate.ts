@@ -1,7 +1,7 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
-  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
+  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
 } from './defaults';
 import { availabilityZoneProblems } from './regions';
 import { structureProblems } from './schema';
@@ -162,6 +162,7 @@ function routerProblems(input: FleetInput): string[] {
   const problems: string[] = [];
   const groups = router.groups ?? DEFAULT_ROUTER_GROUPS;
   if (groups.length < 2) problems.push('router.groups: list at least two groups (a small canary group first, then the rest)');
+  if (groups.length > MAX_ROUTER_GROUPS) problems.push(`router.groups: ${groups.length} groups, but the NLB forwards to at most ${MAX_ROUTER_GROUPS} target groups (one per group); merge groups`);
   const names = new Set<string>();
   for (const group of groups) {
     if (!GROUP_NAME.test(group.name)) problems.push(`router.groups: name \`${group.name}\` must match ${GROUP_NAME.source}`);
@@ -170,6 +171,12 @@ function routerProblems(input: FleetInput): string[] {
     if (group.tasks !== undefined && (!isInt(group.tasks) || group.tasks < 1 || group.tasks > 100)) {
       problems.push(`router.groups: \`${group.name}\` tasks ${group.tasks} must be an integer from 1 to 100`);
     }
+    if (group.weight !== undefined && (!isInt(group.weight) || group.weight < 0 || group.weight > MAX_ROUTER_GROUP_WEIGHT)) {
+      problems.push(`router.groups: \`${group.name}\` weight ${group.weight} must be an integer from 0 (drained) to ${MAX_ROUTER_GROUP_WEIGHT}`);
+    }
+  }
+  if (groups.every((g) => g.weight === 0)) {
+    problems.push('router.groups: every group has weight 0, so the NLB would send new connections nowhere; give at least one group a weight above 0');
   }
   if (router.mappingBucket !== undefined && !BUCKET_NAME.test(router.mappingBucket)) {
     problems.push(`router.mappingBucket: \`${router.mappingBucket}\` is not a valid S3 bucket name`);
@@ -395,7 +402,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     waves: input.waves,
     alarms: { ...DEFAULT_ALARMS, ...input.alarms },
     router: {
-      groups: (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2 })),
+      groups: (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2, weight: g.weight ?? g.tasks ?? 2 })),
       mappingBucket: input.router?.mappingBucket ?? `${input.app}-mappings-${input.accounts.router}`,
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,
       cellEndpointTemplate: input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE,

@@ -1,5 +1,6 @@
 import * as path from 'path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -21,6 +22,11 @@ export const AGENT_HEALTH_PORT = 8082;
  * finish) before SIGKILL; HAProxy's `hard-stop-after` (25 s) ends what is left a little earlier.
  */
 export const HAPROXY_STOP_TIMEOUT = Duration.seconds(30);
+/**
+ * How long the NLB keeps a deregistered task's open connections (a stopping task, a scale-in):
+ * the stop timeout, so ECS does not stop the task before HAProxy's soft stop ends.
+ */
+export const ROUTER_DEREGISTRATION_DELAY = HAPROXY_STOP_TIMEOUT;
 /**
  * The task volume HAProxy and the agent share (map files, server state, last-known-good). The
  * HAProxy image declares it a VOLUME so ECS copies the generated maps into it, owned by the user
@@ -61,6 +67,7 @@ export interface RouterGroupProps {
 export class RouterGroup extends Construct {
   public readonly service: ecs.FargateService;
   public readonly taskDefinition: ecs.FargateTaskDefinition;
+  public readonly scaling: ecs.ScalableTaskCount;
 
   constructor(scope: Construct, id: string, props: RouterGroupProps) {
     super(scope, id);
@@ -147,18 +154,51 @@ export class RouterGroup extends Construct {
       enableECSManagedTags: true,
     });
     props.targetGroup.addTarget(this.service.loadBalancerTarget({ containerName: 'haproxy', containerPort: ROUTER_PORT }));
-    configureRouterTargetGroup(props.targetGroup);
-    const scaling = this.service.autoScaleTaskCount({ minCapacity: props.tasks, maxCapacity: props.maxTasks ?? props.tasks * 4 });
-    scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: 50 });
-    scaling.scaleOnMetric('Connections', {
-      metric: new cloudwatch.Metric({
-        namespace: 'AWS/NetworkELB', metricName: 'ActiveFlowCount',
-        dimensionsMap: { LoadBalancer: (props.targetGroup as elbv2.NetworkTargetGroup).firstLoadBalancerFullName },
-        statistic: 'Average', period: Duration.minutes(1),
-      }),
-      scalingSteps: [{ upper: 2000 * props.tasks, change: -1 }, { lower: 8000 * props.tasks, change: +1 }, { lower: 16000 * props.tasks, change: +2 }],
-    });
+    this.scaling = scaleOnConnectionUse(this.service, props.name, props.tasks, props.maxTasks ?? props.tasks * 4);
   }
+}
+
+/** Target tracking keeps the group's average task at this share of its connection limit. */
+export const CONNECTION_USE_TARGET_PERCENT = 60;
+/**
+ * Step scaling on the group's busiest task: one more task from here, two more from
+ * `CONNECTION_USE_STEPS[1]`. Both fire before HAProxy's readiness turns false (90% of the limit,
+ * see lib/router/haproxy-config), so new tasks come while every task still takes new flows.
+ */
+export const CONNECTION_USE_STEPS = [75, 85] as const;
+
+/**
+ * The group's per-task connection use (`ConnectionUsePercent`: HAProxy's current client connections
+ * against its `maxconn`, one sample per task per minute from the agent's EMF line, dimension
+ * `RouterGroup`). Average is the typical task; Maximum the busiest one.
+ */
+export function connectionUseMetric(group: string, statistic: 'Average' | 'Maximum'): cloudwatch.Metric {
+  return new cloudwatch.Metric({ namespace: 'CellRouter', metricName: 'ConnectionUsePercent', dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
+}
+
+/**
+ * Scaling per task, not per load balancer: CPU and the average task's connection use are tracked,
+ * and a step policy on the busiest task adds tasks before any task reaches its readiness cut-off.
+ * Every signal is this group's own tasks (the NLB's ActiveFlowCount counted every group, so one
+ * group's step could fire only once the whole load balancer was busy). Scale-in comes from target
+ * tracking only, which scales in slowly and never below `tasks`.
+ */
+export function scaleOnConnectionUse(service: ecs.FargateService, group: string, minTasks: number, maxTasks: number): ecs.ScalableTaskCount {
+  if (!Number.isInteger(maxTasks) || maxTasks < minTasks) throw new Error(`RouterGroup ${group}: maxTasks ${maxTasks} must be an integer of at least tasks (${minTasks})`);
+  const scaling = service.autoScaleTaskCount({ minCapacity: minTasks, maxCapacity: maxTasks });
+  scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: 50 });
+  scaling.scaleToTrackCustomMetric('ConnectionUse', {
+    metric: connectionUseMetric(group, 'Average'), targetValue: CONNECTION_USE_TARGET_PERCENT,
+    scaleOutCooldown: Duration.minutes(1), scaleInCooldown: Duration.minutes(5),
+  });
+  const [one, two] = CONNECTION_USE_STEPS;
+  scaling.scaleOnMetric('BusiestTask', {
+    metric: connectionUseMetric(group, 'Maximum'),
+    scalingSteps: [{ upper: one, change: 0 }, { lower: one, change: +1 }, { lower: two, change: +2 }],
+    adjustmentType: autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+    evaluationPeriods: 2, datapointsToAlarm: 2, cooldown: Duration.minutes(2),
+  });
+  return scaling;
 }
 
 /**

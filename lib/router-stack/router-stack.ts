@@ -20,7 +20,7 @@ import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { acknowledgeLogBucket, MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
 import { acknowledgeCustomResourceProvider } from './providers';
-import { READY_PORT, REPO_ROOT, RouterGroup, ROUTER_PORT } from './router-group';
+import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, REPO_ROOT, RouterGroup, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
@@ -41,6 +41,9 @@ const EMF = 'CellRouter';
 /** Cells per router dashboard page: 3 widgets each, leaving room for the router groups' rows. */
 export const CELLS_PER_DASHBOARD = 150;
 
+/** The `<group>-connection-use` alarm pages when the busiest task stays above this share of its limit. */
+export const CONNECTION_USE_ALARM_PERCENT = 80;
+
 /**
  * The routers of one region, in the router account: a VPC over at least three AZs, an interface
  * endpoint to every cell of the fleet (cross-region PrivateLink for other regions' cells) named in a
@@ -54,6 +57,8 @@ export const CELLS_PER_DASHBOARD = 150;
  */
 export class RouterStack extends Stack {
   public readonly loadBalancer: elbv2.NetworkLoadBalancer;
+  /** One per router group, by group name; the listener forwards to them by the groups' weights. */
+  public readonly targetGroups: ReadonlyMap<string, elbv2.NetworkTargetGroup>;
   public readonly groups: readonly RouterGroup[];
   /** This region's mapping bucket: the routers here read only it. */
   public readonly mappingBucket: MappingBucket;
@@ -173,15 +178,29 @@ export class RouterStack extends Stack {
       id: 'AwsSolutions-EC23',
       reason: 'The router NLB is the fleet\'s public entry point: clients connect from anywhere, on the listener port only.',
     });
-    const targetGroup = new elbv2.NetworkTargetGroup(this, 'Targets', {
-      vpc, port: ROUTER_PORT, protocol: elbv2.Protocol.TCP, targetType: elbv2.TargetType.IP, deregistrationDelay: Duration.seconds(30),
-      // HAProxy's readiness: a mapping in force and not near the connection limit (RouterGroup sets
-      // the check, proxy protocol v2 and no connection termination for unhealthy targets).
-      healthCheck: { protocol: elbv2.Protocol.HTTP, port: String(READY_PORT), path: '/ready', interval: Duration.seconds(10), healthyThresholdCount: 2, unhealthyThresholdCount: 2 },
-    });
+    // One target group per router group, and the listener forwards to them by the groups' weights
+    // (router.groups[].weight): a group's share of new connections is its weight, whatever its task
+    // count, so auto scaling never moves traffic between groups, and weight 0 drains a group.
+    // Network Load Balancers take weighted target groups in a listener's default action since
+    // 2025-11-19 (Elastic Load Balancing, Network Load Balancers, "Document history": "Weighted
+    // target groups ... default action with weighted target groups"; weights 0-999, AWS blog
+    // "Network Load Balancers now support Weighted Target Groups"). Only the default action: NLB
+    // listener rules match the source address type and nothing else.
+    const targetGroups = new Map<string, elbv2.NetworkTargetGroup>();
+    for (const group of fleet.router.groups) {
+      const tg = new elbv2.NetworkTargetGroup(this, `Targets-${group.name}`, {
+        vpc, port: ROUTER_PORT, protocol: elbv2.Protocol.TCP, targetType: elbv2.TargetType.IP, deregistrationDelay: ROUTER_DEREGISTRATION_DELAY,
+      });
+      // HAProxy's readiness (a mapping in force and not near the connection limit), proxy protocol v2,
+      // no connection termination for unhealthy targets: see configureRouterTargetGroup.
+      configureRouterTargetGroup(tg);
+      targetGroups.set(group.name, tg);
+    }
+    this.targetGroups = targetGroups;
+    const forward = elbv2.NetworkListenerAction.weightedForward(fleet.router.groups.map((g) => ({ targetGroup: targetGroups.get(g.name)!, weight: g.weight })));
     this.loadBalancer.addListener('Listener', certificateArn
-      ? { port: 443, protocol: elbv2.Protocol.TLS, certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)], sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS, defaultTargetGroups: [targetGroup] }
-      : { port: 80, protocol: elbv2.Protocol.TCP, defaultTargetGroups: [targetGroup] });
+      ? { port: 443, protocol: elbv2.Protocol.TLS, certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)], sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS, defaultAction: forward }
+      : { port: 80, protocol: elbv2.Protocol.TCP, defaultAction: forward });
 
     // Every router reaches every cell of the fleet: an interface endpoint to each (cross-region
     // PrivateLink for other regions' cells), named `<cell>.<zone>` in this VPC's private zone. The
@@ -254,6 +273,21 @@ export class RouterStack extends Stack {
         metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
         threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       });
+      const targetGroup = this.targetGroups.get(g)!;
+      alarm(`${g}-connection-use`, `${g}-connection-use`, {
+        alarmDescription: `Router group ${g} in ${region}: its busiest task above ${CONNECTION_USE_ALARM_PERCENT}% of its connection limit for 3 minutes (readiness turns false at 90%; scaling should have added tasks)`,
+        metric: connectionUseMetric(g, 'Maximum'), threshold: CONNECTION_USE_ALARM_PERCENT, evaluationPeriods: 3, datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm(`${g}-unhealthy-targets`, `${g}-unhealthy-targets`, {
+        alarmDescription: `Router group ${g} in ${region}: a task has failed the NLB's readiness check (no mapping in force, or near its connection limit) for 5 minutes`,
+        metric: new cloudwatch.Metric({
+          namespace: 'AWS/NetworkELB', metricName: 'UnHealthyHostCount',
+          dimensionsMap: { LoadBalancer: this.loadBalancer.loadBalancerFullName, TargetGroup: targetGroup.targetGroupFullName }, statistic: 'Maximum', period: Duration.minutes(1),
+        }),
+        threshold: 0, comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 5, datapointsToAlarm: 5,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
       const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
         compositeAlarmName: `${prefix}-${g}-health`,
         alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
@@ -316,9 +350,14 @@ export class RouterStack extends Stack {
     const dashboards = [new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: prefix })];
     for (const group of fleet.router.groups) {
       dashboards[0].addWidgets(
-        new cloudwatch.GraphWidget({ title: `group ${group.name}: mapping version`, width: 8, left: [groupMetric(group.name, 'MappingVersion', 'Minimum'), groupMetric(group.name, 'MappingVersion', 'Maximum')] }),
-        new cloudwatch.GraphWidget({ title: `group ${group.name}: seconds since refresh`, width: 8, left: [groupMetric(group.name, 'SecondsSinceRefresh', 'Maximum')] }),
-        new cloudwatch.GraphWidget({ title: `group ${group.name}: requests, 4xx, 5xx`, width: 8, left: ['Requests', 'Responses4xx', 'Responses5xx'].map((m) => groupMetric(group.name, m)) }),
+        new cloudwatch.GraphWidget({ title: `group ${group.name}: mapping version`, width: 6, left: [groupMetric(group.name, 'MappingVersion', 'Minimum'), groupMetric(group.name, 'MappingVersion', 'Maximum')] }),
+        new cloudwatch.GraphWidget({ title: `group ${group.name}: seconds since refresh`, width: 6, left: [groupMetric(group.name, 'SecondsSinceRefresh', 'Maximum')] }),
+        new cloudwatch.GraphWidget({ title: `group ${group.name}: requests, 4xx, 5xx`, width: 6, left: ['Requests', 'Responses4xx', 'Responses5xx'].map((m) => groupMetric(group.name, m)) }),
+        new cloudwatch.GraphWidget({
+          title: `group ${group.name} (weight ${group.weight}): connection use per task %`, width: 6,
+          left: [connectionUseMetric(group.name, 'Average'), connectionUseMetric(group.name, 'Maximum')],
+          leftAnnotations: [{ value: CONNECTION_USE_ALARM_PERCENT, label: 'alarm' }, { value: 90, label: 'readiness off' }],
+        }),
       );
     }
     regionCells.forEach((cell, i) => {

@@ -5,9 +5,10 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
 import { lookup, validateMapping } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
-import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, RouterStack } from '../../lib/router-stack';
+import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, RouterStack } from '../../lib/router-stack';
+
 import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../lib/router';
-import { cdkApp, exampleFleet, exampleInput, resolve } from '../support/fleet';
+import { cdkApp, exampleFleet, exampleInput, resolve, validInput } from '../support/fleet';
 
 describe('RouterStack', () => {
   let fleet: Fleet;
@@ -179,7 +180,30 @@ describe('RouterStack', () => {
         .toContain('hard-stop-after 25000ms');
       expect(haproxy.PortMappings.map((p: { ContainerPort: number }) => p.ContainerPort)).toEqual([8080, 8081]);
     }
-    t.resourceCountIs('AWS::ApplicationAutoScaling::ScalingPolicy', 4 + 2); // CPU target + connection steps (2 policies) per group
+  });
+
+  it('scales each group on its own tasks\' connection use: the average task tracked, the busiest task stepped before readiness turns off', () => {
+    const policies = Object.values(t.findResources('AWS::ApplicationAutoScaling::ScalingPolicy'));
+    // Per group: CPU and connection-use target tracking, one step policy (scale-out only).
+    expect(policies).toHaveLength(3 * fleet.router.groups.length);
+    for (const group of fleet.router.groups) {
+      const dims = [{ Name: 'RouterGroup', Value: group.name }];
+      expect(policies.map((p) => p.Properties.TargetTrackingScalingPolicyConfiguration?.CustomizedMetricSpecification).filter(Boolean))
+        .toContainEqual({ Namespace: 'CellRouter', MetricName: 'ConnectionUsePercent', Dimensions: dims, Statistic: 'Average' });
+      const tracking = policies.find((p) => JSON.stringify(p.Properties.TargetTrackingScalingPolicyConfiguration?.CustomizedMetricSpecification?.Dimensions) === JSON.stringify(dims))!;
+      expect(tracking.Properties.TargetTrackingScalingPolicyConfiguration.TargetValue).toBe(CONNECTION_USE_TARGET_PERCENT);
+      // The step alarm watches the busiest task of this group (no NLB-wide flow count) and fires below 90%.
+      const [stepAlarm] = Object.values(t.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ConnectionUsePercent', Statistic: 'Maximum', Dimensions: dims, ComparisonOperator: 'GreaterThanOrEqualToThreshold' } }))
+        .filter((a) => a.Properties.AlarmName === undefined);
+      expect(stepAlarm.Properties.Threshold).toBe(CONNECTION_USE_STEPS[0]);
+      expect(CONNECTION_USE_STEPS[1]).toBeLessThan(90);
+    }
+    const steps = policies.filter((p) => p.Properties.PolicyType === 'StepScaling');
+    expect(steps.map((p) => p.Properties.StepScalingPolicyConfiguration.StepAdjustments)).toEqual(fleet.router.groups.map(() => [
+      { MetricIntervalLowerBound: 0, MetricIntervalUpperBound: CONNECTION_USE_STEPS[1] - CONNECTION_USE_STEPS[0], ScalingAdjustment: 1 },
+      { MetricIntervalLowerBound: CONNECTION_USE_STEPS[1] - CONNECTION_USE_STEPS[0], ScalingAdjustment: 2 },
+    ]));
+    expect(JSON.stringify(t.toJSON())).not.toContain('ActiveFlowCount');
   });
 
   it("lets the pipeline's bake step (tooling account) read the router alarms, and nothing else", () => {
@@ -189,18 +213,44 @@ describe('RouterStack', () => {
     t.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'orders-router-eu-west-1-canary-health' });
   });
 
-  it('puts every group behind one NLB that checks HAProxy\'s readiness, with proxy protocol v2 and no connection termination for unhealthy targets', () => {
+  it('gives each group its own target group behind one NLB, forwarding by the groups\' weights', () => {
     t.resourceCountIs('AWS::ElasticLoadBalancingV2::LoadBalancer', 1);
     t.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', { Type: 'network', Scheme: 'internet-facing' });
-    t.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 1);
-    t.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', { Port: 8080, HealthCheckPort: String(READY_PORT), HealthCheckPath: '/ready' });
+    const groups = t.findResources('AWS::ElasticLoadBalancingV2::TargetGroup');
+    expect(Object.keys(groups)).toHaveLength(fleet.router.groups.length);
     // Flow logs of the router VPC record rejected traffic only (accepted flows would cost more than the routers).
     expect(Object.values(t.findResources('AWS::EC2::FlowLog')).map((f) => f.Properties.TrafficType)).toEqual(['REJECT']);
-    const [group] = Object.values(t.findResources('AWS::ElasticLoadBalancingV2::TargetGroup'));
-    expect(group.Properties.TargetGroupAttributes).toEqual(expect.arrayContaining([
-      { Key: 'proxy_protocol_v2.enabled', Value: 'true' },
-      { Key: 'target_health_state.unhealthy.connection_termination.enabled', Value: 'false' },
-    ]));
+    for (const group of Object.values(groups)) {
+      // HAProxy's readiness, proxy protocol v2 with accept-proxy, open connections kept when a target turns unhealthy.
+      expect(group.Properties).toMatchObject({ Port: 8080, Protocol: 'TCP', TargetType: 'ip', HealthCheckProtocol: 'HTTP', HealthCheckPort: String(READY_PORT), HealthCheckPath: '/ready' });
+      expect(group.Properties.TargetGroupAttributes).toEqual(expect.arrayContaining([
+        { Key: 'proxy_protocol_v2.enabled', Value: 'true' },
+        { Key: 'target_health_state.unhealthy.connection_termination.enabled', Value: 'false' },
+        // The ECS stop timeout: a stopping task's open requests finish before the NLB forgets it.
+        { Key: 'deregistration_delay.timeout_seconds', Value: '30' },
+      ]));
+    }
+    // Each service registers in its own group's target group only.
+    const services = Object.values(t.findResources('AWS::ECS::Service'));
+    for (const group of fleet.router.groups) {
+      const service = services.find((s) => s.Properties.ServiceName === `orders-router-eu-west-1-${group.name}`)!;
+      expect(service.Properties.LoadBalancers).toEqual([{ ContainerName: 'haproxy', ContainerPort: 8080, TargetGroupArn: { Ref: expect.stringMatching(new RegExp(`^Targets${group.name}`)) } }]);
+    }
+    // The listener's default action: every group's target group with its weight (weight = tasks by default).
+    const [listener] = Object.values(t.findResources('AWS::ElasticLoadBalancingV2::Listener'));
+    expect(listener.Properties.DefaultActions).toEqual([{
+      Type: 'forward',
+      ForwardConfig: { TargetGroups: fleet.router.groups.map((g) => ({ TargetGroupArn: { Ref: expect.stringMatching(new RegExp(`^Targets${g.name}`)) }, Weight: g.tasks })) },
+    }]);
+  });
+
+  it('forwards by the configured weights, and a drained group (weight 0) keeps its target group and tasks', () => {
+    const drained = resolve({ ...validInput(), router: { ...validInput().router, groups: [{ name: 'canary', tasks: 2, weight: 0 }, { name: 'main', tasks: 6, weight: 900 }, { name: 'extra', tasks: 3, weight: 99 }] } });
+    const template = Template.fromStack(new RouterStack(cdkApp(), 'router-weights', { fleet: drained, region: 'eu-west-1' }));
+    const [listener] = Object.values(template.findResources('AWS::ElasticLoadBalancingV2::Listener'));
+    expect(listener.Properties.DefaultActions[0].ForwardConfig.TargetGroups.map((g: { Weight: number }) => g.Weight)).toEqual([0, 900, 99]);
+    template.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 3);
+    expect(Object.values(template.findResources('AWS::ECS::Service')).map((s) => s.Properties.DesiredCount)).toEqual([2, 6, 3]);
   });
 
   it('reaches every cell of the fleet from every region, across regions over PrivateLink', () => {
@@ -239,12 +289,21 @@ describe('RouterStack', () => {
   it('alarms on router 5xx, rejected keys, stale mappings, rejected documents, unhealthy tasks, and per cell', () => {
     const names = Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string | undefined).filter((n): n is string => n !== undefined).sort();
     for (const group of ['canary', 'main']) {
-      for (const kind of ['5xx', 'rejected-keys', 'stale-mapping', 'rejected-documents', 'unhealthy-tasks']) expect(names).toContain(`orders-router-eu-west-1-${group}-${kind}`);
+      for (const kind of ['5xx', 'rejected-keys', 'stale-mapping', 'rejected-documents', 'unhealthy-tasks', 'connection-use', 'unhealthy-targets']) expect(names).toContain(`orders-router-eu-west-1-${group}-${kind}`);
     }
     // Every cell, wherever it lives: a region's routers send traffic to all of them.
     const cellAlarms = Object.values(links.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string).sort();
     expect(cellAlarms).toEqual(fleet.cells.map((c) => `orders-router-eu-west-1-cell-${c.id}-errors`).sort());
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'orders-router-eu-west-1-main-stale-mapping', Threshold: 600, TreatMissingData: 'breaching' });
+    // Per task, before saturation: the busiest task above 80% (readiness turns off at 90%).
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'orders-router-eu-west-1-main-connection-use', MetricName: 'ConnectionUsePercent', Statistic: 'Maximum', Threshold: CONNECTION_USE_ALARM_PERCENT,
+      Dimensions: [{ Name: 'RouterGroup', Value: 'main' }],
+    });
+    // The group's own target group's failed readiness checks.
+    const [unhealthy] = Object.values(t.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: 'orders-router-eu-west-1-main-unhealthy-targets' } }));
+    expect(unhealthy.Properties).toMatchObject({ Namespace: 'AWS/NetworkELB', MetricName: 'UnHealthyHostCount' });
+    expect(JSON.stringify(unhealthy.Properties.Dimensions)).toMatch(/"TargetGroup".*Targetsmain/);
   });
 
   it('sends every router alarm, composites included, to an encrypted topic on ALARM and on OK', () => {
@@ -254,7 +313,7 @@ describe('RouterStack', () => {
     // Ours, by name (the services' target-tracking alarms belong to auto scaling and page nobody).
     const alarms = [...Object.values(t.findResources('AWS::CloudWatch::Alarm')), ...Object.values(t.findResources('AWS::CloudWatch::CompositeAlarm'))]
       .filter((a) => String(a.Properties.AlarmName).startsWith('orders-router-eu-west-1-'));
-    expect(alarms.length).toBe(5 * 2 + 2); // five per group, a composite per group
+    expect(alarms.length).toBe(7 * 2 + 2); // seven per group, a composite per group
     for (const alarm of alarms) {
       expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[{ Ref: topicId }], [{ Ref: topicId }]]);
     }
@@ -285,7 +344,7 @@ describe('RouterStack', () => {
     const widgets = bodies.map((b) => (b.match(/\\"type\\":\\"metric\\"/g) ?? []).length);
     expect(names(template)).toEqual(['orders-router-eu-west-1', 'orders-router-eu-west-1-cells-2']);
     expect(stack.dashboards).toHaveLength(2);
-    expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 3 * large.router.groups.length, 3 * 80]);
+    expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 4 * large.router.groups.length, 3 * 80]);
     expect(Math.max(...widgets)).toBeLessThanOrEqual(500);
     for (const cell of large.cells) expect(bodies.some((b) => b.includes(`cell ${cell.id}: requests`))).toBe(true);
     // 230 cells: three nested stacks of links; every template under CloudFormation's 500 resources and 1 MB.
