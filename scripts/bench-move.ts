@@ -35,6 +35,9 @@ async function main(): Promise<void> {
   const dbs: Record<string, CellDatabase> = { 'cell-a': db('cell_a'), 'cell-b': db('cell_b') };
   for (const d of Object.values(dbs)) {
     const pool = new Pool({ ...d, max: 1 });
+    // pool.end() resolves before its client's socket closes: the server stopping at the end must not
+    // crash the bench with 57P01 (likewise the writers' clients below; their queries still reject).
+    pool.on('error', () => undefined);
     await migrate(pool);
     await pool.end();
   }
@@ -67,6 +70,7 @@ async function main(): Promise<void> {
   const client = async (cell: string) => {
     if (!clients.has(cell)) {
       const c = new Client(dbs[cell]);
+      c.on('error', () => undefined);
       await c.connect();
       clients.set(cell, c);
     }

@@ -167,6 +167,9 @@ export async function injectFault(fault: FaultKind, cell: LocalCell, o: { router
       // Another session keeps taking an ACCESS EXCLUSIVE lock on the items table: every statement on
       // it waits behind the lock, as with a long migration or a runaway transaction.
       const admin = new Client({ connectionString: cell.database.url('cell') });
+      // Without a listener, PostgreSQL's 57P01 at a shutdown (a failed run stopping the fleet) reaching
+      // the idle client would crash the run; a query in flight still rejects with it, ending the loop.
+      admin.on('error', () => undefined);
       await admin.connect();
       let running = true;
       const loop = (async () => {

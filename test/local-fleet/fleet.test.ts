@@ -1,12 +1,12 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { Client } from 'pg';
 import { LocalFleet, readFleetFile, startLocalFleet } from '../../lib/local-fleet';
 import { runCli } from '../../lib/cli';
 import { lookup, parseMapping } from '../../lib/mapping';
 import { until } from '../support/cells';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
 import { api } from '../support/workload';
+import { testClient } from '../support/postgres';
 
 let dir: string;
 let fleet: LocalFleet;
@@ -61,11 +61,9 @@ test('every tenant is served by the cell the mapping names, and its data lands i
     expect(r.headers.get('x-cell')).toBe(cell);
     seen.add(cell);
     for (const c of fleet.cells) {
-      const db = new Client({ connectionString: c.database.url('cell') });
-      await db.connect();
-      const n = (await db.query('select count(*)::int as n from items where tenant_id = $1', [tenant])).rows[0].n;
-      await db.end();
-      expect([c.id, n]).toEqual([c.id, c.id === cell ? 1 : 0]);
+      const db = await testClient({ connectionString: c.database.url('cell') });
+      const { rows } = await db.query('select count(*)::int as n from items where tenant_id = $1', [tenant]).finally(() => db.end());
+      expect([c.id, rows[0].n]).toEqual([c.id, c.id === cell ? 1 : 0]);
     }
   }
   expect(seen.size).toBeGreaterThan(1);

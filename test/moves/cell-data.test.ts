@@ -1,11 +1,11 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Client } from 'pg';
 import { bucketOf } from '../../lib/mapping';
 import { bucketSql, CellDatabase, PostgresCellData } from '../../lib/moves/cell-data';
 import { LocalHandoffStore, MoveSubject, systemClock } from '../../lib/moves';
 import { PostgresServer, sql, startPostgres } from './postgres-fixture';
+import { testClient } from '../support/postgres';
 
 let pg: PostgresServer;
 let dir: string;
@@ -108,8 +108,7 @@ describe('PostgresCellData', () => {
   test('a writer holding an older row_version when the delta is cut is not skipped', async () => {
     const { a, b, dbA, close } = await twoCells();
     const subject: MoveSubject = { kind: 'tenant', tenant: 'slow' };
-    const writer = new Client(dbA);
-    await writer.connect();
+    const writer = await testClient(dbA);
     try {
       // The writer takes row_version N and stays open; a later writer commits N+1 first.
       await writer.query('begin');

@@ -7,7 +7,8 @@ import {
   FileRoutingControl, LocalHandoffStore, LocalMoveStore, MoveLimits, MoverDeps, systemClock,
 } from '../../lib/moves';
 import { CellDatabase, PostgresCellData } from '../../lib/moves/cell-data';
-import { PostgresServer } from './postgres-fixture';
+import { PostgresServer, sql } from './postgres-fixture';
+import { testClient } from '../support/postgres';
 
 export const BUCKETS = 1024;
 
@@ -44,29 +45,16 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
   const opened: PostgresCellData[] = [];
   const clients = new Map<string, Client>();
   const client = async (cell: string) => {
-    if (!clients.has(cell)) {
-      const c = new Client(dbs[cell]);
-      c.on('error', () => undefined); // the server stopping at the end of a failed test
-      await c.connect();
-      clients.set(cell, c);
-    }
+    if (!clients.has(cell)) clients.set(cell, await testClient(dbs[cell]));
     return clients.get(cell)!;
   };
-  const sql = async <T extends Record<string, unknown>>(cell: string, text: string, params: unknown[] = []) => {
-    const c = new Client(dbs[cell]);
-    await c.connect();
-    try {
-      return (await c.query<T>(text, params)).rows;
-    } finally {
-      await c.end();
-    }
-  };
+  const cellSql = <T extends Record<string, unknown>>(cell: string, text: string, params: unknown[] = []) => sql<T>(dbs[cell], text, params);
   return {
     dbs,
     mappingFile,
     stateDir: path.join(dir, 'moves'),
     mapping,
-    sql,
+    sql: cellSql,
     deps: (overrides = {}) => {
       const cells = new Map<string, PostgresCellData>();
       return {

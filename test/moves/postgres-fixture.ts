@@ -1,7 +1,6 @@
-import { Client, Pool } from 'pg';
 import { migrate } from '../../lib/workload/migrations';
 import { CellDatabase } from '../../lib/moves/cell-data';
-import { startTestPostgres, TestPostgres } from '../support/postgres';
+import { startTestPostgres, TestPostgres, testClient, testPool } from '../support/postgres';
 
 /**
  * Cell databases for the move tests on the shared real-PostgreSQL test helper: each is migrated
@@ -30,8 +29,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     database,
     createDatabase: async (prefix, schema) => {
       const name = await pg.database(prefix.replace(/[^a-z0-9_]/gi, '_'));
-      const pool = new Pool({ ...database(name), max: 1 });
-      pool.on('error', () => undefined);
+      const pool = testPool({ ...database(name), max: 1 });
       try {
         if (schema !== undefined) {
           await pool.query(schema);
@@ -50,8 +48,7 @@ export async function startPostgres(): Promise<PostgresServer> {
 
 /** Rows of one query on a cell database, on a connection of its own. */
 export async function sql<T extends Record<string, unknown>>(db: CellDatabase, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client(db);
-  await client.connect();
+  const client = await testClient(db);
   try {
     return (await client.query<T>(text, params)).rows;
   } finally {

@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { Client } from 'pg';
+import { Client, ClientConfig, Pool, PoolConfig } from 'pg';
 import { makeTempDir, PostgresServer, startPostgresServer } from '../../lib/local-fleet/postgres';
 
 /**
@@ -20,6 +20,29 @@ export interface TestPostgres {
 
 let counter = 0;
 
+/*
+ * Clients and pools for a server that a test stops. At shutdown PostgreSQL sends 57P01 to every
+ * connection still open, and a Client or Pool without an 'error' listener throws it from an idle
+ * connection as an uncaught exception, failing whatever test runs then. `pool.end()` resolves
+ * before its clients' sockets close, so even an ended pool can get one. A query in flight still
+ * rejects with the error, so the listener hides nothing a test checks.
+ */
+
+/** A connected pg Client that survives the server stopping under it (the caller ends it). */
+export async function testClient(config: ClientConfig): Promise<Client> {
+  const client = new Client(config);
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+/** A pg Pool that survives the server stopping under it (the caller ends it). */
+export function testPool(config: PoolConfig): Pool {
+  const pool = new Pool(config);
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 export async function startTestPostgres(): Promise<TestPostgres> {
   const root = makeTempDir('cells-pg-');
   let server: PostgresServer;
@@ -29,11 +52,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     fs.rmSync(root, { recursive: true, force: true });
     throw error;
   }
-  const client = async (database: string) => {
-    const c = new Client({ host: server.host, port: server.port, user: server.user, password: server.password, database });
-    await c.connect();
-    return c;
-  };
+  const client = (database: string) => testClient({ host: server.host, port: server.port, user: server.user, password: server.password, database });
   return {
     server,
     client,

@@ -2,17 +2,13 @@ import * as fc from 'fast-check';
 import { Pool } from 'pg';
 import { bucketOf } from '../../lib/mapping';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersion } from '../../lib/workload';
-import { startTestPostgres, TestPostgres } from '../support/postgres';
+import { startTestPostgres, TestPostgres, testPool } from '../support/postgres';
 
 let pg: TestPostgres;
 const pools: Pool[] = [];
 
 function poolFor(database: string): Pool {
-  const pool = new Pool({ host: pg.server.host, port: pg.server.port, user: pg.server.user, password: pg.server.password, database, max: 2 });
-  // pool.end() resolves before each client's Terminate reaches the server; the server's shutdown in
-  // afterAll can then reach a closing client as 57P01, which an unlistened pool throws (as the
-  // workload's own pool does, ignore it: the pool drops that client).
-  pool.on('error', () => undefined);
+  const pool = testPool({ host: pg.server.host, port: pg.server.port, user: pg.server.user, password: pg.server.password, database, max: 2 });
   pools.push(pool);
   return pool;
 }
