@@ -12,8 +12,11 @@ export function isExampleAccountId(id: string): boolean {
   return DOCUMENTATION_IDS.has(id) || /^(\d)\1{10}\d$/.test(id);
 }
 
-/** The example accounts among `environments`, each once, with what the fleet uses it for. */
-export function exampleAccounts(environments: readonly { readonly account: string; readonly purposes: readonly string[] }[]): string[] {
+/**
+ * The example accounts among `environments`: how many, and a short list saying what the fleet uses
+ * each for (cell accounts summarized when there are more than two: `8 cell accounts (333333333330 … 333333333337)`).
+ */
+export function exampleAccounts(environments: readonly { readonly account: string; readonly purposes: readonly string[] }[]): { count: number; summary: string } {
   const purposes = new Map<string, Set<string>>();
   for (const e of environments) {
     if (!isExampleAccountId(e.account)) continue;
@@ -21,5 +24,9 @@ export function exampleAccounts(environments: readonly { readonly account: strin
     e.purposes.forEach((p) => set.add(p));
     purposes.set(e.account, set);
   }
-  return [...purposes].map(([account, set]) => `${account} (${[...set].join(', ')})`);
+  const onlyCell = (set: Set<string>) => [...set].every((p) => p.startsWith('cell '));
+  const cells = [...purposes].filter(([, set]) => onlyCell(set)).map(([account]) => account);
+  const named = [...purposes].filter(([account]) => cells.length <= 2 || !cells.includes(account)).map(([account, set]) => `${account} (${[...set].join(', ')})`);
+  if (cells.length > 2) named.push(`${cells.length} cell accounts (${cells[0]} … ${cells[cells.length - 1]})`);
+  return { count: purposes.size, summary: named.join(', ') };
 }

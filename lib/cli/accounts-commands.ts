@@ -108,10 +108,10 @@ export function accountsCommand(io: CliIo): Command {
       const launcher = flags.cdk.split(' ').filter(Boolean);
       const examples = exampleAccounts(environments);
       const fix = `put your tooling and router account ids in ${flags.config} (\`accounts.tooling\`, \`accounts.router\`) and vend the cell accounts with \`cellctl accounts ensure\` (remove the shipped cells.accounts.json first)`;
-      if (examples.length > 0 && flags.run && !flags.allowExampleAccounts) {
-        throw new CliError(`refusing to bootstrap the example account ids of the sample config: ${examples.join(', ')}; ${fix}; if these really are your accounts, add --allow-example-accounts`);
+      if (examples.count > 0 && flags.run && !flags.allowExampleAccounts) {
+        throw new CliError(`refusing to bootstrap the example account ids of the sample config: ${examples.summary}; ${fix}; if these really are your accounts, add --allow-example-accounts`);
       }
-      if (examples.length > 0 && !flags.run) io.err(`note: ${examples.length} of these accounts are examples from the sample config (${examples.join(', ')}); ${fix}\n`);
+      if (examples.count > 0 && !flags.run) io.err(`note: ${examples.count} of these accounts are examples from the sample config: ${examples.summary}; ${fix}\n`);
       if (!flags.run) {
         io.out(flags.json
           ? json(environments.map((e) => ({ account: e.account, region: e.region, purposes: e.purposes, command: [...launcher, ...e.args] })))

@@ -91,7 +91,7 @@ describe('cellctl accounts', () => {
     ]);
     expect(printed.out).toContain('npx cdk bootstrap aws://333333333334/us-east-1 --trust 111111111111');
     // The commands still print (they are what to run), with a note that these accounts are examples.
-    expect(printed.err).toMatch(/^note: 10 of these accounts are examples from the sample config \(111111111111 \(tooling\), .*; put your tooling and router account ids in /);
+    expect(printed.err).toMatch(/^note: 10 of these accounts are examples from the sample config: 111111111111 \(tooling\), 222222222222 \(router\), 8 cell accounts \(333333333330 … 333333333337\); put your tooling and router account ids in /);
   });
 
   describe('--run', () => {
@@ -113,8 +113,7 @@ describe('cellctl accounts', () => {
       expect(ran.code).toBe(1);
       expect(ran.out).toBe('');
       expect(ran.err.trim().split('\n')).toHaveLength(1);
-      expect(ran.err).toContain('error: refusing to bootstrap the example account ids of the sample config: 111111111111 (tooling), 222222222222 (router), 333333333330 (cell canary-eu), ');
-      expect(ran.err).toContain('333333333337 (cell us-4); put your tooling and router account ids in ');
+      expect(ran.err).toContain('error: refusing to bootstrap the example account ids of the sample config: 111111111111 (tooling), 222222222222 (router), 8 cell accounts (333333333330 … 333333333337); put your tooling and router account ids in ');
       expect(ran.err).toContain('(`accounts.tooling`, `accounts.router`) and vend the cell accounts with `cellctl accounts ensure` (remove the shipped cells.accounts.json first); if these really are your accounts, add --allow-example-accounts');
       expect(sts.commandCalls(GetCallerIdentityCommand)).toHaveLength(0);
       expect(cdk.calls()).toHaveLength(0);
