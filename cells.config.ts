@@ -77,6 +77,8 @@ export default defineFleet({
       branch: 'main',
     },
     manualApproval: true,
+    // The pipeline assumes the CDK bootstrap roles of this organization's accounts by name pattern.
+    organizationId: 'o-a1b2c3d4e5',
     deploymentWindow: { cron: '* * 8-16 ? * MON-THU *', timeZone: 'UTC' },
   },
   router: {

@@ -6,17 +6,21 @@
  * count at which each limit is reached (every one of these grows linearly with the cell accounts).
  *
  *   npm run bench:pipeline-ceiling -- 20 70
+ *   npm run bench:pipeline-ceiling -- --no-org 20 70   (without pipeline.organizationId: the
+ *     bootstrap-role grants list the fleet's accounts instead of naming the organization)
  *
  * Each size synthesizes every cell stack (about 3.5 s per cell on a 2-core machine).
  */
+import * as fs from 'fs';
 import * as path from 'path';
 import { App, Stack, Stage } from 'aws-cdk-lib';
 import { cdkJsonContext } from '../lib/app';
+import { CLOUDFORMATION_TEMPLATE_BYTES } from '../lib/app/template-size';
 import { generateFleet, resolveFleet } from '../lib/fleet';
 import { PipelineStack } from '../lib/pipeline';
 import { POLICY_LIMITS, policiesOverLimit, policySize } from '../lib/pipeline/policy-limits';
 
-type Kind = 'IAM statement' | 'managed policy' | 'role inline policies' | 'bucket policy' | 'key policy';
+type Kind = 'IAM statement' | 'managed policy' | 'role inline policies' | 'bucket policy' | 'key policy' | 'pipeline template';
 const LIMIT: Record<Kind, number> = {
   // CDK moves statements that do not fit the role's inline policies into managed policies, but one
   // statement cannot be split: the largest statement must fit a managed policy.
@@ -25,24 +29,32 @@ const LIMIT: Record<Kind, number> = {
   'role inline policies': POLICY_LIMITS.roleInline,
   'bucket policy': POLICY_LIMITS['AWS::S3::BucketPolicy'],
   'key policy': POLICY_LIMITS['AWS::KMS::Key'],
+  // Bytes of the pipeline's own template (one deploy action per cell), as synth writes it.
+  'pipeline template': CLOUDFORMATION_TEMPLATE_BYTES,
 };
 
 function largest(cells: number): { best: Record<Kind, { size: number; what: string }>; over: string[] } {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const input = (require(path.join(__dirname, '..', 'cells.config.ts')) as { default: Parameters<typeof generateFleet>[0] }).default;
-  const fleet = resolveFleet(generateFleet(input, cells));
+  const generated = generateFleet(input, cells);
+  const fleet = resolveFleet(noOrg ? { ...generated, pipeline: { ...generated.pipeline!, organizationId: undefined } } : generated);
   const app = new App({ context: cdkJsonContext() });
   // The stack alone, without the size check addPipeline registers: this script measures past the limits.
   const pipeline = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
   const stacks: Stack[] = [pipeline, ...Object.values(pipeline.pipeline.pipeline.crossRegionSupport).map((s) => s.stack)];
   const best: Record<Kind, { size: number; what: string }> = {
-    'IAM statement': { size: 0, what: '' }, 'managed policy': { size: 0, what: '' }, 'role inline policies': { size: 0, what: '' }, 'bucket policy': { size: 0, what: '' }, 'key policy': { size: 0, what: '' },
+    'IAM statement': { size: 0, what: '' }, 'managed policy': { size: 0, what: '' }, 'role inline policies': { size: 0, what: '' }, 'bucket policy': { size: 0, what: '' }, 'key policy': { size: 0, what: '' }, 'pipeline template': { size: 0, what: '' },
   };
   const over: string[] = [];
   const note = (kind: Kind, size: number, what: string) => { if (size > best[kind].size) best[kind] = { size, what }; };
   for (const stack of stacks) {
     const template = (Stage.of(stack) ?? app).synth().getStackArtifact(stack.artifactId).template as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
     over.push(...policiesOverLimit(template).map((o) => `${stack.stackName}: ${o.what} ${o.size} > ${o.limit}`));
+    if (stack === pipeline) {
+      const bytes = fs.statSync(path.join(app.outdir, stack.templateFile)).size;
+      note('pipeline template', bytes, stack.stackName);
+      if (bytes > CLOUDFORMATION_TEMPLATE_BYTES) over.push(`${stack.stackName}: template ${bytes} bytes > ${CLOUDFORMATION_TEMPLATE_BYTES}`);
+    }
     const inline = new Map<string, number>();
     for (const [id, r] of Object.entries(template.Resources)) {
       const p = r.Properties ?? {};
@@ -59,7 +71,8 @@ function largest(cells: number): { best: Record<Kind, { size: number; what: stri
   return { best, over };
 }
 
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const noOrg = process.argv.includes('--no-org');
+const sizes = process.argv.slice(2).filter((a) => a !== '--no-org').map(Number).filter((n) => n > 0);
 if (sizes.length < 2) {
   console.error('usage: npm run bench:pipeline-ceiling -- <cells> <cells> [...]  (at least two fleet sizes)');
   process.exit(2);

@@ -112,6 +112,7 @@ const PIPELINE = object<PipelineConfig>({
   region: optional(string),
   manualApproval: optional(boolean),
   deploymentWindow: optional(object<NonNullable<PipelineConfig['deploymentWindow']>>({ cron: string, timeZone: optional(string) })),
+  organizationId: optional(string),
 });
 
 /** `cells.config.ts`'s default export. */

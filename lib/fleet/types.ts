@@ -220,6 +220,13 @@ export interface PipelineConfig {
    * (`* * 8-16 ? * MON-THU *` = 08:00-16:59 Monday to Thursday); not an EventBridge `cron(...)`.
    */
   readonly deploymentWindow?: { readonly cron: string; readonly timeZone?: string };
+  /**
+   * AWS Organizations id (`o-…`) of the accounts the pipeline deploys to. The pipeline's roles then
+   * assume the CDK bootstrap roles by name pattern in this organization (`aws:ResourceOrgID`), a policy
+   * of constant size; without it they list the fleet's accounts (`aws:ResourceAccount`), about 15
+   * characters per account (lib/pipeline/bootstrap-grants.ts, README "How many cells one pipeline holds").
+   */
+  readonly organizationId?: string;
 }
 
 /** What you write in `cells.config.ts`. */

@@ -242,6 +242,9 @@ function pipelineProblems(input: FleetInput): string[] {
     problems.push("pipeline.source: set { kind: 'connection', connectionArn, repository, branch } or { kind: 's3', bucketName, objectKey }");
   }
   if (pipeline.region !== undefined && !input.regions?.[pipeline.region]) problems.push(`pipeline.region: \`${pipeline.region}\` is not one of the fleet's regions`);
+  if (pipeline.organizationId !== undefined && !/^o-[a-z0-9]{10,32}$/.test(pipeline.organizationId)) {
+    problems.push(`pipeline.organizationId: \`${pipeline.organizationId}\` is not an AWS Organizations id (o- and 10 to 32 lowercase letters or digits; \`aws organizations describe-organization --query Organization.Id\`)`);
+  }
   if (pipeline.deploymentWindow) {
     for (const problem of deploymentWindowProblems(String(pipeline.deploymentWindow.cron ?? ''))) problems.push(`pipeline.deploymentWindow.cron: ${problem}`);
   }

@@ -6,3 +6,4 @@ export * from './deployment-window';
 export * from './synth';
 export * from './protect';
 export * from './policy-limits';
+export * from './bootstrap-grants';

@@ -11,6 +11,7 @@ import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments, BakeTarget } from './bake';
+import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
 import { applyStageConditions } from './stage-conditions';
 import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
@@ -155,6 +156,9 @@ export class PipelineStack extends Stack {
     this.routerStages = routerStages;
 
     this.pipeline.buildPipeline();
+    // The pipeline and asset roles assume every environment's bootstrap roles: by pattern, in the
+    // organization (or the fleet's accounts), not one ARN per environment (bootstrap-grants.ts).
+    grantBootstrapRolesByPattern(fleetWideRoles(this.pipeline), { organizationId: fleet.pipeline.organizationId });
     const stageCount = this.pipeline.pipeline.stages.length;
     if (stageCount > MAX_PIPELINE_STAGES) {
       throw new WavePlanError(

@@ -117,7 +117,7 @@ export class PolicySizeLimit implements IPolicyValidationPlugin {
     const violations = context.stackTemplates.flatMap((t) => policiesOverLimit(JSON.parse(fs.readFileSync(t.templatePath, 'utf8'))).map((o) => ({
       ruleName: 'policy-size',
       description: `${path.basename(t.templatePath)}: ${o.what} is ${o.size} characters; the limit is ${o.limit}`,
-      fix: 'the pipeline\'s policies grow with every cell account and region: split the fleet across pipelines (see README, "How many cells one pipeline holds")',
+      fix: 'the pipeline\'s policies grow with every cell account and region: set pipeline.organizationId if it is not set (the bootstrap-role grants then stay the same size), otherwise split the fleet across pipelines (see README, "How many cells one pipeline holds")',
       violatingResources: [{ templatePath: t.templatePath, locations: [], constructPath: t.stackConstructPath }],
     })));
     return { success: violations.length === 0, violations };

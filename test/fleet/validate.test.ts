@@ -71,6 +71,7 @@ describe('fleetProblems', () => {
     ['router slots out of range', (i) => ({ ...i, router: { slots: 5000 } }), /router.slots: 5000 must be an integer from 2 to 1000/],
     ['account email without {cell}', (i) => ({ ...i, organization: { accountEmail: 'ops@example.com', organizationalUnitId: 'ou-ab12-cells001' } }), /organization.accountEmail: `ops@example.com` must be an email address containing \{cell\}/],
     ['bad OU id', (i) => ({ ...i, organization: { accountEmail: 'aws+{cell}@example.com', organizationalUnitId: 'cells' } }), /organization.organizationalUnitId: `cells` is not an OU id/],
+    ['bad organization id', (i) => ({ ...i, pipeline: { ...i.pipeline!, organizationId: 'ou-ab12-cells001' } }), /pipeline.organizationId: `ou-ab12-cells001` is not an AWS Organizations id \(o- and 10 to 32/],
     ['certificate from another account', editCell(1, { certificateArn: 'arn:aws:acm:eu-west-1:999999999999:certificate/abc' }), /certificateArn must be an ACM certificate in the cell's own account and region/],
   ];
 

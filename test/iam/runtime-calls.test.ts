@@ -40,6 +40,9 @@ function cliActions(script: string): string[] {
   return [...actions].sort();
 }
 
+/** An account outside the fleet's organization, bootstrapped trusting the tooling account all the same. */
+const OUTSIDER = '999999999999';
+
 const trustArgs = (args: readonly string[]) => (args.includes('--trust') ? args[args.indexOf('--trust') + 1] : '');
 
 describe('IAM: the runtime calls against the synthesized policies (example fleet, pipeline)', () => {
@@ -56,7 +59,9 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     // The bootstrap stacks, exactly as `cellctl accounts bootstrap` would create them.
     const bootstrapped = bootstrapEnvironments(fleet, { executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess' })
       .map((e) => bootstrapStack(e.account, e.region, { TrustedAccounts: trustArgs(e.args), CloudFormationExecutionPolicies: e.args.at(-1)! }));
-    world = new PolicyWorld([...deployed, ...bootstrapped]);
+    // Every account of the fleet is in the example organization (pipeline.organizationId); 999999999999 is not.
+    const members = [fleet.accounts.tooling, fleet.accounts.router, ...fleet.cells.map((c) => c.account)];
+    world = new PolicyWorld([...deployed, ...bootstrapped, bootstrapStack(OUTSIDER, 'eu-west-1', { TrustedAccounts: fleet.accounts.tooling, CloudFormationExecutionPolicies: 'arn:aws:iam::aws:policy/AdministratorAccess' })], { id: fleet.pipeline!.organizationId!, accounts: members });
     agents = world.resourcesOf('AWS::ECS::TaskDefinition').flatMap((task) => {
       const env = Object.fromEntries((task.properties.ContainerDefinitions as { Environment?: { Name: string; Value: string }[] }[])
         .flatMap((c) => c.Environment ?? []).map((e) => [e.Name, e.Value]));
@@ -259,12 +264,57 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       }
     }
     expect(missing).toEqual([]);
+    // Each environment's publishing roles: the asset steps' roles may assume them (granted by pattern
+    // in the organization, lib/pipeline/bootstrap-grants.ts).
+    const files = toolingRoles.find((r) => /AssetsFileRole/.test(r.logicalId))!;
+    const pipelineRole = toolingRoles.find((r) => /^PipelineRole[0-9A-F]{8}$/.test(r.logicalId))!;
+    for (const cell of fleet.cells) {
+      calls.push({ who: `${cell.id} deploy, by the pipeline role`, principal: pipelineRole, action: 'sts:AssumeRole', resource: `arn:aws:iam::${cell.account}:role/cdk-hnb659fds-deploy-role-${cell.account}-${cell.region}`, expect: 'Allowed' });
+      calls.push({ who: `${cell.id} files`, principal: files, action: 'sts:AssumeRole', resource: `arn:aws:iam::${cell.account}:role/cdk-hnb659fds-file-publishing-role-${cell.account}-${cell.region}`, expect: 'Allowed' });
+    }
     // The router stacks' images: the pipeline's asset step publishes them with the router account's image-publishing role.
     const images = toolingRoles.find((r) => /AssetsDocker/.test(r.logicalId));
     for (const region of Object.keys(fleet.regions)) {
       calls.push({ who: `images for ${region}`, principal: images!, action: 'sts:AssumeRole', resource: `arn:aws:iam::${fleet.accounts.router}:role/cdk-hnb659fds-image-publishing-role-${fleet.accounts.router}-${region}`, expect: 'Allowed' });
     }
     expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  // Issue 12 item 14: the pipeline's roles name the bootstrap roles by pattern; the organization
+  // condition is what keeps them inside the fleet. Before, every environment's role ARN was listed.
+  it('keeps the pipeline\'s bootstrap-role patterns inside the organization and on the bootstrap roles the pipeline uses', async () => {
+    const toolingRoles = world.roles().filter((r) => r.account === fleet.accounts.tooling && !r.name.startsWith('cdk-'));
+    const pipelineRole = toolingRoles.find((r) => /^PipelineRole[0-9A-F]{8}$/.test(r.logicalId))!;
+    const files = toolingRoles.find((r) => /AssetsFileRole/.test(r.logicalId))!;
+    const images = toolingRoles.find((r) => /AssetsDockerRole/.test(r.logicalId))!;
+    const cell = fleet.cells[0];
+    const bootstrapRole = (account: string, kind: string, region = 'eu-west-1') => `arn:aws:iam::${account}:role/cdk-hnb659fds-${kind}-role-${account}-${region}`;
+    // A role that trusts the tooling account, so only the caller's identity policy decides.
+    const trustsTooling = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` }, Action: 'sts:AssumeRole' }] };
+    const calls: Call[] = [
+      // An account outside the organization, bootstrapped trusting the tooling account: its roles match the patterns, the condition refuses them.
+      { who: 'outsider deploy role', principal: pipelineRole, action: 'sts:AssumeRole', resource: bootstrapRole(OUTSIDER, 'deploy'), expect: 'Denied' },
+      { who: 'outsider file-publishing role', principal: files, action: 'sts:AssumeRole', resource: bootstrapRole(OUTSIDER, 'file-publishing'), expect: 'Denied' },
+      { who: 'outsider image-publishing role', principal: images, action: 'sts:AssumeRole', resource: bootstrapRole(OUTSIDER, 'image-publishing'), expect: 'Denied' },
+    ];
+    const decided: string[] = await mismatches(world, calls);
+    // Inside the organization: only the kind of bootstrap role each role uses, and no other role of a cell.
+    for (const [who, principal, arn] of [
+      ['pipeline role, cfn-exec role', pipelineRole, bootstrapRole(cell.account, 'cfn-exec', cell.region)],
+      ['pipeline role, lookup role', pipelineRole, bootstrapRole(cell.account, 'lookup', cell.region)],
+      ['pipeline role, file-publishing role', pipelineRole, bootstrapRole(cell.account, 'file-publishing', cell.region)],
+      ['file role, deploy role', files, bootstrapRole(cell.account, 'deploy', cell.region)],
+      ['image role, deploy role', images, bootstrapRole(cell.account, 'deploy', cell.region)],
+      ['pipeline role, a region the fleet does not use', pipelineRole, bootstrapRole(cell.account, 'deploy', 'ap-southeast-2')],
+      ['pipeline role, the cell\'s bake watcher', pipelineRole, `arn:aws:iam::${cell.account}:role/${bakeWatcherRoleName(fleet.app, cell.id)}`],
+    ] as const) {
+      const got = await world.decide(principal, 'sts:AssumeRole', arn, {}, trustsTooling);
+      if (got === 'Allowed') decided.push(`${who}: ${arn} -> Allowed, expected Denied`);
+    }
+    // The same pattern in an organization member account is allowed: the condition, not the name, refused the outsider.
+    const member = await world.decide(pipelineRole, 'sts:AssumeRole', bootstrapRole(cell.account, 'deploy', cell.region), {}, trustsTooling);
+    expect(decided).toEqual([]);
+    expect(member).toBe('Allowed');
   });
 
   it('lets nothing in one cell\'s account touch another cell\'s resources, nor the routers\' task roles touch a cell', async () => {

@@ -82,7 +82,11 @@ export class PolicyWorld {
   private readonly byArn = new Map<string, Resolved>();
   private readonly exportsByName = new Map<string, Json>();
 
-  constructor(public readonly stacks: readonly DeployedTemplate[]) {
+  /**
+   * `organization`: the AWS Organizations id and its member accounts, for `aws:ResourceOrgID` in the
+   * request context (IAM sets it when the resource's account is in an organization).
+   */
+  constructor(public readonly stacks: readonly DeployedTemplate[], private readonly organization?: { readonly id: string; readonly accounts: readonly string[] }) {
     for (const stack of stacks) {
       for (const output of Object.values<Json>(stack.template.Outputs ?? {})) {
         if (output.Export?.Name) this.exportsByName.set(String(this.resolve(stack, output.Export.Name)), { stack, value: output.Value });
@@ -385,6 +389,7 @@ export class PolicyWorld {
     externalResourcePolicy?: PolicyDocument,
   ): Promise<Decision> {
     const resourcePolicy = externalResourcePolicy ?? this.resourcePolicy(resource, action);
+    const owner = resource === '*' ? principal.account : externalResourcePolicy ? resource.split(':')[4] : this.ownerOf(resource);
     const response = await runSimulation({
       identityPolicies: principal.identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
       serviceControlPolicies: [],
@@ -393,11 +398,14 @@ export class PolicyWorld {
       request: {
         action,
         principal: principal.arn,
-        resource: { accountId: resource === '*' || externalResourcePolicy ? (resource === '*' ? principal.account : resource.split(':')[4]) : this.ownerOf(resource), resource },
+        resource: { accountId: owner, resource },
         contextVariables: {
           'aws:PrincipalArn': principal.arn,
           'aws:PrincipalAccount': principal.account,
           'aws:SecureTransport': 'true',
+          // Global keys IAM puts in every request context (IAM User Guide, AWS global condition context keys).
+          'aws:ResourceAccount': owner,
+          ...(this.organization?.accounts.includes(owner) ? { 'aws:ResourceOrgID': this.organization.id } : {}),
           ...(action.startsWith('s3:') ? { 's3:ResourceAccount': this.ownerOf(resource) } : {}),
           ...context,
         },
