@@ -21,6 +21,24 @@ export interface DeltaManifest {
   readonly tables: Readonly<Record<string, { readonly rows: number; readonly batches: number; readonly tombstones: number; readonly tombstoneBatches: number }>>;
 }
 
+/**
+ * Per-row hashes of a subject's rows on one cell, for the incremental verify (lib/moves/verify.ts).
+ * A row's hash is the one `checksums` sums, so the two always agree.
+ */
+export interface RowHashes {
+  /**
+   * This cell's own row_version bound (its sequence, after the transactions holding a smaller value
+   * have ended, as for a delta): a later call with `since = upTo` returns every row changed after this one.
+   */
+  readonly upTo: string;
+  /**
+   * Per movable table: `[id, hash]` for each row of the subject with row_version above `since`, and
+   * `[id, null]` for each id deleted since (a tombstone above `since`) that has no row now.
+   * With `since = '0'`: every row of the subject.
+   */
+  readonly tables: Readonly<Record<string, ReadonlyArray<readonly [string, string | null]>>>;
+}
+
 export interface MovedAwayRecord {
   readonly kind: 'tenant' | 'bucket';
   readonly value: string;
@@ -42,6 +60,11 @@ export interface CellData {
   /** Deletes every row of the subject (a target's stale or partial copy). */
   clear(subject: MoveSubject): Promise<number>;
   checksums(subject: MoveSubject): Promise<TableChecksums>;
+  /**
+   * The subject's row hashes changed since `since` (this cell's own row_version). Optional: a cell
+   * without it is verified by full checksums under the freeze.
+   */
+  rowHashes?(subject: MoveSubject, since: string): Promise<RowHashes>;
   /** Records in cf_moved_away that the subject went to `movedTo` (the cell refuses it with 421 from then on). */
   fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void>;
   /** Removes this move's cf_moved_away records (an abort). */
@@ -66,6 +89,16 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 interface TableInfo {
   readonly name: string;
   readonly columns: readonly string[];
+}
+
+/**
+ * A 64-bit hash of one row's text without row_version (each cell numbers its own versions).
+ * hashtextextended is what PostgreSQL's hash partitioning relies on, so it is stable across servers
+ * and versions; about 4x faster than md5 over JSON.
+ */
+function rowHash(table: TableInfo): string {
+  const columns = table.columns.filter((c) => c !== 'row_version').map((c) => `t.${quote(c)}`).join(', ');
+  return `hashtextextended(row(${columns})::text, 0)`;
 }
 
 /** A cell's PostgreSQL, with the schema of contract 2 (tenant_id, row_version, cf_tombstones, cf_moved_away). */
@@ -259,17 +292,47 @@ export class PostgresCellData implements CellData {
       const result: Record<string, { rows: number; checksum: string }> = {};
       for (const table of await this.tables(client)) {
         const params: unknown[] = [];
-        // Order-independent: the sum of a 64-bit hash of each row's text without row_version (each
-        // cell numbers its own versions). hashtextextended is what PostgreSQL's hash partitioning
-        // relies on, so it is stable across servers and versions; about 4x faster than md5 over JSON.
-        const columns = table.columns.filter((c) => c !== 'row_version').map((c) => `t.${quote(c)}`).join(', ');
+        // Order-independent: the sum of each row's hash (rowHash), so it equals the sum the
+        // incremental verify keeps from rowHashes.
         const { rows: [r] } = await client.query<{ n: number; sum: string }>(`
-          select count(*)::int as n, coalesce(sum(hashtextextended(row(${columns})::text, 0)::numeric), 0)::text as sum
+          select count(*)::int as n, coalesce(sum(${rowHash(table)}::numeric), 0)::text as sum
           from ${quote(table.name)} t where ${this.predicate(subject, 'tenant_id', params)}`, params);
         result[table.name] = { rows: r.n, checksum: r.sum };
       }
       return result;
     }));
+  }
+
+  public async rowHashes(subject: MoveSubject, since: string): Promise<RowHashes> {
+    return this.withClient(async (client) => {
+      const upTo = await this.stableUpTo(client);
+      // One snapshot taken after every transaction holding a row_version <= upTo has ended: a row
+      // whose row_version is still <= upTo later is read here in its final state.
+      return this.inTransaction(client, 'isolation level repeatable read read only', async () => {
+        const tables: Record<string, [string, string | null][]> = {};
+        for (const table of await this.tables(client)) {
+          const params: unknown[] = since === '0' ? [] : [since];
+          const where = this.predicate(subject, 'tenant_id', params);
+          // An index on row_version (items has one) makes this proportional to what changed, not to the tenant.
+          const { rows } = await client.query<{ id: string; h: string }>(`
+            select t.id::text as id, ${rowHash(table)}::text as h from ${quote(table.name)} t
+            where ${since === '0' ? 'true' : 't.row_version > $1::bigint'} and ${where}`, params);
+          const changed: [string, string | null][] = rows.map((r) => [r.id, r.h]);
+          if (since !== '0') {
+            const tparams: unknown[] = [since, table.name];
+            const twhere = this.predicate(subject, 'tenant_id', tparams);
+            const { rows: gone } = await client.query<{ id: string }>(`
+              select id from cf_tombstones where row_version > $1::bigint and table_name = $2 and ${twhere}`, tparams);
+            // An id deleted and inserted again has its new row above `since` too (its row_version
+            // comes after the tombstone's), so an id absent from `rows` has no row now.
+            const present = new Set(rows.map((r) => r.id));
+            for (const g of gone) if (!present.has(g.id)) changed.push([g.id, null]);
+          }
+          tables[table.name] = changed;
+        }
+        return { upTo, tables };
+      });
+    });
   }
 
   private recordKeys(subject: MoveSubject): { kind: 'tenant' | 'bucket'; values: string[] } {

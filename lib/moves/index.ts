@@ -7,3 +7,4 @@ export * from './handoff';
 export * from './routing-control';
 export * from './mover';
 export * from './plan';
+export * from './verify';
