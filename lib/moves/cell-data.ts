@@ -187,20 +187,33 @@ export class PostgresCellData implements CellData {
    * The bound of a delta: the sequence's value, after every transaction that may hold a smaller
    * value has finished. Sequence values are handed out before commit, so a writer can commit
    * row_version 100 after another committed 101; copying up to 101 at once would skip 100 forever.
-   * Waiting for the transactions in flight at this point closes that gap.
+   * A writer holding a value may have no transaction id yet (nextval runs in the BEFORE trigger and
+   * assigns one only when it logs the sequence, every 32 values), so the snapshot's in-progress list
+   * misses it; but it started before the sequence was read, so waiting for every transaction that
+   * started before then (pg_stat_activity) closes the gap.
    */
   private async stableUpTo(client: PoolClient): Promise<string> {
     const { rows: [seq] } = await client.query<{ last_value: string }>('select last_value::text from cf_row_version');
-    const { rows: [snap] } = await client.query<{ xip: string[] | null }>('select array_agg(x::text) as xip from pg_snapshot_xip(pg_current_snapshot()) x');
-    const inFlight = snap.xip ?? [];
+    await this.waitForTransactionsBefore(client, 'that may hold a row_version below the delta\'s bound', 'a delta cannot be bounded while they run');
+    return seq.last_value;
+  }
+
+  /**
+   * Waits until every transaction of this database that started before now has ended (the caller's
+   * own session excepted). A transaction that has not written yet has no transaction id, so only
+   * pg_stat_activity shows it.
+   */
+  private async waitForTransactionsBefore(client: PoolClient, what: string, consequence: string): Promise<void> {
+    const { rows: [{ at }] } = await client.query<{ at: string }>('select clock_timestamp()::text as at');
     const deadline = this.options.clock.now().getTime() + 60_000;
-    while (inFlight.length > 0) {
-      const { rows: [left] } = await client.query<{ n: number }>(`select count(*)::int as n from unnest($1::xid8[]) x where pg_xact_status(x) = 'in progress'`, [inFlight]);
-      if (left.n === 0) break;
-      if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${left.n} transactions stayed open for 60 s; a delta cannot be bounded while they run`);
+    for (;;) {
+      const { rows: [{ n }] } = await client.query<{ n: number }>(`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and xact_start < $1::timestamptz`, [at]);
+      if (n === 0) return;
+      if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${n} transactions ${what} stayed open for 60 s; ${consequence}`);
       await this.options.clock.sleep(5);
     }
-    return seq.last_value;
   }
 
   public async exportDelta(subject: MoveSubject, since: string, handoff: HandoffStore, prefix: string, limiter?: RateLimiter): Promise<DeltaManifest> {
@@ -358,16 +371,7 @@ export class PostgresCellData implements CellData {
    * has no transaction id yet, so only pg_stat_activity sees it); every later one sees the record.
    */
   private async drain(client: PoolClient): Promise<void> {
-    const { rows: [{ fenced }] } = await client.query<{ fenced: string }>('select clock_timestamp()::text as fenced');
-    const deadline = this.options.clock.now().getTime() + 60_000;
-    for (;;) {
-      const { rows: [{ n }] } = await client.query<{ n: number }>(`
-        select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and xact_start < $1::timestamptz`, [fenced]);
-      if (n === 0) return;
-      if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${n} transactions that started before the fence stayed open for 60 s; the move waits for them to drain`);
-      await this.options.clock.sleep(5);
-    }
+    await this.waitForTransactionsBefore(client, 'that started before the fence', 'the move waits for them to drain');
   }
 
   public async unfence(moveId: string): Promise<void> {

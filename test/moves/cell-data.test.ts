@@ -127,6 +127,26 @@ describe('PostgresCellData', () => {
     }
   });
 
+  test('a writer that took its row_version but has no transaction id yet when the delta is cut is not skipped', async () => {
+    const { a, dbA, close } = await twoCells();
+    // nextval runs in the BEFORE trigger; the transaction gets its id only at the row insert after it
+    // (nextval assigns one only every 32 values, when it logs the sequence). This trigger stretches that gap.
+    await sql(dbA, `create table slow (id text primary key, tenant_id text not null, row_version bigint not null default 0);
+      create function slow_row_version() returns trigger language plpgsql as $$
+      begin new.row_version := nextval('cf_row_version'); perform pg_sleep(0.5); return new; end $$;
+      create trigger slow_row_version before insert or update on slow for each row execute function slow_row_version();`);
+    const subject: MoveSubject = { kind: 'tenant', tenant: 'gap' };
+    try {
+      const inserting = sql(dbA, `insert into slow (id, tenant_id) values ('s1', 'gap')`);
+      await new Promise((r) => setTimeout(r, 150));
+      const manifest = await a.exportDelta(subject, '0', handoff, 't5/clone');
+      await inserting;
+      expect(manifest.tables.slow.rows).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+
   test('fence, clearMovedAway and forget: forget deletes only what still went away with its move', async () => {
     const { a, dbA, close } = await twoCells();
     try {
