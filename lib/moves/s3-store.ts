@@ -116,20 +116,25 @@ export class S3MoveStore implements MoveStore {
 
   /**
    * A lock object created with If-None-Match: *; one left by a killed operator is removed once
-   * older than `staleLockMs`.
+   * older than `staleLockMs`. Every delete of the lock is conditional (If-Match on the ETag this
+   * operator read or wrote; Amazon S3 User Guide, "How to perform conditional deletes"): a stale lock
+   * that another operator has meanwhile removed and taken again has a new ETag, so the delete answers
+   * 412 (404 when it is gone) and removes nothing, and a lock this operator held past `staleLockMs`
+   * and lost is never released from under its new holder.
    */
   public async withPlanLock<T>(body: () => Promise<T>): Promise<T> {
     const key = `${this.prefix}.plan-lock`;
     const deadline = Date.now() + 30_000;
+    let mine: string;
     for (;;) {
       try {
-        await this.put(key, JSON.stringify({ at: new Date().toISOString() }), { IfNoneMatch: '*' }, '.plan-lock');
+        mine = await this.put(key, JSON.stringify({ at: new Date().toISOString() }), { IfNoneMatch: '*' }, '.plan-lock');
         break;
       } catch (error) {
         if (!(error instanceof MoveConflictError)) throw error;
         const held = await this.get(key);
         if (held?.lastModified && Date.now() - held.lastModified.getTime() > this.staleLockMs) {
-          await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+          await this.deleteIfMatch(key, held.etag);
         } else if (Date.now() > deadline) {
           throw new MoveError(`s3://${this.bucket}/${key} is held by another operator planning a move; retry, or remove it if nobody is`);
         } else {
@@ -140,7 +145,19 @@ export class S3MoveStore implements MoveStore {
     try {
       return await body();
     } finally {
-      await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch(() => undefined);
+      await this.deleteIfMatch(key, mine).catch(() => undefined);
+    }
+  }
+
+  /** Deletes `key` only while its ETag is `etag`; false when it changed (412, 409) or is gone (404). */
+  private async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    try {
+      await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: etag }));
+      return true;
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 412 || status === 409 || status === 404 || (error as Error).name === 'NoSuchKey') return false;
+      return this.fail('deleting', key, error);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MoveConflictError, MoveRecord } from '../../lib/moves';
 import { S3MoveStore } from '../../lib/moves/s3-store';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
@@ -37,5 +38,41 @@ describe('S3MoveStore', () => {
     ]);
     expect(order).toEqual(['first in', 'first out', 'second in']);
     expect(s3.requests.filter((r) => r.status === 412).length).toBeGreaterThanOrEqual(3);
+  });
+
+  test('a stale plan lock is deleted only if it is still the one judged stale (If-Match on its ETag)', async () => {
+    const key = 'moves/.plan-lock';
+    const direct = localS3Client(s3, 1);
+    // A lock left by a killed operator.
+    await direct.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: '{"killed":true}' }));
+    await new Promise((r) => setTimeout(r, 1100));
+    const order: string[] = [];
+    let bIn!: () => void;
+    const bHolds = new Promise<void>((r) => (bIn = r));
+    // Operator B judges the same lock stale, removes it and takes the lock while A is about to delete it.
+    const b = new S3MoveStore(localS3Client(s3, 1), s3.bucket, 'moves/', 1000);
+    const racing = localS3Client(s3, 1);
+    let raced = false;
+    racing.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'DeleteObjectCommand' && !raced) {
+        raced = true;
+        void b.withPlanLock(async () => { order.push('B in'); bIn(); await new Promise((r) => setTimeout(r, 500)); order.push('B out'); });
+        await bHolds;
+      }
+      return next(args);
+    }, { step: 'initialize', name: 'raceStaleLockDelete' });
+    const a = new S3MoveStore(racing, s3.bucket, 'moves/', 1000);
+    const before = s3.requests.length;
+    await a.withPlanLock(async () => {
+      order.push('A in');
+      // The lock now is A's own, not B's.
+      const held = await direct.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+      expect(await held.Body!.transformToString()).toMatch(/"at"/);
+    });
+    // A's delete of the lock it judged stale met B's new lock: 412, nothing deleted, A waited for B.
+    expect(order).toEqual(['B in', 'B out', 'A in']);
+    expect(s3.requests.slice(before).filter((r) => r.method === 'DELETE' && r.status === 412)).toHaveLength(1);
+    // Released with If-Match too: the lock is gone.
+    await expect(direct.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))).rejects.toMatchObject({ $metadata: { httpStatusCode: 404 } });
   });
 });

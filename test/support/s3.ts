@@ -9,8 +9,9 @@ const S3rver = require('s3rver');
 
 /**
  * A real S3-compatible server on loopback (s3rver) behind a thin conditional-write layer: s3rver
- * ignores If-None-Match / If-Match on PUT, so the layer answers 412 the way S3 does, serializing
- * writes per key so the check and the write are atomic. Everything else passes through untouched.
+ * ignores If-None-Match / If-Match on PUT and If-Match on DELETE, so the layer answers 412 (and 404
+ * for a conditional delete of a missing key) the way S3 does, serializing writes per key so the
+ * check and the write are atomic. Everything else passes through untouched.
  * `fault` makes the layer answer the next requests with an error (503, 403) or hang (timeout).
  */
 export interface LocalS3 {
@@ -126,7 +127,8 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
       }
       const ifNoneMatch = req.headers['if-none-match'];
       const ifMatch = req.headers['if-match'];
-      if (req.method !== 'PUT' || (!ifNoneMatch && !ifMatch)) return forward(req, body, res);
+      // Conditional writes (PUT with If-None-Match / If-Match) and conditional deletes (DELETE with If-Match).
+      if ((req.method !== 'PUT' && req.method !== 'DELETE') || (!ifNoneMatch && !ifMatch)) return forward(req, body, res);
       const key = req.url!.split('?')[0];
       const previous = locks.get(key) ?? Promise.resolve();
       let release!: () => void;
@@ -137,7 +139,14 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
         // An unsigned probe: s3rver serves anonymous reads on loopback.
         const current = await head(key);
         const exists = current.status === 200;
-        if ((ifNoneMatch === '*' && exists) || (ifMatch && (!exists || current.etag !== ifMatch))) {
+        if (req.method === 'DELETE' && ifMatch && !exists) {
+          // S3 answers a conditional delete of a missing key 404 NoSuchKey ("How to perform conditional deletes").
+          requests.push({ method: req.method, path: req.url!, status: 404 });
+          res.writeHead(404, { 'content-type': 'application/xml' });
+          res.end(s3Error('NoSuchKey', 'The specified key does not exist.'));
+          return;
+        }
+        if ((ifNoneMatch === '*' && exists) || (ifMatch && (!exists || (ifMatch !== '*' && current.etag !== ifMatch)))) {
           reject412(req, res);
           return;
         }
