@@ -65,6 +65,13 @@ export interface CellData {
    * without it is verified by full checksums under the freeze.
    */
   rowHashes?(subject: MoveSubject, since: string): Promise<RowHashes>;
+  /**
+   * Writes the subject's messages in the workload's local work queue (`cf_work_queue`) to `prefix`;
+   * returns how many. Optional: a cell without it has no queue the move can carry.
+   */
+  exportQueue?(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number>;
+  /** Adds the messages at `prefix` that this cell's queue does not hold yet (idempotent); returns how many were added. */
+  importQueue?(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number>;
   /** Records in cf_moved_away that the subject went to `movedTo` (the cell refuses it with 421 from then on). */
   fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void>;
   /** Removes this move's cf_moved_away records (an abort). */
@@ -293,6 +300,11 @@ export class PostgresCellData implements CellData {
         const result = await client.query(`delete from ${quote(table.name)} where ${this.predicate(subject, 'tenant_id', params)}`, params);
         deleted += result.rowCount ?? 0;
       }
+      if (await this.hasQueue(client)) {
+        // Messages of a stale copy (left by an earlier move away, not yet forgotten) or a partial import.
+        const params: unknown[] = [];
+        await client.query(`delete from cf_work_queue where ${this.predicate(subject, 'tenant_id', params)}`, params);
+      }
       // The deletes just recorded tombstones for rows that never were this cell's: drop them.
       const params: unknown[] = [];
       await client.query(`delete from cf_tombstones where ${this.predicate(subject, 'tenant_id', params)}`, params);
@@ -345,6 +357,44 @@ export class PostgresCellData implements CellData {
         }
         return { upTo, tables };
       });
+    });
+  }
+
+  /** The workload's local work queue (contract 1's QUEUE_KIND=postgres; empty where the cell uses SQS). */
+  private async hasQueue(client: PoolClient): Promise<boolean> {
+    const { rows: [r] } = await client.query<{ t: string | null }>(`select to_regclass('cf_work_queue')::text as t`);
+    return r.t !== null;
+  }
+
+  public async exportQueue(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number> {
+    return this.withClient(async (client) => {
+      let messages: unknown[] = [];
+      if (await this.hasQueue(client)) {
+        const params: unknown[] = [];
+        ({ rows: messages } = await client.query(`
+          select tenant_id, body, receive_count, enqueued_at, visible_at = 'infinity'::timestamptz as parked
+          from cf_work_queue where ${this.predicate(subject, 'tenant_id', params)} order by id`, params));
+      }
+      await handoff.put(`${prefix}/cf_work_queue.json`, JSON.stringify(messages));
+      return messages.length;
+    });
+  }
+
+  public async importQueue(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number> {
+    const text = await handoff.get(`${prefix}/cf_work_queue.json`);
+    if ((JSON.parse(text) as unknown[]).length === 0) return 0;
+    return this.withClient(async (client) => {
+      if (!(await this.hasQueue(client))) throw new MoveError(`cell ${this.cell} has no cf_work_queue table but the source has queued messages (are both cells on the same schema version?)`);
+      const params: unknown[] = [text];
+      // Visible at once on the target, except messages the source had parked for an operator.
+      // A message already there (a repeated flip step) is not added twice.
+      const result = await client.query(`
+        insert into cf_work_queue (tenant_id, body, visible_at, receive_count, enqueued_at)
+        select x.tenant_id, x.body, case when x.parked then 'infinity'::timestamptz else now() end, x.receive_count, x.enqueued_at
+        from json_to_recordset($1::json) as x(tenant_id text, body jsonb, receive_count integer, enqueued_at timestamptz, parked boolean)
+        where ${this.predicate(subject, 'x.tenant_id', params)}
+          and not exists (select 1 from cf_work_queue q where q.tenant_id = x.tenant_id and q.body = x.body)`, params);
+      return result.rowCount ?? 0;
     });
   }
 
@@ -415,6 +465,8 @@ export class PostgresCellData implements CellData {
         deleted += (await client.query(`delete from ${quote(table.name)} where ${where}`, params)).rowCount ?? 0;
       }
       await client.query(`delete from cf_tombstones where ${where}`, params);
+      // The messages the move copied to the target at the flip (the queue keeps them here until now).
+      if (await this.hasQueue(client)) await client.query(`delete from cf_work_queue where ${where}`, params);
       return deleted;
     }));
   }

@@ -245,6 +245,13 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       // one mapping version routes it there and lifts the freeze: one router round trip less in
       // the freeze window than flipping and unfreezing apart.
       const removed = await target.clearMovedAway(r.subject);
+      // The subject's queued work goes with it: the source keeps its messages without handling them
+      // (it refuses the subject) until forget; the target handles them from now on.
+      if (source.exportQueue && target.importQueue) {
+        const queued = await source.exportQueue(r.subject, deps.handoff, `${r.id}/queue`);
+        const added = await target.importQueue(r.subject, deps.handoff, `${r.id}/queue`);
+        if (queued > 0) await audit(deps, r.id, 'queue-moved', { messages: queued, added });
+      }
       const version = await publishIfChanged(deps, (doc) => flipAndUnfreeze(doc, r.subject, r.target, deps.clock.now().toISOString()));
       await audit(deps, r.id, 'flipped', { mappingVersion: version, staleRecordsRemovedOnTarget: removed });
       return save(deps, stored, { completed: 'flipped', mappingVersions: { ...r.mappingVersions, flip: version } });

@@ -117,15 +117,19 @@ export class ItemStore {
     });
   }
 
-  /** The queue consumer's job: mark the item processed (a no-op when it is gone or moved). */
-  async process(message: WorkMessage): Promise<void> {
+  /**
+   * The queue consumer's job: mark the item processed (a no-op when it is gone). `'moved'` when the
+   * tenant was moved away: its data, and with the PostgreSQL queue this message, belong to the
+   * target cell now, which processes it there.
+   */
+  async process(message: WorkMessage): Promise<void | 'moved'> {
     try {
       await this.write(message.tenantId, 0, async (tx) => {
         await tx.query("update items set status = 'processed', processed_at = now() where tenant_id = $1 and id = $2 and status = 'pending'", [message.tenantId, message.itemId]);
       });
     } catch (error) {
-      // The tenant's data now lives in another cell; the copy there processes its own messages.
       if (!(error instanceof MovedAwayError)) throw error;
+      return 'moved';
     }
   }
 

@@ -8,7 +8,11 @@ export interface WorkMessage {
   readonly itemId: string;
 }
 
-export type WorkHandler = (message: WorkMessage) => Promise<void>;
+/**
+ * Handles one message. `'moved'`: the tenant's data went to another cell (its move is under way or
+ * done); the PostgreSQL queue keeps the message, since the move carries it to the target cell.
+ */
+export type WorkHandler = (message: WorkMessage) => Promise<void | 'moved'>;
 
 /**
  * The cell's work queue. `send` runs inside the write's transaction, before its commit: if the
@@ -64,8 +68,14 @@ export function postgresWorkQueue(pool: Pool, o: PostgresQueueOptions = {}): Wor
     for (const row of taken.rows) {
       const message = parseMessage(row.body);
       try {
-        if (message) await handler(message);
-        else o.log?.(`work queue: message ${row.id} is not a work message; dropped`);
+        const outcome = message ? await handler(message) : undefined;
+        if (!message) o.log?.(`work queue: message ${row.id} is not a work message; dropped`);
+        if (outcome === 'moved') {
+          // The move of this tenant copies its messages to the target at the flip and deletes them
+          // here when it forgets the source copy: keep it, hidden, without counting a failure.
+          await pool.query(`update cf_work_queue set visible_at = now() + make_interval(secs => $2::double precision / 1000), receive_count = greatest(receive_count - 1, 0) where id = $1`, [row.id, visibility]);
+          continue;
+        }
         await pool.query('delete from cf_work_queue where id = $1', [row.id]);
       } catch (error) {
         if (row.receive_count >= maxReceives) {
@@ -155,6 +165,8 @@ export function sqsWorkQueue(url: string, o: SqsQueueOptions = {}): WorkQueue {
                 message = undefined;
               }
               try {
+                // 'moved' is deleted like a handled message: nothing carries SQS messages to the
+                // target cell (README, "Work queue messages and moves").
                 if (message) await handler(message);
                 else o.log?.(`work queue: message ${m.MessageId} is not a work message; left for the dead-letter queue`);
                 if (message) await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));

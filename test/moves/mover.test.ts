@@ -2,6 +2,9 @@ import { compileMapping } from '../../lib/mapping';
 import {
   abortMove, forgetMove, MoveRecord, MoveStep, planMove, runMove, STEPS,
 } from '../../lib/moves';
+import { Pool } from 'pg';
+import { ItemStore, postgresWorkQueue, WorkQueue } from '../../lib/workload';
+import { until } from '../support/cells';
 import { BUCKETS, createWorld, MoveWorld } from './mover-fixture';
 import { PostgresServer, startPostgres } from './postgres-fixture';
 
@@ -137,6 +140,54 @@ describe('verify under the freeze', () => {
       expect(back.status).toBe('retained');
       expect(await w.sql(source, `select data->>'name' as name from items where id = 'c42'`)).toEqual([{ name: 'c42' }]);
     } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('the work queue (cf_work_queue) moves with the tenant', () => {
+  test('messages not handled before the fence are handled on the target, never on the source after it', async () => {
+    const w = await createWorld(pg);
+    const pools: Pool[] = [];
+    const queues: WorkQueue[] = [];
+    const storeOf = (cell: string) => {
+      const pool = new Pool({ ...w.dbs[cell], max: 3 });
+      pools.push(pool);
+      const queue = postgresWorkQueue(pool, { pollMs: 20, visibilityMs: 60_000 });
+      queues.push(queue);
+      return { store: new ItemStore({ pool, queue, bucketCount: BUCKETS }), queue };
+    };
+    try {
+      const tenant = 'queued';
+      const source = compileMapping(w.mapping()).lookup(tenant).cell;
+      const target = source === 'cell-a' ? 'cell-b' : 'cell-a';
+      const here = storeOf(source);
+      const there = storeOf(target);
+      // 20 items whose work is still queued, one message parked for an operator, another tenant's work.
+      for (let i = 0; i < 20; i++) await here.store.create(tenant, { n: i });
+      await here.store.create('stays', { n: 0 });
+      await w.sql(source, `update cf_work_queue set visible_at = 'infinity' where id = (select min(id) from cf_work_queue)`);
+      // The source's worker starts once the subject is fenced: every message it takes is refused, and kept.
+      const deps = w.deps({ afterStep: (step: MoveStep) => { if (step === 'synced') here.queue.start((m) => here.store.process(m)); } });
+      const move = await runMove(deps, (await planMove(deps, { subject: { kind: 'tenant', tenant }, target })).id);
+      expect(move.status).toBe('retained');
+      const log = await deps.store.readAudit(move.id);
+      expect(log.find((e) => e.event === 'queue-moved')!.detail).toEqual({ messages: 20, added: 20 });
+      await until('the source worker to take the other tenant\'s message', async () => (await w.sql(source, `select 1 from cf_work_queue where tenant_id = 'stays'`)).length === 0, 10_000);
+
+      there.queue.start((m) => there.store.process(m));
+      await until('the target to handle the moved work', async () =>
+        (await w.sql<{ n: number }>(target, `select count(*)::int as n from items where tenant_id = $1 and status = 'processed'`, [tenant]))[0].n === 19, 10_000);
+      // The parked message stays parked on the target; the source handled nothing of the tenant and kept its messages.
+      expect(await w.sql(target, `select receive_count from cf_work_queue where tenant_id = $1 and visible_at = 'infinity'`, [tenant])).toEqual([{ receive_count: 0 }]);
+      expect(await w.sql(source, `select count(*)::int as n from items where tenant_id = $1 and status = 'pending'`, [tenant])).toEqual([{ n: 20 }]);
+      expect(await w.sql(source, `select count(*)::int as n, max(receive_count) as r from cf_work_queue where tenant_id = $1`, [tenant])).toEqual([{ n: 20, r: 0 }]);
+      // Forget deletes the source's messages with its copy.
+      await forgetMove(deps, move.id, true);
+      expect(await w.sql(source, `select count(*)::int as n from cf_work_queue`)).toEqual([{ n: 0 }]);
+    } finally {
+      for (const q of queues) await q.stop();
+      for (const p of pools) await p.end();
       await w.close();
     }
   });
