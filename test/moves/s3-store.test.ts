@@ -45,12 +45,14 @@ describe('S3MoveStore', () => {
     const direct = localS3Client(s3, 1);
     // A lock left by a killed operator.
     await direct.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: '{"killed":true}' }));
-    await new Promise((r) => setTimeout(r, 1100));
+    // Older than the stale limit below (2.5 s); S3's Last-Modified has whole seconds, so a fresh lock
+    // can look up to a second older than it is: B's lock (held 0.5 s) stays well inside the limit.
+    await new Promise((r) => setTimeout(r, 2600));
     const order: string[] = [];
     let bIn!: () => void;
     const bHolds = new Promise<void>((r) => (bIn = r));
     // Operator B judges the same lock stale, removes it and takes the lock while A is about to delete it.
-    const b = new S3MoveStore(localS3Client(s3, 1), s3.bucket, 'moves/', 1000);
+    const b = new S3MoveStore(localS3Client(s3, 1), s3.bucket, 'moves/', 2500);
     const racing = localS3Client(s3, 1);
     let raced = false;
     racing.middlewareStack.add((next, context) => async (args) => {
@@ -61,7 +63,7 @@ describe('S3MoveStore', () => {
       }
       return next(args);
     }, { step: 'initialize', name: 'raceStaleLockDelete' });
-    const a = new S3MoveStore(racing, s3.bucket, 'moves/', 1000);
+    const a = new S3MoveStore(racing, s3.bucket, 'moves/', 2500);
     const before = s3.requests.length;
     await a.withPlanLock(async () => {
       order.push('A in');
