@@ -5,6 +5,7 @@ import {
 import { Pool } from 'pg';
 import { ItemStore, postgresWorkQueue, WorkQueue } from '../../lib/workload';
 import { until } from '../support/cells';
+import { testPool } from '../support/postgres';
 import { BUCKETS, createWorld, MoveWorld } from './mover-fixture';
 import { PostgresServer, startPostgres } from './postgres-fixture';
 
@@ -151,7 +152,7 @@ describe('the work queue (cf_work_queue) moves with the tenant', () => {
     const pools: Pool[] = [];
     const queues: WorkQueue[] = [];
     const storeOf = (cell: string) => {
-      const pool = new Pool({ ...w.dbs[cell], max: 3 });
+      const pool = testPool({ ...w.dbs[cell], max: 3 });
       pools.push(pool);
       const queue = postgresWorkQueue(pool, { pollMs: 20, visibilityMs: 60_000 });
       queues.push(queue);
