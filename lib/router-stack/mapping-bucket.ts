@@ -131,10 +131,8 @@ export class MappingPublisher extends Construct {
     for (const [resource, reason] of [
       [`${buckets}/mappings/*`, 'Every published version is a new object mappings/v<N>.json, in every region\'s bucket (named <prefix>-<stack id part>); this account\'s buckets only.'],
       [`${buckets}/groups/*`, 'The publisher writes the pointer of every router group (groups/<group>/mapping.json) in every region\'s bucket; this account\'s buckets only.'],
-      [buckets, 'Each region\'s mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/ in this account.'],
-    ]) {
-      Validations.of(this.role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource.replace(`arn:${Aws.PARTITION}`, 'arn:<AWS::Partition>')}]`, reason });
-    }
+      [buckets, 'Each region\'s mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/ and groups/ in this account.'],
+    ]) acknowledgeWildcard(this.role, resource, reason);
   }
 }
 
@@ -182,20 +180,21 @@ export class MappingSeed extends Construct {
 }
 
 /**
- * Lets `grantee` (a router group's task role) read its group's pointer and the immutable versions of
+ * Lets `role` (a router group's task role) read its group's pointer and the immutable versions of
  * its region's mapping bucket, nothing else.
  */
-export function grantMappingRead(grantee: iam.IGrantable, bucketName: string, group: string): void {
-  const role = grantee.grantPrincipal as iam.Role;
+export function grantMappingRead(role: iam.IRole, bucketName: string, group: string): void {
   const versions = `arn:aws:s3:::${bucketName}/mappings/*`;
-  Validations.of(role).acknowledge({
-    id: `AwsSolutions-IAM5[Resource::${nagResource(Stack.of(role), versions)}]`,
-    reason: 'The immutable published versions (mappings/v<N>.json) are read-only to routers; their names are not known in advance.',
-  });
-  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
+  acknowledgeWildcard(role, versions, 'The immutable published versions (mappings/v<N>.json) are read-only to routers; their names are not known in advance.');
+  role.addToPrincipalPolicy(new iam.PolicyStatement({
     actions: ['s3:GetObject'],
     resources: [`arn:aws:s3:::${bucketName}/${groupKey(group)}`, versions],
   }));
+}
+
+/** Acknowledges cdk-nag's finding on a wildcard `resource` in `role`'s policy, with why it cannot be narrower. */
+function acknowledgeWildcard(role: iam.IRole, resource: string, reason: string): void {
+  Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${nagResource(Stack.of(role), resource)}]`, reason });
 }
 
 /** How cdk-nag names a resource in a finding: references as `<LogicalId>` / `<LogicalId.Attr>`. */
