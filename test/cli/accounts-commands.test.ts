@@ -4,19 +4,12 @@ import * as path from 'path';
 import { CreateAccountCommand, DescribeCreateAccountStatusCommand, ListAccountsCommand, ListParentsCommand, MoveAccountCommand, OrganizationsClient } from '@aws-sdk/client-organizations';
 import { AssumeRoleCommand, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
-import { runCli } from '../../lib/cli';
+import { cellctl } from '../support/cli';
 import { loadFleet, readAccountsFile } from '../../lib/fleet';
 import { fakeCdk, FakeCdk } from '../support/fake-cdk';
 import { REPO_ROOT } from '../support/fleet';
 
 const org = mockClient(OrganizationsClient);
-
-async function cellctl(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
-  return { code, out, err };
-}
 
 /** A project directory with the shipped config and no cells.accounts.json. */
 function project(): string {

@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { runCli } from '../../lib/cli';
+import { cellctl } from '../support/cli';
 import { seedMapping } from '../../lib/fleet';
 import { bucketCounts, MappingDocument } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
@@ -9,13 +9,6 @@ import { exampleFleet, REPO_ROOT } from '../support/fleet';
 import { LocalS3, startLocalS3 } from '../support/s3';
 
 const CONFIG = path.join(REPO_ROOT, 'cells.config.ts');
-
-async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
-  return { code, out, err };
-}
 
 const read = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as MappingDocument;
 

@@ -1,19 +1,12 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { runCli } from '../../lib/cli';
+import { cellctl } from '../support/cli';
 import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
 import { CellDatabase } from '../../lib/moves/cell-data';
 import { LocalRouter, startLocalRouter } from '../../lib/router/local';
 import { freePort } from '../support/cells';
 import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
-
-async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
-  return { code, out, err };
-}
 
 /**
  * `cellctl move --local` against a fleet.json as `cellctl fleet local` writes it: real PostgreSQL

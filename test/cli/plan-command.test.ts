@@ -1,13 +1,7 @@
 import * as path from 'path';
-import { duration, runCli } from '../../lib/cli';
+import { duration } from '../../lib/cli';
+import { cellctl } from '../support/cli';
 import { REPO_ROOT } from '../support/fleet';
-
-async function cellctl(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
-  return { code, out, err };
-}
 
 describe('cellctl plan', () => {
   const config = path.join(REPO_ROOT, 'cells.config.ts');

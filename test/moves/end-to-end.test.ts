@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { runCli } from '../../lib/cli';
+import { cellctl } from '../support/cli';
 import { compileMapping, MappingDocument } from '../../lib/mapping';
 import { MoveRecord, STEPS } from '../../lib/moves';
 import { LocalFleet, startLocalFleet } from '../../lib/local-fleet';
@@ -11,18 +11,6 @@ import { api } from '../support/workload';
 
 const REPO = path.resolve(__dirname, '../..');
 
-async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
-  return { code, out, err };
-}
-
-/**
- * Moves on a local fleet made of the real parts: three reference workloads, each on its own
- * PostgreSQL database, behind the real router (HAProxy + agent); the mover driven through
- * `cellctl move --local` (in process, and as a process killed with SIGKILL).
- */
 /**
  * Moves on the local fleet (`cellctl fleet local`: reference workloads, each with its own
  * PostgreSQL server, behind the real router), driven through `cellctl move --local`, in process
