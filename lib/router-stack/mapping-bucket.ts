@@ -181,7 +181,7 @@ export class MappingSeed extends Construct {
 
 /**
  * Lets `role` (a router group's task role) read its group's pointer and the immutable versions of
- * its region's mapping bucket, nothing else.
+ * its region's mapping bucket, and list its pointer's key, nothing else.
  */
 export function grantMappingRead(role: iam.IRole, bucketName: string, group: string): void {
   const versions = `arn:aws:s3:::${bucketName}/mappings/*`;
@@ -189,6 +189,15 @@ export function grantMappingRead(role: iam.IRole, bucketName: string, group: str
   role.addToPrincipalPolicy(new iam.PolicyStatement({
     actions: ['s3:GetObject'],
     resources: [`arn:aws:s3:::${bucketName}/${groupKey(group)}`, versions],
+  }));
+  // S3 answers a GET of a missing key with 403, not 404, to a caller without s3:ListBucket (GetObject
+  // API reference, "Permissions", https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html):
+  // listing exactly the pointer's key lets the agent tell "nothing published yet" from "denied"
+  // (S3MappingSource, lib/router/sources.ts). Nothing else of the bucket can be listed.
+  role.addToPrincipalPolicy(new iam.PolicyStatement({
+    actions: ['s3:ListBucket'],
+    resources: [`arn:aws:s3:::${bucketName}`],
+    conditions: { StringEquals: { 's3:prefix': groupKey(group) } },
   }));
 }
 

@@ -48,6 +48,8 @@ export class MappingAgent {
   private lastSuccess?: number;
   private rejected = 0;
   private fetchErrors = 0;
+  /** The source said there is no document (reported once until one appears). */
+  private pointerMissing = false;
   private busy = false;
   /** Version HAProxy reported at the last tick (its meta map): what is in force. */
   private inForce?: number;
@@ -215,6 +217,14 @@ export class MappingAgent {
         this.log('fetch-error', { source: this.o.source.description, error: `${(error as Error).name}: ${(error as Error).message}` });
         return;
       }
+      if (!result.changed && result.missing) {
+        // Nothing published for this group yet (or the pointer was removed): not a fetch error. Said
+        // once; the last-known-good stays in force and SecondsSinceRefresh keeps growing.
+        if (!this.pointerMissing) this.log('no-document', { source: this.o.source.description, keptVersion: this.lkg?.version, hint: 'nothing is published for this router group yet: cellctl mapping publish' });
+        this.pointerMissing = true;
+        return;
+      }
+      this.pointerMissing = false;
       if (!result.changed) {
         this.lastSuccess = this.now();
         return;

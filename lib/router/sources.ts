@@ -1,10 +1,18 @@
 import { createHash } from 'crypto';
 import * as fs from 'fs';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { groupKey } from '../mapping-store';
 
-/** A fetch result: nothing new, or a new document text to validate. */
-export type FetchResult = { readonly changed: false } | { readonly changed: true; readonly text: string };
+/**
+ * A fetch result: nothing new, a new document text to validate, or (`missing`) no document at the
+ * source yet: nothing has been published for this group, which is not an error.
+ */
+export type FetchResult = { readonly changed: false; readonly missing?: true } | { readonly changed: true; readonly text: string };
+
+/** Reading the source was refused (as opposed to: there is nothing to read). */
+export class SourceAccessDenied extends Error {
+  public override readonly name = 'SourceAccessDenied';
+}
 
 /** Where the agent reads its router group's mapping. Errors are thrown; the agent keeps serving. */
 export interface MappingSource {
@@ -13,6 +21,8 @@ export interface MappingSource {
   /** Forget what was last read, so the next fetch returns the document again (after a failed apply). */
   reset(): void;
 }
+
+const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** `groups/<group>/mapping.json` in the mapping bucket, with conditional GETs (304 = unchanged). */
 export class S3MappingSource implements MappingSource {
@@ -40,8 +50,32 @@ export class S3MappingSource implements MappingSource {
       this.etag = intact ? response.ETag : undefined;
       return { changed: true, text };
     } catch (error) {
-      if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 304) return { changed: false };
+      const status = statusOf(error);
+      if (status === 304) return { changed: false };
+      if ((status === 404 && (error as Error).name !== 'NoSuchBucket') || status === 403) {
+        this.etag = undefined;
+        if (await this.missing(status)) return { changed: false, missing: true };
+        throw new SourceAccessDenied(`${this.description}: access denied (403). The router task role needs s3:GetObject on this key and s3:ListBucket on the bucket with s3:prefix "${this.key}" (grantMappingRead in lib/router-stack/mapping-bucket.ts); check the role, the bucket policy and the bucket name (S3_BUCKET)`);
+      }
       throw error;
+    }
+  }
+
+  /**
+   * Whether a GET answered `status` means the pointer does not exist. S3 answers a missing key with
+   * 404 to a caller allowed s3:ListBucket on the bucket and with 403 to any other (GetObject API
+   * reference, "Permissions", https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
+   * The task role may list exactly its pointer's key (s3:prefix condition); S3 does not say whether
+   * such a conditioned grant counts for that check, so a 403 is settled by listing the key: absent
+   * means missing; present, or the listing refused too, means denied.
+   */
+  private async missing(status: number): Promise<boolean> {
+    if (status === 404) return true;
+    try {
+      const listed = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.key, MaxKeys: 1 }), { abortSignal: AbortSignal.timeout(this.timeoutMs) });
+      return !(listed.Contents ?? []).some((object) => object.Key === this.key);
+    } catch {
+      return false;
     }
   }
 

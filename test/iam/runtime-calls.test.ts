@@ -84,7 +84,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     expect(agents.filter((a) => regionOf(a.bucket) !== a.region).map((a) => `${a.region}/${a.group} reads ${a.bucket} in ${regionOf(a.bucket)}`)).toEqual([]);
   });
 
-  it('lets each router group\'s agent read its own pointer, and not another group\'s, nor write or delete anything', async () => {
+  it('lets each router group\'s agent read its own pointer and list exactly its key, and not another group\'s, nor write, delete or list anything else', async () => {
     const calls: Call[] = agents.flatMap(({ region, group, bucket, role }) => {
       const who = `agent ${region}/${group}`;
       return [
@@ -93,7 +93,12 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, groupKey(group)), context: { 'aws:SecureTransport': 'false' }, expect: 'ExplicitlyDenied' as const },
         { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, groupKey(group)), expect: 'Denied' as const },
         { who, principal: role, action: 's3:DeleteObject', resource: bucketArn(bucket, versionKey(1)), expect: 'Denied' as const },
+        // Listing exactly its own pointer key tells "not published yet" from "denied" on S3's 403 (lib/router/sources.ts).
+        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': groupKey(group) }, expect: 'Allowed' as const },
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': GROUPS_PREFIX }, expect: 'Denied' as const },
+        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': '' }, expect: 'Denied' as const },
+        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), expect: 'Denied' as const },
+        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': groupKey(other.name) }, expect: 'Denied' as const })),
       ];
     });
     expect(await mismatches(world, calls)).toEqual([]);

@@ -105,6 +105,30 @@ describe('the mapping agent with a router group in S3', () => {
     v1 = next;
   });
 
+  // S3 answers a GET of a missing key with 403 to a caller without s3:ListBucket; the task role may list
+  // its own pointer's key, so the agent tells "nothing published" from "denied" (lib/router/sources.ts).
+  it('takes a missing group pointer as nothing published yet: said once, no fetch error, the last-known-good kept', async () => {
+    const { DeleteObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
+    const stored = await client.send(new (await import('@aws-sdk/client-s3')).GetObjectCommand({ Bucket: s3.bucket, Key: groupKey(GROUP) }));
+    const text = await stored.Body!.transformToString();
+    s3.listPermission((prefix) => prefix === groupKey(GROUP));
+    try {
+      await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: groupKey(GROUP) }));
+      const from = logs.length;
+      for (let i = 0; i < 3; i++) await tick();
+      const events = logs.slice(from).map((l) => JSON.parse(l).event);
+      expect(events).toEqual(['no-document']); // and no fetch-error: FetchErrors does not count it
+      expect(JSON.parse(logs[from])).toMatchObject({ level: 'info', keptVersion: v1.version, source: `s3://${s3.bucket}/${groupKey(GROUP)}` });
+      expect(s3.requests.slice(-2).map((r) => `${r.method} ${r.status}`)).toEqual(['GET 403', 'GET 200']); // the GET, then the listing
+      expect(await routed(agent, port, 'tenant-1')).toMatchObject({ status: 200, version: v1.version });
+    } finally {
+      await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: groupKey(GROUP), Body: text }));
+      s3.listPermission(undefined);
+    }
+    await tick();
+    expect(await routed(agent, port, 'tenant-1')).toMatchObject({ status: 200, version: v1.version });
+  });
+
   it('serves the last-known-good after HAProxy restarts while S3 is down', async () => {
     s3.fault({ status: 503, code: 'ServiceUnavailable' });
     try {
