@@ -125,7 +125,7 @@ describe('RouterStack', () => {
     }
   });
 
-  it('lets each router group read only its own pointer and the immutable versions of its region\'s bucket', () => {
+  it('lets each router group read only its own pointer and the immutable versions of its region\'s bucket, and list only its pointer\'s key', () => {
     for (const template of [t, t2]) {
       for (const group of ['canary', 'main']) {
         const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes(`Group${group}TaskTaskRole`));
@@ -133,6 +133,10 @@ describe('RouterStack', () => {
         expect(policy.Properties.PolicyDocument.Statement).toEqual([{
           Action: 's3:GetObject', Effect: 'Allow',
           Resource: [{ 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/groups/${group}/mapping.json`]] }, { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, '/mappings/*']] }],
+        }, {
+          // Exactly its pointer's key: on S3's 403 the agent lists it to tell "not published yet" from "denied".
+          Action: 's3:ListBucket', Effect: 'Allow', Condition: { StringEquals: { 's3:prefix': `groups/${group}/mapping.json` } },
+          Resource: { 'Fn::Join': ['', ['arn:aws:s3:::', bucket]] },
         }]);
       }
       const [task] = Object.values(template.findResources('AWS::ECS::TaskDefinition'));
