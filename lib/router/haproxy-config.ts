@@ -302,6 +302,11 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // The request body is read into the router's buffer before the request is routed: a slow
     // body holds this connection (until `timeout http-request`: 408), never one of a cell's slots.
     '  option http-buffer-request',
+    // The client's address (from the PROXY header behind the NLB) as the only x-forwarded-for (the
+    // client's own is removed below): HAProxy inserts it after the rules, 650 instructions per
+    // request less than `http-request set-header x-forwarded-for %[src]` (formatting the address
+    // is most of what either costs).
+    '  option forwardfor',
     // A client over its bad-key budget is refused at connect until its rate falls (one table
     // lookup per connection, by the address from the PROXY header).
     `  tcp-request connection reject if { src,table_http_req_rate(${BAD_KEY_BACKEND}) gt ${badKeys * 2} }`,
@@ -315,8 +320,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       : []),
     // For the log line only (a copy of at most 128 bytes, no hashing on the hot path).
     `  http-request capture ${key} len 128`,
-    ...SPOOFABLE_HEADERS.filter((h) => !h.startsWith('x-forwarded-')).map((h) => `  http-request del-header ${h}`),
-    '  http-request set-header x-forwarded-for %[src]',
+    // x-forwarded-proto is replaced by set-header below; every other spoofable header is removed here.
+    ...SPOOFABLE_HEADERS.filter((h) => h !== 'x-forwarded-proto').map((h) => `  http-request del-header ${h}`),
     // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's destination).
     '  http-request set-header x-forwarded-proto https if { dst_port 443 }',
     '  http-request set-header x-forwarded-proto http if !{ dst_port 443 }',
