@@ -203,7 +203,7 @@ async function instructionsPerRequest(dir: string, name: string, config: string,
     .replace(/ check inter \S+ fall \d+ rise \d+/g, ''));
   const valgrind = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'haproxy', '-f', config, '-db'], { stdio: 'ignore' });
   try {
-    await listening(port, 60_000);
+    await listening(port, 180_000);
     const client = await CountingClient.connect(port, COUNTED_CONNECTIONS);
     try {
       // One request on each connection before counting: connection set-up is not a per-request cost.
