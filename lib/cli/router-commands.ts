@@ -5,7 +5,8 @@ import { MAX_ROUTER_SLOTS } from '../fleet';
 import { parseMapping } from '../mapping';
 // The router module (agent, S3 source, AWS SDK) loads when a router command runs, not when cellctl starts.
 import type { LocalRouter } from '../router';
-import { connectionLimits, ERROR_503, MAP_FILES, READY_PORT, renderHaproxyConfig, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
+import { connectionLimits, ERROR_503, MAP_FILES, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
+import { ROUTER_TASK_DEFAULTS, routerTaskConfig } from '../router/task-config';
 import { fleetFrom } from './context';
 import { CliError, CliIo, readText } from './io';
 
@@ -103,36 +104,28 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .command('config')
     .description('print the HAProxy configuration of a router task (what the router image runs)')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
-    .option('--port <port>', 'listener port', '8080')
-    .option('--state-dir <dir>', 'map files and error files', '/var/lib/cell-router')
-    .option('--admin-socket <address>', 'runtime API address (host:port shared with the agent container, or a unix socket path)', '127.0.0.1:9999')
+    .option('--port <port>', 'listener port', String(ROUTER_TASK_DEFAULTS.port))
+    .option('--state-dir <dir>', 'map files and error files', ROUTER_TASK_DEFAULTS.stateDir)
+    .option('--admin-socket <address>', 'runtime API address (host:port shared with the agent container, or a unix socket path)', ROUTER_TASK_DEFAULTS.adminSocket)
     .option('--slots <n>', "backend slots (default: the fleet's router.slots)")
-    .option('--stats-port <port>', 'Prometheus exporter and stats page, on 127.0.0.1', '8404')
-    .option('--ready-port <port>', 'readiness for the load balancer (200 while a mapping is in force and the task is not near its connection limit)', String(READY_PORT))
+    .option('--stats-port <port>', 'Prometheus exporter and stats page, on 127.0.0.1', String(ROUTER_TASK_DEFAULTS.statsPort))
+    .option('--ready-port <port>', 'readiness for the load balancer (200 while a mapping is in force and the task is not near its connection limit)', String(ROUTER_TASK_DEFAULTS.readyPort))
     .option('--debug-headers', 'add x-cell and x-mapping-version')
     .option('--max-conn <n>', `client connections (default: what a ${ROUTER_TASK_MEMORY_MIB} MiB router task holds, ${connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn}; needs a file-descriptor limit of about twice that)`)
     .option('--out-dir <dir>', 'write haproxy.cfg, 503.http and the empty map files there instead of printing the configuration')
     .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots?: string; statsPort: string; readyPort: string; debugHeaders?: boolean; maxConn?: string; outDir?: string }) => {
       const fleet = fleetFrom(flags.config);
-      const socket = /^[\w.-]+:\d+$/.test(flags.adminSocket) ? `ipv4@${flags.adminSocket}` : flags.adminSocket;
-      const config = renderHaproxyConfig({
-        bind: { address: '0.0.0.0', port: port(flags.port, '--port') },
-        adminSocket: socket,
+      // The option defaults and everything not an option come from routerTaskConfig, which the
+      // CellIsolation pack audits as the image's configuration.
+      const config = routerTaskConfig(fleet, {
+        port: port(flags.port, '--port'),
         stateDir: flags.stateDir,
-        partitionKey: fleet.partitionKey,
-        bucketCount: fleet.bucketCount,
-        slots: flags.slots === undefined ? fleet.router.slots : slotCount(flags.slots, fleet.cells.length + 1, `the fleet has ${fleet.cells.length} cells, and a change needs one slot more`),
-        cellMaxConn: fleet.router.cellMaxConn,
-        queueTimeoutMs: fleet.router.queueTimeoutMs,
-        healthCheckPath: fleet.workload.healthCheckPath,
-        debugHeaders: flags.debugHeaders,
+        adminSocket: flags.adminSocket,
+        slots: flags.slots === undefined ? undefined : slotCount(flags.slots, fleet.cells.length + 1, `the fleet has ${fleet.cells.length} cells, and a change needs one slot more`),
         statsPort: port(flags.statsPort, '--stats-port'),
-        // Behind the NLB: PROXY protocol v2 (the target group enables it), readiness for its health check.
-        acceptProxy: true,
-        readyBind: { address: '0.0.0.0', port: port(flags.readyPort, '--ready-port') },
-        maxConn: flags.maxConn === undefined ? connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn : positive(flags.maxConn, '--max-conn'),
-        // One server per zone of the widest region.
-        zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))),
+        readyPort: port(flags.readyPort, '--ready-port'),
+        debugHeaders: flags.debugHeaders,
+        maxConn: flags.maxConn === undefined ? undefined : positive(flags.maxConn, '--max-conn'),
       });
       if (!flags.outDir) {
         io.out(config);

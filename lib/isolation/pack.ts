@@ -2,7 +2,7 @@ import { CfnResource, ITaggable, Stack, TagManager } from 'aws-cdk-lib';
 import { NagMessageLevel, NagPack, NagPackProps, NagRuleCompliance } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 import { Fleet } from '../fleet';
-import { renderHaproxyConfig } from '../router/haproxy-config';
+import { routerTaskConfig } from '../router/task-config';
 import { FleetFacts, ResourceView, StackView, stackRole } from './facts';
 import { ISOLATION_RULES, RuleContext } from './rules';
 
@@ -27,22 +27,11 @@ export function fleetFacts(fleet: Fleet): FleetFacts {
 
 /**
  * The configuration `images/router-haproxy/Dockerfile` bakes into the router image: what
- * `cellctl router config --config cells.config.ts --state-dir /var/lib/cell-router
- * --admin-socket 127.0.0.1:9999` prints, with its default port, stats port and no debug headers.
+ * `cellctl router config --config cells.config.ts` prints with its defaults (one source for both,
+ * `routerTaskConfig` in lib/router/task-config.ts).
  */
 export function routerImageConfig(fleet: Fleet): string {
-  return renderHaproxyConfig({
-    bind: { address: '0.0.0.0', port: 8080 },
-    adminSocket: 'ipv4@127.0.0.1:9999',
-    stateDir: '/var/lib/cell-router',
-    partitionKey: fleet.partitionKey,
-    bucketCount: fleet.bucketCount,
-    slots: fleet.router.slots,
-    cellMaxConn: fleet.router.cellMaxConn,
-    queueTimeoutMs: fleet.router.queueTimeoutMs,
-    healthCheckPath: fleet.workload.healthCheckPath,
-    statsPort: 8404,
-  });
+  return routerTaskConfig(fleet);
 }
 
 /** Tags as a `Key`/`Value` list or a map, as CloudFormation resource types write them. */

@@ -5,3 +5,4 @@ export * from './sources';
 export * from './agent';
 export * from './local';
 export * from './freeze';
+export * from './task-config';

@@ -6,7 +6,8 @@ import * as path from 'path';
 import { initialMapping, lookup, pinKey } from '../../lib/mapping';
 import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/router';
 import { freePort, routed, startCell, until } from '../support/cells';
-import { REPO_ROOT } from '../support/fleet';
+import { routerImageConfig } from '../../lib/isolation';
+import { exampleFleet, REPO_ROOT } from '../support/fleet';
 
 const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
@@ -203,6 +204,16 @@ describe('cellctl router', () => {
     const few = spawnSync(process.execPath, [BIN, 'router', 'config', '--slots', '8'], { cwd: REPO_ROOT, encoding: 'utf8' });
     expect(few.status).toBe(2);
     expect(few.stderr).toContain('--slots 8: the fleet has 8 cells, and a change needs one slot more; give at least 9');
+  });
+
+  it('config: with its defaults, prints what the router image bakes in and the CellIsolation pack audits (one source)', () => {
+    const result = spawnSync(process.execPath, [BIN, 'router', 'config'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toBe(routerImageConfig(exampleFleet()));
+    // The image's own settings (images/router-haproxy/Dockerfile passes these) are the defaults.
+    const image = spawnSync(process.execPath, [BIN, 'router', 'config', '--config', 'cells.config.ts', '--state-dir', '/var/lib/cell-router', '--admin-socket', '127.0.0.1:9999'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    expect(image.stdout).toBe(result.stdout);
+    expect(fs.readFileSync(path.join(REPO_ROOT, 'images', 'router-haproxy', 'Dockerfile'), 'utf8')).toContain('cellctl router config --config cells.config.ts --state-dir /var/lib/cell-router \\\n      --admin-socket 127.0.0.1:9999 --out-dir /out');
   });
 
   it('config: takes per-cell concurrency, queue timeout and slots from the fleet', () => {
