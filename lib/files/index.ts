@@ -1,1 +1,2 @@
 export * from './atomic-write';
+export * from './pid';

@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { writeFileAtomic } from '../files';
+import { pidRunning, writeFileAtomic } from '../files';
 import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
@@ -104,17 +104,6 @@ export interface LocalFleet {
   stop(): Promise<void>;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    // A zombie (exited, not yet reaped by its new parent) counts as gone.
-    const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
-    return !/^\d+ \(.*\) Z/.test(stat);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** The fleet.json in `stateDir`, or undefined when there is none (or it is unreadable). */
 export function readFleetFile(stateDir: string): FleetFile | undefined {
   const file = path.join(stateDir, FLEET_FILE);
@@ -163,7 +152,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   const healthCheckPath = o.healthCheckPath ?? '/healthz';
 
   const previous = readFleetFile(stateDir);
-  if (previous && previous.pid > 0 && previous.pid !== process.pid && isAlive(previous.pid)) {
+  if (previous && previous.pid > 0 && previous.pid !== process.pid && pidRunning(previous.pid)) {
     throw new Error(`a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`);
   }
   if (previous) await reapOrphans(previous, stateDir, log);
@@ -337,12 +326,12 @@ async function reapOrphans(previous: FleetFile, stateDir: string, log: (line: st
     if (pid > 0 && /haproxy/.test(commandLine(pid) ?? '')) targets.push({ what: 'router HAProxy', pid, signal: 'SIGTERM' });
   }
   for (const target of targets) {
-    if (!isAlive(target.pid)) continue;
+    if (!pidRunning(target.pid)) continue;
     log(`stopping the ${target.what} (pid ${target.pid}) left running by an earlier fleet`);
     process.kill(target.pid, target.signal);
     const deadline = Date.now() + 10_000;
-    while (isAlive(target.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (isAlive(target.pid)) process.kill(target.pid, 'SIGKILL');
+    while (pidRunning(target.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (pidRunning(target.pid)) process.kill(target.pid, 'SIGKILL');
   }
 }
 

@@ -4,6 +4,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { Client } from 'pg';
+import { pidRunning } from '../files';
 
 /** Where Debian's `postgresql` package puts the server binaries; PG_BIN overrides it. */
 export const DEFAULT_PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -156,7 +157,7 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
     const pidFile = path.join(dataDir, 'postmaster.pid');
     if (fs.existsSync(pidFile)) {
       const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-      if (pid > 0 && isAlive(pid)) throw new Error(`${dataDir} is in use by a running postgres (pid ${pid}); stop it first (kill -INT ${pid})`);
+      if (pidRunning(pid)) throw new Error(`${dataDir} is in use by a running postgres (pid ${pid}); stop it first (kill -INT ${pid})`);
       fs.rmSync(pidFile, { force: true });
     }
     const proc = spawn(path.join(binDir, 'postgres'), [
@@ -220,15 +221,6 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
     get running() { return !!child && child.exitCode === null && child.signalCode === null; },
     get pid() { return child && child.exitCode === null ? child.pid : undefined; },
   };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A temp directory the server's user can write into (under os.tmpdir()). */

@@ -1,6 +1,7 @@
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
+import { pidRunning } from '../files';
 import { CellDatabase } from './cell-data';
 import { MoveError } from './types';
 import { VersionProbe } from './routing-control';
@@ -14,16 +15,6 @@ export interface LocalFleetInfo {
   /** The partition key header the routers read. @default x-tenant-id */
   readonly partitionHeader: string;
   readonly cells: Readonly<Record<string, CellDatabase>>;
-}
-
-function isRunning(pid: number): boolean {
-  if (pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -59,7 +50,7 @@ export function readLocalFleet(stateDir: string): LocalFleetInfo {
   }
   if (!isObject(doc)) throw new MoveError(`${file}: not a JSON object`);
   // `cellctl fleet local` writes its pid, and 0 once stopped.
-  if (typeof doc.pid === 'number' && !isRunning(doc.pid)) {
+  if (typeof doc.pid === 'number' && !pidRunning(doc.pid)) {
     throw new MoveError(`the local fleet in ${stateDir} is not running${doc.pid ? ` (pid ${doc.pid} is gone)` : ''}; start it with \`cellctl fleet local --state-dir ${stateDir}\``);
   }
   const mapping = doc.mappingFile ?? (isObject(doc.router) ? doc.router.mappingFile : undefined);

@@ -1,7 +1,7 @@
 import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
-import { writeFileAtomic } from '../files/atomic-write';
+import { pidRunning, writeFileAtomic } from '../files';
 import { AuditEntry, MoveRecord } from './types';
 
 /** The record changed between our read and our write: someone else is driving this move. */
@@ -176,11 +176,5 @@ function holderAlive(lock: string): boolean {
   } catch {
     return true;
   }
-  if (!Number.isInteger(pid) || pid <= 0) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return !Number.isInteger(pid) || pid <= 0 || pidRunning(pid);
 }

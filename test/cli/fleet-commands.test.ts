@@ -2,23 +2,12 @@ import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
+import { pidRunning } from '../../lib/files';
 import { readFleetFile, startLocalFleet } from '../../lib/local-fleet';
 import { until } from '../support/cells';
 import { api } from '../support/workload';
 
 const ROOT = path.join(__dirname, '..', '..');
-
-function alive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  // An exited process its parent has not reaped yet is a zombie: not running.
-  const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
-  return !/^\d+ \(.*\) Z/.test(stat);
-}
 
 test('cellctl fleet local: prints the router, mapping and cells, serves the README curl, and SIGTERM stops every process', async () => {
   const dir = makeTempDir('cells-cli-fleet-');
@@ -41,12 +30,12 @@ test('cellctl fleet local: prints the router, mapping and cells, serves the READ
     expect(response.status).toBe(201);
     expect(response.headers.get('x-cell')).toMatch(/^cell-[12]$/);
     const pids = fleet.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
-    expect(pids.every(alive)).toBe(true);
+    expect(pids.every(pidRunning)).toBe(true);
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out).toContain('fleet stopped');
-    for (const pid of pids) expect(alive(pid)).toBe(false);
+    for (const pid of pids) expect(pidRunning(pid)).toBe(false);
     expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(0);
   } catch (error) {
     child.kill('SIGTERM');
@@ -71,9 +60,9 @@ test('a fleet whose cellctl was SIGKILLed is cleaned up by the next start, which
     child.kill('SIGKILL');
     await exited;
     const orphans = before.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
-    expect(orphans.some(alive)).toBe(true);
+    expect(orphans.some(pidRunning)).toBe(true);
     fleet = await startLocalFleet({ cells: 2, port: 0, stateDir });
-    for (const pid of orphans) expect(alive(pid)).toBe(false);
+    for (const pid of orphans) expect(pidRunning(pid)).toBe(false);
     expect(fleet.routerUrl).toBe(before.routerUrl);
     expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(200);
   } finally {

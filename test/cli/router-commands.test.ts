@@ -4,6 +4,7 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, pinKey } from '../../lib/mapping';
+import { pidRunning } from '../../lib/files';
 import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/router';
 import { freePort, routed, startCell, until } from '../support/cells';
 import { routerImageConfig } from '../../lib/isolation';
@@ -45,17 +46,6 @@ describe('cellctl router', () => {
     await Promise.all(cells.map((c) => c.close()));
   }, 60_000);
 
-  /** Whether `pid` is a live process (a zombie waiting for its reaper counts as gone). */
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return false;
-    }
-    const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
-    return !/^\d+ \(.*\) Z/.test(stat);
-  };
-
   /** `cellctl router local` on a one-cell mapping, started by `sh` (its parent) in the background. */
   const startUnderShell = async () => {
     const cell = await startCell('cell-a');
@@ -80,14 +70,14 @@ describe('cellctl router', () => {
     try {
       // As `npx cellctl router local … & kill $!` does to npx: the parent goes, no signal reaches the router.
       r.shell.kill('SIGKILL');
-      await until('the router to exit', async () => !alive(r.router), 15_000);
+      await until('the router to exit', async () => !pidRunning(r.router), 15_000);
       expect(r.output()).toMatch(/the process that started this router \(pid \d+\) exited; stopping/);
       expect(r.output()).toContain('router stopped');
-      await until('HAProxy to exit', async () => !alive(r.haproxy), 15_000);
+      await until('HAProxy to exit', async () => !pidRunning(r.haproxy), 15_000);
       expect((await routed(r.agent, r.port, 'tenant-1')).status).toBe(0);
       expect(fs.existsSync(r.stateDir)).toBe(false);
     } finally {
-      for (const pid of [r.router, r.haproxy]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      for (const pid of [r.router, r.haproxy]) if (pidRunning(pid)) process.kill(pid, 'SIGKILL');
       await r.cell.close();
     }
   }, 60_000);
@@ -96,11 +86,11 @@ describe('cellctl router', () => {
     const r = await startUnderShell();
     try {
       process.kill(r.router, 'SIGKILL'); // nothing of the router runs after this: its watchdog must act
-      await until('HAProxy to exit', async () => !alive(r.haproxy), 15_000);
+      await until('HAProxy to exit', async () => !pidRunning(r.haproxy), 15_000);
       expect((await routed(r.agent, r.port, 'tenant-1')).status).toBe(0);
       await until('the state folder to be removed', async () => !fs.existsSync(r.stateDir), 5_000);
     } finally {
-      for (const pid of [r.router, r.haproxy]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      for (const pid of [r.router, r.haproxy]) if (pidRunning(pid)) process.kill(pid, 'SIGKILL');
       r.shell.kill('SIGKILL');
       await r.cell.close();
     }

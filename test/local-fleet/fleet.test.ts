@@ -5,6 +5,7 @@ import { runCli } from '../../lib/cli';
 import { lookup, parseMapping } from '../../lib/mapping';
 import { until } from '../support/cells';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
+import { pidRunning } from '../../lib/files';
 import { api } from '../support/workload';
 import { testClient } from '../support/postgres';
 
@@ -16,16 +17,6 @@ function mapping() {
   const parsed = parseMapping(fs.readFileSync(fleet.mappingFile, 'utf8'));
   if (!parsed.ok) throw new Error('bad mapping');
   return parsed.document;
-}
-
-function alive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 beforeAll(async () => {
@@ -45,8 +36,8 @@ test('fleet.json describes the router, the mapping and each cell\'s workload and
   for (const cell of file.cells) {
     expect(cell.workloadUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(cell.database).toMatchObject({ host: '127.0.0.1', database: 'cell' });
-    expect(alive(cell.workloadPid)).toBe(true);
-    expect(alive(cell.database.pid)).toBe(true);
+    expect(pidRunning(cell.workloadPid)).toBe(true);
+    expect(pidRunning(cell.database.pid)).toBe(true);
   }
   expect(Object.values(mapping().cells).map((c) => c.endpoint)).toEqual(file.cells.map((c) => c.workloadUrl));
 });
@@ -114,7 +105,7 @@ test('stop leaves nothing running; a second start reuses the state (data, ports,
     return created.status === 201;
   }, 20_000);
   await fleet.stop();
-  for (const pid of pids) expect(alive(pid)).toBe(false);
+  for (const pid of pids) expect(pidRunning(pid)).toBe(false);
   expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'survivor')).status).toBe(0);
 
   fleet = await startLocalFleet({ cells: 3, port: 0, stateDir: path.join(dir, 'state'), testFaults: true });

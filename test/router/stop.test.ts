@@ -4,6 +4,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping } from '../../lib/mapping';
+import { pidRunning } from '../../lib/files';
 import { LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
 import { freePort, until } from '../support/cells';
 
@@ -59,15 +60,6 @@ function status(port: number, p: string): Promise<number> {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
   let cell: Awaited<ReturnType<typeof holdingCell>>;
   let router: LocalRouter;
@@ -104,14 +96,14 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     await until('readiness refused', async () => !(await accepts(readyPort)), 500);
     const readyDownAt = Date.now();
     expect(await accepts(port)).toBe(false);
-    expect(alive(pid)).toBe(true);
+    expect(pidRunning(pid)).toBe(true);
     await new Promise((r) => setTimeout(r, 500));
     for (const res of cell.held) res.end('cell-a');
     const answers = await Promise.all(inFlight);
     expect(answers.map((a) => [a.status, a.body])).toEqual(Array(3).fill([200, 'cell-a']));
     expect(readyDownAt).toBeLessThan(Math.min(...answers.map((a) => a.at)));
     // Nothing left in flight: HAProxy exits without waiting for hard-stop-after.
-    await until('HAProxy to exit', async () => !alive(pid), HARD_STOP_AFTER_MS);
+    await until('HAProxy to exit', async () => !pidRunning(pid), HARD_STOP_AFTER_MS);
     expect(Date.now() - stoppedAt).toBeLessThan(HARD_STOP_AFTER_MS);
   });
 
@@ -125,6 +117,6 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     expect([0, 502]).toContain(answer.status);
     expect(answer.at - stoppedAt).toBeGreaterThanOrEqual(HARD_STOP_AFTER_MS - 100);
     expect(answer.at - stoppedAt).toBeLessThan(HARD_STOP_AFTER_MS + 1500);
-    await until('HAProxy to exit', async () => !alive(pid), 1500);
+    await until('HAProxy to exit', async () => !pidRunning(pid), 1500);
   });
 });
