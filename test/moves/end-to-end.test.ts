@@ -81,7 +81,7 @@ describe('moves end to end on the local fleet', () => {
     const moving = client(tenant);
     const others = Array.from({ length: 6 }, (_, i) => client(`other-${i}`));
     try {
-      await until('writes flowing', async () => moving.acked.length > 20, 10_000);
+      await until('writes flowing', async () => moving.acked.length > 20, 60_000);
       const there = await cellctl('move', 'tenant', tenant, '--to', away, '--json', ...local());
       expect([there.code, there.err]).toEqual([0, '']);
       const first = JSON.parse(there.out) as MoveRecord;
@@ -176,7 +176,7 @@ describe('moves end to end on the local fleet', () => {
     const marked = await cellctl('mapping', 'drain', drained, '--mapping', mappingFile, '--force');
     expect([marked.code, marked.err]).toEqual([0, '']);
     expect(mapping().cells[drained].state).toBe('draining');
-    await until('router on the drained mapping', async () => Number((await api(routerUrl, 'GET', '/v1/items', 'probe')).headers.get('x-mapping-version')) === mapping().version, 10_000);
+    await until('router on the drained mapping', async () => Number((await api(routerUrl, 'GET', '/v1/items', 'probe')).headers.get('x-mapping-version')) === mapping().version, 60_000);
     for (const t of tenants) {
       expect(compileMapping(mapping()).lookup(t).cell).not.toBe(drained);
       expect((await allItems(t)).sort()).toEqual(seeded.get(t));
