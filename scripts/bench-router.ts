@@ -8,8 +8,8 @@
  * DESIGN.md bucket and looks it up, the least any configuration routing by that hash can do. Runs
  * are interleaved over several rounds and medians reported, because this kind of machine varies by
  * ±25% from one run to the next; the proxies' CPU time per request is printed too, as it varies
- * less, and with valgrind installed the instructions per request (2,400 identical requests per
- * configuration, health checks off), which vary by about ±100. Also times applying a document with
+ * less, and with valgrind installed the instructions per request (2,400 identical requests, one
+ * at a time on one connection, health checks off; see `instructionsPerRequest`). Also times applying a document with
  * 16384 buckets and 10,000 overrides. Targets: router within 12% of the floor's instructions per
  * request and >= 0.85x plain-proxy throughput (docs/NOTES: re-based); p99 added latency < 1 ms at
  * half the maximum load; the large document applied in < 1 s.
@@ -124,12 +124,15 @@ async function listening(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-const COUNTED_CONNECTIONS = 8;
-const COUNTED_PER_CONNECTION = Number(process.env.BENCH_COUNTED ?? 300);
+const COUNTED_CONNECTIONS = Number(process.env.BENCH_COUNTED_CONNECTIONS ?? 1);
+const COUNTED_PER_CONNECTION = Number(process.env.BENCH_COUNTED ?? 2400);
 
 /**
  * Keep-alive connections sending an exact number of requests, each with a tenant key drawn from
- * tenant-1…tenant-100000 by a seeded generator: every configuration counted gets the same requests,
+ * tenant-1…tenant-100000 by a seeded generator. One connection by default
+ * (BENCH_COUNTED_CONNECTIONS): with several, how many requests HAProxy handles per wake-up depends
+ * on how busy the machine is, and that moved the count by up to 600 per request between runs of
+ * one configuration at load average 25. Every configuration counted gets the same requests,
  * none is left half-done when the count stops, and no connection is opened while counting.
  */
 class CountingClient {

@@ -320,7 +320,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       : []),
     // For the log line only (a copy of at most 128 bytes, no hashing on the hot path). A header key
     // is captured while the headers are parsed (`capture request header`: the last occurrence, and
-    // a repeated key header is refused anyway), 1,000 instructions per request less than the
+    // a repeated key header is refused anyway), about 700 instructions per request less than the
     // `http-request capture` action, which the path and host keys need.
     o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len 128` : `  http-request capture ${key} len 128`,
     // x-forwarded-proto is replaced by set-header below; every other spoofable header is removed here.
