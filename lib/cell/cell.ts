@@ -7,6 +7,7 @@ import { CellDashboard } from './dashboard';
 import { CellData } from './data';
 import { CellEntry } from './entry';
 import { CellKey } from './key';
+import { CellMover } from './mover';
 import { CellNetwork } from './network';
 import { CellQueues } from './queues';
 
@@ -38,6 +39,8 @@ export class Cell extends Construct {
   public readonly queues: CellQueues;
   public readonly alarms: CellAlarms;
   public readonly dashboard: CellDashboard;
+  /** The cell side of moves: a task run on demand, its roles (issue 14). */
+  public readonly mover: CellMover;
 
   constructor(scope: Construct, id: string, props: CellProps) {
     super(scope, id);
@@ -105,6 +108,16 @@ export class Cell extends Construct {
       encryptionKey,
     });
     this.data.allowFrom(this.compute, `${cell.id}: workload to database`);
+    this.mover = new CellMover(this, 'Mover', {
+      app: fleet.app,
+      cellId: cell.id,
+      vpc: this.network.vpc,
+      subnets: this.network.appSubnets,
+      database: { host: this.data.hostname, port: this.data.port, name: WORKLOAD_DATABASE, secret: this.data.secret },
+      encryptionKey,
+      routerAccount: fleet.accounts.router,
+    });
+    this.data.allowFrom(this.mover, `${cell.id}: mover tasks to database`);
     this.dashboard = new CellDashboard(this, 'Dashboard', { name: namePrefix, alarms: this.alarms });
   }
 }

@@ -11,6 +11,8 @@ export interface CellDatabase {
   readonly database: string;
   readonly user: string;
   readonly password: string;
+  /** TLS to the database (the AWS mover: RDS's CA bundle is trusted through NODE_EXTRA_CA_CERTS). */
+  readonly ssl?: boolean;
 }
 
 /** One delta in the hand-off store: what the exporter wrote, for the importer. */

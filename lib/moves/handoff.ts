@@ -16,7 +16,8 @@ export interface HandoffStore {
 
 const KEY = /^[a-z0-9][a-z0-9._/-]*$/i;
 
-function checkKey(key: string): void {
+/** Hand-off keys: `<moveId>/<delta>/<file>`, no `..`, no `=` (the S3 layout relies on it). */
+export function checkHandoffKey(key: string): void {
   if (!KEY.test(key) || key.split('/').includes('..')) throw new Error(`hand-off key ${JSON.stringify(key)} is not valid`);
 }
 
@@ -30,14 +31,14 @@ export class LocalHandoffStore implements HandoffStore {
   }
 
   public async put(key: string, text: string): Promise<void> {
-    checkKey(key);
+    checkHandoffKey(key);
     const file = path.join(this.dir, key);
     fs.mkdirSync(path.dirname(file), { recursive: true });
     writeFileAtomic(file, text);
   }
 
   public async get(key: string): Promise<string> {
-    checkKey(key);
+    checkHandoffKey(key);
     try {
       return fs.readFileSync(path.join(this.dir, key), 'utf8');
     } catch (error) {
@@ -47,7 +48,7 @@ export class LocalHandoffStore implements HandoffStore {
   }
 
   public async remove(prefix: string): Promise<void> {
-    checkKey(prefix);
+    checkHandoffKey(prefix);
     fs.rmSync(path.join(this.dir, prefix), { recursive: true, force: true });
   }
 }

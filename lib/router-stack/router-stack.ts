@@ -19,6 +19,8 @@ import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { acknowledgeLogBucket, MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
+import { MoveBucket } from '../moves/aws-bucket';
+import { moveBucketParameter, moveOperatorRoleName } from '../moves/aws-layout';
 import { acknowledgeCustomResourceProvider } from './providers';
 import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, REPO_ROOT, RouterGroup, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
 
@@ -64,6 +66,8 @@ export class RouterStack extends Stack {
   public readonly mappingBucket: MappingBucket;
   /** Only in the first region's stack (IAM is global). */
   public readonly publisher?: MappingPublisher;
+  /** The fleet's move bucket and move operator role: only in the first region's stack. */
+  public readonly moves?: MoveBucket;
   /** The way to each cell of the fleet, by cell id. */
   public readonly cellLinks: ReadonlyMap<string, CellLink>;
   /** `<app>.cells.internal` (from `router.cellEndpointTemplate`), naming each cell in this router VPC. */
@@ -97,6 +101,8 @@ export class RouterStack extends Stack {
     Tags.of(this).add('component', 'router');
     const prefix = `${fleet.app}-router-${region}`;
     const publisherArn = `arn:${Aws.PARTITION}:iam::${fleet.accounts.router}:role/${publisherRoleName(fleet.app)}`;
+    // Moves publish their freeze, flip and unfreeze as mapping versions.
+    const moveOperatorArn = `arn:${Aws.PARTITION}:iam::${fleet.accounts.router}:role/${moveOperatorRoleName(fleet.app)}`;
     if (region === publisherRegion(fleet)) {
       this.publisher = new MappingPublisher(this, 'Publisher', {
         roleName: publisherRoleName(fleet.app), bucketNamePrefix: fleet.router.mappingBucket, regions: Object.keys(fleet.regions), parameterName: mappingBucketParameter(fleet.app),
@@ -111,8 +117,16 @@ export class RouterStack extends Stack {
     });
     this.mappingBucket = new MappingBucket(this, 'Mappings', {
       namePrefix: fleet.router.mappingBucket, parameterName: mappingBucketParameter(fleet.app), keptVersions: fleet.router.keptVersions,
-      writerRoleArns: [publisherArn, customResourceRole.roleArn],
+      writerRoleArns: [publisherArn, moveOperatorArn, customResourceRole.roleArn],
     });
+    if (region === publisherRegion(fleet)) {
+      this.moves = new MoveBucket(this, 'Moves', {
+        app: fleet.app, routerAccount: fleet.accounts.router, toolingAccount: fleet.accounts.tooling,
+        cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), accessLogs: this.mappingBucket.accessLogs,
+        parameterName: moveBucketParameter(fleet.app), mappingBucketPrefix: fleet.router.mappingBucket,
+        mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app),
+      });
+    }
     const seed = seedMapping(fleet);
     const mappingSeed = new MappingSeed(this, 'MappingSeed', {
       bucket: this.mappingBucket.bucket, documentText: serializeMapping(seed), version: seed.version, groups: fleet.router.groups.map((g) => g.name), role: customResourceRole,
