@@ -101,6 +101,11 @@ export class CellMover extends Construct implements ec2.IConnectable {
       });
     }
 
+    Validations.of((this.taskRole.node.findChild('DefaultPolicy') as iam.Policy).node.defaultChild!).acknowledge({
+      id: 'CellIsolation-CI1[account:router]',
+      reason: 'The move bucket is in the router account: the only way data leaves or enters a cell in a move, limited to this cell\'s own lanes (by its account) and its own task requests and results; no other cell\'s resource is named.',
+    });
+
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
       family,
       cpu: props.cpu ?? 512,
@@ -144,6 +149,10 @@ export class CellMover extends Construct implements ec2.IConnectable {
       assumedBy: new iam.AccountPrincipal(props.routerAccount).withConditions({
         ArnEquals: { 'aws:PrincipalArn': `arn:${partition}:iam::${props.routerAccount}:role/${moveOperatorRoleName(props.app)}` },
       }),
+    });
+    Validations.of(this.launcher.node.defaultChild!).acknowledge({
+      id: 'CellIsolation-CI1[account:router]',
+      reason: 'Only the router account\'s move operator role may assume it, to run and watch this cell\'s mover task and nothing else: how a move reaches inside a cell without the cells talking to each other.',
     });
     const taskDefinitions = stack.formatArn({ service: 'ecs', resource: 'task-definition', resourceName: `${family}:*`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
     this.launcher.addToPolicy(new iam.PolicyStatement({

@@ -8,6 +8,7 @@ import {
 // The PostgreSQL client loads when a move runs, not when cellctl starts (npm run bench:cli).
 import type { PostgresCellData } from '../moves/cell-data';
 import { readLocalFleet, routerVersionProbe } from '../moves/local-fleet';
+import { fleetFrom } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText } from './io';
 
 interface MoveFlags {
@@ -15,20 +16,57 @@ interface MoveFlags {
   readonly stateDir: string;
   readonly json?: boolean;
   readonly copyRate?: string;
+  /** Without --local: the fleet config, and optionally the move bucket. */
+  readonly config?: string;
+  readonly movesBucket?: string;
 }
 
 /** The local fleet's default state directory (contract 4). */
 export const DEFAULT_LOCAL_STATE_DIR = '.cells-local';
 
 /** Stores, cells and routing of the running local fleet; `close` ends the database pools. */
-function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount: () => Promise<number>; close: () => Promise<void> } {
-  if (!flags.local) {
-    throw new CliError('moves between AWS cells are not available yet (the hand-off bucket and the per-cell mover tasks are not in the stacks); run against the local fleet with --local', EXIT.usage);
-  }
-  const stateDir = path.resolve(flags.stateDir);
-  const fleet = readLocalFleet(stateDir);
+function copyRateOf(flags: MoveFlags): number | undefined {
   const copyRowsPerSecond = flags.copyRate === undefined ? undefined : Number(flags.copyRate);
   if (copyRowsPerSecond !== undefined && !(copyRowsPerSecond > 0)) throw new CliError(`--copy-rate ${flags.copyRate}: give rows per second > 0`, EXIT.usage);
+  return copyRowsPerSecond;
+}
+
+/**
+ * Stores, cells and routing of the AWS fleet (lib/cli/move-aws.ts): the move bucket, every region's
+ * mapping bucket, each cell's mover task. Nothing to close: every cell call is a task of its own.
+ */
+async function awsDeps(io: CliIo, flags: MoveFlags): Promise<{ deps: MoverDeps; bucketCount: () => Promise<number>; close: () => Promise<void> }> {
+  const copyRowsPerSecond = copyRateOf(flags);
+  const fleet = fleetFrom(flags.config ?? 'cells.config.ts');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { awsMoveContext } = require('./move-aws') as typeof import('./move-aws');
+  const progress = flags.json ? undefined : (line: string) => io.err(`${line}\n`);
+  const context = await awsMoveContext(fleet, { movesBucket: flags.movesBucket, copyRowsPerSecond, clock: systemClock, progress });
+  let bucketCount: number | undefined;
+  const deps: MoverDeps = {
+    store: context.store,
+    handoff: context.handoff,
+    routing: context.routing,
+    cell: (id) => context.cell(id, bucketCount!),
+    clock: systemClock,
+    limits: copyRowsPerSecond ? { copyRowsPerSecond } : {},
+    actor: process.env.CELLCTL_ACTOR ?? os.userInfo().username,
+    progress,
+  };
+  return {
+    deps,
+    bucketCount: async () => {
+      bucketCount = (await context.routing.read()).bucketCount;
+      return bucketCount;
+    },
+    close: async () => undefined,
+  };
+}
+
+function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount: () => Promise<number>; close: () => Promise<void> } {
+  const stateDir = path.resolve(flags.stateDir);
+  const fleet = readLocalFleet(stateDir);
+  const copyRowsPerSecond = copyRateOf(flags);
   const routing = new FileRoutingControl(fleet.mappingFile, routerVersionProbe(fleet.routerUrls), systemClock);
   const opened = new Map<string, PostgresCellData>();
   let bucketCount: number | undefined;
@@ -63,7 +101,14 @@ function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount:
 
 /** Runs a move action with the local deps; move errors become exit-1 CLI errors. */
 async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, bucketCount: number) => Promise<T>): Promise<T> {
-  const { deps, bucketCount, close } = localDeps(io, flags);
+  let opened;
+  try {
+    opened = flags.local ? localDeps(io, flags) : await awsDeps(io, flags);
+  } catch (error) {
+    if (error instanceof MoveError) throw new CliError(error.message);
+    throw error;
+  }
+  const { deps, bucketCount, close } = opened;
   try {
     return await body(deps, await bucketCount());
   } catch (error) {
@@ -80,8 +125,10 @@ function summary(r: MoveRecord): string[] {
 
 function moveCommonOptions(command: Command): Command {
   return command
-    .option('--local', 'act on the running local fleet (`cellctl fleet local`)')
-    .option('--state-dir <dir>', "the local fleet's state directory", DEFAULT_LOCAL_STATE_DIR)
+    .option('--local', 'act on the running local fleet (`cellctl fleet local`); without it, on the AWS fleet')
+    .option('--state-dir <dir>', "with --local: the local fleet's state directory", DEFAULT_LOCAL_STATE_DIR)
+    .option('--config <file>', 'AWS: the fleet config', 'cells.config.ts')
+    .option('--moves-bucket <name>', "AWS: the move bucket (default: the SSM parameter /<app>/moves/bucket of the fleet's first region)")
     .option('--json', 'print the result as JSON');
 }
 
@@ -164,7 +211,7 @@ export function moveCommand(io: CliIo): Command {
     .argument('<id>', 'move id')
     .action((id: string, flags: MoveFlags) => withDeps(io, flags, async (deps) => {
       const stored = await deps.store.read(id);
-      if (!stored) throw new CliError(`no move ${id}; \`cellctl move list --local\` shows the moves`);
+      if (!stored) throw new CliError(`no move ${id} in ${deps.store.description}; \`cellctl move list${flags.local ? ' --local' : ''}\` shows the moves`);
       const log = await deps.store.readAudit(id);
       if (flags.json) {
         io.out(json({ move: stored.record, audit: log }));

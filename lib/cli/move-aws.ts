@@ -1,0 +1,182 @@
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@aws-sdk/types';
+import { Fleet } from '../fleet';
+import { mappingBucketParameter } from '../fleet/endpoints';
+import { isCredentialsError, credentialsHint } from '../aws/credentials';
+import { EcsCellData } from '../moves/aws-cell';
+import { S3HandoffStore } from '../moves/aws-handoff';
+import { moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, MoverTaskInfo } from '../moves/aws-layout';
+import { EcsMoverRunner, MoverCell } from '../moves/aws-runner';
+import { routerMetricProbe, S3RoutingControl } from '../moves/aws-routing';
+import { S3MoveStore } from '../moves/s3-store';
+import { CellData } from '../moves/cell-data';
+import { MoveStore } from '../moves/store';
+import { Clock, MoveError } from '../moves/types';
+import { RoutingControl } from '../moves/routing-control';
+import { HandoffStore } from '../moves/handoff';
+
+/**
+ * What `cellctl move` without `--local` works with: the fleet's move bucket (S3MoveStore for the
+ * records, the hand-off), the mapping buckets of every region (freeze, flip, unfreeze), and each
+ * cell's mover task, run in the cell's account through its launcher role. Everything runs as the
+ * move operator role of the router account (`<app>-move-operator`): a caller that is not that role
+ * already assumes it.
+ */
+export interface AwsMoveContext {
+  readonly store: MoveStore;
+  readonly handoff: HandoffStore;
+  readonly routing: RoutingControl;
+  readonly cell: (id: string, bucketCount: number) => CellData;
+  readonly description: string;
+}
+
+export interface AwsMoveOptions {
+  /** The move bucket; default: the SSM parameter `/<app>/moves/bucket` of the fleet's first region. */
+  readonly movesBucket?: string;
+  readonly copyRowsPerSecond?: number;
+  readonly batchRows?: number;
+  readonly clock: Clock;
+  readonly progress?: (line: string) => void;
+  /** Seconds a router may take to apply a version before the move stops. @default 600 */
+  readonly routerTimeoutSeconds?: number;
+}
+
+const EARLY_REFRESH_MS = 5 * 60_000;
+
+/** Credentials of `roleArn`, assumed with `base` and refreshed before they expire (role chaining caps them at an hour). */
+function assumedRole(roleArn: string, sessionName: string, base: AwsCredentialIdentityProvider | undefined, region: string): AwsCredentialIdentityProvider {
+  let cached: AwsCredentialIdentity | undefined;
+  return async () => {
+    if (cached?.expiration && cached.expiration.getTime() - Date.now() > EARLY_REFRESH_MS) return cached;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { AssumeRoleCommand, STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
+    const sts = new STSClient({ region, ...(base ? { credentials: base } : {}) });
+    try {
+      const { Credentials: c } = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName }));
+      if (!c?.AccessKeyId || !c.SecretAccessKey) throw new MoveError(`AssumeRole ${roleArn} returned no credentials`);
+      cached = { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration };
+      return cached;
+    } catch (error) {
+      if (error instanceof MoveError) throw error;
+      if (isCredentialsError(error)) throw new MoveError(credentialsHint(error as Error));
+      throw new MoveError(`cannot assume ${roleArn} (${(error as Error).name}: ${(error as Error).message})`);
+    } finally {
+      sts.destroy();
+    }
+  };
+}
+
+/**
+ * The operator's credentials: the caller's own when it already is the move operator role, else
+ * that role assumed (operators of the router or the tooling account may).
+ */
+async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCredentialIdentityProvider | undefined> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { GetCallerIdentityCommand, STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
+  const sts = new STSClient({ region });
+  let arn: string;
+  try {
+    arn = (await sts.send(new GetCallerIdentityCommand({}))).Arn ?? '';
+  } catch (error) {
+    if (isCredentialsError(error)) throw new MoveError(`moves between AWS cells need AWS credentials: ${credentialsHint(error as Error)}`);
+    throw new MoveError(`cannot tell who the caller is (sts:GetCallerIdentity: ${(error as Error).name}: ${(error as Error).message})`);
+  } finally {
+    sts.destroy();
+  }
+  const roleName = moveOperatorRoleName(fleet.app);
+  const partition = arn.split(':')[1] || 'aws';
+  if (arn.startsWith(`arn:${partition}:sts::${fleet.accounts.router}:assumed-role/${roleName}/`)) return undefined;
+  const roleArn = `arn:${partition}:iam::${fleet.accounts.router}:role/${roleName}`;
+  const provider = assumedRole(roleArn, 'cellctl-move', undefined, region);
+  try {
+    await provider();
+  } catch (error) {
+    throw new MoveError(`${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${Object.keys(fleet.regions)[0]}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`);
+  }
+  return provider;
+}
+
+async function parameter(name: string, region: string, credentials: AwsCredentialIdentityProvider | undefined, missing: string): Promise<string> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { GetParameterCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
+  const ssm = new SSMClient({ region, ...(credentials ? { credentials } : {}) });
+  try {
+    const { Parameter } = await ssm.send(new GetParameterCommand({ Name: name }));
+    if (!Parameter?.Value) throw new MoveError(`SSM ${name} in ${region} is empty`);
+    return Parameter.Value;
+  } catch (error) {
+    if (error instanceof MoveError) throw error;
+    if ((error as Error).name === 'ParameterNotFound') throw new MoveError(`SSM ${name} in ${region} not found: ${missing}`);
+    if (isCredentialsError(error)) throw new MoveError(credentialsHint(error as Error));
+    throw new MoveError(`reading SSM ${name} in ${region} failed: ${(error as Error).name}: ${(error as Error).message}`);
+  } finally {
+    ssm.destroy();
+  }
+}
+
+export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Promise<AwsMoveContext> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { S3Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { ECSClient } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { CloudWatchClient } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { MappingStore } = require('../mapping-store/store') as typeof import('../mapping-store/store');
+  const home = Object.keys(fleet.regions)[0];
+  const credentials = await operatorCredentials(fleet, home);
+  const withCredentials = credentials ? { credentials } : {};
+  const pathStyle = process.env.S3_FORCE_PATH_STYLE === 'true';
+  const bucket = options.movesBucket ?? await parameter(moveBucketParameter(fleet.app), home, credentials,
+    `the fleet has no move bucket yet; deploy ${fleet.app}-router-${home} (it creates the move bucket and the operator role), or pass --moves-bucket NAME`);
+  const s3 = new S3Client({ region: home, forcePathStyle: pathStyle, ...withCredentials });
+  const store = new S3MoveStore(s3, bucket);
+  const regions = Object.keys(fleet.regions);
+  const stores = await Promise.all(regions.map(async (region) => new MappingStore(
+    new S3Client({ region, forcePathStyle: pathStyle, ...withCredentials }),
+    await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`),
+  )));
+  const groups = fleet.router.groups.map((g) => g.name);
+  const routing = new S3RoutingControl({
+    stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress,
+    timeoutMs: (options.routerTimeoutSeconds ?? 600) * 1000,
+    probe: routerMetricProbe(regions.map((region) => ({ region, client: new CloudWatchClient({ region, ...withCredentials }) })), groups, options.clock),
+  });
+  const cells: Record<string, MoverCell> = Object.fromEntries(fleet.cells.map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]));
+  const launchers = new Map<string, AwsCredentialIdentityProvider>();
+  const launcher = (cell: MoverCell) => {
+    if (!launchers.has(cell.id)) {
+      const partition = 'aws';
+      launchers.set(cell.id, assumedRole(`arn:${partition}:iam::${cell.account}:role/${moverLauncherRoleName(fleet.app, cell.id)}`, `cellctl-move-${cell.id}`.slice(0, 64), credentials, cell.region));
+    }
+    return launchers.get(cell.id)!;
+  };
+  const infos = new Map<string, Promise<MoverTaskInfo>>();
+  const runner = new EcsMoverRunner({
+    s3, bucket, bucketRegion: home, cells, clock: options.clock, progress: options.progress,
+    ecs: (cell) => new ECSClient({ region: cell.region, credentials: launcher(cell) }),
+    taskInfo: (cell) => {
+      if (!infos.has(cell.id)) {
+        infos.set(cell.id, parameter(moverParameter(fleet.app, cell.id), cell.region, launcher(cell), `the cell stack ${fleet.app}-cell-${cell.id} has no mover yet; deploy the cells (the pipeline's cell waves) first`)
+          .then((text) => JSON.parse(text) as MoverTaskInfo));
+      }
+      return infos.get(cell.id)!;
+    },
+  });
+  const laneOf = async (moveId: string) => {
+    const stored = await store.read(moveId);
+    if (!stored) throw new MoveError(`no move ${moveId} in ${store.description}`);
+    const { source, target } = stored.record;
+    for (const id of [source, target]) if (!cells[id]) throw new MoveError(`move ${moveId}: cell ${id} is not in the fleet config`);
+    return { sourceAccount: cells[source].account, targetAccount: cells[target].account };
+  };
+  return {
+    store,
+    handoff: new S3HandoffStore(s3, bucket),
+    routing,
+    description: `s3://${bucket}`,
+    cell: (id, bucketCount) => {
+      if (!cells[id]) throw new MoveError(`cell ${id} is not in the fleet config (cells: ${Object.keys(cells).join(', ')})`);
+      return new EcsCellData(id, { runner, bucketCount, batchRows: options.batchRows ?? 5000, copyRowsPerSecond: options.copyRowsPerSecond, laneOf });
+    },
+  };
+}

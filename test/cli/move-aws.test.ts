@@ -1,0 +1,205 @@
+import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput } from '@aws-sdk/client-cloudwatch';
+import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput } from '@aws-sdk/client-ecs';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { AssumeRoleCommand, AssumeRoleCommandInput, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
+import { mockClient } from 'aws-sdk-client-mock';
+import { runCli } from '../../lib/cli';
+import { Fleet, seedMapping } from '../../lib/fleet';
+import { compileMapping } from '../../lib/mapping';
+import { MappingStore, publishMapping } from '../../lib/mapping-store';
+import { runMoverTask } from '../../lib/moves/aws-task';
+import { CellDatabase } from '../../lib/moves/cell-data';
+import { systemClock } from '../../lib/moves/types';
+import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
+import { exampleFleet, REPO_ROOT } from '../support/fleet';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
+
+async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { code, out, err };
+}
+
+/**
+ * `cellctl move` without `--local`, as it runs against AWS: move records and hand-off in a real S3
+ * stand-in (s3rver behind the conditional-write layer), every region's mapping bucket there too,
+ * and each cell's mover task run by the ECS mock *in this process* with the real task entrypoint
+ * (lib/moves/aws-task.ts) on a real PostgreSQL database per cell, reading its request from and
+ * writing its data and result to that S3. STS (the operator, the launcher roles), SSM (bucket names,
+ * the mover's task parameter), ECS (RunTask, DescribeTasks) and CloudWatch (the routers'
+ * MappingVersion metric) are aws-sdk-client-mock: no stand-in implements them.
+ */
+describe('cellctl move (AWS fleet)', () => {
+  let fleet: Fleet;
+  let s3: LocalS3;
+  let pg: PostgresServer;
+  const dbs: Record<string, CellDatabase> = {};
+  const mappingBuckets: Record<string, string> = { 'eu-west-1': 'orders-mappings-eu', 'us-east-1': 'orders-mappings-us' };
+  const sts = mockClient(STSClient);
+  const ssm = mockClient(SSMClient);
+  const ecs = mockClient(ECSClient);
+  const cloudwatch = mockClient(CloudWatchClient);
+  const ran: { cell: string; op: string; exit: number; env: Record<string, string> }[] = [];
+  const assumed: string[] = [];
+  let source: string;
+  let target: string;
+  const savedEnv = { ...process.env };
+  const config = `${REPO_ROOT}/cells.config.ts`;
+  const stores = () => Object.values(mappingBuckets).map((b) => new MappingStore(localS3Client(s3), b));
+
+  beforeAll(async () => {
+    fleet = exampleFleet();
+    s3 = await startLocalS3('orders-moves-test');
+    const client = localS3Client(s3);
+    for (const bucket of Object.values(mappingBuckets)) await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const seed = seedMapping(fleet);
+    await publishMapping(stores(), seed, { groups: fleet.router.groups.map((g) => g.name), bakeSeconds: 0 });
+    source = compileMapping(seed).lookup('acme').cell;
+    target = fleet.cells.find((c) => c.id !== source && c.region !== fleet.cells.find((x) => x.id === source)!.region)!.id;
+    pg = await startPostgres();
+    for (const cell of [source, target]) dbs[cell] = await pg.createDatabase(`aws_${cell.replace(/-/g, '_')}`);
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'eu-west-1', CELLCTL_ACTOR: 'alice',
+    });
+    // Time moves only when the routers' metric is read (below): only a whole minute after a publish counts.
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'queueMicrotask', 'hrtime', 'performance'], now: Date.now() });
+  });
+  afterAll(async () => {
+    jest.useRealTimers();
+    process.env = savedEnv;
+    await s3?.stop();
+    await pg?.stop();
+  });
+
+  /** STS, SSM, ECS and CloudWatch as AWS would answer for the deployed stacks. */
+  function mockAws(options: { movesBucket?: boolean; caller?: string } = {}) {
+    sts.reset(); ssm.reset(); ecs.reset(); cloudwatch.reset();
+    sts.on(GetCallerIdentityCommand).resolves({ Arn: options.caller ?? 'arn:aws:sts::222222222222:assumed-role/orders-move-operator/alice', Account: '222222222222' });
+    // The stand-in S3 takes its own key; the mocked sessions hand it out.
+    sts.on(AssumeRoleCommand).callsFake((input: AssumeRoleCommandInput) => {
+      assumed.push(input.RoleArn!);
+      return { Credentials: { AccessKeyId: 'S3RVER', SecretAccessKey: 'S3RVER', SessionToken: 'session', Expiration: new Date(Date.now() + 3600_000) } };
+    });
+    ssm.on(GetParameterCommand).callsFake(async (input: { Name: string }, getClient: () => SSMClient) => {
+      const region = await getClient().config.region();
+      if (input.Name === '/orders/moves/bucket') {
+        if (options.movesBucket === false) throw Object.assign(new Error('parameter not found'), { name: 'ParameterNotFound' });
+        return { Parameter: { Value: s3.bucket } };
+      }
+      if (input.Name === '/orders/router/mapping-bucket') return { Parameter: { Value: mappingBuckets[region] } };
+      const cell = /^\/orders\/cell\/(.+)\/mover$/.exec(input.Name)?.[1];
+      if (cell) return { Parameter: { Value: JSON.stringify({ cluster: `mover-${cell}`, taskDefinition: `orders-${cell}-mover`, container: 'Mover', subnets: ['subnet-1'], securityGroups: ['sg-1'] }) } };
+      throw Object.assign(new Error(`no parameter ${input.Name}`), { name: 'ParameterNotFound' });
+    });
+    const exits = new Map<string, number>();
+    ecs.on(RunTaskCommand).callsFake(async (input: RunTaskCommandInput, getClient: () => ECSClient) => {
+      const cell = input.cluster!.replace(/^mover-/, '');
+      // The client's credentials: the cell's launcher role, assumed through STS (mocked above).
+      await getClient().config.credentials();
+      const env = Object.fromEntries(input.overrides!.containerOverrides![0].environment!.map((e) => [e.name!, e.value!]));
+      const db = dbs[cell];
+      // The task definition's environment (CellMover), the overrides, and the local database's credentials in place of the secret.
+      const exit = await runMoverTask({
+        CELL_ID: cell, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password, AWS_REGION: 'eu-west-1', ...env,
+      }, { s3: () => localS3Client(s3), secret: async () => { throw new Error('no secret in this test'); }, clock: systemClock, log: () => undefined });
+      const request = JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString()) as { op: string };
+      ran.push({ cell, op: request.op, exit, env });
+      const taskArn = `arn:aws:ecs:eu-west-1:${fleet.cells.find((c) => c.id === cell)!.account}:task/mover-${cell}/${ran.length}`;
+      exits.set(taskArn, exit);
+      return { tasks: [{ taskArn }], failures: [] };
+    });
+    ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => ({
+      tasks: [{ taskArn: input.tasks![0], lastStatus: 'STOPPED', stoppedReason: 'Essential container in task exited', containers: [{ name: 'Mover', exitCode: exits.get(input.tasks![0]) }] }],
+    }));
+    // Each group reports the version its pointer holds, for a whole minute after the one asked about.
+    cloudwatch.on(GetMetricDataCommand).callsFake(async (input: GetMetricDataCommandInput, getClient: () => CloudWatchClient) => {
+      const region = await getClient().config.region();
+      const start = input.StartTime!.getTime();
+      if (Date.now() < start + 61_000) jest.setSystemTime(start + 61_000);
+      const store = new MappingStore(localS3Client(s3), mappingBuckets[region]);
+      const results = await Promise.all(input.MetricDataQueries!.map(async (q) => {
+        const group = q.MetricStat!.Metric!.Dimensions![0].Value!;
+        const version = (await store.readGroup(group))!.document.version;
+        return { Id: q.Id, Timestamps: [new Date(start)], Values: [version] };
+      }));
+      return { MetricDataResults: results };
+    });
+  }
+
+  it('moves a tenant between cells of two regions: mover tasks in each cell, records and hand-off in the move bucket, freeze and flip in every region\'s mapping', async () => {
+    mockAws();
+    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('n', g) from generate_series(1, 321) g`);
+    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('n', g) from generate_series(1, 5) g`);
+    const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', '--config', config);
+    expect([moved.code, moved.err]).toEqual([0, '']);
+    const record = JSON.parse(moved.out);
+    expect(record).toMatchObject({ source, target, status: 'retained', completed: 'unfrozen', rowsCopied: 321, actor: 'alice' });
+    // The rows are in the target, the other tenant stayed; the source refuses acme from now on (its fence).
+    expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
+    expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'other'`))[0].n).toBe(0);
+    expect(await sql(dbs[source], `select kind, value, moved_to from cf_moved_away`)).toEqual([{ kind: 'tenant', value: 'acme', moved_to: target }]);
+    // Every region's routers now send acme to the target, with no freeze left.
+    for (const store of stores()) {
+      const doc = (await store.readGroup(fleet.router.groups[0].name))!.document;
+      expect(compileMapping(doc).lookup('acme').cell).toBe(target);
+      expect(doc.freeze).toBeUndefined();
+    }
+    // Each cell's calls ran in that cell's own task: exports only in the source, imports only in the target.
+    expect(ran.filter((r) => r.op === 'exportDelta').map((r) => r.cell)).toEqual(expect.arrayContaining([source]));
+    expect(new Set(ran.filter((r) => r.op === 'exportDelta').map((r) => r.cell))).toEqual(new Set([source]));
+    expect(new Set(ran.filter((r) => r.op === 'importDelta').map((r) => r.cell))).toEqual(new Set([target]));
+    expect(ran.every((r) => r.exit === 0)).toBe(true);
+    // Through each cell's launcher role; the operator was not assumed (the caller is it).
+    expect(new Set(assumed)).toEqual(new Set([source, target].map((c) => `arn:aws:iam::${fleet.cells.find((x) => x.id === c)!.account}:role/orders-${c}-mover-launcher`)));
+    // The hand-off data lives in the move's lane, keyed by the two accounts.
+    const accounts = [source, target].map((c) => fleet.cells.find((x) => x.id === c)!.account);
+    const keys = ((await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []).map((o) => o.Key!);
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.every((k) => k.startsWith(`handoff/${record.id}/from=${accounts[0]}/to=${accounts[1]}/`))).toBe(true);
+    // show: the audit log in the move bucket.
+    const shown = await cellctl('move', 'show', record.id, '--json', '--config', config);
+    const events = (JSON.parse(shown.out).audit as { event: string }[]).map((e) => e.event);
+    expect(events).toEqual(expect.arrayContaining(['planned', 'frozen', 'verified', 'flipped', 'unfrozen']));
+    // forget --now deletes the source copy (in the source's task) and the move's hand-off data.
+    const forgotten = await cellctl('move', 'forget', record.id, '--now', '--json', '--config', config);
+    expect([forgotten.code, JSON.parse(forgotten.out).status]).toEqual([0, 'finished']);
+    expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(0);
+    expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'other'`))[0].n).toBe(5);
+    expect((await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []).toEqual([]);
+    const listed = await cellctl('move', 'list', '--json', '--config', config);
+    expect(JSON.parse(listed.out).map((m: { id: string }) => m.id)).toEqual([record.id]);
+  });
+
+  it('stops with the cell\'s own error when a mover task fails, and resumes from that step', async () => {
+    mockAws();
+    // The target lost a table the source has: its import refuses the delta (a MoveError inside the task).
+    const seed = compileMapping(seedMapping(fleet));
+    const tenant = Array.from({ length: 500 }, (_, i) => `t${i}`).find((t) => seed.lookup(t).cell === source)!;
+    const planned = await cellctl('move', 'tenant', tenant, '--to', target, '--plan-only', '--json', '--config', config);
+    expect(planned.code).toBe(0);
+    const id = JSON.parse(planned.out).id as string;
+    await sql(dbs[target], `drop table notes`);
+    const failed = await cellctl('move', 'resume', id, '--config', config);
+    expect(failed.code).toBe(1);
+    expect(failed.err).toMatch(new RegExp(`cell ${target}: .*notes`));
+    expect(ran.at(-1)).toMatchObject({ cell: target, exit: 1 });
+    const aborted = await cellctl('move', 'abort', id, '--json', '--config', config);
+    expect([aborted.code, JSON.parse(aborted.out).status]).toEqual([0, 'aborted']);
+  });
+
+  it('says what is missing: the move bucket not deployed, no credentials, the operator role not assumable', async () => {
+    mockAws({ movesBucket: false });
+    const nobucket = await cellctl('move', 'list', '--config', config);
+    expect([nobucket.code, nobucket.err]).toEqual([1, expect.stringMatching(/\/orders\/moves\/bucket in eu-west-1 not found: the fleet has no move bucket yet; deploy orders-router-eu-west-1 .*--moves-bucket/)]);
+    mockAws();
+    sts.on(GetCallerIdentityCommand).rejects(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }));
+    const nocreds = await cellctl('move', 'list', '--config', config);
+    expect([nocreds.code, nocreds.err]).toEqual([1, expect.stringMatching(/need AWS credentials: no usable AWS credentials/)]);
+    mockAws({ caller: 'arn:aws:sts::444444444444:assumed-role/Someone/bob' });
+    sts.on(AssumeRoleCommand).rejects(Object.assign(new Error('not authorized to perform sts:AssumeRole'), { name: 'AccessDenied' }));
+    const denied = await cellctl('move', 'list', '--config', config);
+    expect([denied.code, denied.err]).toEqual([1, expect.stringMatching(/cannot assume arn:aws:iam::222222222222:role\/orders-move-operator .*operators of the router account .* you are arn:aws:sts::444444444444:assumed-role\/Someone\/bob/)]);
+  });
+});
