@@ -1,0 +1,92 @@
+import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput } from '@aws-sdk/client-cloudwatch';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import { S3HandoffStore } from '../../lib/moves/aws-handoff';
+import { routerMetricProbe } from '../../lib/moves/aws-routing';
+import { runMoverTask } from '../../lib/moves/aws-task';
+import { CellData } from '../../lib/moves/cell-data';
+import { Clock } from '../../lib/moves/types';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
+
+describe('the mover task entrypoint (lib/moves/aws-task.ts)', () => {
+  let s3: LocalS3;
+  beforeAll(async () => { s3 = await startLocalS3('moves-task-test'); });
+  afterAll(async () => { await s3.stop(); });
+
+  const env = (id: string) => ({ CELL_ID: 'eu-1', DB_HOST: 'db', DB_NAME: 'cell', DB_USER: 'u', DB_PASSWORD: 'p', MOVE_BUCKET: s3.bucket, MOVE_BUCKET_REGION: 'us-east-1', MOVE_REQUEST_KEY: `tasks/333333333331/${id}/request.json`, MOVE_RESULT_KEY: `tasks/333333333331/${id}/result.json` });
+  const put = (key: string, body: unknown) => localS3Client(s3).send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: JSON.stringify(body) }));
+  const result = async (id: string) => JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: `tasks/333333333331/${id}/result.json` }))).Body!.transformToString());
+  const opened: string[] = [];
+  const fakeCell = (version: number) => (cell: string) => { opened.push(cell); return { cell, schemaVersion: async () => version, close: async () => undefined } as unknown as CellData; };
+  const deps = (version = 7) => ({ s3: () => localS3Client(s3), secret: async () => '{}', clock: { now: () => new Date(), sleep: async () => undefined }, openCell: fakeCell(version), log: () => undefined });
+
+  it('runs the request for its own cell and writes the answer', async () => {
+    await put('tasks/333333333331/r1/request.json', { op: 'schemaVersion', args: {}, cell: 'eu-1', bucketCount: 1024, batchRows: 10 });
+    expect(await runMoverTask(env('r1'), deps(7))).toBe(0);
+    expect(await result('r1')).toEqual({ ok: true, value: 7 });
+  });
+
+  it('refuses a request for another cell, or an unknown operation, without touching its database', async () => {
+    opened.length = 0;
+    await put('tasks/333333333331/r2/request.json', { op: 'clear', args: {}, cell: 'eu-2', bucketCount: 1024, batchRows: 10 });
+    expect(await runMoverTask(env('r2'), deps())).toBe(1);
+    expect(await result('r2')).toEqual({ ok: false, moveError: true, error: "the request is for cell eu-2, and this is cell eu-1's mover" });
+    await put('tasks/333333333331/r3/request.json', { op: 'dropEverything', args: {}, cell: 'eu-1', bucketCount: 1024, batchRows: 10 });
+    expect(await runMoverTask(env('r3'), deps())).toBe(1);
+    expect((await result('r3')).error).toMatch(/unknown operation "dropEverything"/);
+    expect(opened).toEqual([]);
+  });
+
+  it('exits 2 when misconfigured (no result can be written)', async () => {
+    const lines: string[] = [];
+    const { MOVE_BUCKET: _omitted, ...rest } = env('r4');
+    expect(await runMoverTask(rest, { ...deps(), log: (l: string) => lines.push(l) })).toBe(2);
+    expect(lines).toEqual(['mover: MOVE_BUCKET is not set']);
+  });
+
+  it('keeps hand-off data in the move\'s lane and refuses keys that could leave it', async () => {
+    const lane = { sourceAccount: '333333333331', targetAccount: '333333333334' };
+    const store = new S3HandoffStore(localS3Client(s3), s3.bucket, lane);
+    await store.put('m-1/clone/items/rows-0.json', '[1]');
+    expect(await store.get('m-1/clone/items/rows-0.json')).toBe('[1]');
+    const raw = await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: 'handoff/m-1/from=333333333331/to=333333333334/clone/items/rows-0.json' }));
+    expect(await raw.Body!.transformToString()).toBe('[1]');
+    await expect(store.put('m-1/clone/to=333333333331/rows-0.json', 'x')).rejects.toThrow(/not valid/);
+    await expect(store.put('m-1/../m-2/x.json', 'x')).rejects.toThrow(/not valid/);
+    await expect(store.get('m-1/clone/items/rows-9.json')).rejects.toThrow(/missing or not readable .*cellctl move resume/);
+    await new S3HandoffStore(localS3Client(s3), s3.bucket).remove('m-1');
+    await expect(store.get('m-1/clone/items/rows-0.json')).rejects.toThrow(/missing/);
+    await expect(new S3HandoffStore(localS3Client(s3), s3.bucket).put('m-1/x.json', 'x')).rejects.toThrow(/needs the move's lane/);
+  });
+});
+
+describe('routerMetricProbe: the version each router group serves, from CellRouter/MappingVersion', () => {
+  const cw = mockClient(CloudWatchClient);
+  afterAll(() => cw.restore());
+
+  it('counts only whole minutes that began after the publish, and their minimum over the tasks', async () => {
+    let now = Date.parse('2026-11-30T12:00:30Z');
+    const clock: Clock = { now: () => new Date(now), sleep: async () => undefined };
+    const seen: GetMetricDataCommandInput[] = [];
+    cw.on(GetMetricDataCommand).callsFake((input: GetMetricDataCommandInput) => {
+      seen.push(input);
+      // Minute 12:01 says v5 for blue (every task), 12:02 is still running (v6 so far); green reports v4 at 12:01.
+      return { MetricDataResults: [
+        { Id: 'g0', Timestamps: [new Date('2026-11-30T12:02:00Z'), new Date('2026-11-30T12:01:00Z'), new Date('2026-11-30T12:00:00Z')], Values: [6, 5, 3] },
+        { Id: 'g1', Timestamps: [new Date('2026-11-30T12:01:00Z')], Values: [4] },
+      ] };
+    });
+    const probe = routerMetricProbe([{ region: 'eu-west-1', client: new CloudWatchClient({ region: 'eu-west-1' }) }], ['blue', 'green'], clock);
+    const since = new Date('2026-11-30T12:00:30Z');
+    // At 12:01:30 no whole minute since the publish is over yet.
+    now = Date.parse('2026-11-30T12:01:30Z');
+    expect(await probe(since)).toEqual({ 'eu-west-1/blue': undefined, 'eu-west-1/green': undefined });
+    expect(seen[0].StartTime).toEqual(new Date('2026-11-30T12:01:00Z'));
+    expect(seen[0].MetricDataQueries!.map((q) => [q.MetricStat!.Stat, q.MetricStat!.Period, q.MetricStat!.Metric!.MetricName, q.MetricStat!.Metric!.Dimensions])).toEqual([
+      ['Minimum', 60, 'MappingVersion', [{ Name: 'RouterGroup', Value: 'blue' }]], ['Minimum', 60, 'MappingVersion', [{ Name: 'RouterGroup', Value: 'green' }]],
+    ]);
+    // At 12:02:30 the minute 12:01 is whole: blue serves v5, not the running minute's 6; 12:00 (before the publish) never counts.
+    now = Date.parse('2026-11-30T12:02:30Z');
+    expect(await probe(since)).toEqual({ 'eu-west-1/blue': 5, 'eu-west-1/green': 4 });
+  });
+});
