@@ -59,7 +59,7 @@ describe('RouterStack', () => {
     expect(JSON.stringify(bucket.Properties.BucketName)).toMatch(/^\{"Fn::Join":\["",\["orders-mappings-222222222222-",\{"Fn::Select":\[4,\{"Fn::Split":\["-",\{"Fn::Select":\[2,\{"Fn::Split":\["\/",\{"Ref":"AWS::StackId"\}/);
   });
 
-  it('lets only the publisher and the seeding custom resource write documents', () => {
+  it('lets only the publisher, the move operator (freeze, flip) and the seeding custom resource write documents', () => {
     for (const template of [t, t2]) {
       const [policy] = Object.values(template.findResources('AWS::S3::BucketPolicy', { Properties: { Bucket: { Ref: Match.stringLikeRegexp('MappingsBucket') } } }));
       const statements = policy.Properties.PolicyDocument.Statement;
@@ -67,7 +67,7 @@ describe('RouterStack', () => {
         expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
         expect.objectContaining({
           Effect: 'Deny', Action: expect.arrayContaining(['s3:PutObject', 's3:DeleteObject']),
-          Condition: { ArnNotEquals: { 'aws:PrincipalArn': [{ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::222222222222:role/orders-mapping-publisher']] }, { 'Fn::GetAtt': [expect.stringMatching(/^CustomResourceRole/), 'Arn'] }] } },
+          Condition: { ArnNotEquals: { 'aws:PrincipalArn': [{ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::222222222222:role/orders-mapping-publisher']] }, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::222222222222:role/orders-move-operator']] }, { 'Fn::GetAtt': [expect.stringMatching(/^CustomResourceRole/), 'Arn'] }] } },
         }),
       ]));
     }
