@@ -1,5 +1,5 @@
 import { HandoffLane, MoverOp, MoverRequest } from './aws-layout';
-import { CellData, DeltaManifest, MovedAwayRecord } from './cell-data';
+import { CellData, DeltaManifest, MovedAwayRecord, RowHashes } from './cell-data';
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
 import { MoveSubject, TableChecksums, TableCounts } from './types';
@@ -81,6 +81,20 @@ export class EcsCellData implements CellData {
 
   public forget(subject: MoveSubject, moveId: string): Promise<number> {
     return this.call('forget', { subject, moveId });
+  }
+
+  /** The incremental verify's row hashes (one task per side and call, like every call). */
+  public rowHashes(subject: MoveSubject, since: string): Promise<RowHashes> {
+    return this.call('rowHashes', { subject, since });
+  }
+
+  /** The subject's work-queue messages, carried through the hand-off like a delta. */
+  public async exportQueue(subject: MoveSubject, _handoff: HandoffStore, prefix: string): Promise<number> {
+    return this.call('exportQueue', { subject, prefix }, await this.lane(prefix));
+  }
+
+  public async importQueue(subject: MoveSubject, _handoff: HandoffStore, prefix: string): Promise<number> {
+    return this.call('importQueue', { subject, prefix }, await this.lane(prefix));
   }
 
   public async close(): Promise<void> {

@@ -64,6 +64,11 @@ function parseRequest(text: string, cell: string): MoverRequest {
   return request;
 }
 
+function optional<T>(method: T | undefined, name: string): T {
+  if (!method) throw new MoveError(`this cell's data has no ${name}`);
+  return method;
+}
+
 /** Runs the call a request names against one cell. */
 export async function performRequest(request: MoverRequest, cell: CellData, handoff: (request: MoverRequest) => S3HandoffStore, clock: Clock): Promise<unknown> {
   const a = request.args as Record<string, unknown> & { subject: MoveSubject };
@@ -81,6 +86,9 @@ export async function performRequest(request: MoverRequest, cell: CellData, hand
     case 'clearMovedAway': return cell.clearMovedAway(a.subject);
     case 'blockingRecords': return cell.blockingRecords(a.subject);
     case 'forget': return cell.forget(a.subject, String(a.moveId));
+    case 'rowHashes': return optional(cell.rowHashes, 'rowHashes').call(cell, a.subject, String(a.since));
+    case 'exportQueue': return optional(cell.exportQueue, 'exportQueue').call(cell, a.subject, handoff(request), String(a.prefix));
+    case 'importQueue': return optional(cell.importQueue, 'importQueue').call(cell, a.subject, handoff(request), String(a.prefix));
     default: throw new MoveError(`unknown operation ${String(request.op)}`);
   }
 }
