@@ -32,6 +32,8 @@ async function cellctl(...argv: string[]): Promise<{ code: number; out: string; 
  * MappingVersion metric) are aws-sdk-client-mock: no stand-in implements them.
  */
 describe('cellctl move (AWS fleet)', () => {
+  // Each cell call is a task run in this process on real PostgreSQL: a whole move is ~40 s idle, more under load.
+  jest.setTimeout(400_000);
   let fleet: Fleet;
   let s3: LocalS3;
   let pg: PostgresServer;

@@ -1,3 +1,7 @@
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput } from '@aws-sdk/client-cloudwatch';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -6,6 +10,7 @@ import { routerMetricProbe } from '../../lib/moves/aws-routing';
 import { runMoverTask } from '../../lib/moves/aws-task';
 import { CellData } from '../../lib/moves/cell-data';
 import { Clock } from '../../lib/moves/types';
+import { REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 describe('the mover task entrypoint (lib/moves/aws-task.ts)', () => {
@@ -88,5 +93,24 @@ describe('routerMetricProbe: the version each router group serves, from CellRout
     // At 12:02:30 the minute 12:01 is whole: blue serves v5, not the running minute's 6; 12:00 (before the publish) never counts.
     now = Date.parse('2026-11-30T12:02:30Z');
     expect(await probe(since)).toEqual({ 'eu-west-1/blue': 5, 'eu-west-1/green': 4 });
+  });
+});
+
+describe('the mover image', () => {
+  it('bundles bin/mover.ts into one file that runs without node_modules (as images/mover/Dockerfile builds it)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mover-bundle-'));
+    try {
+      const built = spawnSync('npm', ['run', '-s', 'build:mover', '--', `--outfile=${path.join(dir, 'mover.js')}`], { cwd: REPO_ROOT, encoding: 'utf8' });
+      expect(built.status).toBe(0);
+      // Run from a folder without node_modules: everything the entrypoint needs is in the bundle.
+      const ran = spawnSync(process.execPath, [path.join(dir, 'mover.js')], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH } });
+      expect([ran.status, ran.stderr]).toEqual([2, expect.stringContaining('mover: CELL_ID is not set')]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    const dockerfile = fs.readFileSync(path.join(REPO_ROOT, 'images', 'mover', 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/RUN npm run build:mover -- --outfile=\/out\/mover\.js/);
+    // The task definition runs it as user 1000 on a read-only root (lib/cell/mover.ts).
+    expect(dockerfile).toMatch(/^USER 1000:1000$/m);
   });
 });
