@@ -24,18 +24,18 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process):
   fleet
     .command('local')
     .description('start N cells (reference workload + its own PostgreSQL) and the router (HAProxy + agent, debug headers on) in the foreground on 127.0.0.1; SIGTERM or Ctrl-C stops everything')
-    .option('--cells <n>', 'number of cells', '4')
+    .option('--cells <n>', 'number of cells (default: as many as the state directory holds, with cells added by `fleet add-cell`; else 4)')
     .option('--port <port>', 'router port on 127.0.0.1 (0: a free port)', '8080')
     .option('--state-dir <dir>', 'mapping, databases, logs and fleet.json; reused by the next start with the same --cells', '.cells-local')
     .option('--config <file>', 'fleet config for the partition key, bucket count and health-check path (when present)', 'cells.config.ts')
     .option('--fresh', 'throw the state directory away and start empty')
     .option('--test-faults', 'start the workloads with their fault hooks on (poison request, slow query): tests and benchmarks only')
-    .action(async (flags: { cells: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean }) => {
-      const cells = integer(flags.cells, '--cells', 1, 64);
+    .action(async (flags: { cells?: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean }) => {
       const port = integer(flags.port, '--port', 0, 65535);
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { postgresBinDir, POSTGRES_INSTALL_HINT, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
+      const { postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
+      const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (flags.fresh ? undefined : readFleetFile(flags.stateDir)?.cells.length) ?? 4;
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../router') as typeof import('../router');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
@@ -81,6 +81,32 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process):
         signals.on('SIGINT', stop);
       });
       io.out('fleet stopped\n');
+    });
+
+  fleet
+    .command('add-cell')
+    .description('start one more cell (its own PostgreSQL and workload) in the running `cellctl fleet local`; it gets traffic once the mapping names it (the commands to run are printed)')
+    .option('--state-dir <dir>', 'the running fleet\'s state directory', '.cells-local')
+    .option('--json', 'print the new cell as JSON')
+    .action(async (flags: { stateDir: string; json?: boolean }) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { requestAddCell } = require('../local-fleet') as typeof import('../local-fleet');
+      let added;
+      try {
+        added = await requestAddCell(flags.stateDir);
+      } catch (error) {
+        throw new CliError((error as Error).message);
+      }
+      if (flags.json) {
+        io.out(`${JSON.stringify(added)}\n`);
+        return;
+      }
+      const mappingFile = shortPath(path.join(path.resolve(flags.stateDir), 'mapping.json'));
+      const stateDir = shortPath(path.resolve(flags.stateDir));
+      io.out(`added ${added.id}: workload ${added.workloadUrl}, database ${added.database}\n`);
+      io.out(`it gets no traffic yet; to move an even share of buckets to it with their data:\n`);
+      io.out(`  cellctl mapping add-cell ${added.id} --endpoint ${added.workloadUrl} --mapping ${mappingFile} --plan add-${added.id}.json\n`);
+      io.out(`  cellctl move plan add-${added.id}.json --local --state-dir ${stateDir}\n`);
     });
 
   return fleet;

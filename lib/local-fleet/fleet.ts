@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
+import * as http from 'http';
 import * as path from 'path';
 import { pidRunning, writeFileAtomic } from '../files';
 import { PartitionKeySource } from '../fleet/types';
@@ -17,6 +18,8 @@ const REPO_ROOT = ((): string => {
 /** The database each cell's workload uses inside its own PostgreSQL cluster. */
 export const LOCAL_DATABASE = 'cell';
 export const FLEET_FILE = 'fleet.json';
+/** The running fleet's control socket in its state directory (`cellctl fleet add-cell` talks to it). */
+export const CONTROL_SOCKET = 'control.sock';
 
 /** `fleet.json` (contract 4): what `cellctl move … --local` and scripts read to find the running fleet. */
 export interface FleetFile {
@@ -31,6 +34,8 @@ export interface FleetFile {
   readonly bucketCount: number;
   readonly healthCheckPath: string;
   readonly cells: readonly FleetFileCell[];
+  /** The control socket (HTTP over a Unix socket) while the fleet runs: POST /cells adds a cell. */
+  readonly controlSocket?: string;
 }
 
 export interface FleetFileCell {
@@ -100,6 +105,12 @@ export interface LocalFleet {
   readonly cells: readonly LocalCell[];
   readonly router: LocalRouter;
   cell(id: string): LocalCell;
+  /**
+   * Starts one more cell (its own PostgreSQL and workload, `cell-<n+1>`) in the running fleet and
+   * records it in fleet.json. It gets no traffic until the mapping names it: `cellctl mapping
+   * add-cell <id> --endpoint <workloadUrl> --plan FILE`, then `cellctl move plan FILE --local`.
+   */
+  addCell(): Promise<LocalCell>;
   /** Stops the router, every workload and every database; leaves nothing running. */
   stop(): Promise<void>;
 }
@@ -175,34 +186,50 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     started.length = 0;
   };
 
+  const cells: LocalCell[] = [];
+  /** Starts cell `id`'s PostgreSQL server and supervised workload (not yet its workload process). */
+  const startCell = async (id: string, before: FleetFileCell | undefined): Promise<LocalCell> => {
+    const cellDir = path.join(stateDir, 'cells', id);
+    fs.mkdirSync(cellDir, { recursive: true });
+    fs.chmodSync(cellDir, 0o755);
+    const pgLog = fs.createWriteStream(path.join(stateDir, 'logs', `${id}-postgres.log`), { flags: 'a' });
+    const database = await startPostgresServer({
+      dataDir: path.join(cellDir, 'pgdata'),
+      port: before?.database.port ?? await freeLoopbackPort(),
+      databases: [LOCAL_DATABASE],
+      log: (line) => pgLog.write(`${line}\n`),
+    });
+    const stopDatabase = { stop: async () => { await database.stop(); pgLog.end(); } };
+    started.push(stopDatabase);
+    const workloadPort = before?.workloadPort ?? await freeLoopbackPort();
+    const cell = superviseWorkload({
+      id, port: workloadPort, database, partitionKey, bucketCount, healthCheckPath,
+      testFaults: o.testFaults ?? false,
+      restartDelayMs: o.restartDelayMs ?? 500,
+      logFile: path.join(stateDir, 'logs', `${id}.log`),
+      log,
+      onSpawn: () => { if (fleetFileWritten) writeFleetFile(); },
+    });
+    const stopWorkload = { stop: () => cell.stop() };
+    started.push(stopWorkload);
+    cells.push(cell);
+    undoCell.set(id, async () => {
+      cells.splice(cells.indexOf(cell), 1);
+      for (const s of [stopWorkload, stopDatabase]) {
+        if (started.includes(s)) started.splice(started.indexOf(s), 1);
+        await s.stop().catch(() => undefined);
+      }
+      fs.rmSync(cellDir, { recursive: true, force: true });
+    });
+    return cell;
+  };
+  /** Stops and removes a cell whose start failed (add-cell leaves nothing behind). */
+  const undoCell = new Map<string, () => Promise<void>>();
+
   try {
-    const ids = Array.from({ length: count }, (_, i) => `cell-${i + 1}`);
-    const cells: LocalCell[] = [];
-    for (const [i, id] of ids.entries()) {
-      const before = reuse ? previous!.cells[i] : undefined;
-      const cellDir = path.join(stateDir, 'cells', id);
-      fs.mkdirSync(cellDir, { recursive: true });
-      fs.chmodSync(cellDir, 0o755);
-      const pgLog = fs.createWriteStream(path.join(stateDir, 'logs', `${id}-postgres.log`), { flags: 'a' });
-      const database = await startPostgresServer({
-        dataDir: path.join(cellDir, 'pgdata'),
-        port: before?.database.port ?? await freeLoopbackPort(),
-        databases: [LOCAL_DATABASE],
-        log: (line) => pgLog.write(`${line}\n`),
-      });
-      started.push({ stop: async () => { await database.stop(); pgLog.end(); } });
-      const workloadPort = before?.workloadPort ?? await freeLoopbackPort();
-      const cell = superviseWorkload({
-        id, port: workloadPort, database, partitionKey, bucketCount, healthCheckPath,
-        testFaults: o.testFaults ?? false,
-        restartDelayMs: o.restartDelayMs ?? 500,
-        logFile: path.join(stateDir, 'logs', `${id}.log`),
-        log,
-        onSpawn: () => { if (fleetFileWritten) writeFleetFile(); },
-      });
-      started.push({ stop: () => cell.stop() });
-      cells.push(cell);
-    }
+    // Reused: the cells fleet.json names (with any added to the running fleet); else cell-1 … cell-N.
+    const ids = reuse ? previous!.cells.map((c) => c.id) : Array.from({ length: count }, (_, i) => `cell-${i + 1}`);
+    for (const [i, id] of ids.entries()) await startCell(id, reuse ? previous!.cells[i] : undefined);
     await Promise.all(cells.map((c) => c.startWorkload()));
 
     if (!reuse || !fs.existsSync(mappingFile)) {
@@ -257,6 +284,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         partitionKey,
         bucketCount,
         healthCheckPath,
+        ...(control ? { controlSocket: control.socket } : {}),
         cells: cells.map((c) => ({
           id: c.id,
           workloadUrl: c.workloadUrl,
@@ -270,6 +298,31 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       };
       writeFileAtomic(fleetFile, `${JSON.stringify(file, null, 2)}\n`);
     };
+    let adding: Promise<unknown> = Promise.resolve();
+    const addCell = (): Promise<LocalCell> => {
+      // One at a time: each new cell takes the next id.
+      const next = adding.then(async () => {
+        const taken = new Set([...cells.map((c) => c.id), ...Object.keys(readMapping(mappingFile)?.cells ?? {})]);
+        let n = cells.length + 1;
+        while (taken.has(`cell-${n}`)) n++;
+        const id = `cell-${n}`;
+        log(`adding ${id}`);
+        try {
+          const cell = await startCell(id, undefined);
+          await cell.startWorkload();
+          writeFleetFile();
+          log(`added ${id}: workload ${cell.workloadUrl}`);
+          return cell;
+        } catch (error) {
+          await undoCell.get(id)?.();
+          throw error;
+        }
+      });
+      adding = next.catch(() => undefined);
+      return next;
+    };
+    const control = await serveControl(path.join(stateDir, CONTROL_SOCKET), addCell, log);
+    started.push({ stop: () => control.stop() });
     writeFleetFile();
     fleetFileWritten = true;
 
@@ -283,21 +336,106 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       router,
       cell: (id) => {
         const found = cells.find((c) => c.id === id);
-        if (!found) throw new Error(`no cell ${id}; the local fleet has ${ids.join(', ')}`);
+        if (!found) throw new Error(`no cell ${id}; the local fleet has ${cells.map((c) => c.id).join(', ')}`);
         return found;
       },
+      addCell,
       stop: async () => {
         fleetFileWritten = false;
         await stopAll();
         // Keep fleet.json (ports and paths for the next start) but mark that nothing runs.
         const file = readFleetFile(stateDir);
-        if (file) writeFileAtomic(fleetFile, `${JSON.stringify({ ...file, pid: 0, cells: file.cells.map((c) => ({ ...c, workloadPid: undefined, database: { ...c.database, pid: undefined } })) }, null, 2)}\n`);
+        if (file) writeFileAtomic(fleetFile, `${JSON.stringify({ ...file, pid: 0, controlSocket: undefined, cells: file.cells.map((c) => ({ ...c, workloadPid: undefined, database: { ...c.database, pid: undefined } })) }, null, 2)}\n`);
       },
     };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+function readMapping(file: string) {
+  if (!fs.existsSync(file)) return undefined;
+  const parsed = parseMapping(fs.readFileSync(file, 'utf8'));
+  return parsed.ok ? parsed.document : undefined;
+}
+
+/** What the control socket answers to POST /cells. */
+export interface AddedCell {
+  readonly id: string;
+  readonly workloadUrl: string;
+  readonly database: string;
+}
+
+/**
+ * The running fleet's control socket: HTTP on a Unix socket in the state directory (only this
+ * user can reach it: the directory and the socket are the user's), so `cellctl fleet add-cell`
+ * can ask the process that owns the fleet to start a cell it then supervises and stops.
+ */
+async function serveControl(socket: string, addCell: () => Promise<LocalCell>, log: (line: string) => void): Promise<{ socket: string; stop: () => Promise<void> }> {
+  if (Buffer.byteLength(socket) > 100) throw new Error(`the state directory's path is too long for a Unix socket (${socket}); use a shorter --state-dir`);
+  fs.rmSync(socket, { force: true }); // left by a fleet that was killed
+  const server = http.createServer((req, res) => {
+    const answer = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    req.resume();
+    if (req.method !== 'POST' || req.url !== '/cells') return answer(404, { error: 'POST /cells is the only request here' });
+    addCell().then(
+      (cell) => answer(201, { id: cell.id, workloadUrl: cell.workloadUrl, database: cell.database.url(LOCAL_DATABASE) } satisfies AddedCell),
+      (error: Error) => {
+        log(`add-cell failed: ${error.message}`);
+        answer(500, { error: error.message });
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, () => resolve());
+  });
+  fs.chmodSync(socket, 0o600);
+  return {
+    socket,
+    stop: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      fs.rmSync(socket, { force: true });
+    },
+  };
+}
+
+/**
+ * Asks the fleet running from `stateDir` to add a cell (`cellctl fleet add-cell`). Starting a
+ * PostgreSQL server and a workload takes seconds, so the request waits up to 2 minutes.
+ */
+export async function requestAddCell(stateDir: string): Promise<AddedCell> {
+  const file = readFleetFile(stateDir);
+  const where = path.resolve(stateDir);
+  if (!file || !file.pid || !isAlive(file.pid)) throw new Error(`no local fleet is running from ${where}; start one with \`cellctl fleet local --state-dir ${stateDir}\``);
+  if (!file.controlSocket || !fs.existsSync(file.controlSocket)) {
+    throw new Error(`the local fleet running from ${where} (pid ${file.pid}) has no control socket; it was started by an older cellctl: restart it`);
+  }
+  return new Promise<AddedCell>((resolve, reject) => {
+    const request = http.request({ socketPath: file.controlSocket, path: '/cells', method: 'POST', timeout: 120_000 }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => { text += chunk; });
+      response.on('end', () => {
+        let body: { error?: string } & Partial<AddedCell>;
+        try {
+          body = JSON.parse(text) as typeof body;
+        } catch {
+          return reject(new Error(`the local fleet answered ${response.statusCode}: ${text.slice(0, 200)}`));
+        }
+        if (response.statusCode === 201) resolve(body as AddedCell);
+        else reject(new Error(`the local fleet could not add a cell: ${body.error ?? text}`));
+      });
+    });
+    request.on('timeout', () => request.destroy(new Error('the local fleet did not answer within 2 minutes')));
+    request.on('error', (error) => reject(new Error(`cannot reach the local fleet's control socket ${file.controlSocket}: ${error.message}`)));
+    request.end();
+  });
 }
 
 /** The command line of `pid` (Linux), to tell our process from an unrelated one that reused the pid. */

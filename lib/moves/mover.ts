@@ -257,7 +257,13 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       return save(deps, stored, { completed: 'flipped', mappingVersions: { ...r.mappingVersions, flip: version } });
     }
     case 'unfrozen': {
-      const version = await publishIfChanged(deps, (doc) => unfreezeSubject(doc, r.subject, deps.clock.now().toISOString()));
+      // The flip's version lifted the freeze already and every router was seen serving it: unless
+      // the mapping changed since, there is nothing to publish or wait for.
+      const doc = await deps.routing.read();
+      const unfrozen = unfreezeSubject(doc, r.subject, deps.clock.now().toISOString());
+      const version = unfrozen === doc && doc.version === r.mappingVersions.flip
+        ? doc.version
+        : await publishIfChanged(deps, (d) => unfreezeSubject(d, r.subject, deps.clock.now().toISOString()));
       const unfrozenAt = r.unfrozenAt ?? deps.clock.now().toISOString();
       const freezeMs = Date.parse(unfrozenAt) - Date.parse(r.frozenAt ?? unfrozenAt);
       const forgetAfter = new Date(Date.parse(unfrozenAt) + limits.retentionMs).toISOString();
