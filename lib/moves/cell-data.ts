@@ -208,8 +208,8 @@ export class PostgresCellData implements CellData {
   }
 
   /**
-   * Waits until every transaction of this database that started before now has ended (the caller's
-   * own session excepted). A transaction that has not written yet has no transaction id, so only
+   * Waits until every client transaction of this database that started before now has ended (the
+   * caller's own session excepted; autovacuum and other background workers hold no row_version). A transaction that has not written yet has no transaction id, so only
    * pg_stat_activity shows it.
    */
   private async waitForTransactionsBefore(client: PoolClient, what: string, consequence: string): Promise<void> {
@@ -218,7 +218,7 @@ export class PostgresCellData implements CellData {
     for (;;) {
       const { rows: [{ n }] } = await client.query<{ n: number }>(`
         select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and xact_start < $1::timestamptz`, [at]);
+        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and xact_start < $1::timestamptz`, [at]);
       if (n === 0) return;
       if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${n} transactions ${what} stayed open for 60 s; ${consequence}`);
       await this.options.clock.sleep(5);
