@@ -412,7 +412,7 @@ async function serveControl(socket: string, addCell: () => Promise<LocalCell>, l
 export async function requestAddCell(stateDir: string): Promise<AddedCell> {
   const file = readFleetFile(stateDir);
   const where = path.resolve(stateDir);
-  if (!file || !file.pid || !isAlive(file.pid)) throw new Error(`no local fleet is running from ${where}; start one with \`cellctl fleet local --state-dir ${stateDir}\``);
+  if (!file || !file.pid || !pidRunning(file.pid)) throw new Error(`no local fleet is running from ${where}; start one with \`cellctl fleet local --state-dir ${stateDir}\``);
   if (!file.controlSocket || !fs.existsSync(file.controlSocket)) {
     throw new Error(`the local fleet running from ${where} (pid ${file.pid}) has no control socket; it was started by an older cellctl: restart it`);
   }
