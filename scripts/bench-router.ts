@@ -268,7 +268,11 @@ async function main() {
   fs.writeFileSync(plainCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\n  option http-keep-alive\nfrontend f\n  bind 127.0.0.1:19002\n  default_backend b\nbackend b\n  server s 127.0.0.1:19001 maxconn 1000\n');
   const processes = [start(pin(1, ['haproxy', '-f', backendCfg, '-db'])), start(pin(0, ['haproxy', '-f', plainCfg, '-db']))];
   // Whatever happens, leave no HAProxy behind.
-  process.on('exit', () => processes.forEach((p) => p.kill('SIGKILL')));
+  process.on('exit', () => {
+    processes.forEach((p) => p.kill('SIGKILL'));
+    // The configurations, maps and callgrind outputs (several MB per counted configuration).
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
   let doc: MappingDocument = initialMapping([
     { id: 'canary', endpoint: 'http://127.0.0.1:19001', state: 'active', canary: true },
     ...['cell-a', 'cell-b', 'cell-c'].map((id) => ({ id, endpoint: 'http://127.0.0.1:19001', state: 'active' as const })),
