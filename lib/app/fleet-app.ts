@@ -5,7 +5,7 @@ import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { addPolicySizeLimit } from '../pipeline/policy-limits';
-import { RouterStack } from '../router-stack';
+import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
 import { addTemplateSizeLimit } from './template-size';
 
@@ -14,6 +14,8 @@ export interface FleetStacks {
   readonly cells: readonly CellStack[];
   /** One per region, in config order. */
   readonly routers: readonly RouterStack[];
+  /** Two per region (the canary group, then the other groups), each after its region's router stack. */
+  readonly routerGroups: readonly RouterGroupsStack[];
 }
 
 /**
@@ -30,16 +32,25 @@ export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean; 
 }
 
 /**
- * Stamps the fleet into `app`: one RouterStack per region (`router-<region>`) and one CellStack
+ * Stamps the fleet into `app`: per region a RouterStack (`router-<region>`) and its two
+ * RouterGroupsStacks (`router-<region>-canary-group`, `router-<region>-groups`), and one CellStack
  * per cell (`cell-<id>`). AwsSolutions and cell-isolation checks run as validation plugins, so
  * `app.synth()` fails on any unacknowledged finding.
  */
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
   const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region }));
+  // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
+  const routerGroups = routers.flatMap((router) => {
+    const canary = new RouterGroupsStack(app, `router-${router.region}-canary-group`, { fleet, region: router.region, part: 'canary' });
+    const rest = new RouterGroupsStack(app, `router-${router.region}-groups`, { fleet, region: router.region, part: 'rest' });
+    canary.addDependency(router);
+    rest.addDependency(canary);
+    return [canary, rest];
+  });
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
   addTemplateSizeLimit(app);
   if (options.audit ?? true) addAuditGate(app, fleet);
-  return { cells, routers };
+  return { cells, routers, routerGroups };
 }
 
 /**

@@ -6,7 +6,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
 import { bakeWatcherRoleName, CellStack, denyGrantsExceptForAwsServices } from '../cell';
-import { RouterStack } from '../router-stack';
+import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, RouterStack, routerStackName } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
@@ -26,13 +26,26 @@ export class CellStage extends Stage {
   }
 }
 
-/** A cdk.Stage holding one region's router stack, deployed into the router account. */
+/**
+ * A cdk.Stage of one region's routers, deployed into the router account. The `canary` part holds the
+ * region's router stack (NLB, target groups, cell links, mapping bucket) and, after it, the canary
+ * group's stack; the `rest` part holds the stack of the region's other groups, in a later pipeline
+ * stage, so a bake on the canary group's alarms sits between the two.
+ */
 export class RouterStage extends Stage {
-  public readonly stack: RouterStack;
+  /** The region's router stack (canary part only). */
+  public readonly router?: RouterStack;
+  public readonly groups: RouterGroupsStack;
+  /** Every stack of the stage, in deploy order. */
+  public readonly stacks: readonly Stack[];
 
-  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string }) {
+  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string; part: RouterGroupsPart }) {
     super(scope, id, { ...props, env: { account: props.fleet.accounts.router, region: props.region } });
-    this.stack = new RouterStack(this, 'Router', { fleet: props.fleet, region: props.region });
+    if (props.part === 'canary') this.router = new RouterStack(this, 'Router', { fleet: props.fleet, region: props.region });
+    this.groups = new RouterGroupsStack(this, 'Groups', { fleet: props.fleet, region: props.region, part: props.part });
+    // No reference between the two (the group stack reads SSM parameters): the order is explicit.
+    if (this.router) this.groups.addDependency(this.router);
+    this.stacks = this.router ? [this.router, this.groups] : [this.groups];
   }
 }
 
@@ -137,19 +150,21 @@ export class PipelineStack extends Stack {
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
     }
     this.stages = stages;
-    // Routers after the cells, one region per stage: every cell's endpoint service exists before a
-    // router stack links it, and the mapping the router stack seeds resolves (see RouterStack).
+    // Routers after the cells, region by region: every cell's endpoint service exists before a
+    // router stack links it, and the mapping the router stack seeds resolves (see RouterStack). In
+    // each region the first stage deploys the router stack and the canary group's stack, then bakes on
+    // the canary group's alarms; the second deploys the other groups and bakes on every group's
+    // alarms before the next region's routers change.
     const routerStages: string[] = [];
     for (const wave of this.plan.routerWaves) {
-      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region });
-      assertNoOpenFindings(stage.stack);
-      // Within the stack the canary group rolls out first (the other groups' services depend on it) and
-      // ECS watches its own alarms while it does; then this bake watches every group of the region
-      // before the next region's routers change.
-      const targets = stage.stack.groupHealthAlarms.map(({ group, alarmName }) => ({
-        cell: `router-${group}`, account: stage.stack.account, region: stage.stack.region, alarmName, roleName: stage.stack.bakeWatcher.role.roleName,
+      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region, part: wave.part });
+      for (const stack of stage.stacks) assertNoOpenFindings(stack);
+      const watcherRole = `${routerStackName(fleet, wave.region)}-bake-watcher`;
+      const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms : fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet, wave.region, g.name) }));
+      const targets = watched.map(({ group, alarmName }) => ({
+        cell: `router-${group}`, account: fleet.accounts.router, region: wave.region, alarmName, roleName: watcherRole,
       }));
-      const protect = [{ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }];
+      const protect = stage.stacks.map((stack) => ({ stackName: stack.stackName, account: stack.account, region: stack.region }));
       this.pipeline.addStage(stage, { post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName) });
       routerStages.push(wave.name);
     }

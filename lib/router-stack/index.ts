@@ -2,3 +2,4 @@ export * from './mapping-bucket';
 export * from './router-group';
 export * from './router-stack';
 export * from './cell-links';
+export * from './router-groups-stack';

@@ -1,7 +1,6 @@
-import { ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
@@ -11,6 +10,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as route53 from 'aws-cdk-lib/aws-route53';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
@@ -22,15 +22,14 @@ import { acknowledgeLogBucket, MappingBucket, MappingPublisher, MappingSeed } fr
 import { MoveBucket } from '../moves/aws-bucket';
 import { moveBucketParameter, moveOperatorRoleName } from '../moves/aws-layout';
 import { acknowledgeCustomResourceProvider } from './providers';
-import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, REPO_ROOT, RouterGroup, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
+import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
+import { CONNECTION_USE_ALARM_PERCENT, routerGroupHealthAlarmName, routerParameters, routerStackName } from './router-groups-stack';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
   readonly region: string;
 }
 
-/** Stack name of a region's routers: `<app>-router-<region>`. */
-export const routerStackName = (fleet: Fleet, region: string) => `${fleet.app}-router-${region}`;
 
 /** The region whose router stack holds the (global) publisher role: the first region of the fleet. */
 export const publisherRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
@@ -43,25 +42,28 @@ const EMF = 'CellRouter';
 /** Cells per router dashboard page: 3 widgets each, leaving room for the router groups' rows. */
 export const CELLS_PER_DASHBOARD = 150;
 
-/** The `<group>-connection-use` alarm pages when the busiest task stays above this share of its limit. */
-export const CONNECTION_USE_ALARM_PERCENT = 80;
 
 /**
  * The routers of one region, in the router account: a VPC over at least three AZs, an interface
  * endpoint to every cell of the fleet (cross-region PrivateLink for other regions' cells) named in a
- * private zone, the region's own mapping bucket (seeded with the fleet's first mapping), the router
- * groups as Fargate services behind one Network Load Balancer, deployed group by group, with alarms
- * and a dashboard. The first region's stack also holds the publisher role.
+ * private zone, the region's own mapping bucket (seeded with the fleet's first mapping), the ECS
+ * cluster, and one Network Load Balancer whose listener forwards to one target group per router
+ * group by the groups' weights; dashboards and the cells' alarms. The groups' services, scaling and
+ * alarms are in RouterGroupsStack (the canary group's stack, then the others'), which reads what it
+ * needs from this stack's SSM parameters (see routerParameters). The first region's stack also holds
+ * the publisher role.
  *
  * First deploy: the cells deploy before the routers (their stacks need nothing from the routers),
- * so every cell's endpoint service exists when this stack links it, and the seeded mapping's
- * endpoints resolve before the first router task starts.
+ * so every cell's endpoint service exists when this stack links it; this stack deploys before its
+ * group stacks, so the seeded mapping's endpoints resolve, and the target groups and parameters
+ * exist, before the first router task starts.
  */
 export class RouterStack extends Stack {
   public readonly loadBalancer: elbv2.NetworkLoadBalancer;
   /** One per router group, by group name; the listener forwards to them by the groups' weights. */
   public readonly targetGroups: ReadonlyMap<string, elbv2.NetworkTargetGroup>;
-  public readonly groups: readonly RouterGroup[];
+  /** The region's ECS cluster; the router groups' services (RouterGroupsStack) run in it. */
+  public readonly cluster: ecs.Cluster;
   /** This region's mapping bucket: the routers here read only it. */
   public readonly mappingBucket: MappingBucket;
   /** Only in the first region's stack (IAM is global). */
@@ -244,86 +246,41 @@ export class RouterStack extends Stack {
     for (const stack of [this, ...linkStacks]) acknowledgeCustomResourceProvider(stack);
 
     const cluster = new ecs.Cluster(this, 'Cluster', { vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
-    const images = {
-      haproxy: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'HaproxyImage', { directory: REPO_ROOT, file: 'images/router-haproxy/Dockerfile' })),
-      agent: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'AgentImage', { directory: REPO_ROOT, file: 'images/router-agent/Dockerfile' })),
-    };
+    this.cluster = cluster;
+
+    // What the group stacks (RouterGroupsStack) need from this one, as SSM parameters rather than
+    // exports (see routerParameters): they deploy after this stack, canary group first.
+    const taskSubnets = vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS });
+    const handOver: [string, string, string][] = [
+      ['ClusterName', routerParameters.clusterName(fleet.app), cluster.clusterName],
+      ['VpcId', routerParameters.vpcId(fleet.app), vpc.vpcId],
+      ['TaskSubnetIds', routerParameters.taskSubnetIds(fleet.app), Fn.join(',', taskSubnets.subnetIds)],
+      ['TaskSecurityGroupId', routerParameters.taskSecurityGroupId(fleet.app), taskSecurityGroup.securityGroupId],
+      ...fleet.router.groups.map((g): [string, string, string] => [`TargetGroupArn-${g.name}`, routerParameters.targetGroupArn(fleet.app, g.name), this.targetGroups.get(g.name)!.targetGroupArn]),
+    ];
+    for (const [id, parameterName, stringValue] of handOver) {
+      new ssm.StringParameter(this, `Parameter-${id}`, { parameterName, stringValue, description: `${prefix}: read by the router group stacks at deploy time` });
+    }
 
     const alarms: (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[] = [];
     const groupMetric = (group: string, name: string, statistic = 'Sum') =>
       new cloudwatch.Metric({ namespace: EMF, metricName: name, dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
-    const alarm = (id: string, name: string, props: Omit<cloudwatch.AlarmProps, 'alarmName'>) => {
-      const a = new cloudwatch.Alarm(this, id, { alarmName: `${prefix}-${name}`, ...props });
-      alarms.push(a);
-      return a;
-    };
-    const groups: RouterGroup[] = [];
-    const groupHealthAlarms: { group: string; alarmName: string }[] = [];
+    // The target groups are here, so are their readiness alarms; the groups' other alarms are in
+    // their own stacks (RouterGroupsStack) with the services.
     for (const group of fleet.router.groups) {
       const g = group.name;
-      const requests = groupMetric(g, 'Requests');
-      const errors = alarm(`${g}-5xx`, `${g}-5xx`, {
-        alarmDescription: `Router group ${g} in ${region}: 5xx responses above 5% of requests`,
-        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 0, 100 * e / r, 0)', usingMetrics: { r: requests, e: groupMetric(g, 'Responses5xx') }, period: Duration.minutes(1) }),
-        threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      alarm(`${g}-rejected-keys`, `${g}-rejected-keys`, {
-        alarmDescription: `Router group ${g} in ${region}: 4xx (mostly missing or invalid partition keys) above 20% of requests`,
-        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 100, 100 * b / r, 0)', usingMetrics: { r: requests, b: groupMetric(g, 'Responses4xx') }, period: Duration.minutes(1) }),
-        threshold: 20, evaluationPeriods: 5, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      alarm(`${g}-stale-mapping`, `${g}-stale-mapping`, {
-        alarmDescription: `Router group ${g} in ${region}: no successful mapping refresh for ${fleet.router.stalenessMinutes} minutes (or no agent metrics at all)`,
-        metric: groupMetric(g, 'SecondsSinceRefresh', 'Maximum'),
-        threshold: fleet.router.stalenessMinutes * 60, evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
-      });
-      alarm(`${g}-rejected-documents`, `${g}-rejected-documents`, {
-        alarmDescription: `Router group ${g} in ${region}: a published mapping was rejected (the last-known-good is still served)`,
-        metric: groupMetric(g, 'RejectedDocuments'), threshold: 1, evaluationPeriods: 1, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      const serviceName = `${prefix}-${g}`;
-      const unhealthy = alarm(`${g}-unhealthy-tasks`, `${g}-unhealthy-tasks`, {
-        alarmDescription: `Router group ${g} in ${region}: fewer running tasks than the ${group.tasks} wanted`,
-        metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
-        threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
-      });
-      const targetGroup = this.targetGroups.get(g)!;
-      alarm(`${g}-connection-use`, `${g}-connection-use`, {
-        alarmDescription: `Router group ${g} in ${region}: its busiest task above ${CONNECTION_USE_ALARM_PERCENT}% of its connection limit for 3 minutes (readiness turns false at 90%; scaling should have added tasks)`,
-        metric: connectionUseMetric(g, 'Maximum'), threshold: CONNECTION_USE_ALARM_PERCENT, evaluationPeriods: 3, datapointsToAlarm: 3,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      alarm(`${g}-unhealthy-targets`, `${g}-unhealthy-targets`, {
+      alarms.push(new cloudwatch.Alarm(this, `${g}-unhealthy-targets`, {
+        alarmName: `${prefix}-${g}-unhealthy-targets`,
         alarmDescription: `Router group ${g} in ${region}: a task has failed the NLB's readiness check (no mapping in force, or near its connection limit) for 5 minutes`,
         metric: new cloudwatch.Metric({
           namespace: 'AWS/NetworkELB', metricName: 'UnHealthyHostCount',
-          dimensionsMap: { LoadBalancer: this.loadBalancer.loadBalancerFullName, TargetGroup: targetGroup.targetGroupFullName }, statistic: 'Maximum', period: Duration.minutes(1),
+          dimensionsMap: { LoadBalancer: this.loadBalancer.loadBalancerFullName, TargetGroup: this.targetGroups.get(g)!.targetGroupFullName }, statistic: 'Maximum', period: Duration.minutes(1),
         }),
         threshold: 0, comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 5, datapointsToAlarm: 5,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
-        compositeAlarmName: `${prefix}-${g}-health`,
-        alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
-      });
-      alarms.push(health);
-      groupHealthAlarms.push({ group: g, alarmName: `${prefix}-${g}-health` });
-      const routerGroup = new RouterGroup(this, `Group-${g}`, {
-        name: g, cluster, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: taskSecurityGroup, tasks: group.tasks, slots: fleet.router.slots,
-        zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
-        targetGroup, mappingBucket: this.mappingBucket.bucket.bucketName, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
-      });
-      // A task is ready only once it applied a mapping whose endpoints resolve: seed and names first.
-      routerGroup.service.node.addDependency(mappingSeed, ...linkStacks);
-      (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
-      routerGroup.service.node.addDependency(health);
-      // Group by group: a deploy reaches the next group only once the previous one is stable.
-      const previous = groups[groups.length - 1];
-      if (previous) routerGroup.service.node.addDependency(previous.service);
-      groups.push(routerGroup);
+      }));
     }
-    this.groups = groups;
-    this.groupHealthAlarms = groupHealthAlarms;
+    this.groupHealthAlarms = fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet, region, g.name) }));
     this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: `${prefix}-bake-watcher`, toolingAccount: fleet.accounts.tooling });
 
     // Per cell, as the routers see it: the error rate of its traffic across every group (in the

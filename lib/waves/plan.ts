@@ -19,13 +19,20 @@ export interface Wave {
   readonly cumulativeShare: number;
 }
 
-/** Router stacks deploy after the cells (they link every cell's endpoint service), one region per wave. */
+/**
+ * Router stacks deploy after the cells (they link every cell's endpoint service), region by region,
+ * two waves per region: the region's router stack with its canary group's stack
+ * (`routers-<region>-canary-group`), baked on the canary group's alarms, then the stack of its
+ * other groups (`routers-<region>`), baked on every group's alarms before the next region.
+ */
 export interface RouterWave {
   readonly name: string;
   readonly region: string;
+  /** `canary`: the region's router stack and its canary group; `rest`: the region's other groups. */
+  readonly part: 'canary' | 'rest';
   /**
-   * Watched after the region's routers deploy, before the next region's: the canary bake for the
-   * first region (the first routers to take a change), the single-wave bake for the others.
+   * Watched after the wave deploys: the canary bake for the first region's canary group (the first
+   * routers anywhere to take a change), the single-wave bake for every other router wave.
    */
   readonly bakeSeconds: number;
 }
@@ -115,13 +122,14 @@ export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
   const regions = [...new Set(fleet.cells.map((c) => c.region))];
   // The canary cell's region first: its routers take a router change before any other region's.
   const first = canaries[0].region;
-  const routerWaves = [first, ...regions.filter((r) => r !== first)].map((region, i) => ({
-    name: `routers-${region}`, region, bakeSeconds: i === 0 ? policy.bakeSeconds.canary : policy.bakeSeconds.single,
-  }));
+  const routerWaves = [first, ...regions.filter((r) => r !== first)].flatMap((region, i): RouterWave[] => [
+    { name: `routers-${region}-canary-group`, region, part: 'canary', bakeSeconds: i === 0 ? policy.bakeSeconds.canary : policy.bakeSeconds.single },
+    { name: `routers-${region}`, region, part: 'rest', bakeSeconds: policy.bakeSeconds.single },
+  ]);
   const stages = FIXED_STAGES + routerWaves.length + waves.length;
   if (stages > MAX_PIPELINE_STAGES) {
     throw new WavePlanError(
-      `the fleet needs ${stages} pipeline stages (${waves.length} cell waves, ${routerWaves.length} router waves, ${FIXED_STAGES} fixed) but a pipeline holds ${MAX_PIPELINE_STAGES}; ` +
+      `the fleet needs ${stages} pipeline stages (${waves.length} cell waves, ${routerWaves.length} router waves (two per region), ${FIXED_STAGES} fixed) but a pipeline holds ${MAX_PIPELINE_STAGES}; ` +
       'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
     );
   }

@@ -33,10 +33,17 @@ describe('addFleet on the example fleet', () => {
 
   it('stamps one router stack per region, in the router account', () => {
     expect(stacks.routers.map((s) => `${s.stackName} ${s.account}/${s.region}`)).toEqual(['orders-router-eu-west-1 222222222222/eu-west-1', 'orders-router-us-east-1 222222222222/us-east-1']);
+    // Each region's groups in two stacks after it: the canary group, then the others (`cdk deploy --all` order).
+    expect(stacks.routerGroups.map((s) => `${s.stackName} ${s.account}/${s.region} after ${s.dependencies.map((d) => d.stackName).join(',')}`)).toEqual([
+      'orders-router-eu-west-1-canary-group 222222222222/eu-west-1 after orders-router-eu-west-1',
+      'orders-router-eu-west-1-groups 222222222222/eu-west-1 after orders-router-eu-west-1-canary-group',
+      'orders-router-us-east-1-canary-group 222222222222/us-east-1 after orders-router-us-east-1',
+      'orders-router-us-east-1-groups 222222222222/us-east-1 after orders-router-us-east-1-canary-group',
+    ]);
   });
 
   it('has zero unacknowledged AwsSolutions findings in every stack', () => {
-    for (const stack of [...stacks.cells, ...stacks.routers]) {
+    for (const stack of [...stacks.cells, ...stacks.routers, ...stacks.routerGroups]) {
       const report = new AwsSolutionsChecks().validateScope(stack);
       expect([stack.stackName, report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)]).toEqual([stack.stackName, []]);
     }

@@ -30,7 +30,7 @@ const NAME_PROPERTIES: Record<string, string> = {
 describe('a retried first create', () => {
   it('meets no resource left behind under the same name, in any stack of the fleet', () => {
     const stacks = addFleet(cdkApp(), exampleFleet(), { audit: false });
-    const all: Stack[] = [...stacks.cells, ...stacks.routers].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
+    const all: Stack[] = [...stacks.cells, ...stacks.routers, ...stacks.routerGroups].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
     const blocking: string[] = [];
     for (const stack of all) {
       for (const [id, resource] of Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }>)) {

@@ -186,21 +186,27 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     const tooling = world.roles().filter((r) => r.account === fleet.accounts.tooling && !r.name.startsWith('cdk-'));
     const calls: Call[] = [];
     for (const wave of planWaves(fleet).routerWaves) {
-      const bakeRole = tooling.find((r) => r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`));
+      // `bakerouterseuwest1` is also the start of `bakerouterseuwest1canarygroup`: match the wave's own.
+      const own = new RegExp(`bake${wave.name.replace(/-/g, '')}(?!canarygroup)`);
+      const bakeRole = tooling.find((r) => own.test(r.logicalId));
       if (!bakeRole) throw new Error(`no bake role for ${wave.name} among ${tooling.map((r) => r.logicalId).join(', ')}`);
       const stackName = `${fleet.app}-router-${wave.region}`;
       const watcher = world.roles().find((r) => r.stack === stackName && r.name.endsWith('-bake-watcher'));
       if (!watcher) throw new Error(`no bake-watcher role in ${stackName}`);
-      const alarms = world.resourcesOf('AWS::CloudWatch::CompositeAlarm').filter((a) => a.stack.stackName === stackName);
-      expect(alarms.map((a) => a.name).sort()).toEqual(fleet.router.groups.map((g) => `${fleet.app}-router-${wave.region}-${g.name}-health`).sort());
+      // The alarms live with the groups, in the wave's group stack.
+      const groupsStack = `${stackName}-${wave.part === 'canary' ? 'canary-group' : 'groups'}`;
+      const alarms = world.resourcesOf('AWS::CloudWatch::CompositeAlarm').filter((a) => a.stack.stackName === groupsStack);
+      const groups = wave.part === 'canary' ? fleet.router.groups.slice(0, 1) : fleet.router.groups.slice(1);
+      expect(alarms.map((a) => a.name).sort()).toEqual(groups.map((g) => `${fleet.app}-router-${wave.region}-${g.name}-health`).sort());
       const who = `bake ${wave.name}`;
       calls.push({ who, principal: bakeRole, action: 'sts:AssumeRole', resource: watcher.arn, expect: 'Allowed' });
       for (const alarm of alarms) {
         calls.push({ who, principal: watcher, action: 'cloudwatch:DescribeAlarms', resource: alarm.arn, expect: 'Allowed' });
         calls.push({ who, principal: watcher, action: 'cloudwatch:SetAlarmState', resource: alarm.arn, expect: 'Denied' });
       }
-      // Neither another region's router bake nor any cell wave's bake may assume this region's watcher.
-      for (const other of tooling.filter((r) => /bake/.test(r.logicalId) && !r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`))) {
+      // Neither another region's router bakes nor any cell wave's bake may assume this region's watcher.
+      const region = `bakerouters${wave.region.replace(/-/g, '')}`;
+      for (const other of tooling.filter((r) => /bake/.test(r.logicalId) && !r.logicalId.includes(region))) {
         calls.push({ who: `${other.logicalId} for ${wave.region}`, principal: other, action: 'sts:AssumeRole', resource: watcher.arn, expect: 'Denied' });
       }
     }

@@ -16,6 +16,9 @@ interface CfnStage {
   BeforeEntry?: { Conditions: { Result: string; Rules: { RuleTypeId: { Provider: string }; Configuration: Record<string, string> }[] }[] };
 }
 
+/** Two stages per region, the canary cell's region first: the router stack and canary group, then the other groups. */
+const ROUTER_STAGES = ['routers-eu-west-1-canary-group', 'routers-eu-west-1', 'routers-us-east-1-canary-group', 'routers-us-east-1'];
+
 describe('PipelineStack on the example fleet', () => {
   let fleet: Fleet;
   let stack: PipelineStack;
@@ -66,14 +69,21 @@ describe('PipelineStack on the example fleet', () => {
     expect(statements.flatMap((st: { Action: string | string[] }) => [st.Action].flat()).sort()).toEqual(['codeconnections:UseConnection', 'codestar-connections:UseConnection']);
   });
 
-  it('deploys the routers after every cell wave (they link every cell), one region per stage, into the router account', () => {
+  it('deploys the routers after every cell wave (they link every cell), region by region, canary group first, into the router account', () => {
     // First deploy into empty accounts: cells need nothing from the routers; a router stack reads each
     // cell's endpoint service name and seeds a mapping whose endpoints must resolve.
-    expect(stages.slice(-2).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
+    expect(stages.slice(-4).map((s) => s.Name)).toEqual(ROUTER_STAGES);
+    expect(stack.routerStages).toEqual(ROUTER_STAGES);
     expect(stages.findIndex((s) => s.Name.startsWith('routers-'))).toBeGreaterThan(stages.findIndex((s) => s.Actions.some((a) => a.Configuration?.StackName === `orders-cell-${fleet.cells.at(-1)!.id}`)));
-    for (const stage of stages.slice(-2)) {
-      expect(stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName)).toEqual([`orders-router-${stage.Name.slice(8)}`]);
-      expect(stage.OnFailure).toEqual({ Result: 'ROLLBACK' });
+    const deploys = (stage: CfnStage) => stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation')
+      .sort((a, b) => (a.RunOrder ?? 1) - (b.RunOrder ?? 1)).map((a) => [a.Configuration!.StackName, a.RunOrder ?? 1]);
+    for (const region of ['eu-west-1', 'us-east-1']) {
+      const [first, second] = [stages.find((s) => s.Name === `routers-${region}-canary-group`)!, stages.find((s) => s.Name === `routers-${region}`)!];
+      // The region's router stack (NLB, target groups, the parameters the groups read), then the canary group...
+      expect(deploys(first)).toEqual([[`orders-router-${region}`, 1], [`orders-router-${region}-canary-group`, 2]]);
+      // ...and only in the next stage, after the canary group's bake, the other groups.
+      expect(deploys(second)).toEqual([[`orders-router-${region}-groups`, 1]]);
+      for (const stage of [first, second]) expect(stage.OnFailure).toEqual({ Result: 'ROLLBACK' });
     }
   });
 
@@ -100,17 +110,19 @@ describe('PipelineStack on the example fleet', () => {
     });
   });
 
-  it("bakes each region's routers on their groups' health alarms before the next region's routers change", () => {
+  it("bakes each region's canary group on its own alarms before the other groups change, and the whole region before the next region", () => {
     const plan = planWaves(fleet);
     const projects = template.findResources('AWS::CodeBuild::Project');
-    stages.slice(-2).forEach((stage, i) => {
+    stages.slice(-4).forEach((stage, i) => {
+      const wave = plan.routerWaves[i];
+      expect(stage.Name).toBe(wave.name);
       const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
-      const deploy = stage.Actions.find((a) => a.ActionTypeId.Provider === 'CloudFormation')!;
-      expect(bake.RunOrder).toBeGreaterThan(deploy.RunOrder ?? 1);
+      const deploys = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation');
+      expect(bake.RunOrder).toBeGreaterThan(Math.max(...deploys.map((d) => d.RunOrder ?? 1)));
       const project = JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
-      const region = plan.routerWaves[i].region;
-      for (const group of ['canary', 'main']) expect(project).toContain(`router-${group} 222222222222 ${region} orders-router-${region}-${group}-health orders-router-${region}-bake-watcher`);
-      expect(project).toContain(`bake_until=$(( $(date +%s) + ${plan.routerWaves[i].bakeSeconds} ))`);
+      const watched = [...project.matchAll(/router-([a-z0-9-]+) 222222222222 ([a-z0-9-]+) orders-router-\2-\1-health orders-router-\2-bake-watcher/g)].map((m) => `${m[2]}/${m[1]}`);
+      expect([stage.Name, [...new Set(watched)]]).toEqual([stage.Name, wave.part === 'canary' ? [`${wave.region}/canary`] : [`${wave.region}/canary`, `${wave.region}/main`]]);
+      expect(project).toContain(`bake_until=$(( $(date +%s) + ${wave.bakeSeconds} ))`);
     });
   });
 
@@ -220,7 +232,7 @@ describe('PipelineStack options and limits', () => {
     expect(stages.some((s) => s.Actions.some((a) => a.ActionTypeId.Category === 'Approval'))).toBe(false);
     expect(stages.every((s) => s.BeforeEntry === undefined)).toBe(true);
     expect(stages.slice(4).every((s) => JSON.stringify(s.OnFailure) === '{"Result":"ROLLBACK"}')).toBe(true);
-    expect(stages.slice(-2).map((s) => s.Name)).toEqual(['routers-eu-west-1', 'routers-us-east-1']);
+    expect(stages.slice(-4).map((s) => s.Name)).toEqual(ROUTER_STAGES);
   });
 
   it('chains a bake longer than one CodeBuild action may run (8 h) over sequential actions, and leaves room for them in the stage', () => {

@@ -5,7 +5,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
 import { lookup, validateMapping } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
-import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, RouterStack } from '../../lib/router-stack';
+import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, routerGroupsOf, RouterGroupsStack, routerParameters, RouterStack } from '../../lib/router-stack';
 
 import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../lib/router';
 import { cdkApp, exampleFleet, exampleInput, resolve, validInput } from '../support/fleet';
@@ -19,16 +19,37 @@ describe('RouterStack', () => {
   /** The nested stacks holding each region's links to the cells (one for the example fleet). */
   let links: Template;
   let links2: Template;
+  /** The group stacks: canary group and other groups, per region. */
+  let canary: RouterGroupsStack;
+  let rest: RouterGroupsStack;
+  let gc: Template;
+  let gr: Template;
+  let gc2: Template;
+  let gr2: Template;
+  /** The group stacks' templates of the first region, canary first. */
+  let groupTemplates: Template[];
   beforeAll(() => {
     fleet = exampleFleet();
     const app = cdkApp();
     primary = new RouterStack(app, 'router-eu-west-1', { fleet, region: 'eu-west-1' });
     secondary = new RouterStack(app, 'router-us-east-1', { fleet, region: 'us-east-1' });
+    canary = new RouterGroupsStack(app, 'router-eu-west-1-canary-group', { fleet, region: 'eu-west-1', part: 'canary' });
+    rest = new RouterGroupsStack(app, 'router-eu-west-1-groups', { fleet, region: 'eu-west-1', part: 'rest' });
+    const canary2 = new RouterGroupsStack(app, 'router-us-east-1-canary-group', { fleet, region: 'us-east-1', part: 'canary' });
+    const rest2 = new RouterGroupsStack(app, 'router-us-east-1-groups', { fleet, region: 'us-east-1', part: 'rest' });
     t = Template.fromStack(primary);
     t2 = Template.fromStack(secondary);
+    gc = Template.fromStack(canary);
+    gr = Template.fromStack(rest);
+    gc2 = Template.fromStack(canary2);
+    gr2 = Template.fromStack(rest2);
+    groupTemplates = [gc, gr];
     links = Template.fromStack(primary.node.findChild('CellLinks1') as Stack);
     links2 = Template.fromStack(secondary.node.findChild('CellLinks1') as Stack);
   });
+
+  /** Resources of one type across the first region's two group stacks. */
+  const inGroups = (type: string, props?: object) => ({ ...gc.findResources(type, props), ...gr.findResources(type, props) });
 
   it('deploys into the router account, across three AZs', () => {
     expect(`${primary.account}/${primary.region}`).toBe('222222222222/eu-west-1');
@@ -115,21 +136,43 @@ describe('RouterStack', () => {
     }
   });
 
-  it('starts the router services only after the seed and the cell names exist', () => {
+  it('hands the group stacks what they need through SSM parameters, never an export, and splits the groups canary first', () => {
+    expect([canary.stackName, rest.stackName]).toEqual(['orders-router-eu-west-1-canary-group', 'orders-router-eu-west-1-groups']);
+    expect(routerGroupsOf(fleet, 'canary').map((g) => g.name)).toEqual(['canary']);
+    expect(routerGroupsOf(fleet, 'rest').map((g) => g.name)).toEqual(['main']);
+    const names = [
+      routerParameters.clusterName('orders'), routerParameters.vpcId('orders'), routerParameters.taskSubnetIds('orders'), routerParameters.taskSecurityGroupId('orders'),
+      ...fleet.router.groups.map((g) => routerParameters.targetGroupArn('orders', g.name)),
+    ];
     for (const template of [t, t2]) {
-      const seedIds = Object.keys(template.findResources('Custom::MappingSeed'));
-      const [linksId] = Object.keys(template.findResources('AWS::CloudFormation::Stack'));
-      for (const service of Object.values(template.findResources('AWS::ECS::Service'))) {
-        expect(service.DependsOn).toEqual(expect.arrayContaining([...seedIds, linksId]));
-      }
+      const written = Object.values(template.findResources('AWS::SSM::Parameter')).map((p) => p.Properties.Name);
+      expect(written).toEqual(expect.arrayContaining(names));
+      // Nothing exported: a removed group or replaced target group can never be held by an import.
+      expect(Object.values(template.toJSON().Outputs ?? {}).filter((o) => (o as { Export?: unknown }).Export)).toEqual([]);
+    }
+    const [taskSubnets] = Object.values(t.findResources('AWS::SSM::Parameter', { Properties: { Name: routerParameters.taskSubnetIds('orders') } }));
+    expect(JSON.stringify(taskSubnets.Properties.Value)).toMatch(/^\{"Fn::Join":\[",",\[\{"Ref":"VpcroutersSubnet1/);
+    const [tgArn] = Object.values(t.findResources('AWS::SSM::Parameter', { Properties: { Name: routerParameters.targetGroupArn('orders', 'main') } }));
+    expect(tgArn.Properties.Value).toEqual({ Ref: expect.stringMatching(/^Targetsmain/) });
+    for (const [template, groups] of [[gc, ['canary']], [gr, ['main']]] as const) {
+      const json = JSON.stringify(template.toJSON());
+      expect(json).not.toContain('Fn::ImportValue');
+      // Read on every deploy of the group stack, from the parameters the router stack wrote.
+      const parameters = Object.values(template.toJSON().Parameters as Record<string, { Type: string; Default?: string }>)
+        .filter((p) => p.Type === 'AWS::SSM::Parameter::Value<String>' && !p.Default?.startsWith('/cdk-bootstrap/')).map((p) => p.Default);
+      expect(parameters.sort()).toEqual([
+        routerParameters.clusterName('orders'), routerParameters.vpcId('orders'), routerParameters.taskSubnetIds('orders'), routerParameters.taskSecurityGroupId('orders'),
+        '/orders/router/mapping-bucket', ...groups.map((g) => routerParameters.targetGroupArn('orders', g)),
+      ].sort());
     }
   });
 
   it('lets each router group read only its own pointer and the immutable versions of its region\'s bucket, and list only its pointer\'s key', () => {
-    for (const template of [t, t2]) {
-      for (const group of ['canary', 'main']) {
+    for (const [template, group, region] of [[gc, 'canary', 'eu-west-1'], [gr, 'main', 'eu-west-1'], [gc2, 'canary', 'us-east-1'], [gr2, 'main', 'us-east-1']] as const) {
+      {
         const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes(`Group${group}TaskTaskRole`));
-        const bucket = { Ref: expect.stringMatching(/^MappingsBucket/) };
+        // The region's bucket, by the name its router stack wrote to SSM.
+        const bucket = { Ref: expect.stringMatching(/^SsmParameterValueordersroutermappingbucket/) };
         expect(policy.Properties.PolicyDocument.Statement).toEqual([{
           Action: 's3:GetObject', Effect: 'Allow',
           Resource: [{ 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/groups/${group}/mapping.json`]] }, { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, '/mappings/*']] }],
@@ -141,23 +184,25 @@ describe('RouterStack', () => {
       }
       const [task] = Object.values(template.findResources('AWS::ECS::TaskDefinition'));
       const agent = task.Properties.ContainerDefinitions.find((c: { Name: string }) => c.Name === 'agent');
-      expect(agent.Environment).toEqual(expect.arrayContaining([{ Name: 'MAPPING_BUCKET', Value: { Ref: expect.stringMatching(/^MappingsBucket/) } }, { Name: 'AWS_REGION', Value: template === t ? 'eu-west-1' : 'us-east-1' }]));
+      expect(agent.Environment).toEqual(expect.arrayContaining([{ Name: 'MAPPING_BUCKET', Value: { Ref: expect.stringMatching(/^SsmParameterValueordersroutermappingbucket/) } }, { Name: 'AWS_REGION', Value: region }]));
     }
   });
 
   it('runs each router group as its own Fargate service, HAProxy and agent side by side, rolled out group by group', () => {
-    const services = t.findResources('AWS::ECS::Service');
+    // None in the router stack: each group's service is in its group stack.
+    t.resourceCountIs('AWS::ECS::Service', 0);
+    expect(Object.values(gc.findResources('AWS::ECS::Service')).map((x) => x.Properties.ServiceName)).toEqual(['orders-router-eu-west-1-canary']);
+    const services = inGroups('AWS::ECS::Service');
     type Service = { id: string; Properties: Record<string, unknown> & { ServiceName: string }; DependsOn?: string[] };
     const byName: Record<string, Service> = Object.fromEntries(Object.entries(services).map(([id, s]) => [s.Properties.ServiceName, { id, ...s } as Service]));
     expect(Object.keys(byName).sort()).toEqual(['orders-router-eu-west-1-canary', 'orders-router-eu-west-1-main']);
     expect(byName['orders-router-eu-west-1-canary'].Properties.DesiredCount).toBe(2);
     expect(byName['orders-router-eu-west-1-main'].Properties.DesiredCount).toBe(6);
-    expect(byName['orders-router-eu-west-1-main'].DependsOn).toContain(byName['orders-router-eu-west-1-canary'].id);
     for (const s of Object.values(byName)) {
       expect(s.Properties.DeploymentConfiguration).toMatchObject({ DeploymentCircuitBreaker: { Enable: true, Rollback: true }, Alarms: { Enable: true, Rollback: true }, MinimumHealthyPercent: 100 });
       expect(s.Properties.LoadBalancers).toHaveLength(1);
     }
-    const tasks = Object.values(t.findResources('AWS::ECS::TaskDefinition'));
+    const tasks = Object.values(inGroups('AWS::ECS::TaskDefinition'));
     expect(tasks).toHaveLength(2);
     for (const task of tasks) {
       expect(task.Properties.ContainerDefinitions.map((c: { Name: string }) => c.Name)).toEqual(['haproxy', 'agent']);
@@ -187,7 +232,7 @@ describe('RouterStack', () => {
   });
 
   it('scales each group on its own tasks\' connection use: the average task tracked, the busiest task stepped before readiness turns off', () => {
-    const policies = Object.values(t.findResources('AWS::ApplicationAutoScaling::ScalingPolicy'));
+    const policies = Object.values(inGroups('AWS::ApplicationAutoScaling::ScalingPolicy'));
     // Per group: CPU and connection-use target tracking, one step policy (scale-out only).
     expect(policies).toHaveLength(3 * fleet.router.groups.length);
     for (const group of fleet.router.groups) {
@@ -197,7 +242,7 @@ describe('RouterStack', () => {
       const tracking = policies.find((p) => JSON.stringify(p.Properties.TargetTrackingScalingPolicyConfiguration?.CustomizedMetricSpecification?.Dimensions) === JSON.stringify(dims))!;
       expect(tracking.Properties.TargetTrackingScalingPolicyConfiguration.TargetValue).toBe(CONNECTION_USE_TARGET_PERCENT);
       // The step alarm watches the busiest task of this group (no NLB-wide flow count) and fires below 90%.
-      const [stepAlarm] = Object.values(t.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ConnectionUsePercent', Statistic: 'Maximum', Dimensions: dims, ComparisonOperator: 'GreaterThanOrEqualToThreshold' } }))
+      const [stepAlarm] = Object.values(inGroups('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ConnectionUsePercent', Statistic: 'Maximum', Dimensions: dims, ComparisonOperator: 'GreaterThanOrEqualToThreshold' } }))
         .filter((a) => a.Properties.AlarmName === undefined);
       expect(stepAlarm.Properties.Threshold).toBe(CONNECTION_USE_STEPS[0]);
       expect(CONNECTION_USE_STEPS[1]).toBeLessThan(90);
@@ -207,14 +252,16 @@ describe('RouterStack', () => {
       { MetricIntervalLowerBound: 0, MetricIntervalUpperBound: CONNECTION_USE_STEPS[1] - CONNECTION_USE_STEPS[0], ScalingAdjustment: 1 },
       { MetricIntervalLowerBound: CONNECTION_USE_STEPS[1] - CONNECTION_USE_STEPS[0], ScalingAdjustment: 2 },
     ]));
-    expect(JSON.stringify(t.toJSON())).not.toContain('ActiveFlowCount');
+    for (const template of [t, ...groupTemplates]) expect(JSON.stringify(template.toJSON())).not.toContain('ActiveFlowCount');
   });
 
   it("lets the pipeline's bake step (tooling account) read the router alarms, and nothing else", () => {
     const [role] = Object.values(t.findResources('AWS::IAM::Role', { Properties: { RoleName: 'orders-router-eu-west-1-bake-watcher' } }));
     expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain(':iam::111111111111:root');
     expect(primary.groupHealthAlarms).toEqual([{ group: 'canary', alarmName: 'orders-router-eu-west-1-canary-health' }, { group: 'main', alarmName: 'orders-router-eu-west-1-main-health' }]);
-    t.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'orders-router-eu-west-1-canary-health' });
+    gc.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'orders-router-eu-west-1-canary-health' });
+    expect(canary.groupHealthAlarms).toEqual([primary.groupHealthAlarms[0]]);
+    expect(rest.groupHealthAlarms).toEqual([primary.groupHealthAlarms[1]]);
   });
 
   it('gives each group its own target group behind one NLB, forwarding by the groups\' weights', () => {
@@ -235,10 +282,11 @@ describe('RouterStack', () => {
       ]));
     }
     // Each service registers in its own group's target group only.
-    const services = Object.values(t.findResources('AWS::ECS::Service'));
+    // (by the ARN the router stack wrote to SSM for that group).
+    const services = Object.values(inGroups('AWS::ECS::Service'));
     for (const group of fleet.router.groups) {
       const service = services.find((s) => s.Properties.ServiceName === `orders-router-eu-west-1-${group.name}`)!;
-      expect(service.Properties.LoadBalancers).toEqual([{ ContainerName: 'haproxy', ContainerPort: 8080, TargetGroupArn: { Ref: expect.stringMatching(new RegExp(`^Targets${group.name}`)) } }]);
+      expect(service.Properties.LoadBalancers).toEqual([{ ContainerName: 'haproxy', ContainerPort: 8080, TargetGroupArn: { Ref: expect.stringMatching(new RegExp(`^SsmParameterValueordersroutergroups${group.name}targetgrouparn`)) } }]);
     }
     // The listener's default action: every group's target group with its weight (weight = tasks by default).
     const [listener] = Object.values(t.findResources('AWS::ElasticLoadBalancingV2::Listener'));
@@ -250,11 +298,21 @@ describe('RouterStack', () => {
 
   it('forwards by the configured weights, and a drained group (weight 0) keeps its target group and tasks', () => {
     const drained = resolve({ ...validInput(), router: { ...validInput().router, groups: [{ name: 'canary', tasks: 2, weight: 0 }, { name: 'main', tasks: 6, weight: 900 }, { name: 'extra', tasks: 3, weight: 99 }] } });
-    const template = Template.fromStack(new RouterStack(cdkApp(), 'router-weights', { fleet: drained, region: 'eu-west-1' }));
+    const app = cdkApp();
+    const drainedRouter = new RouterStack(app, 'router-weights', { fleet: drained, region: 'eu-west-1' });
+    const drainedCanaryStack = new RouterGroupsStack(app, 'router-weights-canary', { fleet: drained, region: 'eu-west-1', part: 'canary' });
+    const drainedRestStack = new RouterGroupsStack(app, 'router-weights-groups', { fleet: drained, region: 'eu-west-1', part: 'rest' });
+    const template = Template.fromStack(drainedRouter);
     const [listener] = Object.values(template.findResources('AWS::ElasticLoadBalancingV2::Listener'));
     expect(listener.Properties.DefaultActions[0].ForwardConfig.TargetGroups.map((g: { Weight: number }) => g.Weight)).toEqual([0, 900, 99]);
     template.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 3);
-    expect(Object.values(template.findResources('AWS::ECS::Service')).map((s) => s.Properties.DesiredCount)).toEqual([2, 6, 3]);
+    // The drained canary keeps running in its own stack; the other two groups share one stack and
+    // roll out one after the other (extra waits for main to be stable).
+    const drainedCanary = Template.fromStack(drainedCanaryStack);
+    expect(Object.values(drainedCanary.findResources('AWS::ECS::Service')).map((s) => s.Properties.DesiredCount)).toEqual([2]);
+    const others = Object.entries(Template.fromStack(drainedRestStack).findResources('AWS::ECS::Service'));
+    expect(others.map(([, s]) => [s.Properties.ServiceName, s.Properties.DesiredCount])).toEqual([['orders-router-eu-west-1-main', 6], ['orders-router-eu-west-1-extra', 3]]);
+    expect(others[1][1].DependsOn).toContain(others[0][0]);
   });
 
   it('reaches every cell of the fleet from every region, across regions over PrivateLink', () => {
@@ -291,20 +349,20 @@ describe('RouterStack', () => {
   });
 
   it('alarms on router 5xx, rejected keys, stale mappings, rejected documents, unhealthy tasks, and per cell', () => {
-    const names = Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string | undefined).filter((n): n is string => n !== undefined).sort();
+    const names = Object.values({ ...t.findResources('AWS::CloudWatch::Alarm'), ...inGroups('AWS::CloudWatch::Alarm') }).map((a) => a.Properties.AlarmName as string | undefined).filter((n): n is string => n !== undefined).sort();
     for (const group of ['canary', 'main']) {
       for (const kind of ['5xx', 'rejected-keys', 'stale-mapping', 'rejected-documents', 'unhealthy-tasks', 'connection-use', 'unhealthy-targets']) expect(names).toContain(`orders-router-eu-west-1-${group}-${kind}`);
     }
     // Every cell, wherever it lives: a region's routers send traffic to all of them.
     const cellAlarms = Object.values(links.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string).sort();
     expect(cellAlarms).toEqual(fleet.cells.map((c) => `orders-router-eu-west-1-cell-${c.id}-errors`).sort());
-    t.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'orders-router-eu-west-1-main-stale-mapping', Threshold: 600, TreatMissingData: 'breaching' });
+    gr.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'orders-router-eu-west-1-main-stale-mapping', Threshold: 600, TreatMissingData: 'breaching' });
     // Per task, before saturation: the busiest task above 80% (readiness turns off at 90%).
-    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+    gr.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: 'orders-router-eu-west-1-main-connection-use', MetricName: 'ConnectionUsePercent', Statistic: 'Maximum', Threshold: CONNECTION_USE_ALARM_PERCENT,
       Dimensions: [{ Name: 'RouterGroup', Value: 'main' }],
     });
-    // The group's own target group's failed readiness checks.
+    // The group's own target group's failed readiness checks (with the target groups, in the router stack).
     const [unhealthy] = Object.values(t.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: 'orders-router-eu-west-1-main-unhealthy-targets' } }));
     expect(unhealthy.Properties).toMatchObject({ Namespace: 'AWS/NetworkELB', MetricName: 'UnHealthyHostCount' });
     expect(JSON.stringify(unhealthy.Properties.Dimensions)).toMatch(/"TargetGroup".*Targetsmain/);
@@ -315,12 +373,18 @@ describe('RouterStack', () => {
     const [topicId] = Object.entries(topics).find(([, r]) => r.Properties.TopicName === 'orders-router-eu-west-1-alarms')!;
     expect(topics[topicId].Properties.KmsMasterKeyId).toBeDefined();
     // Ours, by name (the services' target-tracking alarms belong to auto scaling and page nobody).
-    const alarms = [...Object.values(t.findResources('AWS::CloudWatch::Alarm')), ...Object.values(t.findResources('AWS::CloudWatch::CompositeAlarm'))]
+    const ours = (template: Template) => [...Object.values(template.findResources('AWS::CloudWatch::Alarm')), ...Object.values(template.findResources('AWS::CloudWatch::CompositeAlarm'))]
       .filter((a) => String(a.Properties.AlarmName).startsWith('orders-router-eu-west-1-'));
-    expect(alarms.length).toBe(7 * 2 + 2); // seven per group, a composite per group
+    const alarms = ours(t);
+    expect(alarms.length).toBe(2); // the target groups' readiness alarms, one per group
     for (const alarm of alarms) {
       expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[{ Ref: topicId }], [{ Ref: topicId }]]);
     }
+    // The groups' alarms, in their stacks, notify the same topic by its ARN (its name is fixed).
+    const groupAlarms = groupTemplates.flatMap(ours);
+    expect(groupAlarms.length).toBe(6 * 2 + 2); // six per group, a composite per group
+    const topicArn = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':sns:eu-west-1:222222222222:orders-router-eu-west-1-alarms']] };
+    for (const alarm of groupAlarms) expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[topicArn], [topicArn]]);
     // The per-cell alarms live with the cells' links (nested stack), notifying the same topic.
     const [linksStack] = Object.values(t.findResources('AWS::CloudFormation::Stack'));
     const topicParameter = Object.entries(linksStack.Properties.Parameters as Record<string, unknown>).find(([, v]) => JSON.stringify(v) === JSON.stringify({ Ref: topicId }))![0];
@@ -363,6 +427,6 @@ describe('RouterStack', () => {
   });
 
   it('has no unacknowledged AwsSolutions finding', () => {
-    for (const stack of [primary, secondary]) expect(new AwsSolutionsChecks().validateScope(stack).violations.map((v) => v.ruleName)).toEqual([]);
+    for (const stack of [primary, secondary, canary, rest]) expect(new AwsSolutionsChecks().validateScope(stack).violations.map((v) => v.ruleName)).toEqual([]);
   });
 });

@@ -119,9 +119,24 @@ export class PolicyWorld {
     if (!declared) throw new Error(`${stack.stackName}: Ref to unknown ${name}`);
     const value = stack.parameters?.[name] ?? declared.Default;
     if (value === undefined) throw new Error(`${stack.stackName}: parameter ${name} has no value`);
-    if (String(declared.Type).startsWith('AWS::SSM::Parameter::Value')) return `ssm:${value}`;
+    if (String(declared.Type).startsWith('AWS::SSM::Parameter::Value')) {
+      // As CloudFormation resolves it at deploy time: the value of the parameter of that name that a
+      // stack of the same account and region writes (the router stack for its group stacks).
+      const writer = this.ssmWriter(stack, String(value));
+      return writer ? this.resolve(writer.stack, writer.value) : `ssm:${value}`;
+    }
     if (declared.Type === 'CommaDelimitedList' || String(declared.Type).startsWith('List<')) return String(value).split(',').map((v) => v.trim()).filter(Boolean);
     return String(value);
+  }
+
+  private ssmWriter(reader: DeployedTemplate, name: string): { stack: DeployedTemplate; value: Json } | undefined {
+    for (const stack of this.stacks) {
+      if (stack.account !== reader.account || stack.region !== reader.region) continue;
+      for (const r of Object.values<Json>(stack.template.Resources ?? {})) {
+        if (r.Type === 'AWS::SSM::Parameter' && r.Properties?.Name === name) return { stack, value: r.Properties.Value };
+      }
+    }
+    return undefined;
   }
 
   private resource(stack: DeployedTemplate, logicalId: string): Resolved {

@@ -26,15 +26,21 @@ describe('planWaves', () => {
     ]);
     expect(plan.waves.map((w) => w.bakeSeconds)).toEqual([3600, 1800, 1800, 900, 900]);
     expect(plan.waves.map((w) => w.cumulativeShare)).toEqual([1 / 8, 2 / 8, 3 / 8, 5 / 8, 1]);
-    // Routers after the cells, the canary cell's region first, each region baked before the next.
-    expect(plan.routerWaves).toEqual([{ name: 'routers-eu-west-1', region: 'eu-west-1', bakeSeconds: 3600 }, { name: 'routers-us-east-1', region: 'us-east-1', bakeSeconds: 1800 }]);
-    expect(plan.minimumRolloutSeconds).toBe(9000 + 3600 + 1800);
+    // Routers after the cells, the canary cell's region first; in each region the canary group is
+    // deployed and baked before the other groups, and the region is baked before the next.
+    expect(plan.routerWaves).toEqual([
+      { name: 'routers-eu-west-1-canary-group', region: 'eu-west-1', part: 'canary', bakeSeconds: 3600 },
+      { name: 'routers-eu-west-1', region: 'eu-west-1', part: 'rest', bakeSeconds: 1800 },
+      { name: 'routers-us-east-1-canary-group', region: 'us-east-1', part: 'canary', bakeSeconds: 1800 },
+      { name: 'routers-us-east-1', region: 'us-east-1', part: 'rest', bakeSeconds: 1800 },
+    ]);
+    expect(plan.minimumRolloutSeconds).toBe(9000 + 3600 + 3 * 1800);
   });
 
   it('takes the routers of the canary cell\'s region first', () => {
     const base = fleetOf(10, {});
     const canaryInUs = { ...base, cells: base.cells.map((c) => ({ ...c, canary: c.id === base.cells.find((x) => x.region === 'us-east-1')!.id })) };
-    expect(planWaves(canaryInUs).routerWaves.map((w) => w.region)).toEqual(['us-east-1', 'eu-west-1']);
+    expect(planWaves(canaryInUs).routerWaves.map((w) => w.region)).toEqual(['us-east-1', 'us-east-1', 'eu-west-1', 'eu-west-1']);
   });
 
   it('adds single waves when regions need a first cell alone', () => {

@@ -1,0 +1,183 @@
+import { Aws, Duration, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
+import { Construct } from 'constructs';
+import { Fleet, mappingBucketParameter, RouterGroupConfig } from '../fleet';
+import { connectionUseMetric, REPO_ROOT, RouterGroup } from './router-group';
+
+/** The CloudWatch namespace of the router agent's metrics (EMF). */
+export const ROUTER_METRICS_NAMESPACE = 'CellRouter';
+
+/** The `<group>-connection-use` alarm pages when the busiest task stays above this share of its limit. */
+export const CONNECTION_USE_ALARM_PERCENT = 80;
+
+/**
+ * Which groups of a region a stack holds: the canary group (the first of `router.groups`) alone, so
+ * the pipeline can bake it before the rest of the region's groups change, or every other group.
+ */
+export type RouterGroupsPart = 'canary' | 'rest';
+
+/** Stack name of a region's routers: `<app>-router-<region>` (VPC, NLB, target groups, cell links, mapping bucket). */
+export const routerStackName = (fleet: Fleet, region: string) => `${fleet.app}-router-${region}`;
+
+/** Stack name of a region's router groups: `<app>-router-<region>-canary-group`, `<app>-router-<region>-groups`. */
+export const routerGroupsStackName = (fleet: Fleet, region: string, part: RouterGroupsPart) =>
+  `${routerStackName(fleet, region)}-${part === 'canary' ? 'canary-group' : 'groups'}`;
+
+/** The groups a part holds, in rollout order. */
+export function routerGroupsOf(fleet: Fleet, part: RouterGroupsPart): readonly Required<RouterGroupConfig>[] {
+  return part === 'canary' ? fleet.router.groups.slice(0, 1) : fleet.router.groups.slice(1);
+}
+
+/** The name of a group's composite health alarm: what ECS deployments roll back on and the pipeline bakes on. */
+export const routerGroupHealthAlarmName = (fleet: Fleet, region: string, group: string) => `${routerStackName(fleet, region)}-${group}-health`;
+
+/**
+ * What the region's router stack hands to its group stacks, as SSM parameters of the router account
+ * in that region (`/<app>/router/...`), never as CloudFormation exports. A group stack reads them
+ * as `AWS::SSM::Parameter::Value<String>` template parameters, resolved on each deploy: nothing
+ * ties the two stacks together in CloudFormation, so a removed group or a replaced target group never
+ * meets "Export ... cannot be updated as it is in use" ("After another stack imports an output value,
+ * you can't delete the stack that is exporting the output value or modify the exported output
+ * value", CloudFormation, `Fn::ImportValue`). Each parameter is read at every create or update of
+ * the group stack (CloudFormation User Guide, "CloudFormation-supplied parameter types", SSM
+ * parameter types). The order is the pipeline's: the router stack deploys before the
+ * group stacks (first deploy included), and a group stack's deploy reads the values current then.
+ */
+export const routerParameters = {
+  clusterName: (app: string) => `/${app}/router/cluster-name`,
+  vpcId: (app: string) => `/${app}/router/vpc-id`,
+  /** The router tasks' private subnets, comma-separated, one per zone in the fleet's zone order. */
+  taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
+  taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
+  targetGroupArn: (app: string, group: string) => `/${app}/router/groups/${group}/target-group-arn`,
+} as const;
+
+export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
+  readonly fleet: Fleet;
+  readonly region: string;
+  readonly part: RouterGroupsPart;
+}
+
+/**
+ * Router groups of one region, in the router account: each group's Fargate service (HAProxy and the
+ * mapping agent), its scaling and its alarms, registered in the group's target group of the
+ * region's NLB (in RouterStack). The canary group has a stack of its own, so the pipeline deploys
+ * it, bakes on its alarms, and only then deploys the stack of the other groups (one after the
+ * other inside it, each waiting for the previous one to be stable).
+ */
+export class RouterGroupsStack extends Stack {
+  public readonly groups: readonly RouterGroup[];
+  /** Each group's composite health alarm, in rollout order: what the pipeline's bake after this stack watches. */
+  public readonly groupHealthAlarms: readonly { readonly group: string; readonly alarmName: string }[];
+  public readonly alarms: readonly (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[];
+
+  constructor(scope: Construct, id: string, { fleet, region, part, ...props }: RouterGroupsStackProps) {
+    const groups = routerGroupsOf(fleet, part);
+    super(scope, id, {
+      stackName: routerGroupsStackName(fleet, region, part),
+      description: `${fleet.app} router groups ${groups.map((g) => g.name).join(', ')} in ${region}`,
+      terminationProtection: true,
+      ...props,
+      env: { account: fleet.accounts.router, region },
+    });
+    if (groups.length === 0) throw new Error(`RouterGroupsStack ${region}/${part}: no router groups to deploy (router.groups lists ${fleet.router.groups.length})`);
+    Tags.of(this).add('app', fleet.app);
+    Tags.of(this).add('component', 'router');
+    const prefix = routerStackName(fleet, region);
+    const zones = fleet.regions[region]?.availabilityZones ?? [];
+    const param = (name: string) => ssm.StringParameter.valueForStringParameter(this, name);
+
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
+      vpcId: param(routerParameters.vpcId(fleet.app)),
+      availabilityZones: [...zones],
+      privateSubnetIds: Fn.split(',', param(routerParameters.taskSubnetIds(fleet.app)), zones.length),
+    });
+    const cluster = ecs.Cluster.fromClusterAttributes(this, 'Cluster', { clusterName: param(routerParameters.clusterName(fleet.app)), vpc });
+    const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(fleet.app)), { mutable: false });
+    const mappingBucket = param(mappingBucketParameter(fleet.app));
+    const images = {
+      haproxy: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'HaproxyImage', { directory: REPO_ROOT, file: 'images/router-haproxy/Dockerfile' })),
+      agent: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'AgentImage', { directory: REPO_ROOT, file: 'images/router-agent/Dockerfile' })),
+    };
+    // Created by RouterStack (same account and region), so its name is known: `<prefix>-alarms`.
+    const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${fleet.accounts.router}:${prefix}-alarms`);
+    const notify = new cloudwatchActions.SnsAction(topic);
+
+    const alarms: (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[] = [];
+    const groupMetric = (group: string, name: string, statistic = 'Sum') =>
+      new cloudwatch.Metric({ namespace: ROUTER_METRICS_NAMESPACE, metricName: name, dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
+    const alarm = (id: string, name: string, alarmProps: Omit<cloudwatch.AlarmProps, 'alarmName'>) => {
+      const a = new cloudwatch.Alarm(this, id, { alarmName: `${prefix}-${name}`, ...alarmProps });
+      alarms.push(a);
+      return a;
+    };
+    const built: RouterGroup[] = [];
+    const groupHealthAlarms: { group: string; alarmName: string }[] = [];
+    for (const group of groups) {
+      const g = group.name;
+      const requests = groupMetric(g, 'Requests');
+      const errors = alarm(`${g}-5xx`, `${g}-5xx`, {
+        alarmDescription: `Router group ${g} in ${region}: 5xx responses above 5% of requests`,
+        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 0, 100 * e / r, 0)', usingMetrics: { r: requests, e: groupMetric(g, 'Responses5xx') }, period: Duration.minutes(1) }),
+        threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm(`${g}-rejected-keys`, `${g}-rejected-keys`, {
+        alarmDescription: `Router group ${g} in ${region}: 4xx (mostly missing or invalid partition keys) above 20% of requests`,
+        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 100, 100 * b / r, 0)', usingMetrics: { r: requests, b: groupMetric(g, 'Responses4xx') }, period: Duration.minutes(1) }),
+        threshold: 20, evaluationPeriods: 5, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm(`${g}-stale-mapping`, `${g}-stale-mapping`, {
+        alarmDescription: `Router group ${g} in ${region}: no successful mapping refresh for ${fleet.router.stalenessMinutes} minutes (or no agent metrics at all)`,
+        metric: groupMetric(g, 'SecondsSinceRefresh', 'Maximum'),
+        threshold: fleet.router.stalenessMinutes * 60, evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      });
+      alarm(`${g}-rejected-documents`, `${g}-rejected-documents`, {
+        alarmDescription: `Router group ${g} in ${region}: a published mapping was rejected (the last-known-good is still served)`,
+        metric: groupMetric(g, 'RejectedDocuments'), threshold: 1, evaluationPeriods: 1, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      alarm(`${g}-connection-use`, `${g}-connection-use`, {
+        alarmDescription: `Router group ${g} in ${region}: its busiest task above ${CONNECTION_USE_ALARM_PERCENT}% of its connection limit for 3 minutes (readiness turns false at 90%; scaling should have added tasks)`,
+        metric: connectionUseMetric(g, 'Maximum'), threshold: CONNECTION_USE_ALARM_PERCENT, evaluationPeriods: 3, datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      const serviceName = `${prefix}-${g}`;
+      const unhealthy = alarm(`${g}-unhealthy-tasks`, `${g}-unhealthy-tasks`, {
+        alarmDescription: `Router group ${g} in ${region}: fewer running tasks than the ${group.tasks} wanted`,
+        metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
+        threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      });
+      const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
+        compositeAlarmName: routerGroupHealthAlarmName(fleet, region, g),
+        alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
+      });
+      alarms.push(health);
+      groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(fleet, region, g) });
+      const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, { targetGroupArn: param(routerParameters.targetGroupArn(fleet.app, g)) });
+      const routerGroup = new RouterGroup(this, `Group-${g}`, {
+        name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, slots: fleet.router.slots,
+        zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
+        targetGroup, mappingBucket, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
+      });
+      (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
+      routerGroup.service.node.addDependency(health);
+      // Group by group: a deploy reaches the next group only once the previous one is stable.
+      const previous = built[built.length - 1];
+      if (previous) routerGroup.service.node.addDependency(previous.service);
+      built.push(routerGroup);
+    }
+    for (const a of alarms) {
+      a.addAlarmAction(notify);
+      a.addOkAction(notify);
+    }
+    this.groups = built;
+    this.groupHealthAlarms = groupHealthAlarms;
+    this.alarms = alarms;
+  }
+}
