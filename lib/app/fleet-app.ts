@@ -43,8 +43,8 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
   const routerGroups = routers.flatMap((router) => {
     const canary = new RouterGroupsStack(app, `router-${router.region}-canary-group`, { fleet, region: router.region, part: 'canary' });
     const rest = new RouterGroupsStack(app, `router-${router.region}-groups`, { fleet, region: router.region, part: 'rest' });
-    canary.addDependency(router);
-    rest.addDependency(canary);
+    canary.addStackDependency(router);
+    rest.addStackDependency(canary);
     return [canary, rest];
   });
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));

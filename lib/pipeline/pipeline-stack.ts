@@ -44,7 +44,7 @@ export class RouterStage extends Stage {
     if (props.part === 'canary') this.router = new RouterStack(this, 'Router', { fleet: props.fleet, region: props.region });
     this.groups = new RouterGroupsStack(this, 'Groups', { fleet: props.fleet, region: props.region, part: props.part });
     // No reference between the two (the group stack reads SSM parameters): the order is explicit.
-    if (this.router) this.groups.addDependency(this.router);
+    if (this.router) this.groups.addStackDependency(this.router);
     this.stacks = this.router ? [this.router, this.groups] : [this.groups];
   }
 }

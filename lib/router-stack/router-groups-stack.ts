@@ -1,4 +1,4 @@
-import { Aws, Duration, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { Annotations, Aws, Duration, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -52,7 +52,6 @@ export const routerGroupHealthAlarmName = (fleet: Fleet, region: string, group: 
  */
 export const routerParameters = {
   clusterName: (app: string) => `/${app}/router/cluster-name`,
-  vpcId: (app: string) => `/${app}/router/vpc-id`,
   /** The router tasks' private subnets, comma-separated, one per zone in the fleet's zone order. */
   taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
   taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
@@ -84,6 +83,7 @@ export class RouterGroupsStack extends Stack {
       stackName: routerGroupsStackName(fleet, region, part),
       description: `${fleet.app} router groups ${groups.map((g) => g.name).join(', ')} in ${region}`,
       terminationProtection: true,
+      suppressTemplateIndentation: true,
       ...props,
       env: { account: fleet.accounts.router, region },
     });
@@ -94,11 +94,15 @@ export class RouterGroupsStack extends Stack {
     const zones = fleet.regions[region]?.availabilityZones ?? [];
     const param = (name: string) => ssm.StringParameter.valueForStringParameter(this, name);
 
+    // CDK's ECS constructs want an IVpc; the service gets explicit subnets and a security group, so
+    // the id is never rendered (reading it from SSM would leave an unused template parameter).
     const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
-      vpcId: param(routerParameters.vpcId(fleet.app)),
+      vpcId: 'vpc-of-the-router-stack',
       availabilityZones: [...zones],
       privateSubnetIds: Fn.split(',', param(routerParameters.taskSubnetIds(fleet.app)), zones.length),
     });
+    // The services need the subnets' ids only, never their route tables.
+    for (const subnet of vpc.privateSubnets) Annotations.of(subnet).acknowledgeWarning('@aws-cdk/aws-ec2:noSubnetRouteTableId', 'router tasks are placed by subnet id; no route is added here');
     const cluster = ecs.Cluster.fromClusterAttributes(this, 'Cluster', { clusterName: param(routerParameters.clusterName(fleet.app)), vpc });
     const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(fleet.app)), { mutable: false });
     const mappingBucket = param(mappingBucketParameter(fleet.app));

@@ -253,7 +253,6 @@ export class RouterStack extends Stack {
     const taskSubnets = vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS });
     const handOver: [string, string, string][] = [
       ['ClusterName', routerParameters.clusterName(fleet.app), cluster.clusterName],
-      ['VpcId', routerParameters.vpcId(fleet.app), vpc.vpcId],
       ['TaskSubnetIds', routerParameters.taskSubnetIds(fleet.app), Fn.join(',', taskSubnets.subnetIds)],
       ['TaskSecurityGroupId', routerParameters.taskSecurityGroupId(fleet.app), taskSecurityGroup.securityGroupId],
       ...fleet.router.groups.map((g): [string, string, string] => [`TargetGroupArn-${g.name}`, routerParameters.targetGroupArn(fleet.app, g.name), this.targetGroups.get(g.name)!.targetGroupArn]),

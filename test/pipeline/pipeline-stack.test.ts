@@ -218,7 +218,7 @@ describe('PipelineStack on the example fleet', () => {
     const pipelineText = fs.readFileSync(assembly.getStackArtifact(stack.artifactId).templateFullPath, 'utf8');
     expect(pipelineText.includes('\n ')).toBe(false);
     const routers = assembly.nestedAssemblies.flatMap((a) => a.nestedAssembly.stacks).filter((s) => s.stackName.startsWith('orders-router-'));
-    expect(routers.map((r) => r.stackName).sort()).toEqual(['orders-router-eu-west-1', 'orders-router-us-east-1']);
+    expect(routers.map((r) => r.stackName).sort()).toEqual(['eu-west-1', 'us-east-1'].flatMap((r) => [`orders-router-${r}`, `orders-router-${r}-canary-group`, `orders-router-${r}-groups`]));
     for (const r of routers) expect(fs.readFileSync(r.templateFullPath, 'utf8').includes('\n ')).toBe(false);
   });
 });

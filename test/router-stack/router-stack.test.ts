@@ -141,7 +141,7 @@ describe('RouterStack', () => {
     expect(routerGroupsOf(fleet, 'canary').map((g) => g.name)).toEqual(['canary']);
     expect(routerGroupsOf(fleet, 'rest').map((g) => g.name)).toEqual(['main']);
     const names = [
-      routerParameters.clusterName('orders'), routerParameters.vpcId('orders'), routerParameters.taskSubnetIds('orders'), routerParameters.taskSecurityGroupId('orders'),
+      routerParameters.clusterName('orders'), routerParameters.taskSubnetIds('orders'), routerParameters.taskSecurityGroupId('orders'),
       ...fleet.router.groups.map((g) => routerParameters.targetGroupArn('orders', g.name)),
     ];
     for (const template of [t, t2]) {
@@ -161,7 +161,7 @@ describe('RouterStack', () => {
       const parameters = Object.values(template.toJSON().Parameters as Record<string, { Type: string; Default?: string }>)
         .filter((p) => p.Type === 'AWS::SSM::Parameter::Value<String>' && !p.Default?.startsWith('/cdk-bootstrap/')).map((p) => p.Default);
       expect(parameters.sort()).toEqual([
-        routerParameters.clusterName('orders'), routerParameters.vpcId('orders'), routerParameters.taskSubnetIds('orders'), routerParameters.taskSecurityGroupId('orders'),
+        routerParameters.clusterName('orders'), routerParameters.taskSubnetIds('orders'), routerParameters.taskSecurityGroupId('orders'),
         '/orders/router/mapping-bucket', ...groups.map((g) => routerParameters.targetGroupArn('orders', g)),
       ].sort());
     }
