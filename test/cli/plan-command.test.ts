@@ -18,7 +18,7 @@ describe('cellctl plan', () => {
   it('prints JSON with --json', async () => {
     const plan = JSON.parse((await cellctl('plan', '--config', config, '--json')).out);
     expect(plan.waves).toHaveLength(5);
-    expect(plan.minimumRolloutSeconds).toBe(9000 + 3600 + 1800);
+    expect(plan.minimumRolloutSeconds).toBe(9000 + 3600 + 3 * 1800);
   });
 
   it('formats durations', () => {
