@@ -148,7 +148,8 @@ describe('moves end to end on the local fleet', () => {
     }
     expect(failures).toEqual([]);
     expect(record()).toMatchObject({ status: 'retained', completed: 'unfrozen' });
-    expect(kills.length).toBeGreaterThanOrEqual(STEPS.indexOf('unfrozen') - 2);
+    // The unfreeze step waits for nothing once the flip's version lifted the freeze, so a kill rarely lands in it.
+    expect(kills.length).toBeGreaterThanOrEqual(STEPS.indexOf('unfrozen') - 3);
     expect(compileMapping(mapping()).lookup(tenant).cell).toBe(away);
     expect(mapping().freeze).toBeUndefined();
     expect((await allItems(tenant)).sort()).toEqual(before);
