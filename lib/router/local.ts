@@ -93,6 +93,24 @@ export class HaproxyStartError extends Error {
 }
 
 /** One line for an HAProxy that exited at start: the port in use, or its first alert. */
+/**
+ * A pipe read can end in the middle of a line (a burst of HAProxy log lines under load): this keeps
+ * the unfinished last line of each chunk until the rest arrives and returns only whole lines.
+ */
+export function wholeLines(): (chunk: string) => string[] {
+  let partial = '';
+  return (chunk) => {
+    const text = partial + chunk;
+    const end = text.lastIndexOf('\n');
+    if (end < 0) {
+      partial = text;
+      return [];
+    }
+    partial = text.slice(end + 1);
+    return text.slice(0, end).split('\n');
+  };
+}
+
 export function haproxyStartError(output: string, port: number): string {
   if (/Address already in use|cannot bind|Cannot bind/i.test(output)) {
     return `port ${port} is already in use on 127.0.0.1; stop what is listening there or pick another --port`;
@@ -195,17 +213,20 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     // Until HAProxy is up its output is kept for the error; after that it goes to the log.
     let output = '';
     let started = false;
-    const forward = (d: Buffer) => {
-      if (!started) {
-        output += d.toString();
-        return;
-      }
-      // A soft stop reports every proxy (one per backend slot, twice): noise, not news.
-      const lines = d.toString().split('\n').filter((l) => l.trim() && !PROXY_STOPPED.test(l));
-      if (lines.length > 0) o.log(lines.join('\n'));
+    const forwarder = () => {
+      const whole = wholeLines();
+      return (d: Buffer) => {
+        if (!started) {
+          output += d.toString();
+          return;
+        }
+        // A soft stop reports every proxy (one per backend slot, twice): noise, not news.
+        const lines = whole(d.toString()).filter((l) => l.trim() && !PROXY_STOPPED.test(l));
+        if (lines.length > 0) o.log(lines.join('\n'));
+      };
     };
-    child.stdout!.on('data', forward);
-    child.stderr!.on('data', forward);
+    child.stdout!.on('data', forwarder());
+    child.stderr!.on('data', forwarder());
     let exited = false;
     child.once('exit', () => { exited = true; });
     await waitFor(async () => {
