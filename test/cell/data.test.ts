@@ -60,7 +60,7 @@ describe('CellData', () => {
     });
   });
 
-  it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: lives in isolated subnets, reachable only from the workload and rotation', (_name, template) => {
+  it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: lives in isolated subnets, reachable only from the workload, rotation and the cell\'s mover', (_name, template) => {
     const [group] = Object.values(template().findResources('AWS::RDS::DBSubnetGroup'));
     for (const subnet of group.Properties.SubnetIds) expect(subnet.Ref).toMatch(/dataSubnet/);
     const [dbGroup] = Object.keys(template().findResources('AWS::EC2::SecurityGroup')).filter((id) => /^CellData(Cluster|Instance)SecurityGroup/.test(id));
@@ -70,6 +70,7 @@ describe('CellData', () => {
     expect(rules.map((r) => r.SourceSecurityGroupId['Fn::GetAtt'][0]).sort()).toEqual([
       expect.stringMatching(/^CellComputeSecurityGroup/),
       expect.stringMatching(/RotationSingleUserSecurityGroup/),
+      expect.stringMatching(/^CellMoverSecurityGroup/),
     ]);
     for (const rule of rules) expect(rule.CidrIp).toBeUndefined();
     expect(template().findResources('AWS::EC2::SecurityGroup')[dbGroup].Properties.SecurityGroupIngress).toBeUndefined();
