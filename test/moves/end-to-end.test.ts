@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { cellctl } from '../support/cli';
 import { compileMapping, MappingDocument } from '../../lib/mapping';
-import { MoveRecord, STEPS } from '../../lib/moves';
+import { MoveRecord } from '../../lib/moves';
 import { LocalFleet, startLocalFleet } from '../../lib/local-fleet';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
 import { until } from '../support/cells';
@@ -148,8 +148,11 @@ describe('moves end to end on the local fleet', () => {
     }
     expect(failures).toEqual([]);
     expect(record()).toMatchObject({ status: 'retained', completed: 'unfrozen' });
-    // The unfreeze step waits for nothing once the flip's version lifted the freeze, so a kill rarely lands in it.
-    expect(kills.length).toBeGreaterThanOrEqual(STEPS.indexOf('unfrozen') - 3);
+    // How many steps a kill lands in depends on the machine: on a quiet one, several short steps
+    // (sync, verify, unfreeze once the flip lifted the freeze) finish between two 100 ms looks and
+    // take no kill (3 kills on a clean CI run, 5 or more under load). The router waits of freeze and
+    // flip are long enough to be hit every time: at least two resumes after a SIGKILL mid-step.
+    expect(kills.length).toBeGreaterThanOrEqual(2);
     expect(compileMapping(mapping()).lookup(tenant).cell).toBe(away);
     expect(mapping().freeze).toBeUndefined();
     expect((await allItems(tenant)).sort()).toEqual(before);
