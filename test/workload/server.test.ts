@@ -135,7 +135,9 @@ describe('moved tenants and buckets', () => {
     // A slow write (test hook: pg_sleep inside its transaction) is in flight when the move is recorded.
     const slow = api(base, 'POST', '/v1/items', 'racer', { n: 1 }, { 'x-fault': 'slow', 'x-fault-delay-ms': '700' });
     await until('the slow write to hold its lock', async () => {
-      const r = await admin.query("select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'cf_moved_away' and l.mode = 'ShareLock' and l.granted");
+      // The slow write's own lock (it sleeps holding it), not any share lock: another transaction's
+      // (the in-process queue worker writes too) let the record land before the slow write began.
+      const r = await admin.query("select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation join pg_stat_activity a on a.pid = l.pid where c.relname = 'cf_moved_away' and l.mode = 'ShareLock' and l.granted and a.query like '%pg_sleep%'");
       return r.rows[0].n > 0;
     }, 5000);
     const started = Date.now();
