@@ -1,5 +1,5 @@
 import { HandoffLane, MoverOp, MoverRequest } from './aws-layout';
-import { CellData, DeltaManifest, MovedAwayRecord, RowHashes } from './cell-data';
+import { CellData, DeltaManifest, FenceState, MovedAwayRecord, RowHashes } from './cell-data';
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
 import { MoveSubject, TableChecksums, TableCounts } from './types';
@@ -63,8 +63,8 @@ export class EcsCellData implements CellData {
     return this.call('checksums', { subject });
   }
 
-  public async fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void> {
-    await this.call('fence', { subject, moveId, movedTo });
+  public async fence(subject: MoveSubject, moveId: string, movedTo: string, state: FenceState = 'moved'): Promise<void> {
+    await this.call('fence', { subject, moveId, movedTo, state });
   }
 
   public async unfence(moveId: string): Promise<void> {

@@ -81,7 +81,7 @@ export async function performRequest(request: MoverRequest, cell: CellData, hand
     case 'importDelta': return cell.importDelta(a.subject, handoff(request), String(a.prefix), a.manifest as DeltaManifest);
     case 'clear': return cell.clear(a.subject);
     case 'checksums': return cell.checksums(a.subject);
-    case 'fence': return cell.fence(a.subject, String(a.moveId), String(a.movedTo)).then(() => null);
+    case 'fence': return cell.fence(a.subject, String(a.moveId), String(a.movedTo), a.state === 'frozen' ? 'frozen' : 'moved').then(() => null);
     case 'unfence': return cell.unfence(String(a.moveId)).then(() => null);
     case 'clearMovedAway': return cell.clearMovedAway(a.subject);
     case 'blockingRecords': return cell.blockingRecords(a.subject);

@@ -74,8 +74,12 @@ export interface CellData {
   exportQueue?(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number>;
   /** Adds the messages at `prefix` that this cell's queue does not hold yet (idempotent); returns how many were added. */
   importQueue?(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number>;
-  /** Records in cf_moved_away that the subject went to `movedTo` (the cell refuses it with 421 from then on). */
-  fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void>;
+  /**
+   * Records in cf_moved_away that the subject goes to `movedTo`, and waits for the writes that
+   * started before. `'frozen'` (at the freeze): the workload answers the subject 503 + Retry-After;
+   * `'moved'` (at the flip): 421. A cell whose cf_moved_away has no `state` column gets 421 from the freeze on.
+   */
+  fence(subject: MoveSubject, moveId: string, movedTo: string, state?: FenceState): Promise<void>;
   /** Removes this move's cf_moved_away records (an abort). */
   unfence(moveId: string): Promise<void>;
   /** Removes every cf_moved_away record covering the subject (the subject is coming back here). */
@@ -86,6 +90,9 @@ export interface CellData {
   forget(subject: MoveSubject, moveId: string): Promise<number>;
   close(): Promise<void>;
 }
+
+/** What a fenced subject gets from its source cell: 503 while frozen, 421 once flipped. */
+export type FenceState = 'frozen' | 'moved';
 
 /** The DESIGN.md bucket of `column` in SQL (contract 2): first 4 bytes of SHA-256, big-endian, mod n. */
 export function bucketSql(column: string, bucketCount: number): string {
@@ -406,13 +413,17 @@ export class PostgresCellData implements CellData {
       : { kind: 'bucket', values: subjectBuckets(subject, this.options.bucketCount).map(String) };
   }
 
-  public async fence(subject: MoveSubject, moveId: string, movedTo: string): Promise<void> {
+  public async fence(subject: MoveSubject, moveId: string, movedTo: string, state: FenceState = 'moved'): Promise<void> {
     const { kind, values } = this.recordKeys(subject);
     await this.withClient(async (client) => {
+      // The state column is optional in the contract (a workload's migration 4 adds it).
+      const { rows } = await client.query(`select 1 from information_schema.columns where table_schema = current_schema() and table_name = 'cf_moved_away' and column_name = 'state'`);
+      const withState = rows.length > 0;
       await client.query(`
-        insert into cf_moved_away (kind, value, move_id, moved_to, at)
-        select $1, v, $3, $4, now() from unnest($2::text[]) v
-        on conflict (kind, value) do update set move_id = excluded.move_id, moved_to = excluded.moved_to, at = excluded.at`, [kind, values, moveId, movedTo]);
+        insert into cf_moved_away (kind, value, move_id, moved_to, at${withState ? ', state' : ''})
+        select $1, v, $3, $4, now()${withState ? ', $5' : ''} from unnest($2::text[]) v
+        on conflict (kind, value) do update set move_id = excluded.move_id, moved_to = excluded.moved_to, at = excluded.at${withState ? ', state = excluded.state' : ''}`,
+      withState ? [kind, values, moveId, movedTo, state] : [kind, values, moveId, movedTo]);
       await this.drain(client);
     });
   }

@@ -200,9 +200,11 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       session.verify = await IncrementalVerify.start(r.subject, source, target);
       if (session.verify) await audit(deps, r.id, 'verify-base', { rows: session.verify.baseRows, seconds: (deps.clock.now().getTime() - started) / 1000 });
       const version = await publishIfChanged(deps, (doc) => freezeSubject(doc, r.subject, deps.clock.now().toISOString()));
-      // The fence: from this commit on the source refuses the subject (421) inside every write's
-      // transaction, so the final sync below reads a source that can no longer change.
-      await source.fence(r.subject, r.id, r.target);
+      // The fence: from this commit on the source refuses the subject inside every write's
+      // transaction, so the final sync below reads a source that can no longer change. A request a
+      // router sent before it applied the freeze and that reaches the source now gets the freeze's
+      // 503 + Retry-After from the workload ('frozen'), not 421; the flip turns the record into 421.
+      await source.fence(r.subject, r.id, r.target, 'frozen');
       const frozenAt = r.frozenAt ?? deps.clock.now().toISOString();
       await audit(deps, r.id, 'frozen', { mappingVersion: version });
       return save(deps, stored, { completed: 'frozen', frozenAt, mappingVersions: { ...r.mappingVersions, freeze: version } });
@@ -245,6 +247,8 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       // one mapping version routes it there and lifts the freeze: one router round trip less in
       // the freeze window than flipping and unfreezing apart.
       const removed = await target.clearMovedAway(r.subject);
+      // From here on a request that reaches the source belongs to the target: 421, not 503.
+      await source.fence(r.subject, r.id, r.target, 'moved');
       // The subject's queued work goes with it: the source keeps its messages without handling them
       // (it refuses the subject) until forget; the target handles them from now on.
       if (source.exportQueue && target.importQueue) {

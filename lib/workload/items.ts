@@ -22,6 +22,18 @@ export class MovedAwayError extends Error {
   }
 }
 
+/**
+ * The tenant (or its bucket) is being moved and is fenced here under its freeze: a request that
+ * reached this cell past the routers' freeze (in flight when they applied it) gets what the routers
+ * answer the freeze with, 503 and Retry-After, never 421, which is for a move already flipped.
+ */
+export class FrozenHereError extends Error {
+  constructor(public readonly moveId: string, public readonly kind: 'tenant' | 'bucket') {
+    super(`frozen for move ${moveId}`);
+    this.name = 'FrozenHereError';
+  }
+}
+
 interface ItemRow {
   id: string;
   tenant_id: string;
@@ -120,7 +132,8 @@ export class ItemStore {
   /**
    * The queue consumer's job: mark the item processed (a no-op when it is gone). `'moved'` when the
    * tenant was moved away: its data, and with the PostgreSQL queue this message, belong to the
-   * target cell now, which processes it there.
+   * target cell now, which processes it there. Also `'moved'` while it is frozen here: the message
+   * stays hidden and comes back later, handled here if the move was aborted, kept for the target if not.
    */
   async process(message: WorkMessage): Promise<void | 'moved'> {
     try {
@@ -128,7 +141,7 @@ export class ItemStore {
         await tx.query("update items set status = 'processed', processed_at = now() where tenant_id = $1 and id = $2 and status = 'pending'", [message.tenantId, message.itemId]);
       });
     } catch (error) {
-      if (!(error instanceof MovedAwayError)) throw error;
+      if (!(error instanceof MovedAwayError) && !(error instanceof FrozenHereError)) throw error;
       return 'moved';
     }
   }
@@ -151,13 +164,14 @@ export class ItemStore {
   }
 
   private async refuseMoved(tx: PoolClient, tenantId: string): Promise<void> {
-    const moved = await tx.query<{ kind: 'tenant' | 'bucket'; move_id: string; moved_to: string }>(
-      `select kind, move_id, moved_to from cf_moved_away
+    const moved = await tx.query<{ kind: 'tenant' | 'bucket'; move_id: string; moved_to: string; state: 'frozen' | 'moved' }>(
+      `select kind, move_id, moved_to, state from cf_moved_away
        where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = cf_bucket($1, $2)::text)
        order by kind desc limit 1`,
       [tenantId, this.o.bucketCount],
     );
     const row = moved.rows[0];
+    if (row?.state === 'frozen') throw new FrozenHereError(row.move_id, row.kind);
     if (row) throw new MovedAwayError(row.moved_to, row.move_id, row.kind);
   }
 

@@ -9,6 +9,8 @@ import { Pool, PoolClient } from 'pg';
  * - deletes are recorded by a trigger in `cf_tombstones`, so a catch-up copy sees them too;
  * - `cf_moved_away` holds the tenants and buckets moved to another cell; the workload refuses them
  *   with 421 (checked inside every write transaction under a SHARE lock on the table, see items.ts);
+ *   its optional `state` column says `frozen` while the move is fenced but not yet flipped, and
+ *   the workload answers those with 503 + Retry-After, as the routers answer the freeze;
  * - `cf_bucket(tenant_id, bucket_count)` is DESIGN.md's bucket in SQL (a move selects a bucket's rows with it).
  * A migration is never edited once released: add a new one.
  */
@@ -105,6 +107,14 @@ export const MIGRATIONS: readonly Migration[] = [
         enqueued_at timestamptz not null default now()
       );
       create index cf_work_queue_visible on cf_work_queue (visible_at, id);
+    `,
+  },
+  {
+    version: 4,
+    description: 'cf_moved_away.state: a subject fenced under its freeze is answered 503 (frozen), 421 only once flipped',
+    sql: `
+      -- Records written before this migration were all written at or after a flip.
+      alter table cf_moved_away add column state text not null default 'moved' check (state in ('frozen', 'moved'));
     `,
   },
 ];

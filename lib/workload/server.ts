@@ -2,10 +2,11 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import { Pool } from 'pg';
 import { keyProblem } from '../mapping/key';
+import { FROZEN_RETRY_AFTER_SECONDS } from '../router/freeze';
 import { WorkloadConfig } from './config';
 import { CredentialSource, secretsManagerCredentials, staticCredentials } from './credentials';
 import { connectWithRetry, createDatabasePool, ensureDatabase } from './database';
-import { ITEM_ID_PATTERN, ItemStore, MovedAwayError } from './items';
+import { FrozenHereError, ITEM_ID_PATTERN, ItemStore, MovedAwayError } from './items';
 import { migrate, MOVABLE_TABLES, schemaVersion } from './migrations';
 import { postgresWorkQueue, sqsWorkQueue, WorkQueue } from './queue';
 import { PartitionKeySource } from '../fleet/types';
@@ -218,6 +219,10 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
       if (res.headersSent) {
         res.destroy();
         return;
+      }
+      if (error instanceof FrozenHereError) {
+        // The body and header the routers' freeze answers with (lib/router/freeze.ts).
+        return send(res, 503, { error: 'frozen', message: 'this tenant is moving to another cell; retry in a second', retryAfterSeconds: FROZEN_RETRY_AFTER_SECONDS, moveId: error.moveId }, { 'retry-after': String(FROZEN_RETRY_AFTER_SECONDS) });
       }
       if (error instanceof MovedAwayError) {
         return send(res, 421, { error: 'moved', cell: error.movedTo, moveId: error.moveId });

@@ -152,8 +152,11 @@ describe('PostgresCellData', () => {
     try {
       await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'x'::text)), (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'y'::text)), (gen_random_uuid()::text, 'other', jsonb_build_object('name', 'z'::text))`);
       const acme: MoveSubject = { kind: 'tenant', tenant: 'acme' };
-      await a.fence(acme, 'm-one', 'cell-b');
-      expect(await sql(dbA, 'select kind, value, move_id, moved_to from cf_moved_away')).toEqual([{ kind: 'tenant', value: 'acme', move_id: 'm-one', moved_to: 'cell-b' }]);
+      await a.fence(acme, 'm-one', 'cell-b', 'frozen');
+      expect(await sql(dbA, 'select kind, value, move_id, moved_to, state from cf_moved_away')).toEqual([{ kind: 'tenant', value: 'acme', move_id: 'm-one', moved_to: 'cell-b', state: 'frozen' }]);
+      // The flip: the same record, now answered 421.
+      await a.fence(acme, 'm-one', 'cell-b', 'moved');
+      expect(await sql(dbA, 'select move_id, state from cf_moved_away')).toEqual([{ move_id: 'm-one', state: 'moved' }]);
       // The tenant came back (a later move cleared the record): the old move's forget deletes nothing.
       expect(await a.clearMovedAway(acme)).toBe(1);
       expect(await a.forget(acme, 'm-one')).toBe(0);
@@ -171,6 +174,18 @@ describe('PostgresCellData', () => {
       expect(await sql(dbA, `select value, move_id from cf_moved_away order by value`)).toEqual([{ value: 'acme', move_id: 'm-two' }]);
     } finally {
       await close();
+    }
+  });
+
+  test('a workload whose cf_moved_away has no state column is fenced all the same (421 from the freeze on)', async () => {
+    n += 1;
+    const db = await pg.createDatabase(`nostate${n}`, `create table cf_moved_away (kind text not null, value text not null, move_id text not null, moved_to text not null, at timestamptz not null default now(), primary key (kind, value));`);
+    const cell = new PostgresCellData('cell-x', db, { bucketCount: 1024, batchRows: 10, clock: systemClock });
+    try {
+      await cell.fence({ kind: 'tenant', tenant: 'acme' }, 'm-old', 'cell-y', 'frozen');
+      expect(await sql(db, 'select value, move_id, moved_to from cf_moved_away')).toEqual([{ value: 'acme', move_id: 'm-old', moved_to: 'cell-y' }]);
+    } finally {
+      await cell.close();
     }
   });
 

@@ -1,14 +1,14 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Client } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import { bucketOf, compileMapping, initialMapping, MappingDocument, parseMapping } from '../../lib/mapping';
 import {
   FileRoutingControl, LocalHandoffStore, LocalMoveStore, MoveLimits, MoverDeps, systemClock,
 } from '../../lib/moves';
 import { CellDatabase, PostgresCellData } from '../../lib/moves/cell-data';
 import { PostgresServer, sql } from './postgres-fixture';
-import { testClient } from '../support/postgres';
+import { testPool } from '../support/postgres';
 
 export const BUCKETS = 1024;
 
@@ -20,7 +20,7 @@ export interface MoveWorld {
   deps(overrides?: Partial<MoverDeps>): MoverDeps;
   mapping(): MappingDocument;
   sql<T extends Record<string, unknown>>(cell: string, text: string, params?: unknown[]): Promise<T[]>;
-  /** A write as the workload makes it: refused (421) when moved away, in the same transaction as the insert. */
+  /** A write as the workload makes it: refused (503 frozen, 421 moved) when fenced, in the same transaction as the insert. */
   write(tenant: string, name: string): Promise<'ok' | 'frozen' | 'moved'>;
   /** A delete through the same path as `write`. */
   remove(tenant: string, name: string): Promise<'ok' | 'frozen' | 'moved'>;
@@ -43,10 +43,12 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
     return parsed.document;
   };
   const opened: PostgresCellData[] = [];
-  const clients = new Map<string, Client>();
-  const client = async (cell: string) => {
-    if (!clients.has(cell)) clients.set(cell, await testClient(dbs[cell]));
-    return clients.get(cell)!;
+  // A pool per cell: concurrent requests (a writer and a deleter) each get their own connection
+  // and transaction, as the workload's requests do.
+  const pools = new Map<string, Pool>();
+  const pool = (cell: string) => {
+    if (!pools.has(cell)) pools.set(cell, testPool({ ...dbs[cell], max: 4 }));
+    return pools.get(cell)!;
   };
   const cellSql = <T extends Record<string, unknown>>(cell: string, text: string, params: unknown[] = []) => sql<T>(dbs[cell], text, params);
   return {
@@ -79,7 +81,7 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
     write: (tenant, name) => act(tenant, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', $2::text))`, [tenant, name]),
     remove: (tenant, name) => act(tenant, `delete from items where tenant_id = $1 and data->>'name' = $2`, [tenant, name]),
     close: async () => {
-      for (const c of clients.values()) await c.end();
+      for (const p of pools.values()) await p.end();
       for (const d of opened) await d.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
@@ -88,13 +90,23 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
   async function act(tenant: string, text: string, params: unknown[]): Promise<'ok' | 'frozen' | 'moved'> {
       const doc = mapping();
       if (doc.freeze?.exact.includes(tenant) || doc.freeze?.buckets.some((r) => bucketOf(tenant, BUCKETS) >= r.from && bucketOf(tenant, BUCKETS) <= r.to)) return 'frozen';
-      const c = await client(compileMapping(doc).lookup(tenant).cell);
+      const c = await pool(compileMapping(doc).lookup(tenant).cell).connect();
+      try {
+        return await inTransaction(c, tenant, text, params);
+      } finally {
+        c.release();
+      }
+  }
+
+  async function inTransaction(c: PoolClient, tenant: string, text: string, params: unknown[]): Promise<'ok' | 'frozen' | 'moved'> {
       await c.query('begin');
       try {
-        const { rows } = await c.query(`select 1 from cf_moved_away where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = $2)`, [tenant, String(bucketOf(tenant, BUCKETS))]);
+        await c.query('lock table cf_moved_away in share mode');
+        const { rows } = await c.query<{ state: string }>(`select state from cf_moved_away where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = $2)`, [tenant, String(bucketOf(tenant, BUCKETS))]);
         if (rows.length > 0) {
           await c.query('rollback');
-          return 'moved';
+          // A request routed before the routers applied the freeze gets the freeze's answer from the cell.
+          return rows[0].state === 'frozen' ? 'frozen' : 'moved';
         }
         await c.query(text, params);
         await c.query('commit');

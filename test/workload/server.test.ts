@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { RunningWorkload, startWorkload } from '../../lib/workload';
+import { RunningWorkload, SCHEMA_VERSION, startWorkload } from '../../lib/workload';
 import { until } from '../support/cells';
 import { startTestPostgres, TestPostgres } from '../support/postgres';
 import { api, testWorkloadConfig } from '../support/workload';
@@ -121,6 +121,19 @@ describe('moved tenants and buckets', () => {
     expect((await api(base, 'GET', '/v1/items', 'stays')).status).toBe(200);
   });
 
+  test('a tenant fenced under its freeze gets the freeze\'s 503 + Retry-After, never 421; the flip turns it into 421', async () => {
+    const before = await api(base, 'POST', '/v1/items', 'moving', { n: 1 });
+    await admin.query("insert into cf_moved_away (kind, value, move_id, moved_to, state) values ('tenant', 'moving', 'mv-f', 'cell-b', 'frozen')");
+    for (const [method, path] of [['POST', '/v1/items'], ['GET', `/v1/items/${before.body.id}`], ['DELETE', `/v1/items/${before.body.id}`]]) {
+      const r = await api(base, method, path, 'moving', method === 'POST' ? { n: 2 } : undefined);
+      expect([r.status, r.headers.get('retry-after'), r.body.error, r.body.moveId]).toEqual([503, '1', 'frozen', 'mv-f']);
+    }
+    await admin.query("update cf_moved_away set state = 'moved' where move_id = 'mv-f'");
+    expect((await api(base, 'GET', '/v1/items', 'moving')).status).toBe(421);
+    const count = await admin.query("select count(*)::int as n from items where tenant_id = 'moving'");
+    expect(count.rows[0].n).toBe(1);
+  });
+
   test('a bucket recorded as moved away refuses every tenant in it, and only those', async () => {
     const bucket = bucketOf('bucket-tenant', 16384);
     await admin.query("insert into cf_moved_away (kind, value, move_id, moved_to) values ('bucket', $1, 'mv-2', 'cell-c')", [String(bucket)]);
@@ -156,7 +169,7 @@ describe('meta and health', () => {
   test('GET /v1/_meta reports the schema version', async () => {
     const r = await api(base, 'GET', '/v1/_meta');
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ schemaVersion: 3, cell: 'cell-test', movableTables: ['items'] });
+    expect(r.body).toMatchObject({ schemaVersion: SCHEMA_VERSION, cell: 'cell-test', movableTables: ['items'] });
   });
 
   test('fault hooks are off unless the workload was started with them', async () => {
