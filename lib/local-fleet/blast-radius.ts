@@ -1,7 +1,7 @@
-import * as http from 'http';
 import { Client } from 'pg';
 import { lookup, MappingDocument } from '../mapping';
 import { LocalCell } from './fleet';
+import { FloodSummary, request, startFloodProcess } from './flood';
 
 /** One fault injected into one cell (`cell`), for the length of a measurement window. */
 export type FaultKind = 'none' | 'workload-killed' | 'database-stopped' | 'database-slow' | 'poison-request' | 'tenant-flood';
@@ -45,6 +45,10 @@ export interface ScenarioResult {
   readonly cellP99Ms: number;
   readonly requests: number;
   readonly seconds: number;
+  /** The router's longest queue for the faulty cell during the window (requests waiting for one of its `cellMaxConn` slots). */
+  readonly cellQueuePeak?: number;
+  /** For a flood: what the flooding tenant sent and how it was answered. */
+  readonly flood?: FloodSummary;
 }
 
 export function percentile(values: readonly number[], p: number): number {
@@ -100,29 +104,6 @@ export function summarize(fault: FaultKind, cells: number, cell: string, keyspac
   };
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-
-/** One request through the router; never throws (status 0 on a socket error or a timeout). */
-export function request(base: string, header: string, tenant: string, method: string, path: string, body?: string, extra: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const url = new URL(path, base);
-    const req = http.request({
-      host: url.hostname, port: url.port, path: url.pathname + url.search, method, agent,
-      headers: { [header]: tenant, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}), ...extra },
-      timeout: timeoutMs,
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
-      res.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
-    if (body) req.write(body);
-    req.end();
-  });
-}
-
 export interface LoadOptions {
   readonly routerUrl: string;
   readonly header: string;
@@ -149,19 +130,39 @@ export async function steadyLoad(o: LoadOptions): Promise<Sample[]> {
   return samples;
 }
 
+export interface FaultOptions {
+  readonly routerUrl: string;
+  readonly header: string;
+  /** The poison or flooding tenant: one that lives in the faulty cell. */
+  readonly tenantInCell: string;
+  /** Concurrent clients of the flooding tenant. @default 128 */
+  readonly floodClients?: number;
+  /** CPU priority of the flood's own process (19 = lowest; see `startFloodProcess`). @default the caller's */
+  readonly floodNice?: number;
+}
+
+/** What a fault's injector saw: for a flood, what the flooding tenant sent and how it was answered. */
+export interface FaultOutcome {
+  readonly flood?: FloodSummary;
+}
+
 /** Starts `fault` on `cell`; the returned function ends it and waits until the cell serves again. */
-export async function injectFault(fault: FaultKind, cell: LocalCell, o: { routerUrl: string; header: string; tenantInCell: string }): Promise<() => Promise<void>> {
+export async function injectFault(fault: FaultKind, cell: LocalCell, o: FaultOptions): Promise<() => Promise<FaultOutcome>> {
   switch (fault) {
     case 'none':
-      return async () => undefined;
+      return async () => ({});
     case 'workload-killed':
       await cell.killWorkload({ restart: false });
-      return () => cell.startWorkload();
+      return async () => {
+        await cell.startWorkload();
+        return {};
+      };
     case 'database-stopped':
       await cell.database.stop();
       return async () => {
         await cell.database.start();
         await cell.startWorkload();
+        return {};
       };
     case 'database-slow': {
       // Another session keeps taking an ACCESS EXCLUSIVE lock on the items table: every statement on
@@ -185,6 +186,7 @@ export async function injectFault(fault: FaultKind, cell: LocalCell, o: { router
         running = false;
         await loop;
         await admin.end();
+        return {};
       };
     }
     case 'poison-request': {
@@ -205,19 +207,16 @@ export async function injectFault(fault: FaultKind, cell: LocalCell, o: { router
         running = false;
         await loop;
         await cell.startWorkload();
+        return {};
       };
     }
     case 'tenant-flood': {
       // One tenant sends as fast as 128 concurrent clients can: more than the router lets into a
-      // cell at once (cellMaxConn), so its cell's queue fills.
-      let running = true;
-      const loops = Array.from({ length: 128 }, async () => {
-        while (running) await request(o.routerUrl, o.header, o.tenantInCell, 'GET', '/v1/items?limit=5', undefined, {}, 5000);
-      });
-      return async () => {
-        running = false;
-        await Promise.all(loops);
-      };
+      // cell at once (cellMaxConn), so its cell's queue fills. From a process of its own, as the
+      // flooding client is another machine: the load generator measuring the others must not wait
+      // behind the flood's responses in its own event loop.
+      const running = await startFloodProcess({ routerUrl: o.routerUrl, header: o.header, tenant: o.tenantInCell, clients: o.floodClients ?? 128, nice: o.floodNice });
+      return async () => ({ flood: await running.stop() });
     }
     default:
       throw new Error(`unknown fault ${fault as string}`);

@@ -7,7 +7,7 @@ import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
 import { RuntimeApi } from '../router/runtime-api';
-import { freeLoopbackPort, PostgresServer, startPostgresServer } from './postgres';
+import { freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
 /** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist/cli). */
 const REPO_ROOT = ((): string => {
@@ -94,6 +94,12 @@ export interface LocalCell {
   startWorkload(): Promise<void>;
   /** Times the supervisor restarted this workload after it died on its own. */
   readonly restarts: number;
+  /**
+   * Runs this cell's workload and database at CPU priority `nice` (19: the lowest), now and after
+   * every restart of either. On one machine that is the nearest thing to the cell's own compute:
+   * what the cell burns comes out of idle CPU, not out of the other cells' (the blast-radius script).
+   */
+  setPriority(nice: number): void;
 }
 
 export interface LocalFleet {
@@ -497,6 +503,7 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
   let restarts = 0;
   let restartTimer: NodeJS.Timeout | undefined;
   let lastExit = '';
+  let nice: number | undefined;
 
   const spawnOnce = () => {
     const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], {
@@ -524,6 +531,7 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
       },
     });
     child = proc;
+    if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     o.onSpawn();
     proc.once('exit', (code, signal) => {
       lastExit = `exited with ${signal ?? `code ${code}`}`;
@@ -558,6 +566,11 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     database: o.database,
     get workloadPid() { return child?.pid; },
     get restarts() { return restarts; },
+    setPriority: (value) => {
+      nice = value;
+      if (child?.pid !== undefined) setTreePriority(child.pid, value);
+      o.database.setPriority(value);
+    },
     killWorkload: async (options = {}) => {
       wanted = options.restart ?? false;
       await kill('SIGKILL');

@@ -1,3 +1,4 @@
 export * from './postgres';
 export * from './fleet';
 export * from './blast-radius';
+export * from './flood';

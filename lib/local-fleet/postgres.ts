@@ -60,6 +60,40 @@ export interface PostgresServer extends PostgresConnection {
   readonly running: boolean;
   /** The postmaster's pid while it runs. */
   readonly pid: number | undefined;
+  /**
+   * Runs this server at CPU priority `nice` (-20…19, higher is lower; raising it needs no privilege):
+   * the postmaster and every process it has started now, and every server process after a restart
+   * (backends and workers fork from the postmaster and inherit it). The blast-radius script gives a
+   * faulty cell's database its own machine this way, as far as one machine can.
+   */
+  setPriority(nice: number): void;
+}
+
+/** The processes whose parent is `pid` (Linux: from /proc). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Fields after the command name, which may hold spaces and parentheses: state, ppid, …
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
+    } catch {
+      // It exited meanwhile.
+    }
+  }
+  return out;
+}
+
+/** `os.setPriority` on `pid` and its children, ignoring processes that exited meanwhile. */
+export function setTreePriority(pid: number, nice: number): void {
+  for (const p of [pid, ...childPids(pid)]) {
+    try {
+      os.setPriority(p, nice);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH' && pidRunning(p)) throw error;
+    }
+  }
 }
 
 /** A free TCP port on loopback (bound and released; the caller binds it soon after). */
@@ -142,6 +176,7 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
   }
   const port = o.port ?? await freeLoopbackPort();
   let child: ChildProcess | undefined;
+  let nice: number | undefined;
   const log = o.log ?? (() => undefined);
 
   const connect = async (database: string) => {
@@ -167,6 +202,8 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
       '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
       '-c', 'shared_buffers=16MB', '-c', 'max_connections=60', '-c', 'logging_collector=off',
     ], { stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) });
+    // Before it forks anything: every server process inherits the postmaster's priority.
+    if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     let output = '';
     const onData = (d: Buffer) => {
       output += d.toString();
@@ -220,6 +257,10 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
     stop,
     get running() { return !!child && child.exitCode === null && child.signalCode === null; },
     get pid() { return child && child.exitCode === null ? child.pid : undefined; },
+    setPriority: (value) => {
+      nice = value;
+      if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) setTreePriority(child.pid, value);
+    },
   };
 }
 

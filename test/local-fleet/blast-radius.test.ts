@@ -1,11 +1,14 @@
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
+import { pidRunning } from '../../lib/files';
 import {
-  injectFault, LocalFleet, markdownTable, renderSvg, ScenarioResult, startLocalFleet, steadyLoad, summarize, tenantsPerCell,
+  injectFault, LocalFleet, markdownTable, renderSvg, request, ScenarioResult, startFloodProcess, startLocalFleet, steadyLoad, summarize, tenantsPerCell,
 } from '../../lib/local-fleet';
-import { makeTempDir } from '../../lib/local-fleet/postgres';
-import { initialMapping, lookup, parseMapping } from '../../lib/mapping';
+import { childPids, makeTempDir } from '../../lib/local-fleet/postgres';
+import { initialMapping, lookup, MappingDocument, parseMapping } from '../../lib/mapping';
+import { until } from '../support/cells';
 
 describe('measurement', () => {
   const doc = initialMapping(['a', 'b', 'c', 'd'].map((id) => ({ id, state: 'active' as const, canary: false, endpoint: `http://${id}` })), 16384, { now: '2026-01-01T00:00:00Z' });
@@ -63,6 +66,60 @@ describe('one fault on a real local fleet', () => {
     expect([...failed].every((t) => cellTenants.has(t))).toBe(true);
     expect(result.othersWithErrors).toBe(0);
     expect(result.affectedShare).toBe(result.expectedShare);
+  });
+
+  const mapping = (): MappingDocument => {
+    const parsed = parseMapping(fs.readFileSync(fleet.mappingFile, 'utf8'));
+    if (!parsed.ok) throw new Error('bad mapping');
+    return parsed.document;
+  };
+  const tenantOf = (cell: string) => {
+    const doc = mapping();
+    for (let n = 0; ; n++) if (lookup(doc, `flood-${n}`).cell === cell) return `flood-${n}`;
+  };
+
+  test('the flood runs in its own process at the priority asked, reaches its cell, and reports what it sent when stopped', async () => {
+    const tenant = tenantOf('cell-2');
+    // The previous test restarted cell-2's workload: the router's health check must see it up again.
+    await until('the router to serve cell-2 again', async () => (await request(fleet.routerUrl, 'x-tenant-id', tenant, 'GET', '/v1/items?limit=1')).status === 200, 60_000);
+    const flood = await startFloodProcess({ routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenant, clients: 8, nice: 19 });
+    expect(flood.pid).not.toBe(process.pid);
+    expect(os.getPriority(flood.pid)).toBe(19);
+    const summary = await flood.stop();
+    // Every client finishes the request it has in flight before the process reports and exits.
+    expect(summary.clients).toBe(8);
+    expect(summary.requests).toBeGreaterThanOrEqual(8);
+    expect(Object.values(summary.statuses).reduce((a, b) => a + b, 0)).toBe(summary.requests);
+    expect(summary).toMatchObject({ statuses: { 200: expect.any(Number) } });
+    await until('the flood process to exit', async () => !pidRunning(flood.pid), 60_000);
+  });
+
+  test('setPriority lowers a cell\'s workload and database processes, and keeps it after each restarts', async () => {
+    const cell = fleet.cell('cell-2');
+    const other = fleet.cell('cell-1');
+    const treeNice = (pid: number | undefined) => {
+      if (pid === undefined) throw new Error('no process');
+      return [pid, ...childPids(pid)].map((p) => os.getPriority(p));
+    };
+    cell.setPriority(19);
+    expect(new Set(treeNice(cell.workloadPid))).toEqual(new Set([19]));
+    // The postmaster and every process it runs (backends of the workload's pool, background workers).
+    expect(childPids(cell.database.pid!).length).toBeGreaterThan(0);
+    expect(new Set(treeNice(cell.database.pid))).toEqual(new Set([19]));
+    // Another cell is untouched.
+    expect(os.getPriority(other.workloadPid!)).toBe(os.getPriority(process.pid));
+    expect(os.getPriority(other.database.pid!)).toBe(os.getPriority(process.pid));
+
+    // A crashed workload comes back (the supervisor) at the same priority; so does a restarted database.
+    const crashed = cell.workloadPid;
+    await cell.killWorkload({ restart: true });
+    await until('the supervisor to restart the workload', async () => cell.workloadPid !== undefined && cell.workloadPid !== crashed, 60_000);
+    expect(os.getPriority(cell.workloadPid!)).toBe(19);
+    await cell.startWorkload();
+    const end = await injectFault('database-stopped', cell, { routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenantInCell: '' });
+    await end();
+    expect(new Set(treeNice(cell.database.pid))).toEqual(new Set([19]));
+    expect(os.getPriority(cell.workloadPid!)).toBe(19);
   });
 });
 
