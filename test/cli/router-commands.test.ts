@@ -26,13 +26,13 @@ describe('cellctl router', () => {
     child.stderr.resume();
     const agent = new http.Agent({ keepAlive: false });
     try {
-      await until('the router to listen', async () => out.includes('router listening'), 20_000);
+      await until('the router to listen', async () => out.includes('router listening'), 60_000);
       const key = 'tenant-7';
       expect(await routed(agent, port, key)).toMatchObject({ status: 200, cell: lookup(doc, key).cell, version: 1 });
       const other = lookup(doc, key).cell === 'cell-a' ? 'cell-b' : 'cell-a';
       fs.writeFileSync(file, JSON.stringify(pinKey(doc, key, other, NOW)));
       // The version map is committed last, so once it says 2 every route is version 2's.
-      await until('version 2', async () => (await routed(agent, port, key)).version === 2, 10_000);
+      await until('version 2', async () => (await routed(agent, port, key)).version === 2, 60_000);
       expect(await routed(agent, port, key)).toMatchObject({ status: 200, cell: other, version: 2 });
     } finally {
       child.kill('SIGTERM');
@@ -44,7 +44,7 @@ describe('cellctl router', () => {
     const stateDir = /state in (\S+?)\)/.exec(out)![1];
     expect(fs.existsSync(stateDir)).toBe(false);
     await Promise.all(cells.map((c) => c.close()));
-  }, 60_000);
+  }, 180_000);
 
   /** `cellctl router local` on a one-cell mapping, started by `sh` (its parent) in the background. */
   const startUnderShell = async () => {
@@ -56,7 +56,7 @@ describe('cellctl router', () => {
     let out = '';
     shell.stdout.on('data', (d: Buffer) => { out += d.toString(); });
     shell.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-    await until('the router to listen', async () => out.includes('router listening'), 20_000);
+    await until('the router to listen', async () => out.includes('router listening'), 60_000);
     const router = Number(/router pid (\d+)/.exec(out)![1]);
     const haproxy = Number(/HAProxy pid (\d+)/.exec(out)![1]);
     const stateDir = /state in (\S+?)\)/.exec(out)![1];
@@ -70,31 +70,31 @@ describe('cellctl router', () => {
     try {
       // As `npx cellctl router local … & kill $!` does to npx: the parent goes, no signal reaches the router.
       r.shell.kill('SIGKILL');
-      await until('the router to exit', async () => !pidRunning(r.router), 15_000);
+      await until('the router to exit', async () => !pidRunning(r.router), 60_000);
       expect(r.output()).toMatch(/the process that started this router \(pid \d+\) exited; stopping/);
       expect(r.output()).toContain('router stopped');
-      await until('HAProxy to exit', async () => !pidRunning(r.haproxy), 15_000);
+      await until('HAProxy to exit', async () => !pidRunning(r.haproxy), 60_000);
       expect((await routed(r.agent, r.port, 'tenant-1')).status).toBe(0);
       expect(fs.existsSync(r.stateDir)).toBe(false);
     } finally {
       for (const pid of [r.router, r.haproxy]) if (pidRunning(pid)) process.kill(pid, 'SIGKILL');
       await r.cell.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('local: a SIGKILLed router leaves no HAProxy serving and no state folder behind', async () => {
     const r = await startUnderShell();
     try {
       process.kill(r.router, 'SIGKILL'); // nothing of the router runs after this: its watchdog must act
-      await until('HAProxy to exit', async () => !pidRunning(r.haproxy), 15_000);
+      await until('HAProxy to exit', async () => !pidRunning(r.haproxy), 60_000);
       expect((await routed(r.agent, r.port, 'tenant-1')).status).toBe(0);
-      await until('the state folder to be removed', async () => !fs.existsSync(r.stateDir), 5_000);
+      await until('the state folder to be removed', async () => !fs.existsSync(r.stateDir), 60_000);
     } finally {
       for (const pid of [r.router, r.haproxy]) if (pidRunning(pid)) process.kill(pid, 'SIGKILL');
       r.shell.kill('SIGKILL');
       await r.cell.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('local: says once that an edit without a higher version is ignored, and once, with the fix, that an endpoint does not resolve', async () => {
     const cell = await startCell('cell-a');
@@ -108,12 +108,12 @@ describe('cellctl router', () => {
     child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
     const lines = (event: string) => out.split('\n').filter((l) => l.includes(`"event":"${event}"`));
     try {
-      await until('the router to listen', async () => out.includes('router listening'), 20_000);
+      await until('the router to listen', async () => out.includes('router listening'), 60_000);
       fs.writeFileSync(file, JSON.stringify({ ...pinKey(doc, 'tenant-7', 'cell-a', NOW), version: 1 })); // edited, version not raised
-      await until('the ignored edit reported', async () => lines('ignored').length > 0, 10_000);
+      await until('the ignored edit reported', async () => lines('ignored').length > 0, 60_000);
       // The mapping `init` writes by default names AWS endpoints, which do not resolve here.
       fs.writeFileSync(file, JSON.stringify({ ...doc, version: 2, cells: { 'cell-a': { ...doc.cells['cell-a'], endpoint: 'http://cell-a.orders.cells.invalid:8080' } } }));
-      await until('the unresolvable endpoint reported', async () => lines('rejected').length > 0, 10_000);
+      await until('the unresolvable endpoint reported', async () => lines('rejected').length > 0, 60_000);
       await new Promise((r) => setTimeout(r, 3000)); // six more polls
       expect(lines('ignored')).toHaveLength(1);
       expect(lines('ignored')[0]).toContain('its version 1 is the version in force; raise `version`');
@@ -127,7 +127,7 @@ describe('cellctl router', () => {
       await new Promise((resolve) => child.on('exit', resolve));
       await cell.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('local: a port already in use is one line, and leaves no state folder behind', async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');

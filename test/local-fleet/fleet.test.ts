@@ -66,7 +66,7 @@ test('cellctl mapping against the fleet\'s mapping file takes effect (the agent 
   const target = fleet.cells.map((c) => c.id).find((id) => id !== lookup(doc, tenant).cell)!;
   const io = { out: () => undefined, err: () => undefined };
   expect(await runCli(['mapping', 'pin', tenant, target, '--mapping', fleet.mappingFile], io)).toBe(0);
-  await until('the router to serve the pinned tenant from its new cell', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).headers.get('x-cell') === target, 10_000);
+  await until('the router to serve the pinned tenant from its new cell', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).headers.get('x-cell') === target, 60_000);
 });
 
 test('a killed cell affects only its own tenants, and serves again once restarted', async () => {
@@ -81,7 +81,7 @@ test('a killed cell affects only its own tenants, and serves again once restarte
   }
   await victim.startWorkload();
   const back = tenants.find((t) => lookup(doc, t).cell === 'cell-2')!;
-  await until('cell-2 to serve again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', back)).status === 200, 20_000);
+  await until('cell-2 to serve again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', back)).status === 200, 60_000);
 });
 
 test('a poison request crashes the workload, which is restarted like a replaced task', async () => {
@@ -91,8 +91,8 @@ test('a poison request crashes the workload, which is restarted like a replaced 
   const pid = cell.workloadPid;
   const r = await api(fleet.routerUrl, 'GET', '/v1/items', tenant, undefined, { 'x-fault': 'crash' });
   expect([0, 502, 503]).toContain(r.status);
-  await until('the workload to be restarted', async () => cell.workloadPid !== undefined && cell.workloadPid !== pid && (await api(cell.workloadUrl, 'GET', '/healthz')).status === 200, 20_000);
-  await until('the router to route to it again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).status === 200, 20_000);
+  await until('the workload to be restarted', async () => cell.workloadPid !== undefined && cell.workloadPid !== pid && (await api(cell.workloadUrl, 'GET', '/healthz')).status === 200, 60_000);
+  await until('the router to route to it again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).status === 200, 60_000);
   expect(cell.restarts).toBeGreaterThanOrEqual(1);
 });
 

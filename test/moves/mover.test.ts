@@ -174,7 +174,7 @@ describe('the work queue (cf_work_queue) moves with the tenant', () => {
       expect(move.status).toBe('retained');
       const log = await deps.store.readAudit(move.id);
       expect(log.find((e) => e.event === 'queue-moved')!.detail).toEqual({ messages: 20, added: 20 });
-      await until('the source worker to take the other tenant\'s message', async () => (await w.sql(source, `select 1 from cf_work_queue where tenant_id = 'stays'`)).length === 0, 10_000);
+      await until('the source worker to take the other tenant\'s message', async () => (await w.sql(source, `select 1 from cf_work_queue where tenant_id = 'stays'`)).length === 0, 60_000);
 
       there.queue.start((m) => there.store.process(m));
       await until('the target to handle the moved work', async () =>

@@ -3,6 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { REPO_ROOT, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
+import { until } from '../support/cells';
 
 /** The Dockerfile's instructions, continuation lines joined. */
 function instructions(image: string): string[] {
@@ -87,13 +88,16 @@ describe('router images: what their entry points load', () => {
     const out = path.join(dir, 'modules.json');
     // Run from an empty directory: nothing can be found in a node_modules.
     const agent = spawn(process.execPath, ['-e', `${probe(out)} require(${JSON.stringify(bundle)});`], {
-      cwd: dir, stdio: 'ignore',
+      cwd: dir, stdio: ['ignore', 'pipe', 'ignore'],
       env: {
         PATH: process.env.PATH, MAPPING_BUCKET: 'b', ROUTER_GROUP: 'main', STATE_DIR: dir, HAPROXY_ADMIN: '127.0.0.1:1', HEALTH_PORT: '0',
         AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1',
       },
     });
-    await new Promise((r) => setTimeout(r, 3000));
+    // Running, not just started: its first poll went to S3 (nothing listens there) and failed.
+    let stdout = '';
+    agent.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+    await until('the agent\'s first poll', async () => stdout.includes('"event":"fetch-error"'), 60_000);
     agent.kill('SIGTERM');
     await new Promise((r) => agent.once('exit', r));
     const loaded = JSON.parse(fs.readFileSync(out, 'utf8')) as string[];
@@ -103,5 +107,5 @@ describe('router images: what their entry points load', () => {
     expect(runtimeStage).toContain('COPY --from=build /out/router-agent.js /app/router-agent.js');
     expect(runtimeStage[runtimeStage.length - 1]).toBe('CMD ["node", "/app/router-agent.js"]');
     fs.rmSync(dir, { recursive: true, force: true });
-  }, 30_000);
+  }, 180_000);
 });

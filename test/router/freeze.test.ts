@@ -55,7 +55,7 @@ describe('frozen keys through the router', () => {
 
   const publish = async (next: MappingDocument) => {
     fs.writeFileSync(mappingFile, JSON.stringify(next));
-    await until(`router on v${next.version}`, async () => (await routed(agent, port, 'probe')).version === next.version, 10_000);
+    await until(`router on v${next.version}`, async () => (await routed(agent, port, 'probe')).version === next.version, 60_000);
     doc = next;
   };
 

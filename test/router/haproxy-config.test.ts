@@ -25,7 +25,7 @@ describe('renderHaproxyConfig', () => {
     const agent = new http.Agent({ keepAlive: false });
     try {
       let answer = await routed(agent, port, 'tenant-1');
-      for (let i = 0; answer.status === 0 && i < 50; i++) { // 0: not listening yet
+      for (const deadline = Date.now() + 60_000; answer.status === 0 && Date.now() < deadline;) { // 0: not listening yet
         await new Promise((r) => setTimeout(r, 100));
         answer = await routed(agent, port, 'tenant-1');
       }

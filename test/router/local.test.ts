@@ -5,7 +5,7 @@ import * as path from 'path';
 import fc from 'fast-check';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
 import { LocalRouter, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, routed, startCell } from '../support/cells';
+import { FakeCell, freePort, routed, startCell, untilCellChecked } from '../support/cells';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -86,7 +86,7 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     const keys = Array.from({ length: 400 }, (_, i) => `dead-${i}`);
     const dead = cells[2];
     await dead.close();
-    await new Promise((r) => setTimeout(r, 2500)); // two failed checks at 1 s
+    await untilCellChecked(router, dead.name, 'DOWN'); // two failed checks at 1 s
     const answers = await Promise.all(keys.map((key) => routed(agent, port, key)));
     answers.forEach((answer, i) => {
       const expected = lookup(doc, keys[i]).cell === dead.name ? 503 : 200;
@@ -96,7 +96,7 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     expect(deadTenants.length).toBeGreaterThan(0);
     expect(deadTenants.every((a) => a.retryAfter === '1')).toBe(true);
     cells[2] = await startCell('cell-b', dead.port);
-    await new Promise((r) => setTimeout(r, 1500)); // one good check brings it back
+    await untilCellChecked(router, dead.name, 'UP'); // one good check brings it back
     expect((await routed(agent, port, deadTenants.length ? keys.find((k) => lookup(doc, k).cell === dead.name) : 'x')).status).toBe(200);
   });
 

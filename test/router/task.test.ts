@@ -93,8 +93,8 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     nlb = await startProxyProtocolForwarder(haproxyPort);
     port = nlb.port;
     startAgent();
-    await until('the agent to be ready', async () => (await health()).status === 200, 30_000);
-  }, 60_000);
+    await until('the agent to be ready', async () => (await health()).status === 200, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     agent.destroy();
@@ -124,7 +124,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   });
 
   it('emits the EMF metrics on stdout, and keeps stdout to EMF and JSON log lines', async () => {
-    await until('a metrics line once the mapping is applied', async () => stdout.includes('"MappingVersion":1'), 10_000);
+    await until('a metrics line once the mapping is applied', async () => stdout.includes('"MappingVersion":1'), 60_000);
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
     const metrics = lines.filter((l) => l._aws && l.RouterGroup === GROUP && !l.Cell).pop();
     expect(metrics).toMatchObject({ MappingVersion: 1, RejectedDocuments: 0 });
@@ -133,7 +133,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   it('applies a newer document published to the group, a new cell and a pinned key included', async () => {
     const v2 = pinKey(addCell(v1, { id: 'cell-c', endpoint: cells[3].endpoint }, NOW), 'vip-1', 'cell-c', NOW);
     await publishMapping(store, v2, { groups: [GROUP], bakeSeconds: 0 });
-    await until('version 2', async () => (await health()).body.version === v2.version, 15_000);
+    await until('version 2', async () => (await health()).body.version === v2.version, 60_000);
     expect(await servedBy('vip-1')).toBe('cell-c');
     expect(await routesLike(v2, Array.from({ length: 300 }, (_, i) => `task-${i}`))).toBe(true);
   });
@@ -150,11 +150,11 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     s3.fault({ status: 503, code: 'ServiceUnavailable' });
     try {
       startAgent();
-      await until('the restarted agent to be ready', async () => (await health()).status === 200, 30_000);
+      await until('the restarted agent to be ready', async () => (await health()).status === 200, 60_000);
       expect((await health()).body.version).toBe(version);
       expect(stdout).toContain('"event":"lkg-loaded"');
       // HAProxy did not restart: the log says the agent re-applied its last-known-good.
-      await until('the re-apply', async () => stdout.includes('"event":"lkg-reapplied"'), 5000);
+      await until('the re-apply', async () => stdout.includes('"event":"lkg-reapplied"'), 60_000);
       expect(stdout).not.toContain('"event":"haproxy-restarted"');
     } finally {
       s3.fault(undefined);
@@ -162,7 +162,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     const answers = await running;
     expect(answers.length).toBeGreaterThan(100);
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
-  }, 40_000);
+  }, 180_000);
 
   it('exits 0 on SIGTERM, and 2 (no restart helps) when its configuration is missing', async () => {
     agentProcess!.kill('SIGTERM');

@@ -7,7 +7,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, MappingDocument, pinKey } from '../../lib/mapping';
 import { LocalRouter, startLocalRouter } from '../../lib/router';
-import { freePort, routed, until } from '../support/cells';
+import { freePort, routed, until, untilCellChecked } from '../support/cells';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -57,7 +57,7 @@ describe('TLS to cells (certificate verified against a CA file and the endpoint 
       mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
       log: () => undefined, pollMs: 200, caFile: tls.ca, resolve: async () => ['127.0.0.1'],
     });
-  }, 30_000);
+  }, 120_000);
   afterAll(async () => {
     agent.destroy();
     await router.stop();
@@ -109,7 +109,7 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
       mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
       log: () => undefined, pollMs: 200, cellMaxConn: 6, zones: 3, localNetworks: ['127.0.0.3/32'], resolve: async () => resolved, refreshAddressesMs: 500,
     });
-  }, 30_000);
+  }, 120_000);
   afterAll(async () => {
     await router.stop();
     servers.forEach((s) => { s.closeAllConnections(); s.close(); });
@@ -124,7 +124,8 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
     expect(new Set(seen)).toEqual(new Set(['127.0.0.3']));
     // Six at once against 2 per zonal server: every zone takes its share.
     seen.length = 0;
-    holdMs = 300;
+    // Held long enough that all six are in flight together, even on a loaded machine.
+    holdMs = 3000;
     const wide = new http.Agent({ keepAlive: false });
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => routed(wide, port, `w-${i}`)));
     holdMs = 0;
@@ -136,7 +137,7 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
     const own = servers.get('127.0.0.3')!;
     own.closeAllConnections();
     await new Promise<void>((resolve) => own.close(() => resolve()));
-    await new Promise((r) => setTimeout(r, 2500)); // two failed checks at 1 s
+    await untilCellChecked(router, 'zonal', 'DOWN', '127.0.0.3'); // two failed checks at 1 s
     const agent = new http.Agent({ keepAlive: false });
     seen.length = 0;
     for (let i = 0; i < 10; i++) expect((await routed(agent, port, `f-${i}`)).status).toBe(200);
@@ -149,7 +150,7 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
       await Promise.all(Array.from({ length: 4 }, (_, i) => routed(agent, port, `d-${i}`)));
       holdMs = 0;
       return !seen.includes('127.0.0.4');
-    }, 5000);
+    }, 60_000);
     agent.destroy();
-  }, 20_000);
+  }, 120_000);
 });

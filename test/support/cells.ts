@@ -1,6 +1,9 @@
 import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as net from 'net';
+import * as path from 'path';
+import type { LocalRouter } from '../../lib/router';
+import { RuntimeApi } from '../../lib/router/runtime-api';
 
 export type CellBehaviour = 'ok' | 'slow' | 'error' | 'close';
 
@@ -57,6 +60,23 @@ export async function until(what: string, check: () => Promise<boolean>, ms: num
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Waits (up to 60 s) until HAProxy's health checks have a cell's servers in `status` (`UP` or
+ * `DOWN`), as its stats report them; `address` picks one zonal server (`ip`), default every server
+ * of the cell. Tests wait on this instead of a fixed number of check intervals.
+ */
+export async function untilCellChecked(router: LocalRouter, cell: string, status: 'UP' | 'DOWN', address?: string): Promise<void> {
+  const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+  await until(`cell ${cell}${address ? ` at ${address}` : ''} checked ${status}`, async () => {
+    const cells = await api.send(`show map ${path.join(router.stateDir, 'cells.map')}`);
+    const slot = cells.split('\n').map((l) => l.trim().split(' ')).find((f) => f[2] === cell)?.[1];
+    if (!slot) return false;
+    const servers = (await api.stats()).filter((r) => r.pxname === slot && r.svname !== 'BACKEND' && r.svname !== 'FRONTEND' && r.status !== 'MAINT'
+      && (address === undefined || r.addr?.split(':')[0] === address));
+    return servers.length > 0 && servers.every((r) => r.status === status);
+  }, 60_000);
 }
 
 /** A free TCP port on loopback. */

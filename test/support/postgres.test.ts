@@ -16,7 +16,7 @@ describe('test clients and pools when a test stops the server', () => {
     await pg.server.stop();
     try {
       // Unlistened, the 57P01 each connection gets would be thrown as an uncaught exception here.
-      await until('the pool to drop its lost connection', async () => pool.totalCount === 0, 10_000);
+      await until('the pool to drop its lost connection', async () => pool.totalCount === 0, 60_000);
       await expect(client.query('select 1')).rejects.toThrow();
     } finally {
       await pg.server.start();

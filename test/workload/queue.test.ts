@@ -26,7 +26,7 @@ test('SQS: send writes the message; the consumer handles, then deletes; a failur
     if (m.itemId === 'bad') throw new Error('boom');
     handled.push(m.itemId);
   });
-  await until('both messages to be handled', async () => sqs.commandCalls(ChangeMessageVisibilityCommand).length === 1, 5000);
+  await until('both messages to be handled', async () => sqs.commandCalls(ChangeMessageVisibilityCommand).length === 1, 60_000);
   await queue.stop();
   expect(handled).toEqual(['i-1']);
   expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['r-1']);

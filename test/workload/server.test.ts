@@ -101,7 +101,7 @@ describe('items', () => {
   test('the queue round trip: a write enqueues a message and the consumer marks the item processed', async () => {
     const created = await api(base, 'POST', '/v1/items', 'queued', { name: 'q' });
     expect(created.body.status).toBe('pending');
-    await until('the consumer to process the item', async () => (await api(base, 'GET', `/v1/items/${created.body.id}`, 'queued')).body.status === 'processed', 10_000);
+    await until('the consumer to process the item', async () => (await api(base, 'GET', `/v1/items/${created.body.id}`, 'queued')).body.status === 'processed', 60_000);
     const left = await admin.query('select count(*)::int as n from cf_work_queue');
     expect(left.rows[0].n).toBe(0);
   });
@@ -206,7 +206,7 @@ describe('meta and health', () => {
     const write = await api(base, 'POST', '/v1/items', 'acme', { n: 1 });
     expect(write.status).toBe(503);
     await pg.server.start();
-    await until('health to recover', async () => (await api(base, 'GET', '/healthz')).status === 200, 15_000);
+    await until('health to recover', async () => (await api(base, 'GET', '/healthz')).status === 200, 60_000);
     expect((await api(base, 'POST', '/v1/items', 'acme', { n: 1 })).status).toBe(201);
     admin = await pg.client(database);
   });
