@@ -103,7 +103,7 @@ test('stop leaves nothing running; a second start reuses the state (data, ports,
   await until('the survivor item to be written', async () => {
     if (created.status !== 201) created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
     return created.status === 201;
-  }, 20_000);
+  }, 60_000);
   await fleet.stop();
   for (const pid of pids) expect(pidRunning(pid)).toBe(false);
   expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'survivor')).status).toBe(0);

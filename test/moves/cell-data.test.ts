@@ -6,6 +6,7 @@ import { bucketSql, CellDatabase, PostgresCellData } from '../../lib/moves/cell-
 import { IncrementalVerify, LocalHandoffStore, MoveSubject, systemClock } from '../../lib/moves';
 import { PostgresServer, sql, startPostgres } from './postgres-fixture';
 import { testClient } from '../support/postgres';
+import { until } from '../support/cells';
 
 let pg: PostgresServer;
 let dir: string;
@@ -138,7 +139,8 @@ describe('PostgresCellData', () => {
     const subject: MoveSubject = { kind: 'tenant', tenant: 'gap' };
     try {
       const inserting = sql(dbA, `insert into slow (id, tenant_id) values ('s1', 'gap')`);
-      await new Promise((r) => setTimeout(r, 150));
+      // The delta is cut while the insert sleeps in its trigger, holding its row_version.
+      await until('the insert to hold its row_version', async () => (await sql(dbA, `select 1 from pg_stat_activity where datname = current_database() and wait_event = 'PgSleep'`)).length === 1, 60_000);
       const manifest = await a.exportDelta(subject, '0', handoff, 't5/clone');
       await inserting;
       expect(manifest.tables.slow.rows).toBe(1);

@@ -178,7 +178,7 @@ describe('the work queue (cf_work_queue) moves with the tenant', () => {
 
       there.queue.start((m) => there.store.process(m));
       await until('the target to handle the moved work', async () =>
-        (await w.sql<{ n: number }>(target, `select count(*)::int as n from items where tenant_id = $1 and status = 'processed'`, [tenant]))[0].n === 19, 10_000);
+        (await w.sql<{ n: number }>(target, `select count(*)::int as n from items where tenant_id = $1 and status = 'processed'`, [tenant]))[0].n === 19, 60_000);
       // The parked message stays parked on the target; the source handled nothing of the tenant and kept its messages.
       expect(await w.sql(target, `select receive_count from cf_work_queue where tenant_id = $1 and visible_at = 'infinity'`, [tenant])).toEqual([{ receive_count: 0 }]);
       expect(await w.sql(source, `select count(*)::int as n from items where tenant_id = $1 and status = 'pending'`, [tenant])).toEqual([{ n: 20 }]);

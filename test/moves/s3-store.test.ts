@@ -2,6 +2,7 @@ import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MoveConflictError, MoveRecord } from '../../lib/moves';
 import { S3MoveStore } from '../../lib/moves/s3-store';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
+import { until } from '../support/cells';
 
 const record = (id: string, patch: Partial<MoveRecord> = {}): MoveRecord => ({
   id, subject: { kind: 'tenant', tenant: 'acme' }, source: 'cell-a', target: 'cell-b', bucketCount: 1024, reason: '', actor: 't',
@@ -31,13 +32,23 @@ describe('S3MoveStore', () => {
     for (const [i, event] of ['planned', 'run', 'delta'].entries()) await store.appendAudit('m-s3-one', { at: `2026-11-30T00:00:0${i}.000Z`, actor: 'a', event });
     expect((await store.readAudit('m-s3-one')).map((e) => e.event)).toEqual(['planned', 'run', 'delta']);
     // The plan lock is held during the body and released after.
+    // The second operator tries once the first holds the lock; the first lets go only once the
+    // second has been refused (412 on its conditional create).
     const order: string[] = [];
+    const refused = () => s3.requests.filter((r) => r.status === 412).length;
+    const refusedBefore = refused();
+    let firstIn!: () => void;
+    const firstHolds = new Promise<void>((r) => (firstIn = r));
     await Promise.all([
-      store.withPlanLock(async () => { order.push('first in'); await new Promise((r) => setTimeout(r, 300)); order.push('first out'); }),
-      new Promise((r) => setTimeout(r, 50)).then(() => store.withPlanLock(async () => { order.push('second in'); })),
+      store.withPlanLock(async () => {
+        order.push('first in');
+        firstIn();
+        await until('the second operator refused', async () => refused() > refusedBefore, 60_000);
+        order.push('first out');
+      }),
+      firstHolds.then(() => store.withPlanLock(async () => { order.push('second in'); })),
     ]);
     expect(order).toEqual(['first in', 'first out', 'second in']);
-    expect(s3.requests.filter((r) => r.status === 412).length).toBeGreaterThanOrEqual(3);
   });
 
   test('a stale plan lock is deleted only if it is still the one judged stale (If-Match on its ETag)', async () => {

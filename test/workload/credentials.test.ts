@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { cachedSecretCredentials, connectWithRetry, createDatabasePool, migrate } from '../../lib/workload';
 import { startTestPostgres, TestPostgres } from '../support/postgres';
+import { until } from '../support/cells';
 
 describe('cached secret credentials', () => {
   test('cached at most 60 s, refetched after, and at once when invalidated', async () => {
@@ -65,7 +66,8 @@ describe('rotation against a real PostgreSQL', () => {
       await admin.query("alter role app password 'second'");
       stored = { username: 'app', password: 'second' };
       await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where usename = 'app'");
-      await new Promise((r) => setTimeout(r, 100));
+      // The pool drops its terminated idle connections when their 57P01 arrives (not at once).
+      await until('the pool to drop its terminated connections', async () => pool.totalCount === 0, 60_000);
       const client = await connectWithRetry(pool);
       try {
         expect((await client.query('select current_user as u')).rows[0].u).toBe('app');

@@ -146,13 +146,14 @@ describe('moved tenants and buckets', () => {
 
   test('recording a move waits for writes in flight, and no write lands after the record', async () => {
     // A slow write (test hook: pg_sleep inside its transaction) is in flight when the move is recorded.
-    const slow = api(base, 'POST', '/v1/items', 'racer', { n: 1 }, { 'x-fault': 'slow', 'x-fault-delay-ms': '700' });
+    // 3 s: long enough to be seen holding its lock below however slow this machine is.
+    const slow = api(base, 'POST', '/v1/items', 'racer', { n: 1 }, { 'x-fault': 'slow', 'x-fault-delay-ms': '3000' });
     await until('the slow write to hold its lock', async () => {
       // The slow write's own lock (it sleeps holding it), not any share lock: another transaction's
       // (the in-process queue worker writes too) let the record land before the slow write began.
       const r = await admin.query("select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation join pg_stat_activity a on a.pid = l.pid where c.relname = 'cf_moved_away' and l.mode = 'ShareLock' and l.granted and a.query like '%pg_sleep%'");
       return r.rows[0].n > 0;
-    }, 5000);
+    }, 60_000);
     const started = Date.now();
     await admin.query("insert into cf_moved_away (kind, value, move_id, moved_to) values ('tenant', 'racer', 'mv-3', 'cell-d')");
     const waited = Date.now() - started;
@@ -177,9 +178,10 @@ describe('meta and health', () => {
     try {
       await plain.ready;
       const started = Date.now();
-      const r = await api(plain.url, 'GET', '/v1/items', 'acme', undefined, { 'x-fault': 'slow', 'x-fault-delay-ms': '3000' });
+      // Were the hook on, this would take 30 s; a loaded machine answers a plain read far sooner.
+      const r = await api(plain.url, 'GET', '/v1/items', 'acme', undefined, { 'x-fault': 'slow', 'x-fault-delay-ms': '30000' });
       expect(r.status).toBe(200);
-      expect(Date.now() - started).toBeLessThan(2500);
+      expect(Date.now() - started).toBeLessThan(15_000);
     } finally {
       await plain.close();
     }
