@@ -44,7 +44,7 @@ test('cellctl fleet local: prints the router, mapping and cells, serves the READ
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-});
+}, 240_000);
 
 test('a fleet whose cellctl was SIGKILLed is cleaned up by the next start, which reuses its state', async () => {
   const dir = makeTempDir('cells-cli-orphans-');
@@ -70,7 +70,7 @@ test('a fleet whose cellctl was SIGKILLed is cleaned up by the next start, which
     await fleet?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-});
+}, 240_000);
 
 test('cellctl fleet local refuses bad flags with the fix', async () => {
   const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -79,4 +79,4 @@ test('cellctl fleet local refuses bad flags with the fix', async () => {
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   expect(code).toBe(2);
   expect(err).toContain('--cells 0: give an integer from 1 to 64');
-});
+}, 240_000);
