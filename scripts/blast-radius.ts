@@ -110,7 +110,8 @@ async function measure(cells: number): Promise<{ results: ScenarioResult[]; base
         log(`  the flood: ${outcome.flood.requests} requests from ${outcome.flood.clients} clients, ${served} served, ${outcome.flood.statuses['503'] ?? 0} refused with 503, ${outcome.flood.statuses['0'] ?? 0} failed at the socket`);
       }
       // Recovered before the next fault: every tenant of the faulty cell is served again.
-      const deadline = Date.now() + 30_000;
+      // Generous: a restart at nice 19 on a busy machine is slow, and this wait is not measured.
+      const deadline = Date.now() + 120_000;
       for (;;) {
         const check = await steadyLoad({ routerUrl: fleet.routerUrl, header, tenants: [...cellTenants].slice(0, 5), concurrency: 1, seconds: 0.2 });
         if (check.length > 0 && check.every((s) => s.ok)) break;
