@@ -9,6 +9,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { assertAccountId } from './cross-account-read-role';
+import { LogBucket } from './log-bucket';
 
 export interface CellEntryProps {
   readonly cellId: string;
@@ -75,26 +76,10 @@ export class CellEntry extends Construct {
     this.protocol = props.certificateArn ? 'https' : 'http';
     this.port = props.certificateArn ? 443 : 80;
 
-    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
-      // ELB log delivery supports SSE-S3 only.
-      encryption: s3.BucketEncryption.S3_MANAGED,
-      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-      enforceSSL: true,
-      versioned: true,
-      lifecycleRules: [{ expiration: Duration.days(365), noncurrentVersionExpiration: Duration.days(30) }],
-      removalPolicy: RemovalPolicy.RETAIN,
+    this.accessLogs = new LogBucket(this, 'AccessLogs', {
+      receives: 'the cell load balancers\' access logs',
+      whyNotKms: 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
     });
-    const accessLogReasons: Record<string, string> = {
-      'AwsSolutions-S1': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse, and a second log bucket would carry the same finding.',
-      'NIST.800.53.R5-S3BucketLoggingEnabled': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse.',
-      'NIST.800.53.R5-S3DefaultEncryptionKMS': 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
-      'NIST.800.53.R5-S3BucketReplicationEnabled': 'Access logs are versioned and kept a year in the cell\'s own account; copying them to another region would put cell data outside the cell.',
-      'ControlTower::CT.S3.PR.2': 'This bucket is the destination of the cell load balancers\' access logs; logging its own access would recurse.',
-      'ControlTower::CT.S3.PR.4': 'Only Elastic Load Balancing writes here; nothing consumes per-object events of a log bucket.',
-      'ControlTower::CT.S3.PR.9': 'Versioned, TLS-only, public access blocked and expired after a year by lifecycle; Object Lock needs a retention mode each organisation chooses, and would hold cell logs past the cell\'s removal.',
-      'ControlTower::CT.S3.PR.10': 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
-    };
-    for (const [id, reason] of Object.entries(accessLogReasons)) Validations.of(this.accessLogs).acknowledge({ id, reason });
 
     const nlbSecurityGroup = new ec2.SecurityGroup(this, 'PrivateLinkSecurityGroup', {
       vpc: props.vpc,

@@ -11,3 +11,4 @@ export * from './key';
 export * from './bake-access';
 export * from './endpoint-record';
 export * from './cross-account-read-role';
+export * from './log-bucket';

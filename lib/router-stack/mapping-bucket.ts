@@ -4,6 +4,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
+import { LogBucket } from '../cell/log-bucket';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
 
 export interface MappingBucketProps {
@@ -38,21 +39,11 @@ export class MappingBucket extends Construct {
       throw new Error(`MappingBucket: keptVersions ${props.keptVersions} must be 1-100`);
     }
     if (props.namePrefix.length > 50) throw new Error(`MappingBucket: namePrefix \`${props.namePrefix}\` is longer than 50 characters (the bucket name adds 13)`);
-    // Versioned (Control Tower CT.S3.PR.11): an overwritten or deleted log object stays recoverable for 30 days.
-    this.accessLogs = new s3.Bucket(this, 'AccessLogs', {
-      encryption: s3.BucketEncryption.S3_MANAGED,
-      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-      enforceSSL: true,
-      versioned: true,
+    this.accessLogs = new LogBucket(this, 'AccessLogs', {
+      receives: 'the mapping bucket\'s server access logs',
+      whyNotKms: 'S3 server access logs are delivered only to buckets encrypted with SSE-S3, not SSE-KMS.',
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-      lifecycleRules: [{ expiration: Duration.days(365), noncurrentVersionExpiration: Duration.days(30) }],
-      removalPolicy: RemovalPolicy.RETAIN,
     });
-    Validations.of(this.accessLogs).acknowledge({
-      id: 'AwsSolutions-S1',
-      reason: 'This bucket receives the mapping bucket\'s server access logs; logging it in turn would recurse.',
-    });
-    acknowledgeLogBucket(this.accessLogs, 'the mapping bucket\'s server access logs', 'S3 server access logs are delivered only to buckets encrypted with SSE-S3, not SSE-KMS.');
     // arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>: the uuid's last group.
     const stackSuffix = Fn.select(4, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
     this.bucket = new s3.Bucket(this, 'Bucket', {
@@ -219,14 +210,4 @@ function nagResource(stack: Stack, value: string): string {
   if (typeof resolved === 'string') return resolved;
   const join = (resolved as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
   return join ? join[1].map(part).join(join[0]) : part(resolved);
-}
-
-/** Control Tower findings every log-destination bucket raises, acknowledged with why. */
-export function acknowledgeLogBucket(bucket: s3.IBucket, what: string, encryption: string): void {
-  for (const [id, reason] of Object.entries({
-    'ControlTower::CT.S3.PR.2': `This bucket receives ${what}; logging its own access would recurse.`,
-    'ControlTower::CT.S3.PR.4': `Only the log delivery service writes here (${what}); nothing consumes per-object events of a log bucket.`,
-    'ControlTower::CT.S3.PR.9': 'TLS-only, public access blocked and expired after a year by lifecycle; Object Lock needs a retention mode each organisation chooses.',
-    'ControlTower::CT.S3.PR.10': encryption,
-  })) Validations.of(bucket).acknowledge({ id, reason });
 }

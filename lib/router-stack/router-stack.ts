@@ -8,17 +8,17 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as route53 from 'aws-cdk-lib/aws-route53';
-import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
+import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
-import { acknowledgeLogBucket, MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
+import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
 import { MoveBucket } from '../moves/aws-bucket';
 import { moveBucketParameter, moveOperatorRoleName } from '../moves/aws-layout';
 import { acknowledgeCustomResourceProvider } from './providers';
@@ -179,13 +179,10 @@ export class RouterStack extends Stack {
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'to router tasks');
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(READY_PORT), 'readiness checks');
 
-    // Versioned (Control Tower CT.S3.PR.11): an overwritten or deleted log object stays recoverable for 30 days.
-    const accessLogs = new s3.Bucket(this, 'AccessLogs', {
-      encryption: s3.BucketEncryption.S3_MANAGED, blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL, enforceSSL: true, versioned: true,
-      lifecycleRules: [{ expiration: Duration.days(365), noncurrentVersionExpiration: Duration.days(30) }], removalPolicy: RemovalPolicy.RETAIN,
+    const accessLogs = new LogBucket(this, 'AccessLogs', {
+      receives: 'the router NLB\'s access logs',
+      whyNotKms: 'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.',
     });
-    Validations.of(accessLogs).acknowledge({ id: 'AwsSolutions-S1', reason: 'This bucket is the NLB access-log destination; logging its own access would recurse.' });
-    acknowledgeLogBucket(accessLogs, 'the router NLB\'s access logs', 'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.');
     this.loadBalancer = new elbv2.NetworkLoadBalancer(this, 'LoadBalancer', {
       vpc, internetFacing: true, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC }, crossZoneEnabled: true, securityGroups: [lbSecurityGroup], deletionProtection: true,
     });
