@@ -35,6 +35,8 @@ export interface FloodOptions {
   readonly tenant: string;
   /** Concurrent clients, each sending its next request as soon as the last one is answered. @default 128 */
   readonly clients?: number;
+  /** A request not answered within this long counts as failed (status 0). @default 5000 */
+  readonly timeoutMs?: number;
 }
 
 /** What a flood sent: requests answered, by HTTP status (0: a socket error or a timeout). */
@@ -52,7 +54,7 @@ export function flood(o: FloodOptions): { stop(): Promise<FloodSummary> } {
   let running = true;
   const loops = Array.from({ length: clients }, async () => {
     while (running) {
-      const r = await request(o.routerUrl, o.header, o.tenant, 'GET', '/v1/items?limit=5', undefined, {}, 5000);
+      const r = await request(o.routerUrl, o.header, o.tenant, 'GET', '/v1/items?limit=5', undefined, {}, o.timeoutMs ?? 5000);
       requests += 1;
       statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     }
@@ -76,7 +78,7 @@ export function flood(o: FloodOptions): { stop(): Promise<FloodSummary> } {
 export async function startFloodProcess(o: FloodOptions & { readonly nice?: number }): Promise<{ readonly pid: number; stop(): Promise<FloodSummary> }> {
   const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), __filename], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    env: { ...process.env, CELL_FLOOD: JSON.stringify({ routerUrl: o.routerUrl, header: o.header, tenant: o.tenant, clients: o.clients }) },
+    env: { ...process.env, CELL_FLOOD: JSON.stringify({ routerUrl: o.routerUrl, header: o.header, tenant: o.tenant, clients: o.clients, timeoutMs: o.timeoutMs }) },
   });
   if (child.pid === undefined) throw new Error(`could not start the flood process (${process.execPath})`);
   if (o.nice !== undefined) os.setPriority(child.pid, o.nice);

@@ -82,7 +82,7 @@ describe('one fault on a real local fleet', () => {
     const tenant = tenantOf('cell-2');
     // The previous test restarted cell-2's workload: the router's health check must see it up again.
     await until('the router to serve cell-2 again', async () => (await request(fleet.routerUrl, 'x-tenant-id', tenant, 'GET', '/v1/items?limit=1')).status === 200, 60_000);
-    const flood = await startFloodProcess({ routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenant, clients: 8, nice: 19 });
+    const flood = await startFloodProcess({ routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenant, clients: 8, nice: 19, timeoutMs: 60_000 });
     expect(flood.pid).not.toBe(process.pid);
     expect(os.getPriority(flood.pid)).toBe(19);
     const summary = await flood.stop();
