@@ -1,8 +1,11 @@
-import { Aws, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as path from 'path';
+import { Aws, CustomResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
-import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { LogBucket } from '../cell/log-bucket';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
@@ -138,34 +141,70 @@ export interface MappingSeedProps {
   readonly role: iam.IRole;
 }
 
+/** Where the seed handler's source is; bundled at synth with the project's own `@aws-sdk/client-s3`. */
+const SEED_HANDLER = path.join(__dirname, 'mapping-seed-handler.ts');
+const PROJECT_ROOT = path.join(__dirname, '..', '..');
+
 /**
  * Seeds a new mapping bucket so the first deploy needs no hand step: a router task is ready only once
  * it applied a mapping, the NLB sends traffic only to ready tasks, and ECS fails a service whose
  * tasks never become healthy. On creation, writes `mappings/v<version>.json` and each group's pointer
  * with `If-None-Match: *`: an object that exists (an operator's publish) is left alone; S3 answers
- * 412 PreconditionFailed, which is expected here (S3 User Guide, "conditional writes").
+ * 412 PreconditionFailed, which is expected here (S3 User Guide, "conditional writes",
+ * https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html). Update and delete
+ * change nothing: later documents are the operator's, and the bucket is retained.
+ *
+ * The handler (`mapping-seed-handler.ts`) is bundled at synth by esbuild from node_modules, with this
+ * project's `@aws-sdk/client-s3` inside, so the condition does not depend on the SDK version the
+ * Lambda runtime ships (an SDK without `IfNoneMatch` would drop it and overwrite). It answers
+ * CloudFormation on every path; `ServiceTimeout` bounds the wait if it cannot (CloudFormation's
+ * default is an hour; AWS::CloudFormation::CustomResource,
+ * https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-cloudformation-customresource.html).
+ *
+ * Each key's resource is `<key id>/Put`: the same page says a custom resource's `ServiceToken` cannot
+ * be updated, so the seeds made by the earlier AwsCustomResource (`<key id>/Resource`) are replaced:
+ * the new ones create (412 on the existing objects: kept) and the old ones' delete does nothing.
  */
 export class MappingSeed extends Construct {
-  public readonly objects: readonly cr.AwsCustomResource[];
+  public readonly objects: readonly CustomResource[];
   /** The keys seeded: the version object, then each group's pointer. */
   public readonly keys: readonly string[];
+  public readonly handler: lambdaNodejs.NodejsFunction;
 
   constructor(scope: Construct, id: string, props: MappingSeedProps) {
     super(scope, id);
     const keys = [versionKey(props.version), ...props.groups.map(groupKey)];
     this.keys = keys;
-    this.objects = keys.map((key) => new cr.AwsCustomResource(this, key.replace(/[^A-Za-z0-9]/g, ''), {
-      resourceType: 'Custom::MappingSeed',
+    const logGroup = new logs.LogGroup(this, 'HandlerLogs', { retention: logs.RetentionDays.TWO_YEARS, removalPolicy: RemovalPolicy.RETAIN });
+    Validations.of(logGroup).acknowledge({
+      id: 'ControlTower::CT.CLOUDWATCH.PR.3',
+      reason: 'Deploy-time log of the mapping seed (bucket, key, written or already there; no document content); CloudWatch Logs encrypts it at rest with its own key.',
+    });
+    this.handler = new lambdaNodejs.NodejsFunction(this, 'Handler', {
+      entry: SEED_HANDLER,
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      runtime: lambda.Runtime.NODEJS_24_X,
+      memorySize: 256,
+      timeout: Duration.minutes(2),
       role: props.role,
-      installLatestAwsSdk: false,
-      // Create only: later documents are the operator's (cellctl mapping publish).
-      onCreate: {
-        service: 'S3',
-        action: 'putObject',
-        parameters: { Bucket: props.bucket.bucketName, Key: key, Body: props.documentText, ContentType: 'application/json', IfNoneMatch: '*' },
-        physicalResourceId: cr.PhysicalResourceId.of(key),
-        ignoreErrorCodesMatching: 'PreconditionFailed',
-      },
+      logGroup,
+      description: 'Seeds the mapping bucket on create (If-None-Match: *), never over an existing object',
+      // Local esbuild only (synth runs offline, without Docker); the SDK is bundled, not the runtime's.
+      bundling: { bundleAwsSDK: true, forceDockerBundling: false, minify: true, sourceMap: false, logLevel: lambdaNodejs.LogLevel.WARNING },
+    });
+    logGroup.grantWrite(props.role);
+    Validations.of(this.handler).acknowledge({
+      id: 'ControlTower::CT.LAMBDA.PR.3',
+      reason: 'Runs only while CloudFormation creates the router stack, writing the seed objects to S3 and answering CloudFormation on public endpoints; it handles no cell traffic and needs no path into a VPC.',
+    });
+    this.objects = keys.map((key) => new CustomResource(new Construct(this, key.replace(/[^A-Za-z0-9]/g, '')), 'Put', {
+      resourceType: 'Custom::MappingSeed',
+      serviceToken: this.handler.functionArn,
+      // The handler answers within its 2 minutes (it aborts a hung S3 call); this bounds a crash.
+      serviceTimeout: Duration.minutes(5),
+      properties: { Bucket: props.bucket.bucketName, Key: key, Body: props.documentText, ContentType: 'application/json' },
     }));
   }
 }

@@ -1,0 +1,177 @@
+// The Lambda handler behind `MappingSeed` (mapping-bucket.ts): writes one object of a new mapping
+// bucket with `If-None-Match: *`, so an object that exists already (an operator's publish) is never
+// overwritten. Bundled at synth (esbuild, NodejsFunction) together with this project's own
+// `@aws-sdk/client-s3`, so the conditional write does not depend on the SDK the Lambda runtime ships:
+// an SDK that does not know `IfNoneMatch` drops the member and writes unconditionally.
+//
+// It answers CloudFormation itself, on every path: a custom resource that never answers holds the
+// stack for its ServiceTimeout (the construct sets one; CloudFormation's default is an hour).
+//
+// Documentation relied on:
+// - S3 conditional writes: with `If-None-Match: *` S3 answers 412 PreconditionFailed when the key
+//   exists, and 409 ConditionalRequestConflict when a concurrent write to the key is in progress
+//   (retry): https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
+// - The response (Status, Reason, PhysicalResourceId, StackId, RequestId, LogicalResourceId) is a
+//   JSON body of at most 4096 bytes PUT to the presigned ResponseURL; a changed PhysicalResourceId on
+//   update means replacement (CloudFormation then deletes the old one):
+//   https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-responses.html
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+
+/** What the custom resource passes (`Custom::MappingSeed` properties). */
+export interface SeedProperties {
+  readonly Bucket: string;
+  readonly Key: string;
+  /** The document written when the key does not exist yet. */
+  readonly Body: string;
+  readonly ContentType?: string;
+}
+
+/** The part of a CloudFormation custom resource request this handler reads. */
+export interface SeedEvent {
+  readonly RequestType: 'Create' | 'Update' | 'Delete';
+  readonly ResponseURL: string;
+  readonly StackId: string;
+  readonly RequestId: string;
+  readonly LogicalResourceId: string;
+  /** Absent on Create. */
+  readonly PhysicalResourceId?: string;
+  readonly ResourceProperties: Partial<SeedProperties> & { readonly ServiceToken?: string };
+}
+
+/** The part of the Lambda context this handler reads. */
+export interface SeedContext {
+  getRemainingTimeInMillis(): number;
+}
+
+/** `written`: the key was absent and now holds the document; `exists`: S3 answered 412, the key is left alone. */
+export type SeedOutcome = 'written' | 'exists';
+
+export interface SeedResponse {
+  readonly Status: 'SUCCESS' | 'FAILED';
+  readonly Reason?: string;
+  readonly PhysicalResourceId: string;
+  readonly StackId: string;
+  readonly RequestId: string;
+  readonly LogicalResourceId: string;
+  readonly Data?: { readonly Outcome: SeedOutcome | 'none' };
+}
+
+export interface SeedOptions {
+  /** Attempts on 409 ConditionalRequestConflict (a concurrent write to the key), with `retryDelayMs × attempt` between. */
+  readonly conflictAttempts?: number;
+  readonly retryDelayMs?: number;
+  /** Time kept back from the Lambda's remaining time to answer CloudFormation before the function is stopped. */
+  readonly reserveMs?: number;
+}
+
+/** `If-None-Match: *` write of one key; 412 (the key exists) is an answer, not an error. */
+export async function seedObject(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<SeedOutcome> {
+  const attempts = options.conflictAttempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await s3.send(new PutObjectCommand({
+        Bucket: props.Bucket, Key: props.Key, Body: props.Body, ContentType: props.ContentType ?? 'application/json', IfNoneMatch: '*',
+      }), { abortSignal: signal });
+      return 'written';
+    } catch (err) {
+      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+      const status = e.$metadata?.httpStatusCode;
+      if (status === 412 || e.name === 'PreconditionFailed') return 'exists';
+      if ((status === 409 || e.name === 'ConditionalRequestConflict') && attempt < attempts && !signal?.aborted) {
+        await new Promise((resolve) => setTimeout(resolve, (options.retryDelayMs ?? 1000) * attempt));
+        continue;
+      }
+      throw err;
+    }
+  }
+}
+
+/** What the resource's physical id is: the key on Create (also when the create fails: a rollback's Delete then has an id), kept after. */
+function physicalId(event: SeedEvent): string {
+  return event.PhysicalResourceId ?? event.ResourceProperties?.Key ?? event.LogicalResourceId;
+}
+
+/**
+ * Create: conditional write of the key. Update: nothing (later documents are the operator's, through
+ * `cellctl mapping publish`; the same physical id, so no replacement). Delete: nothing (the bucket and
+ * its documents are retained). Never throws: every outcome becomes the response for CloudFormation.
+ */
+export async function seedResponse(event: SeedEvent, context: SeedContext, s3: S3Client, options: SeedOptions = {}): Promise<SeedResponse> {
+  const base = { PhysicalResourceId: physicalId(event), StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId };
+  if (event.RequestType !== 'Create') return { ...base, Status: 'SUCCESS', Data: { Outcome: 'none' } };
+  const properties = event.ResourceProperties ?? {};
+  const { Bucket, Key, Body, ContentType } = properties;
+  const missing = (['Bucket', 'Key', 'Body'] as const).filter((name) => typeof properties[name] !== 'string' || properties[name] === '');
+  if (missing.length > 0) {
+    return { ...base, Status: 'FAILED', Reason: `Custom::MappingSeed ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (MappingSeed in lib/router-stack/mapping-bucket.ts sets them)` };
+  }
+  // Answer before the Lambda is stopped: a hung S3 call is aborted and reported.
+  const controller = new AbortController();
+  const budget = Math.max(1000, context.getRemainingTimeInMillis() - (options.reserveMs ?? 10_000));
+  const timer = setTimeout(() => controller.abort(), budget);
+  try {
+    const outcome = await seedObject(s3, { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType }, controller.signal, options);
+    log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, outcome });
+    return { ...base, Status: 'SUCCESS', Data: { Outcome: outcome } };
+  } catch (err) {
+    const e = err as Error & { $metadata?: { httpStatusCode?: number } };
+    const what = controller.signal.aborted ? `no answer from S3 within ${budget} ms` : `${e.name ?? 'Error'}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}: ${e.message}`;
+    log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, error: what });
+    return { ...base, Status: 'FAILED', Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key (router-stack.ts).` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The body CloudFormation accepts: at most 4096 bytes, so a long reason is cut. */
+export function responseBody(response: SeedResponse): string {
+  let body = JSON.stringify(response);
+  if (Buffer.byteLength(body) <= 4096) return body;
+  const over = Buffer.byteLength(body) - 4096;
+  const reason = response.Reason ?? '';
+  body = JSON.stringify({ ...response, Reason: `${reason.slice(0, Math.max(0, reason.length - over - 16))} …(cut)` });
+  return body;
+}
+
+/** PUTs the response to the presigned URL, retrying network errors and 5xx a few times. */
+export async function sendResponse(url: string, response: SeedResponse, attempts = 4, retryDelayMs = 1000): Promise<void> {
+  const body = responseBody(response);
+  let last = '';
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    try {
+      // The presigned URL is signed without a content type.
+      const res = await fetch(url, { method: 'PUT', body, headers: { 'content-type': '' } });
+      if (res.ok) return;
+      last = `HTTP ${res.status}`;
+      if (res.status < 500) break;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, retryDelayMs * attempt));
+  }
+  // Thrown, the invocation fails and Lambda retries it (CloudFormation invokes asynchronously); the
+  // write is idempotent (412 on the second run), so a retry answers the same.
+  throw new Error(`could not answer CloudFormation (${last})`);
+}
+
+function log(fields: Record<string, unknown>): void {
+  console.log(JSON.stringify({ seed: fields }));
+}
+
+let client: S3Client | undefined;
+
+/** The Lambda entry point (`index.handler` in the bundle). */
+export async function handler(event: SeedEvent, context: SeedContext): Promise<void> {
+  let response: SeedResponse;
+  try {
+    client ??= new S3Client({});
+    response = await seedResponse(event, context, client);
+  } catch (err) {
+    // seedResponse turns every S3 outcome into a response; this is for the unexpected (a malformed event).
+    response = {
+      Status: 'FAILED', Reason: `Custom::MappingSeed: ${(err as Error).message}`, PhysicalResourceId: physicalId(event),
+      StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId,
+    };
+  }
+  await sendResponse(event.ResponseURL, response);
+}
