@@ -4,7 +4,10 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.tsx?$': 'ts-jest' },
-  testTimeout: 120000,
+  // A safety net against a hang, not a speed check: a synthesis-heavy beforeAll that takes a minute
+  // on a quiet machine can take three on a loaded one. Tests wait on conditions with their own
+  // deadlines (60 s) and say what they waited for.
+  testTimeout: 300000,
   // One temporary folder per run, removed at the end (test/support/tmpdir.ts).
   globalSetup: '<rootDir>/test/support/tmpdir.ts',
   globalTeardown: '<rootDir>/test/support/tmpdir-teardown.ts',

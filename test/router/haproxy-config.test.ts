@@ -4,7 +4,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { bucketNetworks, ERROR_503, keyFetch, MAP_FILES, renderHaproxyConfig } from '../../lib/router';
-import { freePort, routed } from '../support/cells';
+import { freePorts, routed } from '../support/cells';
 
 const options = (dir: string) => ({
   bind: { address: '127.0.0.1', port: 18081 }, adminSocket: path.join(dir, 'admin.sock'), stateDir: dir,
@@ -16,9 +16,9 @@ describe('renderHaproxyConfig', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-cfg-'));
     for (const f of Object.values(MAP_FILES)) fs.writeFileSync(path.join(dir, f), '');
     fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
-    const port = await freePort();
+    const [port, statsPort] = await freePorts(2);
     const file = path.join(dir, 'haproxy.cfg');
-    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, debugHeaders: true, statsPort: await freePort() }));
+    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, debugHeaders: true, statsPort }));
     const check = spawnSync('haproxy', ['-c', '-f', file], { encoding: 'utf8' });
     expect([check.status, check.stderr]).toEqual([0, expect.any(String)]);
     const haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });

@@ -64,5 +64,5 @@ describe.each([
       await router.stop();
       await Promise.all(cells.map((c) => c.close()));
     }
-  }, 60_000);
+  }, 180_000);
 });

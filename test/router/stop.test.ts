@@ -6,7 +6,7 @@ import * as path from 'path';
 import { initialMapping } from '../../lib/mapping';
 import { pidRunning } from '../../lib/files';
 import { LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
-import { freePort, until } from '../support/cells';
+import { freePorts, until } from '../support/cells';
 
 /**
  * How a router task stops, end to end on a real HAProxy: SIGUSR1 (the image's stop signal, what
@@ -76,7 +76,7 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     cell = await holdingCell();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-stop-'));
     fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, NOW)));
-    [port, readyPort] = [await freePort(), await freePort()];
+    [port, readyPort] = await freePorts(2);
     router = await startLocalRouter({
       mappingFile: path.join(dir, 'mapping.json'), port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
       healthCheckPath: '/health', log: () => undefined, pollMs: 200, hardStopAfterMs, zones: 1,

@@ -6,7 +6,7 @@ import * as path from 'path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
-import { FakeCell, freePort, load, routed, startCell, startProxyProtocolForwarder, until } from '../support/cells';
+import { FakeCell, freePorts, load, routed, startCell, startProxyProtocolForwarder, until } from '../support/cells';
 import { REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
@@ -36,6 +36,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   let port: number;
   let healthPort: number;
   let adminPort: number;
+  let statsPort: number;
   let stateDir: string;
   /** The agent as its image runs it: one bundled file (`npm run build:agent`). */
   let agentBundle: string;
@@ -75,7 +76,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     v1 = initialMapping(cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
-    [haproxyPort, healthPort, adminPort, readyPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    [haproxyPort, healthPort, adminPort, readyPort, statsPort] = await freePorts(5);
     // What the HAProxy image's build stage runs (another port, state directory and admin address).
     stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-task-'));
     agentBundle = path.join(stateDir, 'router-agent.js');
@@ -83,7 +84,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     if (bundled.status !== 0) throw new Error(`npm run build:agent failed: ${bundled.stderr}`);
     const config = spawnSync(process.execPath, [
       path.join(REPO_ROOT, 'bin', 'cellctl.js'), 'router', 'config', '--config', 'cells.config.ts', '--port', String(haproxyPort),
-      '--state-dir', stateDir, '--admin-socket', `127.0.0.1:${adminPort}`, '--stats-port', String(await freePort()), '--out-dir', stateDir,
+      '--state-dir', stateDir, '--admin-socket', `127.0.0.1:${adminPort}`, '--stats-port', String(statsPort), '--out-dir', stateDir,
       // Below this machine's file-descriptor limit (the task's is sized for the default).
       '--max-conn', '2000', '--ready-port', String(readyPort),
     ], { cwd: REPO_ROOT, encoding: 'utf8' });

@@ -81,11 +81,23 @@ export async function untilCellChecked(router: LocalRouter, cell: string, status
 
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return (await freePorts(1))[0];
+}
+
+/**
+ * `n` distinct free TCP ports on loopback: all held open until each is known, so two calls in a row
+ * can never hand out the same port twice (HAProxy binds with SO_REUSEPORT, so two of its frontends
+ * on one port would both start and share the connections).
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: n }, async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return server;
+  }));
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  return ports;
 }
 
 export interface RoutedResponse {
