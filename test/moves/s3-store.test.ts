@@ -57,7 +57,7 @@ describe('S3MoveStore', () => {
     // A lock left by a killed operator.
     await direct.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: '{"killed":true}' }));
     // Older than the stale limit below (2.5 s); S3's Last-Modified has whole seconds, so a fresh lock
-    // can look up to a second older than it is: B's lock (held 0.5 s) stays well inside the limit.
+    // can look up to a second older than it is: B's lock (held for one request) stays well inside the limit.
     await new Promise((r) => setTimeout(r, 2600));
     const order: string[] = [];
     let bIn!: () => void;
@@ -69,7 +69,14 @@ describe('S3MoveStore', () => {
     racing.middlewareStack.add((next, context) => async (args) => {
       if (context.commandName === 'DeleteObjectCommand' && !raced) {
         raced = true;
-        void b.withPlanLock(async () => { order.push('B in'); bIn(); await new Promise((r) => setTimeout(r, 500)); order.push('B out'); });
+        // B lets go once A's delete met its lock (412): held no longer than that, B's own lock stays
+        // far from looking stale, however slow this machine is.
+        void b.withPlanLock(async () => {
+          order.push('B in');
+          bIn();
+          await until('A\'s delete refused', async () => s3.requests.slice(before).some((r) => r.method === 'DELETE' && r.status === 412), 60_000);
+          order.push('B out');
+        });
         await bHolds;
       }
       return next(args);
