@@ -3,6 +3,7 @@ import * as path from 'path';
 import { Command } from 'commander';
 import { bucketCounts, parseMapping } from '../mapping';
 import { fleetFrom } from './context';
+import { runUntilStopped } from './foreground';
 import { CliError, CliIo, formatTable } from './io';
 
 function integer(value: string, flag: string, min: number, max: number): number {
@@ -18,12 +19,12 @@ function shortPath(file: string): string {
 }
 
 /** `cellctl fleet …`: the whole data path on this machine. */
-export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process): Command {
+export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, parentPid: () => number = () => process.ppid, parentPollMs = 500): Command {
   const fleet = new Command('fleet').description('run a fleet on this machine: cells with their databases, the router in front');
 
   fleet
     .command('local')
-    .description('start N cells (reference workload + its own PostgreSQL) and the router (HAProxy + agent, debug headers on) in the foreground on 127.0.0.1; SIGTERM or Ctrl-C stops everything')
+    .description('start N cells (reference workload + its own PostgreSQL) and the router (HAProxy + agent, debug headers on) in the foreground on 127.0.0.1; SIGTERM, Ctrl-C or the end of the process that started it stops everything')
     .option('--cells <n>', 'number of cells (default: as many as the state directory holds, with cells added by `fleet add-cell`; else 4)')
     .option('--port <port>', 'router port on 127.0.0.1 (0: a free port)', '8080')
     .option('--state-dir <dir>', 'mapping, databases, logs and fleet.json; reused by the next start with the same --cells', '.cells-local')
@@ -31,6 +32,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process):
     .option('--fresh', 'throw the state directory away and start empty')
     .option('--test-faults', 'start the workloads with their fault hooks on (poison request, slow query): tests and benchmarks only')
     .action(async (flags: { cells?: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean }) => {
+      const parent = parentPid();
       const port = integer(flags.port, '--port', 0, 65535);
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -69,16 +71,14 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process):
         shortPath(path.join(running.stateDir, 'logs', `${c.id}.log`)),
       ])));
       io.out(`\ntry: curl -H '${header}: acme' -d '{"name":"x"}' ${running.routerUrl}/v1/items\n`);
-      io.out('Ctrl-C or SIGTERM stops the fleet\n');
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          signals.off('SIGTERM', stop);
-          signals.off('SIGINT', stop);
+      io.out('Ctrl-C or SIGTERM stops the fleet (so does the end of the process that started it)\n');
+      // PostgreSQL, the workloads and HAProxy each have a watchdog too: a SIGKILL here stops them as well.
+      await runUntilStopped({
+        io, signals, parentPid, parent, parentPollMs, what: 'fleet',
+        stop: () => {
           io.err('stopping the fleet…\n');
-          void running.stop().then(resolve);
-        };
-        signals.on('SIGTERM', stop);
-        signals.on('SIGINT', stop);
+          return running.stop();
+        },
       });
       io.out('fleet stopped\n');
     });

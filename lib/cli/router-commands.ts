@@ -8,6 +8,7 @@ import type { LocalRouter } from '../router';
 import { connectionLimits, ERROR_503, MAP_FILES, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
 import { ROUTER_TASK_DEFAULTS, routerTaskConfig } from '../router/task-config';
 import { fleetFrom } from './context';
+import { runUntilStopped } from './foreground';
 import { CliError, CliIo, readText } from './io';
 
 /** `--slots`: at least `needed` (`why` says what needs them), within what one router may have. */
@@ -45,6 +46,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .option('--ca-file <file>', 'CA bundle (PEM) that verifies https:// cells, for a private CA (default: the system trusted CAs)')
     .option('--ready-port <port>', 'serve readiness (what the load balancer checks) on this 127.0.0.1 port')
     .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string }) => {
+      const parent = parentPid();
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = require('../router') as typeof import('../router');
       const listen = port(flags.port, '--port');
@@ -79,24 +81,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
         throw error;
       }
       io.out(`router listening on http://127.0.0.1:${listen} (mapping v${running.agent.version ?? '-'}, HAProxy pid ${running.haproxyPid}, state in ${running.stateDir}); Ctrl-C or SIGTERM stops it after in-flight requests finish\n`);
-      await new Promise<void>((resolve) => {
-        // The process that started this one (a shell, npx, a test) may go away without a signal
-        // reaching here (`npx … & kill $!` ends npx only): the parent pid then changes (orphans are
-        // re-parented), and the router stops as on SIGTERM. HAProxy itself is tied to this process
-        // by a watchdog (lib/router/local.ts), so even a SIGKILL here leaves nothing serving.
-        const parent = parentPid();
-        const orphaned = setInterval(() => {
-          if (parentPid() === parent) return;
-          io.err(`the process that started this router (pid ${parent}) exited; stopping\n`);
-          stop();
-        }, parentPollMs);
-        const stop = () => {
-          clearInterval(orphaned);
-          for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) signals.off(signal, stop);
-          void running.stop().then(resolve);
-        };
-        for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) signals.on(signal, stop);
-      });
+      await runUntilStopped({ io, signals, parentPid, parent, parentPollMs, what: 'router', stop: () => running.stop() });
       io.out('router stopped\n');
     });
 

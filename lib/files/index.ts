@@ -1,2 +1,3 @@
 export * from './atomic-write';
 export * from './pid';
+export * from './watchdog';

@@ -3,6 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { PartitionKeySource } from '../fleet/types';
+import { startWatchdog } from '../files/watchdog';
 import { MappingAgent } from './agent';
 import { MappingApplier } from './apply';
 import { ERROR_503, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
@@ -134,47 +135,6 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 }
 
 /**
- * Ties a HAProxy process to this (agent) process's lifetime, however the agent ends, SIGKILL
- * included: a detached `sh` holds the read end of a pipe whose only write end is this process's,
- * so its `cat` sees end-of-file exactly when this process is gone. It then soft-stops HAProxy
- * (SIGUSR1: in-flight requests finish), waits for it (SIGKILL after `killAfterMs`) and removes the
- * state directory. POSIX `sh`, `cat` and `kill` only, so it works wherever HAProxy does (no Linux-only
- * parent-death signal). `release()` disarms it once HAProxy has exited or been stopped by the agent.
- */
-export function startWatchdog(haproxyPid: number, removeDir: string | undefined, killAfterMs: number): { readonly pid?: number; release(): void } {
-  const script = [
-    'cat >/dev/null',
-    'kill -USR1 "$1" 2>/dev/null',
-    'i=0',
-    'while kill -0 "$1" 2>/dev/null; do',
-    '  i=$((i + 1)); if [ "$i" -gt "$3" ]; then kill -KILL "$1" 2>/dev/null; break; fi',
-    '  sleep 0.2',
-    'done',
-    'if [ -n "$2" ]; then rm -rf "$2"; fi',
-  ].join('\n');
-  const dog = spawn('sh', ['-c', script, 'cell-router-watchdog', String(haproxyPid), removeDir ?? '', String(Math.ceil(killAfterMs / 200))], {
-    stdio: ['pipe', 'ignore', 'ignore'],
-    detached: true,
-  });
-  dog.on('error', () => undefined);
-  dog.stdin!.on('error', () => undefined);
-  // Neither the watchdog nor its pipe keeps this process running.
-  dog.unref();
-  (dog.stdin as unknown as { unref?: () => void }).unref?.();
-  let released = false;
-  return {
-    pid: dog.pid,
-    release: () => {
-      if (released) return;
-      released = true;
-      // Kill the shell before closing the pipe, so it never signals a HAProxy pid that may be reused.
-      dog.kill('SIGKILL');
-      dog.stdin!.destroy();
-    },
-  };
-}
-
-/**
  * HAProxy plus the mapping agent on this machine: the agent reads the mapping from a file and
  * re-reads it when it changes. What `cellctl router local` runs, and what the router tests drive.
  */
@@ -207,7 +167,8 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     const child = spawn(binary, ['-f', configFile, '-db'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     haproxy = child;
     if (child.pid !== undefined) {
-      const dog = startWatchdog(child.pid, o.stateDir ? undefined : stateDir, (o.hardStopAfterMs ?? 25_000) + 5_000);
+      // SIGUSR1: a soft stop, in-flight requests finish.
+      const dog = startWatchdog(child.pid, { signal: 'USR1', removeDir: o.stateDir ? undefined : stateDir, killAfterMs: (o.hardStopAfterMs ?? 25_000) + 5_000 });
       child.once('exit', () => dog.release());
     }
     // Until HAProxy is up its output is kept for the error; after that it goes to the log.

@@ -46,7 +46,95 @@ test('cellctl fleet local: prints the router, mapping and cells, serves the READ
   }
 }, 240_000);
 
-test('a fleet whose cellctl was SIGKILLed is cleaned up by the next start, which reuses its state', async () => {
+/** Every process descended from `pid` (workloads, PostgreSQL and its backends, HAProxy, watchdogs), from /proc. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  const found: number[] = [];
+  for (let queue = [pid]; queue.length > 0;) {
+    const next = children.get(queue.shift()!) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
+}
+
+function commandLine(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** `cellctl fleet local` started by `sh` (its parent) in the background, as `cellctl fleet local … &` in a shell. */
+async function fleetUnderShell(prefix: string) {
+  const dir = makeTempDir(prefix);
+  const stateDir = path.join(dir, 'state');
+  const shell = spawn('sh', ['-c', '"$@" & echo "fleet pid $!"; wait', 'sh', process.execPath, path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  shell.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  shell.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  await until('the fleet to start', async () => out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000);
+  const fleetPid = Number(/fleet pid (\d+)/.exec(out)![1]);
+  const fleet = readFleetFile(stateDir)!;
+  const started = descendants(fleetPid);
+  const named = fleet.cells.flatMap((c) => [c.workloadPid!, c.database.pid!]);
+  // Each cell's workload and database, HAProxy and a watchdog for each of them, at least.
+  expect(named.every((pid) => started.includes(pid))).toBe(true);
+  expect(started.filter((pid) => /haproxy/.test(commandLine(pid)))).toHaveLength(1);
+  expect(started.filter((pid) => /cell-watchdog/.test(commandLine(pid)))).toHaveLength(2 * 2 + 1);
+  return {
+    dir, stateDir, shell, fleetPid, fleet, started, output: () => out,
+    cleanUp: () => {
+      for (const pid of [fleetPid, ...started]) if (pidRunning(pid)) process.kill(pid, 'SIGKILL');
+      shell.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+test('cellctl fleet local stops, every process it started included, when the process that started it dies', async () => {
+  const r = await fleetUnderShell('cells-cli-parent-');
+  try {
+    // As `npx cellctl fleet local … & kill $!` does to npx: the parent goes, no signal reaches the fleet.
+    r.shell.kill('SIGKILL');
+    await until('the fleet to exit', async () => !pidRunning(r.fleetPid), 60_000);
+    expect(r.output()).toContain(`the process that started this fleet (pid ${r.shell.pid}) exited; stopping`);
+    expect(r.output()).toContain('fleet stopped');
+    await until('every process the fleet started to exit', async () => !r.started.some(pidRunning), 60_000);
+    expect((await api(r.fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(0);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\noutput:\n${r.output()}\nstill running: ${r.started.filter(pidRunning).map((p) => `${p} ${commandLine(p)}`).join('; ')}`);
+  } finally {
+    r.cleanUp();
+  }
+}, 300_000);
+
+test('a SIGKILLed cellctl fleet local leaves nothing running: a watchdog stops each workload, database and HAProxy', async () => {
+  const r = await fleetUnderShell('cells-cli-killed-');
+  try {
+    process.kill(r.fleetPid, 'SIGKILL'); // nothing of cellctl runs after this: the watchdogs must act
+    await until('every process the fleet started to exit', async () => !r.started.some(pidRunning), 60_000);
+    expect((await api(r.fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(0);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nstill running: ${r.started.filter(pidRunning).map((p) => `${p} ${commandLine(p)}`).join('; ')}`);
+  } finally {
+    r.cleanUp();
+  }
+}, 300_000);
+
+test('a fleet whose cellctl and watchdogs were SIGKILLed is cleaned up by the next start, which reuses its state', async () => {
   const dir = makeTempDir('cells-cli-orphans-');
   const stateDir = path.join(dir, 'state');
   const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -57,6 +145,11 @@ test('a fleet whose cellctl was SIGKILLed is cleaned up by the next start, which
   try {
     await until('the fleet to start', async () => out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000);
     const before = readFleetFile(stateDir)!;
+    // Everything of cellctl gone at once (watchdogs included, as a `kill -9` of them all would),
+    // leaving its workloads and databases to the next start.
+    const watchdogs = descendants(child.pid!).filter((pid) => /cell-watchdog/.test(commandLine(pid)));
+    expect(watchdogs.length).toBeGreaterThan(0);
+    for (const pid of watchdogs) process.kill(pid, 'SIGKILL');
     child.kill('SIGKILL');
     await exited;
     const orphans = before.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
