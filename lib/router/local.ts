@@ -121,6 +121,8 @@ export function haproxyStartError(output: string, port: number): string {
 }
 
 const PROXY_STOPPED = /Proxy \S+ stopped \(cumulated conns/;
+/** HAProxy's console copy of a message: `[WARNING]  (1234) : Server slot0/z0 is DOWN, …`. */
+const HAPROXY_CONSOLE_MESSAGE = /^\[(NOTICE|WARNING|ALERT)\]\s+\(\d+\) : /;
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -174,20 +176,25 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     // Until HAProxy is up its output is kept for the error; after that it goes to the log.
     let output = '';
     let started = false;
-    const forwarder = () => {
+    const forwarder = (stream: 'stdout' | 'stderr') => {
       const whole = wholeLines();
       return (d: Buffer) => {
         if (!started) {
           output += d.toString();
           return;
         }
-        // A soft stop reports every proxy (one per backend slot, twice): noise, not news.
-        const lines = whole(d.toString()).filter((l) => l.trim() && !PROXY_STOPPED.test(l));
+        const lines = whole(d.toString()).filter((l) => l.trim()
+          // A soft stop reports every proxy (one per backend slot): noise, not news.
+          && !PROXY_STOPPED.test(l)
+          // Once up, HAProxy prints each event it logs (a server UP or DOWN, a backend with no
+          // server left, a proxy stopped) a second time on stderr as `[WARNING] (pid) : …`: the log
+          // (stdout) has it already. Anything else on stderr (a crash report) still goes through.
+          && !(stream === 'stderr' && HAPROXY_CONSOLE_MESSAGE.test(l)));
         if (lines.length > 0) o.log(lines.join('\n'));
       };
     };
-    child.stdout!.on('data', forwarder());
-    child.stderr!.on('data', forwarder());
+    child.stdout!.on('data', forwarder('stdout'));
+    child.stderr!.on('data', forwarder('stderr'));
     let exited = false;
     child.once('exit', () => { exited = true; });
     await waitFor(async () => {
@@ -227,7 +234,8 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     const child = haproxy;
     if (!child || child.exitCode !== null) return;
     await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
+      // 'close', not 'exit': its output pipes are drained too, so its last lines are in the log.
+      child.once('close', () => resolve());
       child.kill('SIGUSR1');
     });
   };
