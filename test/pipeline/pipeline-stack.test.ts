@@ -42,21 +42,24 @@ describe('PipelineStack on the example fleet', () => {
     expect(spec.phases.build.commands).toEqual(['bash .ci/run', 'npm run audit', 'npx cdk synth -q --no-notices']);
   });
 
-  it('runs the synth on a pinned Node.js LTS and an HAProxy the router tests accept (2.6+, not Ubuntu 22.04\'s 2.4)', () => {
+  it('runs the synth on Ubuntu 24.04 (standard:8.0), a pinned Node.js LTS and the distribution\'s HAProxy, checked to be 2.6+', () => {
     const projects = Object.values(template.findResources('AWS::CodeBuild::Project'));
     const [synth] = projects.filter((p) => JSON.stringify(p).includes('npm run audit'));
-    expect(synth.Properties.Environment.Image).toBe('aws/codebuild/standard:7.0');
+    expect(synth.Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
     const spec = JSON.parse(synth.Properties.Source.BuildSpec);
     const nvmrc = fs.readFileSync(path.join(REPO_ROOT, '.nvmrc'), 'utf8').trim();
+    // standard:8.0 offers Node.js 22 and 24 (its definition's runtimes.yml).
+    expect([22, 24]).toContain(Number(nvmrc));
     expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: Number(nvmrc) });
     const install: string[] = spec.phases.install.commands;
-    expect(install).toContain('add-apt-repository -y ppa:vbernat/haproxy-2.8');
-    expect(install).toContain('apt-get install -y -qq haproxy=2.8.\\*');
-    expect(install.findIndex((c) => c.includes('need HAProxy 2.6 or newer'))).toBeGreaterThan(install.findIndex((c) => c.startsWith('apt-get install -y -qq haproxy')));
-    expect(install.some((c) => c === 'apt-get install -y -qq haproxy')).toBe(false);
+    const apt = install.indexOf('DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy');
+    expect(apt).toBeGreaterThan(install.indexOf('apt-get update -qq'));
+    expect(install.findIndex((c) => c.includes('need HAProxy 2.6 or newer'))).toBeGreaterThan(apt);
+    // No third-party apt repository (Launchpad PPA, key server): Ubuntu 24.04's own haproxy is 2.8.
+    expect(install.filter((c) => /add-apt-repository|ppa:|software-properties-common/.test(c))).toEqual([]);
     // Every CodeBuild step of the pipeline runs the same image and Node.js.
     for (const project of projects) {
-      expect(project.Properties.Environment.Image).toBe('aws/codebuild/standard:7.0');
+      expect(project.Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
       expect(JSON.parse(project.Properties.Source.BuildSpec).phases.install['runtime-versions']).toEqual({ nodejs: Number(nvmrc) });
     }
   });
