@@ -53,10 +53,15 @@ describe('a move of a tenant', () => {
       }
     })();
     const acme = writer(w, tenant);
+    await until('writes flowing', async () => acme.acked.length >= 10, 60_000);
     const deps = w.deps();
     const there = await planMove(deps, { subject: { kind: 'tenant', tenant }, target, reason: 'test there' });
     expect(there).toMatchObject({ source, target, status: 'active', completed: 'planned' });
+    const ackedBefore = acme.acked.length;
     const after = await runMove(deps, there.id).finally(() => deleting);
+    // Writes were acknowledged while each move ran (not a count of them: that depends on the machine).
+    const ackedThere = acme.acked.length;
+    expect(ackedThere).toBeGreaterThan(ackedBefore);
     expect(after).toMatchObject({ status: 'retained', completed: 'unfrozen' });
     expect(compileMapping(w.mapping()).lookup(tenant).cell).toBe(target);
     expect(w.mapping().freeze).toBeUndefined();
@@ -65,6 +70,7 @@ describe('a move of a tenant', () => {
 
     const back = await planMove(deps, { subject: { kind: 'tenant', tenant }, target: source, reason: 'test back' });
     await runMove(deps, back.id).finally(() => acme.stop());
+    expect(acme.acked.length).toBeGreaterThan(ackedThere);
     expect(compileMapping(w.mapping()).lookup(tenant).cell).toBe(source);
     expect(w.mapping().overrides.exact).toEqual({}); // back home: the pin is gone, not pointed at the source
     // The return removed the stale record on the source, and recorded the tenant on the target.
@@ -74,7 +80,6 @@ describe('a move of a tenant', () => {
     const final = await names(w, source, tenant);
     const expected = [...Array.from({ length: 1900 }, (_, g) => `seed-${String(g + 101).padStart(5, '0')}`), ...acme.acked].sort();
     expect(final).toEqual(expected); // nothing lost, nothing duplicated, deletes stayed deleted
-    expect(acme.outcomes.ok).toBeGreaterThan(50);
     expect(acme.outcomes.moved).toBe(0); // the freeze answered first, never the fence
     expect(await names(w, source, 'zeta')).toHaveLength(300);
     expect(await names(w, target, 'zeta')).toEqual([]);
