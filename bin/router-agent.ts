@@ -8,15 +8,22 @@
  *   ZONE_CIDRS                            this task's zone (its subnet), comma-separated; by default
  *                                         read from the ECS task metadata endpoint (v4)
  *   ALLOW_LOOPBACK_ENDPOINTS=true         tests only: accept cell endpoints on loopback
+ *   FREEZE_POLL_MS=250                    poll interval while the mapping in force freezes a move's
+ *                                         subject (its flip comes next: a shorter freeze window)
+ *   REPORT_SECONDS=10                     heartbeat of served/<group>/<task id>.json (the version in
+ *                                         force, what moves wait on); TASK_ID, by default the ECS
+ *                                         task id from the task metadata endpoint (v4), else the host name
  * AWS SDK settings come from the standard chain (task role, AWS_REGION, AWS_ENDPOINT_URL_S3);
  * S3_FORCE_PATH_STYLE=true for an S3-compatible store addressed by path (bucket not in the host).
  * Exit code 2: a configuration error, which restarting the container does not fix.
  */
+import { hostname } from 'os';
 import { S3Client } from '@aws-sdk/client-s3';
 // By module, not through lib/router's index: the agent image bundles what this file reaches.
-import { MappingAgent } from '../lib/router/agent';
+import { MappingAgent, runAgentLoop } from '../lib/router/agent';
 import { MappingApplier } from '../lib/router/apply';
 import { RuntimeApi } from '../lib/router/runtime-api';
+import { S3ServedReporter } from '../lib/router/served';
 import { S3MappingSource } from '../lib/router/sources';
 
 function required(name: string): string {
@@ -48,15 +55,38 @@ async function zoneCidrs(): Promise<string[]> {
   }
 }
 
+/**
+ * This task's id: the last part of `TaskARN` from the ECS task metadata endpoint v4 (`${ECS_CONTAINER_METADATA_URI_V4}/task`,
+ * Amazon ECS Developer Guide, "Task metadata endpoint version 4"), which both containers of a task
+ * share and a restarted agent container reads again; else the host name.
+ */
+async function taskId(): Promise<string> {
+  if (process.env.TASK_ID) return process.env.TASK_ID;
+  const uri = process.env.ECS_CONTAINER_METADATA_URI_V4;
+  if (uri) {
+    try {
+      const task = await (await fetch(`${uri}/task`, { signal: AbortSignal.timeout(2000) })).json() as { TaskARN?: string };
+      const id = task.TaskARN?.split('/').pop();
+      if (id) return id;
+    } catch (error) {
+      process.stdout.write(`${JSON.stringify({ level: 'warn', event: 'task-id-unknown', error: (error as Error).message })}\n`);
+    }
+  }
+  return hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 128) || 'unknown';
+}
+
 async function main(): Promise<void> {
   const bucket = required('MAPPING_BUCKET');
   const group = required('ROUTER_GROUP');
   const stateDir = env('STATE_DIR', '/var/lib/cell-router');
   const api = new RuntimeApi(env('HAPROXY_ADMIN', '127.0.0.1:9999'));
   const localNetworks = await zoneCidrs();
+  const s3 = new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' });
+  const emit = (line: string) => process.stdout.write(`${line}\n`);
+  const served = new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: Number(env('REPORT_SECONDS', '10')) * 1000, emit });
   const agent = new MappingAgent({
     api,
-    source: new S3MappingSource(new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' }), bucket, group),
+    source: new S3MappingSource(s3, bucket, group),
     applier: new MappingApplier(api, {
       stateDir,
       slots: Number(env('SLOTS', '64')),
@@ -68,19 +98,26 @@ async function main(): Promise<void> {
     stateDir,
     group,
     refreshAddressesMs: Number(env('REFRESH_SECONDS', '30')) * 1000,
-    emit: (line) => process.stdout.write(`${line}\n`),
+    emit,
+    served,
   });
   agent.loadLastKnownGood();
   const server = agent.healthServer().listen(Number(env('HEALTH_PORT', '8082')));
-  const poll = setInterval(() => void agent.tick(), Number(env('POLL_SECONDS', '5')) * 1000);
+  // While a move's freeze is in force its flip comes within seconds: the loop polls faster until it has.
+  const poll = runAgentLoop(agent, { pollMs: Number(env('POLL_SECONDS', '5')) * 1000, freezePollMs: Number(env('FREEZE_POLL_MS', '250')) });
+  let stopping = false;
   const metrics = setInterval(() => {
     void agent.metrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
   }, Number(env('METRICS_SECONDS', '60')) * 1000);
-  void agent.tick();
   const stop = () => {
-    clearInterval(poll);
+    if (stopping) return;
+    stopping = true;
+    poll.stop();
     clearInterval(metrics);
     server.close();
+    // The task is stopping: say so, with the version still in force for the requests it finishes,
+    // so a move does not wait for this task once its stop timeout has passed.
+    void served.stop(agent.versionInForce);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

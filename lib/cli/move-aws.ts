@@ -6,7 +6,7 @@ import { EcsCellData } from '../moves/aws-cell';
 import { S3HandoffStore } from '../moves/aws-handoff';
 import { moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, MoverTaskInfo } from '../moves/aws-layout';
 import { EcsMoverRunner, MoverCell } from '../moves/aws-runner';
-import { routerMetricProbe, S3RoutingControl } from '../moves/aws-routing';
+import { S3RoutingControl, servedReportProbe } from '../moves/aws-routing';
 import { S3MoveStore } from '../moves/s3-store';
 import { CellData } from '../moves/cell-data';
 import { MoveStore } from '../moves/store';
@@ -119,8 +119,6 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { ECSClient } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { CloudWatchClient } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { MappingStore } = require('../mapping-store/store') as typeof import('../mapping-store/store');
   const home = Object.keys(fleet.regions)[0];
   const credentials = await operatorCredentials(fleet, home);
@@ -131,15 +129,18 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const s3 = new S3Client({ region: home, forcePathStyle: pathStyle, ...withCredentials });
   const store = new S3MoveStore(s3, bucket);
   const regions = Object.keys(fleet.regions);
-  const stores = await Promise.all(regions.map(async (region) => new MappingStore(
-    new S3Client({ region, forcePathStyle: pathStyle, ...withCredentials }),
-    await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`),
-  )));
+  const mappingBuckets = await Promise.all(regions.map(async (region) => ({
+    region,
+    s3: new S3Client({ region, forcePathStyle: pathStyle, ...withCredentials }),
+    bucket: await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`),
+  })));
+  const stores = mappingBuckets.map(({ s3: client, bucket: name }) => new MappingStore(client, name));
   const groups = fleet.router.groups.map((g) => g.name);
   const routing = new S3RoutingControl({
     stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress,
     timeoutMs: (options.routerTimeoutSeconds ?? 600) * 1000,
-    probe: routerMetricProbe(regions.map((region) => ({ region, client: new CloudWatchClient({ region, ...withCredentials }) })), groups, options.clock),
+    // Each router task reports the version it serves in its region's mapping bucket (lib/router/served.ts).
+    probe: servedReportProbe(mappingBuckets, groups),
   });
   const cells: Record<string, MoverCell> = Object.fromEntries(fleet.cells.map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]));
   const launchers = new Map<string, AwsCredentialIdentityProvider>();

@@ -4,6 +4,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { GROUPS_PREFIX, VERSIONS_PREFIX } from '../mapping-store/store';
+import { SERVED_PREFIX } from '../router/served';
 import {
   HANDOFF_PREFIX, MOVE_RECORDS_PREFIX, moveBucketNamePrefix, moveOperatorRoleName, moverLauncherRoleName, moverTaskRoleName, TASKS_PREFIX,
 } from './aws-layout';
@@ -154,8 +155,10 @@ export class MoveBucket extends Construct {
     const ownAccount = { StringEquals: { 's3:ResourceAccount': props.routerAccount } };
     op.addToPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject', 's3:PutObject'], resources: [`${mappingBuckets}/${VERSIONS_PREFIX}*`, `${mappingBuckets}/${GROUPS_PREFIX}*`], conditions: ownAccount }));
     op.addToPolicy(new iam.PolicyStatement({
-      actions: ['s3:ListBucket'], resources: [mappingBuckets], conditions: { ...ownAccount, StringLike: { 's3:prefix': [`${VERSIONS_PREFIX}*`, `${GROUPS_PREFIX}*`] } },
+      actions: ['s3:ListBucket'], resources: [mappingBuckets], conditions: { ...ownAccount, StringLike: { 's3:prefix': [`${VERSIONS_PREFIX}*`, `${GROUPS_PREFIX}*`, `${SERVED_PREFIX}*`] } },
     }));
+    // Which mapping version each router task serves: its report served/<group>/<task id>.json (read only).
+    op.addToPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [`${mappingBuckets}/${SERVED_PREFIX}*`], conditions: ownAccount }));
     op.addToPolicy(new iam.PolicyStatement({
       actions: ['ssm:GetParameter'],
       resources: [
@@ -163,8 +166,6 @@ export class MoveBucket extends Construct {
         ...props.mappingRegions.map((region) => stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.mappingBucketParameter.replace(/^\//, '') })),
       ],
     }));
-    // Which mapping version each router group serves: the agents' CellRouter/MappingVersion metric.
-    op.addToPolicy(new iam.PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }));
     // Each cell's launcher role: runs and watches that cell's mover task, nothing else.
     if (props.cells.length > 0) {
       op.addToPolicy(new iam.PolicyStatement({
@@ -178,8 +179,8 @@ export class MoveBucket extends Construct {
       [`<MovesBucket>/${HANDOFF_PREFIX}*`, 'A finished or aborted move\'s hand-off data is removed (handoff/<move id>/…).'],
       [`${mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>')}/${VERSIONS_PREFIX}*`, 'Freeze, flip and unfreeze publish new mapping versions (mappings/v<N>.json) to every region\'s bucket; this account\'s buckets only.'],
       [`${mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>')}/${GROUPS_PREFIX}*`, 'Each router group\'s pointer is moved to the new version; this account\'s buckets only.'],
-      [mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>'), 'Each region\'s mapping bucket is named <prefix>-<part of its stack id>; listing is limited to mappings/ and groups/.'],
-      ['*', 'cloudwatch:GetMetricData has no resource-level permissions (Service Authorization Reference, Amazon CloudWatch); it only reads metrics.'],
+      [`${mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>')}/${SERVED_PREFIX}*`, 'Each router task\'s report of the version it serves (served/<group>/<task id>.json, task ids made at run time), read to know when every router applied a freeze or flip; this account\'s buckets only.'],
+      [mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>'), 'Each region\'s mapping bucket is named <prefix>-<part of its stack id>; listing is limited to mappings/, groups/ and served/.'],
     ]) {
       Validations.of(op).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource.replace('<MovesBucket>', `<${stack.getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket)}.Arn>`)}]`, reason });
     }

@@ -1,3 +1,4 @@
+import { createHash } from 'crypto';
 import * as path from 'path';
 import { Aws, CustomResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -9,6 +10,22 @@ import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { LogBucket } from '../cell/log-bucket';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
+import { SERVED_PREFIX, servedPrefix } from '../router/served';
+
+/**
+ * The task role of a router group in one region: `<app>-router-<region>-<group>-task`, or when that
+ * is longer than IAM's 64 characters `<app>-router-task-<16 hex of region/group>`. Named, so the
+ * region's router stack (which deploys first) can name each group's role in its mapping bucket's
+ * policy: only that group's tasks write its `served/<group>/` reports.
+ */
+export function routerTaskRoleName(app: string, region: string, group: string): string {
+  const name = `${app}-router-${region}-${group}-task`;
+  if (name.length <= 64) return name;
+  return `${app}-router-task-${createHash('sha256').update(`${region}/${group}`).digest('hex').slice(0, 16)}`;
+}
+
+/** How long an unrefreshed `served/` report is kept (a task killed without saying it stopped, a group scaled to 0). */
+export const SERVED_REPORT_EXPIRY_DAYS = 7;
 
 export interface MappingBucketProps {
   /** `router.mappingBucket`: the bucket is `<prefix>-<12 hex of the stack id>`. */
@@ -19,6 +36,11 @@ export interface MappingBucketProps {
   readonly writerRoleArns: readonly string[];
   /** Old versions of each object kept besides the current one. */
   readonly keptVersions: number;
+  /**
+   * Each router group's task role in this region: the only writer of its `served/<group>/` reports
+   * (the version each task serves). Nobody else writes under `served/`.
+   */
+  readonly routerTaskRoles?: readonly { readonly group: string; readonly roleArn: string }[];
 }
 
 /**
@@ -57,7 +79,16 @@ export class MappingBucket extends Construct {
       enforceSSL: true,
       serverAccessLogsBucket: this.accessLogs,
       serverAccessLogsPrefix: 'mapping-bucket/',
-      lifecycleRules: [{ noncurrentVersionsToRetain: props.keptVersions, noncurrentVersionExpiration: Duration.days(1) }],
+      lifecycleRules: [
+        { noncurrentVersionsToRetain: props.keptVersions, noncurrentVersionExpiration: Duration.days(1) },
+        // served/: each router task rewrites its report every few seconds (a heartbeat), so old
+        // versions are worthless after a day, and a report nobody refreshed for a week belongs to a
+        // task that is gone (killed without saying it stopped, or a group scaled to 0). Readers
+        // judge a report by its age anyway; this only keeps the prefix from growing.
+        { id: 'ServedReports', prefix: SERVED_PREFIX, expiration: Duration.days(SERVED_REPORT_EXPIRY_DAYS), noncurrentVersionExpiration: Duration.days(1) },
+        // The delete markers those expirations leave (ExpiredObjectDeleteMarker cannot share a rule with Days).
+        { id: 'ServedReportMarkers', prefix: SERVED_PREFIX, expiredObjectDeleteMarker: true },
+      ],
       removalPolicy: RemovalPolicy.RETAIN,
     });
     for (const [id, reason] of Object.entries({
@@ -65,14 +96,35 @@ export class MappingBucket extends Construct {
       'ControlTower::CT.S3.PR.9': 'Published versions are never overwritten (conditional writes, If-None-Match) and old versions are kept per `router.keptVersions`; Object Lock would also stop the lifecycle that bounds them.',
       'ControlTower::CT.S3.PR.10': 'SSE-S3: every router task role of the region reads it; a KMS key would need a decrypt grant for each, kept in sync with the router groups.',
     })) Validations.of(this.bucket).acknowledge({ id, reason });
-    // Nobody but the writers writes, whatever their own policies say.
+    // Nobody but the writers writes, whatever their own policies say; under served/ nobody but the
+    // router groups' task roles, and each group's prefix nobody but that group's role.
+    const writes = ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'];
     this.bucket.addToResourcePolicy(new iam.PolicyStatement({
       effect: iam.Effect.DENY,
       principals: [new iam.AnyPrincipal()],
-      actions: ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'],
-      resources: [this.bucket.arnForObjects('*')],
+      actions: writes,
+      notResources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)],
       conditions: { ArnNotEquals: { 'aws:PrincipalArn': [...props.writerRoleArns] } },
     }));
+    const routerTaskRoles = props.routerTaskRoles ?? [];
+    if (routerTaskRoles.length > 0) {
+      this.bucket.addToResourcePolicy(new iam.PolicyStatement({
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: writes,
+        resources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': routerTaskRoles.map((r) => r.roleArn) } },
+      }));
+    }
+    for (const { group, roleArn } of routerTaskRoles) {
+      this.bucket.addToResourcePolicy(new iam.PolicyStatement({
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: writes,
+        resources: [this.bucket.arnForObjects(`${servedPrefix(group)}*`)],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': roleArn } },
+      }));
+    }
     this.parameter = new ssm.StringParameter(this, 'Name', {
       parameterName: props.parameterName,
       description: 'The mapping bucket of this region (cellctl mapping publish writes every region\'s)',
@@ -229,6 +281,18 @@ export function grantMappingRead(role: iam.IRole, bucketName: string, group: str
     resources: [`arn:aws:s3:::${bucketName}`],
     conditions: { StringEquals: { 's3:prefix': groupKey(group) } },
   }));
+}
+
+/**
+ * Lets `role` (a router group's task role) write its tasks' reports of the version they serve,
+ * `served/<group>/<task id>.json` (lib/router/served.ts), and nothing else: the task id is known
+ * only at run time, so the grant is the group's prefix. PutObject only: a stopping task overwrites
+ * its report (`stopped`), it never deletes it; the bucket's lifecycle expires what nobody refreshes.
+ */
+export function grantServedReport(role: iam.IRole, bucketName: string, group: string): void {
+  const reports = `arn:aws:s3:::${bucketName}/${servedPrefix(group)}*`;
+  acknowledgeWildcard(role, reports, 'Each router task writes its own report served/<group>/<task id>.json; task ids are made by ECS at run time, so the grant is the group\'s prefix (the bucket policy denies every other group\'s).');
+  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [reports] }));
 }
 
 /** Acknowledges cdk-nag's finding on a wildcard `resource` in `role`'s policy, with why it cannot be narrower. */

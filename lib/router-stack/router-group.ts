@@ -5,10 +5,11 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { connectionLimits, READY_PORT, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
-import { grantMappingRead } from './mapping-bucket';
+import { grantMappingRead, grantServedReport } from './mapping-bucket';
 
 /** The repository root: the router images build from it (see images/). */
 export const REPO_ROOT = path.join(__dirname, '..', '..');
@@ -52,6 +53,11 @@ export interface RouterGroupProps {
   readonly maxTasks?: number;
   readonly targetGroup: elbv2.INetworkTargetGroup;
   readonly mappingBucket: string;
+  /**
+   * The task role's name (routerTaskRoleName): the region's mapping bucket policy names it as the
+   * only writer of this group's `served/` reports.
+   */
+  readonly taskRoleName: string;
   /** Region of the mapping bucket (routers in other regions read it cross-region). */
   readonly mappingBucketRegion: string;
   readonly images: { readonly haproxy: ecs.ContainerImage; readonly agent: ecs.ContainerImage };
@@ -80,7 +86,12 @@ export class RouterGroup extends Construct {
     });
     // HAProxy's maxconn and the file-descriptor limit follow from the task's memory (connectionLimits).
     const limits = connectionLimits(ROUTER_TASK_MEMORY_MIB);
-    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: ROUTER_TASK_MEMORY_MIB });
+    const taskRole = new iam.Role(this, 'TaskRole', {
+      roleName: props.taskRoleName,
+      description: `Router group ${props.name}: reads its mapping pointer, reports the version its tasks serve`,
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+    });
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: ROUTER_TASK_MEMORY_MIB, taskRole });
     Validations.of(this.taskDefinition).acknowledge({
       id: 'ControlTower::CT.ECS.PR.7',
       reason: 'The task\'s memory (ROUTER_TASK_MEMORY_MIB) is the hard limit Fargate enforces on both containers together, and HAProxy\'s maxconn is derived from it (connectionLimits); a per-container split would have to follow that calculation.',
@@ -134,6 +145,7 @@ export class RouterGroup extends Construct {
       reason: 'The agent environment holds only the bucket name, group name, region and local paths; the task role supplies credentials.',
     });
     grantMappingRead(this.taskDefinition.taskRole, props.mappingBucket, props.name);
+    grantServedReport(this.taskDefinition.taskRole, props.mappingBucket, props.name);
     Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the two router repositories.',

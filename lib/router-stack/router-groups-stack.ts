@@ -9,6 +9,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { Fleet, mappingBucketParameter, RouterGroupConfig } from '../fleet';
+import { routerTaskRoleName } from './mapping-bucket';
 import { connectionUseMetric, REPO_ROOT, RouterGroup } from './router-group';
 
 /** The CloudWatch namespace of the router agent's metrics (EMF). */
@@ -168,6 +169,7 @@ export class RouterGroupsStack extends Stack {
         name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, slots: fleet.router.slots,
         zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
         targetGroup, mappingBucket, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
+        taskRoleName: routerTaskRoleName(fleet.app, region, g),
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
       routerGroup.service.node.addDependency(health);

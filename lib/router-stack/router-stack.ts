@@ -18,7 +18,7 @@ import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
-import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
+import { MappingBucket, MappingPublisher, MappingSeed, routerTaskRoleName } from './mapping-bucket';
 import { MoveBucket } from '../moves/aws-bucket';
 import { moveBucketParameter, moveOperatorRoleName } from '../moves/aws-layout';
 import { acknowledgeCustomResourceProvider } from './providers';
@@ -120,6 +120,8 @@ export class RouterStack extends Stack {
     this.mappingBucket = new MappingBucket(this, 'Mappings', {
       namePrefix: fleet.router.mappingBucket, parameterName: mappingBucketParameter(fleet.app), keptVersions: fleet.router.keptVersions,
       writerRoleArns: [publisherArn, moveOperatorArn, customResourceRole.roleArn],
+      // Named (the group stacks deploy after this one): each group's tasks report the version they serve.
+      routerTaskRoles: fleet.router.groups.map((g) => ({ group: g.name, roleArn: `arn:${Aws.PARTITION}:iam::${fleet.accounts.router}:role/${routerTaskRoleName(fleet.app, region, g.name)}` })),
     });
     if (region === publisherRegion(fleet)) {
       this.moves = new MoveBucket(this, 'Moves', {

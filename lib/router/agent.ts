@@ -26,6 +26,11 @@ export interface AgentOptions {
   readonly refreshAddressesMs?: number;
   /** What to tell the operator when a cell endpoint cannot be used here. @default UNAPPLIABLE_HINT */
   readonly unappliableHint?: string;
+  /**
+   * Told the version HAProxy has in force after every tick (S3ServedReporter: `served/<group>/<task>.json`,
+   * what a move waits on). Not awaited by the tick: a slow write never delays routing.
+   */
+  readonly served?: { update(version: number | undefined): Promise<void> };
 }
 
 /** The hint for a document naming an endpoint that does not resolve, on a router task in AWS. */
@@ -62,6 +67,7 @@ export class MappingAgent {
   private readonly notNewer = new Set<string>();
   /** Last value of each cumulative counter, so metrics are per-interval deltas. */
   private readonly counters = new Map<string, number>();
+  private reporting: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: AgentOptions) {}
 
@@ -79,6 +85,25 @@ export class MappingAgent {
 
   public get rejectedDocuments(): number {
     return this.rejected;
+  }
+
+  /** The version HAProxy has in force (its meta map, as of the last tick or apply); undefined when none. */
+  public get versionInForce(): number | undefined {
+    return this.inForce;
+  }
+
+  /**
+   * The document in force freezes something: a move is in its freeze window and its flip comes
+   * next, so the agent polls faster meanwhile (bin/router-agent.ts) to shorten the window.
+   */
+  public get freezing(): boolean {
+    const f = this.lkg?.freeze;
+    return !!f && ((f.exact?.length ?? 0) > 0 || (f.buckets?.length ?? 0) > 0);
+  }
+
+  /** The served-version report started by the last tick (resolves when written or failed). */
+  public get lastReport(): Promise<void> {
+    return this.reporting;
   }
 
   /** Ready = a mapping is in force in the running HAProxy (as of the last tick). */
@@ -250,6 +275,7 @@ export class MappingAgent {
       this.o.source.reset();
     } finally {
       this.busy = false;
+      if (this.o.served) this.reporting = this.o.served.update(this.inForce);
     }
   }
 
@@ -324,4 +350,33 @@ export class MappingAgent {
       res.end(JSON.stringify({ ready: this.ready, version: this.version ?? null, rejected: this.rejected }));
     });
   }
+}
+
+export interface AgentLoopOptions {
+  /** Between two polls. */
+  readonly pollMs: number;
+  /** Between two polls while the mapping in force freezes something (a move's flip comes next). */
+  readonly freezePollMs: number;
+}
+
+/**
+ * Polls the agent until stopped: every `pollMs`, and every `freezePollMs` while a move's freeze is
+ * in force, so the routers pick up its flip quickly and the subject's freeze window stays short (the
+ * mover waits for every router to serve the flip). The faster polls cost a few more conditional GETs
+ * of the group's pointer during a move's freeze only.
+ */
+export function runAgentLoop(agent: MappingAgent, o: AgentLoopOptions): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const loop = async () => {
+    await agent.tick();
+    if (!stopped) timer = setTimeout(() => void loop(), agent.freezing ? Math.min(o.freezePollMs, o.pollMs) : o.pollMs);
+  };
+  void loop();
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

@@ -6,3 +6,4 @@ export * from './agent';
 export * from './local';
 export * from './freeze';
 export * from './task-config';
+export * from './served';

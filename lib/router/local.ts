@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import type { PartitionKeySource } from '../fleet/types';
 import { startWatchdog } from '../files/watchdog';
-import { MappingAgent } from './agent';
+import { AgentOptions, MappingAgent } from './agent';
 import { MappingApplier } from './apply';
 import { ERROR_503, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
@@ -68,6 +68,8 @@ export interface LocalRouterOptions {
   readonly refreshAddressesMs?: number;
   /** Agent: try an unappliable document again after this long. @default 30000 */
   readonly retryUnappliableMs?: number;
+  /** Agent: report the version in force here after every tick (S3ServedReporter, as router tasks in AWS do). */
+  readonly served?: AgentOptions['served'];
 }
 
 export interface LocalRouter {
@@ -221,6 +223,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     refreshAddressesMs: o.refreshAddressesMs,
     retryUnappliableMs: o.retryUnappliableMs,
     unappliableHint: LOCAL_UNAPPLIABLE_HINT,
+    served: o.served,
   });
   agent.loadLastKnownGood();
   let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,3 @@
-import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput } from '@aws-sdk/client-cloudwatch';
 import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput } from '@aws-sdk/client-ecs';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -11,6 +10,11 @@ import { MappingStore, publishMapping } from '../../lib/mapping-store';
 import { runMoverTask } from '../../lib/moves/aws-task';
 import { CellDatabase } from '../../lib/moves/cell-data';
 import { systemClock } from '../../lib/moves/types';
+import { MappingAgent, MappingApplier, runAgentLoop, RuntimeApi, S3MappingSource, S3ServedReporter } from '../../lib/router';
+import { MappingDocument } from '../../lib/mapping';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
 import { exampleFleet, REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
@@ -27,9 +31,11 @@ async function cellctl(...argv: string[]): Promise<{ code: number; out: string; 
  * stand-in (s3rver behind the conditional-write layer), every region's mapping bucket there too,
  * and each cell's mover task run by the ECS mock *in this process* with the real task entrypoint
  * (lib/moves/aws-task.ts) on a real PostgreSQL database per cell, reading its request from and
- * writing its data and result to that S3. STS (the operator, the launcher roles), SSM (bucket names,
- * the mover's task parameter), ECS (RunTask, DescribeTasks) and CloudWatch (the routers'
- * MappingVersion metric) are aws-sdk-client-mock: no stand-in implements them.
+ * writing its data and result to that S3. Every router group of both regions has two router
+ * tasks' agents running here too (the real MappingAgent, its S3 source and its served-version
+ * report, at the router task's own poll intervals, with HAProxy stood in): the move waits for their
+ * reports. STS (the operator, the launcher roles), SSM (bucket names, the mover's task parameter) and
+ * ECS (RunTask, DescribeTasks) are aws-sdk-client-mock: no stand-in implements them.
  */
 describe('cellctl move (AWS fleet)', () => {
   // Each cell call is a task run in this process on real PostgreSQL: a whole move is ~40 s idle, more under load.
@@ -42,7 +48,8 @@ describe('cellctl move (AWS fleet)', () => {
   const sts = mockClient(STSClient);
   const ssm = mockClient(SSMClient);
   const ecs = mockClient(ECSClient);
-  const cloudwatch = mockClient(CloudWatchClient);
+  const routers: { stop(): void }[] = [];
+  const stateDirs: string[] = [];
   const ran: { cell: string; op: string; exit: number; env: Record<string, string> }[] = [];
   const assumed: string[] = [];
   let source: string;
@@ -65,19 +72,45 @@ describe('cellctl move (AWS fleet)', () => {
     Object.assign(process.env, {
       AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'eu-west-1', CELLCTL_ACTOR: 'alice',
     });
-    // Time moves only when the routers' metric is read (below): only a whole minute after a publish counts.
-    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'queueMicrotask', 'hrtime', 'performance'], now: Date.now() });
+    // Two router tasks per group and region, as AWS runs them (bin/router-agent.ts): poll every 5 s,
+    // every 250 ms while a freeze is in force, a report of the version in force after every poll.
+    for (const [region, bucket] of Object.entries(mappingBuckets)) {
+      for (const group of fleet.router.groups.map((g) => g.name)) {
+        for (const n of [1, 2]) {
+          const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'move-aws-router-'));
+          stateDirs.push(stateDir);
+          let inForce: number | undefined;
+          const api = { info: async () => ({ Pid: '1' }), send: async () => '', stats: async () => [] } as unknown as RuntimeApi;
+          const applier = {
+            currentVersion: async () => inForce,
+            currentSlots: async () => new Map<string, number>(),
+            refreshAddresses: async () => [],
+            apply: async (doc: MappingDocument) => {
+              inForce = doc.version;
+              return new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));
+            },
+          } as unknown as MappingApplier;
+          const agent = new MappingAgent({
+            api, applier, stateDir, group, emit: () => undefined,
+            source: new S3MappingSource(localS3Client(s3), bucket, group),
+            served: new S3ServedReporter(localS3Client(s3), bucket, group, `${region}-${group}-${n}`),
+          });
+          routers.push(runAgentLoop(agent, { pollMs: 5000, freezePollMs: 250 }));
+        }
+      }
+    }
   });
   afterAll(async () => {
-    jest.useRealTimers();
+    routers.forEach((r) => r.stop());
+    for (const dir of stateDirs) fs.rmSync(dir, { recursive: true, force: true });
     process.env = savedEnv;
     await s3?.stop();
     await pg?.stop();
   });
 
-  /** STS, SSM, ECS and CloudWatch as AWS would answer for the deployed stacks. */
+  /** STS, SSM and ECS as AWS would answer for the deployed stacks. */
   function mockAws(options: { movesBucket?: boolean; caller?: string } = {}) {
-    sts.reset(); ssm.reset(); ecs.reset(); cloudwatch.reset();
+    sts.reset(); ssm.reset(); ecs.reset();
     sts.on(GetCallerIdentityCommand).resolves({ Arn: options.caller ?? 'arn:aws:sts::222222222222:assumed-role/orders-move-operator/alice', Account: '222222222222' });
     // The stand-in S3 takes its own key; the mocked sessions hand it out.
     sts.on(AssumeRoleCommand).callsFake((input: AssumeRoleCommandInput) => {
@@ -115,19 +148,6 @@ describe('cellctl move (AWS fleet)', () => {
     ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => ({
       tasks: [{ taskArn: input.tasks![0], lastStatus: 'STOPPED', stoppedReason: 'Essential container in task exited', containers: [{ name: 'Mover', exitCode: exits.get(input.tasks![0]) }] }],
     }));
-    // Each group reports the version its pointer holds, for a whole minute after the one asked about.
-    cloudwatch.on(GetMetricDataCommand).callsFake(async (input: GetMetricDataCommandInput, getClient: () => CloudWatchClient) => {
-      const region = await getClient().config.region();
-      const start = input.StartTime!.getTime();
-      if (Date.now() < start + 61_000) jest.setSystemTime(start + 61_000);
-      const store = new MappingStore(localS3Client(s3), mappingBuckets[region]);
-      const results = await Promise.all(input.MetricDataQueries!.map(async (q) => {
-        const group = q.MetricStat!.Metric!.Dimensions![0].Value!;
-        const version = (await store.readGroup(group))!.document.version;
-        return { Id: q.Id, Timestamps: [new Date(start)], Values: [version] };
-      }));
-      return { MetricDataResults: results };
-    });
   }
 
   it('moves a tenant between cells of two regions: mover tasks in each cell, records and hand-off in the move bucket, freeze and flip in every region\'s mapping', async () => {

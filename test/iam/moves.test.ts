@@ -4,6 +4,7 @@ import { groupKey, versionKey } from '../../lib/mapping-store';
 import {
   handoffLanePrefix, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, taskRequestKey, taskResultKey,
 } from '../../lib/moves/aws-layout';
+import { servedKey, servedPrefix } from '../../lib/router/served';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
 
@@ -153,9 +154,9 @@ describe('IAM: moves between AWS cells (mover task, launcher, operator)', () => 
       { who, principal: operator, action: 's3:DeleteObject', resource: obj('moves/.plan-lock'), expect: 'Allowed' },
       { who, principal: operator, action: 's3:DeleteObject', resource: obj(`${handoffLanePrefix('m-1', { sourceAccount: fleet.cells[0].account, targetAccount: fleet.cells[1].account })}clone/manifest.json`), expect: 'Allowed' },
       ...['moves/', 'moves/m-1/audit/', 'handoff/m-1/'].map((prefix) => ({ who, principal: operator, action: 's3:ListBucket', resource: `arn:aws:s3:::${bucket}`, context: { 's3:prefix': prefix }, expect: 'Allowed' as const })),
-      { who, principal: operator, action: 'cloudwatch:GetMetricData', resource: '*', expect: 'Allowed' },
       { who, principal: operator, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${Object.keys(fleet.regions)[0]}:${fleet.accounts.router}:parameter${moveBucketParameter(fleet.app)}`, expect: 'Allowed' },
-      // Neighbours: deleting a record, listing the whole bucket, changing the bucket.
+      // Neighbours: deleting a record, listing the whole bucket, changing the bucket; CloudWatch is no longer read.
+      { who, principal: operator, action: 'cloudwatch:GetMetricData', resource: '*', expect: 'Denied' },
       { who, principal: operator, action: 's3:DeleteObject', resource: obj('moves/m-1/move.json'), expect: 'Denied' },
       { who, principal: operator, action: 's3:ListBucket', resource: `arn:aws:s3:::${bucket}`, context: { 's3:prefix': '' }, expect: 'Denied' },
       { who, principal: operator, action: 's3:PutBucketPolicy', resource: `arn:aws:s3:::${bucket}`, expect: 'Denied' },
@@ -172,6 +173,13 @@ describe('IAM: moves between AWS cells (mover task, launcher, operator)', () => 
         calls.push({ who, principal: operator, action: 's3:GetObject', resource: `arn:aws:s3:::${mapping}/${key}`, expect: 'Allowed' });
       }
       calls.push({ who, principal: operator, action: 's3:ListBucket', resource: `arn:aws:s3:::${mapping}`, context: { 's3:prefix': 'mappings/' }, expect: 'Allowed' });
+      // What each router group serves: its tasks' reports (servedReportProbe), read only.
+      for (const group of fleet.router.groups.map((g) => g.name)) {
+        calls.push({ who, principal: operator, action: 's3:ListBucket', resource: `arn:aws:s3:::${mapping}`, context: { 's3:prefix': servedPrefix(group) }, expect: 'Allowed' });
+        calls.push({ who, principal: operator, action: 's3:GetObject', resource: `arn:aws:s3:::${mapping}/${servedKey(group, 'task-1')}`, expect: 'Allowed' });
+        calls.push({ who, principal: operator, action: 's3:PutObject', resource: `arn:aws:s3:::${mapping}/${servedKey(group, 'task-1')}`, expect: 'Denied' });
+        calls.push({ who, principal: operator, action: 's3:DeleteObject', resource: `arn:aws:s3:::${mapping}/${servedKey(group, 'task-1')}`, expect: 'Denied' });
+      }
       calls.push({ who, principal: operator, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${region}:${fleet.accounts.router}:parameter${mappingBucketParameter(fleet.app)}`, expect: 'Allowed' });
     }
     expect(await mismatches(world, calls)).toEqual([]);

@@ -7,6 +7,8 @@ import { bakeCommands } from '../../lib/pipeline/bake';
 import { planWaves } from '../../lib/waves';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { bootstrapStack, Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
+import { routerTaskRoleName } from '../../lib/router-stack/mapping-bucket';
+import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/router/served';
 
 /**
  * Every runtime call the project makes, evaluated against the synthesized identity and resource
@@ -99,6 +101,34 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': '' }, expect: 'Denied' as const },
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), expect: 'Denied' as const },
         ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': groupKey(other.name) }, expect: 'Denied' as const })),
+      ];
+    });
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  it('lets each router group\'s tasks write their served-version reports under its own served/ prefix only, and nobody else write there', async () => {
+    const admin = outsider(`arn:aws:iam::${fleet.accounts.router}:role/Admin`, [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }]);
+    const publisher = world.role(`arn:aws:iam::${fleet.accounts.router}:role/${fleet.app}-mapping-publisher`);
+    // Each group's task role has the name its region's bucket policy gives as that group's only writer.
+    expect(agents.map((a) => a.role.name)).toEqual(agents.map((a) => routerTaskRoleName(fleet.app, a.region, a.group)));
+    const calls: Call[] = agents.flatMap(({ region, group, bucket, role }) => {
+      const who = `agent ${region}/${group}`;
+      const otherRegion = agents.find((a) => a.region !== region && a.group === group)!;
+      return [
+        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(group, '0123456789abcdef0123456789abcdef')), expect: 'Allowed' as const },
+        // Neighbours: another group's reports, anything else of the bucket, deleting, the other region's bucket under another group.
+        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(other.name, 'task-1')), expect: 'ExplicitlyDenied' as const })),
+        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, `${SERVED_PREFIX}unknown/task-1.json`), expect: 'Denied' as const },
+        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, `${servedPrefix(group)}task-1.json`), context: { 'aws:SecureTransport': 'false' }, expect: 'ExplicitlyDenied' as const },
+        { who, principal: role, action: 's3:DeleteObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'Denied' as const },
+        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, 'served-elsewhere.json'), expect: 'Denied' as const },
+        { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'Denied' as const },
+        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': servedPrefix(group) }, expect: 'Denied' as const },
+        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:PutObject', resource: bucketArn(otherRegion.bucket, servedKey(other.name, 'task-1')), expect: 'Denied' as const })),
+        // Whatever their own policies say, nobody but the group's tasks writes its reports: not an
+        // administrator of the router account, not the mapping writers.
+        { who: 'an administrator of the router account', principal: admin, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'ExplicitlyDenied' as const },
+        { who: 'the publisher', principal: publisher, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'Denied' as const },
       ];
     });
     expect(await mismatches(world, calls)).toEqual([]);

@@ -2,14 +2,10 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput } from '@aws-sdk/client-cloudwatch';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { mockClient } from 'aws-sdk-client-mock';
 import { S3HandoffStore } from '../../lib/moves/aws-handoff';
-import { routerMetricProbe } from '../../lib/moves/aws-routing';
 import { runMoverTask } from '../../lib/moves/aws-task';
 import { CellData } from '../../lib/moves/cell-data';
-import { Clock } from '../../lib/moves/types';
 import { REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
@@ -62,37 +58,6 @@ describe('the mover task entrypoint (lib/moves/aws-task.ts)', () => {
     await new S3HandoffStore(localS3Client(s3), s3.bucket).remove('m-1');
     await expect(store.get('m-1/clone/items/rows-0.json')).rejects.toThrow(/missing/);
     await expect(new S3HandoffStore(localS3Client(s3), s3.bucket).put('m-1/x.json', 'x')).rejects.toThrow(/needs the move's lane/);
-  });
-});
-
-describe('routerMetricProbe: the version each router group serves, from CellRouter/MappingVersion', () => {
-  const cw = mockClient(CloudWatchClient);
-  afterAll(() => cw.restore());
-
-  it('counts only whole minutes that began after the publish, and their minimum over the tasks', async () => {
-    let now = Date.parse('2026-11-30T12:00:30Z');
-    const clock: Clock = { now: () => new Date(now), sleep: async () => undefined };
-    const seen: GetMetricDataCommandInput[] = [];
-    cw.on(GetMetricDataCommand).callsFake((input: GetMetricDataCommandInput) => {
-      seen.push(input);
-      // Minute 12:01 says v5 for blue (every task), 12:02 is still running (v6 so far); green reports v4 at 12:01.
-      return { MetricDataResults: [
-        { Id: 'g0', Timestamps: [new Date('2026-11-30T12:02:00Z'), new Date('2026-11-30T12:01:00Z'), new Date('2026-11-30T12:00:00Z')], Values: [6, 5, 3] },
-        { Id: 'g1', Timestamps: [new Date('2026-11-30T12:01:00Z')], Values: [4] },
-      ] };
-    });
-    const probe = routerMetricProbe([{ region: 'eu-west-1', client: new CloudWatchClient({ region: 'eu-west-1' }) }], ['blue', 'green'], clock);
-    const since = new Date('2026-11-30T12:00:30Z');
-    // At 12:01:30 no whole minute since the publish is over yet.
-    now = Date.parse('2026-11-30T12:01:30Z');
-    expect(await probe(since)).toEqual({ 'eu-west-1/blue': undefined, 'eu-west-1/green': undefined });
-    expect(seen[0].StartTime).toEqual(new Date('2026-11-30T12:01:00Z'));
-    expect(seen[0].MetricDataQueries!.map((q) => [q.MetricStat!.Stat, q.MetricStat!.Period, q.MetricStat!.Metric!.MetricName, q.MetricStat!.Metric!.Dimensions])).toEqual([
-      ['Minimum', 60, 'MappingVersion', [{ Name: 'RouterGroup', Value: 'blue' }]], ['Minimum', 60, 'MappingVersion', [{ Name: 'RouterGroup', Value: 'green' }]],
-    ]);
-    // At 12:02:30 the minute 12:01 is whole: blue serves v5, not the running minute's 6; 12:00 (before the publish) never counts.
-    now = Date.parse('2026-11-30T12:02:30Z');
-    expect(await probe(since)).toEqual({ 'eu-west-1/blue': 5, 'eu-west-1/green': 4 });
   });
 });
 

@@ -67,7 +67,12 @@ describe('RouterStack', () => {
         BucketEncryption: Match.objectLike({}),
         PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
         LoggingConfiguration: Match.objectLike({ DestinationBucketName: Match.anyValue() }),
-        LifecycleConfiguration: { Rules: [Match.objectLike({ NoncurrentVersionExpiration: { NewerNoncurrentVersions: 20, NoncurrentDays: 1 } })] },
+        LifecycleConfiguration: { Rules: [
+          Match.objectLike({ NoncurrentVersionExpiration: { NewerNoncurrentVersions: 20, NoncurrentDays: 1 } }),
+          // The routers' served-version reports: heartbeats are worthless after a day; a report nobody refreshes for a week is a task that is gone.
+          Match.objectLike({ Id: 'ServedReports', Prefix: 'served/', ExpirationInDays: 7, NoncurrentVersionExpiration: { NoncurrentDays: 1 } }),
+          Match.objectLike({ Id: 'ServedReportMarkers', Prefix: 'served/', ExpiredObjectDeleteMarker: true }),
+        ] },
       });
       // Named for `cellctl mapping publish` in this region's SSM, so it can find every region's bucket.
       template.hasResourceProperties('AWS::SSM::Parameter', { Name: '/orders/router/mapping-bucket', Value: { Ref: Match.stringLikeRegexp('^MappingsBucket') } });
@@ -91,6 +96,15 @@ describe('RouterStack', () => {
           Condition: { ArnNotEquals: { 'aws:PrincipalArn': [{ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::222222222222:role/orders-mapping-publisher']] }, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::222222222222:role/orders-move-operator']] }, { 'Fn::GetAtt': [expect.stringMatching(/^CustomResourceRole/), 'Arn'] }] } },
         }),
       ]));
+      // Under served/ only the router groups' task roles write, each only its own group's reports.
+      const region = template === t ? 'eu-west-1' : 'us-east-1';
+      const role = (group: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:iam::222222222222:role/orders-router-${region}-${group}-task`]] });
+      const served = statements.filter((x: { Resource?: unknown }) => JSON.stringify(x.Resource ?? '').includes('/served/'));
+      expect(served.map((x: { Effect: string; Resource: unknown; Condition: unknown }) => [x.Effect, JSON.stringify(x.Resource).match(/\/served\/[^"]*/)![0], x.Condition])).toEqual([
+        ['Deny', '/served/*', { ArnNotEquals: { 'aws:PrincipalArn': [role('canary'), role('main')] } }],
+        ['Deny', '/served/canary/*', { ArnNotEquals: { 'aws:PrincipalArn': role('canary') } }],
+        ['Deny', '/served/main/*', { ArnNotEquals: { 'aws:PrincipalArn': role('main') } }],
+      ]);
     }
   });
 
@@ -168,7 +182,9 @@ describe('RouterStack', () => {
   it('lets each router group read only its own pointer and the immutable versions of its region\'s bucket, and list only its pointer\'s key', () => {
     for (const [template, group, region] of [[gc, 'canary', 'eu-west-1'], [gr, 'main', 'eu-west-1'], [gc2, 'canary', 'us-east-1'], [gr2, 'main', 'us-east-1']] as const) {
       {
-        const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes(`Group${group}TaskTaskRole`));
+        const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes(`Group${group}TaskRole`));
+        // Named: the region's mapping bucket policy names it as the only writer of the group's served/ reports.
+        template.hasResourceProperties('AWS::IAM::Role', { RoleName: `orders-router-${region}-${group}-task` });
         // The region's bucket, by the name its router stack wrote to SSM.
         const bucket = { Ref: expect.stringMatching(/^SsmParameterValueordersroutermappingbucket/) };
         expect(policy.Properties.PolicyDocument.Statement).toEqual([{
@@ -178,6 +194,9 @@ describe('RouterStack', () => {
           // Exactly its pointer's key: on S3's 403 the agent lists it to tell "not published yet" from "denied".
           Action: 's3:ListBucket', Effect: 'Allow', Condition: { StringEquals: { 's3:prefix': `groups/${group}/mapping.json` } },
           Resource: { 'Fn::Join': ['', ['arn:aws:s3:::', bucket]] },
+        }, {
+          // Its tasks' reports of the version they serve (what a move waits on), under its group's prefix only.
+          Action: 's3:PutObject', Effect: 'Allow', Resource: { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/served/${group}/*`]] },
         }]);
       }
       const [task] = Object.values(template.findResources('AWS::ECS::TaskDefinition'));

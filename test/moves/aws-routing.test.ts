@@ -1,0 +1,138 @@
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { initialMapping, MappingDocument } from '../../lib/mapping';
+import { MappingStore, publishMapping } from '../../lib/mapping-store';
+import { S3RoutingControl, servedReportProbe } from '../../lib/moves/aws-routing';
+import { flipAndUnfreeze, freezeSubject } from '../../lib/moves/routing';
+import { MoveError, MoveSubject, systemClock } from '../../lib/moves/types';
+import { S3ServedReporter } from '../../lib/router';
+import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
+
+const NOW = '2026-11-30T16:00:00.000Z';
+const REGIONS = ['eu-west-1', 'us-east-1'];
+const GROUPS = ['blue', 'green'];
+const ACME: MoveSubject = { kind: 'tenant', tenant: 'acme' };
+
+/** How long a report counts in these tests (30 s in the CLI): short, so the staleness cases take seconds. */
+const FRESH_MS = 5000;
+
+/**
+ * How `cellctl move` on AWS learns that every router serves a version: the router tasks' reports
+ * (`served/<group>/<task>.json`, written by the agent's S3ServedReporter) in each region's mapping
+ * bucket, as AWS would show them on a first deploy, with a group scaled to 0, a task killed without
+ * cleanup, and a second region. S3 is the local stand-in; a report's age is its LastModified against
+ * S3's own clock (the Date of the listing's answer), so the staleness cases wait real seconds, on
+ * conditions, never on a fixed sleep.
+ */
+describe('S3RoutingControl with the routers\' served reports', () => {
+  let s3: LocalS3;
+  let client: S3Client;
+  const buckets = REGIONS.map((region) => ({ region, bucket: `mappings-${region}` }));
+  let stores: MappingStore[];
+  let v1: MappingDocument;
+  const heartbeats: NodeJS.Timeout[] = [];
+  /** One reporter per (region, group, task), as each router task's agent has; heartbeat 1 s. */
+  const task = (region: string, group: string, id: string) => new S3ServedReporter(client, `mappings-${region}`, group, id, { heartbeatMs: 1000 });
+  /** Tasks that keep running: each writes its heartbeat, serving `version()`. */
+  const running = (tasks: S3ServedReporter[], version: () => number) => {
+    heartbeats.push(setInterval(() => void Promise.all(tasks.map((t) => t.update(version()))), 100));
+  };
+  const routing = (o: { silentLimitMs?: number; progress?: (l: string) => void } = {}) => new S3RoutingControl({
+    stores, groups: GROUPS, clock: systemClock, pollMs: 100, timeoutMs: 60_000, ...o,
+    probe: servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS }),
+  });
+  const all = (make: (region: string, group: string) => S3ServedReporter | undefined) => REGIONS.flatMap((r) => GROUPS.map((g) => make(r, g))).filter((t): t is S3ServedReporter => !!t);
+
+  beforeAll(async () => {
+    s3 = await startLocalS3('unused');
+    client = localS3Client(s3, 1);
+    for (const { bucket } of buckets) await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    stores = buckets.map(({ bucket }) => new MappingStore(client, bucket));
+    v1 = initialMapping([{ id: 'cell-a', endpoint: 'https://a.example', state: 'active' }, { id: 'cell-b', endpoint: 'https://b.example', state: 'active' }], 16384, { now: NOW });
+    await publishMapping(stores, v1, { groups: GROUPS, bakeSeconds: 0 });
+  });
+  afterEach(() => heartbeats.splice(0).forEach((h) => clearInterval(h)));
+  afterAll(async () => {
+    client?.destroy();
+    await s3?.stop();
+  });
+
+  it('refuses to freeze on a first deploy, before any router has reported: nothing is published', async () => {
+    const control = routing();
+    const refused = await control.publish(freezeSubject(v1, ACME, NOW), 1).then(() => undefined, (e: Error) => e);
+    expect(refused).toBeInstanceOf(MoveError);
+    expect(refused!.message).toMatch(/^not freezing: .*\n {2}eu-west-1\/blue: no router task has ever reported .*deploy the router groups/);
+    expect(refused!.message).toMatch(/us-east-1\/green: no router task has ever reported/);
+    expect((await control.read()).version).toBe(1);
+  });
+
+  it('waits until every task of every group in both regions serves the version, then returns', async () => {
+    const tasks = all((r, g) => task(r, g, `${g}-1`)).concat(all((r, g) => task(r, g, `${g}-2`)));
+    await Promise.all(tasks.map((t) => t.update(1)));
+    const control = routing();
+    const frozen = freezeSubject(v1, ACME, NOW);
+    await control.publish(frozen, 1);
+    let outcome: string | undefined;
+    const waiting = control.waitApplied(2).then(() => { outcome = 'applied'; }, (e: Error) => { outcome = e.message; });
+    // All but one task apply the freeze: the wait goes on, whatever the probe sees meanwhile.
+    await Promise.all(tasks.slice(0, -1).map((t) => t.update(2)));
+    const probe = servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS });
+    const seen = await probe();
+    expect(seen['us-east-1/green']).toEqual({ state: 'serving', tasks: expect.arrayContaining([{ taskId: 'green-1', version: 2 }, { taskId: 'green-2', version: 1 }]) });
+    expect(outcome).toBeUndefined();
+    // The last one, in the second region.
+    await tasks.at(-1)!.update(2);
+    await waiting;
+    expect(outcome).toBe('applied');
+    // The flip lifts the freeze; waiting for it returns once every task serves it.
+    await control.publish(flipAndUnfreeze(frozen, ACME, 'cell-b', NOW), 2);
+    await Promise.all(tasks.map((t) => t.update(3)));
+    await control.waitApplied(3);
+  });
+
+  it('does not wait forever for a task killed without cleanup: its report stops counting once it is stale', async () => {
+    // The tasks of the last test stop heartbeating too: only the -1 tasks keep running.
+    const live = all((r, g) => task(r, g, `${g}-1`));
+    let serving = 3;
+    running(live, () => serving);
+    // blue-9 in eu-west-1 is killed (SIGKILL, a lost host) while serving v3: its report stays behind.
+    await task('eu-west-1', 'blue', 'blue-9').update(3);
+    const control = routing({ silentLimitMs: 60_000 });
+    const doc = await control.read();
+    const next = freezeSubject(doc, { kind: 'tenant', tenant: 'globex' }, NOW);
+    await control.publish(next, doc.version);
+    serving = next.version;
+    const started = Date.now();
+    await control.waitApplied(next.version);
+    // It waited for the killed task's report (and the -2 tasks') to go stale: at least most of the
+    // freshness window (S3's times are whole seconds), and returned.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(FRESH_MS - 2000);
+  });
+
+  it('counts a group scaled to 0 (its last task said it stopped) as applied, and says so', async () => {
+    const progress: string[] = [];
+    // us-east-1/green scales to 0: its task says it stopped; the other groups keep running.
+    const others = all((r, g) => (r === 'us-east-1' && g === 'green' ? undefined : task(r, g, `${g}-1`)));
+    running(others, () => 10);
+    const stopping = task('us-east-1', 'green', 'green-1');
+    await stopping.update(4);
+    await stopping.stop(4);
+    await routing({ progress: (l) => progress.push(l) }).waitApplied(10);
+    // (A busy stand-in may also have made a look fail and be retried: 'trying again'.)
+    expect(progress.filter((l) => !l.endsWith('; trying again'))).toEqual([expect.stringMatching(/^us-east-1\/green: no running task \(the last one stopped at .*\): counted as applied$/)]);
+  });
+
+  it('stops with the silent group named once no task of it has reported for the silence limit', async () => {
+    // eu-west-1/blue's tasks stop reporting without saying so; the others keep running.
+    const others = all((r, g) => (r === 'eu-west-1' && g === 'blue' ? undefined : task(r, g, `${g}-1`)));
+    running(others, () => 11);
+    await task('eu-west-1', 'blue', 'blue-1').update(10);
+    const control = routing({ silentLimitMs: 1000 });
+    const failed = await control.waitApplied(11).then(() => undefined, (e: Error) => e);
+    expect(failed).toBeInstanceOf(MoveError);
+    expect(failed!.message).toMatch(/^routers did not report serving mapping v11 \(nothing is known about eu-west-1\/blue for 1 s\):\n {2}eu-west-1\/blue: no task has reported for \d+ s \(the last report: task blue-1, v10\); is the group's service running.*\n(.|\n)*cellctl move resume/);
+    // A freeze is not even published while a group is silent.
+    const doc = await control.read();
+    await expect(control.publish(freezeSubject(doc, { kind: 'tenant', tenant: 'initech' }, NOW), doc.version)).rejects.toThrow(/^not freezing: (.|\n)*eu-west-1\/blue: no task has reported/);
+    expect((await control.read()).version).toBe(doc.version);
+  });
+});
