@@ -1,4 +1,4 @@
-import { spawn } from 'child_process';
+import { ChildProcess, spawn } from 'child_process';
 
 export interface WatchdogOptions {
   /** What stops the process gracefully: HAProxy `USR1` (in-flight requests finish), PostgreSQL `INT` (fast shutdown), a workload `TERM`. */
@@ -48,4 +48,11 @@ export function startWatchdog(pid: number, o: WatchdogOptions): { readonly pid?:
       dog.stdin!.destroy();
     },
   };
+}
+
+/** Ties `child` to this process's lifetime with a watchdog (`startWatchdog`), disarmed when the child exits. */
+export function watchChild(child: ChildProcess, o: WatchdogOptions): void {
+  if (child.pid === undefined) return; // it did not start (its 'error' event says why)
+  const dog = startWatchdog(child.pid, o);
+  child.once('exit', () => dog.release());
 }

@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { pidRunning, startWatchdog, writeFileAtomic } from '../files';
+import { pidRunning, watchChild, writeFileAtomic } from '../files';
 import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
@@ -533,10 +533,7 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     child = proc;
     if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     // Stopped (SIGTERM, SIGKILL after 5 s) if this process dies without stopping it.
-    if (proc.pid !== undefined) {
-      const dog = startWatchdog(proc.pid, { signal: 'TERM', killAfterMs: 5_000 });
-      proc.once('exit', () => dog.release());
-    }
+    watchChild(proc, { signal: 'TERM', killAfterMs: 5_000 });
     o.onSpawn();
     proc.once('exit', (code, signal) => {
       lastExit = `exited with ${signal ?? `code ${code}`}`;

@@ -4,7 +4,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { Client } from 'pg';
-import { pidRunning, startWatchdog } from '../files';
+import { pidRunning, watchChild } from '../files';
 
 /** Where Debian's `postgresql` package puts the server binaries; PG_BIN overrides it. */
 export const DEFAULT_PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -206,10 +206,7 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
     if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     // A fast shutdown (SIGINT) of this server if the process that started it dies without stopping it
     // (a SIGKILLed `cellctl fleet local`, a crashed test): no postmaster outlives its owner.
-    if (proc.pid !== undefined) {
-      const dog = startWatchdog(proc.pid, { signal: 'INT', killAfterMs: 30_000 });
-      proc.once('exit', () => dog.release());
-    }
+    watchChild(proc, { signal: 'INT', killAfterMs: 30_000 });
     let output = '';
     const onData = (d: Buffer) => {
       output += d.toString();

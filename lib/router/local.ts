@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { PartitionKeySource } from '../fleet/types';
-import { startWatchdog } from '../files/watchdog';
+import { watchChild } from '../files/watchdog';
 import { AgentOptions, MappingAgent } from './agent';
 import { MappingApplier } from './apply';
 import { ERROR_503, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
@@ -170,11 +170,8 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     // (SIGINT straight to HAProxy would drop in-flight requests). The watchdog stops it if the agent dies.
     const child = spawn(binary, ['-f', configFile, '-db'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     haproxy = child;
-    if (child.pid !== undefined) {
-      // SIGUSR1: a soft stop, in-flight requests finish.
-      const dog = startWatchdog(child.pid, { signal: 'USR1', removeDir: o.stateDir ? undefined : stateDir, killAfterMs: (o.hardStopAfterMs ?? 25_000) + 5_000 });
-      child.once('exit', () => dog.release());
-    }
+    // SIGUSR1: a soft stop, in-flight requests finish.
+    watchChild(child, { signal: 'USR1', removeDir: o.stateDir ? undefined : stateDir, killAfterMs: (o.hardStopAfterMs ?? 25_000) + 5_000 });
     // Until HAProxy is up its output is kept for the error; after that it goes to the log.
     let output = '';
     let started = false;
