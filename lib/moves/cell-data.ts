@@ -1,4 +1,5 @@
 import { Pool, PoolClient } from 'pg';
+import { inTransaction } from '../workload/transaction';
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
 import { subjectBuckets } from './subject';
@@ -158,18 +159,6 @@ export class PostgresCellData implements CellData {
     }
   }
 
-  private async inTransaction<T>(client: PoolClient, mode: string, body: () => Promise<T>): Promise<T> {
-    await client.query(`begin ${mode}`);
-    try {
-      const result = await body();
-      await client.query('commit');
-      return result;
-    } catch (error) {
-      await client.query('rollback').catch(() => undefined);
-      throw error;
-    }
-  }
-
   /** Movable tables: every base table of the schema with tenant_id, except the cf_ bookkeeping. */
   private async tables(client: PoolClient): Promise<TableInfo[]> {
     const { rows } = await client.query<{ table_name: string; columns: string[] }>(`
@@ -235,7 +224,7 @@ export class PostgresCellData implements CellData {
   public async exportDelta(subject: MoveSubject, since: string, handoff: HandoffStore, prefix: string, limiter?: RateLimiter): Promise<DeltaManifest> {
     return this.withClient(async (client) => {
       const upTo = await this.stableUpTo(client);
-      return this.inTransaction(client, 'isolation level repeatable read read only', async () => {
+      return inTransaction(client, 'isolation level repeatable read read only', async () => {
         const tables: Record<string, { rows: number; batches: number; tombstones: number; tombstoneBatches: number }> = {};
         for (const table of await this.tables(client)) {
           const params: unknown[] = [since, upTo];
@@ -275,7 +264,7 @@ export class PostgresCellData implements CellData {
   }
 
   public async importDelta(subject: MoveSubject, handoff: HandoffStore, prefix: string, manifest: DeltaManifest): Promise<TableCounts> {
-    return this.withClient(async (client) => this.inTransaction(client, '', async () => {
+    return this.withClient(async (client) => inTransaction(client, '', async () => {
       const here = new Map((await this.tables(client)).map((t) => [t.name, t]));
       const counts: Record<string, { rows: number; tombstones: number }> = {};
       for (const [name, delta] of Object.entries(manifest.tables)) {
@@ -302,7 +291,7 @@ export class PostgresCellData implements CellData {
   }
 
   public async clear(subject: MoveSubject): Promise<number> {
-    return this.withClient(async (client) => this.inTransaction(client, '', async () => {
+    return this.withClient(async (client) => inTransaction(client, '', async () => {
       let deleted = 0;
       for (const table of await this.tables(client)) {
         const params: unknown[] = [];
@@ -322,7 +311,7 @@ export class PostgresCellData implements CellData {
   }
 
   public async checksums(subject: MoveSubject): Promise<TableChecksums> {
-    return this.withClient(async (client) => this.inTransaction(client, 'isolation level repeatable read read only', async () => {
+    return this.withClient(async (client) => inTransaction(client, 'isolation level repeatable read read only', async () => {
       const result: Record<string, { rows: number; checksum: string }> = {};
       for (const table of await this.tables(client)) {
         const params: unknown[] = [];
@@ -342,7 +331,7 @@ export class PostgresCellData implements CellData {
       const upTo = await this.stableUpTo(client);
       // One snapshot taken after every transaction holding a row_version <= upTo has ended: a row
       // whose row_version is still <= upTo later is read here in its final state.
-      return this.inTransaction(client, 'isolation level repeatable read read only', async () => {
+      return inTransaction(client, 'isolation level repeatable read read only', async () => {
         const tables: Record<string, [string, string | null][]> = {};
         for (const table of await this.tables(client)) {
           const params: unknown[] = since === '0' ? [] : [since];
@@ -466,7 +455,7 @@ export class PostgresCellData implements CellData {
   }
 
   public async forget(subject: MoveSubject, moveId: string): Promise<number> {
-    return this.withClient(async (client) => this.inTransaction(client, '', async () => {
+    return this.withClient(async (client) => inTransaction(client, '', async () => {
       // Only what still went away with this move: a subject that has moved back since is live here again.
       const still = subject.kind === 'tenant'
         ? `tenant_id in (select value from cf_moved_away where kind = 'tenant' and move_id = $1)`

@@ -1,4 +1,5 @@
-import { Pool, PoolClient } from 'pg';
+import { Pool } from 'pg';
+import { inTransaction } from './transaction';
 
 /**
  * The workload's schema, as versioned migrations. The movable-schema contract (README, "What a
@@ -143,7 +144,7 @@ export async function migrate(pool: Pool, log: (line: string) => void = () => un
       }
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
-        await inTransaction(client, async () => {
+        await inTransaction(client, '', async () => {
           await client.query(migration.sql);
           await client.query('insert into cf_schema_migrations (version) values ($1)', [migration.version]);
         });
@@ -166,14 +167,3 @@ export async function schemaVersion(pool: Pool): Promise<number> {
   return Number(result.rows[0].version);
 }
 
-async function inTransaction<T>(client: PoolClient, work: () => Promise<T>): Promise<T> {
-  await client.query('begin');
-  try {
-    const result = await work();
-    await client.query('commit');
-    return result;
-  } catch (error) {
-    await client.query('rollback').catch(() => undefined);
-    throw error;
-  }
-}
