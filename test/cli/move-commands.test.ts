@@ -5,7 +5,7 @@ import { cellctl } from '../support/cli';
 import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
 import { CellDatabase } from '../../lib/moves/cell-data';
 import { LocalRouter, startLocalRouter } from '../../lib/router/local';
-import { freePort } from '../support/cells';
+import { onFreePorts } from '../support/cells';
 import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
 
 /**
@@ -29,10 +29,12 @@ describe('cellctl move --local', () => {
     mappingFile = path.join(dir, 'mapping.json');
     const doc = initialMapping(['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${29000 + i}`, state: 'active' as const })), 1024, { now: new Date().toISOString() });
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-      healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+        healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+      });
     });
     fs.writeFileSync(path.join(dir, 'fleet.json'), JSON.stringify({
       mappingFile: 'mapping.json',

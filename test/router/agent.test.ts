@@ -3,7 +3,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { addCell, drainCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { groupKey, MappingStore, publishMapping } from '../../lib/mapping-store';
 import { LocalRouter, S3MappingSource, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, load, routed, startCell } from '../support/cells';
+import { FakeCell, load, onFreePorts, routed, startCell } from '../support/cells';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
@@ -28,10 +28,12 @@ describe('the mapping agent with a router group in S3', () => {
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c', 'cell-d'].map((name) => startCell(name)));
     v1 = initialMapping(cells.slice(0, 4).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
-    port = await freePort();
-    router = await startLocalRouter({
-      source: new S3MappingSource(client, s3.bucket, GROUP, 1000), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
-      bucketCount: 16384, healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 60_000,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        source: new S3MappingSource(client, s3.bucket, GROUP, 1000), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384, healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 60_000,
+      });
     });
     router.stopAgent(); // the tests drive the agent tick by tick
   });

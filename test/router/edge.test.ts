@@ -8,7 +8,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, MappingDocument } from '../../lib/mapping';
 import { BAD_KEY_BACKEND, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
-import { freePorts, routed, until } from '../support/cells';
+import { onFreePorts, routed, until } from '../support/cells';
 
 /**
  * The router at the edge, against a real HAProxy on loopback: what one hostile client, or one bad
@@ -130,11 +130,13 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-edge-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    [port, readyPort] = await freePorts(2);
-    router = await startLocalRouter({
-      mappingFile, port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-      log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, maxConn: MAX_CONN, requestTimeoutMs: REQUEST_TIMEOUT_MS,
-      maxBodyBytes: 1000, badKeysPer10s: BAD_KEYS_PER_10S, retryUnappliableMs: 1000, hardStopAfterMs: 3000,
+    router = await onFreePorts(2, async (ports) => {
+      [port, readyPort] = ports;
+      return startLocalRouter({
+        mappingFile, port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
+        log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, maxConn: MAX_CONN, requestTimeoutMs: REQUEST_TIMEOUT_MS,
+        maxBodyBytes: 1000, badKeysPer10s: BAD_KEYS_PER_10S, retryUnappliableMs: 1000, hardStopAfterMs: 3000,
+      });
     });
   });
   afterAll(async () => {

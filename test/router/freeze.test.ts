@@ -5,7 +5,7 @@ import * as path from 'path';
 import { bucketOf, initialMapping, MappingDocument, pinKey } from '../../lib/mapping';
 import { freezeSubject, unfreezeSubject } from '../../lib/moves';
 import { bucketRoutes, exactRoutes, LocalRouter, mapContents, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, routed, startCell, until } from '../support/cells';
+import { FakeCell, onFreePorts, routed, startCell, until } from '../support/cells';
 
 const NOW = '2026-11-30T12:00:00.000Z';
 
@@ -40,10 +40,12 @@ describe('frozen keys through the router', () => {
     doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 1024, { now: NOW });
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'freeze-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-      healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+        healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+      });
     });
   });
   afterAll(async () => {

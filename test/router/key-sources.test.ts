@@ -5,7 +5,7 @@ import * as path from 'path';
 import { PartitionKeySource } from '../../lib/fleet';
 import { initialMapping, lookup } from '../../lib/mapping';
 import { startLocalRouter } from '../../lib/router';
-import { freePort, startCell } from '../support/cells';
+import { onFreePorts, startCell } from '../support/cells';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -30,8 +30,11 @@ describe.each([
     const doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'keysrc-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(doc));
-    const port = await freePort();
-    const router = await startLocalRouter({ mappingFile: file, port, debugHeaders: true, partitionKey, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined });
+    let port = 0;
+    const router = await onFreePorts(1, async (ports) => {
+      [port] = ports;
+      return startLocalRouter({ mappingFile: file, port, debugHeaders: true, partitionKey, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined });
+    });
     try {
       // Host labels are case-insensitive in DNS; keep keys lower-case so both layers see the same bytes.
       const keys = Array.from({ length: 200 }, (_, i) => `t${i}-x${(i * 7919) % 1000}`);

@@ -5,7 +5,7 @@ import * as path from 'path';
 import fc from 'fast-check';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
 import { LocalRouter, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, routed, startCell, untilCellChecked } from '../support/cells';
+import { FakeCell, onFreePorts, routed, startCell, untilCellChecked } from '../support/cells';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -26,10 +26,12 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     doc = setPrefix(setPrefix(pinKey(doc, 'tenant-42', 'cell-c', NOW), 'acme-', 'cell-a', NOW), 'acme-eu-', 'cell-b', NOW);
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384,
-      healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384,
+        healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+      });
     });
   });
   afterAll(async () => {

@@ -3,7 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping } from '../../lib/mapping';
 import { LocalRouter, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, startCell, until, untilCellChecked } from '../support/cells';
+import { FakeCell, onFreePorts, startCell, until, untilCellChecked } from '../support/cells';
 
 /**
  * `router local` forwards HAProxy's stdout (its log) and stderr to one log. Once up, HAProxy also
@@ -24,10 +24,12 @@ describe('router local logs each HAProxy line once', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-log-once-'));
     const mappingFile = path.join(dir, 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: '2026-11-30T21:00:00.000Z' })));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-      healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+        healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+      });
     });
     await untilCellChecked(router, 'cell-a', 'UP');
   }, 120_000);

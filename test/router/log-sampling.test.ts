@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, MappingDocument } from '../../lib/mapping';
 import { LOG_SAMPLE_ONE_IN, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, routed, startCell, until } from '../support/cells';
+import { FakeCell, onFreePorts, routed, startCell, until } from '../support/cells';
 
 /**
  * Log sampling against a real HAProxy: while a cell has no server up, or more requests wait in its
@@ -56,10 +56,12 @@ describe('log sampling (real HAProxy on loopback)', () => {
     doc = initialMapping(Object.values(cells).map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 1024, NOW);
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-sampling-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024, healthCheckPath: '/health',
-      log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, queueTimeoutMs: 1000, zones: 1,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024, healthCheckPath: '/health',
+        log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, queueTimeoutMs: 1000, zones: 1,
+      });
     });
   });
   afterAll(async () => {

@@ -6,7 +6,7 @@ import * as path from 'path';
 import { initialMapping } from '../../lib/mapping';
 import { pidRunning } from '../../lib/files';
 import { LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
-import { freePorts, until } from '../support/cells';
+import { onFreePorts, until } from '../support/cells';
 
 /**
  * How a router task stops, end to end on a real HAProxy: SIGUSR1 (the image's stop signal, what
@@ -76,10 +76,12 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     cell = await holdingCell();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-stop-'));
     fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, NOW)));
-    [port, readyPort] = await freePorts(2);
-    router = await startLocalRouter({
-      mappingFile: path.join(dir, 'mapping.json'), port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-      healthCheckPath: '/health', log: () => undefined, pollMs: 200, hardStopAfterMs, zones: 1,
+    router = await onFreePorts(2, async (ports) => {
+      [port, readyPort] = ports;
+      return startLocalRouter({
+        mappingFile: path.join(dir, 'mapping.json'), port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+        healthCheckPath: '/health', log: () => undefined, pollMs: 200, hardStopAfterMs, zones: 1,
+      });
     });
     await until('ready', async () => (await status(readyPort, '/ready')) === 200, 60_000);
     pid = Number((await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).info()).Pid);

@@ -7,7 +7,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, MappingDocument, pinKey } from '../../lib/mapping';
 import { LocalRouter, startLocalRouter } from '../../lib/router';
-import { freePort, routed, until, untilCellChecked } from '../support/cells';
+import { onFreePorts, routed, until, untilCellChecked } from '../support/cells';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
@@ -52,10 +52,12 @@ describe('TLS to cells (certificate verified against a CA file and the endpoint 
     doc = pinKey(pinKey(pinKey(doc, 'to-tls', 'tls', NOW), 'to-plain', 'plain', NOW), 'to-wrong', 'wrong-name', NOW);
     const mappingFile = path.join(dir, 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-      log: () => undefined, pollMs: 200, caFile: tls.ca, resolve: async () => ['127.0.0.1'],
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
+        log: () => undefined, pollMs: 200, caFile: tls.ca, resolve: async () => ['127.0.0.1'],
+      });
     });
   }, 120_000);
   afterAll(async () => {
@@ -104,10 +106,12 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-zones-'));
     const mappingFile = path.join(dir, 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    port = await freePort();
-    router = await startLocalRouter({
-      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-      log: () => undefined, pollMs: 200, cellMaxConn: 6, zones: 3, localNetworks: ['127.0.0.3/32'], resolve: async () => resolved, refreshAddressesMs: 500,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
+        log: () => undefined, pollMs: 200, cellMaxConn: 6, zones: 3, localNetworks: ['127.0.0.3/32'], resolve: async () => resolved, refreshAddressesMs: 500,
+      });
     });
   }, 120_000);
   afterAll(async () => {

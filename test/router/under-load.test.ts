@@ -4,7 +4,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { initialMapping, lookup, MappingDocument, pinKey, unpinKey } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
 import { LocalRouter, S3MappingSource, startLocalRouter } from '../../lib/router';
-import { FakeCell, freePort, load, percentile, routed, startCell, until } from '../support/cells';
+import { FakeCell, load, onFreePorts, percentile, routed, startCell, until } from '../support/cells';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
@@ -42,10 +42,12 @@ describe('the router under load', () => {
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
     await publishMapping(new MappingStore(client, s3.bucket), doc, { groups: ['main'], bakeSeconds: 0 });
-    port = await freePort();
-    router = await startLocalRouter({
-      source: new S3MappingSource(client, s3.bucket, 'main'), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
-      bucketCount: 16384, healthCheckPath: '/health', log: () => undefined, pollMs: 200, cellMaxConn: 20, queueTimeoutMs: 1000,
+    router = await onFreePorts(1, async (ports) => {
+      port = ports[0];
+      return startLocalRouter({
+        source: new S3MappingSource(client, s3.bucket, 'main'), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384, healthCheckPath: '/health', log: () => undefined, pollMs: 200, cellMaxConn: 20, queueTimeoutMs: 1000,
+      });
     });
   });
   afterAll(async () => {

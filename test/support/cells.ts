@@ -3,6 +3,7 @@ import { AddressInfo } from 'net';
 import * as net from 'net';
 import * as path from 'path';
 import type { LocalRouter } from '../../lib/router';
+import { HaproxyStartError } from '../../lib/router/local';
 import { RuntimeApi } from '../../lib/router/runtime-api';
 
 export type CellBehaviour = 'ok' | 'slow' | 'error' | 'close';
@@ -82,6 +83,23 @@ export async function untilCellChecked(router: LocalRouter, cell: string, status
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
   return (await freePorts(1))[0];
+}
+
+/**
+ * Runs `start` (a router start: HAProxy needs its ports in its configuration, it cannot bind port 0
+ * and report it) on `n` free ports. A port read as free can be taken by another socket before HAProxy
+ * binds it (an outgoing connection's source port, say), so a start that fails with "already in use"
+ * is tried again on new ports, twice at most; any other failure is thrown as it is.
+ */
+export async function onFreePorts<T>(n: number, start: (ports: number[]) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const ports = await freePorts(n);
+    try {
+      return await start(ports);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof HaproxyStartError) || !/already in use/.test(error.message)) throw error;
+    }
+  }
 }
 
 /**
