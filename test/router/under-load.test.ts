@@ -51,10 +51,10 @@ describe('the router under load', () => {
     });
   });
   afterAll(async () => {
-    await router.stop();
-    await Promise.all(cells.map((c) => c.close()));
-    client.destroy();
-    await s3.stop();
+    await router?.stop();
+    await Promise.all((cells ?? []).map((c) => c.close()));
+    client?.destroy();
+    await s3?.stop();
   });
 
   it('serves every request while a new mapping is published every 0.5 s for 15 s; versions never go backwards', async () => {
