@@ -98,33 +98,19 @@ export class MappingBucket extends Construct {
     })) Validations.of(this.bucket).acknowledge({ id, reason });
     // Nobody but the writers writes, whatever their own policies say; under served/ nobody but the
     // router groups' task roles, and each group's prefix nobody but that group's role.
-    const writes = ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'];
-    this.bucket.addToResourcePolicy(new iam.PolicyStatement({
-      effect: iam.Effect.DENY,
-      principals: [new iam.AnyPrincipal()],
-      actions: writes,
-      notResources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)],
-      conditions: { ArnNotEquals: { 'aws:PrincipalArn': [...props.writerRoleArns] } },
-    }));
+    const denyWritesExcept = (where: { resources: string[] } | { notResources: string[] }, principalArns: string | string[]) => {
+      this.bucket.addToResourcePolicy(new iam.PolicyStatement({
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'],
+        ...where,
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': principalArns } },
+      }));
+    };
+    denyWritesExcept({ notResources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)] }, [...props.writerRoleArns]);
     const routerTaskRoles = props.routerTaskRoles ?? [];
-    if (routerTaskRoles.length > 0) {
-      this.bucket.addToResourcePolicy(new iam.PolicyStatement({
-        effect: iam.Effect.DENY,
-        principals: [new iam.AnyPrincipal()],
-        actions: writes,
-        resources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)],
-        conditions: { ArnNotEquals: { 'aws:PrincipalArn': routerTaskRoles.map((r) => r.roleArn) } },
-      }));
-    }
-    for (const { group, roleArn } of routerTaskRoles) {
-      this.bucket.addToResourcePolicy(new iam.PolicyStatement({
-        effect: iam.Effect.DENY,
-        principals: [new iam.AnyPrincipal()],
-        actions: writes,
-        resources: [this.bucket.arnForObjects(`${servedPrefix(group)}*`)],
-        conditions: { ArnNotEquals: { 'aws:PrincipalArn': roleArn } },
-      }));
-    }
+    if (routerTaskRoles.length > 0) denyWritesExcept({ resources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)] }, routerTaskRoles.map((r) => r.roleArn));
+    for (const { group, roleArn } of routerTaskRoles) denyWritesExcept({ resources: [this.bucket.arnForObjects(`${servedPrefix(group)}*`)] }, roleArn);
     this.parameter = new ssm.StringParameter(this, 'Name', {
       parameterName: props.parameterName,
       description: 'The mapping bucket of this region (cellctl mapping publish writes every region\'s)',
