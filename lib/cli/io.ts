@@ -5,6 +5,8 @@ import { writeFileAtomic as writeAtomic } from '../files';
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
+  /** Where SIGINT and SIGTERM arrive for commands that clean up on them (`cellctl move` on AWS). @default process */
+  readonly signals?: NodeJS.EventEmitter;
 }
 
 export const processIo: CliIo = {

@@ -27,6 +27,12 @@ export interface AwsMoveContext {
   readonly routing: RoutingControl;
   readonly cell: (id: string, bucketCount: number) => CellData;
   readonly description: string;
+  /**
+   * The operator interrupted the command: stop every mover task it started (StopTask through each
+   * cell's launcher role), start no other and end any wait. Returns the tasks stopped, and those
+   * that could not be.
+   */
+  interrupt(reason: string): Promise<{ stopped: string[]; failed: string[] }>;
 }
 
 export interface AwsMoveOptions {
@@ -122,6 +128,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const { MappingStore } = require('../mapping-store/store') as typeof import('../mapping-store/store');
   const home = Object.keys(fleet.regions)[0];
   const credentials = await operatorCredentials(fleet, home);
+  const interruption = new AbortController();
   const withCredentials = credentials ? { credentials } : {};
   const pathStyle = process.env.S3_FORCE_PATH_STYLE === 'true';
   const bucket = options.movesBucket ?? await parameter(moveBucketParameter(fleet.app), home, credentials,
@@ -137,7 +144,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const stores = mappingBuckets.map(({ s3: client, bucket: name }) => new MappingStore(client, name));
   const groups = fleet.router.groups.map((g) => g.name);
   const routing = new S3RoutingControl({
-    stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress,
+    stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress, signal: interruption.signal,
     timeoutMs: (options.routerTimeoutSeconds ?? 600) * 1000,
     // Each router task reports the version it serves in its region's mapping bucket (lib/router/served.ts).
     probe: servedReportProbe(mappingBuckets, groups),
@@ -153,7 +160,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   };
   const infos = new Map<string, Promise<MoverTaskInfo>>();
   const runner = new EcsMoverRunner({
-    s3, bucket, bucketRegion: home, cells, clock: options.clock, progress: options.progress,
+    s3, bucket, bucketRegion: home, cells, clock: options.clock, progress: options.progress, signal: interruption.signal,
     ecs: (cell) => new ECSClient({ region: cell.region, credentials: launcher(cell) }),
     taskInfo: (cell) => {
       if (!infos.has(cell.id)) {
@@ -175,6 +182,12 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
     handoff: new S3HandoffStore(s3, bucket),
     routing,
     description: `s3://${bucket}`,
+    interrupt: async (reason) => {
+      // The running tasks are taken before the abort: a task started after it is stopped by its own watch.
+      const stopping = runner.stopAll(reason);
+      interruption.abort();
+      return stopping;
+    },
     cell: (id, bucketCount) => {
       if (!cells[id]) throw new MoveError(`cell ${id} is not in the fleet config (cells: ${Object.keys(cells).join(', ')})`);
       return new EcsCellData(id, { runner, bucketCount, batchRows: options.batchRows ?? 5000, copyRowsPerSecond: options.copyRowsPerSecond, laneOf });

@@ -35,7 +35,15 @@ function copyRateOf(flags: MoveFlags): number | undefined {
  * Stores, cells and routing of the AWS fleet (lib/cli/move-aws.ts): the move bucket, every region's
  * mapping bucket, each cell's mover task. Nothing to close: every cell call is a task of its own.
  */
-async function awsDeps(io: CliIo, flags: MoveFlags): Promise<{ deps: MoverDeps; bucketCount: () => Promise<number>; close: () => Promise<void> }> {
+interface OpenedDeps {
+  readonly deps: MoverDeps;
+  readonly bucketCount: () => Promise<number>;
+  readonly close: () => Promise<void>;
+  /** AWS: stop the mover tasks this command started (on SIGINT / SIGTERM). */
+  readonly interrupt?: (reason: string) => Promise<{ stopped: string[]; failed: string[] }>;
+}
+
+async function awsDeps(io: CliIo, flags: MoveFlags): Promise<OpenedDeps> {
   const copyRowsPerSecond = copyRateOf(flags);
   const fleet = fleetFrom(flags.config ?? 'cells.config.ts');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -60,10 +68,11 @@ async function awsDeps(io: CliIo, flags: MoveFlags): Promise<{ deps: MoverDeps; 
       return bucketCount;
     },
     close: async () => undefined,
+    interrupt: (reason) => context.interrupt(reason),
   };
 }
 
-function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount: () => Promise<number>; close: () => Promise<void> } {
+function localDeps(io: CliIo, flags: MoveFlags): OpenedDeps {
   const stateDir = path.resolve(flags.stateDir);
   const fleet = readLocalFleet(stateDir);
   const copyRowsPerSecond = copyRateOf(flags);
@@ -99,22 +108,90 @@ function localDeps(io: CliIo, flags: MoveFlags): { deps: MoverDeps; bucketCount:
   };
 }
 
-/** Runs a move action with the local deps; move errors become exit-1 CLI errors. */
+/** Exit code of a command interrupted by SIGINT or SIGTERM (128 + SIGINT), as shells report it. */
+export const EXIT_INTERRUPTED = 130;
+
+/**
+ * Runs a move action with the local or AWS deps; move errors become exit-1 CLI errors.
+ *
+ * On AWS a cell's work runs in mover tasks that outlive this process, so SIGINT (Ctrl-C) and SIGTERM
+ * are caught while the action runs: every mover task this command started is stopped (StopTask
+ * through the cell's launcher role), no other is started, the move's audit log records
+ * `interrupted` (signal, step, the tasks stopped), and the command exits 130. The move stays where
+ * its record says (its current step is repeated by `cellctl move resume`, as after any failure). A
+ * local move has nothing running outside this process: the signal ends it as before.
+ */
 async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, bucketCount: number) => Promise<T>): Promise<T> {
-  let opened;
+  let opened: OpenedDeps;
   try {
     opened = flags.local ? localDeps(io, flags) : await awsDeps(io, flags);
   } catch (error) {
     if (error instanceof MoveError) throw new CliError(error.message);
     throw error;
   }
-  const { deps, bucketCount, close } = opened;
+  const { bucketCount, close, interrupt } = opened;
+  // The move this command drives (the last one it created, changed or audited).
+  let current: string | undefined;
+  const store = opened.deps.store;
+  const deps: MoverDeps = interrupt ? {
+    ...opened.deps,
+    store: {
+      description: store.description,
+      create: async (record) => { current = record.id; return store.create(record); },
+      read: (id) => store.read(id),
+      replace: async (record, tag) => { current = record.id; return store.replace(record, tag); },
+      list: () => store.list(),
+      appendAudit: async (id, entry) => { current = id; return store.appendAudit(id, entry); },
+      readAudit: (id) => store.readAudit(id),
+      withPlanLock: (b) => store.withPlanLock(b),
+    },
+  } : opened.deps;
+  const signals = io.signals ?? process;
+  let onSignal: ((signal: NodeJS.Signals) => void) | undefined;
+  let handling = false;
+  const interrupted = new Promise<never>((_, reject) => {
+    if (!interrupt) return;
+    onSignal = (signal) => {
+      if (handling) {
+        io.err(`${signal} again: still stopping the mover tasks\n`);
+        return;
+      }
+      handling = true;
+      io.err(`${signal}: stopping the mover tasks this command started…\n`);
+      void (async () => {
+        const { stopped, failed } = await interrupt(`cellctl move was interrupted (${signal})`);
+        let where = '';
+        if (current) {
+          const id = current;
+          const record = await store.read(id).catch(() => undefined);
+          where = record ? ` at step ${record.record.completed}` : '';
+          await store.appendAudit(id, {
+            at: deps.clock.now().toISOString(), actor: deps.actor, event: 'interrupted',
+            detail: { signal, completed: record?.record.completed, stoppedTasks: stopped, ...(failed.length > 0 ? { notStopped: failed } : {}) },
+          }).catch((error: Error) => io.err(`could not record the interruption in ${id}'s audit log: ${error.message}\n`));
+        }
+        const tasks = stopped.length > 0 ? `stopped mover task${stopped.length > 1 ? 's' : ''} ${stopped.map((a) => a.split('/').pop()).join(', ')}` : 'no mover task was running';
+        const notStopped = failed.length > 0 ? `; could NOT stop ${failed.join(', ')}: stop ${failed.length > 1 ? 'them' : 'it'} in the cell's ECS console` : '';
+        const next = current ? `; move ${current} stays${where}: \`cellctl move resume ${current}\` continues it (or \`cellctl move abort ${current}\`)` : '';
+        reject(new CliError(`interrupted by ${signal}: ${tasks}${notStopped}${next}`, EXIT_INTERRUPTED));
+      })().catch(reject);
+    };
+    signals.on('SIGINT', onSignal);
+    signals.on('SIGTERM', onSignal);
+  });
+  interrupted.catch(() => undefined);
   try {
-    return await body(deps, await bucketCount());
+    const ran = (async () => body(deps, await bucketCount()))();
+    // Once a signal arrived, the outcome is the interruption's (the body fails with it meanwhile).
+    return await Promise.race([ran.then((value) => (handling ? interrupted : value), (error) => (handling ? interrupted : Promise.reject(error))), interrupted]);
   } catch (error) {
     if (error instanceof MoveError || error instanceof MoveConflictError) throw new CliError(error.message);
     throw error;
   } finally {
+    if (onSignal) {
+      signals.off('SIGINT', onSignal);
+      signals.off('SIGTERM', onSignal);
+    }
     await close();
   }
 }

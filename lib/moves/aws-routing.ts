@@ -63,6 +63,8 @@ export interface S3RoutingControlOptions {
   /** @default 100 ms */
   readonly pollMs?: number;
   readonly progress?: (line: string) => void;
+  /** Aborted when the operator interrupts `cellctl move`: a wait ends at once. */
+  readonly signal?: AbortSignal;
 }
 
 /** The keys a document freezes (tenants, and bucket ranges as `from-to`). */
@@ -139,6 +141,7 @@ export class S3RoutingControl implements RoutingControl {
     const noted = new Set<string>();
     let failure: MoveError | undefined;
     for (;;) {
+      if (this.o.signal?.aborted) throw new MoveError(`interrupted while waiting for the routers to serve mapping v${version}; \`cellctl move resume\` waits again`);
       let served: Readonly<Record<string, GroupServing>>;
       try {
         served = await this.probe();

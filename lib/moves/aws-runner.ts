@@ -30,6 +30,17 @@ export interface EcsMoverRunnerOptions {
   /** A task still running after this is stopped and the step fails (resume runs it again). @default 6 h */
   readonly timeoutMs?: number;
   readonly progress?: (line: string) => void;
+  /** Aborted when the operator interrupts `cellctl move`: no task is started after it, a wait ends. */
+  readonly signal?: AbortSignal;
+}
+
+/** A mover task this runner started and has not seen stop. */
+interface RunningTask {
+  readonly cell: MoverCell;
+  readonly ecs: ECSClient;
+  readonly cluster: string;
+  readonly taskArn: string;
+  readonly op: string;
 }
 
 /**
@@ -41,7 +52,57 @@ export interface EcsMoverRunnerOptions {
  * and a bucket move's override lists can be longer.
  */
 export class EcsMoverRunner implements MoverTaskRunner {
+  private readonly running = new Map<string, RunningTask>();
+  /** RunTask calls sent and not answered yet. */
+  private readonly starting = new Set<Promise<void>>();
+  private stopping?: Promise<{ stopped: string[]; failed: string[] }>;
+
   constructor(private readonly o: EcsMoverRunnerOptions) {}
+
+  /** The tasks started and not yet seen stopped. */
+  public get runningTasks(): readonly RunningTask[] {
+    return [...this.running.values()];
+  }
+
+  /**
+   * Stops every mover task this runner started that has not stopped yet (ECS StopTask through the
+   * cell's launcher role, which may stop its mover cluster's tasks). Returns the tasks asked to stop;
+   * one that could not be stopped is named in `failed`.
+   */
+  public stopAll(reason: string): Promise<{ stopped: string[]; failed: string[] }> {
+    this.stopping ??= (async () => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { StopTaskCommand } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
+      // A RunTask already sent: its task is stopped too, once ECS has named it.
+      await Promise.all([...this.starting]);
+      const stopped: string[] = [];
+      const failed: string[] = [];
+      await Promise.all([...this.running.values()].map(async (t) => {
+        try {
+          await t.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.taskArn, reason: reason.slice(0, 255) }), { abortSignal: AbortSignal.timeout(15_000) });
+          stopped.push(t.taskArn);
+        } catch (error) {
+          failed.push(`${t.taskArn} (${(error as Error).name}: ${(error as Error).message})`);
+        }
+      }));
+      return { stopped, failed };
+    })();
+    return this.stopping;
+  }
+
+  private interrupted(): MoveError {
+    return new MoveError('interrupted (cellctl move was stopped by a signal); `cellctl move resume` continues the move');
+  }
+
+  /** Sleeps `ms`, or less when the run is interrupted. */
+  private async pause(ms: number): Promise<void> {
+    const signal = this.o.signal;
+    if (!signal) return this.o.clock.sleep(ms);
+    if (signal.aborted) return;
+    let onAbort: (() => void) | undefined;
+    await Promise.race([this.o.clock.sleep(ms), new Promise<void>((resolve) => { onAbort = resolve; signal.addEventListener('abort', onAbort, { once: true }); })]);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
 
   private cellOf(id: string): MoverCell {
     const cell = this.o.cells[id];
@@ -53,6 +114,7 @@ export class EcsMoverRunner implements MoverTaskRunner {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const ecsApi = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
     const cell = this.cellOf(request.cell);
+    if (this.o.signal?.aborted) throw this.interrupted();
     const stamp = this.o.clock.now().toISOString().replace(/[^0-9]/g, '').slice(0, 17);
     const id = `${stamp}-${request.op.toLowerCase()}-${randomBytes(4).toString('hex')}`;
     const requestKey = taskRequestKey(cell.account, id);
@@ -64,6 +126,11 @@ export class EcsMoverRunner implements MoverTaskRunner {
     }
     const info = await this.o.taskInfo(cell);
     const ecs = await this.o.ecs(cell);
+    // No task starts once the command is interrupted; one whose RunTask is under way is waited for by stopAll.
+    if (this.o.signal?.aborted) throw this.interrupted();
+    let answered!: () => void;
+    const starting = new Promise<void>((resolve) => { answered = resolve; });
+    this.starting.add(starting);
     let started;
     try {
       started = await ecs.send(new ecsApi.RunTaskCommand({
@@ -86,17 +153,41 @@ export class EcsMoverRunner implements MoverTaskRunner {
         },
       }));
     } catch (error) {
+      this.starting.delete(starting);
+      answered();
       throw new MoveError(`cell ${cell.id}: RunTask of ${info.taskDefinition} in ${info.cluster} (${cell.account}/${cell.region}) failed: ${(error as Error).name}: ${(error as Error).message}`);
     }
     const task = started.tasks?.[0];
+    if (task?.taskArn) this.running.set(task.taskArn, { cell, ecs, cluster: info.cluster, taskArn: task.taskArn, op: request.op });
+    this.starting.delete(starting);
+    answered();
     if (!task?.taskArn) {
       const why = (started.failures ?? []).map((f) => `${f.reason ?? '?'}${f.detail ? ` (${f.detail})` : ''}`).join('; ') || 'no task and no failure reported';
       throw new MoveError(`cell ${cell.id}: ECS did not start the mover task: ${why}; retry with \`cellctl move resume\``);
     }
     this.o.progress?.(`${cell.id}: mover task ${task.taskArn.split('/').pop()} (${request.op})`);
+    const running = this.running.get(task.taskArn)!;
+    try {
+      return await this.watch(running, info, resultKey);
+    } finally {
+      this.running.delete(task.taskArn);
+    }
+  }
+
+  private async watch(running: RunningTask, info: MoverTaskInfo, resultKey: string): Promise<unknown> {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const ecsApi = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
+    const { cell, ecs, taskArn } = running;
+    const task = { taskArn };
     const deadline = this.o.clock.now().getTime() + (this.o.timeoutMs ?? 6 * 3600_000);
     let stopped;
     for (;;) {
+      // Interrupted: stopAll stops this task (or, without it, this watch does), and the step ends here.
+      if (this.o.signal?.aborted) {
+        if (this.stopping) await this.stopping;
+        else await ecs.send(new ecsApi.StopTaskCommand({ cluster: info.cluster, task: taskArn, reason: 'cellctl move was interrupted' })).catch(() => undefined);
+        throw this.interrupted();
+      }
       const described = await ecs.send(new ecsApi.DescribeTasksCommand({ cluster: info.cluster, tasks: [task.taskArn] }));
       const current = described.tasks?.[0];
       if (current?.lastStatus === 'STOPPED') {
@@ -107,7 +198,7 @@ export class EcsMoverRunner implements MoverTaskRunner {
         await ecs.send(new ecsApi.StopTaskCommand({ cluster: info.cluster, task: task.taskArn, reason: 'cellctl move: the step timed out' })).catch(() => undefined);
         throw new MoveError(`cell ${cell.id}: mover task ${task.taskArn} ran longer than ${Math.round((this.o.timeoutMs ?? 6 * 3600_000) / 60000)} min and was stopped; run \`cellctl move resume\` to repeat the step`);
       }
-      await this.o.clock.sleep(this.o.pollMs ?? 5000);
+      await this.pause(this.o.pollMs ?? 5000);
     }
     const container = stopped.containers?.find((c) => c.name === info.container);
     const exitCode = container?.exitCode;

@@ -1,4 +1,5 @@
-import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput, StopTaskCommand, StopTaskCommandInput } from '@aws-sdk/client-ecs';
+import { EventEmitter } from 'events';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, AssumeRoleCommandInput, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
@@ -16,13 +17,19 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
+import { until } from '../support/cells';
 import { exampleFleet, REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  return cellctlWith(new EventEmitter(), ...argv);
+}
+
+/** `cellctl` with SIGINT / SIGTERM arriving on `signals` (the test's, never the test process's own). */
+async function cellctlWith(signals: EventEmitter, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; }, signals });
   return { code, out, err };
 }
 
@@ -109,7 +116,9 @@ describe('cellctl move (AWS fleet)', () => {
   });
 
   /** STS, SSM and ECS as AWS would answer for the deployed stacks. */
-  function mockAws(options: { movesBucket?: boolean; caller?: string } = {}) {
+  /** Tasks of `hang`'s op start and keep running until StopTask (each one is recorded with the role that stopped it). */
+  const hanging: { taskArn: string; cell: string; stopped?: { cluster: string; reason: string; accessKeyId: string } }[] = [];
+  function mockAws(options: { movesBucket?: boolean; caller?: string; hang?: string } = {}) {
     sts.reset(); ssm.reset(); ecs.reset();
     sts.on(GetCallerIdentityCommand).resolves({ Arn: options.caller ?? 'arn:aws:sts::222222222222:assumed-role/orders-move-operator/alice', Account: '222222222222' });
     // The stand-in S3 takes its own key; the mocked sessions hand it out.
@@ -134,6 +143,14 @@ describe('cellctl move (AWS fleet)', () => {
       // The client's credentials: the cell's launcher role, assumed through STS (mocked above).
       await getClient().config.credentials();
       const env = Object.fromEntries(input.overrides!.containerOverrides![0].environment!.map((e) => [e.name!, e.value!]));
+      if (options.hang) {
+        const asked = JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString()) as { op: string };
+        if (asked.op === options.hang) {
+          const taskArn = `arn:aws:ecs:eu-west-1:${fleet.cells.find((c) => c.id === cell)!.account}:task/mover-${cell}/hanging-${hanging.length}`;
+          hanging.push({ taskArn, cell });
+          return { tasks: [{ taskArn }], failures: [] };
+        }
+      }
       const db = dbs[cell];
       // The task definition's environment (CellMover), the overrides, and the local database's credentials in place of the secret.
       const exit = await runMoverTask({
@@ -145,9 +162,19 @@ describe('cellctl move (AWS fleet)', () => {
       exits.set(taskArn, exit);
       return { tasks: [{ taskArn }], failures: [] };
     });
-    ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => ({
-      tasks: [{ taskArn: input.tasks![0], lastStatus: 'STOPPED', stoppedReason: 'Essential container in task exited', containers: [{ name: 'Mover', exitCode: exits.get(input.tasks![0]) }] }],
-    }));
+    ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => {
+      const hung = hanging.find((h) => h.taskArn === input.tasks![0]);
+      if (hung) return { tasks: [{ taskArn: hung.taskArn, lastStatus: hung.stopped ? 'STOPPED' : 'RUNNING', stoppedReason: hung.stopped?.reason, containers: [{ name: 'Mover', exitCode: hung.stopped ? 143 : undefined }] }] };
+      return { tasks: [{ taskArn: input.tasks![0], lastStatus: 'STOPPED', stoppedReason: 'Essential container in task exited', containers: [{ name: 'Mover', exitCode: exits.get(input.tasks![0]) }] }] };
+    });
+    ecs.on(StopTaskCommand).callsFake(async (input: StopTaskCommandInput, getClient: () => ECSClient) => {
+      const hung = hanging.find((h) => h.taskArn === input.task);
+      if (!hung) throw Object.assign(new Error(`no task ${input.task}`), { name: 'InvalidParameterException' });
+      // Which credentials stopped it: the cell's launcher role's session (STS mocked above).
+      const credentials = await getClient().config.credentials();
+      hung.stopped ??= { cluster: input.cluster!, reason: input.reason ?? '', accessKeyId: credentials.accessKeyId };
+      return { task: { taskArn: hung.taskArn, lastStatus: 'STOPPED' } };
+    });
   }
 
   it('moves a tenant between cells of two regions: mover tasks in each cell, records and hand-off in the move bucket, freeze and flip in every region\'s mapping', async () => {
@@ -194,6 +221,36 @@ describe('cellctl move (AWS fleet)', () => {
     expect(JSON.parse(listed.out).map((m: { id: string }) => m.id)).toEqual([record.id]);
   });
 
+  it('on Ctrl-C stops the mover task it started, records the interruption and exits 130; resume finishes the move', async () => {
+    mockAws({ hang: 'exportDelta' });
+    const seed = compileMapping(seedMapping(fleet));
+    const tenant = Array.from({ length: 500 }, (_, i) => `sig${i}`).find((t) => seed.lookup(t).cell === source)!;
+    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, '${tenant}', jsonb_build_object('n', g) from generate_series(1, 40) g`);
+    const signals = new EventEmitter();
+    const running = cellctlWith(signals, 'move', 'tenant', tenant, '--to', target, '--json', '--config', config);
+    // The clone's export runs in the source's mover task, which keeps running until stopped.
+    await until('the source\'s export task to start', async () => hanging.length === 1, 60_000);
+    assumed.length = 0;
+    signals.emit('SIGINT', 'SIGINT');
+    const interrupted = await running;
+    const id = /move (m-[a-z0-9-]+) stays/.exec(interrupted.err)?.[1];
+    expect([interrupted.code, interrupted.out]).toEqual([130, '']);
+    expect(interrupted.err).toMatch(new RegExp(`interrupted by SIGINT: stopped mover task hanging-0; move ${id} stays at step planned: \`cellctl move resume ${id}\` continues it`));
+    // Stopped in the source's mover cluster, through its launcher role (the session STS handed out for it).
+    expect(hanging[0]).toMatchObject({ cell: source, stopped: { cluster: `mover-${source}`, reason: 'cellctl move was interrupted (SIGINT)', accessKeyId: 'S3RVER' } });
+    // No task was started after the signal.
+    expect(hanging).toHaveLength(1);
+    // The audit log says so: who, when, which step, which task.
+    const shown = JSON.parse((await cellctl('move', 'show', id!, '--json', '--config', config)).out);
+    expect(shown.move.status).toBe('active');
+    expect(shown.audit.find((e: { event: string }) => e.event === 'interrupted')).toMatchObject({ actor: 'alice', detail: { signal: 'SIGINT', completed: 'planned', stoppedTasks: [hanging[0].taskArn] } });
+    // resume continues: the move finishes, the rows are on the target.
+    mockAws();
+    const resumed = await cellctl('move', 'resume', id!, '--json', '--config', config);
+    expect([resumed.code, resumed.err, JSON.parse(resumed.out).status]).toEqual([0, '', 'retained']);
+    expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = '${tenant}'`))[0].n).toBe(40);
+  });
+
   it('stops with the cell\'s own error when a mover task fails, and resumes from that step', async () => {
     mockAws();
     // The target lost a table the source has: its import refuses the delta (a MoveError inside the task).
@@ -224,4 +281,5 @@ describe('cellctl move (AWS fleet)', () => {
     const denied = await cellctl('move', 'list', '--config', config);
     expect([denied.code, denied.err]).toEqual([1, expect.stringMatching(/cannot assume arn:aws:iam::222222222222:role\/orders-move-operator .*operators of the router account .* you are arn:aws:sts::444444444444:assumed-role\/Someone\/bob/)]);
   });
+
 });
