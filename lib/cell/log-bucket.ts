@@ -1,6 +1,17 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, Fn, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+
+/**
+ * `<prefix>-<suffix>`, the suffix being the last group of the stack id's UUID
+ * (`arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>`), which is new on every stack
+ * creation: a first create that failed and rolled back leaves its retained bucket behind, and the
+ * retry names a new one instead of failing on "already exists". The suffix is 12 characters, so the
+ * prefix may have at most 50 (S3's limit is 63).
+ */
+export function perCreationBucketName(prefix: string): string {
+  return `${prefix}-${Fn.select(4, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))))}`;
+}
 
 export interface LogBucketProps {
   /** What the log delivery service writes here, for the acknowledgements: `the router NLB's access logs`. */

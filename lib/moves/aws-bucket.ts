@@ -1,8 +1,9 @@
-import { Aws, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
+import { perCreationBucketName } from '../cell/log-bucket';
 import { GROUPS_PREFIX, VERSIONS_PREFIX } from '../mapping-store/store';
 import { SERVED_PREFIX } from '../router/served';
 import {
@@ -68,11 +69,8 @@ export class MoveBucket extends Construct {
     if (prefix.length > 50) throw new Error(`MoveBucket: bucket name prefix \`${prefix}\` is longer than 50 characters (the name adds 13); shorten the app name`);
     const days = props.handoffDays ?? 14;
     if (!Number.isInteger(days) || days < 1) throw new Error(`MoveBucket: handoffDays ${days} must be a whole number of days >= 1`);
-    // arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>: the uuid's last group, new on
-    // every stack creation, so a retried first create does not meet its retained predecessor.
-    const stackSuffix = Fn.select(4, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
     this.bucket = new s3.Bucket(this, 'Bucket', {
-      bucketName: `${prefix}-${stackSuffix}`,
+      bucketName: perCreationBucketName(prefix),
       versioned: true,
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,

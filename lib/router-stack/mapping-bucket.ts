@@ -1,6 +1,6 @@
 import { createHash } from 'crypto';
 import * as path from 'path';
-import { Aws, CustomResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, CustomResource, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -8,7 +8,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
-import { LogBucket } from '../cell/log-bucket';
+import { LogBucket, perCreationBucketName } from '../cell/log-bucket';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
 import { SERVED_PREFIX, servedPrefix } from '../router/served';
 
@@ -69,10 +69,8 @@ export class MappingBucket extends Construct {
       whyNotKms: 'S3 server access logs are delivered only to buckets encrypted with SSE-S3, not SSE-KMS.',
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
     });
-    // arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>: the uuid's last group.
-    const stackSuffix = Fn.select(4, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
     this.bucket = new s3.Bucket(this, 'Bucket', {
-      bucketName: `${props.namePrefix}-${stackSuffix}`,
+      bucketName: perCreationBucketName(props.namePrefix),
       versioned: true,
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
