@@ -40,7 +40,8 @@ export class StoreError extends Error {
   }
 }
 
-const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+/** The HTTP status an AWS SDK v3 error carries (`$metadata.httpStatusCode`), if any. */
+export const statusOf = (error: unknown): number | undefined => (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
 
 /**
  * The mapping bucket: immutable `mappings/v<version>.json` plus one mutable pointer per router group.

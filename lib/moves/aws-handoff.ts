@@ -2,8 +2,8 @@ import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObject
 import { checkHandoffKey, HandoffStore } from './handoff';
 import { HANDOFF_PREFIX, handoffLanePrefix, HandoffLane } from './aws-layout';
 import { MoveError } from './types';
+import { statusOf } from '../mapping-store/store';
 
-const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /**
  * The hand-off in the move bucket. Keys `<moveId>/<rest>` live at

@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { MappingDocument } from '../mapping/types';
-import { ConcurrentWriteError, MappingStore, StoreError } from '../mapping-store/store';
+import { ConcurrentWriteError, MappingStore, statusOf, StoreError } from '../mapping-store/store';
 import { publishMapping, PublishRefusedError } from '../mapping-store/publish';
 import { parseServedReport, servedPrefix } from '../router/served';
 import { RoutingControl } from './routing-control';
@@ -233,7 +233,7 @@ export function servedReportProbe(
         answered = response.ETag;
       } catch (error) {
         // Expired between the listing and the read: no report.
-        if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return null;
+        if (statusOf(error) === 404) return null;
         throw error;
       }
       const report = parseServedReport(text);

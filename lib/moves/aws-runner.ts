@@ -4,8 +4,8 @@ import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3
 import { MoverTaskRunner } from './aws-cell';
 import { MoverRequest, MoverResult, MoverTaskInfo, taskRequestKey, taskResultKey } from './aws-layout';
 import { Clock, MoveError } from './types';
+import { statusOf } from '../mapping-store/store';
 
-const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** One cell as the runner needs it: where its mover runs, and how to reach it. */
 export interface MoverCell {

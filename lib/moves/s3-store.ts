@@ -4,8 +4,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { checkMoveId, MoveConflictError, MoveStore, StoredMove } from './store';
 import { AuditEntry, MoveError, MoveRecord } from './types';
+import { statusOf } from '../mapping-store/store';
 
-const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /**
  * Moves kept in S3 next to the mapping (`moves/<id>/move.json`), for operators driving moves of AWS

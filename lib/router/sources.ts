@@ -1,7 +1,7 @@
 import { createHash } from 'crypto';
 import * as fs from 'fs';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { groupKey } from '../mapping-store';
+import { groupKey, statusOf } from '../mapping-store';
 
 /**
  * A fetch result: nothing new, a new document text to validate, or (`missing`) no document at the
@@ -22,7 +22,6 @@ export interface MappingSource {
   reset(): void;
 }
 
-const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** `groups/<group>/mapping.json` in the mapping bucket, with conditional GETs (304 = unchanged). */
 export class S3MappingSource implements MappingSource {
