@@ -23,7 +23,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { MappingAgent, runAgentLoop } from '../lib/router/agent';
 import { MappingApplier } from '../lib/router/apply';
 import { RuntimeApi } from '../lib/router/runtime-api';
-import { S3ServedReporter } from '../lib/router/served';
+import { S3ServedReporter, SERVED_FRESHNESS_MS } from '../lib/router/served';
 import { S3MappingSource } from '../lib/router/sources';
 
 function required(name: string): string {
@@ -36,6 +36,20 @@ function required(name: string): string {
 }
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
+
+/** A positive number of seconds from the environment, at most `max`; anything else stops the agent with why. */
+function seconds(name: string, fallback: string, max: number, why: string): number {
+  const value = Number(env(name, fallback));
+  if (!Number.isFinite(value) || value <= 0 || value > max) {
+    process.stderr.write(`router-agent: ${name}=${process.env[name]} must be a number of seconds in (0, ${max}]${why}\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
+// A move counts a report older than SERVED_FRESHNESS_MS as a dead task's: report and poll well inside it.
+const reportLimit = SERVED_FRESHNESS_MS / 2000;
+const reportWhy = ` (moves count a served report older than ${SERVED_FRESHNESS_MS / 1000} s as a dead task's)`;
 
 /**
  * The subnet of this task (awsvpc): the ECS container metadata endpoint v4 reports it as
@@ -83,7 +97,7 @@ async function main(): Promise<void> {
   const localNetworks = await zoneCidrs();
   const s3 = new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' });
   const emit = (line: string) => process.stdout.write(`${line}\n`);
-  const served = new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: Number(env('REPORT_SECONDS', '10')) * 1000, emit });
+  const served = new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: seconds('REPORT_SECONDS', '10', reportLimit, reportWhy) * 1000, emit });
   const agent = new MappingAgent({
     api,
     source: new S3MappingSource(s3, bucket, group),
@@ -104,7 +118,7 @@ async function main(): Promise<void> {
   agent.loadLastKnownGood();
   const server = agent.healthServer().listen(Number(env('HEALTH_PORT', '8082')));
   // While a move's freeze is in force its flip comes within seconds: the loop polls faster until it has.
-  const poll = runAgentLoop(agent, { pollMs: Number(env('POLL_SECONDS', '5')) * 1000, freezePollMs: Number(env('FREEZE_POLL_MS', '250')) });
+  const poll = runAgentLoop(agent, { pollMs: seconds('POLL_SECONDS', '5', reportLimit, reportWhy) * 1000, freezePollMs: Number(env('FREEZE_POLL_MS', '250')) });
   let stopping = false;
   const metrics = setInterval(() => {
     void agent.metrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));

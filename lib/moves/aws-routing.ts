@@ -2,7 +2,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { MappingDocument } from '../mapping/types';
 import { ConcurrentWriteError, MappingStore, statusOf, StoreError } from '../mapping-store/store';
 import { publishMapping, PublishRefusedError } from '../mapping-store/publish';
-import { parseServedReport, servedPrefix } from '../router/served';
+import { parseServedReport, SERVED_FRESHNESS_MS, servedPrefix } from '../router/served';
 import { RoutingControl } from './routing-control';
 import { Clock, MoveError } from './types';
 
@@ -205,7 +205,7 @@ export function servedReportProbe(
   groups: readonly string[],
   options: ServedReportProbeOptions = {},
 ): ServedProbe {
-  const freshness = options.freshnessMs ?? 30_000;
+  const freshness = options.freshnessMs ?? SERVED_FRESHNESS_MS;
   // S3's clock: the Date header of each client's latest answer (kept by a deserialize middleware).
   const serverNow = new Map<S3Client, number>();
   if (!options.clock) {

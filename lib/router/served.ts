@@ -14,6 +14,13 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
  */
 export const SERVED_PREFIX = 'served/';
 export const servedPrefix = (group: string) => `${SERVED_PREFIX}${group}/`;
+
+/**
+ * How old a report may be and still count as a live task's (the move's probe, lib/moves/aws-routing.ts).
+ * An agent reports at least every heartbeat and acts only on its polls, so both must stay well
+ * inside it: bin/router-agent.ts refuses REPORT_SECONDS or POLL_SECONDS above half of it.
+ */
+export const SERVED_FRESHNESS_MS = 30_000;
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 export function servedKey(group: string, taskId: string): string {
   if (!TASK_ID.test(taskId)) throw new Error(`router task id \`${taskId}\` must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'`);

@@ -173,6 +173,11 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     });
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('MAPPING_BUCKET is not set');
+    // A heartbeat a move would take for a dead task's, or no number at all: refused, not silently NaN.
+    for (const [name, value] of [['REPORT_SECONDS', '20'], ['POLL_SECONDS', 'five']]) {
+      const bad = spawnSync(process.execPath, [agentBundle], { cwd: stateDir, encoding: 'utf8', env: { ...agentEnv(), [name]: value }, timeout: 60_000 });
+      expect([bad.status, bad.stderr]).toEqual([2, expect.stringContaining(`router-agent: ${name}=${value} must be a number of seconds in (0, 15]`)]);
+    }
     expect(stderr).not.toContain('Error:');
   });
 });
