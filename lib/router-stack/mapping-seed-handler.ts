@@ -59,6 +59,14 @@ export interface SeedResponse {
 export interface SeedOptions {
   /** Attempts on 409 ConditionalRequestConflict (a concurrent write to the key), with `retryDelayMs × attempt` between. */
   readonly conflictAttempts?: number;
+  /**
+   * How long a 403 AccessDenied is retried: on a first deploy the role, its policy and the bucket
+   * policy were made seconds before, and IAM changes take a while to be seen everywhere (IAM User
+   * Guide, "Troubleshoot IAM", "Changes that I make are not always immediately visible"). Safe to
+   * repeat: every attempt is the same conditional write.
+   * @default 60000
+   */
+  readonly accessDeniedMs?: number;
   readonly retryDelayMs?: number;
   /** Time kept back from the Lambda's remaining time to answer CloudFormation before the function is stopped. */
   readonly reserveMs?: number;
@@ -67,6 +75,7 @@ export interface SeedOptions {
 /** `If-None-Match: *` write of one key; 412 (the key exists) is an answer, not an error. */
 export async function seedObject(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<SeedOutcome> {
   const attempts = options.conflictAttempts ?? 5;
+  const deniedUntil = Date.now() + (options.accessDeniedMs ?? 60_000);
   for (let attempt = 1; ; attempt++) {
     try {
       await s3.send(new PutObjectCommand({
@@ -77,8 +86,11 @@ export async function seedObject(s3: S3Client, props: SeedProperties, signal?: A
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       const status = e.$metadata?.httpStatusCode;
       if (status === 412 || e.name === 'PreconditionFailed') return 'exists';
-      if ((status === 409 || e.name === 'ConditionalRequestConflict') && attempt < attempts && !signal?.aborted) {
-        await new Promise((resolve) => setTimeout(resolve, (options.retryDelayMs ?? 1000) * attempt));
+      const delay = Math.min((options.retryDelayMs ?? 1000) * attempt, 10_000);
+      const conflict = (status === 409 || e.name === 'ConditionalRequestConflict') && attempt < attempts;
+      const denied = (status === 403 || e.name === 'AccessDenied') && Date.now() + delay < deniedUntil;
+      if ((conflict || denied) && !signal?.aborted) {
+        await new Promise((resolve) => setTimeout(resolve, delay));
         continue;
       }
       throw err;
@@ -140,7 +152,7 @@ export async function sendResponse(url: string, response: SeedResponse, attempts
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
       // The presigned URL is signed without a content type.
-      const res = await fetch(url, { method: 'PUT', body, headers: { 'content-type': '' } });
+      const res = await fetch(url, { method: 'PUT', body, headers: { 'content-type': '' }, signal: AbortSignal.timeout(10_000) });
       if (res.ok) return;
       last = `HTTP ${res.status}`;
       if (res.status < 500) break;

@@ -121,9 +121,17 @@ describe('MappingSeed handler', () => {
     expect(aws.seen.map((s) => s.headers['if-none-match'])).toEqual(['*', '*', '*']);
   });
 
-  it('fails the create with the reason and what to fix when S3 refuses, keeping a physical id for the rollback\'s delete', async () => {
-    aws.s3Answers = [403];
-    const response = await seedResponse(event('Create'), context, s3);
+  it('retries 403 AccessDenied for a while (a first deploy\'s new role and policies are not seen everywhere at once)', async () => {
+    aws.s3Answers = [403, 403, 200];
+    const response = await seedResponse(event('Create'), context, s3, { retryDelayMs: 10 });
+    expect(response).toMatchObject({ Status: 'SUCCESS', Data: { Outcome: 'written' } });
+    expect(aws.seen.map((s) => s.headers['if-none-match'])).toEqual(['*', '*', '*']);
+  });
+
+  it('fails the create with the reason and what to fix when S3 keeps refusing, keeping a physical id for the rollback\'s delete', async () => {
+    aws.s3Answers = Array(100).fill(403);
+    const response = await seedResponse(event('Create'), context, s3, { retryDelayMs: 10, accessDeniedMs: 200 });
+    expect(aws.seen.length).toBeGreaterThan(1);
     expect(response.Status).toBe('FAILED');
     expect(response.PhysicalResourceId).toBe('mappings/v1.json');
     expect(response.Reason).toMatch(/s3:\/\/orders-mappings-0f0e0d0c\/mappings\/v1\.json failed: AccessDenied \(HTTP 403\)/);
