@@ -113,15 +113,17 @@ export class S3RoutingControl implements RoutingControl {
     if (current.version !== previous) {
       throw new MoveError(`the mapping went from v${previous} to v${current.version} while the move was changing it (someone published); run the move again (\`cellctl move resume\`)`);
     }
-    // A new freeze only when every group is known to report what it serves: else the move could not
-    // tell when the freeze holds, and would stop with the subject frozen. Lifting a freeze (a flip,
-    // an unfreeze, an abort) is never held back.
+    // A new freeze only when every group is known to report what it serves, and serves the current
+    // version: else the move could not tell when the freeze holds (a silent group), or would start
+    // the freeze's clock while waiting for a group that is behind already (it waits for that before
+    // publishing, unfrozen). Lifting a freeze (a flip, an unfreeze, an abort) is never held back.
     const before = frozenKeys(current);
     if ([...frozenKeys(doc)].some((k) => !before.has(k))) {
       const unknown = Object.entries(await this.probe()).filter(([, g]) => g.state === 'silent' || g.state === 'never');
       if (unknown.length > 0) {
         throw new MoveError(`not freezing: the move could not tell when every router applied the freeze:\n  ${unknown.map(([name, g]) => describeServing(name, g)).join('\n  ')}\nnothing was published; fix the router groups, then \`cellctl move resume\``);
       }
+      await this.waitApplied(current.version);
     }
     try {
       await publishMapping(this.o.stores, doc, { groups: this.o.groups, bakeSeconds: 0, routerSlots: this.o.routerSlots, progress: this.o.progress });

@@ -36,7 +36,7 @@ describe('S3RoutingControl with the routers\' served reports', () => {
   const running = (tasks: S3ServedReporter[], version: () => number) => {
     heartbeats.push(setInterval(() => void Promise.all(tasks.map((t) => t.update(version()))), 100));
   };
-  const routing = (o: { silentLimitMs?: number; progress?: (l: string) => void } = {}) => new S3RoutingControl({
+  const routing = (o: { silentLimitMs?: number; timeoutMs?: number; progress?: (l: string) => void } = {}) => new S3RoutingControl({
     stores, groups: GROUPS, clock: systemClock, pollMs: 100, timeoutMs: 60_000, ...o,
     probe: servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS }),
   });
@@ -134,5 +134,21 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     const doc = await control.read();
     await expect(control.publish(freezeSubject(doc, { kind: 'tenant', tenant: 'initech' }, NOW), doc.version)).rejects.toThrow(/^not freezing: (.|\n)*eu-west-1\/blue: no task has reported/);
     expect((await control.read()).version).toBe(doc.version);
+  });
+
+  it('publishes a freeze only once every group serves the current version (the freeze does not start while routers are behind)', async () => {
+    const doc = await routing().read();
+    // Every group has a task still on the version before the current one; it catches up after a while.
+    const behind = all((r, g) => task(r, g, `${g}-behind`));
+    await Promise.all(behind.map((t) => t.update(doc.version - 1)));
+    let caughtUp = false;
+    running(behind, () => (caughtUp ? doc.version : doc.version - 1));
+    // While they are behind the freeze is not published: the wait for them ends (here after 1.5 s) with nothing frozen.
+    const freeze = freezeSubject(doc, { kind: 'tenant', tenant: 'hooli' }, NOW);
+    await expect(routing({ timeoutMs: 1500 }).publish(freeze, doc.version)).rejects.toThrow(`routers did not report serving mapping v${doc.version}`);
+    expect((await routing().read()).version).toBe(doc.version);
+    caughtUp = true;
+    await routing().publish(freeze, doc.version);
+    expect((await routing().read()).freeze?.exact).toContain('hooli');
   });
 });
