@@ -99,12 +99,16 @@ export class S3RoutingControl implements RoutingControl {
     return stored.document;
   }
 
+  /** The probe, tried 3 times 0.5 s apart: S3 answers an occasional 500 or 503 that a retry gets past. */
   private async probe(): Promise<Readonly<Record<string, GroupServing>>> {
-    try {
-      return await this.o.probe();
-    } catch (error) {
-      if (error instanceof MoveError) throw error;
-      throw new MoveError(`reading what the routers serve failed: ${(error as Error).name}: ${(error as Error).message}`);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.o.probe();
+      } catch (error) {
+        if (error instanceof MoveError) throw error;
+        if (attempt >= 3) throw new MoveError(`reading what the routers serve failed: ${(error as Error).name}: ${(error as Error).message}`);
+        await this.o.clock.sleep(500);
+      }
     }
   }
 
