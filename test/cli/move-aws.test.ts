@@ -241,7 +241,9 @@ describe('cellctl move (AWS fleet)', () => {
     // No task was started after the signal.
     expect(hanging).toHaveLength(1);
     // The audit log says so: who, when, which step, which task.
-    const shown = JSON.parse((await cellctl('move', 'show', id!, '--json', '--config', config)).out);
+    const shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
+    expect(shownRun.err).toBe('');
+    const shown = JSON.parse(shownRun.out);
     expect(shown.move.status).toBe('active');
     expect(shown.audit.find((e: { event: string }) => e.event === 'interrupted')).toMatchObject({ actor: 'alice', detail: { signal: 'SIGINT', completed: 'planned', stoppedTasks: [hanging[0].taskArn] } });
     // resume continues: the move finishes, the rows are on the target.
