@@ -14,6 +14,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { CellShape, PartitionKeySource } from '../fleet';
+import { IMAGE_NAMES, imageDockerfile, repositoryImageAsset } from '../images';
 import { REPO_ROOT } from '../router-stack/router-group';
 
 /** `workload.image` values of this form build a Dockerfile of this repository (an ECR image asset). */
@@ -37,7 +38,10 @@ export function workloadImage(scope: Construct, id: string, image: string): Work
   if (!image.startsWith(IMAGE_ASSET_PREFIX)) return { container: ecs.ContainerImage.fromRegistry(image), uri: image };
   const file = image.slice(IMAGE_ASSET_PREFIX.length);
   if (!fs.existsSync(path.join(REPO_ROOT, file))) throw new Error(`workload.image ${image}: no ${file} in the repository; give a path to a Dockerfile relative to the repository root, or a registry image`);
-  const asset = new ecrAssets.DockerImageAsset(scope, id, { directory: REPO_ROOT, file });
+  // One of this repository's images (the reference workload) builds from its own bundled context;
+  // any other Dockerfile from the repository root.
+  const own = IMAGE_NAMES.find((name) => imageDockerfile(name) === path.normalize(file));
+  const asset = own ? repositoryImageAsset(scope, id, own) : new ecrAssets.DockerImageAsset(scope, id, { directory: REPO_ROOT, file });
   return {
     container: ecs.ContainerImage.fromDockerImageAsset(asset),
     uri: asset.imageUri,

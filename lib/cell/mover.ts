@@ -1,6 +1,5 @@
 import { ArnFormat, Aws, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -11,10 +10,10 @@ import { Construct } from 'constructs';
 import {
   HANDOFF_PREFIX, moveBucketNamePrefix, moveOperatorRoleName, MOVER_CONTAINER, moverLauncherRoleName, moverParameter, MoverTaskInfo, moverTaskRoleName, TASKS_PREFIX,
 } from '../moves/aws-layout';
-import { REPO_ROOT } from '../router-stack/router-group';
+import { imageDockerfile, repositoryImageAsset } from '../images';
 
 /** The mover's image: a small bundle of this repository's mover entrypoint (bin/mover.ts), not the workload's image. */
-export const MOVER_DOCKERFILE = 'images/mover/Dockerfile';
+export const MOVER_DOCKERFILE = imageDockerfile('mover');
 
 export interface CellMoverProps {
   readonly app: string;
@@ -113,7 +112,7 @@ export class CellMover extends Construct implements ec2.IConnectable {
       taskRole: this.taskRole,
       runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
     });
-    const image = props.image ?? ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'Image', { directory: REPO_ROOT, file: MOVER_DOCKERFILE }));
+    const image = props.image ?? ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'Image', 'mover'));
     this.taskDefinition.addContainer(MOVER_CONTAINER, {
       image,
       memoryLimitMiB: props.memoryMiB ?? 1024,

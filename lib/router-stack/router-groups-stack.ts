@@ -2,7 +2,6 @@ import { Annotations, Aws, Duration, Fn, Stack, StackProps, Tags } from 'aws-cdk
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -10,7 +9,8 @@ import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { Fleet, mappingBucketParameter, RouterGroupConfig } from '../fleet';
 import { routerTaskRoleName } from './mapping-bucket';
-import { connectionUseMetric, REPO_ROOT, RouterGroup } from './router-group';
+import { repositoryImageAsset } from '../images';
+import { connectionUseMetric, RouterGroup } from './router-group';
 
 /** The CloudWatch namespace of the router agent's metrics (EMF). */
 export const ROUTER_METRICS_NAMESPACE = 'CellRouter';
@@ -108,8 +108,8 @@ export class RouterGroupsStack extends Stack {
     const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(fleet.app)), { mutable: false });
     const mappingBucket = param(mappingBucketParameter(fleet.app));
     const images = {
-      haproxy: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'HaproxyImage', { directory: REPO_ROOT, file: 'images/router-haproxy/Dockerfile' })),
-      agent: ecs.ContainerImage.fromDockerImageAsset(new ecrAssets.DockerImageAsset(this, 'AgentImage', { directory: REPO_ROOT, file: 'images/router-agent/Dockerfile' })),
+      haproxy: ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy')),
+      agent: ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'AgentImage', 'router-agent')),
     };
     // Created by RouterStack (same account and region), so its name is known: `<prefix>-alarms`.
     const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${fleet.accounts.router}:${prefix}-alarms`);

@@ -282,7 +282,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     const json = (ready: boolean, extra: string) => `lf-string '{"ready":${ready},${extra}"connections":%[fe_conn(router)],"limit":${maxConn}}'`;
     lines.push(
       'frontend ready',
-      `  bind ${o.readyBind.address}:${o.readyBind.port}`,
+      // The NLB sends the PROXY header on health-check connections too once the target group has
+      // proxy protocol on (NLB User Guide, target groups, proxy protocol): without accept-proxy
+      // the check gets 400 and no task ever turns healthy.
+      `  bind ${o.readyBind.address}:${o.readyBind.port}${o.acceptProxy ? ' accept-proxy' : ''}`,
       '  maxconn 20',
       '  no log',
       `  http-request return status 503 content-type application/json ${json(false, '"reason":"no mapping in force",')} if !{ ${version} -m found }`,

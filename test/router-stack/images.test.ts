@@ -2,12 +2,13 @@ import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { imageContext, imageDockerfile, ImageName } from '../../lib/images';
 import { REPO_ROOT, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
 import { until } from '../support/cells';
 
 /** The Dockerfile's instructions, continuation lines joined. */
-function instructions(image: string): string[] {
-  const text = fs.readFileSync(path.join(REPO_ROOT, 'images', image, 'Dockerfile'), 'utf8');
+function instructions(image: ImageName): string[] {
+  const text = fs.readFileSync(path.join(REPO_ROOT, imageDockerfile(image)), 'utf8');
   return text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
 }
 
@@ -19,7 +20,7 @@ describe('router images', () => {
   it('run HAProxy from the official image, with the generated configuration, stopped by SIGUSR1 (soft stop)', () => {
     expect(runtime[0]).toMatch(/^FROM public\.ecr\.aws\/docker\/library\/haproxy:\d/);
     expect(runtime).toContain('STOPSIGNAL SIGUSR1');
-    expect(haproxy.some((l) => l.includes(`cellctl router config`) && l.includes(`--state-dir ${STATE_DIR}`))).toBe(true);
+    expect(haproxy.some((l) => l.includes('cellctl.js router config') && l.includes(`--state-dir ${STATE_DIR}`))).toBe(true);
   });
 
   it('declare the state directory a VOLUME, so ECS copies the generated maps into the task volume', () => {
@@ -34,30 +35,13 @@ describe('router images', () => {
   it('run the agent as the HAProxy image\'s user, pointed at the same state directory and runtime API', () => {
     expect(agent.filter((l) => l.startsWith('USER'))).toEqual([`USER ${ROUTER_USER}`]);
     expect(agent.find((l) => l.startsWith('ENV'))).toContain(`STATE_DIR=${STATE_DIR}`);
-    const admin = /--admin-socket (\S+)/.exec(haproxy.find((l) => l.includes('cellctl router config'))!)![1];
+    const admin = /--admin-socket (\S+)/.exec(haproxy.find((l) => l.includes('cellctl.js router config'))!)![1];
     expect(agent.find((l) => l.startsWith('ENV'))).toContain(`HAPROXY_ADMIN=${admin}`);
   });
 });
 
-/**
- * The packages a process loads, as package-lock keys (`node_modules/…`): the entry point runs with
- * an exit hook that writes `require.cache` to a file.
- */
-function lockKeysOf(modules: readonly string[]): Set<string> {
-  const keys = new Set<string>();
-  for (const file of modules) {
-    const relative = path.relative(REPO_ROOT, file).split(path.sep);
-    const last = relative.lastIndexOf('node_modules');
-    if (last < 0) continue;
-    const name = relative[last + 1].startsWith('@') ? relative.slice(last + 1, last + 3) : [relative[last + 1]];
-    keys.add([...relative.slice(0, last + 1), ...name].join('/'));
-  }
-  return keys;
-}
-
+/** An exit hook that writes the modules the process loaded (`require.cache`) to a file. */
 const probe = (out: string) => `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));`;
-const lock = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-const devOnly = (keys: Set<string>) => [...keys].filter((k) => lock.packages[k] === undefined || lock.packages[k].dev === true);
 
 /** The agent Dockerfile's stages, each from its FROM line. */
 const agentStages = instructions('router-agent').reduce<string[][]>((stages, line) => {
@@ -67,24 +51,27 @@ const agentStages = instructions('router-agent').reduce<string[][]>((stages, lin
 }, []);
 
 describe('router images: what their entry points load', () => {
-  it('the HAProxy image build stage (cellctl router config)', () => {
+  it('the HAProxy image build stage: cellctl and the fleet config, bundled, load no package (the stage has no node_modules)', () => {
+    const context = imageContext('router-haproxy');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
+    for (const file of fs.readdirSync(context)) fs.copyFileSync(path.join(context, file), path.join(dir, file));
     const out = path.join(dir, 'modules.json');
-    const run = spawnSync(process.execPath, ['--require', 'tsx/cjs', '-e',
-      `${probe(out)} process.argv = [process.argv[0], 'cellctl', 'router', 'config', '--state-dir', ${JSON.stringify(dir)}, '--out-dir', ${JSON.stringify(dir)}]; require('./bin/cellctl.ts');`,
-    ], { cwd: REPO_ROOT, encoding: 'utf8' });
+    // What the Dockerfile's RUN line does, from a folder without node_modules.
+    const run = spawnSync(process.execPath, ['-e',
+      `${probe(out)} process.argv = [process.argv[0], 'cellctl', 'router', 'config', '--config', 'cells.config.js', '--state-dir', ${JSON.stringify(dir)}, '--out-dir', ${JSON.stringify(dir)}]; require('./cellctl.js');`,
+    ], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH } });
     expect([run.status, run.stderr]).toEqual([0, expect.any(String)]);
     expect(fs.existsSync(path.join(dir, 'haproxy.cfg'))).toBe(true);
-    const keys = lockKeysOf(JSON.parse(fs.readFileSync(out, 'utf8')));
-    expect(keys.has('node_modules/commander')).toBe(true); // the CLI's own parser: the probe sees packages
-    expect(devOnly(keys)).toEqual([]);
+    const loaded = (JSON.parse(fs.readFileSync(out, 'utf8')) as string[]).map((f) => path.basename(f)).sort();
+    expect(loaded).toEqual(['cellctl.js', 'cells.config.js']);
+    expect(instructions('router-haproxy')).toContain('COPY cellctl.js cells.* ./');
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('the agent image: one bundled file that loads no package at all (the runtime stage has no node_modules and no npm)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
     const bundle = path.join(dir, 'router-agent.js');
-    const build = spawnSync('npm', ['run', '--silent', 'build:agent', '--', `--outfile=${bundle}`], { cwd: REPO_ROOT, encoding: 'utf8' });
-    expect([build.status, build.stderr]).toEqual([0, '']);
+    fs.copyFileSync(path.join(imageContext('router-agent'), 'router-agent.js'), bundle);
     const out = path.join(dir, 'modules.json');
     // Run from an empty directory: nothing can be found in a node_modules.
     const agent = spawn(process.execPath, ['-e', `${probe(out)} require(${JSON.stringify(bundle)});`], {
@@ -104,7 +91,7 @@ describe('router images: what their entry points load', () => {
     expect(loaded).toEqual([bundle]);
     const runtimeStage = agentStages[agentStages.length - 1];
     expect(runtimeStage.filter((l) => /\bnpm\b|\bnpx\b/.test(l) && !l.startsWith('RUN rm'))).toEqual([]);
-    expect(runtimeStage).toContain('COPY --from=build /out/router-agent.js /app/router-agent.js');
+    expect(runtimeStage).toContain('COPY router-agent.js /app/router-agent.js');
     expect(runtimeStage[runtimeStage.length - 1]).toBe('CMD ["node", "/app/router-agent.js"]');
     fs.rmSync(dir, { recursive: true, force: true });
   }, 180_000);

@@ -4,10 +4,12 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { S3Client } from '@aws-sdk/client-s3';
+import { imageContext } from '../../lib/images';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
 import { FakeCell, freePorts, load, routed, startCell, startProxyProtocolForwarder, until } from '../support/cells';
 import { REPO_ROOT } from '../support/fleet';
+import { healthCheckGet } from '../support/nlb';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 /**
@@ -38,7 +40,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
   let adminPort: number;
   let statsPort: number;
   let stateDir: string;
-  /** The agent as its image runs it: one bundled file (`npm run build:agent`). */
+  /** The agent as its image runs it: the bundled file of its image context (lib/images). */
   let agentBundle: string;
   let v1: MappingDocument;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -55,14 +57,23 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     agentProcess.stdout!.on('data', (d) => { stdout += d; });
     agentProcess.stderr!.on('data', (d) => { stderr += d; });
   };
-  /** The agent's own /ready (`on` = the agent), or HAProxy's, which the NLB checks (`on` = 'haproxy'). */
-  const health = (on: 'agent' | 'haproxy' = 'agent') => new Promise<{ status: number; body: { ready: boolean; version: number | null } }>((resolve, reject) => {
-    http.get(`http://127.0.0.1:${on === 'agent' ? healthPort : readyPort}/ready`, (res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
-    }).on('error', reject);
-  });
+  /**
+   * The agent's own /ready (`on` = the agent), or HAProxy's, which the NLB checks (`on` = 'haproxy')
+   * with the PROXY v2 header first, as it does once the target group has proxy protocol on.
+   */
+  const health = async (on: 'agent' | 'haproxy' = 'agent'): Promise<{ status: number; body: { ready: boolean; version: number | null } }> => {
+    if (on === 'haproxy') {
+      const answer = await healthCheckGet(readyPort, '/ready', { proxy: true, timeoutMs: 5000 });
+      return { status: answer.status, body: JSON.parse(answer.body) };
+    }
+    return new Promise((resolve, reject) => {
+      http.get(`http://127.0.0.1:${healthPort}/ready`, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
+      }).on('error', reject);
+    });
+  };
   const servedBy = async (key: string) => (await routed(agent, port, key)).body;
   const routesLike = async (doc: MappingDocument, keys: readonly string[]) => {
     for (const key of keys) if ((await servedBy(key)) !== lookup(doc, key).cell) return false;
@@ -80,8 +91,7 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     // What the HAProxy image's build stage runs (another port, state directory and admin address).
     stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-task-'));
     agentBundle = path.join(stateDir, 'router-agent.js');
-    const bundled = spawnSync('npm', ['run', '--silent', 'build:agent', '--', `--outfile=${agentBundle}`], { cwd: REPO_ROOT, encoding: 'utf8' });
-    if (bundled.status !== 0) throw new Error(`npm run build:agent failed: ${bundled.stderr}`);
+    fs.copyFileSync(path.join(imageContext('router-agent'), 'router-agent.js'), agentBundle);
     const config = spawnSync(process.execPath, [
       path.join(REPO_ROOT, 'bin', 'cellctl.js'), 'router', 'config', '--config', 'cells.config.ts', '--port', String(haproxyPort),
       '--state-dir', stateDir, '--admin-socket', `127.0.0.1:${adminPort}`, '--stats-port', String(statsPort), '--out-dir', stateDir,

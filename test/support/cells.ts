@@ -5,6 +5,7 @@ import * as path from 'path';
 import type { LocalRouter } from '../../lib/router';
 import { HaproxyStartError } from '../../lib/router/local';
 import { RuntimeApi } from '../../lib/router/runtime-api';
+import { proxyV2Header } from './nlb';
 
 export type CellBehaviour = 'ok' | 'slow' | 'error' | 'close';
 
@@ -184,16 +185,7 @@ export async function startProxyProtocolForwarder(targetPort: number, client = {
   const server = net.createServer((downstream) => {
     const upstream = net.createConnection({ host: '127.0.0.1', port: targetPort });
     sockets.add(downstream).add(upstream);
-    const header = Buffer.alloc(28);
-    Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]).copy(header, 0);
-    header[12] = 0x21; // version 2, PROXY
-    header[13] = 0x11; // TCP over IPv4
-    header.writeUInt16BE(12, 14);
-    client.address.split('.').forEach((octet, i) => { header[16 + i] = Number(octet); });
-    [10, 0, 0, 1].forEach((octet, i) => { header[20 + i] = octet; });
-    header.writeUInt16BE(client.port, 24);
-    header.writeUInt16BE(listenerPort, 26);
-    upstream.write(header);
+    upstream.write(proxyV2Header(client, listenerPort));
     downstream.pipe(upstream).pipe(downstream);
     const close = () => { downstream.destroy(); upstream.destroy(); sockets.delete(downstream); sockets.delete(upstream); };
     downstream.on('error', close).on('close', close);

@@ -1,0 +1,11 @@
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import { Construct } from 'constructs';
+import { imageContext, ImageName } from './context';
+
+/**
+ * A CDK image asset of one of this repository's images, built from its own context
+ * (`imageContext`): the asset hash is the hash of exactly what goes into the image.
+ */
+export function repositoryImageAsset(scope: Construct, id: string, name: ImageName): ecrAssets.DockerImageAsset {
+  return new ecrAssets.DockerImageAsset(scope, id, { directory: imageContext(name) });
+}
