@@ -29,21 +29,21 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-function runOnce(count: number | undefined): Result {
+function runOnce(count: number | undefined, regions: number | undefined): Result {
   const configPath = path.resolve('cells.config.ts');
   const fleet = count === undefined
     ? loadFleet(configPath)
     : (() => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
-        return resolveFleet(generateFleet(input, count));
+        return resolveFleet(generateFleet(input, count, { ...(regions === undefined ? {} : { regions }), ...(count > 300 ? { maxCellsPerWave: 25 } : {}) }));
       })();
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
   const started = process.hrtime.bigint();
   const app = new App({ outdir, context: cdkJsonContext() });
   // The same choice as bin/app.ts: behind the pipeline when the fleet has one.
-  // Synth time is measured past the policy sizes one pipeline can deploy (README, "How many cells one pipeline holds").
-  const pipeline = fleet.pipeline ? addPipeline(app, fleet, { policyLimits: false }) : undefined;
+  // Every check on: the audit packs and the AWS limits of every template (lib/limits).
+  const pipeline = fleet.pipeline ? addPipeline(app, fleet) : undefined;
   if (!pipeline) addFleet(app, fleet);
   app.synth();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -84,6 +84,7 @@ if (process.argv.includes('--table')) {
   table();
 } else {
   const cells = argValue('--cells');
-  const result = runOnce(cells === undefined ? undefined : Number(cells));
+  const regions = argValue('--regions');
+  const result = runOnce(cells === undefined ? undefined : Number(cells), regions === undefined ? undefined : Number(regions));
   process.stdout.write(process.argv.includes('--json') ? `${JSON.stringify(result)}\n` : `${JSON.stringify(result, null, 2)}\n`);
 }

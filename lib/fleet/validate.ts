@@ -3,7 +3,11 @@ import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
   DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
 } from './defaults';
+import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
+import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems } from './regions';
+import { LIMITS, QUOTA_CODES } from '../limits/quotas';
+import { moverLauncherRoleName, moverTaskRoleName } from '../moves/aws-layout';
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
 import { deploymentWindowProblems } from '../pipeline/deployment-window';
@@ -273,6 +277,46 @@ function waveProblems(input: FleetInput): string[] {
   return problems;
 }
 
+/**
+ * The IAM role names stamped per cell (`<app>-<cell>-…`, in the cell's account): the longest decides
+ * how long `app` and a cell id may be together.
+ */
+const CELL_ROLE_NAMES = [moverTaskRoleName, moverLauncherRoleName, bakeWatcherRoleName, cellEndpointReaderRoleName];
+
+/** Names derived from `app` and the cell ids that would pass IAM's 64 characters: CDK would throw at synth. */
+function derivedNameProblems(input: FleetInput): string[] {
+  if (typeof input.app !== 'string') return [];
+  const limit = LIMITS.roleName.value;
+  return (input.cells ?? []).filter((c) => typeof c.id === 'string').flatMap((cell) => {
+    const longest = CELL_ROLE_NAMES.map((name) => name(input.app, cell.id)).sort((a, b) => b.length - a.length)[0];
+    if (longest.length <= limit) return [];
+    return [`cell \`${cell.id}\`: its role \`${longest}\` is ${longest.length} characters, over IAM's ${limit} for a role name; \`app\` and a cell id may have ${limit - (longest.length - input.app.length - cell.id.length)} characters together: shorten the cell id or \`app\``];
+  });
+}
+
+/**
+ * Quotas the fleet declares it has been granted, and the fleet against them: every router VPC holds
+ * one interface endpoint per cell of the fleet (cross-region PrivateLink for other regions' cells).
+ */
+function quotaProblems(input: FleetInput): string[] {
+  const problems: string[] = [];
+  const declared = input.quotas?.interfaceEndpointsPerVpc;
+  const endpointsLimit = LIMITS.interfaceEndpointsPerVpc;
+  if (declared !== undefined && (!isInt(declared) || declared < endpointsLimit.value)) {
+    problems.push(`quotas.interfaceEndpointsPerVpc: ${declared} must be a whole number of at least AWS's default ${endpointsLimit.value}: the value the router account has been granted in every region`);
+    return problems;
+  }
+  const granted = declared ?? endpointsLimit.value;
+  const cells = input.cells?.length ?? 0;
+  if (cells > granted) {
+    const { serviceCode, quotaCode } = QUOTA_CODES.interfaceEndpointsPerVpc;
+    problems.push(`cells: ${cells} cells need ${cells} interface endpoints in every router VPC (one per cell of the fleet), over the ${granted} `
+      + `${declared === undefined ? 'AWS grants by default' : 'declared in quotas.interfaceEndpointsPerVpc'} (${endpointsLimit.source}); request at least ${cells} for the router account in every region `
+      + `(\`aws service-quotas request-service-quota-increase --service-code ${serviceCode} --quota-code ${quotaCode} --desired-value ${cells} --region R\`, docs/limits.md) and, once granted, set quotas.interfaceEndpointsPerVpc`);
+  }
+  return problems;
+}
+
 export interface FleetProblemOptions {
   /**
    * Accept cells without an account (what `cellctl accounts ensure` is about to vend).
@@ -375,6 +419,9 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...organizationProblems(input),
     ...pipelineProblems(input),
     ...alarmProblems(alarms),
+    ...derivedNameProblems(input),
+    ...crossRegionProblems(Object.keys(input.regions ?? {})),
+    ...quotaProblems(input),
   ];
 }
 
@@ -417,6 +464,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
     },
+    quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {
       organization: {

@@ -126,7 +126,7 @@ export class RouterStack extends Stack {
     if (region === publisherRegion(fleet)) {
       this.moves = new MoveBucket(this, 'Moves', {
         app: fleet.app, routerAccount: fleet.accounts.router, toolingAccount: fleet.accounts.tooling,
-        cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), accessLogs: this.mappingBucket.accessLogs,
+        cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), organizationId: fleet.pipeline?.organizationId, accessLogs: this.mappingBucket.accessLogs,
         parameterName: moveBucketParameter(fleet.app), mappingBucketPrefix: fleet.router.mappingBucket,
         mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app),
       });
@@ -137,7 +137,11 @@ export class RouterStack extends Stack {
     });
     customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: mappingSeed.keys.map((key) => this.mappingBucket.bucket.arnForObjects(key)) }));
     const readerRoles = `arn:${Aws.PARTITION}:iam::*:role/${cellEndpointReaderRoleName(fleet.app, '*')}`;
-    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [readerRoles] }));
+    // Bounded by the organization when the fleet names it, as the move operator's launcher grant is.
+    const organizationId = fleet.pipeline?.organizationId;
+    customResourceRole.addToPolicy(new iam.PolicyStatement({
+      actions: ['sts:AssumeRole'], resources: [readerRoles], ...(organizationId ? { conditions: { StringEquals: { 'aws:ResourceOrgID': organizationId } } } : {}),
+    }));
     const lambdaLogs = this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/lambda/*', arnFormat: ArnFormat.COLON_RESOURCE_NAME });
     customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lambdaLogs] }));
     Validations.of(customResourceRole).acknowledge({
