@@ -6,3 +6,4 @@ export * from './deployment-window';
 export * from './synth';
 export * from './protect';
 export * from './bootstrap-grants';
+export * from './publishing';
