@@ -1,7 +1,7 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
-  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
+  CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
 } from './defaults';
 import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
 import { crossRegionProblems } from './privatelink-regions';
@@ -204,6 +204,17 @@ function routerProblems(input: FleetInput): string[] {
   if (router.queueTimeoutMs !== undefined && (!isInt(router.queueTimeoutMs) || router.queueTimeoutMs < 1 || router.queueTimeoutMs > 60_000)) {
     problems.push(`router.queueTimeoutMs: ${router.queueTimeoutMs} must be whole milliseconds from 1 to 60000`);
   }
+  // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
+  const perZone = Object.values(ROUTER_SUBNET_MASKS).reduce((sum, mask) => sum + 2 ** (32 - mask), 0);
+  Object.entries(input.regions ?? {}).forEach(([region, config], i) => {
+    const cidr = router.cidrs?.[region] ?? `10.255.${i * 16}.0/20`;
+    const range = parseCidr(cidr);
+    const zones = config?.availabilityZones?.length ?? 0;
+    if (!range) problems.push(`router.cidrs.${region}: \`${cidr}\` is not an IPv4 network address such as 10.255.0.0/20`);
+    else if (2 ** (32 - range.prefix) < zones * perZone) {
+      problems.push(`router.cidrs.${region}: ${cidr} holds ${2 ** (32 - range.prefix)} addresses; the router VPC's ${zones} AZs need ${zones * perZone} (a public /${ROUTER_SUBNET_MASKS.public}, a routers /${ROUTER_SUBNET_MASKS.routers} and a cell-endpoints /${ROUTER_SUBNET_MASKS.cellEndpoints} each): give a /${32 - Math.ceil(Math.log2(zones * perZone))} or list fewer AZs`);
+    }
+  });
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
     problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
@@ -308,6 +319,9 @@ function quotaProblems(input: FleetInput): string[] {
   }
   const granted = declared ?? endpointsLimit.value;
   const cells = input.cells?.length ?? 0;
+  if (cells > CELLS_PER_ENDPOINT_SUBNET) {
+    problems.push(`cells: ${cells} cells need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`);
+  }
   if (cells > granted) {
     const { serviceCode, quotaCode } = QUOTA_CODES.interfaceEndpointsPerVpc;
     problems.push(`cells: ${cells} cells need ${cells} interface endpoints in every router VPC (one per cell of the fleet), over the ${granted} `

@@ -12,7 +12,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
 import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
@@ -30,6 +30,9 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly region: string;
 }
 
+
+/** The router VPC's subnets that hold the interface endpoints to the cells. */
+const CELL_ENDPOINT_SUBNETS = 'cell-endpoints';
 
 /** The region whose router stack holds the (global) publisher role: the first region of the fleet. */
 export const publisherRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
@@ -165,6 +168,9 @@ export class RouterStack extends Stack {
       subnetConfiguration: [
         { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24, mapPublicIpOnLaunch: false },
         { name: 'routers', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 24 },
+        // One address per AZ for each cell's interface endpoint: a /23 holds 507 (AWS keeps 5 per
+        // subnet), where sharing the routers' /24 would stop the fleet at about 230 cells.
+        { name: CELL_ENDPOINT_SUBNETS, subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: ROUTER_SUBNET_MASKS.cellEndpoints },
       ],
       // Rejected traffic only: accepted flows at the router's connection rates would cost more than
       // the routers (see README, VPC flow logs) and add nothing the NLB and HAProxy logs lack.
@@ -235,7 +241,7 @@ export class RouterStack extends Stack {
     for (let i = 0; i < fleet.cells.length; i += CELLS_PER_LINK_STACK) {
       const batch = fleet.cells.slice(i, i + CELLS_PER_LINK_STACK);
       const linkStack = new CellLinksStack(this, `CellLinks${i / CELLS_PER_LINK_STACK + 1}`, {
-        vpc, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookupRole: customResourceRole,
+        vpc, subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookupRole: customResourceRole,
         cells: batch.map((cell) => ({
           id: cell.id, region: cell.region, account: cell.account, port: cell.certificateArn ? 443 : 80,
           serviceNameParameter: cellEndpointServiceParameter(fleet.app, cell.id), readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
