@@ -1,7 +1,9 @@
 /**
- * npm run bench:synth -- [--cells N] [--table]
- *   --cells N  stamp a generated fleet of N cells (example fleet's shapes and policies) and synth it
- *              with the AwsSolutions audit; without it, synth the shipped example fleet.
+ * npm run bench:synth -- [--cells N [--regions R]] [--table]
+ *   --cells N  stamp a generated fleet of N cells (example fleet's shapes and policies, the settings a
+ *              fleet of that size needs: generateScaleFleet) over R regions (default the example's
+ *              two) and synth it with every check on (the audit packs, the AWS limits of every
+ *              template); without it, synth the shipped example fleet.
  *   --table    run the example fleet, 50 and 200 cells, each in a fresh process, and print a
  *              Markdown table for the README.
  * Prints wall time, per-cell time and peak resident memory of the synth process.
@@ -12,7 +14,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
-import { generateFleet, loadFleet, resolveFleet } from '../lib/fleet';
+import { generateFleet, generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
 
 interface Result {
   readonly fleet: string;
@@ -36,7 +38,7 @@ function runOnce(count: number | undefined, regions: number | undefined): Result
     : (() => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
-        return resolveFleet(generateFleet(input, count, { ...(regions === undefined ? {} : { regions }), ...(count > 300 ? { maxCellsPerWave: 25 } : {}) }));
+        return resolveFleet(generateScaleFleet(input, count, regions ?? Object.keys(input.regions).length));
       })();
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
   const started = process.hrtime.bigint();

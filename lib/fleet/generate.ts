@@ -43,3 +43,14 @@ export function generateFleet(base: FleetInput, count: number, options: Generate
   const waves = options.maxCellsPerWave === undefined ? base.waves : { ...base.waves, maxCellsPerWave: options.maxCellsPerWave };
   return { ...base, regions, cells, waves };
 }
+
+/**
+ * The fleet the scale test and `npm run bench:synth -- --cells N --regions R` synthesize: `generateFleet`
+ * with the settings a fleet of hundreds needs, each one an operator would set: 25 cells per wave (50
+ * pipeline stages), and the interface-endpoint quota granted for one endpoint per cell in every
+ * router VPC (`quotas.interfaceEndpointsPerVpc`, docs/limits.md).
+ */
+export function generateScaleFleet(base: FleetInput, count: number, regions: number): FleetInput {
+  const input = generateFleet(base, count, { regions, ...(count > 200 ? { maxCellsPerWave: 25 } : {}) });
+  return count > 50 ? { ...input, quotas: { interfaceEndpointsPerVpc: count } } : input;
+}

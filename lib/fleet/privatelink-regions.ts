@@ -6,8 +6,10 @@
  * Source: AWS PrivateLink Guide, "Share your services through AWS PrivateLink", section "Cross-Region
  * access", https://docs.aws.amazon.com/vpc/latest/privatelink/privatelink-share-your-services.html#endpoint-service-cross-region
  * and the launch post "Introducing Cross-Region Connectivity for AWS PrivateLink" (AWS Networking &
- * Content Delivery blog, November 2024). The rows are the launch regions; the page's list grows, so
- * compare it before adding a region and add its row here (README, "Still not verified").
+ * Content Delivery blog, November 2024). The rows are the launch regions as recalled from that post:
+ * the guide's section could not be read where this table was written, so it is listed under "Still
+ * not verified" in the README; compare the page and correct the rows from it. Its list grows: add a
+ * region's row here from the page.
  */
 export const CROSS_REGION_PRIVATELINK_REGIONS: readonly string[] = [
   'us-east-1', 'us-east-2', 'us-west-2', 'eu-west-1', 'ap-southeast-1', 'ap-northeast-1', 'sa-east-1',
