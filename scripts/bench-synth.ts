@@ -1,7 +1,9 @@
 /**
- * npm run bench:synth -- [--cells N] [--table]
- *   --cells N  stamp a generated fleet of N cells (example fleet's shapes and policies) and synth it
- *              with the AwsSolutions audit; without it, synth the shipped example fleet.
+ * npm run bench:synth -- [--cells N [--regions R]] [--table]
+ *   --cells N  stamp a generated fleet of N cells (example fleet's shapes and policies, the settings a
+ *              fleet of that size needs: generateScaleFleet) over R regions (default the example's
+ *              two) and synth it with every check on (the audit packs, the AWS limits of every
+ *              template); without it, synth the shipped example fleet.
  *   --table    run the example fleet, 50 and 200 cells, each in a fresh process, and print a
  *              Markdown table for the README.
  * Prints wall time, per-cell time and peak resident memory of the synth process.
@@ -12,7 +14,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
-import { generateFleet, loadFleet, resolveFleet } from '../lib/fleet';
+import { generateFleet, generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
 
 interface Result {
   readonly fleet: string;
@@ -29,21 +31,21 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-function runOnce(count: number | undefined): Result {
+function runOnce(count: number | undefined, regions: number | undefined): Result {
   const configPath = path.resolve('cells.config.ts');
   const fleet = count === undefined
     ? loadFleet(configPath)
     : (() => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
-        return resolveFleet(generateFleet(input, count));
+        return resolveFleet(generateScaleFleet(input, count, regions ?? Object.keys(input.regions).length));
       })();
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
   const started = process.hrtime.bigint();
   const app = new App({ outdir, context: cdkJsonContext() });
   // The same choice as bin/app.ts: behind the pipeline when the fleet has one.
-  // Synth time is measured past the policy sizes one pipeline can deploy (README, "How many cells one pipeline holds").
-  const pipeline = fleet.pipeline ? addPipeline(app, fleet, { policyLimits: false }) : undefined;
+  // Every check on: the audit packs and the AWS limits of every template (lib/limits).
+  const pipeline = fleet.pipeline ? addPipeline(app, fleet) : undefined;
   if (!pipeline) addFleet(app, fleet);
   app.synth();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -84,6 +86,7 @@ if (process.argv.includes('--table')) {
   table();
 } else {
   const cells = argValue('--cells');
-  const result = runOnce(cells === undefined ? undefined : Number(cells));
+  const regions = argValue('--regions');
+  const result = runOnce(cells === undefined ? undefined : Number(cells), regions === undefined ? undefined : Number(regions));
   process.stdout.write(process.argv.includes('--json') ? `${JSON.stringify(result)}\n` : `${JSON.stringify(result, null, 2)}\n`);
 }

@@ -2,7 +2,7 @@
  * How many cells one pipeline holds: synthesizes the pipeline for generated fleets of the given sizes
  * (the example config's regions and shapes, cells spread over them) and prints, per size, the
  * largest policy of each kind in the pipeline's templates, as CloudFormation would render it
- * (lib/pipeline/policy-limits.ts), against its limit; then, from the two largest sizes, the cell
+ * (lib/limits), against its limit; then, from the two largest sizes, the cell
  * count at which each limit is reached (every one of these grows linearly with the cell accounts).
  *
  *   npm run bench:pipeline-ceiling -- 20 70
@@ -15,22 +15,21 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { App, Stack, Stage } from 'aws-cdk-lib';
 import { cdkJsonContext } from '../lib/app';
-import { CLOUDFORMATION_TEMPLATE_BYTES } from '../lib/app/template-size';
 import { generateFleet, resolveFleet } from '../lib/fleet';
 import { PipelineStack } from '../lib/pipeline';
-import { POLICY_LIMITS, policiesOverLimit, policySize } from '../lib/pipeline/policy-limits';
+import { describeFinding, LIMITS, policySize, templateFindings } from '../lib/limits';
 
 type Kind = 'IAM statement' | 'managed policy' | 'role inline policies' | 'bucket policy' | 'key policy' | 'pipeline template';
 const LIMIT: Record<Kind, number> = {
   // CDK moves statements that do not fit the role's inline policies into managed policies, but one
   // statement cannot be split: the largest statement must fit a managed policy.
-  'IAM statement': POLICY_LIMITS['AWS::IAM::ManagedPolicy'],
-  'managed policy': POLICY_LIMITS['AWS::IAM::ManagedPolicy'],
-  'role inline policies': POLICY_LIMITS.roleInline,
-  'bucket policy': POLICY_LIMITS['AWS::S3::BucketPolicy'],
-  'key policy': POLICY_LIMITS['AWS::KMS::Key'],
+  'IAM statement': LIMITS.managedPolicy.value,
+  'managed policy': LIMITS.managedPolicy.value,
+  'role inline policies': LIMITS.roleInlinePolicies.value,
+  'bucket policy': LIMITS.bucketPolicy.value,
+  'key policy': LIMITS.keyPolicy.value,
   // Bytes of the pipeline's own template (one deploy action per cell), as synth writes it.
-  'pipeline template': CLOUDFORMATION_TEMPLATE_BYTES,
+  'pipeline template': LIMITS.templateBytes.value,
 };
 
 function largest(cells: number): { best: Record<Kind, { size: number; what: string }>; over: string[] } {
@@ -49,12 +48,9 @@ function largest(cells: number): { best: Record<Kind, { size: number; what: stri
   const note = (kind: Kind, size: number, what: string) => { if (size > best[kind].size) best[kind] = { size, what }; };
   for (const stack of stacks) {
     const template = (Stage.of(stack) ?? app).synth().getStackArtifact(stack.artifactId).template as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
-    over.push(...policiesOverLimit(template).map((o) => `${stack.stackName}: ${o.what} ${o.size} > ${o.limit}`));
-    if (stack === pipeline) {
-      const bytes = fs.statSync(path.join(app.outdir, stack.templateFile)).size;
-      note('pipeline template', bytes, stack.stackName);
-      if (bytes > CLOUDFORMATION_TEMPLATE_BYTES) over.push(`${stack.stackName}: template ${bytes} bytes > ${CLOUDFORMATION_TEMPLATE_BYTES}`);
-    }
+    const bytes = fs.statSync(path.join(app.outdir, stack.templateFile)).size;
+    over.push(...templateFindings({ stack: stack.stackName, template, bytes }).map(describeFinding));
+    if (stack === pipeline) note('pipeline template', bytes, stack.stackName);
     const inline = new Map<string, number>();
     for (const [id, r] of Object.entries(template.Resources)) {
       const p = r.Properties ?? {};

@@ -4,10 +4,9 @@ import { CellStack } from '../cell';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
-import { addPolicySizeLimit } from '../pipeline/policy-limits';
 import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
-import { addTemplateSizeLimit } from './template-size';
+import { addLimitChecks } from './limit-checks';
 
 export interface FleetStacks {
   /** One per cell, in config order. */
@@ -20,13 +19,12 @@ export interface FleetStacks {
 
 /**
  * The fleet behind its delivery pipeline: one PipelineStack in the tooling account whose waves
- * deploy every cell's stack. AwsSolutions and cell-isolation checks run over the whole app, cell stages included.
+ * deploy every cell's stack. AwsSolutions and cell-isolation checks run over the whole app, cell stages included,
+ * and every written template is checked against AWS's limits (lib/limits).
  */
-export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean; policyLimits?: boolean } = {}): PipelineStack {
+export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
   const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
-  addTemplateSizeLimit(app);
-  // Off only for benchmarks that synthesize fleets past what one pipeline can deploy.
-  if (options.policyLimits ?? true) addPolicySizeLimit(app);
+  addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;
 }
@@ -48,7 +46,7 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
     return [canary, rest];
   });
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
-  addTemplateSizeLimit(app);
+  addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return { cells, routers, routerGroups };
 }

@@ -1,4 +1,4 @@
 export * from './fleet-app';
 export * from './context';
-export * from './template-size';
+export * from './limit-checks';
 export * from './audit-summary';

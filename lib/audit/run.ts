@@ -6,6 +6,7 @@ import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
 import { addFleet, addPipeline, cdkJsonContext } from '../app';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
+import { CFN_LINT, cfnLintFindings, writtenTemplates } from './cfn-lint';
 import { CONTROL_TOWER } from './control-tower';
 import { allStacks, controlTowerFindings, nagFindings, stackLabel } from './findings';
 import { AuditReport, buildReport, PackPolicy } from './report';
@@ -15,6 +16,7 @@ export const PACK_POLICIES: readonly PackPolicy[] = [
   { pack: 'AwsSolutions', enforcement: 'synth', why: 'AWS baseline practices; every finding is fixed or acknowledged, so `cdk synth` fails on anything new.' },
   { pack: 'CellIsolation', enforcement: 'synth', why: 'The cell boundary itself (shared state, router logic, waves, bounds, cross-cell access); pure TypeScript, about 1.5 s on the example fleet.' },
   { pack: CONTROL_TOWER, enforcement: 'audit', why: 'The proactive controls a Control Tower landing zone enforces at deploy time; cfn-guard costs about 1 s per template, so it gates `npm run audit` (run by the pipeline before `cdk synth`), not every local synth.' },
+  { pack: CFN_LINT, enforcement: 'audit', why: 'AWS\'s CloudFormation linter over every written template, nested stacks included: what CloudFormation would refuse or ignore. Known stale-schema findings are acknowledged by rule and resource type (lib/audit/cfn-lint.ts).' },
   { pack: 'NIST.800.53.R5', enforcement: 'advisory', why: 'A compliance mapping for auditors; reported, not enforced (see README for what stays open and why).' },
 ];
 
@@ -35,6 +37,7 @@ export function runAudit(fleet: Fleet, options: { now?: Date } = {}): AuditRepor
       ...nagFindings(new CellIsolationChecks(undefined, { fleet }), app),
       ...controlTowerFindings(app),
       ...nagFindings(new NIST80053R5Checks(), app),
+      ...cfnLintFindings(writtenTemplates(outdir)),
     ];
     return buildReport({
       app: fleet.app, generatedAt: options.now ?? new Date(), stacks: allStacks(app).map(stackLabel), policies: PACK_POLICIES, findings,

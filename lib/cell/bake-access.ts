@@ -42,7 +42,4 @@ export class CellBakeAccess extends Construct {
   }
 }
 
-/** Name of a cell's bake-watcher role, shared by the cell stack and the pipeline. */
-export function bakeWatcherRoleName(app: string, cellId: string): string {
-  return `${app}-${cellId}-bake-watcher`;
-}
+export { bakeWatcherRoleName } from '../fleet/endpoints';

@@ -242,8 +242,8 @@ export class CellCompute extends Construct {
       enableECSManagedTags: true,
       healthCheckGracePeriod: Duration.seconds(60),
     });
-    // ECS checks the alarms exist when a deployment starts.
-    for (const alarm of props.deploymentAlarms) service.node.addDependency(alarm);
+    // ECS checks the alarms exist when a deployment starts: the Refs of their names above order them
+    // first (an explicit DependsOn would repeat it; cfn-lint W3005).
     service.attachToApplicationTargetGroup(props.targetGroup);
     const scaling = service.autoScaleTaskCount({ minCapacity: props.shape.capacity.min, maxCapacity: props.shape.capacity.max });
     scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
@@ -319,7 +319,6 @@ export class CellCompute extends Construct {
     }
     this.logs.grantWrite(role);
     grantWorkQueue(props.workQueue, role);
-    for (const alarm of props.deploymentAlarms) asg.node.addDependency(alarm);
     asg.attachToApplicationTargetGroup(props.targetGroup);
     asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
     Validations.of(asg).acknowledge({

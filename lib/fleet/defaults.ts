@@ -79,3 +79,14 @@ export function postgresVersionProblem(version: string): string | undefined {
   if (minor < lowest) return `${version} can no longer be created (RDS and Aurora retired PostgreSQL ${major} minors below ${major}.${lowest}); use ${major}.${lowest} or later, or ${DEFAULT_POSTGRES_VERSION}`;
   return undefined;
 }
+
+/**
+ * Subnets of a router VPC, per AZ: public (the NLB), routers (the tasks) and cell endpoints (one
+ * interface endpoint per cell of the fleet). A VPC subnet keeps 5 addresses for AWS (Amazon VPC
+ * User Guide, "Subnet CIDR blocks"), so the /23 holds the endpoints of 507 cells.
+ */
+export const ROUTER_SUBNET_MASKS = { public: 24, routers: 24, cellEndpoints: 23 } as const;
+/** Addresses AWS keeps in every subnet. */
+export const SUBNET_RESERVED_ADDRESSES = 5;
+/** Cells whose endpoints one cell-endpoint subnet holds. */
+export const CELLS_PER_ENDPOINT_SUBNET = 2 ** (32 - ROUTER_SUBNET_MASKS.cellEndpoints) - SUBNET_RESERVED_ADDRESSES;

@@ -56,3 +56,8 @@ export const cellEndpointReaderRoleName = (app: string, cellId: string) => `${ap
 
 /** SSM parameter, in the router account in each region, naming that region's mapping bucket. */
 export const mappingBucketParameter = (app: string) => `/${app}/router/mapping-bucket`;
+
+/** Name of a cell's bake-watcher role, shared by the cell stack and the pipeline. */
+export function bakeWatcherRoleName(app: string, cellId: string): string {
+  return `${app}-${cellId}-bake-watcher`;
+}

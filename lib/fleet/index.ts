@@ -9,4 +9,5 @@ export * from './load';
 export * from './generate';
 export * from './schema';
 export * from './display-path';
+export * from './privatelink-regions';
 export * from './endpoints';

@@ -9,6 +9,7 @@ import {
   AlarmThresholds, CellConfig, CellShape, FleetInput, OrganizationConfig, PartitionKeySource, PipelineConfig, PipelineSource,
   RegionConfig, RouterConfig, RouterGroupConfig, WavePolicy, WorkloadConfig,
 } from './types';
+import { GrantedQuotas } from '../limits/quotas';
 
 /** What one value may be. */
 export type ValueSpec =
@@ -137,6 +138,7 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
     accountEmail: string, organizationalUnitId: string, roleName: optional(string), executionPolicyArn: optional(string),
   })),
   pipeline: optional(PIPELINE),
+  quotas: optional(object<GrantedQuotas>({ interfaceEndpointsPerVpc: optional(integer) })),
 };
 
 /** Levenshtein distance, for did-you-mean suggestions. */

@@ -1,6 +1,7 @@
 /**
  * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK.
  */
+import { GrantedQuotas } from '../limits/quotas';
 
 /** Where the router reads the partition key (tenant id) from. */
 export type PartitionKeySource =
@@ -256,6 +257,12 @@ export interface FleetInput {
   readonly organization?: OrganizationConfig;
   /** Without it, `cdk synth` stamps the cell stacks directly (deploy them with `cdk deploy`). */
   readonly pipeline?: PipelineConfig;
+  /**
+   * Adjustable AWS quotas the fleet's accounts have been granted, where above AWS's default: synth
+   * and validation hold the fleet to these values. Request an increase before the fleet needs it
+   * (docs/limits.md, "Raising a quota"). @default AWS's defaults
+   */
+  readonly quotas?: GrantedQuotas;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -298,4 +305,5 @@ export interface Fleet {
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };
+  readonly quotas: Required<GrantedQuotas>;
 }

@@ -1,9 +1,13 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
-  DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
+  CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
 } from './defaults';
+import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
+import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems } from './regions';
+import { LIMITS, QUOTA_CODES } from '../limits/quotas';
+import { moverLauncherRoleName, moverTaskRoleName } from '../moves/aws-layout';
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
 import { deploymentWindowProblems } from '../pipeline/deployment-window';
@@ -200,6 +204,17 @@ function routerProblems(input: FleetInput): string[] {
   if (router.queueTimeoutMs !== undefined && (!isInt(router.queueTimeoutMs) || router.queueTimeoutMs < 1 || router.queueTimeoutMs > 60_000)) {
     problems.push(`router.queueTimeoutMs: ${router.queueTimeoutMs} must be whole milliseconds from 1 to 60000`);
   }
+  // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
+  const perZone = Object.values(ROUTER_SUBNET_MASKS).reduce((sum, mask) => sum + 2 ** (32 - mask), 0);
+  Object.entries(input.regions ?? {}).forEach(([region, config], i) => {
+    const cidr = router.cidrs?.[region] ?? `10.255.${i * 16}.0/20`;
+    const range = parseCidr(cidr);
+    const zones = config?.availabilityZones?.length ?? 0;
+    if (!range) problems.push(`router.cidrs.${region}: \`${cidr}\` is not an IPv4 network address such as 10.255.0.0/20`);
+    else if (2 ** (32 - range.prefix) < zones * perZone) {
+      problems.push(`router.cidrs.${region}: ${cidr} holds ${2 ** (32 - range.prefix)} addresses; the router VPC's ${zones} AZs need ${zones * perZone} (a public /${ROUTER_SUBNET_MASKS.public}, a routers /${ROUTER_SUBNET_MASKS.routers} and a cell-endpoints /${ROUTER_SUBNET_MASKS.cellEndpoints} each): give a /${32 - Math.ceil(Math.log2(zones * perZone))} or list fewer AZs`);
+    }
+  });
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
     problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
@@ -269,6 +284,49 @@ function waveProblems(input: FleetInput): string[] {
         problems.push(`waves.bakeSeconds.${kind}: ${bake} is out of range; use whole seconds from ${BAKE_SECONDS_RANGE.min} to ${BAKE_SECONDS_RANGE.max}`);
       }
     }
+  }
+  return problems;
+}
+
+/**
+ * The IAM role names stamped per cell (`<app>-<cell>-…`, in the cell's account): the longest decides
+ * how long `app` and a cell id may be together.
+ */
+const CELL_ROLE_NAMES = [moverTaskRoleName, moverLauncherRoleName, bakeWatcherRoleName, cellEndpointReaderRoleName];
+
+/** Names derived from `app` and the cell ids that would pass IAM's 64 characters: CDK would throw at synth. */
+function derivedNameProblems(input: FleetInput): string[] {
+  if (typeof input.app !== 'string') return [];
+  const limit = LIMITS.roleName.value;
+  return (input.cells ?? []).filter((c) => typeof c.id === 'string').flatMap((cell) => {
+    const longest = CELL_ROLE_NAMES.map((name) => name(input.app, cell.id)).sort((a, b) => b.length - a.length)[0];
+    if (longest.length <= limit) return [];
+    return [`cell \`${cell.id}\`: its role \`${longest}\` is ${longest.length} characters, over IAM's ${limit} for a role name; \`app\` and a cell id may have ${limit - (longest.length - input.app.length - cell.id.length)} characters together: shorten the cell id or \`app\``];
+  });
+}
+
+/**
+ * Quotas the fleet declares it has been granted, and the fleet against them: every router VPC holds
+ * one interface endpoint per cell of the fleet (cross-region PrivateLink for other regions' cells).
+ */
+function quotaProblems(input: FleetInput): string[] {
+  const problems: string[] = [];
+  const declared = input.quotas?.interfaceEndpointsPerVpc;
+  const endpointsLimit = LIMITS.interfaceEndpointsPerVpc;
+  if (declared !== undefined && (!isInt(declared) || declared < endpointsLimit.value)) {
+    problems.push(`quotas.interfaceEndpointsPerVpc: ${declared} must be a whole number of at least AWS's default ${endpointsLimit.value}: the value the router account has been granted in every region`);
+    return problems;
+  }
+  const granted = declared ?? endpointsLimit.value;
+  const cells = input.cells?.length ?? 0;
+  if (cells > CELLS_PER_ENDPOINT_SUBNET) {
+    problems.push(`cells: ${cells} cells need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`);
+  }
+  if (cells > granted) {
+    const { serviceCode, quotaCode } = QUOTA_CODES.interfaceEndpointsPerVpc;
+    problems.push(`cells: ${cells} cells need ${cells} interface endpoints in every router VPC (one per cell of the fleet), over the ${granted} `
+      + `${declared === undefined ? 'AWS grants by default' : 'declared in quotas.interfaceEndpointsPerVpc'} (${endpointsLimit.source}); request at least ${cells} for the router account in every region `
+      + `(\`aws service-quotas request-service-quota-increase --service-code ${serviceCode} --quota-code ${quotaCode} --desired-value ${cells} --region R\`, docs/limits.md) and, once granted, set quotas.interfaceEndpointsPerVpc`);
   }
   return problems;
 }
@@ -375,6 +433,9 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...organizationProblems(input),
     ...pipelineProblems(input),
     ...alarmProblems(alarms),
+    ...derivedNameProblems(input),
+    ...crossRegionProblems(Object.keys(input.regions ?? {})),
+    ...quotaProblems(input),
   ];
 }
 
@@ -417,6 +478,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
     },
+    quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {
       organization: {

@@ -18,6 +18,15 @@ export interface MoveBucketProps {
   readonly toolingAccount: string;
   /** Every cell: id and account. Their movers get lanes in the bucket; the operator may run their tasks. */
   readonly cells: readonly { readonly id: string; readonly account: string }[];
+  /**
+   * The AWS Organizations id (`o-…`) the cell accounts are in. With it the bucket policy and the
+   * operator's role name the cells' roles by name pattern bounded by the organization
+   * (`aws:PrincipalOrgID`, `aws:ResourceOrgID`): policies of constant size, whatever the fleet's
+   * size. Without it they list every cell's account (about 15 characters per cell in the operator's
+   * policy, 50 in the bucket policy), which reach IAM's and S3's limits at a few hundred cells.
+   * @default - the cells' accounts are listed
+   */
+  readonly organizationId?: string;
   /** Server access logs go here (the region's log bucket). */
   readonly accessLogs: s3.IBucket;
   /** SSM parameter naming the bucket for `cellctl move`. */
@@ -55,7 +64,11 @@ export interface MoveBucketProps {
  *   move records or task requests, whatever their own policies say.
  * - The principals are accounts, not role ARNs: a role ARN in a resource policy must exist when the
  *   policy is written and turns into an unusable id when the role is recreated (IAM User Guide, "AWS
- *   JSON policy elements: Principal"); `aws:PrincipalArn` in a condition has neither problem.
+ *   JSON policy elements: Principal"); `aws:PrincipalArn` in a condition has neither problem. With
+ *   `organizationId` the principal is any, bounded by `aws:PrincipalOrgID` (a fixed value of that
+ *   key keeps the policy non-public for Block Public Access, S3 User Guide, "The meaning of public")
+ *   and the mover role name pattern, and neither the router nor the tooling account: the policy no
+ *   longer grows with the fleet.
  */
 export class MoveBucket extends Construct {
   public readonly bucket: s3.Bucket;
@@ -95,10 +108,17 @@ export class MoveBucket extends Construct {
     const objects = (pattern: string) => `${this.bucket.bucketArn}/${pattern}`;
     const cellAccounts = [...new Set(props.cells.map((c) => c.account))].sort();
     if (cellAccounts.length > 0) {
-      const movers = {
-        principals: cellAccounts.map((account) => new iam.AccountPrincipal(account)),
-        conditions: { ArnLike: { 'aws:PrincipalArn': `arn:${partition}:iam::*:role/${moverTaskRoleName(props.app, '*')}` } },
-      };
+      const moverRoles = { ArnLike: { 'aws:PrincipalArn': `arn:${partition}:iam::*:role/${moverTaskRoleName(props.app, '*')}` } };
+      const movers = props.organizationId
+        ? {
+          principals: [new iam.AnyPrincipal()],
+          conditions: {
+            ...moverRoles,
+            StringEquals: { 'aws:PrincipalOrgID': props.organizationId },
+            StringNotEquals: { 'aws:PrincipalAccount': [props.routerAccount, props.toolingAccount] },
+          },
+        }
+        : { principals: cellAccounts.map((account) => new iam.AccountPrincipal(account)), conditions: moverRoles };
       this.bucket.addToResourcePolicy(new iam.PolicyStatement({
         sid: 'CellMoversWriteOwnLanes',
         ...movers,
@@ -164,12 +184,26 @@ export class MoveBucket extends Construct {
         ...props.mappingRegions.map((region) => stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.mappingBucketParameter.replace(/^\//, '') })),
       ],
     }));
-    // Each cell's launcher role: runs and watches that cell's mover task, nothing else.
+    // Each cell's launcher role: runs and watches that cell's mover task, nothing else. With the
+    // organization, one pattern bounded by it (`aws:ResourceOrgID`: the organization of the account
+    // that owns the role being assumed) instead of one ARN per cell, so the policy does not grow.
     if (props.cells.length > 0) {
-      op.addToPolicy(new iam.PolicyStatement({
-        actions: ['sts:AssumeRole'],
-        resources: props.cells.map((c) => `arn:${partition}:iam::${c.account}:role/${moverLauncherRoleName(props.app, c.id)}`),
-      }));
+      op.addToPolicy(props.organizationId
+        ? new iam.PolicyStatement({
+          actions: ['sts:AssumeRole'],
+          resources: [`arn:${partition}:iam::*:role/${moverLauncherRoleName(props.app, '*')}`],
+          conditions: { StringEquals: { 'aws:ResourceOrgID': props.organizationId } },
+        })
+        : new iam.PolicyStatement({
+          actions: ['sts:AssumeRole'],
+          resources: props.cells.map((c) => `arn:${partition}:iam::${c.account}:role/${moverLauncherRoleName(props.app, c.id)}`),
+        }));
+      if (props.organizationId) {
+        Validations.of(op).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/${moverLauncherRoleName(props.app, '*')}]`,
+          reason: 'Every cell\'s mover launcher role, by the name each cell stack gives it, only in accounts of the fleet\'s organization (aws:ResourceOrgID); each launcher trusts only this role.',
+        });
+      }
     }
     for (const [resource, reason] of [
       [`<MovesBucket>/${MOVE_RECORDS_PREFIX}*`, 'One record and audit log per move (moves/<id>/…), created at run time.'],

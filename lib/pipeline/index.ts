@@ -5,5 +5,5 @@ export * from './acknowledge';
 export * from './deployment-window';
 export * from './synth';
 export * from './protect';
-export * from './policy-limits';
 export * from './bootstrap-grants';
+export * from './publishing';

@@ -12,6 +12,7 @@ import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError }
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments, BakeTarget } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
+import { sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
 import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
@@ -174,6 +175,8 @@ export class PipelineStack extends Stack {
     // The pipeline and asset roles assume every environment's bootstrap roles: by pattern, in the
     // organization (or the fleet's accounts), not one ARN per environment (bootstrap-grants.ts).
     grantBootstrapRolesByPattern(fleetWideRoles(this.pipeline), { organizationId: fleet.pipeline.organizationId });
+    // One asset to hundreds of accounts: compact parallel publish commands, timeouts sized from the fleet.
+    sizeAssetPublishing(this.pipeline);
     const stageCount = this.pipeline.pipeline.stages.length;
     if (stageCount > MAX_PIPELINE_STAGES) {
       throw new WavePlanError(

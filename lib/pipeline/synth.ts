@@ -41,6 +41,9 @@ export function requireHaproxyCommand(): string {
   ].join(' ');
 }
 
+/** The cfn-lint release the synth step installs (the one on the CI machines). */
+export const CFN_LINT_VERSION = '1.51.0';
+
 /**
  * The synth step's install commands: the distribution's `haproxy` (2.8 on the Ubuntu 24.04 image),
  * checked before any test runs, so a different image fails here with the version it found. The
@@ -52,6 +55,10 @@ export const SYNTH_INSTALL_COMMANDS: readonly string[] = [
   'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy',
   requireHaproxyCommand(),
   'command -v chromium >/dev/null || { chrome=$(command -v google-chrome) && ln -s "$chrome" /usr/local/bin/chromium; } || echo "synth: no chromium or google-chrome; .ci/run will try apt"',
+  // AWS's CloudFormation linter, which .ci/run and `npm run audit` run over every written template;
+  // the version whose stale-schema findings lib/audit/cfn-lint.ts acknowledges.
+  `pip install --quiet 'cfn-lint==${CFN_LINT_VERSION}'`,
+  'cfn-lint --version',
   'node --version',
 ];
 

@@ -172,7 +172,6 @@ export class RouterGroupsStack extends Stack {
         taskRoleName: routerTaskRoleName(fleet.app, region, g),
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
-      routerGroup.service.node.addDependency(health);
       // Group by group: a deploy reaches the next group only once the previous one is stable.
       const previous = built[built.length - 1];
       if (previous) routerGroup.service.node.addDependency(previous.service);

@@ -12,7 +12,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, seedMapping } from '../fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
 import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
@@ -30,6 +30,9 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly region: string;
 }
 
+
+/** The router VPC's subnets that hold the interface endpoints to the cells. */
+const CELL_ENDPOINT_SUBNETS = 'cell-endpoints';
 
 /** The region whose router stack holds the (global) publisher role: the first region of the fleet. */
 export const publisherRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
@@ -126,7 +129,7 @@ export class RouterStack extends Stack {
     if (region === publisherRegion(fleet)) {
       this.moves = new MoveBucket(this, 'Moves', {
         app: fleet.app, routerAccount: fleet.accounts.router, toolingAccount: fleet.accounts.tooling,
-        cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), accessLogs: this.mappingBucket.accessLogs,
+        cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), organizationId: fleet.pipeline?.organizationId, accessLogs: this.mappingBucket.accessLogs,
         parameterName: moveBucketParameter(fleet.app), mappingBucketPrefix: fleet.router.mappingBucket,
         mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app),
       });
@@ -137,7 +140,11 @@ export class RouterStack extends Stack {
     });
     customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: mappingSeed.keys.map((key) => this.mappingBucket.bucket.arnForObjects(key)) }));
     const readerRoles = `arn:${Aws.PARTITION}:iam::*:role/${cellEndpointReaderRoleName(fleet.app, '*')}`;
-    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [readerRoles] }));
+    // Bounded by the organization when the fleet names it, as the move operator's launcher grant is.
+    const organizationId = fleet.pipeline?.organizationId;
+    customResourceRole.addToPolicy(new iam.PolicyStatement({
+      actions: ['sts:AssumeRole'], resources: [readerRoles], ...(organizationId ? { conditions: { StringEquals: { 'aws:ResourceOrgID': organizationId } } } : {}),
+    }));
     const lambdaLogs = this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/lambda/*', arnFormat: ArnFormat.COLON_RESOURCE_NAME });
     customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lambdaLogs] }));
     Validations.of(customResourceRole).acknowledge({
@@ -161,6 +168,9 @@ export class RouterStack extends Stack {
       subnetConfiguration: [
         { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24, mapPublicIpOnLaunch: false },
         { name: 'routers', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 24 },
+        // One address per AZ for each cell's interface endpoint: a /23 holds 507 (AWS keeps 5 per
+        // subnet), where sharing the routers' /24 would stop the fleet at about 230 cells.
+        { name: CELL_ENDPOINT_SUBNETS, subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: ROUTER_SUBNET_MASKS.cellEndpoints },
       ],
       // Rejected traffic only: accepted flows at the router's connection rates would cost more than
       // the routers (see README, VPC flow logs) and add nothing the NLB and HAProxy logs lack.
@@ -231,7 +241,7 @@ export class RouterStack extends Stack {
     for (let i = 0; i < fleet.cells.length; i += CELLS_PER_LINK_STACK) {
       const batch = fleet.cells.slice(i, i + CELLS_PER_LINK_STACK);
       const linkStack = new CellLinksStack(this, `CellLinks${i / CELLS_PER_LINK_STACK + 1}`, {
-        vpc, subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookupRole: customResourceRole,
+        vpc, subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookupRole: customResourceRole,
         cells: batch.map((cell) => ({
           id: cell.id, region: cell.region, account: cell.account, port: cell.certificateArn ? 443 : 80,
           serviceNameParameter: cellEndpointServiceParameter(fleet.app, cell.id), readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),

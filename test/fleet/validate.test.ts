@@ -1,4 +1,4 @@
-import { defaultRouterSlots, FleetConfigError, FleetInput, fleetProblems, resolveFleet } from '../../lib/fleet';
+import { crossRegionProblems, defaultRouterSlots, FleetConfigError, FleetInput, fleetProblems, generateFleet, resolveFleet } from '../../lib/fleet';
 import { validInput } from '../support/fleet';
 
 type Edit = (input: FleetInput) => FleetInput;
@@ -136,5 +136,49 @@ describe('resolveFleet', () => {
     expect(fleet.cells[0].availabilityZones).toEqual(['euw1-az1', 'euw1-az2', 'euw1-az3']);
     expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
     expect(fleet.router).toMatchObject({ slots: 64, cellMaxConn: 200, queueTimeoutMs: 1000 });
+  });
+});
+
+describe('fleetProblems: what AWS would refuse, found before synth', () => {
+  const fleetOf = (cells: number, quotas?: FleetInput['quotas']): FleetInput => ({ ...generateFleet(validInput(), cells), ...(quotas ? { quotas } : {}) });
+
+  it('refuses an app and cell id whose longest derived role name passes IAM\'s 64 characters, naming the role', () => {
+    // `<app>-<cell>-mover-launcher`: 21 + 1 + 31 + 15 = 68.
+    const input = editCell(1, { id: `e${'u'.repeat(30)}` })({ ...validInput(), app: `o${'r'.repeat(20)}` });
+    expect(fleetProblems(input)).toEqual(expect.arrayContaining([
+      `cell \`e${'u'.repeat(30)}\`: its role \`o${'r'.repeat(20)}-e${'u'.repeat(30)}-mover-launcher\` is 68 characters, over IAM's 64 for a role name; \`app\` and a cell id may have 48 characters together: shorten the cell id or \`app\``,
+    ]));
+    expect(fleetProblems({ ...validInput(), app: `o${'r'.repeat(20)}` })).toEqual([]);
+  });
+
+  it('refuses regions cross-region PrivateLink does not connect, one line per region', () => {
+    const input: FleetInput = { ...validInput(), regions: { ...validInput().regions, 'eu-central-1': { availabilityZones: ['euc1-az1', 'euc1-az2'] } } };
+    expect(fleetProblems(input)).toEqual([expect.stringMatching(/^region `eu-central-1`: cross-region PrivateLink .* is not offered in eu-central-1, so the routers of eu-west-1, us-east-1 cannot reach its cells/)]);
+    expect(crossRegionProblems(['eu-central-1'])).toEqual([]);
+  });
+
+  it('refuses more cells than the interface endpoints a router VPC may hold, with the Service Quotas request', () => {
+    expect(fleetProblems(fleetOf(50))).toEqual([]);
+    expect(fleetProblems(fleetOf(51))).toEqual([
+      'cells: 51 cells need 51 interface endpoints in every router VPC (one per cell of the fleet), over the 50 AWS grants by default (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-limits-endpoints.html); '
+      + 'request at least 51 for the router account in every region (`aws service-quotas request-service-quota-increase --service-code vpc --quota-code L-29B6F2EB --desired-value 51 --region R`, docs/limits.md) and, once granted, set quotas.interfaceEndpointsPerVpc',
+    ]);
+    expect(fleetProblems(fleetOf(51, { interfaceEndpointsPerVpc: 100 }))).toEqual([]);
+    expect(fleetProblems(fleetOf(120, { interfaceEndpointsPerVpc: 100 }))).toEqual([expect.stringMatching(/^cells: 120 cells need 120 interface endpoints .* over the 100 declared in quotas.interfaceEndpointsPerVpc/)]);
+    expect(fleetProblems(fleetOf(10, { interfaceEndpointsPerVpc: 20 }))).toEqual([expect.stringMatching(/^quotas.interfaceEndpointsPerVpc: 20 must be a whole number of at least AWS's default 50/)]);
+  });
+
+  it('holds the resolved fleet to the declared quota, AWS\'s default otherwise', () => {
+    expect(resolveFleet(validInput()).quotas).toEqual({ interfaceEndpointsPerVpc: 50 });
+    expect(resolveFleet(fleetOf(60, { interfaceEndpointsPerVpc: 200 })).quotas).toEqual({ interfaceEndpointsPerVpc: 200 });
+  });
+});
+
+describe('fleetProblems: the router VPC\'s addresses', () => {
+  it('refuses a router range too small for its AZs\' subnets, and more cells than a cell-endpoint subnet holds', () => {
+    const fourZones: FleetInput = { ...validInput(), regions: { ...validInput().regions, 'us-east-1': { availabilityZones: ['use1-az1', 'use1-az2', 'use1-az4', 'use1-az5', 'use1-az6'] } } };
+    expect(fleetProblems(fourZones)).toEqual([expect.stringMatching(/^router.cidrs.us-east-1: 10.255.16.0\/20 holds 4096 addresses; the router VPC's 5 AZs need 5120 .* give a \/19 or list fewer AZs$/)]);
+    expect(fleetProblems({ ...fourZones, router: { cidrs: { 'us-east-1': '10.254.0.0/19' } } })).toEqual([]);
+    expect(fleetProblems({ ...generateFleet(validInput(), 508), quotas: { interfaceEndpointsPerVpc: 600 } })).toEqual([expect.stringMatching(/^cells: 508 cells need 508 addresses in every router VPC's cell-endpoint subnet of each AZ, which holds 507/)]);
   });
 });

@@ -41,7 +41,10 @@ describe('IAM: moves between AWS cells (mover task, launcher, operator)', () => 
     fleet = exampleFleet();
     const app = cdkApp();
     addFleet(app, fleet, { audit: false });
-    world = new PolicyWorld(deployedTemplates(app.synth()));
+    // Every account of the fleet is in the example organization (pipeline.organizationId): the move
+    // policies name the cells' roles by pattern bounded by it.
+    const members = [fleet.accounts.router, fleet.accounts.tooling, ...fleet.cells.map((c) => c.account)];
+    world = new PolicyWorld(deployedTemplates(app.synth()), { id: fleet.pipeline!.organizationId!, accounts: members });
     const buckets = world.resourcesOf('AWS::S3::Bucket').filter((b) => b.name.startsWith(`${fleet.app}-moves-`));
     expect(buckets).toHaveLength(1);
     bucket = buckets[0].name;

@@ -59,14 +59,18 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
     expect(JSON.stringify(bucket.Properties.BucketName)).toContain('"orders-moves-222222222222-",{"Fn::Select":[4,{"Fn::Split":["-",{"Fn::Select":[2,{"Fn::Split":["/",{"Ref":"AWS::StackId"}');
   });
 
-  it('lets each cell account\'s mover role write only its from= lanes and read only its to= lanes, by one statement for every cell', () => {
-    const cellRoots = fleet.cells.map((c) => `arn:aws:iam::${c.account}:root`);
+  it('lets each cell account\'s mover role write only its from= lanes and read only its to= lanes, by one statement for every cell, bounded by the organization', () => {
     const write = policy.find((s) => s.Sid === 'CellMoversWriteOwnLanes')!;
     const read = policy.find((s) => s.Sid === 'CellMoversReadOwnLanes')!;
     for (const s of [write, read]) {
       expect(s.Effect).toBe('Allow');
-      expect([...s.Principal.AWS].sort()).toEqual(cellRoots.sort());
-      expect(s.Condition).toEqual({ ArnLike: { 'aws:PrincipalArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/orders-*-mover']] } } });
+      // A pattern bounded by the organization, not one principal per cell: the policy does not grow with the fleet.
+      expect(s.Principal).toEqual({ AWS: '*' });
+      expect(s.Condition).toEqual({
+        ArnLike: { 'aws:PrincipalArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/orders-*-mover']] } },
+        StringEquals: { 'aws:PrincipalOrgID': fleet.pipeline!.organizationId },
+        StringNotEquals: { 'aws:PrincipalAccount': [fleet.accounts.router, fleet.accounts.tooling] },
+      });
     }
     expect(write.Action).toBe('s3:PutObject');
     expect(read.Action).toBe('s3:GetObject');
@@ -85,13 +89,28 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
     }
   });
 
-  it('gives the operator role a trust of the router and tooling accounts and the launcher roles of every cell', () => {
+  it('gives the operator role a trust of the router and tooling accounts and the launcher roles of every cell, by one pattern bounded by the organization', () => {
     const role = t.toJSON().Resources[primary.getLogicalId(primary.moves!.operator.node.defaultChild as never)];
     expect(role.Properties.RoleName).toBe('orders-move-operator');
     expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain(':iam::222222222222:root');
     expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain(`:iam::${fleet.accounts.tooling}:root`);
-    const text = JSON.stringify(t.findResources('AWS::IAM::Policy'));
+    const statements = Object.values(t.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement as Json[]);
+    const assume = statements.filter((s) => s.Action === 'sts:AssumeRole' && JSON.stringify(s.Resource).includes('mover-launcher'));
+    expect(assume).toEqual([{
+      Effect: 'Allow', Action: 'sts:AssumeRole',
+      Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/orders-*-mover-launcher']] },
+      Condition: { StringEquals: { 'aws:ResourceOrgID': fleet.pipeline!.organizationId } },
+    }]);
+  });
+
+  it('lists the cells\' accounts and launcher roles instead when the fleet names no organization', () => {
+    const noOrg: Fleet = { ...fleet, pipeline: { ...fleet.pipeline!, organizationId: undefined } };
+    const stack = new RouterStack(cdkApp(), 'router-eu-west-1', { fleet: noOrg, region: 'eu-west-1' });
+    const template = Template.fromStack(stack);
+    const text = JSON.stringify(template.findResources('AWS::IAM::Policy'));
     for (const cell of fleet.cells) expect(text).toContain(`:iam::${cell.account}:role/orders-${cell.id}-mover-launcher`);
+    const bucketPolicy = JSON.stringify(template.findResources('AWS::S3::BucketPolicy'));
+    for (const cell of fleet.cells) expect(bucketPolicy).toContain(`:iam::${cell.account}:root`);
   });
 
   it('has no unacknowledged AwsSolutions finding', () => {

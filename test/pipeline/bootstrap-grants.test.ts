@@ -1,7 +1,8 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { addPipeline } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
-import { parseBootstrapRoleArn, PipelineStack, policySize } from '../../lib/pipeline';
+import { policySize } from '../../lib/limits';
+import { parseBootstrapRoleArn, PipelineStack } from '../../lib/pipeline';
 import { cdkApp, exampleFleet } from '../support/fleet';
 
 interface Statement { Action: unknown; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }

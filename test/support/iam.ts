@@ -83,8 +83,9 @@ export class PolicyWorld {
   private readonly exportsByName = new Map<string, Json>();
 
   /**
-   * `organization`: the AWS Organizations id and its member accounts, for `aws:ResourceOrgID` in the
-   * request context (IAM sets it when the resource's account is in an organization).
+   * `organization`: the AWS Organizations id and its member accounts, for `aws:ResourceOrgID` and
+   * `aws:PrincipalOrgID` in the request context (IAM sets them when the resource's, or the caller's,
+   * account is in an organization).
    */
   constructor(public readonly stacks: readonly DeployedTemplate[], private readonly organization?: { readonly id: string; readonly accounts: readonly string[] }) {
     for (const stack of stacks) {
@@ -421,6 +422,7 @@ export class PolicyWorld {
           // Global keys IAM puts in every request context (IAM User Guide, AWS global condition context keys).
           'aws:ResourceAccount': owner,
           ...(this.organization?.accounts.includes(owner) ? { 'aws:ResourceOrgID': this.organization.id } : {}),
+          ...(this.organization?.accounts.includes(principal.account) ? { 'aws:PrincipalOrgID': this.organization.id } : {}),
           ...(action.startsWith('s3:') ? { 's3:ResourceAccount': this.ownerOf(resource) } : {}),
           ...context,
         },

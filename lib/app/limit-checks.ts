@@ -1,0 +1,70 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { App, IPolicyValidationContext, IPolicyValidationPlugin, PolicyValidationPluginReport, Validations } from 'aws-cdk-lib';
+import { assemblyFindings, CfnTemplate, describeFinding, GrantedQuotas, LIMITS, LimitFinding, templateFindings, TemplateUnderCheck } from '../limits';
+
+/**
+ * Where each nested stack template of a directory was written, by the hash its parent's TemplateURL
+ * names: the assets manifests beside the templates list each as a file asset (the `aws:asset:path`
+ * metadata is only written when the CDK CLI asks for it).
+ */
+function nestedTemplatesByHash(dir: string): Map<string, string> {
+  const byHash = new Map<string, string>();
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.assets.json'))) {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { files?: Record<string, { source?: { path?: string } }> };
+    for (const [hash, asset] of Object.entries(manifest.files ?? {})) {
+      if (asset.source?.path?.endsWith('.nested.template.json')) byHash.set(hash, path.join(dir, asset.source.path));
+    }
+  }
+  return byHash;
+}
+
+/** A written template and, recursively, the nested stacks' templates it deploys (written beside it). */
+export function readTemplates(templatePath: string, stack: string, parent?: TemplateUnderCheck['parent'], nested = nestedTemplatesByHash(path.dirname(templatePath))): TemplateUnderCheck[] {
+  const text = fs.readFileSync(templatePath, 'utf8');
+  const self: TemplateUnderCheck = { stack, template: JSON.parse(text) as CfnTemplate, bytes: Buffer.byteLength(text), ...(parent ? { parent } : {}) };
+  const children = Object.entries(self.template.Resources ?? {})
+    .filter(([, r]) => r.Type === 'AWS::CloudFormation::Stack')
+    .flatMap(([id, r]) => {
+      const hash = /([0-9a-f]{64})\.json/.exec(JSON.stringify(r.Properties?.TemplateURL ?? ''))?.[1];
+      const file = (hash && nested.get(hash)) ?? (typeof r.Metadata?.['aws:asset:path'] === 'string' ? path.join(path.dirname(templatePath), String(r.Metadata['aws:asset:path'])) : undefined);
+      if (!file) throw new Error(`${stack}: nested stack ${id} has no template beside ${templatePath}; the limit checks cannot read it`);
+      return readTemplates(file, `${stack}/${id}`, { template: self, resource: id }, nested);
+    });
+  return [self, ...children];
+}
+
+/**
+ * Fails synth when any written template of any stack (pipeline, routers, router groups, the routers'
+ * nested link stacks, cells, cross-region support stacks) passes an AWS limit of lib/limits: the
+ * stack, the resource, its size, the limit with its page, and the fix. CloudFormation, IAM, S3 and
+ * the rest would otherwise refuse it at deploy time, in the pipeline, after earlier waves shipped.
+ */
+export class AwsLimitChecks implements IPolicyValidationPlugin {
+  public readonly name = 'AwsLimits';
+  public readonly ruleIds = Object.keys(LIMITS);
+
+  constructor(private readonly quotas: GrantedQuotas = {}) {}
+
+  public validate(context: IPolicyValidationContext): PolicyValidationPluginReport {
+    const byPath = new Map<string, TemplateUnderCheck[]>(context.stackTemplates.map((t) => [t.templatePath, readTemplates(t.templatePath, t.stackConstructPath)]));
+    const all = [...byPath.values()].flat();
+    const findings: LimitFinding[] = [...all.flatMap((t) => templateFindings(t, this.quotas)), ...assemblyFindings(all, this.quotas)];
+    const templatePathOf = (f: LimitFinding) => context.stackTemplates.find((t) => f.stack === t.stackConstructPath || f.stack.startsWith(`${t.stackConstructPath}/`));
+    const violations = findings.map((f) => {
+      const owner = templatePathOf(f);
+      return {
+        ruleName: f.limit,
+        description: describeFinding(f),
+        fix: LIMITS[f.limit].fix,
+        violatingResources: [{ templatePath: owner?.templatePath ?? '', locations: [], constructPath: owner?.stackConstructPath ?? f.stack }],
+      };
+    });
+    return { success: violations.length === 0, violations };
+  }
+}
+
+/** Registers `AwsLimitChecks` on the app: every synth checks every template it writes. */
+export function addLimitChecks(app: App, quotas: GrantedQuotas = {}): void {
+  Validations.of(app).addPlugins(new AwsLimitChecks(quotas));
+}

@@ -1,0 +1,3 @@
+export * from './quotas';
+export * from './render';
+export * from './templates';

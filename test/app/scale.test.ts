@@ -1,0 +1,77 @@
+/**
+ * The scale the README claims, proved: a generated fleet of 400 cells over four regions (100 per
+ * region) behind the pipeline, synthesized once with every check on (AwsSolutions, CellIsolation, the
+ * AWS limits of lib/limits on every template, nested stacks included). About 4 to 6 minutes and 2 GB
+ * on a 2-core machine; `npm run bench:synth -- --cells 400 --regions 4` measures the same synth.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { App } from 'aws-cdk-lib';
+import { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { addPipeline, cdkJsonContext, readTemplates } from '../../lib/app';
+import { CFN_LINT_ACKNOWLEDGED, cfnLintFindings } from '../../lib/audit';
+import { Fleet, generateScaleFleet, resolveFleet } from '../../lib/fleet';
+import { assemblyFindings, templateFindings, TemplateUnderCheck } from '../../lib/limits';
+import { exampleInput } from '../support/fleet';
+
+const CELLS = 400;
+const REGIONS = 4;
+
+let outdir: string;
+let fleet: Fleet;
+let assembly: CloudAssembly;
+let templates: TemplateUnderCheck[];
+
+beforeAll(() => {
+  outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'scale-'));
+  fleet = resolveFleet(generateScaleFleet(exampleInput(), CELLS, REGIONS));
+  const app = new App({ outdir, context: cdkJsonContext() });
+  addPipeline(app, fleet);
+  // Throws on any open audit finding and on any template over an AWS limit.
+  assembly = app.synth();
+  templates = assembly.stacksRecursively.flatMap((s) => readTemplates(s.templateFullPath, s.hierarchicalId));
+}, 30 * 60_000);
+
+afterAll(() => {
+  if (outdir) fs.rmSync(outdir, { recursive: true, force: true });
+});
+
+describe(`${CELLS} cells over ${REGIONS} regions behind one pipeline`, () => {
+  it('is a valid fleet of 100 cells per region, with the quota it needs declared', () => {
+    expect(Object.keys(fleet.regions)).toHaveLength(REGIONS);
+    for (const region of Object.keys(fleet.regions)) expect(fleet.cells.filter((c) => c.region === region)).toHaveLength(CELLS / REGIONS);
+    expect(fleet.quotas.interfaceEndpointsPerVpc).toBe(CELLS);
+  });
+
+  it('writes every stack: each cell, each region\'s router stack with its nested link stacks and two group stacks, the pipeline and its support stacks', () => {
+    const names = assembly.stacksRecursively.map((s) => s.stackName);
+    expect(names.filter((n) => /^orders-cell-cell-\d+$/.test(n))).toHaveLength(CELLS);
+    expect(names.filter((n) => /^orders-router-[a-z0-9-]+$/.test(n) && !/-groups$|-canary-group$/.test(n))).toHaveLength(REGIONS);
+    expect(templates.filter((t) => /\/CellLinks\d+NestedStack/.test(t.stack))).toHaveLength(REGIONS * Math.ceil(CELLS / 100));
+    expect(names).toContain('orders-pipeline');
+  });
+
+  it('passes no AWS limit in any template of any stack', () => {
+    const findings = [...templates.flatMap((t) => templateFindings(t, fleet.quotas)), ...assemblyFindings(templates, fleet.quotas)];
+    expect(findings).toEqual([]);
+  });
+
+  it('gives every router VPC one interface endpoint per cell of the fleet, within the declared quota', () => {
+    const endpoints = templates.filter((t) => /router-[a-z0-9-]+-canary-group\/Router\/CellLinks/.test(t.stack))
+      .flatMap((t) => Object.values(t.template.Resources ?? {}).filter((r) => r.Type === 'AWS::EC2::VPCEndpoint'));
+    expect(endpoints).toHaveLength(REGIONS * CELLS);
+    expect(assemblyFindings(templates, { interfaceEndpointsPerVpc: CELLS - 1 })).toHaveLength(REGIONS);
+  });
+
+  it('passes cfn-lint, acknowledged findings only, on a template of every kind (cells are stamped alike: one per region)', () => {
+    const oneCellPerRegion = Object.keys(fleet.regions).map((region) => fleet.cells.find((c) => c.region === region)!.id);
+    const sample = [...new Set(templates.filter((t) => !/cell-cell-\d+/.test(t.stack) || oneCellPerRegion.some((id) => t.stack.includes(`cell-${id}/`)))
+      .map((t) => t.stack))];
+    const files = assembly.stacksRecursively.filter((s) => sample.includes(s.hierarchicalId)).map((s) => s.templateFullPath);
+    const nested = fs.readdirSync(path.dirname(files[0])).length >= 0 ? files.flatMap((f) => fs.readdirSync(path.dirname(f)).filter((n) => n.endsWith('.nested.template.json')).map((n) => path.join(path.dirname(f), n))) : [];
+    const findings = cfnLintFindings([...new Set([...files, ...nested])]);
+    expect(findings.filter((f) => !f.acknowledgement).map((f) => `${f.rule} ${f.stack} ${f.resource}: ${f.description}`)).toEqual([]);
+    expect(CFN_LINT_ACKNOWLEDGED.length).toBeGreaterThan(0);
+  }, 20 * 60_000);
+});
