@@ -7,3 +7,4 @@ export * from './synth';
 export * from './protect';
 export * from './policy-limits';
 export * from './bootstrap-grants';
+export * from './failed-create';

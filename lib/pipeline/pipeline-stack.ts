@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -13,6 +13,7 @@ import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindi
 import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments, BakeTarget } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
 import { applyStageConditions } from './stage-conditions';
+import { failedCreateCommands } from './failed-create';
 import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
@@ -87,9 +88,10 @@ export class PipelineStack extends Stack {
 
     const pipelineName = `${fleet.app}-cells`;
     // Every CodeBuild project (synth, self-mutation, assets, bakes) logs here for a year, so a failed
-    // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3).
+    // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3). Kept when the stack
+    // goes, so it has no fixed name: a re-created pipeline stack (or a retried failed create) makes a
+    // new one instead of failing on "already exists"; the stack's BuildLogs output names it.
     const buildLogs = new logs.LogGroup(this, 'BuildLogs', {
-      logGroupName: `/aws/codebuild/${pipelineName}`,
       retention: logs.RetentionDays.ONE_YEAR,
       removalPolicy: RemovalPolicy.RETAIN,
     });
@@ -97,13 +99,14 @@ export class PipelineStack extends Stack {
       id: 'ControlTower::CT.CLOUDWATCH.PR.3',
       reason: 'Build output of the pipeline (commands, test and synth output; no cell data, no credentials: the build roles assume bootstrap roles at run time); CloudWatch Logs encrypts it at rest with its own key.',
     });
+    new CfnOutput(this, 'BuildLogGroup', { description: 'CloudWatch Logs group of every CodeBuild step of the pipeline', value: buildLogs.logGroupName });
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
       pipelineName,
       pipelineType: codepipeline.PipelineType.V2,
       crossAccountKeys: true,
       enableKeyRotation: true,
       selfMutation: true,
-      // One action per stack instead of two: a stage holds up to 49 cells plus the bake step.
+      // One action per stack instead of two: a stage holds up to 48 cells plus the failed-create and bake steps.
       useChangeSets: false,
       // Every CodeBuild step (synth, self-mutation, assets, bakes) on the same image and pinned Node.js.
       codeBuildDefaults: {
@@ -144,7 +147,8 @@ export class PipelineStack extends Stack {
         });
         this.approvalStage = name;
       }
-      const stageWave = this.pipeline.addWave(wave.name, { post: bakes });
+      // Before the deploys: a stack whose first create failed is deleted so the deploy creates it again.
+      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect)], post: bakes });
       for (const stage of cellStages) stageWave.addStage(stage);
       // CDK Pipelines names a one-stage wave after its stage rather than the wave.
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
@@ -165,7 +169,10 @@ export class PipelineStack extends Stack {
         cell: `router-${group}`, account: fleet.accounts.router, region: wave.region, alarmName, roleName: watcherRole,
       }));
       const protect = stage.stacks.map((stack) => ({ stackName: stack.stackName, account: stack.account, region: stack.region }));
-      this.pipeline.addStage(stage, { post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName) });
+      this.pipeline.addStage(stage, {
+        pre: [failedCreateStep(`clear-${wave.name}`, protect)],
+        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName),
+      });
       routerStages.push(wave.name);
     }
     this.routerStages = routerStages;
@@ -188,6 +195,12 @@ export class PipelineStack extends Stack {
     })));
     if (source.kind === 'connection') grantCodeConnection(this, source.connectionArn);
     const supportStacks = Object.values(this.pipeline.pipeline.crossRegionSupport).map((support) => support.stack);
+    // CodePipeline's cross-region replication bucket has a name fixed by its stack's name and is kept
+    // when the stack goes: kept except on create, so a support stack whose first create failed is
+    // created again under the same name (it holds only pipeline artifacts, empty on a failed create).
+    for (const bucket of supportStacks.flatMap((support) => support.node.findAll()).filter((c): c is s3.CfnBucket => c instanceof s3.CfnBucket)) {
+      bucket.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
+    }
     acknowledgePipelineFindings([this, ...supportStacks]);
     acknowledgeControlTower(this.pipeline.pipeline, denyGrantsExceptForAwsServices);
   }
@@ -208,7 +221,20 @@ function grantCodeConnection(scope: PipelineStack, connectionArn: string): void 
   role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['codeconnections:UseConnection'], resources: [connectionArn] }));
 }
 
-/** A step that termination-protects stacks the stage deployed (see protect.ts), through their deploy roles. */
+/**
+ * The step before a stage's deploys that deletes any of its stacks left in `ROLLBACK_COMPLETE` by a
+ * first create that failed (see failed-create.ts), through their environments' deploy roles: the
+ * pipeline's CloudFormation action refuses such a stack, so without it every retry failed.
+ */
+function failedCreateStep(id: string, stacks: readonly ProtectTarget[]): pipelines.CodeBuildStep {
+  return new pipelines.CodeBuildStep(id, {
+    commands: [failedCreateCommands(stacks).join('\n')],
+    // Deleting a stack and waiting for it takes minutes; FAILED_CREATE_WAIT_SECONDS bounds each stack.
+    timeout: Duration.hours(2),
+    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(stacks.map((t) => deployRoleArn(t.account, t.region)))] })],
+  });
+}
+
 /**
  * The bake after a stage: the first action protects the stage's stacks (CodePipeline's CloudFormation
  * action ignores terminationProtection, see protect.ts), then the alarms of `targets` are watched for

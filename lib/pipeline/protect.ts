@@ -12,7 +12,8 @@ export function deployRoleArn(account: string, region: string, qualifier = Defau
   return `arn:aws:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
 }
 
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+/** `s` as one single-quoted shell word. */
+export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * Shell commands (bash, AWS CLI) that enable termination protection on stacks the pipeline just
@@ -27,7 +28,7 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
   if (targets.length === 0) return [];
-  const list = targets.map((t) => quote(`${t.stackName} ${t.account} ${t.region} ${deployRoleArn(t.account, t.region, qualifier)}`)).join(' ');
+  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${deployRoleArn(t.account, t.region, qualifier)}`)).join(' ');
   return [
     `protect_targets=(${list})`,
     'for target in "${protect_targets[@]}"; do',
