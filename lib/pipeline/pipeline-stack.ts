@@ -5,7 +5,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
-import { bakeWatcherRoleName, CellStack, denyGrantsExceptForAwsServices } from '../cell';
+import { bakeWatcherRoleName, CellStack, deletionProtectorRoleName, denyGrantsExceptForAwsServices } from '../cell';
 import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, RouterStack, routerStackName } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
@@ -20,9 +20,11 @@ import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartial
 /** A cdk.Stage holding one cell's stack, so CDK Pipelines can deploy it into the cell's account. */
 export class CellStage extends Stage {
   public readonly stack: CellStack;
+  public readonly cellId: string;
 
   constructor(scope: Construct, id: string, props: StageProps & { cell: Cell; fleet: Fleet }) {
     super(scope, id, { ...props, env: { account: props.cell.account, region: props.cell.region } });
+    this.cellId = props.cell.id;
     this.stack = new CellStack(this, 'Cell', { cell: props.cell, fleet: props.fleet });
   }
 }
@@ -136,7 +138,10 @@ export class PipelineStack extends Stack {
       for (const stage of cellStages) assertNoOpenFindings(stage.stack);
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
       // protects the wave's stacks before it watches them (see protect.ts).
-      const protect = cellStages.map((stage) => ({ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }));
+      const protect = cellStages.map((stage) => ({
+        stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
+        deletionProtectorRole: deletionProtectorRoleName(`${fleet.app}-${stage.cellId}`),
+      }));
       const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
       // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
@@ -168,7 +173,10 @@ export class PipelineStack extends Stack {
       const targets = watched.map(({ group, alarmName }) => ({
         cell: `router-${group}`, account: fleet.accounts.router, region: wave.region, alarmName, roleName: watcherRole,
       }));
-      const protect = stage.stacks.map((stack) => ({ stackName: stack.stackName, account: stack.account, region: stack.region }));
+      const protect = stage.stacks.map((stack) => ({
+        stackName: stack.stackName, account: stack.account, region: stack.region,
+        ...(stack === stage.router ? { deletionProtectorRole: deletionProtectorRoleName(routerStackName(fleet, wave.region)) } : {}),
+      }));
       this.pipeline.addStage(stage, {
         pre: [failedCreateStep(`clear-${wave.name}`, protect)],
         post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName),
@@ -256,7 +264,13 @@ function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bak
         actions: ['codepipeline:GetPipelineExecution'],
         resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
       }),
-      ...(i === 0 ? [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(protect.map((t) => deployRoleArn(t.account, t.region)))] })] : []),
+      ...(i === 0 ? [new iam.PolicyStatement({
+        actions: ['sts:AssumeRole'],
+        resources: [...new Set(protect.flatMap((t) => [
+          deployRoleArn(t.account, t.region),
+          ...(t.deletionProtectorRole ? [`arn:aws:iam::${t.account}:role/${t.deletionProtectorRole}`] : []),
+        ]))],
+      })] : []),
     ],
   }));
   bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });

@@ -185,6 +185,13 @@ describe('PipelineStack on the example fleet', () => {
       const protectedStacks = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z0-9-]+) arn:aws:iam::\2:role\/cdk-hnb659fds-deploy-role-\2-\3/g)].map((m) => m[1]).sort();
       expect([stage.Name, protectedStacks]).toEqual([stage.Name, deployed]);
       expect(project).toContain('update-termination-protection');
+      // Deletion protection through the protector role of each stack that has a load balancer or database.
+      const protectors = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) \d{12} [a-z0-9-]+ arn:aws:iam::\d{12}:role\/cdk-hnb659fds-deploy-role-\S+ (\S+)'/g)].map((m) => [m[1], m[2]]);
+      for (const [name, protector] of protectors) {
+        const expected = /-(canary-group|groups)$/.test(name) ? '-' : name.startsWith('orders-router-') ? `${name}-protector` : `orders-${name.slice('orders-cell-'.length)}-protector`;
+        expect([name, protector]).toEqual([name, expected]);
+      }
+      expect(protectors.length).toBe(deployed.length);
     }
   });
 
@@ -230,16 +237,19 @@ describe('PipelineStack on the example fleet', () => {
     }
   });
 
-  it("may assume only its cells' bake-watcher roles, and their deploy roles to protect their stacks", () => {
+  it("may assume only its cells' bake-watcher roles, and their deploy and protector roles to protect their stacks", () => {
     const plan = planWaves(fleet);
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
     expect(policies).toHaveLength(waveStages().length + stack.routerStages.length);
-    for (const wave of plan.routerWaves) {
-      const policy = policies.find((p) => JSON.stringify(p).includes(`orders-router-${wave.region}-bake-watcher`))!;
-      const assumed = policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
-        .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort();
-      expect(assumed).toEqual([`arn:aws:iam::222222222222:role/cdk-hnb659fds-deploy-role-222222222222-${wave.region}`, `arn:aws:iam::222222222222:role/orders-router-${wave.region}-bake-watcher`]);
+    for (const region of new Set(plan.routerWaves.map((w) => w.region))) {
+      // The region's two router stages (canary: router stack + canary group; rest: the other groups).
+      const assumedBy = policies.filter((p) => JSON.stringify(p).includes(`orders-router-${region}-bake-watcher`))
+        .map((policy) => policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
+          .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort());
+      const common = [`arn:aws:iam::222222222222:role/cdk-hnb659fds-deploy-role-222222222222-${region}`, `arn:aws:iam::222222222222:role/orders-router-${region}-bake-watcher`];
+      // The router stack has a load balancer to protect; the group stacks have none.
+      expect(assumedBy.sort((a: string[], b: string[]) => b.length - a.length)).toEqual([[...common, `arn:aws:iam::222222222222:role/orders-router-${region}-protector`], common]);
     }
     for (const wave of plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
@@ -249,6 +259,7 @@ describe('PipelineStack on the example fleet', () => {
       expect(assumed).toEqual(cells.flatMap((c) => [
         `arn:aws:iam::${c.account}:role/orders-${c.id}-bake-watcher`,
         `arn:aws:iam::${c.account}:role/cdk-hnb659fds-deploy-role-${c.account}-${c.region}`,
+        `arn:aws:iam::${c.account}:role/orders-${c.id}-protector`,
       ]).sort());
     }
   });
