@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
@@ -34,7 +34,15 @@ const GIB = 1024 ** 3;
  *   are accepted (both take alarm names; instance refresh at most 10), and ECS ignores an alarm
  *   that is already in ALARM when the deployment starts, so one alarm per signal loses one signal
  *   at worst, where one composite would lose them all.
- * - `health`: the composite over exactly `deploymentGate`; the pipeline's bake reads it.
+ *   The 5xx rate and unhealthy targets gate through their own variants that count only while the
+ *   target group has a healthy target (`IF(healthy > 0, …, 0)`): while no task has become healthy
+ *   yet (a first start pulling the image, creating the database, migrating) every target is
+ *   unhealthy and the load balancer answers 503, which would roll back the service's creation and
+ *   fail the cell's first create. A bad change still shows: ECS keeps the old tasks healthy
+ *   (minimum healthy 100%) while new ones fail, and a task that never becomes healthy trips the
+ *   deployment circuit breaker. Those variants gate only and page nobody.
+ * - `health`: the composite over the request-path signals themselves (raw 5xx rate and unhealthy
+ *   targets, so a cell with no healthy target is unhealthy); the pipeline's bake reads it.
  * - `paging`: queue signals (oldest work message, dead letters) and free storage. They notify
  *   on-call but never gate or roll back a deployment: one poison message in the dead-letter queue
  *   would otherwise hold `health` in ALARM, fail every bake and blind ECS to the next deployment.
@@ -48,13 +56,17 @@ export class CellAlarms extends Construct {
   public readonly databaseFreeStorage: cloudwatch.Alarm;
   public readonly oldestMessage: cloudwatch.Alarm;
   public readonly deadLetters: cloudwatch.Alarm;
+  /** The 5xx rate, counted only while a target is healthy: gates deployments, tolerates a first start. */
+  public readonly deployErrorRate: cloudwatch.Alarm;
+  /** Unhealthy targets, counted only while another target is healthy: gates deployments, tolerates a first start. */
+  public readonly deployUnhealthyHosts: cloudwatch.Alarm;
   /** Request-path metric alarms: ECS deployments and ASG instance refreshes roll back on any of them. */
   public readonly deploymentGate: readonly cloudwatch.Alarm[];
   /** Alarms that page but never gate a deployment: queue signals and free storage. */
   public readonly paging: readonly cloudwatch.Alarm[];
   /** The cell's health, read by the pipeline's bake: in ALARM when any `deploymentGate` alarm is. */
   public readonly health: cloudwatch.CompositeAlarm;
-  /** Every metric alarm of the cell, composite excluded. */
+  /** Every metric alarm of the cell that pages, composite excluded (the deploy- gate variants page nobody). */
   public readonly all: readonly cloudwatch.Alarm[];
   /** Every alarm of the cell notifies this topic on ALARM and OK: subscribe on-call here. */
   public readonly topic: sns.Topic;
@@ -80,21 +92,17 @@ export class CellAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
 
-    this.errorRate = alarm(
-      'ErrorRate',
-      new cloudwatch.MathExpression({
-        expression: 'IF(requests > 0, 100 * (target5xx + elb5xx) / requests, 0)',
-        usingMetrics: {
-          requests: alb.requestCount({ period: PERIOD, statistic: 'Sum' }),
-          target5xx: alb.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, { period: PERIOD, statistic: 'Sum' }),
-          elb5xx: alb.httpCodeElb(elbv2.HttpCodeElb.ELB_5XX_COUNT, { period: PERIOD, statistic: 'Sum' }),
-        },
-        label: '5xx %',
-        period: PERIOD,
-      }),
-      t.errorRatePercent,
-      `5xx responses >= ${t.errorRatePercent}% of requests`,
-    );
+    const errorRate = new cloudwatch.MathExpression({
+      expression: 'IF(requests > 0, 100 * (target5xx + elb5xx) / requests, 0)',
+      usingMetrics: {
+        requests: alb.requestCount({ period: PERIOD, statistic: 'Sum' }),
+        target5xx: alb.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, { period: PERIOD, statistic: 'Sum' }),
+        elb5xx: alb.httpCodeElb(elbv2.HttpCodeElb.ELB_5XX_COUNT, { period: PERIOD, statistic: 'Sum' }),
+      },
+      label: '5xx %',
+      period: PERIOD,
+    });
+    this.errorRate = alarm('ErrorRate', errorRate, t.errorRatePercent, `5xx responses >= ${t.errorRatePercent}% of requests`);
     this.latencyP99 = alarm(
       'LatencyP99',
       props.targetGroup.metrics.targetResponseTime({ period: PERIOD, statistic: 'p99' }),
@@ -107,6 +115,20 @@ export class CellAlarms extends Construct {
       t.unhealthyHosts,
       `>= ${t.unhealthyHosts} unhealthy targets`,
     );
+    // Gate variants: zero while no target is healthy (see the class comment).
+    const healthy = props.targetGroup.metrics.healthyHostCount({ period: PERIOD, statistic: 'Maximum' });
+    const whileHealthy = (value: cloudwatch.IMetric, label: string) =>
+      new cloudwatch.MathExpression({ expression: 'IF(healthy > 0, value, 0)', usingMetrics: { healthy, value }, label, period: PERIOD });
+    this.deployErrorRate = alarm('DeployErrorRate', whileHealthy(errorRate, '5xx % while a target is healthy'), t.errorRatePercent,
+      `deployment gate: 5xx responses >= ${t.errorRatePercent}% of requests while a target is healthy`);
+    this.deployUnhealthyHosts = alarm('DeployUnhealthyHosts', whileHealthy(this.unhealthyHosts.metric, 'unhealthy targets while one is healthy'), t.unhealthyHosts,
+      `deployment gate: >= ${t.unhealthyHosts} unhealthy targets while another is healthy`);
+    for (const gate of [this.deployErrorRate, this.deployUnhealthyHosts]) {
+      Validations.of(gate).acknowledge({
+        id: 'ControlTower::CT.CLOUDWATCH.PR.1',
+        reason: 'A deployment gate only: ECS and instance refresh read it and roll back. The same signal pages on-call through its raw alarm (error-rate, unhealthy-hosts), which notifies the cell\'s topic; notifying here too would page twice.',
+      });
+    }
     this.databaseCpu = alarm('DatabaseCpu', props.data.cpu, t.dbCpuPercent, `database CPU >= ${t.dbCpuPercent}%`);
     this.databaseConnections = alarm('DatabaseConnections', props.data.databaseConnections, t.dbConnections, `database connections >= ${t.dbConnections}`);
     this.databaseFreeStorage = alarm(
@@ -132,12 +154,13 @@ export class CellAlarms extends Construct {
       this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu,
       this.databaseConnections, this.databaseFreeStorage, this.oldestMessage, this.deadLetters,
     ];
-    this.deploymentGate = [this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu, this.databaseConnections];
+    this.deploymentGate = [this.deployErrorRate, this.latencyP99, this.deployUnhealthyHosts, this.databaseCpu, this.databaseConnections];
     this.paging = [this.oldestMessage, this.deadLetters, this.databaseFreeStorage];
+    const requestPath = [this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu, this.databaseConnections];
     this.health = new cloudwatch.CompositeAlarm(this, 'Health', {
       compositeAlarmName: `${props.namePrefix}-health`,
       alarmDescription: `${props.namePrefix}: request path unhealthy; the pipeline's bake fails the wave while it is in ALARM`,
-      alarmRule: cloudwatch.AlarmRule.anyOf(...this.deploymentGate.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
+      alarmRule: cloudwatch.AlarmRule.anyOf(...requestPath.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
     });
     const notify = new cloudwatchActions.SnsAction(this.topic);
     for (const a of [...this.all, this.health]) {

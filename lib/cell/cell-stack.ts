@@ -4,6 +4,7 @@ import { Cell as CellModel, cellEndpointReaderRoleName, cellEndpointServiceParam
 import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
 import { Cell } from './cell';
 import { CellEndpointRecord } from './endpoint-record';
+import { DeletionProtectionAccess, deletionProtectorRoleName } from './deletion-protection-access';
 
 export interface CellStackProps extends Omit<StackProps, 'env'> {
   readonly cell: CellModel;
@@ -53,6 +54,13 @@ export class CellStack extends Stack {
     new CellBakeAccess(this, 'BakeAccess', {
       roleName: bakeWatcherRoleName(fleet.app, cell.id),
       toolingAccount: fleet.accounts.tooling,
+    });
+    const data = this.cell.data;
+    new DeletionProtectionAccess(this, 'DeletionProtection', {
+      roleName: deletionProtectorRoleName(`${fleet.app}-${cell.id}`),
+      toolingAccount: fleet.accounts.tooling,
+      loadBalancerArns: [this.cell.entry.loadBalancer.loadBalancerArn, this.cell.entry.privateLink.loadBalancerArn],
+      ...(data.engine === 'aurora-postgresql' ? { dbClusterArns: [data.deletionProtectionArn] } : { dbInstanceArns: [data.deletionProtectionArn] }),
     });
 
     const entry = this.cell.entry;

@@ -41,9 +41,12 @@ export interface CellDataProps {
 
 const ADMIN_USER = 'cell_admin';
 
+/** Why a load balancer or database of the fleet has no deletion protection in its template (cdk-nag and Control Tower acknowledgments). */
+export const DELETION_PROTECTION_AFTER_CREATE = 'Deletion protection is switched on by the pipeline right after the first successful deploy (its protect step, through the stack\'s protector role, DeletionProtectionAccess) and re-applied after every deploy; in the template it would turn the rollback of a failed first create into ROLLBACK_FAILED, which needs hand work before any retry.';
+
 /**
  * The cell's relational database: Aurora PostgreSQL (writer + reader in another AZ) or Multi-AZ
- * RDS PostgreSQL. Encrypted, IAM auth, deletion protection, snapshots on removal, credentials in
+ * RDS PostgreSQL. Encrypted, IAM auth, snapshots on removal, credentials in
  * Secrets Manager rotated on a schedule, isolated subnets, reachable only from what `allowFrom` names.
  */
 export class CellData extends Construct {
@@ -62,6 +65,13 @@ export class CellData extends Construct {
   public readonly databaseConnections: cloudwatch.IMetric;
   /** Free storage in bytes: Aurora's local storage or RDS's allocated storage. */
   public readonly freeStorageBytes: cloudwatch.IMetric;
+  /**
+   * The ARN deletion protection is set on: the Aurora cluster (a setting of the cluster, not of its
+   * instances) or the RDS instance. The template leaves it off: a create that fails must be able to
+   * roll the database back; the pipeline switches it on after the first successful deploy
+   * (`DeletionProtectionAccess`).
+   */
+  public readonly deletionProtectionArn: string;
 
   constructor(scope: Construct, id: string, props: CellDataProps) {
     super(scope, id);
@@ -79,7 +89,6 @@ export class CellData extends Construct {
       credentials,
       storageEncrypted: true,
       storageEncryptionKey: props.encryptionKey,
-      deletionProtection: true,
       monitoringInterval: Duration.seconds(60),
       iamAuthentication: true,
       port: props.port,
@@ -101,6 +110,7 @@ export class CellData extends Construct {
       this.cpu = cluster.metricCPUUtilization({ period: Duration.minutes(1) });
       this.databaseConnections = cluster.metricDatabaseConnections({ period: Duration.minutes(1) });
       this.freeStorageBytes = cluster.metricFreeLocalStorage({ period: Duration.minutes(1), statistic: 'Minimum' });
+      this.deletionProtectionArn = cluster.clusterArn;
       database = cluster;
     } else {
       const instance = new rds.DatabaseInstance(this, 'Instance', {
@@ -118,7 +128,11 @@ export class CellData extends Construct {
       this.cpu = instance.metricCPUUtilization({ period: Duration.minutes(1) });
       this.databaseConnections = instance.metricDatabaseConnections({ period: Duration.minutes(1) });
       this.freeStorageBytes = instance.metricFreeStorageSpace({ period: Duration.minutes(1), statistic: 'Minimum' });
+      this.deletionProtectionArn = instance.instanceArn;
       database = instance;
+    }
+    for (const id of ['AwsSolutions-RDS10', props.engine === 'aurora-postgresql' ? 'ControlTower::CT.RDS.PR.3' : 'ControlTower::CT.RDS.PR.13']) {
+      Validations.of(database).acknowledge({ id, reason: DELETION_PROTECTION_AFTER_CREATE });
     }
     this.engine = props.engine;
     this.port = props.port;

@@ -9,6 +9,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { assertAccountId } from './cross-account-read-role';
+import { DELETION_PROTECTION_AFTER_CREATE } from './data';
 import { LogBucket } from './log-bucket';
 
 export interface CellEntryProps {
@@ -100,8 +101,11 @@ export class CellEntry extends Construct {
       internetFacing: false,
       securityGroup: albSecurityGroup,
       dropInvalidHeaderFields: true,
-      deletionProtection: true,
     });
+    // No deletion protection in the template, not even `false` (which aws-cdk-lib writes by default):
+    // a failed first create must delete the load balancers, and the pipeline switches it on after the
+    // first successful deploy (DeletionProtectionAccess), which a template value would undo on update.
+    this.loadBalancer.removeAttribute('deletion_protection.enabled');
     this.loadBalancer.logAccessLogs(this.accessLogs, 'alb');
 
     this.targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {
@@ -141,8 +145,9 @@ export class CellEntry extends Construct {
       crossZoneEnabled: true,
       securityGroups: [nlbSecurityGroup],
       enforceSecurityGroupInboundRulesOnPrivateLinkTraffic: false,
-      deletionProtection: true,
     });
+    this.privateLink.removeAttribute('deletion_protection.enabled');
+    for (const lb of [this.loadBalancer, this.privateLink]) Validations.of(lb).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
     this.privateLink.logAccessLogs(this.accessLogs, 'nlb');
     this.privateLink
       .addListener('Tcp', { port: this.port, protocol: elbv2.Protocol.TCP })

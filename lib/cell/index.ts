@@ -12,3 +12,4 @@ export * from './bake-access';
 export * from './endpoint-record';
 export * from './cross-account-read-role';
 export * from './log-bucket';
+export * from './deletion-protection-access';

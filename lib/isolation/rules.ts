@@ -205,9 +205,12 @@ function watchedAlarms(stage: Record<string, unknown>, stack: StackView): string
     if (a.ActionTypeId?.Provider !== 'CodeBuild') continue;
     const ref = (a.Configuration?.ProjectName as { Ref?: string } | undefined)?.Ref;
     const project = ref ? stack.resources.get(ref) : undefined;
-    // A bake step lists its targets as 'cell account region alarm role' (lib/pipeline/bake.ts).
+    // A bake step lists its targets as bake_targets=('cell account region alarm role' ...) (lib/pipeline/bake.ts);
+    // other lists in the same step (the protect step's stacks) are not alarms.
     for (const { value } of stringsIn(project?.properties.Source)) {
-      for (const m of value.matchAll(/'(\S+) (\d{12}) ([a-z0-9-]+) (\S+) (\S+)'/g)) names.push(m[4]);
+      for (const list of value.matchAll(/bake_targets=\(([^)]*)\)/g)) {
+        for (const m of list[1].matchAll(/'(\S+) (\d{12}) ([a-z0-9-]+) (\S+) (\S+)'/g)) names.push(m[4]);
+      }
     }
   }
   return names;

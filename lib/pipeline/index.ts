@@ -7,3 +7,4 @@ export * from './synth';
 export * from './protect';
 export * from './bootstrap-grants';
 export * from './publishing';
+export * from './failed-create';

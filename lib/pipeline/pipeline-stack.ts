@@ -1,11 +1,11 @@
-import { Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
-import { bakeWatcherRoleName, CellStack, denyGrantsExceptForAwsServices } from '../cell';
+import { bakeWatcherRoleName, CellStack, deletionProtectorRoleName, denyGrantsExceptForAwsServices } from '../cell';
 import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, RouterStack, routerStackName } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
@@ -14,15 +14,18 @@ import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegmen
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
 import { sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
+import { failedCreateCommands } from './failed-create';
 import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
 /** A cdk.Stage holding one cell's stack, so CDK Pipelines can deploy it into the cell's account. */
 export class CellStage extends Stage {
   public readonly stack: CellStack;
+  public readonly cellId: string;
 
   constructor(scope: Construct, id: string, props: StageProps & { cell: Cell; fleet: Fleet }) {
     super(scope, id, { ...props, env: { account: props.cell.account, region: props.cell.region } });
+    this.cellId = props.cell.id;
     this.stack = new CellStack(this, 'Cell', { cell: props.cell, fleet: props.fleet });
   }
 }
@@ -88,9 +91,10 @@ export class PipelineStack extends Stack {
 
     const pipelineName = `${fleet.app}-cells`;
     // Every CodeBuild project (synth, self-mutation, assets, bakes) logs here for a year, so a failed
-    // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3).
+    // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3). Kept when the stack
+    // goes, so it has no fixed name: a re-created pipeline stack (or a retried failed create) makes a
+    // new one instead of failing on "already exists"; the stack's BuildLogs output names it.
     const buildLogs = new logs.LogGroup(this, 'BuildLogs', {
-      logGroupName: `/aws/codebuild/${pipelineName}`,
       retention: logs.RetentionDays.ONE_YEAR,
       removalPolicy: RemovalPolicy.RETAIN,
     });
@@ -98,13 +102,14 @@ export class PipelineStack extends Stack {
       id: 'ControlTower::CT.CLOUDWATCH.PR.3',
       reason: 'Build output of the pipeline (commands, test and synth output; no cell data, no credentials: the build roles assume bootstrap roles at run time); CloudWatch Logs encrypts it at rest with its own key.',
     });
+    new CfnOutput(this, 'BuildLogGroup', { description: 'CloudWatch Logs group of every CodeBuild step of the pipeline', value: buildLogs.logGroupName });
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
       pipelineName,
       pipelineType: codepipeline.PipelineType.V2,
       crossAccountKeys: true,
       enableKeyRotation: true,
       selfMutation: true,
-      // One action per stack instead of two: a stage holds up to 49 cells plus the bake step.
+      // One action per stack instead of two: a stage holds up to 48 cells plus the failed-create and bake steps.
       useChangeSets: false,
       // Every CodeBuild step (synth, self-mutation, assets, bakes) on the same image and pinned Node.js.
       codeBuildDefaults: {
@@ -134,7 +139,10 @@ export class PipelineStack extends Stack {
       for (const stage of cellStages) assertNoOpenFindings(stage.stack);
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
       // protects the wave's stacks before it watches them (see protect.ts).
-      const protect = cellStages.map((stage) => ({ stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region }));
+      const protect = cellStages.map((stage) => ({
+        stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
+        deletionProtectorRole: deletionProtectorRoleName(`${fleet.app}-${stage.cellId}`),
+      }));
       const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
       // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
@@ -145,7 +153,8 @@ export class PipelineStack extends Stack {
         });
         this.approvalStage = name;
       }
-      const stageWave = this.pipeline.addWave(wave.name, { post: bakes });
+      // Before the deploys: a stack whose first create failed is deleted so the deploy creates it again.
+      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect)], post: bakes });
       for (const stage of cellStages) stageWave.addStage(stage);
       // CDK Pipelines names a one-stage wave after its stage rather than the wave.
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
@@ -165,8 +174,14 @@ export class PipelineStack extends Stack {
       const targets = watched.map(({ group, alarmName }) => ({
         cell: `router-${group}`, account: fleet.accounts.router, region: wave.region, alarmName, roleName: watcherRole,
       }));
-      const protect = stage.stacks.map((stack) => ({ stackName: stack.stackName, account: stack.account, region: stack.region }));
-      this.pipeline.addStage(stage, { post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName) });
+      const protect = stage.stacks.map((stack) => ({
+        stackName: stack.stackName, account: stack.account, region: stack.region,
+        ...(stack === stage.router ? { deletionProtectorRole: deletionProtectorRoleName(routerStackName(fleet, wave.region)) } : {}),
+      }));
+      this.pipeline.addStage(stage, {
+        pre: [failedCreateStep(`clear-${wave.name}`, protect)],
+        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName),
+      });
       routerStages.push(wave.name);
     }
     this.routerStages = routerStages;
@@ -191,6 +206,12 @@ export class PipelineStack extends Stack {
     })));
     if (source.kind === 'connection') grantCodeConnection(this, source.connectionArn);
     const supportStacks = Object.values(this.pipeline.pipeline.crossRegionSupport).map((support) => support.stack);
+    // CodePipeline's cross-region replication bucket has a name fixed by its stack's name and is kept
+    // when the stack goes: kept except on create, so a support stack whose first create failed is
+    // created again under the same name (it holds only pipeline artifacts, empty on a failed create).
+    for (const bucket of supportStacks.flatMap((support) => support.node.findAll()).filter((c): c is s3.CfnBucket => c instanceof s3.CfnBucket)) {
+      bucket.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE);
+    }
     acknowledgePipelineFindings([this, ...supportStacks]);
     acknowledgeControlTower(this.pipeline.pipeline, denyGrantsExceptForAwsServices);
   }
@@ -211,7 +232,20 @@ function grantCodeConnection(scope: PipelineStack, connectionArn: string): void 
   role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['codeconnections:UseConnection'], resources: [connectionArn] }));
 }
 
-/** A step that termination-protects stacks the stage deployed (see protect.ts), through their deploy roles. */
+/**
+ * The step before a stage's deploys that deletes any of its stacks left in `ROLLBACK_COMPLETE` by a
+ * first create that failed (see failed-create.ts), through their environments' deploy roles: the
+ * pipeline's CloudFormation action refuses such a stack, so without it every retry failed.
+ */
+function failedCreateStep(id: string, stacks: readonly ProtectTarget[]): pipelines.CodeBuildStep {
+  return new pipelines.CodeBuildStep(id, {
+    commands: [failedCreateCommands(stacks).join('\n')],
+    // Deleting a stack and waiting for it takes minutes; FAILED_CREATE_WAIT_SECONDS bounds each stack.
+    timeout: Duration.hours(2),
+    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(stacks.map((t) => deployRoleArn(t.account, t.region)))] })],
+  });
+}
+
 /**
  * The bake after a stage: the first action protects the stage's stacks (CodePipeline's CloudFormation
  * action ignores terminationProtection, see protect.ts), then the alarms of `targets` are watched for
@@ -233,7 +267,13 @@ function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bak
         actions: ['codepipeline:GetPipelineExecution'],
         resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
       }),
-      ...(i === 0 ? [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(protect.map((t) => deployRoleArn(t.account, t.region)))] })] : []),
+      ...(i === 0 ? [new iam.PolicyStatement({
+        actions: ['sts:AssumeRole'],
+        resources: [...new Set(protect.flatMap((t) => [
+          deployRoleArn(t.account, t.region),
+          ...(t.deletionProtectorRole ? [`arn:aws:iam::${t.account}:role/${t.deletionProtectorRole}`] : []),
+        ]))],
+      })] : []),
     ],
   }));
   bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });

@@ -5,6 +5,12 @@ export interface ProtectTarget {
   readonly stackName: string;
   readonly account: string;
   readonly region: string;
+  /**
+   * The stack's role (`DeletionProtectionAccess`) that may switch deletion protection on for its load
+   * balancers and database.
+   * @default - the stack has none to protect
+   */
+  readonly deletionProtectorRole?: string;
 }
 
 /** The CDK bootstrap deploy role of an environment (default qualifier), which the pipeline already assumes to deploy. */
@@ -12,30 +18,61 @@ export function deployRoleArn(account: string, region: string, qualifier = Defau
   return `arn:aws:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
 }
 
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+/** `s` as one single-quoted shell word. */
+export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The resource types the protect step switches deletion protection on for. */
+export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::RDS::DBCluster', 'AWS::RDS::DBInstance'] as const;
 
 /**
- * Shell commands (bash, AWS CLI) that enable termination protection on stacks the pipeline just
- * deployed. CodePipeline's CloudFormation action ignores the assembly's `terminationProtection`
- * (aws/aws-cdk#17871: stacks deployed by CDK Pipelines stay unprotected), so the pipeline sets it
- * after each deploy with `UpdateTerminationProtection` (CloudFormation API Reference,
+ * Shell commands (bash, AWS CLI) that protect the stacks the pipeline just deployed.
+ *
+ * Termination protection: CodePipeline's CloudFormation action ignores the assembly's
+ * `terminationProtection` (aws/aws-cdk#17871: stacks deployed by CDK Pipelines stay unprotected), so
+ * the pipeline sets it after each deploy with `UpdateTerminationProtection` (CloudFormation API Reference,
  * https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_UpdateTerminationProtection.html),
  * through the environment's CDK bootstrap deploy role, whose policy allows
  * `cloudformation:UpdateTerminationProtection` (CDK bootstrap template, `CliPermissions`) and which
- * trusts the tooling account. Idempotent: protecting a protected stack changes nothing. Any failure
- * fails the step, so a stack never silently stays unprotected.
+ * trusts the tooling account.
+ *
+ * Deletion protection, for a target with a `deletionProtectorRole`: the templates leave it out so a
+ * failed first create can roll back (see DeletionProtectionAccess); here the stack's load balancers
+ * and database, listed through the deploy role (`ListStackResources`, AWSCloudFormationReadOnlyAccess),
+ * get it through the stack's protector role: `deletion_protection.enabled` on each load balancer
+ * (ModifyLoadBalancerAttributes), `DeletionProtection` on the DB cluster (ModifyDBCluster; on Aurora
+ * it is a setting of the cluster, which ModifyDBInstance does not take for its instances) or on a DB
+ * instance outside a cluster (ModifyDBInstance).
+ *
+ * Idempotent: protecting a protected stack or resource changes nothing. Any failure fails the step,
+ * so a stack never silently stays unprotected.
  */
 export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
   if (targets.length === 0) return [];
-  const list = targets.map((t) => quote(`${t.stackName} ${t.account} ${t.region} ${deployRoleArn(t.account, t.region, qualifier)}`)).join(' ');
+  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${deployRoleArn(t.account, t.region, qualifier)} ${t.deletionProtectorRole ?? '-'}`)).join(' ');
+  const types = DELETION_PROTECTED_TYPES.map((t) => `ResourceType=='${t}'`).join(' || ');
   return [
     `protect_targets=(${list})`,
     'for target in "${protect_targets[@]}"; do',
-    '  read -r stack account region role <<<"$target"',
+    '  read -r stack account region role protector <<<"$target"',
     '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
     '  read -r key secret token <<<"$creds"',
     '  AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation update-termination-protection --region "$region" --enable-termination-protection --stack-name "$stack" >/dev/null || { echo "protect: cannot enable termination protection on ${stack} in ${account}/${region}"; exit 1; }',
     '  echo "protect: ${stack} (${account}/${region}) is termination-protected"',
+    '  [ "$protector" = - ] && continue',
+    `  resources=$(AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation list-stack-resources --region "$region" --stack-name "$stack" --query "StackResourceSummaries[?${types}].[ResourceType,PhysicalResourceId]" --output text) || { echo "protect: cannot list the resources of \${stack} in \${account}/\${region}"; exit 1; }`,
+    '  pcreds=$(aws sts assume-role --role-arn "arn:aws:iam::${account}:role/${protector}" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${protector} in ${account}; was ${stack} deployed?"; exit 1; }',
+    '  read -r pkey psecret ptoken <<<"$pcreds"',
+    '  has_cluster=no; [[ "$resources" == *AWS::RDS::DBCluster* ]] && has_cluster=yes',
+    '  while read -r type id; do',
+    '    case "$type" in',
+    '      AWS::ElasticLoadBalancingV2::LoadBalancer) cmd=(elbv2 modify-load-balancer-attributes --load-balancer-arn "$id" --attributes Key=deletion_protection.enabled,Value=true) ;;',
+    '      AWS::RDS::DBCluster) cmd=(rds modify-db-cluster --db-cluster-identifier "$id" --deletion-protection --apply-immediately) ;;',
+    '      AWS::RDS::DBInstance) [ "$has_cluster" = yes ] && continue; cmd=(rds modify-db-instance --db-instance-identifier "$id" --deletion-protection --apply-immediately) ;;',
+    '      *) continue ;;',
+    '    esac',
+    '    AWS_ACCESS_KEY_ID="$pkey" AWS_SECRET_ACCESS_KEY="$psecret" AWS_SESSION_TOKEN="$ptoken" aws "${cmd[@]}" --region "$region" >/dev/null || { echo "protect: cannot enable deletion protection on ${id} of ${stack} in ${account}/${region}"; exit 1; }',
+    '    echo "protect: ${stack}: deletion protection on ${id}"',
+    '  done <<<"$resources"',
     'done',
   ];
 }

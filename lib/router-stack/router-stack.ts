@@ -14,6 +14,8 @@ import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
+import { DELETION_PROTECTION_AFTER_CREATE } from '../cell/data';
+import { DeletionProtectionAccess, deletionProtectorRoleName } from '../cell/deletion-protection-access';
 import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
@@ -196,8 +198,12 @@ export class RouterStack extends Stack {
       whyNotKms: 'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.',
     });
     this.loadBalancer = new elbv2.NetworkLoadBalancer(this, 'LoadBalancer', {
-      vpc, internetFacing: true, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC }, crossZoneEnabled: true, securityGroups: [lbSecurityGroup], deletionProtection: true,
+      vpc, internetFacing: true, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC }, crossZoneEnabled: true, securityGroups: [lbSecurityGroup],
     });
+    // Deletion protection is switched on by the pipeline after the first successful deploy (see
+    // DeletionProtectionAccess), never in the template: a failed first create must delete the NLB.
+    this.loadBalancer.removeAttribute('deletion_protection.enabled');
+    Validations.of(this.loadBalancer).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
     this.loadBalancer.logAccessLogs(accessLogs, 'nlb');
     Validations.of(lbSecurityGroup).acknowledge({
       id: 'AwsSolutions-EC23',
@@ -290,6 +296,9 @@ export class RouterStack extends Stack {
     }
     this.groupHealthAlarms = fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet, region, g.name) }));
     this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: `${prefix}-bake-watcher`, toolingAccount: fleet.accounts.tooling });
+    new DeletionProtectionAccess(this, 'DeletionProtection', {
+      roleName: deletionProtectorRoleName(prefix), toolingAccount: fleet.accounts.tooling, loadBalancerArns: [this.loadBalancer.loadBalancerArn],
+    });
 
     // Per cell, as the routers see it: the error rate of its traffic across every group (in the
     // cell's links stack: a region routes to every cell, and this stack has 500 resources at most).

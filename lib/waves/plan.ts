@@ -44,10 +44,15 @@ export interface WavePlan {
   readonly minimumRolloutSeconds: number;
 }
 
-/** CodePipeline allows 50 actions per stage: one deploy action per cell plus the wave's bake action(s). */
+/**
+ * CodePipeline allows 50 actions per stage: one deploy action per cell, the step before the deploys
+ * that clears a failed first create, and the wave's bake action(s).
+ */
 export const MAX_ACTIONS_PER_STAGE = 50;
+/** Actions of a stage besides its deploys and bakes: the failed-create step (lib/pipeline/failed-create.ts). */
+export const PRE_DEPLOY_ACTIONS = 1;
 /** The most cells a stage holds with a bake of one action; a bake over 7 h takes more (see bakeSegments). */
-export const MAX_CELLS_PER_STAGE = MAX_ACTIONS_PER_STAGE - 1;
+export const MAX_CELLS_PER_STAGE = MAX_ACTIONS_PER_STAGE - PRE_DEPLOY_ACTIONS - 1;
 /** CodePipeline allows 50 stages per pipeline. */
 export const MAX_PIPELINE_STAGES = 50;
 /** Stages every pipeline has before the waves: Source, Build, UpdatePipeline, Assets. */
@@ -72,7 +77,7 @@ export class WavePlanError extends Error {
 export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
   const policy = fleet.waves;
   // A bake longer than one CodeBuild action may run is chained over several actions of the stage.
-  const cap = Math.min(policy.maxCellsPerWave, MAX_ACTIONS_PER_STAGE - bakeSegments(policy.bakeSeconds.group).length);
+  const cap = Math.min(policy.maxCellsPerWave, MAX_ACTIONS_PER_STAGE - PRE_DEPLOY_ACTIONS - bakeSegments(policy.bakeSeconds.group).length);
   const canaries = fleet.cells.filter((c) => c.canary);
   if (canaries.length === 0) throw new WavePlanError('the fleet has no canary cell; mark one `canary: true`');
   const rest = fleet.cells.filter((c) => !c.canary);

@@ -1,6 +1,6 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { addFleet } from '../../lib/app';
+import { addFleet, addPipeline } from '../../lib/app';
 import { exampleFleet } from '../support/fleet';
 import { cdkApp } from '../support/fleet';
 
@@ -28,9 +28,12 @@ const NAME_PROPERTIES: Record<string, string> = {
  * made; a name that contains the stack id differs on every create.
  */
 describe('a retried first create', () => {
-  it('meets no resource left behind under the same name, in any stack of the fleet', () => {
+  it('meets no resource left behind under the same name, in any stack of the fleet or its pipeline', () => {
     const stacks = addFleet(cdkApp(), exampleFleet(), { audit: false });
-    const all: Stack[] = [...stacks.cells, ...stacks.routers, ...stacks.routerGroups].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
+    // The pipeline stack too (deployed by hand once, re-created after a failed create or a delete), and its cross-region support stacks.
+    const pipeline = addPipeline(cdkApp(), exampleFleet(), { audit: false });
+    const support = Object.values(pipeline.pipeline.pipeline.crossRegionSupport).map((s) => s.stack);
+    const all: Stack[] = [...stacks.cells, ...stacks.routers, ...stacks.routerGroups, pipeline, ...support].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
     const blocking: string[] = [];
     for (const stack of all) {
       for (const [id, resource] of Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }>)) {

@@ -1,6 +1,8 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
 
+/** Deployment-gate variants that tolerate a first start; they page nobody. */
+const GATE_ONLY = ['deploy-error-rate', 'deploy-unhealthy-hosts'];
 const SIGNALS = ['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections', 'database-free-storage', 'oldest-message', 'dead-letters'];
 
 describe('CellAlarms', () => {
@@ -13,12 +15,30 @@ describe('CellAlarms', () => {
 
   it('creates every alarm the cell needs, each named with app and cell id', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName).sort();
-    expect(names).toEqual(SIGNALS.map((s) => `orders-${FARGATE_CELL}-${s}`).sort());
+    expect(names).toEqual([...SIGNALS, ...GATE_ONLY].map((s) => `orders-${FARGATE_CELL}-${s}`).sort());
   });
 
-  it('notifies the cell alarm topic on ALARM and OK, from every alarm', () => {
+  it('gates deployments on the 5xx rate and unhealthy targets only while a target is healthy, so a first start does not roll the create back', () => {
+    for (const [signal, raw] of [['deploy-error-rate', 'error-rate'], ['deploy-unhealthy-hosts', 'unhealthy-hosts']]) {
+      const [gate] = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-${FARGATE_CELL}-${signal}` } }));
+      const [paging] = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-${FARGATE_CELL}-${raw}` } }));
+      const metrics = gate.Properties.Metrics as { Id: string; Expression?: string; ReturnData?: boolean; MetricStat?: { Metric: { MetricName: string }; Stat: string } }[];
+      const returned = metrics.find((m) => m.ReturnData !== false)!;
+      expect(returned.Expression).toMatch(/^IF\((\w+) > 0, (\w+), 0\)$/);
+      const [, guard, value] = /^IF\((\w+) > 0, (\w+), 0\)$/.exec(returned.Expression!)!;
+      expect(metrics.find((m) => m.Id === guard)!.MetricStat).toEqual(expect.objectContaining({ Metric: expect.objectContaining({ MetricName: 'HealthyHostCount' }), Stat: 'Maximum' }));
+      expect(metrics.find((m) => m.Id === value)).toBeDefined();
+      // Same threshold as the alarm that pages; the gate variant pages nobody.
+      expect(gate.Properties.Threshold).toBe(paging.Properties.Threshold);
+      expect(gate.Properties.TreatMissingData).toBe('notBreaching');
+      expect(gate.Properties.AlarmActions).toBeUndefined();
+    }
+  });
+
+  it('notifies the cell alarm topic on ALARM and OK, from every alarm but the deployment-gate variants', () => {
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
-    const all = [...Object.values(template.findResources('AWS::CloudWatch::Alarm')), ...Object.values(template.findResources('AWS::CloudWatch::CompositeAlarm'))];
+    const metricAlarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter((a) => !/-deploy-/.test(a.Properties.AlarmName));
+    const all = [...metricAlarms, ...Object.values(template.findResources('AWS::CloudWatch::CompositeAlarm'))];
     expect(all).toHaveLength(9);
     for (const alarm of all) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);

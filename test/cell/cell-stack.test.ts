@@ -72,6 +72,27 @@ describe('CellStack', () => {
     expect(policy.Properties.PolicyDocument.Statement.map((st: { Action: unknown }) => st.Action)).toEqual(['ssm:GetParameter']);
   });
 
+  it.each([[FARGATE_CELL, 'DBCluster', 'rds:ModifyDBCluster'], [EC2_CELL, 'DBInstance', 'rds:ModifyDBInstance']])(
+    '%s: leaves deletion protection out of the template and lets the tooling account switch it on for exactly its load balancers and database (%s)',
+    (id, dbType, dbAction) => {
+      const template = cells[id].template;
+      // A failed first create must be able to delete them (no ROLLBACK_FAILED): no deletion protection in the template.
+      for (const lb of Object.values(template.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer'))) {
+        expect(JSON.stringify(lb.Properties.LoadBalancerAttributes ?? [])).not.toContain('deletion_protection');
+      }
+      expect(JSON.stringify(template.findResources(`AWS::RDS::${dbType}`))).not.toContain('DeletionProtection');
+      const [roleId, role] = Object.entries(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${id}-protector` } }))[0];
+      expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([expect.objectContaining({ Principal: { AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` } })]);
+      const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]));
+      const statements = policy.Properties.PolicyDocument.Statement as { Action: string; Resource: unknown }[];
+      expect(statements.map((st) => st.Action)).toEqual(['elasticloadbalancing:ModifyLoadBalancerAttributes', dbAction]);
+      const lbs = Object.keys(template.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer')).sort();
+      expect((statements[0].Resource as { Ref: string }[]).map((r) => r.Ref).sort()).toEqual(lbs);
+      const [db] = Object.keys(template.findResources(`AWS::RDS::${dbType}`));
+      expect(JSON.stringify(statements[1].Resource)).toContain(`"Ref":"${db}"`);
+    },
+  );
+
   it('refuses a cell that is not part of the fleet', () => {
     const stranger = { ...fleet.cells[1], id: 'stranger' };
     expect(() => new Cell(new TestStack(), 'Cell', { cell: stranger, fleet })).toThrow(/cell `stranger` is not part of fleet `orders`/);

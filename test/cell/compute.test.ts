@@ -1,8 +1,11 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
 
-/** The request-path signals that gate deployments; queue signals and free storage only page. */
-const GATE = ['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections'];
+/**
+ * The request-path signals that gate deployments; queue signals and free storage only page. The 5xx
+ * rate and unhealthy targets gate through their variants that tolerate a first start.
+ */
+const GATE = ['deploy-error-rate', 'latency-p99', 'deploy-unhealthy-hosts', 'database-cpu', 'database-connections'];
 
 /** Logical ids of the cell's gating metric alarms, in GATE order. */
 function gateIds(template: Template, cell: string): string[] {

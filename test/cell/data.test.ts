@@ -1,4 +1,4 @@
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { DEFAULT_POSTGRES_VERSION, postgresVersionProblem } from '../../lib/fleet';
 import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
 
@@ -11,13 +11,13 @@ describe('CellData', () => {
     rds = cells[EC2_CELL].template;
   });
 
-  it('runs Aurora PostgreSQL encrypted, protected, backed up, with a reader in another AZ', () => {
+  it('runs Aurora PostgreSQL encrypted, backed up, with a reader in another AZ', () => {
     aurora.hasResourceProperties('AWS::RDS::DBCluster', {
       Engine: 'aurora-postgresql',
       // Issue 12 item 9: 16.6 could no longer be created; the default is a current minor.
       EngineVersion: DEFAULT_POSTGRES_VERSION,
       StorageEncrypted: true,
-      DeletionProtection: true,
+      DeletionProtection: Match.absent(),
       BackupRetentionPeriod: 14,
       EnableIAMDatabaseAuthentication: true,
       Port: 5433,
@@ -25,6 +25,9 @@ describe('CellData', () => {
     });
     aurora.hasResourceProperties('AWS::RDS::DBInstance', { MonitoringInterval: 60 });
     aurora.resourceCountIs('AWS::RDS::DBInstance', 2);
+    // Deletion protection is left out of the template (absent, so an update never switches it back
+    // off): a failed first create must be able to delete the database; the pipeline switches it on.
+    for (const instance of Object.values(aurora.findResources('AWS::RDS::DBInstance'))) expect(instance.Properties.DeletionProtection).toBeUndefined();
     const [cluster] = Object.values(aurora.findResources('AWS::RDS::DBCluster'));
     expect(cluster.DeletionPolicy).toBe('Snapshot');
   });
@@ -36,7 +39,7 @@ describe('CellData', () => {
       EngineVersion: DEFAULT_POSTGRES_VERSION,
       MultiAZ: true,
       StorageEncrypted: true,
-      DeletionProtection: true,
+      DeletionProtection: Match.absent(),
       BackupRetentionPeriod: 7,
       AllocatedStorage: '100',
       MonitoringInterval: 60,

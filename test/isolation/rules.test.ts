@@ -136,6 +136,12 @@ describe('CI5 waveWatchesOwnCells', () => {
     expect(waveWatchesOwnCells(other, tooling(other), context)).toEqual(['wave-1:orders-eu-2-health']);
   });
 
+  it("reads a step's bake targets only, not the protect step's list of stacks in the same project", () => {
+    const withProtect = res('AWS::CodeBuild::Project', { Source: { BuildSpec: "protect_targets=('orders-cell-eu-1 333333333331 eu-west-1 arn:aws:iam::333333333331:role/cdk-hnb659fds-deploy-role-333333333331-eu-west-1 orders-eu-1-protector')\nbake_targets=('eu-1 333333333331 eu-west-1 orders-eu-1-health orders-eu-1-bake-watcher')" } }, { logicalId: 'Bake' });
+    const p = pipeline({});
+    expect(waveWatchesOwnCells(p, stack({ kind: 'pipeline' }, '111111111111', p, withProtect), context)).toEqual([]);
+  });
+
   it('fails on a bake step that watches a cell its wave does not deploy', () => {
     const otherBake = res('AWS::CodeBuild::Project', { Source: { BuildSpec: "bake_targets=('eu-2 333333333333 eu-west-1 orders-eu-2-health orders-eu-2-bake-watcher')" } }, { logicalId: 'Bake' });
     const p = pipeline({});

@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { Stack, Stage } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -7,6 +8,7 @@ import { addPipeline } from '../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
 import { assertNoOpenFindings, PipelineStack } from '../../lib/pipeline';
 import { planWaves } from '../../lib/waves';
+import { fakeStackStatuses, runWithFakeAws } from '../support/fake-aws';
 import { cdkApp, exampleFleet, exampleInput, REPO_ROOT } from '../support/fleet';
 
 interface CfnStage {
@@ -82,10 +84,11 @@ describe('PipelineStack on the example fleet', () => {
       .sort((a, b) => (a.RunOrder ?? 1) - (b.RunOrder ?? 1)).map((a) => [a.Configuration!.StackName, a.RunOrder ?? 1]);
     for (const region of ['eu-west-1', 'us-east-1']) {
       const [first, second] = [stages.find((s) => s.Name === `routers-${region}-canary-group`)!, stages.find((s) => s.Name === `routers-${region}`)!];
-      // The region's router stack (NLB, target groups, the parameters the groups read), then the canary group...
-      expect(deploys(first)).toEqual([[`orders-router-${region}`, 1], [`orders-router-${region}-canary-group`, 2]]);
+      // After the failed-create step (run order 1): the region's router stack (NLB, target groups, the
+      // parameters the groups read), then the canary group...
+      expect(deploys(first)).toEqual([[`orders-router-${region}`, 2], [`orders-router-${region}-canary-group`, 3]]);
       // ...and only in the next stage, after the canary group's bake, the other groups.
-      expect(deploys(second)).toEqual([[`orders-router-${region}-groups`, 1]]);
+      expect(deploys(second)).toEqual([[`orders-router-${region}-groups`, 2]]);
       for (const stage of [first, second]) expect(stage.OnFailure).toEqual({ Result: 'ROLLBACK' });
     }
   });
@@ -182,19 +185,71 @@ describe('PipelineStack on the example fleet', () => {
       const protectedStacks = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z0-9-]+) arn:aws:iam::\2:role\/cdk-hnb659fds-deploy-role-\2-\3/g)].map((m) => m[1]).sort();
       expect([stage.Name, protectedStacks]).toEqual([stage.Name, deployed]);
       expect(project).toContain('update-termination-protection');
+      // Deletion protection through the protector role of each stack that has a load balancer or database.
+      const protectors = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) \d{12} [a-z0-9-]+ arn:aws:iam::\d{12}:role\/cdk-hnb659fds-deploy-role-\S+ (\S+)'/g)].map((m) => [m[1], m[2]]);
+      for (const [name, protector] of protectors) {
+        const expected = /-(canary-group|groups)$/.test(name) ? '-' : name.startsWith('orders-router-') ? `${name}-protector` : `orders-${name.slice('orders-cell-'.length)}-protector`;
+        expect([name, protector]).toEqual([name, expected]);
+      }
+      expect(protectors.length).toBe(deployed.length);
     }
   });
 
-  it("may assume only its cells' bake-watcher roles, and their deploy roles to protect their stacks", () => {
+  it('before the deploys of every stage, deletes what a failed first create left of exactly that stage\'s stacks (the synthesized step, run against a fake CloudFormation)', () => {
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    const policies = Object.values(template.findResources('AWS::IAM::Policy'));
+    for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
+      const deploys = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation');
+      const deployed = deploys.map((a) => a.Configuration!.StackName).sort();
+      const clear = stage.Actions.find((a) => a.Name.startsWith('clear-'))!;
+      expect([stage.Name, clear.RunOrder]).toEqual([stage.Name, 1]);
+      expect(Math.min(...deploys.map((d) => d.RunOrder ?? 1))).toBeGreaterThan(1);
+      const [id, project] = Object.entries(projects).find(([pid]) => JSON.stringify(clear.Configuration).includes(pid))!;
+      const commands: string[] = JSON.parse(project.Properties.Source.BuildSpec).phases.build.commands;
+      // Every stack of the stage is in ROLLBACK_COMPLETE; after the delete it is gone.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'clear-'));
+      try {
+        const first = fakeStackStatuses(dir, Object.fromEntries(deployed.map((name) => [name, ['ROLLBACK_COMPLETE False', 'NONE']])));
+        const result = runWithFakeAws(['sleep() { :; }', ...commands], { first, otherwise: 'exit 0' });
+        expect([stage.Name, result.status]).toEqual([stage.Name, 0]);
+        const deleted = result.calls.filter((c) => c.startsWith('cloudformation delete-stack'));
+        expect(deleted.map((c) => /--stack-name (\S+)/.exec(c)![1]).sort()).toEqual(deployed);
+        // Each through the deploy role of its own account.
+        for (const call of deleted) {
+          const name = /--stack-name (\S+)/.exec(call)![1];
+          const env = stage.Name.startsWith('routers-') ? { account: fleet.accounts.router } : fleet.cells.find((c) => `orders-cell-${c.id}` === name)!;
+          expect(call).toContain(`key=KEY-${env.account}`);
+        }
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+      // Its role may assume the stage's deploy roles and nothing else.
+      const role = project.Properties.ServiceRole['Fn::GetAtt'][0];
+      const assumed = policies.filter((p) => JSON.stringify(p.Properties.Roles).includes(role))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement)
+        .filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
+        .flatMap((st: { Resource: unknown }) => [st.Resource].flat());
+      const envs = deployed.map((name) => {
+        if (stage.Name.startsWith('routers-')) return { account: fleet.accounts.router, region: /^orders-router-([a-z]+-[a-z]+-\d)/.exec(name)![1] };
+        return fleet.cells.find((c) => `orders-cell-${c.id}` === name)!;
+      });
+      expect([id, [...new Set(assumed)].sort()]).toEqual([id, [...new Set(envs.map((e) => `arn:aws:iam::${e.account}:role/cdk-hnb659fds-deploy-role-${e.account}-${e.region}`))].sort()]);
+    }
+  });
+
+  it("may assume only its cells' bake-watcher roles, and their deploy and protector roles to protect their stacks", () => {
     const plan = planWaves(fleet);
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
     expect(policies).toHaveLength(waveStages().length + stack.routerStages.length);
-    for (const wave of plan.routerWaves) {
-      const policy = policies.find((p) => JSON.stringify(p).includes(`orders-router-${wave.region}-bake-watcher`))!;
-      const assumed = policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
-        .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort();
-      expect(assumed).toEqual([`arn:aws:iam::222222222222:role/cdk-hnb659fds-deploy-role-222222222222-${wave.region}`, `arn:aws:iam::222222222222:role/orders-router-${wave.region}-bake-watcher`]);
+    for (const region of new Set(plan.routerWaves.map((w) => w.region))) {
+      // The region's two router stages (canary: router stack + canary group; rest: the other groups).
+      const assumedBy = policies.filter((p) => JSON.stringify(p).includes(`orders-router-${region}-bake-watcher`))
+        .map((policy) => policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
+          .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort());
+      const common = [`arn:aws:iam::222222222222:role/cdk-hnb659fds-deploy-role-222222222222-${region}`, `arn:aws:iam::222222222222:role/orders-router-${region}-bake-watcher`];
+      // The router stack has a load balancer to protect; the group stacks have none.
+      expect(assumedBy.sort((a: string[], b: string[]) => b.length - a.length)).toEqual([[...common, `arn:aws:iam::222222222222:role/orders-router-${region}-protector`], common]);
     }
     for (const wave of plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
@@ -204,6 +259,7 @@ describe('PipelineStack on the example fleet', () => {
       expect(assumed).toEqual(cells.flatMap((c) => [
         `arn:aws:iam::${c.account}:role/orders-${c.id}-bake-watcher`,
         `arn:aws:iam::${c.account}:role/cdk-hnb659fds-deploy-role-${c.account}-${c.region}`,
+        `arn:aws:iam::${c.account}:role/orders-${c.id}-protector`,
       ]).sort());
     }
   });
@@ -250,7 +306,7 @@ describe('PipelineStack options and limits', () => {
     for (const stage of groups) {
       const bakes = stage.Actions.filter((a) => a.Name.startsWith('bake-'));
       expect(bakes.map((b) => b.Name)).toEqual([1, 2, 3, 4].map((i) => `bake-${stage.Name}-${i}`));
-      expect(bakes.map((b) => b.RunOrder)).toEqual([2, 3, 4, 5]);
+      expect(bakes.map((b) => b.RunOrder)).toEqual([3, 4, 5, 6]);
       expect(stage.Actions.length).toBeLessThanOrEqual(50);
       for (const bake of bakes) {
         const project = Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1];
@@ -258,10 +314,10 @@ describe('PipelineStack options and limits', () => {
         expect(JSON.stringify(project)).toContain('bake_until=$(( $(date +%s) + 21600 ))');
       }
     }
-    // Four bake actions leave 46 deploy actions in a stage of 50.
+    // The failed-create step and four bake actions leave 45 deploy actions in a stage of 50.
     const large = generateFleet(exampleInput(), 200);
     const plan = planWaves(resolveFleet({ ...large, waves: { ...large.waves, maxCellsPerWave: 60, growthFactor: 3, bakeSeconds: { ...large.waves.bakeSeconds, group: 86_400 } } }));
-    expect(Math.max(...plan.waves.map((w) => w.cells.length))).toBe(46);
+    expect(Math.max(...plan.waves.map((w) => w.cells.length))).toBe(45);
   });
 
   it('fails synth with a clear message when the fleet needs more stages than a pipeline holds', () => {

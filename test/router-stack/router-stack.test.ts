@@ -85,6 +85,15 @@ describe('RouterStack', () => {
     expect(JSON.stringify(bucket.Properties.BucketName)).toMatch(/^\{"Fn::Join":\["",\["orders-mappings-222222222222-",\{"Fn::Select":\[4,\{"Fn::Split":\["-",\{"Fn::Select":\[2,\{"Fn::Split":\["\/",\{"Ref":"AWS::StackId"\}/);
   });
 
+  it('leaves the NLB\'s deletion protection to the pipeline (after the first successful deploy), through a role that may change only that NLB\'s attributes', () => {
+    const [[lbId, lb]] = Object.entries(t.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer'));
+    expect(JSON.stringify(lb.Properties.LoadBalancerAttributes)).not.toContain('deletion_protection');
+    const [[roleId, role]] = Object.entries(t.findResources('AWS::IAM::Role', { Properties: { RoleName: 'orders-router-eu-west-1-protector' } }));
+    expect(role.Properties.AssumeRolePolicyDocument.Statement[0].Principal).toEqual({ AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` });
+    const [policy] = Object.values(t.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]));
+    expect(policy.Properties.PolicyDocument.Statement).toEqual([expect.objectContaining({ Action: 'elasticloadbalancing:ModifyLoadBalancerAttributes', Resource: { Ref: lbId } })]);
+  });
+
   it('lets only the publisher, the move operator (freeze, flip) and the seeding custom resource write documents', () => {
     for (const template of [t, t2]) {
       const [policy] = Object.values(template.findResources('AWS::S3::BucketPolicy', { Properties: { Bucket: { Ref: Match.stringLikeRegexp('MappingsBucket') } } }));

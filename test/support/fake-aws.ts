@@ -46,3 +46,21 @@ export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswer
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Fake `aws` answers (for `FakeAwsAnswers.first`) of a CloudFormation whose stacks' statuses come
+ * from `statuses[stack]`: describe-stacks answers them call after call (the last repeats); `NONE`
+ * answers "does not exist", `ERROR` an AccessDenied. `failDelete` makes delete-stack fail. Files in
+ * `dir` hold the remaining answers.
+ */
+export function fakeStackStatuses(dir: string, statuses: Record<string, readonly string[]>, failDelete = false): string[] {
+  for (const [stack, answers] of Object.entries(statuses)) fs.writeFileSync(path.join(dir, stack), answers.join('\n') + '\n');
+  return [
+    'stack=$(echo "$*" | sed -n "s/.*--stack-name \\([^ ]*\\).*/\\1/p")',
+    `if [ "$2" = describe-stacks ]; then f=${JSON.stringify(dir)}/$stack; [ -f "$f" ] || f=/dev/null; line=$(head -n1 "$f"); [ "$(wc -l <"$f")" -gt 1 ] && sed -i 1d "$f";`
+      + ' if [ -z "$line" ] || [ "$line" = NONE ]; then echo "An error occurred (ValidationError) when calling the DescribeStacks operation: Stack with id $stack does not exist" >&2; exit 254; fi;'
+      + ' if [ "$line" = ERROR ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi;'
+      + ' echo "$line"; exit 0; fi',
+    failDelete ? 'if [ "$2" = delete-stack ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi' : ':',
+  ];
+}
