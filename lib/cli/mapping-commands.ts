@@ -341,10 +341,12 @@ export function mappingCommand(io: CliIo): Command {
     .description('check a document; exit 1 listing every problem')
     .argument('<file>', 'mapping document')
     .option('--previous <file>', 'the document it replaces (its version must be greater)')
+    .option('--config <file>', "fleet config: the document must have the fleet's bucket count", 'cells.config.ts')
     .option('--json', 'print {"valid", "problems"}')
-    .action((file: string, flags: { previous?: string; json?: boolean }) => {
+    .action((file: string, flags: { previous?: string; config: string; json?: boolean }) => {
       const previousVersion = flags.previous ? readMappingFile(flags.previous).version : undefined;
-      const parsed = parseMapping(readText(file), { previousVersion });
+      const text = readText(file);
+      const parsed = parseMapping(text, { previousVersion, bucketCount: fleetFrom(flags.config).bucketCount });
       if (flags.json) io.out(json({ valid: parsed.ok, problems: parsed.ok ? [] : parsed.problems }));
       if (!parsed.ok) throw new CliError(flags.json ? '' : `${file} is not a valid mapping:\n${formatProblems(parsed.problems)}`);
       if (!flags.json) io.out(`${file}: valid (v${parsed.document.version}, ${parsed.document.bucketCount} buckets, ${Object.keys(parsed.document.cells).length} cells)\n`);
@@ -371,7 +373,7 @@ export function mappingCommand(io: CliIo): Command {
       const doc = readMappingFile(file);
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await publishMapping(stores, doc, {
-        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : publishText(result));
     }));
@@ -380,7 +382,7 @@ export function mappingCommand(io: CliIo): Command {
     .action((flags: StoreFlags) => storeAction(async ({ rollbackMapping }) => {
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await rollbackMapping(stores, {
-        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
     }));
