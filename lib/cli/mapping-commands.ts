@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { cellEndpoint, Fleet, seedMapping, suggestion } from '../fleet';
 import {
   addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
-  InvalidKeyError, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
+  InvalidKeyError, lookup, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
 } from '../mapping';
 // The mapping store (and the AWS SDK) load when a store command runs, not when cellctl starts.
@@ -89,7 +89,7 @@ interface ChangeFlags {
 function bucketMoveMode(io: CliIo, flags: ChangeFlags, before: MappingDocument, after: MappingDocument, beforeMoves: () => MappingDocument | undefined): MappingDocument | undefined {
   const plan = bucketMovePlan(before, after);
   if (plan.moves.length === 0) return after;
-  const buckets = plan.moves.reduce((n, m) => n + m.bucketCount, 0);
+  const buckets = plan.moves.reduce((n, m) => n + ('bucketCount' in m ? m.bucketCount : 0), 0);
   if (flags.plan && flags.routingOnly) throw new CliError('give --plan FILE or --routing-only, not both', EXIT.usage);
   if (flags.routingOnly) return after; // runChange warns once the document is written
   if (!flags.plan) {
@@ -98,6 +98,41 @@ function bucketMoveMode(io: CliIo, flags: ChangeFlags, before: MappingDocument, 
   writeFileAtomic(flags.plan, `${JSON.stringify(plan, null, 2)}\n`);
   io.err(`wrote ${flags.plan}: ${plan.moves.length} bucket moves (${buckets} buckets); run \`cellctl move plan ${flags.plan}\`\n`);
   return beforeMoves();
+}
+
+/**
+ * pin, unpin and quarantine on a stateful fleet: a key routed to another cell loses sight of its
+ * rows there. With `--plan`, the change becomes a tenant move (run by `cellctl move plan`, whose flip
+ * pins the key) and the mapping is not changed; with `--routing-only` the key is re-routed without
+ * its data. A key already routed to that cell needs neither.
+ */
+function keyMoveMode(io: CliIo, flags: ChangeFlags, before: MappingDocument, after: MappingDocument, key: string): 'change' | 'planned' {
+  const from = lookup(before, key).cell;
+  const to = lookup(after, key).cell;
+  if (from === to) return 'change';
+  if (flags.plan && flags.routingOnly) throw new CliError('give --plan FILE or --routing-only, not both', EXIT.usage);
+  if (flags.routingOnly) {
+    io.err(`ROUTING ONLY: key ${key} now routes to ${to} WITHOUT its data (its rows stay on ${from}). Only a stateless workload may do this; to move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`);
+    return 'change';
+  }
+  if (!flags.plan) {
+    throw new CliError(`this change routes key ${key} from ${from} to ${to}; its data must move with it: pass --plan FILE to write the tenant move (then run \`cellctl move plan FILE\`, which pins it), or --routing-only for a stateless workload`, EXIT.usage);
+  }
+  writeFileAtomic(flags.plan, `${JSON.stringify({ mappingVersion: before.version, moves: [{ tenant: key, from, to }] }, null, 2)}\n`);
+  io.err(`wrote ${flags.plan}: a tenant move (${key}: ${from} -> ${to}); run \`cellctl move plan ${flags.plan}\`\n`);
+  return 'planned';
+}
+
+/**
+ * prefix (set or removed) on a stateful fleet: it re-routes every key it covers, which no single
+ * move can carry (a move takes a tenant or buckets); refused unless `--routing-only`.
+ */
+function prefixMoveMode(io: CliIo, flags: ChangeFlags, prefix: string): void {
+  if (flags.routingOnly) {
+    io.err(`ROUTING ONLY: every key starting with ${prefix} now routes by the new rule WITHOUT its data. Only a stateless workload may do this.\n`);
+    return;
+  }
+  throw new CliError(`a prefix re-routes every key starting with ${prefix}, without its data: move those tenants first (\`cellctl move tenant KEY --to CELL\`, which pins each), or pass --routing-only for a stateless workload`, EXIT.usage);
 }
 
 function maxMoveShare(value: string): number {
@@ -113,6 +148,7 @@ function maxMoveShare(value: string): number {
 function runChange(
   io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
   moves?: (doc: MappingDocument, options: ChangeOptions) => MappingDocument | undefined,
+  guard?: (before: MappingDocument, after: MappingDocument) => 'change' | 'planned',
 ): void {
   const maxMovedShare = maxMoveShare(flags.maxMove);
   const before = readMappingFile(flags.mapping);
@@ -128,6 +164,10 @@ function runChange(
       }
       after = instead;
     }
+    if (guard && guard(before, after) === 'planned') {
+      io.out(flags.json ? json({ file: null, version: before.version, plan: flags.plan }) : `${flags.mapping} unchanged (v${before.version}); the plan moves the tenant\n`);
+      return;
+    }
   } catch (error) {
     if (error instanceof MappingChangeError) throw new CliError(error.message);
     throw error;
@@ -139,7 +179,7 @@ function runChange(
   const out = flags.out ?? flags.mapping;
   writeFileAtomic(out, `${JSON.stringify(after, null, 2)}\n`);
   const diff = diffMappings(before, after);
-  if (flags.routingOnly && diff.bucketsMoved > 0) {
+  if (flags.routingOnly && diff.bucketsMoved > 0 && moves) {
     io.err(`ROUTING ONLY: ${diff.bucketsMoved} buckets now route to another cell WITHOUT their data. Only a stateless workload may do this; on a stateful one those tenants lose sight of their rows. To move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`);
   }
   io.out(flags.json ? json({ file: out, version: after.version, diff }) : `${diffText(diff, after.bucketCount)}wrote ${out} (v${after.version})\n`);
@@ -313,38 +353,48 @@ export function mappingCommand(io: CliIo): Command {
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
     .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => drainCell(doc, id, o), () => undefined));
 
-  changeCommand(mapping, 'pin', 'pin one exact key to a cell')
+  const keyMove = (command: Command) => command
+    .option('--plan <file>', 'write the tenant move to FILE (run it with `cellctl move plan FILE`; its flip pins the key); the mapping is not changed')
+    .option('--routing-only', 're-route the key without moving its data (stateless workloads only)');
+
+  keyMove(changeCommand(mapping, 'pin', 'pin one exact key to a cell'))
     .argument('<key>', 'partition key')
     .argument('<cell>', 'cell id')
-    .action((key: string, cell: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => pinKey(doc, key, cell, o)));
+    .action((key: string, cell: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => pinKey(doc, key, cell, o), undefined, (b, a) => keyMoveMode(io, flags, b, a, key)));
 
-  changeCommand(mapping, 'unpin', 'remove an exact pin')
+  keyMove(changeCommand(mapping, 'unpin', 'remove an exact pin'))
     .argument('<key>', 'partition key')
-    .action((key: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => unpinKey(doc, key, o)));
+    .action((key: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => unpinKey(doc, key, o), undefined, (b, a) => keyMoveMode(io, flags, b, a, key)));
 
   changeCommand(mapping, 'prefix', 'send every key with a prefix to a cell (or --remove the prefix override)')
     .argument('<prefix>', 'key prefix')
     .argument('[cell]', 'cell id')
     .option('--remove', 'remove the prefix override')
+    .option('--routing-only', 're-route the keys without moving their data (stateless workloads only)')
     .action((prefix: string, cell: string | undefined, flags: ChangeFlags & { remove?: boolean }) => {
       if (!flags.remove && cell === undefined) throw new CliError('give a CELL, or --remove to delete the prefix override', 2);
-      runChange(io, flags, (doc, o) => (flags.remove ? removePrefix(doc, prefix, o) : setPrefix(doc, prefix, cell!, o)));
+      runChange(io, flags, (doc, o) => (flags.remove ? removePrefix(doc, prefix, o) : setPrefix(doc, prefix, cell!, o)), undefined, () => {
+        prefixMoveMode(io, flags, prefix);
+        return 'change';
+      });
     });
 
-  changeCommand(mapping, 'quarantine', "pin a key to the quarantine cell (the mapping's only one, or --cell)")
+  keyMove(changeCommand(mapping, 'quarantine', "pin a key to the quarantine cell (the mapping's only one, or --cell)"))
     .argument('<key>', 'partition key')
     .option('--cell <id>', 'quarantine cell')
-    .action((key: string, flags: ChangeFlags & { cell?: string }) => runChange(io, flags, (doc, o) => quarantineKey(doc, key, { ...o, cell: flags.cell })));
+    .action((key: string, flags: ChangeFlags & { cell?: string }) => runChange(io, flags, (doc, o) => quarantineKey(doc, key, { ...o, cell: flags.cell }), undefined, (b, a) => keyMoveMode(io, flags, b, a, key)));
 
   mapping
     .command('validate')
     .description('check a document; exit 1 listing every problem')
     .argument('<file>', 'mapping document')
     .option('--previous <file>', 'the document it replaces (its version must be greater)')
+    .option('--config <file>', "fleet config: the document must have the fleet's bucket count", 'cells.config.ts')
     .option('--json', 'print {"valid", "problems"}')
-    .action((file: string, flags: { previous?: string; json?: boolean }) => {
+    .action((file: string, flags: { previous?: string; config: string; json?: boolean }) => {
       const previousVersion = flags.previous ? readMappingFile(flags.previous).version : undefined;
-      const parsed = parseMapping(readText(file), { previousVersion });
+      const text = readText(file);
+      const parsed = parseMapping(text, { previousVersion, bucketCount: fleetFrom(flags.config).bucketCount });
       if (flags.json) io.out(json({ valid: parsed.ok, problems: parsed.ok ? [] : parsed.problems }));
       if (!parsed.ok) throw new CliError(flags.json ? '' : `${file} is not a valid mapping:\n${formatProblems(parsed.problems)}`);
       if (!flags.json) io.out(`${file}: valid (v${parsed.document.version}, ${parsed.document.bucketCount} buckets, ${Object.keys(parsed.document.cells).length} cells)\n`);
@@ -371,7 +421,7 @@ export function mappingCommand(io: CliIo): Command {
       const doc = readMappingFile(file);
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await publishMapping(stores, doc, {
-        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : publishText(result));
     }));
@@ -380,7 +430,7 @@ export function mappingCommand(io: CliIo): Command {
     .action((flags: StoreFlags) => storeAction(async ({ rollbackMapping }) => {
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await rollbackMapping(stores, {
-        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
     }));

@@ -253,13 +253,13 @@ export function moveCommand(io: CliIo): Command {
     .action((file: string, flags: MoveFlags & { reason: string }) => withDeps(io, flags, async (deps, bucketCount) => {
       const plan = readPlan(file);
       const done: MoveRecord[] = [];
-      const sizes = plan.moves.map((m) => parseRanges(m.buckets, bucketCount).reduce((n, r) => n + r.to - r.from + 1, 0));
+      const sizes = plan.moves.map((m) => ('tenant' in m ? 0 : parseRanges(m.buckets, bucketCount).reduce((n, r) => n + r.to - r.from + 1, 0)));
       const totalBuckets = sizes.reduce((a, b) => a + b, 0);
       const started = Date.now();
       let bucketsDone = 0;
       let rows = 0;
       for (const [i, step] of plan.moves.entries()) {
-        const subject: MoveSubject = { kind: 'buckets', ranges: parseRanges(step.buckets, bucketCount) };
+        const subject: MoveSubject = 'tenant' in step ? subjectOrUsage(() => tenantSubject(step.tenant)) : { kind: 'buckets', ranges: parseRanges(step.buckets, bucketCount) };
         // A plan run again skips what already moved (the record exists and is past the flip).
         const existing = (await deps.store.list()).find((m) => m.status !== 'aborted' && m.target === step.to && describeSubject(m.subject) === describeSubject(subject));
         const record = existing ?? await planMove(deps, { subject, target: step.to, reason: flags.reason || `plan ${path.basename(file)}` });
@@ -270,7 +270,7 @@ export function moveCommand(io: CliIo): Command {
         if (!flags.json) {
           const seconds = (Date.now() - started) / 1000;
           const left = bucketsDone < totalBuckets ? `, about ${Math.ceil((seconds / bucketsDone) * (totalBuckets - bucketsDone))} s left` : '';
-          io.err(`plan ${i + 1}/${plan.moves.length}: buckets ${step.buckets} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); `
+          io.err(`plan ${i + 1}/${plan.moves.length}: ${'tenant' in step ? `tenant ${step.tenant}` : `buckets ${step.buckets}`} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); `
             + `${bucketsDone}/${totalBuckets} buckets, ${rows} rows in ${Math.round(seconds)} s (${Math.round(rows / Math.max(seconds, 0.001))} rows/s)${left}\n`);
         }
       }
@@ -337,7 +337,7 @@ function readPlan(file: string): MovePlan {
     if (error instanceof CliError) throw error;
     throw new CliError(`${file}: not valid JSON (${(error as Error).message})`);
   }
-  if (!Array.isArray(plan?.moves) || plan.moves.some((m) => typeof m?.buckets !== 'string' || typeof m?.to !== 'string')) {
+  if (!Array.isArray(plan?.moves) || plan.moves.some((m) => (typeof (m as { buckets?: unknown })?.buckets !== 'string' && typeof (m as { tenant?: unknown })?.tenant !== 'string') || typeof m?.to !== 'string')) {
     throw new CliError(`${file}: not a move plan; expected {"moves": [{"buckets": "0-15", "from": "cell-1", "to": "cell-5"}, …]} as \`cellctl mapping add-cell --plan\` writes`);
   }
   return plan;

@@ -1,4 +1,4 @@
-import { MappingDocument, validateMapping } from '../mapping';
+import { MappingDocument, sizeProblem, validateMapping } from '../mapping';
 import { groupKey, MappingStore, StoredMapping, versionKey } from './store';
 
 /** Publishing refused before anything was written (or, for a resume, before anything more was). */
@@ -22,6 +22,8 @@ export interface PublishOptions {
   readonly progress?: (line: string) => void;
   /** Backend slots every router has (`router.slots`): a change may not need more. */
   readonly routerSlots?: number;
+  /** The fleet's bucket count (what the routers hash keys into): a document with another is refused. */
+  readonly bucketCount?: number;
 }
 
 export interface GroupResult {
@@ -56,11 +58,13 @@ export function serializeMapping(doc: MappingDocument): string {
 export async function publishMapping(stores: MappingStore | readonly MappingStore[], doc: MappingDocument, options: PublishOptions): Promise<PublishResult> {
   const all = Array.isArray(stores) ? stores as readonly MappingStore[] : [stores as MappingStore];
   if (all.length === 0) throw new PublishRefusedError('no mapping bucket to publish to');
-  const problems = validateMapping(doc);
-  if (problems.length > 0) throw new PublishRefusedError(`the document is invalid: ${problems[0].path}: ${problems[0].message}`);
+  const text = serializeMapping(doc);
+  const problems = validateMapping(doc, { bucketCount: options.bucketCount });
+  const tooLarge = sizeProblem(Buffer.byteLength(text));
+  if (tooLarge) problems.unshift(tooLarge);
+  if (problems.length > 0) throw new PublishRefusedError(`the document is invalid, nothing written: ${problems[0].path}: ${problems[0].message}`);
   const targets = options.onlyGroup === undefined ? options.groups : options.groups.filter((g) => g === options.onlyGroup);
   if (targets.length === 0) throw new PublishRefusedError(`no router group \`${options.onlyGroup}\`; groups are ${options.groups.join(', ')}`);
-  const text = serializeMapping(doc);
   const where = (store: MappingStore) => (all.length > 1 ? ` in s3://${store.bucket}` : '');
 
   // Read every target pointer and version object first: refuse before writing anything anywhere.

@@ -2,6 +2,7 @@ export * from './types';
 export * from './key';
 export * from './hash';
 export * from './validate';
+export * from './limits';
 export * from './lookup';
 export * from './buckets';
 export * from './changes';

@@ -1,4 +1,5 @@
 import { KEY_PATTERN, matchesKeyPattern, PREFIX_PATTERN } from './key';
+import { DOCUMENT_LIMITS, DocumentLimits, documentEntries, MAX_MAPPING_VERSION } from './limits';
 import { HASH_NAME, MappingDocument, MappingProblem, SCHEMA_VERSION } from './types';
 
 export const CELL_ID_PATTERN = /^[a-z][a-z0-9-]{1,30}$/;
@@ -9,6 +10,13 @@ const MAX_PROBLEMS = 200;
 export interface ValidateOptions {
   /** Version of the document this one replaces: the new one must be greater. */
   readonly previousVersion?: number;
+  /**
+   * The fleet's bucket count, which the routers' HAProxy computes buckets with: a document with
+   * another count would send most keys to another cell than the one it names.
+   */
+  readonly bucketCount?: number;
+  /** What a router task holds. @default DOCUMENT_LIMITS */
+  readonly limits?: DocumentLimits;
 }
 
 export type ParseResult =
@@ -40,6 +48,8 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
   if (doc.schemaVersion !== SCHEMA_VERSION) report('$.schemaVersion', `must be ${SCHEMA_VERSION}, got ${JSON.stringify(doc.schemaVersion)}`);
   if (!isInt(doc.version) || doc.version < 1) {
     report('$.version', `must be a positive integer, got ${JSON.stringify(doc.version)}`);
+  } else if (doc.version > MAX_MAPPING_VERSION) {
+    report('$.version', `${doc.version} is over ${MAX_MAPPING_VERSION} (2^52): the next version and a rollback must stay exact integers above it; publish the change as the current version + 1`);
   } else if (options.previousVersion !== undefined && doc.version <= options.previousVersion) {
     report('$.version', `${doc.version} is not greater than the current version ${options.previousVersion}`);
   }
@@ -47,10 +57,19 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
   if (doc.hash !== HASH_NAME) report('$.hash', `must be "${HASH_NAME}", got ${JSON.stringify(doc.hash)}`);
   const bucketCount = doc.bucketCount;
   if (!isValidBucketCount(bucketCount)) report('$.bucketCount', `must be a power of two between 1024 and 1048576, got ${JSON.stringify(bucketCount)}`);
+  else if (options.bucketCount !== undefined && bucketCount !== options.bucketCount) {
+    report('$.bucketCount', `${bucketCount}, but the fleet's routers hash keys into ${options.bucketCount} buckets: most keys would reach another cell than the one the document names; make the document from the fleet (cellctl mapping init)`);
+  }
+  const limits = options.limits ?? DOCUMENT_LIMITS;
+  const entries = documentEntries(doc);
+  if (entries > limits.maxEntries) {
+    report('$', `${entries} overrides, frozen keys and bucket ranges; a router task holds at most ${limits.maxEntries} (its memory for the mapping, see docs/router.md); route tenants by bucket instead of pinning them one by one`);
+  }
 
   const cells = isObject(doc.cells) ? doc.cells : undefined;
   if (!cells) report('$.cells', 'must be an object of cell id → {endpoint, state}');
   const states = new Map<string, string>();
+  const endpoints = new Map<string, string>();
   for (const [id, cell] of Object.entries(cells ?? {})) {
     const at = `$.cells.${id}`;
     if (!CELL_ID_PATTERN.test(id)) report(at, `cell id must match ${CELL_ID_PATTERN.source}`);
@@ -60,6 +79,10 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
     }
     if (typeof cell.endpoint !== 'string' || !/^https?:\/\/[^\s/]+(:\d+)?\/?$/.test(cell.endpoint)) {
       report(`${at}.endpoint`, `must be an http(s) URL with host and optional port, got ${JSON.stringify(cell.endpoint)}`);
+    } else {
+      const same = endpoints.get(endpointIdentity(cell.endpoint));
+      if (same !== undefined) report(`${at}.endpoint`, `${cell.endpoint} is cell ${same}'s endpoint too: one cell's tenants would be answered by the other; give each cell its own endpoint`);
+      else endpoints.set(endpointIdentity(cell.endpoint), id);
     }
     if (typeof cell.state !== 'string' || !CELL_STATES.has(cell.state)) report(`${at}.state`, 'must be active, draining or quarantine');
     for (const key of Object.keys(cell)) if (key !== 'endpoint' && key !== 'state') report(`${at}.${key}`, 'unknown field');
@@ -142,8 +165,23 @@ function validateFreeze(freeze: unknown, bucketCount: number | undefined, report
   });
 }
 
+/** Scheme, host (case-insensitive) and port (the scheme's default when left out): what a router connects to. */
+function endpointIdentity(endpoint: string): string {
+  const url = new URL(endpoint);
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${url.port || (url.protocol === 'https:' ? 443 : 80)}`;
+}
+
+/** The document's size against what a router task holds, for readers that have its text. */
+export function sizeProblem(bytes: number, limits: DocumentLimits = DOCUMENT_LIMITS): MappingProblem | undefined {
+  if (bytes <= limits.maxBytes) return undefined;
+  return { path: '$', message: `the document is ${(bytes / 1048576).toFixed(1)} MiB; a router task holds at most ${limits.maxBytes / 1048576} MiB (its memory for the mapping, see docs/router.md)` };
+}
+
 /** Parses JSON text and validates it; never throws. */
 export function parseMapping(text: string, options: ValidateOptions = {}): ParseResult {
+  // Before parsing: parsing costs the reader several times the text.
+  const tooLarge = sizeProblem(Buffer.byteLength(text), options.limits);
+  if (tooLarge) return { ok: false, problems: [tooLarge] };
   let doc: unknown;
   try {
     doc = JSON.parse(text);

@@ -7,7 +7,11 @@ import { Range } from './types';
 export interface MovePlan {
   /** The mapping version the plan was made from. */
   readonly mappingVersion: number;
-  readonly moves: readonly { readonly buckets: string; readonly from: string; readonly to: string; readonly bucketCount: number }[];
+  readonly moves: readonly (
+    | { readonly buckets: string; readonly from: string; readonly to: string; readonly bucketCount: number }
+    /** One tenant (written by `cellctl mapping pin|unpin|quarantine --plan FILE`). */
+    | { readonly tenant: string; readonly from: string; readonly to: string }
+  )[];
 }
 
 /** Compares two documents' bucket tables: every bucket whose cell changed becomes part of a move. */

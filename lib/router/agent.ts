@@ -5,7 +5,7 @@ import * as path from 'path';
 import { writeFileAtomic } from '../files';
 import { MappingDocument, parseMapping } from '../mapping';
 import { mapContents, mapFileText, MappingApplier, UnappliableDocumentError } from './apply';
-import { MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
+import { BUCKET_COUNT_ENV, MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
 
@@ -198,9 +198,11 @@ export class MappingAgent {
     this.busy = true;
     try {
       let pid: string | undefined;
+      let bucketCount: number | undefined;
       try {
         pid = (await this.o.api.info()).Pid;
         this.inForce = await this.o.applier.currentVersion();
+        bucketCount = Number(await this.o.api.env(BUCKET_COUNT_ENV)) || undefined;
       } catch (error) {
         this.appliedPid = undefined;
         this.inForce = undefined;
@@ -254,7 +256,9 @@ export class MappingAgent {
         this.lastSuccess = this.now();
         return;
       }
-      const parsed = parseMapping(result.text);
+      const parsed = pid === undefined || bucketCount !== undefined
+        ? parseMapping(result.text, { bucketCount })
+        : { ok: false as const, problems: [{ path: '$.bucketCount', message: `HAProxy's configuration does not say how many buckets it hashes keys into (${BUCKET_COUNT_ENV}); run the configuration of \`cellctl router config\`` }] };
       const current = this.lkg?.version;
       if (!parsed.ok) {
         this.reject({ problems: parsed.problems.slice(0, 5) });

@@ -2,7 +2,7 @@
 // which the agent's bundle must not carry.
 import { MAX_ROUTER_SLOTS } from '../fleet/defaults';
 import type { PartitionKeySource } from '../fleet/types';
-import { KEY_PATTERN } from '../mapping';
+import { KEY_PATTERN, ROUTER_RESERVED_MIB, ROUTER_TASK_MEMORY_MIB } from '../mapping';
 import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
 
 /** Everything the generated HAProxy configuration depends on. */
@@ -17,7 +17,10 @@ export interface HaproxyConfigOptions {
   readonly acceptProxy?: boolean;
   /**
    * Readiness for the load balancer, served by HAProxy itself: 200 while a mapping is in force in this
-   * HAProxy and it is not near its connection limit, else 503. It survives an agent restart.
+   * HAProxy, else 503. It survives an agent restart. It does not follow the connection count: a flood
+   * fills every task alike, and readiness failing on all of them at once would take the whole group
+   * out together (ECS replaces tasks the load balancer finds unhealthy); the per-client limits and
+   * scaling answer load instead.
    */
   readonly readyBind?: { readonly address: string; readonly port: number };
   /** Runtime API socket (admin level) the agent drives HAProxy through. */
@@ -43,8 +46,6 @@ export interface HaproxyConfigOptions {
    * `maxconn` is this plus `RESERVED_CONNECTIONS` for readiness, stats and the runtime API. @default 4000
    */
   readonly maxConn?: number;
-  /** Readiness turns false at this share of `maxConn` in use, so the NLB stops sending new flows. @default 0.9 */
-  readonly readyBelow?: number;
   /** The whole request (headers and body) must arrive within this time, else 408. @default 5000 */
   readonly requestTimeoutMs?: number;
   /**
@@ -52,8 +53,20 @@ export interface HaproxyConfigOptions {
    * headers plus body must fit one buffer (`tune.bufsize` 16 KiB less the rewrite reserve). @default 8192
    */
   readonly maxBodyBytes?: number;
-  /** Requests with a missing or invalid key one client may send per 10 s before it is throttled (429, then new connections refused). @default 100 */
+  /**
+   * Requests with a missing or invalid key one client address may send per 10 s before they get 429;
+   * over twice this, while they are most of what the address sends, its new connections are refused.
+   * @default 100
+   */
   readonly badKeysPer10s?: number;
+  /** Connections one client address (from the PROXY header behind the NLB) may hold at once; more are refused. @default maxConn / 20, at least 10 */
+  readonly maxConnPerClient?: number;
+  /** Requests one client address may send per 10 s; more get 429 until its rate falls. @default 20000 */
+  readonly requestsPerClientPer10s?: number;
+  /** Tenants whose bucket is kept (`KEY_CACHE_ENTRIES`): beyond them the least recently seen are forgotten and computed again. @default KEY_CACHE_ENTRIES */
+  readonly keyCacheEntries?: number;
+  /** Client addresses whose connections and rates are tracked at once. @default CLIENT_TABLE_ENTRIES */
+  readonly clientTableEntries?: number;
   /** Servers per cell backend: one per zonal address of the cell's endpoint. @default 3 */
   readonly zones?: number;
   /** CA bundle verifying `https://` cells. @default '@system-ca' (the system's trusted CAs) */
@@ -62,8 +75,30 @@ export interface HaproxyConfigOptions {
   readonly hardStopAfterMs?: number;
 }
 
-/** Memory of a router task (HAProxy and the agent); its connection limits follow from it (`connectionLimits`). */
-export const ROUTER_TASK_MEMORY_MIB = 2048;
+/** Memory of a router task (HAProxy and the agent); its connection limits (`connectionLimits`) and the largest mapping it holds (`DOCUMENT_LIMITS`) follow from it. */
+export { ROUTER_TASK_MEMORY_MIB };
+
+/** The environment variable of HAProxy's configuration that says its bucket count (read by the agent with `show env`). */
+export const BUCKET_COUNT_ENV = 'CELL_BUCKET_COUNT';
+
+/**
+ * Tenants whose bucket a router keeps (the `keys` stick table: the key, up to 129 bytes, and the
+ * bucket + 1 in `gpt0`, about 256 bytes an entry: 32 MiB of the task's reserve). A key seen again
+ * costs a table lookup instead of SHA-256. When the table is full, HAProxy drops the least recently
+ * used entries that no request holds (it is far larger than the connection limit, so there always
+ * are some); a dropped tenant's bucket is computed again on its next request. A key the table could
+ * not take at all is routed by computing its bucket, as without the table.
+ */
+export const KEY_CACHE_ENTRIES = 128_000;
+
+/** Client addresses tracked at once (the `clients` stick table, about 128 bytes an entry). */
+export const CLIENT_TABLE_ENTRIES = 100_000;
+
+/** The stick table of tenants' buckets. */
+export const KEY_TABLE = 'keys';
+
+/** The stick table of client addresses: connections, request rate, bad-key rate (gpc0). */
+export const CLIENT_TABLE = 'clients';
 
 /** Where HAProxy serves readiness to the NLB's health check in a router task. */
 export const READY_PORT = 8081;
@@ -82,7 +117,7 @@ export const BYTES_PER_CONNECTION = 64 * 1024;
  * `reservedMiB`): the router frontend's `maxConn`, and the file-descriptor limit HAProxy needs for it
  * (two descriptors per proxied connection, plus the reserve and listeners).
  */
-export function connectionLimits(memoryMiB: number, reservedMiB = 256): { maxConn: number; nofile: number } {
+export function connectionLimits(memoryMiB: number, reservedMiB = ROUTER_RESERVED_MIB): { maxConn: number; nofile: number } {
   const budget = (memoryMiB - reservedMiB) * 1024 * 1024;
   if (budget <= 0) throw new Error(`a router task with ${memoryMiB} MiB has no memory for connections (${reservedMiB} MiB reserved)`);
   const maxConn = Math.floor(budget / BYTES_PER_CONNECTION / 100) * 100;
@@ -92,8 +127,22 @@ export function connectionLimits(memoryMiB: number, reservedMiB = 256): { maxCon
 /** The header the router always sends the partition key in (the header the cell's WAF rate rule keys on for path- and host-keyed fleets). */
 export const ROUTED_KEY_HEADER = 'x-tenant-id';
 
-/** Client-sent headers the router removes: only the router may say which cell, which version, or who the client is. */
-export const SPOOFABLE_HEADERS = ['x-cell', 'x-mapping-version', 'x-forwarded-for', 'x-forwarded-proto', 'forwarded'] as const;
+/**
+ * Client-sent headers the router removes: only the router may say which cell, which version, or who
+ * and where the client is. Every `x-forwarded-*` (for, proto, host, port, prefix, …), the other
+ * conventions for the client's address or the original URL, and every header whose name has an
+ * underscore (`x_tenant_id`): CGI-style servers and several frameworks read `x_tenant_id` and
+ * `x-tenant-id` as the same variable, so a client could hand the cell another tenant's key next to
+ * the one the router routed by.
+ */
+export const SPOOFABLE_HEADERS = [
+  'x-cell', 'x-mapping-version', 'forwarded', 'x-real-ip', 'x-client-ip', 'client-ip', 'true-client-ip', 'x-cluster-client-ip',
+  'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-original-url', 'x-original-uri',
+  'x-rewrite-url', 'x-original-host', 'x-host',
+] as const;
+
+/** The names `SPOOFABLE_HEADERS` removes, as one regular expression over header names (lower case, as HAProxy holds them). */
+export const SPOOFABLE_HEADER_PATTERN = `^(x-forwarded-.*|${SPOOFABLE_HEADERS.join('|')})$|_`;
 
 /**
  * Path forms refused for path-keyed fleets: dot segments (`/a/../b`, `/./`) and encoded dots,
@@ -222,8 +271,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const maxConn = o.maxConn ?? 4000;
   const maxBody = o.maxBodyBytes ?? 8192;
   if (maxBody < 0 || maxBody > 12 * 1024) throw new Error(`maxBodyBytes ${maxBody} must be 0-12288: headers and body must fit one 16 KiB buffer`);
-  const readyAt = Math.max(1, Math.floor(maxConn * (o.readyBelow ?? 0.9)));
   const badKeys = o.badKeysPer10s ?? 100;
+  const perClient = o.maxConnPerClient ?? Math.max(10, Math.floor(maxConn / 20));
+  const perClientRate = o.requestsPerClientPer10s ?? 20_000;
   const caFile = o.caFile ?? '@system-ca';
   if (/\s/.test(caFile)) throw new Error(`caFile ${caFile}: a path without spaces`);
   const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
@@ -233,6 +283,12 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const lines = [
     'global',
     `  maxconn ${maxConn + RESERVED_CONNECTIONS}`,
+    // The bucket count this configuration hashes keys into, for the agent (`show env`): it refuses a
+    // document made for another count instead of sending most keys to other cells.
+    `  setenv ${BUCKET_COUNT_ENV} ${o.bucketCount}`,
+    // A port already taken is an error at start, not shared (SO_REUSEPORT): a second router or local
+    // fleet on the same port would otherwise take a share of the first one's connections.
+    '  noreuseport',
     // A unix socket in local mode; `ipv4@host:port` in a task, where the agent is another container.
     o.adminSocket.startsWith('ipv4@') ? `  stats socket ${o.adminSocket} level admin` : `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
     '  stats timeout 30s',
@@ -289,7 +345,6 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       '  maxconn 20',
       '  no log',
       `  http-request return status 503 content-type application/json ${json(false, '"reason":"no mapping in force",')} if !{ ${version} -m found }`,
-      `  http-request return status 503 content-type application/json ${json(false, '"reason":"near the connection limit",')} if { fe_conn(router) ge ${readyAt} }`,
       `  http-request return status 200 content-type application/json ${json(true, `"version":%[${version}],`)}`,
       '',
     );
@@ -297,6 +352,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   // Two key headers would make the key ambiguous.
   const repeated = o.partitionKey.source === 'header' ? ` or { req.fhdr_cnt(${o.partitionKey.name}) gt 1 }` : '';
   const refuse = (status: number, error: string, condition: string) => `  ${jsonError(status, error)} if ${condition}`;
+  const buckets = map('buckets');
   lines.push(
     'frontend router',
     `  bind ${o.bind.address}:${o.bind.port} proto h1${o.acceptProxy ? ' accept-proxy' : ''}`,
@@ -310,9 +366,16 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // request less than `http-request set-header x-forwarded-for %[src]` (formatting the address
     // is most of what either costs).
     '  option forwardfor',
-    // A client over its bad-key budget is refused at connect until its rate falls (one table
-    // lookup per connection, by the address from the PROXY header).
-    `  tcp-request connection reject if { src,table_http_req_rate(${BAD_KEY_BACKEND}) gt ${badKeys * 2} }`,
+    // Per client address, once per connection. `tcp-request session`, not `connection`: session
+    // rules run once the PROXY header is read, so `src` is the client, not the NLB.
+    `  tcp-request session track-sc1 src table ${CLIENT_TABLE}`,
+    `  tcp-request session reject if { sc1_conn_cur gt ${perClient} }`,
+    // A client over twice its bad-key budget is refused at connect while bad keys are most of what
+    // its address sends: an address shared by many clients (a NAT) that mostly sends good keys keeps
+    // its connections, and only its bad-key requests get 429 (in the bad-key backend).
+    '  tcp-request session set-var(sess.bad_keys) sc1_gpc0_rate',
+    `  tcp-request session reject if { var(sess.bad_keys) -m int gt ${badKeys * 2} } { sc1_http_req_rate,div(2),sub(sess.bad_keys) lt 0 }`,
+    `  http-request return status 429 content-type application/json string '{"error":"too many requests from this client address"}' hdr retry-after 10 if { sc1_http_req_rate gt ${perClientRate} }`,
     refuse(411, 'chunked request bodies are not accepted; send content-length', '{ req.hdr(transfer-encoding) -m found }'),
     // A body that did not fit the buffer (its length is more than what arrived) would stream to
     // the cell at the client's pace.
@@ -326,23 +389,32 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // a repeated key header is refused anyway), about 700 instructions per request less than the
     // `http-request capture` action, which the path and host keys need.
     o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len 128` : `  http-request capture ${key} len 128`,
-    // x-forwarded-proto is replaced by set-header below; every other spoofable header is removed here.
-    ...SPOOFABLE_HEADERS.filter((h) => h !== 'x-forwarded-proto').map((h) => `  http-request del-header ${h}`),
+    // x-forwarded-for is added after the rules (option forwardfor), x-forwarded-proto set below.
+    `  http-request del-header ${SPOOFABLE_HEADER_PATTERN} -m reg`,
     // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's destination).
     '  http-request set-header x-forwarded-proto https if { dst_port 443 }',
     '  http-request set-header x-forwarded-proto http if !{ dst_port 443 }',
     ...(o.partitionKey.source === 'header' ? [] : [`  http-request set-header ${ROUTED_KEY_HEADER} %[${key}]`]),
-    // A good key costs one regex here; a missing key fails it too (no sample), and which 400 to
-    // answer is worked out only on that path, in the bad-key backend.
-    `  use_backend ${BAD_KEY_BACKEND} if !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
+    // The tenant's bucket, kept in its entry of the keys table (gpt0 = bucket + 1): the bucket depends
+    // only on the key and the bucket count, never on the mapping, so nothing ever invalidates it. A
+    // key seen before costs a table lookup; a new one the key check and SHA-256, once. Keys are held
+    // up to 129 bytes: a valid key has at most 128, so a longer (invalid) key never shares the entry
+    // of a valid one, and an entry's bucket is set only after its whole key passed the check.
+    `  http-request track-sc0 ${key} table ${KEY_TABLE}`,
+    `  http-request sc-set-gpt0(0) ${key},${bucketExpression(o.bucketCount)},add(1) if { sc0_get_gpt0 eq 0 } { ${key} -m reg ${KEY_PATTERN.source} }`,
+    // A key with a bucket passed the check; any other one is checked (a missing key fails the regex:
+    // no sample), and which 400 to answer is worked out only on that path, in the bad-key backend.
+    `  use_backend ${BAD_KEY_BACKEND} if !{ sc0_get_gpt0 gt 0 } !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
     // Exact, then longest prefix, then the bucket: each map names the cell's backend slot. The
     // bucket is an integer below 2^20, which HAProxy casts to the IPv4 address with that value, so
     // bucket ranges are stored as a few networks and found by one longest-prefix tree lookup.
     // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
     `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
     `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
-    `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${map('buckets')})]`,
-    // Nothing matched (no mapping loaded yet): use_backend with an empty name falls through to here.
+    `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})] if { sc0_get_gpt0 gt 0 }`,
+    // A valid key the keys table could not take (no entry free): its bucket computed here.
+    `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${buckets})]`,
+    // Nothing matched (no mapping loaded yet): use_backend with an empty name goes to the default.
     `  default_backend ${NO_MAPPING_BACKEND}`,
   );
   if (o.debugHeaders) {
@@ -353,11 +425,17 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   }
   lines.push(
     '',
+    `backend ${KEY_TABLE}`,
+    `  stick-table type string len 129 size ${o.keyCacheEntries ?? KEY_CACHE_ENTRIES} expire 30m store gpt0`,
+    '',
+    `backend ${CLIENT_TABLE}`,
+    // gpc0: the client's bad-key requests (counted in the bad-key backend).
+    `  stick-table type ip size ${o.clientTableEntries ?? CLIENT_TABLE_ENTRIES} expire 60s store conn_cur,http_req_rate(10s),gpc0,gpc0_rate(10s)`,
+    '',
     `backend ${BAD_KEY_BACKEND}`,
     // Per client address: bad-key requests over the last 10 s. Over the budget: 429 and close.
-    `  stick-table type ip size 200k expire 30s store http_req_rate(10s)`,
-    '  http-request track-sc0 src',
-    `  http-request return status 429 content-type application/json string '{"error":"too many requests with a missing or invalid partition key"}' hdr retry-after 10 hdr connection close if { sc_http_req_rate(0) gt ${badKeys} }`,
+    '  http-request sc-inc-gpc0(1)',
+    `  http-request return status 429 content-type application/json string '{"error":"too many requests with a missing or invalid partition key"}' hdr retry-after 10 hdr connection close if { sc1_gpc0_rate gt ${badKeys} }`,
     `  ${jsonError(400, 'missing partition key')} if !{ ${key} -m found } or { ${key} -m len 0 }`,
     `  ${jsonError(400, 'invalid partition key')}`,
     '',

@@ -56,6 +56,12 @@ export interface LocalRouterOptions {
   readonly maxBodyBytes?: number;
   /** @default 100 */
   readonly badKeysPer10s?: number;
+  /** Connections one client address may hold (every local client is 127.0.0.1 unless a PROXY stand-in says otherwise). @default maxConn */
+  readonly maxConnPerClient?: number;
+  /** Requests one client address may send per 10 s. @default 20000 */
+  readonly requestsPerClientPer10s?: number;
+  /** Clients arrive with a PROXY protocol v2 header (an NLB stand-in in tests). @default false */
+  readonly acceptProxy?: boolean;
   /** Servers per cell backend (zonal addresses). @default 3 */
   readonly zones?: number;
   /** Resolves endpoint hosts (tests give several loopback addresses). @default DNS */
@@ -154,6 +160,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     slots, cellMaxConn: o.cellMaxConn ?? 100, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
     readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
     requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
+    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s, acceptProxy: o.acceptProxy,
   }));
   fs.writeFileSync(path.join(stateDir, '503.http'), ERROR_503);
   for (const name of Object.values(MAP_FILES)) {

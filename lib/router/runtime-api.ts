@@ -39,6 +39,13 @@ export class RuntimeApi {
     }));
   }
 
+  /** A variable of HAProxy's environment (`setenv` in its configuration), or undefined when it has none. */
+  public async env(name: string): Promise<string | undefined> {
+    const answer = await this.send(`show env ${name}`);
+    const line = answer.split('\n').find((l) => l.startsWith(`${name}=`));
+    return line?.slice(name.length + 1);
+  }
+
   /** `show stat` rows (CSV with a `# pxname,svname,…` header) as records. */
   public async stats(): Promise<Record<string, string>[]> {
     const answer = await this.send('show stat');

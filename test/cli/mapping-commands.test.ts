@@ -130,6 +130,31 @@ describe('cellctl mapping (files)', () => {
     expect(unknown).toMatchObject({ code: 1, err: expect.stringContaining('cell `eu-9` is not in') });
   });
 
+  it('pin, unpin, prefix and quarantine that re-route a key need --plan FILE (a tenant move) or --routing-only, like add-cell and drain', async () => {
+    const file = path.join(dir, 'overrides.json');
+    fs.copyFileSync(v1, file);
+    const before = fs.readFileSync(file, 'utf8');
+    const doc = read(v1);
+    const key = 'tenant-7';
+    const home = (await cellctl('mapping', 'where', key, '--mapping', file, '--json'));
+    const from = JSON.parse(home.out).cell as string;
+    const other = Object.keys(doc.cells).find((c) => c !== from && doc.cells[c].state === 'active' && !c.startsWith('canary'))!;
+    for (const step of [['pin', key, other], ['prefix', 'tenant-', other]]) {
+      const refused = await cellctl('mapping', ...step, '--mapping', file);
+      expect([step.join(' '), refused.code, refused.err.trim().split('\n').length]).toEqual([step.join(' '), 2, 1]);
+      expect(refused.err).toMatch(step[0] === 'pin' ? new RegExp(`routes key ${key} from ${from} to ${other}; its data must move with it: pass --plan FILE`) : /a prefix re-routes every key starting with tenant-, without its data/);
+    }
+    expect(fs.readFileSync(file, 'utf8')).toBe(before);
+    // Pinning a key to the cell it is already on moves nothing: no flag needed.
+    expect((await cellctl('mapping', 'pin', key, from, '--mapping', file, '--out', path.join(dir, 'same.json'))).code).toBe(0);
+    // --plan: the tenant move is written, the mapping is not changed (the move's flip pins the key).
+    const plan = path.join(dir, 'pin.plan.json');
+    const planned = await cellctl('mapping', 'pin', key, other, '--mapping', file, '--plan', plan);
+    expect([planned.code, planned.err]).toEqual([0, expect.stringContaining(`a tenant move (${key}: ${from} -> ${other}); run \`cellctl move plan`)]);
+    expect(JSON.parse(fs.readFileSync(plan, 'utf8'))).toEqual({ mappingVersion: doc.version, moves: [{ tenant: key, from, to: other }] });
+    expect(fs.readFileSync(file, 'utf8')).toBe(before);
+  });
+
   it('refuses a change over the guard rail and writes nothing, unless forced', async () => {
     const small = path.join(dir, 'small.json');
     const out = path.join(dir, 'refused.json');
@@ -148,16 +173,16 @@ describe('cellctl mapping (files)', () => {
     fs.copyFileSync(v1, file);
     const steps: string[][] = [
       ['drain', 'us-4', '--routing-only'],
-      ['pin', 'tenant-42', 'eu-2'],
-      ['unpin', 'tenant-42'],
-      ['prefix', 'acme-', 'us-1'],
-      ['prefix', 'acme-', '--remove'],
+      ['pin', 'tenant-42', 'eu-2', '--routing-only'],
+      ['unpin', 'tenant-42', '--routing-only'],
+      ['prefix', 'acme-', 'us-1', '--routing-only'],
+      ['prefix', 'acme-', '--remove', '--routing-only'],
       ['add-cell', 'jail', '--endpoint', 'https://jail.example', '--quarantine'],
-      ['quarantine', 'tenant-666'],
+      ['quarantine', 'tenant-666', '--routing-only'],
     ];
     for (const [i, step] of steps.entries()) {
       const result = await cellctl('mapping', ...step, '--mapping', file);
-      const warning = step[0] === 'drain' ? expect.stringMatching(/^ROUTING ONLY: \d+ buckets now route to another cell WITHOUT their data/) : '';
+      const warning = step.includes('--routing-only') ? expect.stringMatching(/^ROUTING ONLY: .*WITHOUT (their|its) data/) : '';
       expect([step.join(' '), result.code, result.err]).toEqual([step.join(' '), 0, warning]);
       expect(read(file).version).toBe(i + 2);
     }
@@ -226,7 +251,7 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
     const v1 = path.join(dir, 'v1.json');
     const v2 = path.join(dir, 'v2.json');
     await cellctl('mapping', 'init', '--out', v1, '--config', CONFIG);
-    await cellctl('mapping', 'pin', 'tenant-42', 'eu-2', '--mapping', v1, '--out', v2);
+    await cellctl('mapping', 'pin', 'tenant-42', 'eu-2', '--mapping', v1, '--out', v2, '--routing-only');
 
     const first = await cellctl('mapping', 'publish', v1, ...storeFlags(), '--json');
     expect(first.code).toBe(0);

@@ -150,6 +150,21 @@ describe('publishing to an S3-compatible bucket', () => {
     expect(await store.versions()).toEqual([]);
   });
 
+  it.each([
+    ['another bucket count than the fleet\'s', (d: MappingDocument) => ({ ...d, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: d.buckets[0].cell }] }), /\$\.bucketCount: 65536, but the fleet's routers hash keys into 16384 buckets/],
+    ['a version no later version can follow', (d: MappingDocument) => ({ ...d, version: 1e308 }), /\$\.version: 1e\+308 is over 4503599627370496/],
+    ['two cells on one endpoint', (d: MappingDocument) => {
+      const [a, b] = Object.keys(d.cells);
+      return { ...d, cells: { ...d.cells, [b]: { ...d.cells[b], endpoint: d.cells[a].endpoint } } };
+    }, /endpoint too: one cell's tenants would be answered by the other/],
+  ])('refuses, writing nothing, a document with %s, in one line', async (_name, make, message) => {
+    const error = await publishMapping(store, make(v1), { groups: GROUPS, bakeSeconds: 0, bucketCount: 16384 }).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(PublishRefusedError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toContain('\n');
+    expect(await store.versions()).toEqual([]);
+  });
+
   it('names the bucket and the permission on access denied', async () => {
     s3.fault({ status: 403, code: 'AccessDenied' });
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(StoreError);

@@ -1,4 +1,4 @@
-import { MappingDocument, parseMapping, validateMapping } from '../../lib/mapping';
+import { DOCUMENT_LIMITS, documentLimits, MAPPING_MEMORY_MIB, MappingDocument, parseMapping, validateMapping } from '../../lib/mapping';
 import { sampleMapping } from '../support/mapping';
 
 type Mutable = { -readonly [K in keyof MappingDocument]: unknown };
@@ -58,6 +58,50 @@ describe('validateMapping', () => {
     const doc = sampleMapping();
     expect(validateMapping(doc, { previousVersion: 1 })).toEqual([{ path: '$.version', message: '1 is not greater than the current version 1' }]);
     expect(validateMapping(doc, { previousVersion: 0 })).toEqual([]);
+  });
+});
+
+describe('documents valid in form but wrong for the routers', () => {
+  it('refuses a bucket count other than the fleet\'s', () => {
+    const doc = sampleMapping();
+    expect(validateMapping(doc, { bucketCount: 16384 })).toEqual([]);
+    expect(validateMapping({ ...doc, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: 'cell-1' }] }, { bucketCount: 16384 }))
+      .toEqual([{ path: '$.bucketCount', message: expect.stringMatching(/^65536, but the fleet's routers hash keys into 16384 buckets/) }]);
+  });
+
+  it('refuses a version a next version or a rollback could not follow', () => {
+    for (const version of [1e308, 2 ** 53, 2 ** 52 + 1]) {
+      expect(validateMapping({ ...sampleMapping(), version })).toEqual([{ path: '$.version', message: expect.stringContaining(`is over ${2 ** 52} (2^52)`) }]);
+    }
+    expect(validateMapping({ ...sampleMapping(), version: 2 ** 52 })).toEqual([]);
+  });
+
+  it('refuses two cells with the same endpoint, however the URL is spelled', () => {
+    const doc = sampleMapping();
+    const [first, second] = Object.keys(doc.cells);
+    const endpoint = doc.cells[first].endpoint;
+    const url = new URL(endpoint);
+    for (const same of [endpoint, `${url.protocol}//${url.hostname.toUpperCase()}:${url.port || (url.protocol === 'https:' ? 443 : 80)}/`]) {
+      const problems = validateMapping({ ...doc, cells: { ...doc.cells, [second]: { ...doc.cells[second], endpoint: same } } });
+      expect(problems).toEqual([{ path: `$.cells.${second}.endpoint`, message: expect.stringContaining(`is cell ${first}'s endpoint too`) }]);
+    }
+  });
+
+  it('refuses more overrides and bucket ranges than a router task holds, and a larger text', () => {
+    const doc = sampleMapping();
+    const limits = { maxEntries: doc.buckets.length + 10, maxBytes: 4096 };
+    const exact = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`pin-${i}`, doc.buckets[0].cell]));
+    expect(validateMapping({ ...doc, overrides: { exact: exact(9), prefix: {} } }, { limits })).toEqual([]);
+    expect(validateMapping({ ...doc, overrides: { exact: exact(11), prefix: {} } }, { limits }))
+      .toEqual([{ path: '$', message: expect.stringMatching(/^15 overrides, frozen keys and bucket ranges; a router task holds at most 14/) }]);
+    const large = parseMapping(JSON.stringify({ ...doc, overrides: { exact: exact(200), prefix: {} } }), { limits: { ...limits, maxEntries: 1000 } });
+    expect(large).toEqual({ ok: false, problems: [{ path: '$', message: expect.stringMatching(/^the document is [\d.]+ MiB; a router task holds at most/) }] });
+  });
+
+  it('derives the limits from the router task\'s memory', () => {
+    expect(documentLimits(MAPPING_MEMORY_MIB)).toEqual(DOCUMENT_LIMITS);
+    expect(DOCUMENT_LIMITS.maxEntries).toBeGreaterThanOrEqual(100_000); // bench:mapping's 100,000 pins fit
+    expect(documentLimits(MAPPING_MEMORY_MIB * 2).maxEntries).toBeGreaterThan(DOCUMENT_LIMITS.maxEntries * 1.9);
   });
 });
 

@@ -1,6 +1,6 @@
 import * as http from 'http';
 import { S3Client } from '@aws-sdk/client-s3';
-import { addCell, drainCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
+import { addCell, DOCUMENT_LIMITS, drainCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { groupKey, MappingStore, publishMapping } from '../../lib/mapping-store';
 import { LocalRouter, S3MappingSource, startLocalRouter } from '../../lib/router';
 import { FakeCell, load, onFreePorts, routed, startCell } from '../support/cells';
@@ -73,6 +73,11 @@ describe('the mapping agent with a router group in S3', () => {
     ['an unknown cell', (d) => JSON.stringify({ ...d, version: d.version + 1, buckets: [{ ...d.buckets[0], cell: 'ghost' }, ...d.buckets.slice(1)] })],
     ['an older version', (d) => JSON.stringify({ ...pinKey(d, 'tenant-1', 'cell-c', NOW), version: d.version - 1 })],
     ['truncated JSON', (d) => JSON.stringify(pinKey(d, 'tenant-1', 'cell-c', NOW)).slice(0, 500)],
+    // Valid JSON, wrong for this router: most keys would reach another cell than the document names.
+    ['another bucket count than HAProxy hashes into', (d) => JSON.stringify({ ...d, version: d.version + 1, bucketCount: 65536, buckets: d.buckets.map((r, i, all) => ({ ...r, from: r.from * 4, to: i === all.length - 1 ? 65535 : r.to * 4 + 3 })) })],
+    ['a version no later version can follow', (d) => JSON.stringify({ ...d, version: 1e308 })],
+    ['two cells on one endpoint', (d) => JSON.stringify({ ...d, version: d.version + 1, cells: { ...d.cells, 'cell-b': { ...d.cells['cell-b'], endpoint: d.cells['cell-a'].endpoint } } })],
+    ['more overrides than a router task holds', (d) => JSON.stringify({ ...d, version: d.version + 1, overrides: { ...d.overrides, exact: Object.fromEntries(Array.from({ length: DOCUMENT_LIMITS.maxEntries }, (_, i) => [`pin-${i}`, 'cell-a'])) } })],
   ];
 
   it.each(broken)('never applies a document with %s, and counts it', async (_name, make) => {
@@ -83,6 +88,8 @@ describe('the mapping agent with a router group in S3', () => {
     expect(router.agent.rejectedDocuments).toBe(before + 1);
     expect(await routed(agent, port, 'tenant-1')).toMatchObject({ status: 200, cell: served.cell, version: served.version });
     expect(logs[logs.length - 1]).toMatch(/"event":"rejected"/);
+    // One problem named (the log line's first), not a dump of the document.
+    expect(logs[logs.length - 1].length).toBeLessThan(2000);
     await putRaw(JSON.stringify(v1)); // put the good document back for the next case
     await tick();
   });
@@ -159,7 +166,7 @@ describe('the mapping agent with a router group in S3', () => {
     await Promise.all(Array.from({ length: 5 }, () => routed(agent, port, 'bad key')));
     const lines = (await router.agent.metrics()).map((l) => JSON.parse(l));
     expect(lines[0].Responses4xx).toBeGreaterThanOrEqual(5);
-    expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: 5, FetchErrors: 4 });
+    expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: broken.length, FetchErrors: 4 });
     expect(lines[0].Requests).toBeGreaterThanOrEqual(30);
     expect(lines[0]._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual([
       'MappingVersion', 'SecondsSinceRefresh', 'RejectedDocuments', 'FetchErrors', 'Requests', 'Responses4xx', 'Responses5xx', 'Connections', 'ConnectionLimit', 'ConnectionUsePercent',

@@ -7,7 +7,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, MappingDocument } from '../../lib/mapping';
-import { BAD_KEY_BACKEND, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
+import { CLIENT_TABLE, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
 import { onFreePorts, routed, until } from '../support/cells';
 
 /**
@@ -206,6 +206,7 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     const result = await new Promise<string>((resolve) => {
       const session = http2.connect(`http://127.0.0.1:${port}`);
       session.on('error', (e) => resolve(`error: ${e.message}`));
+      session.on('close', () => resolve('error: closed'));
       const req = session.request({ ':path': '/', 'x-tenant-id': keyOf('cell-a') });
       req.on('response', (h) => { resolve(`status ${h[':status']}`); session.close(); });
       req.on('error', (e) => resolve(`error: ${e.message}`));
@@ -245,7 +246,7 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     const client = '127.0.0.10';
     const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
     // The client's bad-key rate as the connect rule reads it (the same counter, read the same way).
-    const rate = async () => Number(/http_req_rate\(\d+\)=(\d+)/.exec(await api.send(`show table ${BAD_KEY_BACKEND} key ${client}`))?.[1] ?? 0);
+    const rate = async () => Number(/gpc0_rate\(\d+\)=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key ${client}`))?.[1] ?? 0);
     const good = () => get(port, { 'x-tenant-id': keyOf('cell-a') }, { localAddress: client });
     // The rate is read before each bad request, after it, and after the good one. Between two reads
     // it only falls (a sliding window), except that the bad request adds one; so what each rule saw
@@ -301,7 +302,7 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     }
   }, 120_000);
 
-  it('is ready (served by HAProxy) while a mapping is in force, not ready near its connection limit, and exports connections against the limit', async () => {
+  it('is ready (served by HAProxy) while a mapping is in force, also near its connection limit, and exports connections against the limit', async () => {
     const before = await ready(readyPort);
     expect(before).toMatchObject({ status: 200, body: { ready: true, version: doc.version, limit: MAX_CONN } });
     const sockets: net.Socket[] = [];
@@ -309,17 +310,16 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
       for (let i = 0; i < MAX_CONN * 0.9; i++) {
         sockets.push(await new Promise<net.Socket>((resolve) => { const s = net.createConnection({ host: '127.0.0.1', port }, () => resolve(s)); }));
       }
-      await until('readiness to turn false', async () => (await ready(readyPort)).status === 503, 60_000);
+      await until('the connections counted', async () => (await ready(readyPort)).body.connections >= MAX_CONN * 0.9, 60_000);
+      // A flood fills every task alike: readiness failing near the limit would take them all out together.
       const full = await ready(readyPort);
-      expect(full.body).toMatchObject({ ready: false, reason: 'near the connection limit', limit: MAX_CONN });
-      expect(full.body.connections).toBeGreaterThanOrEqual(MAX_CONN * 0.9);
+      expect(full).toMatchObject({ status: 200, body: { ready: true, limit: MAX_CONN } });
       const [line] = await router.agent.metrics();
       expect(JSON.parse(line)).toMatchObject({ ConnectionLimit: MAX_CONN });
       expect(JSON.parse(line).Connections).toBeGreaterThanOrEqual(MAX_CONN * 0.9);
     } finally {
       sockets.forEach((s) => s.destroy());
     }
-    await until('readiness back', async () => (await ready(readyPort)).status === 200, 60_000);
   });
 
   it('rejects a document that cannot be applied (an endpoint that does not resolve) and stays ready on its last-known-good', async () => {

@@ -1,0 +1,70 @@
+/**
+ * How large a mapping document a router task can hold, and how large a version number may grow.
+ * A router task keeps a document three times over: HAProxy's maps (two versions of each while a new
+ * one is staged and committed) and the agent's parsed copy. Every task of every group loads the same
+ * document at once, so a document that does not fit takes all of them out together: it is refused at
+ * `validate`, `publish` and by the agent instead.
+ */
+
+/** Memory of a router task: HAProxy and the agent together (Fargate's hard limit for the task). */
+export const ROUTER_TASK_MEMORY_MIB = 2048;
+
+/**
+ * Of the task's memory, what is not for client connections: HAProxy's and the agent's own footprint
+ * (about 40 and 70 MiB measured idle) and the mapping (`MAPPING_MEMORY_MIB`).
+ */
+export const ROUTER_RESERVED_MIB = 256;
+
+/** Of `ROUTER_RESERVED_MIB`, what the mapping may take: HAProxy's maps during a swap and the agent's copy. */
+export const MAPPING_MEMORY_MIB = 128;
+
+/**
+ * Measured cost of one map entry (an exact override of a 20-character key) in a router task at its
+ * peak, an apply: HAProxy holds the committed and the staged version of the map (about 300 bytes
+ * each, pattern tree and reference list), the agent the parsed document, its map lines and the
+ * payload it is sending (about 300 bytes). `npm run bench:mapping` measures both.
+ */
+export const TASK_BYTES_PER_ENTRY = 900;
+
+/** The agent holds the document's text while it parses it: bytes of memory per byte of JSON at its peak. */
+export const AGENT_BYTES_PER_DOCUMENT_BYTE = 3;
+
+export interface DocumentLimits {
+  /** Map entries: exact overrides, prefixes, frozen keys and bucket ranges together. */
+  readonly maxEntries: number;
+  /** Bytes of the document's JSON text. */
+  readonly maxBytes: number;
+}
+
+/** What a router task with `mappingMiB` set aside for the mapping holds. */
+export function documentLimits(mappingMiB = MAPPING_MEMORY_MIB): DocumentLimits {
+  const budget = mappingMiB * 1024 * 1024;
+  return {
+    maxEntries: Math.floor(budget / TASK_BYTES_PER_ENTRY / 1000) * 1000,
+    maxBytes: Math.floor(budget / AGENT_BYTES_PER_DOCUMENT_BYTE / (1024 * 1024)) * 1024 * 1024,
+  };
+}
+
+export const DOCUMENT_LIMITS = documentLimits();
+
+/**
+ * The largest version a document may carry: far below 2^53, so `version + 1` (the next change, a
+ * rollback's new version) is always an exact integer greater than it, for 2^52 more versions.
+ */
+export const MAX_MAPPING_VERSION = 2 ** 52;
+
+/** Map entries a document becomes in HAProxy (what `DocumentLimits.maxEntries` counts). */
+export function documentEntries(doc: { overrides?: unknown; buckets?: unknown; freeze?: unknown }): number {
+  const count = (o: unknown) => (typeof o === 'object' && o !== null ? (Array.isArray(o) ? o.length : countKeys(o as Record<string, unknown>)) : 0);
+  const overrides = (doc.overrides ?? {}) as { exact?: unknown; prefix?: unknown };
+  const freeze = (doc.freeze ?? {}) as { exact?: unknown; buckets?: unknown };
+  return count(overrides.exact) + count(overrides.prefix) + count(doc.buckets) + count(freeze.exact) + count(freeze.buckets);
+}
+
+/** Own keys of an object; for-in, since Object.keys on a 100,000-key object allocates an array as large. */
+function countKeys(o: Record<string, unknown>): number {
+  let n = 0;
+  // eslint-disable-next-line guard-for-in
+  for (const _key in o) n++;
+  return n;
+}
