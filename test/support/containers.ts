@@ -227,7 +227,7 @@ export async function buildContext(name: string, context: string): Promise<Built
   // Built from this context on these stand-ins: a stand-in made again means a new build.
   const ids = await Promise.all(bases.map(async (b) => (await podman(['image', 'inspect', b, '--format', '{{.Id}}'])).stdout.trim()));
   const key = createHash('sha256').update(`${hashDirectoryName(context)}\0${ids.join('\0')}`).digest('hex').slice(0, 24);
-  const tag = `${TEST_IMAGE_PREFIX}/${name}:${key}`;
+  const tag = `${TEST_IMAGE_PREFIX}/${name.toLowerCase().replace(/[^a-z0-9_.-]/g, "-")}:${key}`;
   if ((await podman(['image', 'exists', tag])).status === 0) return { name, tag, context };
   const r = await buildah(['bud', '--isolation', 'chroot', '--pull=never', '--layers=false', '-t', tag, context]);
   if (r.status !== 0) {
