@@ -11,7 +11,7 @@ import { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
 import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
 import { allStacks, ControlTowerChecks, controlTowerFindings, nagFindings } from '../lib/audit';
-import { generateFleet, loadFleet, resolveFleet } from '../lib/fleet';
+import { generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
 import { CellIsolationChecks } from '../lib/isolation';
 
 function seconds<T>(f: () => T): [T, number] {
@@ -22,9 +22,9 @@ function seconds<T>(f: () => T): [T, number] {
 
 const at = process.argv.indexOf('--cells');
 const configPath = path.resolve('cells.config.ts');
-const fleet = at < 0 ? loadFleet(configPath) : resolveFleet(generateFleet(
+const fleet = at < 0 ? loadFleet(configPath) : resolveFleet(generateScaleFleet(
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default, Number(process.argv[at + 1])));
+  (require(configPath) as { default: Parameters<typeof generateScaleFleet>[0] }).default, Number(process.argv[at + 1]), 2));
 const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-'));
 try {
   const app = new App({ outdir, context: cdkJsonContext() });

@@ -20,7 +20,7 @@ describe('buildReport / formatText / renderHtml', () => {
 
   it('counts open and acknowledged findings per pack, per rule (finding ids folded) and per stack', () => {
     expect(report.packs.map((p) => [p.pack, p.open, p.acknowledged])).toEqual([
-      ['AwsSolutions', 1, 1], ['CellIsolation', 0, 0], ['ControlTower', 0, 1], ['NIST.800.53.R5', 1, 0],
+      ['AwsSolutions', 1, 1], ['CellIsolation', 0, 0], ['ControlTower', 0, 1], ['cfn-lint', 0, 0], ['NIST.800.53.R5', 1, 0],
     ]);
     expect(report.rules.find((r) => r.rule === 'AwsSolutions-IAM5')).toMatchObject({ open: 1, acknowledged: 1 });
     expect(report.byStack.filter((b) => b.pack === 'AwsSolutions')).toEqual(expect.arrayContaining([
@@ -65,11 +65,23 @@ describe('npm run audit -- --json --report FILE.html (the example fleet)', () =>
   });
 
   it('gives every acknowledged finding its reason and the construct path it was acknowledged on', () => {
-    const acknowledged = report.findings.filter((f) => f.acknowledgement);
+    const acknowledged = report.findings.filter((f) => f.acknowledgement && f.pack !== 'cfn-lint');
     expect(acknowledged.length).toBeGreaterThan(100);
     for (const f of acknowledged) {
       expect(f.acknowledgement!.reason.length).toBeGreaterThan(20);
       expect(f.resource.startsWith(f.acknowledgement!.at)).toBe(true);
+    }
+  });
+
+  it('runs cfn-lint over every template, nested stacks included, with findings acknowledged only by rule and resource type', () => {
+    expect(report.packs.find((p) => p.pack === 'cfn-lint')).toMatchObject({ open: 0, enforcement: 'audit' });
+    const lint = report.findings.filter((f) => f.pack === 'cfn-lint');
+    expect(lint.length).toBeGreaterThan(0);
+    expect(new Set(lint.map((f) => f.stack))).toEqual(expect.objectContaining({ size: expect.any(Number) }));
+    expect(lint.some((f) => /\.nested$/.test(f.stack))).toBe(true);
+    for (const f of lint) {
+      const type = /\((AWS::[^)]+)\)$/.exec(f.resource)![1];
+      expect(f.acknowledgement!.at).toBe(`${f.rule} on ${type} (lib/audit/cfn-lint.ts)`);
     }
   });
 

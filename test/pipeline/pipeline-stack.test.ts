@@ -6,7 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { addPipeline } from '../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
-import { assertNoOpenFindings, PipelineStack } from '../../lib/pipeline';
+import { assertNoOpenFindings, CFN_LINT_VERSION, PipelineStack, publishingTimeoutMinutes } from '../../lib/pipeline';
 import { planWaves } from '../../lib/waves';
 import { fakeStackStatuses, runWithFakeAws } from '../support/fake-aws';
 import { cdkApp, exampleFleet, exampleInput, REPO_ROOT } from '../support/fleet';
@@ -42,6 +42,24 @@ describe('PipelineStack on the example fleet', () => {
     const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
     const spec = JSON.parse(synth.Properties.Source.BuildSpec);
     expect(spec.phases.build.commands).toEqual(['bash .ci/run', 'npm run audit', 'npx cdk synth -q --no-notices']);
+  });
+
+  it('installs cfn-lint with pip in the synth step, for .ci/run and the audit', () => {
+    const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
+    const install: string[] = JSON.parse(synth.Properties.Source.BuildSpec).phases.install.commands;
+    expect(install).toEqual(expect.arrayContaining([`pip install --quiet 'cfn-lint==${CFN_LINT_VERSION}'`, 'cfn-lint --version']));
+  });
+
+  it('publishes each asset to its destinations in parallel, with a timeout sized from them', () => {
+    const assets = Object.entries(template.findResources('AWS::CodeBuild::Project')).filter(([id]) => /^PipelineAssets(File|Docker)Asset/.test(id));
+    expect(assets.length).toBeGreaterThan(0);
+    for (const [id, project] of assets) {
+      const commands: string[] = JSON.parse(project.Properties.Source.BuildSpec).phases.build.commands;
+      expect(commands).toHaveLength(3);
+      expect(commands[2]).toMatch(/^printf '%s\\n' "\$manifests" \| xargs -P 8 -I\{\} cdk-assets --path \{\} publish [0-9a-f]{64}$/);
+      const planned = Number(/synth planned (\d+)/.exec(commands[1])![1]);
+      expect(project.Properties.TimeoutInMinutes).toBe(publishingTimeoutMinutes(planned, id.includes('Docker') ? 'docker' : 'file'));
+    }
   });
 
   it('runs the synth on Ubuntu 24.04 (standard:8.0), a pinned Node.js LTS and the distribution\'s HAProxy, checked to be 2.6+', () => {
@@ -315,14 +333,14 @@ describe('PipelineStack options and limits', () => {
       }
     }
     // The failed-create step and four bake actions leave 45 deploy actions in a stage of 50.
-    const large = generateFleet(exampleInput(), 200);
+    const large = { ...generateFleet(exampleInput(), 200), quotas: { interfaceEndpointsPerVpc: 200 } };
     const plan = planWaves(resolveFleet({ ...large, waves: { ...large.waves, maxCellsPerWave: 60, growthFactor: 3, bakeSeconds: { ...large.waves.bakeSeconds, group: 86_400 } } }));
     expect(Math.max(...plan.waves.map((w) => w.cells.length))).toBe(45);
   });
 
   it('fails synth with a clear message when the fleet needs more stages than a pipeline holds', () => {
     const input = generateFleet(exampleInput(), 120);
-    const fleet = resolveFleet({ ...input, waves: { ...input.waves, maxCellsPerWave: 2, growthFactor: 1.5 } });
+    const fleet = resolveFleet({ ...input, quotas: { interfaceEndpointsPerVpc: 120 }, waves: { ...input.waves, maxCellsPerWave: 2, growthFactor: 1.5 } });
     expect(() => addPipeline(cdkApp(), fleet, { audit: false })).toThrow(/needs \d+ pipeline stages .* a pipeline holds 50/);
   });
 

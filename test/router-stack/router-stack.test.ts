@@ -358,6 +358,16 @@ describe('RouterStack', () => {
     t.resourceCountIs('AWS::EC2::VPCEndpoint', 1); // the S3 gateway endpoint; the cells' are in the nested stack
   });
 
+  it('puts the cells\' endpoints in a /23 subnet per AZ of their own, apart from the router tasks\' /24', () => {
+    const subnets = t.findResources('AWS::EC2::Subnet');
+    const tier = (name: string) => Object.entries(subnets).filter(([id]) => id.startsWith(`Vpc${name}Subnet`));
+    expect(tier('cellendpoints').map(([, s]) => s.Properties.CidrBlock.split('/')[1])).toEqual(['23', '23', '23']);
+    expect(tier('routers').map(([, s]) => s.Properties.CidrBlock.split('/')[1])).toEqual(['24', '24', '24']);
+    const endpointSubnets = new Set(Object.values(links.findResources('AWS::EC2::VPCEndpoint')).flatMap((e) => (e.Properties.SubnetIds as { Ref: string }[]).map((r) => r.Ref)));
+    expect([...endpointSubnets].every((ref) => /cellendpointsSubnet/.test(ref))).toBe(true);
+    expect(endpointSubnets.size).toBe(3);
+  });
+
   it('names every cell in a private zone of the router VPC, aliasing its interface endpoint', () => {
     for (const [template, nested] of [[t, links], [t2, links2]]) {
       template.hasResourceProperties('AWS::Route53::HostedZone', { Name: 'orders.cells.internal.', VPCs: [Match.objectLike({ VPCId: { Ref: Match.stringLikeRegexp('^Vpc') } })] });
@@ -431,7 +441,7 @@ describe('RouterStack', () => {
     const names = (tpl: Template) => Object.values(tpl.findResources('AWS::CloudWatch::Dashboard')).map((d) => d.Properties.DashboardName as string);
     expect(names(t)).toEqual(['orders-router-eu-west-1']);
     // Every region links every cell: one page and a half of cells.
-    const large = resolve(generateFleet(exampleInput(), CELLS_PER_DASHBOARD + 80));
+    const large = resolve({ ...generateFleet(exampleInput(), CELLS_PER_DASHBOARD + 80), quotas: { interfaceEndpointsPerVpc: CELLS_PER_DASHBOARD + 80 } });
     const stack = new RouterStack(cdkApp(), 'router-large', { fleet: large, region: 'eu-west-1' });
     const template = Template.fromStack(stack);
     const bodies = Object.values(template.findResources('AWS::CloudWatch::Dashboard')).map((d) => JSON.stringify(d.Properties.DashboardBody));

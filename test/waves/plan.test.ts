@@ -8,6 +8,7 @@ function fleetOf(count: number, waves: Partial<Fleet['waves']> = {}, regions = 2
   const regionNames = Object.keys(input.regions).slice(0, regions);
   return resolveFleet({
     ...input,
+    quotas: { interfaceEndpointsPerVpc: Math.max(50, count) },
     regions: Object.fromEntries(regionNames.map((r) => [r, input.regions[r]])),
     cells: input.cells.map((c, i) => ({ ...c, region: regionNames[i % regionNames.length] })),
     waves: { ...input.waves, ...waves },
