@@ -88,3 +88,33 @@ export function overWindow(samples: readonly (readonly CellLoad[])[]): CellLoad[
     };
   });
 }
+
+/** Tenants per cell the agent reports by name (the rest are counted in `ActiveTenants` only). */
+export const REPORTED_TOP_TENANTS = 5;
+
+/**
+ * CloudWatch EMF lines of a router task's tenant counts: per cell, `ActiveTenants` (tenants this
+ * task saw in the rate period; tasks see overlapping sets, so the fleet-wide count is at least the
+ * largest task's) and, per top tenant, `TenantRequestsPerSecond` (this task's share of the
+ * tenant's rate: summed over the tasks, it is the tenant's rate at the router). Dimensions hold
+ * `Cell` (and `Tenant`) only, so one query sums every router group and task.
+ */
+export function tenantMetricLines(rates: readonly TenantRate[], mapping: MappingDocument, timestamp: number, top = REPORTED_TOP_TENANTS): string[] {
+  const lines: string[] = [];
+  for (const load of cellLoadsOf(rates, mapping, top)) {
+    lines.push(JSON.stringify({
+      _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['Cell']], Metrics: [{ Name: 'ActiveTenants', Unit: 'Count' }] }] },
+      Cell: load.cell,
+      ActiveTenants: load.activeTenants,
+    }));
+    for (const t of load.topTenants) {
+      lines.push(JSON.stringify({
+        _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['Cell', 'Tenant']], Metrics: [{ Name: 'TenantRequestsPerSecond', Unit: 'Count/Second' }] }] },
+        Cell: load.cell,
+        Tenant: t.tenant,
+        TenantRequestsPerSecond: t.rps,
+      }));
+    }
+  }
+  return lines;
+}

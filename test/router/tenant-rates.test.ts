@@ -69,5 +69,15 @@ describe('tenant rates from a real router', () => {
       expect(load.topTenants.length).toBe(Math.min(2, load.activeTenants));
     }
     expect(loads.find((l) => l.cell === 'cell-b')!.topTenants.map((t) => t.tenant)).toContain('pinned-1');
+
+    // The agent's EMF lines: per cell its active tenants, per top tenant its rate.
+    const lines = (await router.agent.tenantMetrics(1)).map((l) => JSON.parse(l));
+    const active = lines.filter((l) => 'ActiveTenants' in l);
+    expect(active.map((l) => [l.Cell, l.ActiveTenants]).sort()).toEqual(loads.map((l) => [l.cell, l.activeTenants]).sort());
+    expect(active[0]._aws.CloudWatchMetrics[0]).toEqual({ Namespace: 'CellRouter', Dimensions: [['Cell']], Metrics: [{ Name: 'ActiveTenants', Unit: 'Count' }] });
+    const heavy = lines.find((l) => l.Tenant === 'heavy');
+    expect(heavy).toMatchObject({ Cell: lookup(doc, 'heavy').cell, TenantRequestsPerSecond: 40 / TENANT_RATE_PERIOD_SECONDS });
+    expect(heavy._aws.CloudWatchMetrics[0].Dimensions).toEqual([['Cell', 'Tenant']]);
+    expect(lines.filter((l) => 'Tenant' in l)).toHaveLength(loads.filter((l) => l.activeTenants > 0).length);
   });
 });
