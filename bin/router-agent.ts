@@ -122,6 +122,7 @@ async function main(): Promise<void> {
   let stopping = false;
   const metrics = setInterval(() => {
     void agent.metrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
+    void agent.tenantMetrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
   }, Number(env('METRICS_SECONDS', '60')) * 1000);
   const stop = () => {
     if (stopping) return;

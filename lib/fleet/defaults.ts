@@ -1,4 +1,4 @@
-import { AlarmThresholds, PartitionKeySource, RouterGroupConfig } from './types';
+import { AlarmThresholds, CapacityConfig, PartitionKeySource, RouterGroupConfig } from './types';
 
 export const DEFAULT_PARTITION_KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
 export const DEFAULT_BUCKET_COUNT = 16384;
@@ -90,3 +90,9 @@ export const ROUTER_SUBNET_MASKS = { public: 24, routers: 24, cellEndpoints: 23 
 export const SUBNET_RESERVED_ADDRESSES = 5;
 /** Cells whose endpoints one cell-endpoint subnet holds. */
 export const CELLS_PER_ENDPOINT_SUBNET = 2 ** (32 - ROUTER_SUBNET_MASKS.cellEndpoints) - SUBNET_RESERVED_ADDRESSES;
+
+/**
+ * Cells are run at half their tested rate with one spare to receive moves ("operated with headroom,
+ * half the tested ceiling, so spikes, failovers and incoming moves have room").
+ */
+export const DEFAULT_CAPACITY: Required<CapacityConfig> = { targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5 };

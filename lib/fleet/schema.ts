@@ -6,7 +6,7 @@
  * unknown key, a missing field or a wrong type must never be silently ignored or defaulted.
  */
 import {
-  AlarmThresholds, CellConfig, CellShape, FleetInput, OrganizationConfig, PartitionKeySource, PipelineConfig, PipelineSource,
+  AlarmThresholds, CapacityConfig, CellConfig, CellShape, FleetInput, OrganizationConfig, PartitionKeySource, PipelineConfig, PipelineSource,
   RegionConfig, RouterConfig, RouterGroupConfig, WavePolicy, WorkloadConfig,
 } from './types';
 import { GrantedQuotas } from '../limits/quotas';
@@ -139,6 +139,7 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
   })),
   pipeline: optional(PIPELINE),
   quotas: optional(object<GrantedQuotas>({ interfaceEndpointsPerVpc: optional(integer) })),
+  capacity: optional(object<CapacityConfig>({ targetUtilisation: optional(number), spareCells: optional(integer), largeTenantShare: optional(number) })),
 };
 
 /** Levenshtein distance, for did-you-mean suggestions. */

@@ -203,6 +203,25 @@ export interface OrganizationConfig {
   readonly executionPolicyArn?: string;
 }
 
+/**
+ * How full cells are allowed to get, against their shape's tested `limits` (`cellctl capacity`,
+ * `capacity plan`, `place`, the cells' capacity alarms).
+ */
+export interface CapacityConfig {
+  /**
+   * Share of a shape's tested `requestsPerSecond` cells are placed against (0 < x < 1): the rest is
+   * room for spikes, the loss of a zone and incoming moves. A cell above it is `hot`. @default 0.5
+   */
+  readonly targetUtilisation?: number;
+  /** Empty cells kept beyond what the measured peak needs, to receive moves. @default 1 */
+  readonly spareCells?: number;
+  /**
+   * A tenant whose own peak takes more than this share of a cell's target rate is named as a
+   * candidate for a dedicated cell or a pin (0 < x <= 1). @default 0.5
+   */
+  readonly largeTenantShare?: number;
+}
+
 /** Where the pipeline gets the repository from. */
 export type PipelineSource =
   | { readonly kind: 'connection'; readonly connectionArn: string; readonly repository: string; readonly branch: string }
@@ -263,6 +282,8 @@ export interface FleetInput {
    * (docs/limits.md, "Raising a quota"). @default AWS's defaults
    */
   readonly quotas?: GrantedQuotas;
+  /** @default DEFAULT_CAPACITY */
+  readonly capacity?: CapacityConfig;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -306,4 +327,5 @@ export interface Fleet {
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };
   readonly quotas: Required<GrantedQuotas>;
+  readonly capacity: Required<CapacityConfig>;
 }

@@ -1,6 +1,6 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
-  BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
+  BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_CAPACITY, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
   CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
 } from './defaults';
 import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
@@ -222,6 +222,19 @@ function routerProblems(input: FleetInput): string[] {
   return problems;
 }
 
+function capacityProblems(input: FleetInput): string[] {
+  const capacity = input.capacity;
+  if (!capacity) return [];
+  const problems: string[] = [];
+  const { targetUtilisation: target, spareCells: spare, largeTenantShare: share } = capacity;
+  if (target !== undefined && !(target > 0 && target < 1)) {
+    problems.push(`capacity.targetUtilisation: ${target} must be a share above 0 and below 1 of a shape's tested requestsPerSecond (0.5 runs cells at half what they were tested at)`);
+  }
+  if (spare !== undefined && (!isInt(spare) || spare < 0 || spare > 100)) problems.push(`capacity.spareCells: ${spare} must be a whole number of cells from 0 to 100`);
+  if (share !== undefined && !(share > 0 && share <= 1)) problems.push(`capacity.largeTenantShare: ${share} must be a share above 0 and at most 1 of a cell's target rate`);
+  return problems;
+}
+
 function organizationProblems(input: FleetInput): string[] {
   const org = input.organization;
   if (!org) return [];
@@ -436,6 +449,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...derivedNameProblems(input),
     ...crossRegionProblems(Object.keys(input.regions ?? {})),
     ...quotaProblems(input),
+    ...capacityProblems(input),
   ];
 }
 
@@ -479,6 +493,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
     },
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
+    capacity: { ...DEFAULT_CAPACITY, ...input.capacity },
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {
       organization: {

@@ -8,6 +8,7 @@ import { mapContents, mapFileText, MappingApplier, UnappliableDocumentError } fr
 import { BUCKET_COUNT_ENV, MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
+import { readTenantRates, tenantMetricLines } from './tenant-rates';
 
 export interface AgentOptions {
   readonly api: RuntimeApi;
@@ -344,6 +345,20 @@ export class MappingAgent {
       }));
     }
     return lines;
+  }
+
+  /**
+   * EMF lines of the tenants this task routes, per cell of the mapping in force: active tenants and
+   * the busiest tenants' rates, from HAProxy's keys table (`tenantMetricLines`). None while no
+   * mapping is loaded or HAProxy does not answer.
+   */
+  public async tenantMetrics(top?: number): Promise<string[]> {
+    if (!this.lkg) return [];
+    try {
+      return tenantMetricLines(await readTenantRates(this.o.api), this.lkg, this.now(), top);
+    } catch {
+      return [];
+    }
   }
 
   /** `/ready`: 200 while a mapping is in force in HAProxy, 503 otherwise; `/healthz`: the process is alive. */

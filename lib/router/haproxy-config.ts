@@ -94,8 +94,15 @@ export const KEY_CACHE_ENTRIES = 128_000;
 /** Client addresses tracked at once (the `clients` stick table, about 128 bytes an entry). */
 export const CLIENT_TABLE_ENTRIES = 100_000;
 
-/** The stick table of tenants' buckets. */
+/** The stick table of tenants' buckets and request rates. */
 export const KEY_TABLE = 'keys';
+
+/**
+ * Seconds over which the keys table counts each tenant's requests (`http_req_rate`): what
+ * `cellctl capacity` and the agent's per-cell tenant metrics read. The counter lives in the entry
+ * the bucket is cached in, so counting costs no second lookup.
+ */
+export const TENANT_RATE_PERIOD_SECONDS = 10;
 
 /** The stick table of client addresses: connections, request rate, bad-key rate (gpc0). */
 export const CLIENT_TABLE = 'clients';
@@ -426,7 +433,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   lines.push(
     '',
     `backend ${KEY_TABLE}`,
-    `  stick-table type string len 129 size ${o.keyCacheEntries ?? KEY_CACHE_ENTRIES} expire 30m store gpt0`,
+    `  stick-table type string len 129 size ${o.keyCacheEntries ?? KEY_CACHE_ENTRIES} expire 30m store gpt0,http_req_rate(${TENANT_RATE_PERIOD_SECONDS}s)`,
     '',
     `backend ${CLIENT_TABLE}`,
     // gpc0: the client's bad-key requests (counted in the bad-key backend).

@@ -7,3 +7,4 @@ export * from './local';
 export * from './freeze';
 export * from './task-config';
 export * from './served';
+export * from './tenant-rates';

@@ -37,6 +37,12 @@ describe('fleetProblems', () => {
     ['empty wave policy', (i) => ({ ...i, waves: undefined as unknown as FleetInput['waves'] }), /^missing `waves` \(an object with singleCellWaves, growthFactor, maxCellsPerWave, bakeSeconds\)$/],
     ['zero cells per wave', (i) => ({ ...i, waves: { ...i.waves, maxCellsPerWave: 0 } }), /waves.maxCellsPerWave: 0 must be a positive integer/],
     ['growth factor that does not grow', (i) => ({ ...i, waves: { ...i.waves, growthFactor: 1 } }), /waves.growthFactor: 1 must be greater than 1/],
+    ['target utilisation of 1 or more', (i) => ({ ...i, capacity: { targetUtilisation: 1 } }), /^capacity.targetUtilisation: 1 must be a share above 0 and below 1 of a shape's tested requestsPerSecond/],
+    ['target utilisation written as a percentage', (i) => ({ ...i, capacity: { targetUtilisation: 50 } }), /^capacity.targetUtilisation: 50 must be a share above 0 and below 1/],
+    ['negative spare cells', (i) => ({ ...i, capacity: { spareCells: -1 } }), /^capacity.spareCells: -1 must be a whole number of cells from 0 to 100$/],
+    ['fractional spare cells', (i) => ({ ...i, capacity: { spareCells: 1.5 } }), /^capacity.spareCells must be a whole number, got 1.5$/],
+    ['large-tenant share of 0', (i) => ({ ...i, capacity: { largeTenantShare: 0 } }), /^capacity.largeTenantShare: 0 must be a share above 0 and at most 1/],
+    ['unknown capacity key', (i) => ({ ...i, capacity: { targetUtilization: 0.5 } as never }), /^capacity: unknown key `targetUtilization`; did you mean `targetUtilisation`\?$/],
     ['bake time too short', (i) => ({ ...i, waves: { ...i.waves, bakeSeconds: { ...i.waves.bakeSeconds, single: 5 } } }), /waves.bakeSeconds.single: 5 is out of range/],
     ['bake time too long', (i) => ({ ...i, waves: { ...i.waves, bakeSeconds: { ...i.waves.bakeSeconds, group: 90_000 } } }), /waves.bakeSeconds.group: 90000 is out of range/],
     ['capacity min above desired', editShape('standard', { capacity: { min: 4, desired: 3, max: 12 } }), /shape `standard`: capacity needs integers with 2 <= min <= desired <= max/],
@@ -136,6 +142,8 @@ describe('resolveFleet', () => {
     expect(fleet.cells[0].availabilityZones).toEqual(['euw1-az1', 'euw1-az2', 'euw1-az3']);
     expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
     expect(fleet.router).toMatchObject({ slots: 64, cellMaxConn: 200, queueTimeoutMs: 1000 });
+    expect(fleet.capacity).toEqual({ targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5 });
+    expect(resolveFleet({ ...rest, capacity: { targetUtilisation: 0.7 } }).capacity).toEqual({ targetUtilisation: 0.7, spareCells: 1, largeTenantShare: 0.5 });
   });
 });
 

@@ -1,0 +1,4 @@
+export * from './types';
+export * from './judge';
+export * from './plan';
+export * from './place';

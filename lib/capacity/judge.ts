@@ -1,0 +1,90 @@
+import { Fleet } from '../fleet/types';
+import { CapacitySettings, CellCapacity, CellLimits, CellLoad, CellStatus, FleetCapacity } from './types';
+
+/** Each cell of the fleet with the limits it is judged against. */
+export function cellLimitsOf(fleet: Fleet): CellLimits[] {
+  return fleet.cells.map((c) => ({
+    cell: c.id,
+    region: c.region,
+    shape: c.shapeName,
+    state: c.state,
+    testedRps: c.shape.limits.requestsPerSecond,
+    maxTenants: c.shape.limits.maxTenants,
+    zones: c.availabilityZones.length,
+  }));
+}
+
+/** A cell's status from its peak rate and tenants. */
+export function statusOf(peakRps: number, tenants: number, limits: Pick<CellLimits, 'testedRps' | 'maxTenants'>, target: number): CellStatus {
+  if (peakRps > limits.testedRps || tenants > limits.maxTenants) return 'full';
+  if (peakRps > limits.testedRps * target) return 'hot';
+  return 'ok';
+}
+
+const peakOf = (t: { rps: number; peakRps?: number }) => t.peakRps ?? t.rps;
+
+/** One cell judged against its limits; a cell with no measurement is judged as idle. */
+export function judgeCell(limits: CellLimits, load: CellLoad | undefined, settings: CapacitySettings): CellCapacity {
+  const peakRps = load?.peakRps ?? 0;
+  const activeTenants = load?.activeTenants ?? 0;
+  const top = [...(load?.topTenants ?? [])].sort((a, b) => peakOf(b) - peakOf(a) || a.tenant.localeCompare(b.tenant));
+  const largest = top[0];
+  // Losing one of `zones` zones leaves (zones - 1) / zones of the cell's tasks for the same load.
+  const survivors = limits.zones > 1 ? (limits.zones - 1) / limits.zones : 1;
+  return {
+    cell: limits.cell,
+    region: limits.region,
+    shape: limits.shape,
+    state: limits.state,
+    currentRps: load?.currentRps ?? 0,
+    peakRps,
+    testedRps: limits.testedRps,
+    targetRps: limits.testedRps * settings.targetUtilisation,
+    utilisation: peakRps / limits.testedRps,
+    activeTenants,
+    maxTenants: limits.maxTenants,
+    ...(largest ? { largestTenant: { tenant: largest.tenant, peakRps: peakOf(largest), share: peakRps > 0 ? peakOf(largest) / peakRps : 0 } } : {}),
+    zoneLossUtilisation: peakRps / (limits.testedRps * survivors),
+    status: statusOf(peakRps, activeTenants, limits, settings.targetUtilisation),
+    topTenants: top,
+    missingPeriods: load?.missingPeriods ?? 0,
+  };
+}
+
+/**
+ * The fleet judged: every cell, the cells the measured peak needs at the target (per shape, since
+ * a shape's cells take only that shape's rate) plus the spares, and the tenants too large for a
+ * share of any cell.
+ */
+export function judgeFleet(limits: readonly CellLimits[], loads: readonly CellLoad[], settings: CapacitySettings): FleetCapacity {
+  const byCell = new Map(loads.map((l) => [l.cell, l]));
+  const cells = limits.map((l) => judgeCell(l, byCell.get(l.cell), settings));
+  const peakByShape = new Map<string, { peak: number; targetRps: number }>();
+  for (const c of cells) {
+    const entry = peakByShape.get(c.shape) ?? { peak: 0, targetRps: c.targetRps };
+    entry.peak += c.peakRps;
+    peakByShape.set(c.shape, entry);
+  }
+  const serving = [...peakByShape.values()].reduce((n, s) => n + Math.max(s.peak > 0 ? 1 : 0, Math.ceil(roundUp(s.peak / s.targetRps))), 0);
+  const cellsNeeded = serving + settings.spareCells;
+  const activeCells = cells.filter((c) => c.state === 'active').length;
+  const biggestTarget = Math.max(0, ...cells.map((c) => c.targetRps));
+  const largeTenants = cells.flatMap((c) => c.topTenants
+    .filter((t) => peakOf(t) > settings.largeTenantShare * biggestTarget)
+    .map((t) => ({ tenant: t.tenant, cell: c.cell, peakRps: peakOf(t), shareOfTarget: biggestTarget > 0 ? peakOf(t) / biggestTarget : Infinity })))
+    .sort((a, b) => b.peakRps - a.peakRps);
+  return {
+    cells,
+    settings,
+    peakRps: cells.reduce((n, c) => n + c.peakRps, 0),
+    cellsNeeded,
+    activeCells,
+    cellsToAdd: Math.max(0, cellsNeeded - activeCells),
+    largeTenants,
+  };
+}
+
+/** 60000 / 7000 * 7000 is not always exactly 60000 in floating point: do not count a rounding error as a cell. */
+function roundUp(x: number): number {
+  return Math.abs(x - Math.round(x)) < 1e-9 ? Math.round(x) : x;
+}

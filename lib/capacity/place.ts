@@ -1,0 +1,44 @@
+import { CellCapacity, FleetCapacity } from './types';
+
+export interface PlacementRequest {
+  readonly tenant: string;
+  /** The tenant's expected peak, requests per second. */
+  readonly expectedRps: number;
+  /** Only cells of this region. @default any region */
+  readonly region?: string;
+  /** Only cells of this shape. @default any shape */
+  readonly shape?: string;
+}
+
+export type Placement =
+  /** `cell` takes the tenant and stays under its target. */
+  | { readonly kind: 'fits'; readonly cell: string; readonly peakRpsAfter: number; readonly targetRps: number; readonly utilisationAfter: number }
+  /** No active cell has the room today, but a cell of `shape` would: add one (or move tenants away) first. */
+  | { readonly kind: 'no-room'; readonly shape: string; readonly region?: string; readonly targetRps: number }
+  /** The tenant alone is above the target of every shape that may take it: a dedicated cell of a larger shape, or a second key dimension. */
+  | { readonly kind: 'too-big'; readonly largestTargetRps: number };
+
+/**
+ * Where a new tenant should go: best fit (the least room left after it) among the active cells
+ * of the region and shape asked for that stay under their target rate and their `maxTenants`.
+ */
+export function place(capacity: FleetCapacity, request: PlacementRequest): Placement {
+  if (!(request.expectedRps >= 0) || !Number.isFinite(request.expectedRps)) throw new Error(`expected rate ${request.expectedRps}: give requests per second as a number of 0 or more`);
+  const eligible = capacity.cells.filter((c) => (request.region === undefined || c.region === request.region) && (request.shape === undefined || c.shape === request.shape));
+  if (eligible.length === 0) {
+    throw new Error(`no cell of ${[request.region && `region ${request.region}`, request.shape && `shape ${request.shape}`].filter(Boolean).join(' and ')} in the fleet; leave out --region/--shape or name ones the fleet has`);
+  }
+  const largestTargetRps = Math.max(0, ...eligible.map((c) => c.targetRps));
+  if (request.expectedRps > largestTargetRps) return { kind: 'too-big', largestTargetRps };
+  const room = (c: CellCapacity) => c.targetRps - c.peakRps - request.expectedRps;
+  const fitting = eligible
+    .filter((c) => c.state === 'active' && room(c) >= 0 && c.activeTenants + 1 <= c.maxTenants)
+    .sort((a, b) => room(a) - room(b) || a.cell.localeCompare(b.cell));
+  const best = fitting[0];
+  if (best) {
+    const after = best.peakRps + request.expectedRps;
+    return { kind: 'fits', cell: best.cell, peakRpsAfter: after, targetRps: best.targetRps, utilisationAfter: after / best.testedRps };
+  }
+  const biggest = [...eligible].sort((a, b) => b.targetRps - a.targetRps)[0];
+  return { kind: 'no-room', shape: biggest.shape, ...(request.region ? { region: request.region } : {}), targetRps: biggest.targetRps };
+}

@@ -1,0 +1,61 @@
+import { CellLimits, judgeCell, judgeFleet } from '../../lib/capacity';
+import { SETTINGS } from './fixture';
+
+const shape = (cell: string, testedRps = 10_000): CellLimits => ({ cell, region: 'eu-west-1', shape: 'large', state: 'active', testedRps, maxTenants: 100, zones: 3 });
+
+describe('judgeFleet: the seeds\' worked example', () => {
+  // 60,000 req/s at peak over 400 tenants, 10,000 req/s tested per cell, 70% target, largest tenant 6,000.
+  const settings = { ...SETTINGS, targetUtilisation: 0.7 };
+  const limits = Array.from({ length: 10 }, (_, i) => shape(`cell-${i + 1}`));
+  const loads = limits.slice(0, 9).map((l, i) => ({
+    cell: l.cell, currentRps: 6000, peakRps: 60_000 / 9, activeTenants: 44,
+    topTenants: i === 0 ? [{ tenant: 'big', rps: 5000, peakRps: 6000 }, { tenant: 'small', rps: 100, peakRps: 150 }] : [],
+  }));
+  const fleet = judgeFleet(limits, loads, settings);
+
+  it('needs nine cells at the target plus one spare', () => {
+    expect(fleet.peakRps).toBeCloseTo(60_000);
+    expect(fleet.cellsNeeded).toBe(10);
+    expect(fleet.activeCells).toBe(10);
+    expect(fleet.cellsToAdd).toBe(0);
+  });
+
+  it('checks the largest tenant against the target: 6,000 of 7,000 leaves 1,000 for its neighbours', () => {
+    const cell = fleet.cells[0];
+    expect(cell.targetRps).toBeCloseTo(7000);
+    expect(cell.largestTenant).toEqual({ tenant: 'big', peakRps: 6000, share: 6000 / (60_000 / 9) });
+    expect(fleet.largeTenants).toEqual([{ tenant: 'big', cell: 'cell-1', peakRps: 6000, shareOfTarget: 6000 / 7000 }]);
+  });
+
+  it('with eight cells, asks for two more', () => {
+    const eight = judgeFleet(limits.slice(0, 8), loads.slice(0, 8).map((l) => ({ ...l, peakRps: 7500 })), settings);
+    expect(eight.cellsNeeded).toBe(10); // 60,000 / 7,000 → 9, plus the spare
+    expect(eight.cellsToAdd).toBe(2);
+  });
+});
+
+describe('judgeCell', () => {
+  const load = (peakRps: number, activeTenants = 10) => ({ cell: 'c', currentRps: peakRps / 2, peakRps, activeTenants, topTenants: [] });
+  it.each([
+    [400, 'ok'], [500, 'ok'], [501, 'hot'], [1000, 'hot'], [1001, 'full'],
+  ] as const)('a cell tested at 1000 req/s with a peak of %d is %s', (peak, status) => {
+    expect(judgeCell(shape('c', 1000), load(peak), SETTINGS).status).toBe(status);
+  });
+
+  it('is full above its tenants whatever its rate', () => {
+    expect(judgeCell(shape('c', 1000), load(10, 101), SETTINGS).status).toBe('full');
+  });
+
+  it('reports utilisation after losing one of three zones', () => {
+    const cell = judgeCell(shape('c', 1000), load(600), SETTINGS);
+    expect(cell.utilisation).toBeCloseTo(0.6);
+    expect(cell.zoneLossUtilisation).toBeCloseTo(0.9);
+    expect(cell.currentRps).toBe(300);
+  });
+
+  it('judges a cell without a measurement as idle, not as missing', () => {
+    const cell = judgeCell(shape('c', 1000), undefined, SETTINGS);
+    expect(cell).toMatchObject({ peakRps: 0, currentRps: 0, activeTenants: 0, status: 'ok', utilisation: 0 });
+    expect(cell.largestTenant).toBeUndefined();
+  });
+});
