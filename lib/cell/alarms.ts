@@ -19,7 +19,15 @@ export interface CellAlarmsProps {
   readonly queues: CellQueues;
   /** Encrypts the alarm topic. */
   readonly encryptionKey: kms.IKey;
+  /**
+   * What the cell's shape was load-tested at and the share of it the fleet places cells against:
+   * the capacity alarms page above each. @default - no capacity alarms
+   */
+  readonly capacity?: { readonly testedRequestsPerSecond: number; readonly targetUtilisation: number };
 }
+
+/** Minutes a cell's request rate must stay above its target before `above-target` pages: a spike is what the headroom is for. */
+export const ABOVE_TARGET_MINUTES = 15;
 
 const PERIOD = Duration.minutes(1);
 const GIB = 1024 ** 3;
@@ -43,7 +51,9 @@ const GIB = 1024 ** 3;
  *   deployment circuit breaker. Those variants gate only and page nobody.
  * - `health`: the composite over the request-path signals themselves (raw 5xx rate and unhealthy
  *   targets, so a cell with no healthy target is unhealthy); the pipeline's bake reads it.
- * - `paging`: queue signals (oldest work message, dead letters) and free storage. They notify
+ * - `paging`: queue signals (oldest work message, dead letters), free storage, and capacity: the
+ *   request rate above the fleet's target share of the shape's tested rate (sustained
+ *   `ABOVE_TARGET_MINUTES`), and above the tested rate itself. They notify
  *   on-call but never gate or roll back a deployment: one poison message in the dead-letter queue
  *   would otherwise hold `health` in ALARM, fail every bake and blind ECS to the next deployment.
  */
@@ -62,7 +72,11 @@ export class CellAlarms extends Construct {
   public readonly deployUnhealthyHosts: cloudwatch.Alarm;
   /** Request-path metric alarms: ECS deployments and ASG instance refreshes roll back on any of them. */
   public readonly deploymentGate: readonly cloudwatch.Alarm[];
-  /** Alarms that page but never gate a deployment: queue signals and free storage. */
+  /** Request rate above the target share of the tested rate (the cell is `hot`): move tenants or add a cell. */
+  public readonly aboveTarget?: cloudwatch.Alarm;
+  /** Request rate above the shape's tested rate (the cell is `full`): beyond what it is known to sustain. */
+  public readonly aboveTestedLimit?: cloudwatch.Alarm;
+  /** Alarms that page but never gate a deployment: queue signals, free storage, capacity. */
   public readonly paging: readonly cloudwatch.Alarm[];
   /** The cell's health, read by the pipeline's bake: in ALARM when any `deploymentGate` alarm is. */
   public readonly health: cloudwatch.CompositeAlarm;
@@ -150,12 +164,36 @@ export class CellAlarms extends Construct {
       t.dlqMessages,
       `>= ${t.dlqMessages} messages in the dead-letter queue`,
     );
+    const capacity: cloudwatch.Alarm[] = [];
+    if (props.capacity) {
+      const { testedRequestsPerSecond: tested, targetUtilisation: target } = props.capacity;
+      const rate = new cloudwatch.MathExpression({
+        expression: 'requests / 60',
+        usingMetrics: { requests: alb.requestCount({ period: PERIOD, statistic: 'Sum' }) },
+        label: 'requests per second',
+        period: PERIOD,
+      });
+      const targetRps = Math.round(tested * target * 100) / 100;
+      this.aboveTarget = new cloudwatch.Alarm(this, 'AboveTarget', {
+        alarmName: `${props.namePrefix}-above-target`,
+        alarmDescription: `${props.namePrefix}: above ${targetRps} requests/s (${Math.round(target * 100)}% of the ${tested} its shape was tested at) for ${ABOVE_TARGET_MINUTES} minutes; \`cellctl capacity plan --out FILE\` moves tenants away, or add a cell`,
+        metric: rate,
+        threshold: targetRps,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: ABOVE_TARGET_MINUTES,
+        datapointsToAlarm: ABOVE_TARGET_MINUTES,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      this.aboveTestedLimit = alarm('AboveTestedLimit', rate, tested,
+        `above ${tested} requests/s, the rate its shape was tested at; move tenants away now (\`cellctl capacity plan --out FILE\`)`, cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD);
+      capacity.push(this.aboveTarget, this.aboveTestedLimit);
+    }
     this.all = [
       this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu,
-      this.databaseConnections, this.databaseFreeStorage, this.oldestMessage, this.deadLetters,
+      this.databaseConnections, this.databaseFreeStorage, this.oldestMessage, this.deadLetters, ...capacity,
     ];
     this.deploymentGate = [this.deployErrorRate, this.latencyP99, this.deployUnhealthyHosts, this.databaseCpu, this.databaseConnections];
-    this.paging = [this.oldestMessage, this.deadLetters, this.databaseFreeStorage];
+    this.paging = [this.oldestMessage, this.deadLetters, this.databaseFreeStorage, ...capacity];
     const requestPath = [this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu, this.databaseConnections];
     this.health = new cloudwatch.CompositeAlarm(this, 'Health', {
       compositeAlarmName: `${props.namePrefix}-health`,

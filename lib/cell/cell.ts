@@ -88,6 +88,7 @@ export class Cell extends Construct {
       data: this.data,
       queues: this.queues,
       encryptionKey,
+      capacity: { testedRequestsPerSecond: cell.shape.limits.requestsPerSecond, targetUtilisation: fleet.capacity.targetUtilisation },
     });
     this.compute = new CellCompute(this, 'Compute', {
       cellId: cell.id,

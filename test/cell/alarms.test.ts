@@ -3,7 +3,7 @@ import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/
 
 /** Deployment-gate variants that tolerate a first start; they page nobody. */
 const GATE_ONLY = ['deploy-error-rate', 'deploy-unhealthy-hosts'];
-const SIGNALS = ['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections', 'database-free-storage', 'oldest-message', 'dead-letters'];
+const SIGNALS = ['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections', 'database-free-storage', 'oldest-message', 'dead-letters', 'above-target', 'above-tested-limit'];
 
 describe('CellAlarms', () => {
   let cells: Record<string, SynthesizedCell>;
@@ -39,7 +39,7 @@ describe('CellAlarms', () => {
     const [topicId] = Object.keys(template.findResources('AWS::SNS::Topic'));
     const metricAlarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter((a) => !/-deploy-/.test(a.Properties.AlarmName));
     const all = [...metricAlarms, ...Object.values(template.findResources('AWS::CloudWatch::CompositeAlarm'))];
-    expect(all).toHaveLength(9);
+    expect(all).toHaveLength(11);
     for (const alarm of all) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
       expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
@@ -76,7 +76,26 @@ describe('CellAlarms', () => {
     const alarms = template.findResources('AWS::CloudWatch::Alarm');
     const watched = Object.entries(alarms).filter(([id]) => rule.includes(id)).map(([, a]) => a.Properties.AlarmName);
     expect(watched.sort()).toEqual(['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections'].map((s) => `orders-${FARGATE_CELL}-${s}`).sort());
-    for (const paging of ['dead-letters', 'oldest-message', 'database-free-storage']) expect(watched).not.toContain(`orders-${FARGATE_CELL}-${paging}`);
+    for (const paging of ['dead-letters', 'oldest-message', 'database-free-storage', 'above-target', 'above-tested-limit']) expect(watched).not.toContain(`orders-${FARGATE_CELL}-${paging}`);
     expect(rule).toContain('ALARM(');
+  });
+
+  it('pages when the request rate is above the target share of the shape\'s tested rate, and above the tested rate, without gating deployments', () => {
+    // canary-eu is shape `standard`, tested at 2000 req/s; the fleet's target is the default 50%.
+    const rateOf = (name: string) => {
+      const [alarm] = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-${FARGATE_CELL}-${name}` } }));
+      const metrics = alarm.Properties.Metrics as { Expression?: string; MetricStat?: { Metric: { MetricName: string }; Stat: string; Period: number } }[];
+      expect(metrics.find((m) => m.Expression)!.Expression).toBe('requests / 60');
+      expect(metrics.find((m) => m.MetricStat)!.MetricStat).toMatchObject({ Metric: { MetricName: 'RequestCount' }, Stat: 'Sum', Period: 60 });
+      return alarm.Properties;
+    };
+    expect(rateOf('above-target')).toMatchObject({ Threshold: 1000, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 15, DatapointsToAlarm: 15, TreatMissingData: 'notBreaching' });
+    expect(rateOf('above-tested-limit')).toMatchObject({ Threshold: 2000, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3 });
+    cells[EC2_CELL].template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `orders-${EC2_CELL}-above-tested-limit`, Threshold: 500 });
+    cells[EC2_CELL].template.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `orders-${EC2_CELL}-above-target`, Threshold: 250 });
+    // ECS rolls a deployment back on its deployment alarms: capacity is not among them.
+    const [service] = Object.values(template.findResources('AWS::ECS::Service'));
+    const gated = JSON.stringify(service.Properties.DeploymentConfiguration.Alarms.AlarmNames);
+    expect(gated).not.toMatch(/above-/);
   });
 });
