@@ -7,6 +7,7 @@ import { moveCommand } from './move-commands';
 import { planCommand } from './plan-command';
 import { routerCommand } from './router-commands';
 import { fleetCommand } from './fleet-commands';
+import { capacityCommand, placeCommand } from './capacity-commands';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -21,6 +22,8 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(routerCommand(io));
   program.addCommand(moveCommand(io));
   program.addCommand(fleetCommand(io));
+  program.addCommand(capacityCommand(io));
+  program.addCommand(placeCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');
