@@ -1,0 +1,123 @@
+import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput, ListMetricsCommand, MetricDataQuery } from '@aws-sdk/client-cloudwatch';
+import { mockClient } from 'aws-sdk-client-mock';
+import { readRouterLoads } from '../../lib/cli/capacity-cloudwatch';
+
+/**
+ * The CloudWatch path of `cellctl capacity`, against recorded GetMetricData / ListMetrics answers
+ * shaped like the real API's: ids as asked, timestamps ascending, one value per period with data.
+ */
+const NOW = new Date('2026-12-01T12:05:30Z');
+const minute = (m: number) => new Date(Date.UTC(2026, 11, 1, 12, m));
+
+/** Recorded series, by metric and dimensions: timestamp minute → value. */
+type Recorded = Record<string, Record<number, number>>;
+const keyOf = (q: MetricDataQuery) => `${q.MetricStat!.Metric!.MetricName}|${q.MetricStat!.Metric!.Dimensions!.map((d) => `${d.Name}=${d.Value}`).join(',')}|${q.MetricStat!.Stat}`;
+
+function answer(recorded: Recorded, input: GetMetricDataCommandInput) {
+  return {
+    MetricDataResults: input.MetricDataQueries!.map((q) => {
+      const points = Object.entries(recorded[keyOf(q)] ?? {}).map(([m, v]) => [minute(Number(m)), v] as const)
+        // Not cut at EndTime: the reader itself must leave out a period that has not ended.
+        .filter(([t]) => t >= input.StartTime!);
+      return { Id: q.Id, Label: q.MetricStat!.Metric!.MetricName, Timestamps: points.map(([t]) => t), Values: points.map(([, v]) => v), StatusCode: 'Complete' as const };
+    }),
+  };
+}
+
+describe('readRouterLoads (CloudWatch)', () => {
+  const cw = mockClient(CloudWatchClient);
+  const slept: number[] = [];
+  const options = (clients: CloudWatchClient[]) => ({
+    clients, cells: ['eu-1', 'eu-2'], groups: ['canary', 'main'], windowMinutes: 5, now: NOW, sleep: async (ms: number) => { slept.push(ms); },
+  });
+  beforeEach(() => {
+    cw.reset();
+    slept.length = 0;
+  });
+
+  const recorded: Recorded = {
+    // eu-1: both groups' requests per minute (12:00-12:04), and a partial 12:05 point that must not count.
+    'Requests|RouterGroup=canary,Cell=eu-1|Sum': { 0: 600, 1: 600, 2: 1200, 3: 600, 4: 600, 5: 60_000 },
+    'Requests|RouterGroup=main,Cell=eu-1|Sum': { 0: 1800, 1: 1800, 2: 4800, 3: 1800, 4: 1200 },
+    // eu-2: no data at 12:01 and 12:04 (a router that did not report): missing, not zero.
+    'Requests|RouterGroup=main,Cell=eu-2|Sum': { 0: 600, 2: 1200, 3: 900 },
+    'ActiveTenants|Cell=eu-1|Maximum': { 3: 40, 4: 38 },
+    'ActiveTenants|Cell=eu-2|Maximum': { 3: 7 },
+    // Two router tasks each report the tenant's rate once a minute: the Sum is the tenant's rate.
+    'TenantRequestsPerSecond|Cell=eu-1,Tenant=acme|Sum': { 2: 70, 3: 30, 4: 25 },
+    'TenantRequestsPerSecond|Cell=eu-1,Tenant=globex|Sum': { 2: 5, 4: 4 },
+  };
+  const listed = (cell: string) => ({
+    Metrics: cell === 'eu-1'
+      ? [{ Namespace: 'CellRouter', MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: 'eu-1' }, { Name: 'Tenant', Value: 'acme' }] },
+        { Namespace: 'CellRouter', MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: 'eu-1' }, { Name: 'Tenant', Value: 'globex' }] }]
+      : [],
+  });
+
+  it('sums router groups per whole period, leaves out the partial period, takes current and peak, and names the top tenants', async () => {
+    cw.on(ListMetricsCommand).callsFake((input) => listed(input.Dimensions[0].Value));
+    cw.on(GetMetricDataCommand).callsFake((input) => answer(recorded, input));
+    const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
+    const get = cw.commandCalls(GetMetricDataCommand)[0].args[0].input;
+    expect([get.StartTime, get.EndTime]).toEqual([minute(0), minute(5)]);
+    expect(loads).toEqual([
+      {
+        cell: 'eu-1', currentRps: 30, peakRps: 100, activeTenants: 38, missingPeriods: 0,
+        topTenants: [{ tenant: 'acme', rps: 25, peakRps: 70 }, { tenant: 'globex', rps: 4, peakRps: 5 }],
+      },
+      { cell: 'eu-2', currentRps: 15, peakRps: 20, activeTenants: 7, missingPeriods: 2, topTenants: [] },
+    ]);
+  });
+
+  it('adds up every region\'s routers', async () => {
+    cw.on(ListMetricsCommand).resolves({ Metrics: [] });
+    cw.on(GetMetricDataCommand).callsFake((input) => answer(recorded, input));
+    const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' }), new CloudWatchClient({ region: 'us-east-1' })]));
+    expect(loads[0]).toMatchObject({ currentRps: 60, peakRps: 200 });
+  });
+
+  it('follows NextToken pages', async () => {
+    cw.on(ListMetricsCommand).resolves({ Metrics: [] });
+    let page = 0;
+    cw.on(GetMetricDataCommand).callsFake((input) => {
+      const full = answer(recorded, input);
+      page += 1;
+      // The first page holds the first two minutes, the second the rest, under the same ids.
+      const split = (first: boolean) => full.MetricDataResults.map((r) => ({ ...r, Timestamps: r.Timestamps.filter((t) => (t < minute(2)) === first), Values: r.Values.filter((_, i) => (r.Timestamps[i] < minute(2)) === first) }));
+      return input.NextToken ? { MetricDataResults: split(false) } : { MetricDataResults: split(true), NextToken: 'page-2' };
+    });
+    const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
+    expect(page).toBe(2);
+    expect(loads[0]).toMatchObject({ currentRps: 30, peakRps: 100, missingPeriods: 0 });
+  });
+
+  it('retries throttling with backoff, then says what failed', async () => {
+    const throttled = Object.assign(new Error('Rate exceeded'), { name: 'Throttling' });
+    cw.on(ListMetricsCommand).resolves({ Metrics: [] });
+    cw.on(GetMetricDataCommand).rejectsOnce(throttled).rejectsOnce(throttled).callsFake((input) => answer(recorded, input));
+    const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
+    expect(slept).toEqual([1000, 2000]);
+    expect(loads[0].peakRps).toBe(100);
+
+    cw.reset();
+    slept.length = 0;
+    cw.on(ListMetricsCommand).resolves({ Metrics: [] });
+    cw.on(GetMetricDataCommand).rejects(throttled);
+    await expect(readRouterLoads({ ...options([new CloudWatchClient({ region: 'eu-west-1' })]), attempts: 3 }))
+      .rejects.toThrow('CloudWatch GetMetricData: Throttling: Rate exceeded (still throttled after 3 attempts; try again, or a shorter --window)');
+    expect(slept).toEqual([1000, 2000]);
+  });
+
+  it('does not retry an access error', async () => {
+    cw.on(ListMetricsCommand).rejects(Object.assign(new Error('User is not authorized to perform cloudwatch:ListMetrics'), { name: 'AccessDenied' }));
+    await expect(readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]))).rejects.toThrow(/^CloudWatch ListMetrics: AccessDenied: User is not authorized/);
+    expect(slept).toEqual([]);
+  });
+
+  it('judges a cell with no data at all as idle with every period missing', async () => {
+    cw.on(ListMetricsCommand).resolves({ Metrics: [] });
+    cw.on(GetMetricDataCommand).callsFake((input) => answer({}, input));
+    const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
+    expect(loads[1]).toEqual({ cell: 'eu-2', currentRps: 0, peakRps: 0, activeTenants: 0, missingPeriods: 5, topTenants: [] });
+  });
+});
