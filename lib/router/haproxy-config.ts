@@ -33,6 +33,13 @@ export interface HaproxyConfigOptions {
   readonly slots: number;
   /** Concurrent requests per cell (split across the cell's zonal servers); more wait in the cell's queue. */
   readonly cellMaxConn: number;
+  /**
+   * Requests one tenant may have in flight through this router at once: a share of its cell's
+   * `cellMaxConn`, so one tenant's slow or numerous requests cannot take every slot of its cell.
+   * Its requests beyond it are answered 429 with Retry-After at once (`tenantMaxConnOf(cellMaxConn)`
+   * is half of the cell's slots). @default - no per-tenant cap
+   */
+  readonly tenantMaxConn?: number;
   /** How long a request may wait in a saturated cell's queue before it gets 503. @default 1000 */
   readonly queueTimeoutMs?: number;
   /** Health-check path on every cell. */
@@ -93,6 +100,11 @@ export const KEY_CACHE_ENTRIES = 128_000;
 
 /** Client addresses tracked at once (the `clients` stick table, about 128 bytes an entry). */
 export const CLIENT_TABLE_ENTRIES = 100_000;
+
+/** A tenant's share of its cell's router slots, for `tenantMaxConn`: half, and at least one. */
+export function tenantMaxConnOf(cellMaxConn: number): number {
+  return Math.max(1, Math.floor(cellMaxConn / 2));
+}
 
 /** The stick table of tenants' buckets and request rates. */
 export const KEY_TABLE = 'keys';
@@ -409,6 +421,12 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // of a valid one, and an entry's bucket is set only after its whole key passed the check.
     `  http-request track-sc0 ${key} table ${KEY_TABLE}`,
     `  http-request sc-set-gpt0(0) ${key},${bucketExpression(o.bucketCount)},add(1) if { sc0_get_gpt0 eq 0 } { ${key} -m reg ${KEY_PATTERN.source} }`,
+    // Fairness inside a cell: sc0_trackers is the number of requests tracking the tenant's entry now,
+    // this one included (the entry's reference count, nothing stored); above the tenant's share of
+    // its cell's slots the request is answered at once instead of taking a slot from its neighbours.
+    ...(o.tenantMaxConn === undefined ? [] : [
+      `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant"}' hdr retry-after 1 if { sc0_trackers gt ${o.tenantMaxConn} }`,
+    ]),
     // A key with a bucket passed the check; any other one is checked (a missing key fails the regex:
     // no sample), and which 400 to answer is worked out only on that path, in the bad-key backend.
     `  use_backend ${BAD_KEY_BACKEND} if !{ sc0_get_gpt0 gt 0 } !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,

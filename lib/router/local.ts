@@ -36,6 +36,8 @@ export interface LocalRouterOptions {
   readonly slots?: number;
   /** @default 100 */
   readonly cellMaxConn?: number;
+  /** Requests one tenant may have in flight at once (`tenantMaxConnOf(cellMaxConn)`: half its cell's slots). @default - no per-tenant cap */
+  readonly tenantMaxConn?: number;
   readonly queueTimeoutMs?: number;
   /** Agent poll interval. @default 500 */
   readonly pollMs?: number;
@@ -172,7 +174,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const configFile = path.join(stateDir, 'haproxy.cfg');
   fs.writeFileSync(configFile, renderHaproxyConfig({
     bind: { address: '127.0.0.1', port: o.port }, adminSocket: socket, stateDir, partitionKey: o.partitionKey, bucketCount: o.bucketCount,
-    slots, cellMaxConn: o.cellMaxConn ?? 100, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
+    slots, cellMaxConn: o.cellMaxConn ?? 100, tenantMaxConn: o.tenantMaxConn, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
     readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
     requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
     maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s, acceptProxy: o.acceptProxy,
