@@ -11,6 +11,7 @@ export function cellLimitsOf(fleet: Fleet): CellLimits[] {
     testedRps: c.shape.limits.requestsPerSecond,
     maxTenants: c.shape.limits.maxTenants,
     zones: c.availabilityZones.length,
+    canary: c.canary,
   }));
 }
 
@@ -36,6 +37,7 @@ export function judgeCell(limits: CellLimits, load: CellLoad | undefined, settin
     region: limits.region,
     shape: limits.shape,
     state: limits.state,
+    canary: limits.canary ?? false,
     currentRps: load?.currentRps ?? 0,
     peakRps,
     testedRps: limits.testedRps,

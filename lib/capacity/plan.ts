@@ -48,7 +48,7 @@ interface Candidate {
 /**
  * Moves that bring every cell under its target, moving as few tenants as possible:
  * - cells above their target are relieved largest excess first; only cells at or under their
- *   target before the plan, active, in the same region, receive tenants, and never above their
+ *   target before the plan, active, not the canary, in the same region, receive tenants, and never above their
  *   target rate or their shape's `maxTenants`;
  * - from a hot cell, the smallest tenant that covers what is left of the excess on its own is
  *   moved if one fits somewhere; otherwise the largest tenant that fits, and so on;
@@ -64,7 +64,7 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
   const cells = capacity.cells;
   const load = new Map(cells.map((c) => [c.cell, c.peakRps]));
   const tenants = new Map(cells.map((c) => [c.cell, c.activeTenants]));
-  const receivers = new Set(cells.filter((c) => c.state === 'active' && c.peakRps <= c.targetRps && c.activeTenants <= c.maxTenants && mapping.cells[c.cell]?.state === 'active').map((c) => c.cell));
+  const receivers = new Set(cells.filter((c) => c.state === 'active' && !c.canary && c.peakRps <= c.targetRps && c.activeTenants <= c.maxTenants && mapping.cells[c.cell]?.state === 'active').map((c) => c.cell));
   const byId = new Map(cells.map((c) => [c.cell, c]));
   const moves: PlannedMove[] = [];
   const moved = new Set<string>();
@@ -78,7 +78,7 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
       .filter((r) => receivers.has(r.cell) && r.cell !== source.cell && r.region === source.region
         && c.peakRps <= room(r) && (tenants.get(r.cell) ?? 0) + 1 <= r.maxTenants)
       .sort((a, b) => (room(a) - c.peakRps) - (room(b) - c.peakRps) || a.cell.localeCompare(b.cell));
-    const largestTarget = Math.max(0, ...cells.filter((r) => r.region === source.region && r.cell !== source.cell && r.state === 'active').map((r) => r.targetRps));
+    const largestTarget = Math.max(0, ...cells.filter((r) => r.region === source.region && r.cell !== source.cell && r.state === 'active' && !r.canary).map((r) => r.targetRps));
     for (const c of candidates) {
       if (c.peakRps > largestTarget) tooBig.push({ tenant: c.tenant, cell: source.cell, peakRps: c.peakRps, targetRps: largestTarget });
     }

@@ -38,6 +38,8 @@ export interface CellLimits {
   readonly maxTenants: number;
   /** Availability Zones the cell's tasks are spread across. */
   readonly zones: number;
+  /** The canary cell takes every change first and only internal tenants: never a move's or a placement's target. @default false */
+  readonly canary?: boolean;
 }
 
 export interface CapacitySettings {
@@ -58,6 +60,7 @@ export interface CellCapacity {
   readonly region: string;
   readonly shape: string;
   readonly state: CellLimits['state'];
+  readonly canary: boolean;
   readonly currentRps: number;
   readonly peakRps: number;
   readonly testedRps: number;

@@ -17,6 +17,11 @@ describe('place', () => {
     expect(place(fleet, { tenant: 'new', expectedRps: 300 })).toMatchObject({ kind: 'fits', cell: 'cell-3' });
   });
 
+  it('never places a tenant on the canary cell', () => {
+    const canary = { ...fleet, cells: fleet.cells.map((c) => (c.cell === 'cell-3' ? { ...c, canary: true } : c)) };
+    expect(place(canary, { tenant: 'new', expectedRps: 300 })).toMatchObject({ kind: 'no-room' });
+  });
+
   it('says when no cell has room but a new cell would', () => {
     expect(place(fleet, { tenant: 'new', expectedRps: 450 })).toEqual({ kind: 'no-room', shape: 'standard', targetRps: 500 });
   });

@@ -58,6 +58,14 @@ describe('planCapacity', () => {
     expect(plan.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
   });
 
+  it('never sends a tenant to the canary cell', () => {
+    const { limits, mapping } = cellsAndMapping(2);
+    const [a, b] = tenantsOn(mapping, 'cell-1', 2);
+    const plan = planCapacity(judged(limits.map((l) => (l.cell === 'cell-2' ? { ...l, canary: true } : l)), mapping, [{ tenant: a, rps: 300 }, { tenant: b, rps: 300 }]), mapping);
+    expect(plan.moves).toEqual([]);
+    expect(plan.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
+  });
+
   it('never sends tenants to another region, a draining cell, or past maxTenants', () => {
     const { limits, mapping } = cellsAndMapping(4, 1000, 3);
     const where: CellLimits[] = limits.map((l) => (l.cell === 'cell-2' ? { ...l, region: 'us-east-1' } : l.cell === 'cell-3' ? { ...l, state: 'draining' } : l));
