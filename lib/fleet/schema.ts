@@ -103,6 +103,7 @@ const ROUTER = object<RouterConfig>({
   slots: optional(integer),
   cellMaxConn: optional(integer),
   queueTimeoutMs: optional(integer),
+  tenantMaxConn: optional(integer),
 });
 
 const PIPELINE = object<PipelineConfig>({

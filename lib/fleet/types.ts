@@ -185,6 +185,13 @@ export interface RouterConfig {
   readonly cellMaxConn?: number;
   /** Milliseconds a request may wait in a saturated cell's queue before it gets 503 + Retry-After. @default 1000 */
   readonly queueTimeoutMs?: number;
+  /**
+   * Requests one tenant may have in flight through one router task (at most `cellMaxConn`; half of
+   * it leaves every tenant's neighbours the other half): the tenant's requests beyond it get 429 +
+   * Retry-After at once instead of taking its cell's slots. Baked into the router image.
+   * @default - no per-tenant cap
+   */
+  readonly tenantMaxConn?: number;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -323,6 +330,7 @@ export interface Fleet {
     readonly slots: number;
     readonly cellMaxConn: number;
     readonly queueTimeoutMs: number;
+    readonly tenantMaxConn?: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

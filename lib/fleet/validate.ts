@@ -204,6 +204,10 @@ function routerProblems(input: FleetInput): string[] {
   if (router.queueTimeoutMs !== undefined && (!isInt(router.queueTimeoutMs) || router.queueTimeoutMs < 1 || router.queueTimeoutMs > 60_000)) {
     problems.push(`router.queueTimeoutMs: ${router.queueTimeoutMs} must be whole milliseconds from 1 to 60000`);
   }
+  const cellMaxConn = router.cellMaxConn ?? 200;
+  if (router.tenantMaxConn !== undefined && (!isInt(router.tenantMaxConn) || router.tenantMaxConn < 1 || router.tenantMaxConn > cellMaxConn)) {
+    problems.push(`router.tenantMaxConn: ${router.tenantMaxConn} must be a whole number of requests from 1 to router.cellMaxConn (${cellMaxConn}); ${Math.max(1, Math.floor(cellMaxConn / 2))} leaves a tenant's neighbours half of their cell's slots`);
+  }
   // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
   const perZone = Object.values(ROUTER_SUBNET_MASKS).reduce((sum, mask) => sum + 2 ** (32 - mask), 0);
   Object.entries(input.regions ?? {}).forEach(([region, config], i) => {
@@ -491,6 +495,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       slots: input.router?.slots ?? defaultRouterSlots(input.cells.length),
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
+      ...(input.router?.tenantMaxConn !== undefined ? { tenantMaxConn: input.router.tenantMaxConn } : {}),
     },
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },

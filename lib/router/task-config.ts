@@ -41,6 +41,7 @@ export function routerTaskOptions(fleet: Fleet, s: RouterTaskSettings = {}): Hap
     slots: s.slots ?? fleet.router.slots,
     cellMaxConn: fleet.router.cellMaxConn,
     queueTimeoutMs: fleet.router.queueTimeoutMs,
+    tenantMaxConn: fleet.router.tenantMaxConn,
     healthCheckPath: fleet.workload.healthCheckPath,
     debugHeaders: s.debugHeaders,
     statsPort: s.statsPort ?? ROUTER_TASK_DEFAULTS.statsPort,

@@ -37,6 +37,7 @@ describe('fleetProblems', () => {
     ['empty wave policy', (i) => ({ ...i, waves: undefined as unknown as FleetInput['waves'] }), /^missing `waves` \(an object with singleCellWaves, growthFactor, maxCellsPerWave, bakeSeconds\)$/],
     ['zero cells per wave', (i) => ({ ...i, waves: { ...i.waves, maxCellsPerWave: 0 } }), /waves.maxCellsPerWave: 0 must be a positive integer/],
     ['growth factor that does not grow', (i) => ({ ...i, waves: { ...i.waves, growthFactor: 1 } }), /waves.growthFactor: 1 must be greater than 1/],
+    ['per-tenant cap above the cell\'s slots', (i) => ({ ...i, router: { cellMaxConn: 100, tenantMaxConn: 150 } }), /^router.tenantMaxConn: 150 must be a whole number of requests from 1 to router.cellMaxConn \(100\); 50 leaves/],
     ['target utilisation of 1 or more', (i) => ({ ...i, capacity: { targetUtilisation: 1 } }), /^capacity.targetUtilisation: 1 must be a share above 0 and below 1 of a shape's tested requestsPerSecond/],
     ['target utilisation written as a percentage', (i) => ({ ...i, capacity: { targetUtilisation: 50 } }), /^capacity.targetUtilisation: 50 must be a share above 0 and below 1/],
     ['negative spare cells', (i) => ({ ...i, capacity: { spareCells: -1 } }), /^capacity.spareCells: -1 must be a whole number of cells from 0 to 100$/],

@@ -3,7 +3,8 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping } from '../../lib/mapping';
-import { LocalRouter, startLocalRouter, tenantMaxConnOf } from '../../lib/router';
+import { LocalRouter, renderHaproxyConfig, routerTaskOptions, startLocalRouter, tenantMaxConnOf } from '../../lib/router';
+import { exampleFleet } from '../support/fleet';
 import { FakeCell, onFreePorts, startCell } from '../support/cells';
 
 /** One request; resolves with its status and Retry-After (status 0 on a socket error). */
@@ -16,6 +17,15 @@ function send(agent: http.Agent, port: number, tenant: string): Promise<{ status
     req.on('error', () => resolve({ status: 0 }));
   });
 }
+
+describe('the per-tenant cap in a router task', () => {
+  it('is rendered from the fleet\'s router.tenantMaxConn, and absent without it', () => {
+    const fleet = exampleFleet();
+    const capped = renderHaproxyConfig(routerTaskOptions({ ...fleet, router: { ...fleet.router, tenantMaxConn: 100 } }));
+    expect(capped).toContain(`hdr retry-after 1 if { sc0_trackers gt 100 }`);
+    expect(renderHaproxyConfig(routerTaskOptions(fleet))).not.toContain('sc0_trackers');
+  });
+});
 
 /**
  * One tenant holding many slow requests on a cell (a share of the cell's router slots each): its
