@@ -302,6 +302,8 @@ async function main() {
   const router = await startLocalRouter({
     mappingFile, port: 19003, partitionKey: KEY, bucketCount: 16384, healthCheckPath: '/', log: () => undefined,
     cellMaxConn: 1000, haproxyBinary: pinned,
+    // BENCH_TENANT_MAX_CONN=N: the per-tenant cap on requests in flight in force (BENCH_RULES=sc0_trackers costs its line).
+    ...(process.env.BENCH_TENANT_MAX_CONN ? { tenantMaxConn: Number(process.env.BENCH_TENANT_MAX_CONN) } : {}),
   });
   router.stopAgent();
   process.on('exit', () => void router.stop());
