@@ -1,8 +1,5 @@
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
-import * as os from 'os';
-import * as path from 'path';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
@@ -12,7 +9,7 @@ import { missingContainerTools } from '../support/containers';
 import { buildContainerImage, ContainerDefinition, containerState, environmentOf, lastLogLine, removeAll, resourcesOf, runContainer, signal } from '../support/ecs-task';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { Moto, motoClientConfig, startMoto } from '../support/moto';
-import { startTestPostgres, TestPostgres } from '../support/postgres';
+import { enableTestTls, startTestPostgres, TestPostgres } from '../support/postgres';
 import { api } from '../support/workload';
 
 /**
@@ -31,16 +28,6 @@ const describeImages = missing ? describe.skip : describe;
 if (missing) test('the image tests can run here', () => { throw new Error(`image tests: ${missing}`); });
 
 const NAME = `workload-${process.pid}`;
-
-/** A CA and a server certificate for 127.0.0.1 (openssl CLI), readable by the server's user. */
-function databaseCertificates(dir: string): { ca: string; cert: string; key: string } {
-  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=test database CA');
-  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
-  fs.writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'ext.cnf');
-  return { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'server.pem'), key: path.join(dir, 'server.key') };
-}
 
 describeImages('the workload image, as a cell runs it', () => {
   let pg: TestPostgres;
@@ -61,23 +48,7 @@ describeImages('the workload image, as a cell runs it', () => {
     pg = await startTestPostgres();
     const database = await pg.database('workload_image');
     // TLS on the test database: a certificate for 127.0.0.1 from a CA of the test's own.
-    certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'workload-tls-'));
-    fs.chmodSync(certDir, 0o755);
-    const tls = databaseCertificates(certDir);
-    const owner = fs.statSync(pg.server.dataDir);
-    for (const file of [tls.cert, tls.key]) {
-      const target = path.join(pg.server.dataDir, path.basename(file));
-      fs.copyFileSync(file, target);
-      fs.chownSync(target, owner.uid, owner.gid);
-      fs.chmodSync(target, 0o600);
-    }
-    fs.chmodSync(tls.ca, 0o644);
-    const admin = await pg.client('postgres');
-    await admin.query("alter system set ssl_cert_file = 'server.pem'");
-    await admin.query("alter system set ssl_key_file = 'server.key'");
-    await admin.query('alter system set ssl = on');
-    await admin.query('select pg_reload_conf()');
-    await admin.end();
+    certDir = await enableTestTls(pg);
 
     moto = await startMoto();
     const region = fleet.cells.find((c) => c.id === CELL)!.region;
@@ -88,10 +59,10 @@ describeImages('the workload image, as a cell runs it', () => {
     secrets.destroy();
     sqs.destroy();
 
-    const env = {
+    const env: Record<string, string> = {
       ...environmentOf(def, { DB_HOST: '127.0.0.1', DB_NAME: database, DB_SECRET_ARN: secret.ARN!, QUEUE_URL: queue.QueueUrl! }),
-      // The template names the cell database's own (non-default) port; the test's listens elsewhere.
-      DB_PORT: String(pg.server.port),
+      // The template names the cell database's own (non-default) port and name; the test's are others.
+      DB_PORT: String(pg.server.port), DB_NAME: database,
     };
     const port = Number(env.PORT);
     const free = await new Promise<boolean>((resolve) => {

@@ -1,4 +1,6 @@
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { Client, ClientConfig, Pool, PoolConfig } from 'pg';
 import { makeTempDir, PostgresServer, startPostgresServer } from '../../lib/local-fleet/postgres';
@@ -72,4 +74,39 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       fs.rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Turns TLS on in a test server (reloaded, no restart): a certificate for 127.0.0.1 from a CA of the
+ * test's own, made with the openssl CLI. Returns a world-readable directory holding `ca.pem`, for a
+ * client (a container) that verifies the server; the caller removes it.
+ */
+export async function enableTestTls(pg: TestPostgres): Promise<string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-tls-'));
+  fs.chmodSync(dir, 0o755);
+  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=test database CA');
+  run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  fs.writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'ext.cnf');
+  fs.chmodSync(path.join(dir, 'ca.pem'), 0o644);
+  // The server reads its key and certificate from its data directory, as its own user.
+  const owner = fs.statSync(pg.server.dataDir);
+  for (const file of ['server.pem', 'server.key']) {
+    const target = path.join(pg.server.dataDir, file);
+    fs.copyFileSync(path.join(dir, file), target);
+    fs.chownSync(target, owner.uid, owner.gid);
+    fs.chmodSync(target, 0o600);
+  }
+  for (const file of ['ca.key', 'server.key', 'server.csr']) fs.rmSync(path.join(dir, file));
+  const admin = await pg.client('postgres');
+  try {
+    await admin.query("alter system set ssl_cert_file = 'server.pem'");
+    await admin.query("alter system set ssl_key_file = 'server.key'");
+    await admin.query('alter system set ssl = on');
+    await admin.query('select pg_reload_conf()');
+  } finally {
+    await admin.end();
+  }
+  return dir;
 }
