@@ -3,6 +3,8 @@ import * as os from 'os';
 import * as path from 'path';
 import { IMAGE_NAMES } from '../../lib/images';
 import { BuiltImage, buildContext, buildImage, missingContainerTools, podman } from '../support/containers';
+import { removeAll, runContainer, untilTaskHealthy } from '../support/ecs-task';
+import { NlbStandIn } from '../support/nlb';
 
 /**
  * Every image this repository ships, built from the contexts synth uses (lib/images) with buildah on
@@ -46,5 +48,27 @@ describeImages('the images', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/Cannot find module '\/app\/router-agent\.js'/);
     fs.rmSync(context, { recursive: true, force: true });
+  });
+
+  it('a task whose health check never passes fails in one line with the last answer', async () => {
+    // HAProxy alone: no agent, so no mapping is ever in force and readiness stays 503.
+    const name = `never-healthy-${process.pid}`;
+    await removeAll([name], [`${name}-state`]);
+    const nlb = await NlbStandIn.start({
+      proxyProtocolV2: true, deregistrationDelayMs: 0,
+      healthCheck: { path: '/ready', port: 8081, intervalMs: 500, timeoutMs: 2000, healthyThreshold: 2, unhealthyThreshold: 2 },
+    });
+    try {
+      await runContainer({
+        name, image: built['router-haproxy'].tag, env: {}, volumes: { state: `${name}-state` },
+        def: { Name: 'haproxy', Image: '', User: '99:99', ReadonlyRootFilesystem: true, MountPoints: [{ ContainerPath: '/var/lib/cell-router', SourceVolume: 'state' }] },
+        command: ['haproxy', '-f', '/usr/local/etc/haproxy/haproxy.cfg', '-n', '4000'],
+      });
+      nlb.register('127.0.0.1', 8080);
+      await expect(untilTaskHealthy(nlb, 8080, [name], 5000)).rejects.toThrow(/^router task: not healthy through the NLB stand-in after 5 s; last health check: 503 .*"reason":"no mapping in force"/);
+    } finally {
+      await nlb.close();
+      await removeAll([name], [`${name}-state`]);
+    }
   });
 });

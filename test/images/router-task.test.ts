@@ -8,7 +8,7 @@ import { RouterGroupsStack, RouterStack } from '../../lib/router-stack';
 import { FakeCell, routed, startCell, until } from '../support/cells';
 import { missingContainerTools, podman } from '../support/containers';
 import {
-  buildContainerImage, ContainerDefinition, containerState, environmentOf, hostOpenFilesLimit, lastLogLine, removeAll, resourcesOf, runContainer, signal, stopSignalOf,
+  buildContainerImage, ContainerDefinition, containerState, environmentOf, hostOpenFilesLimit, removeAll, resourcesOf, runContainer, signal, stopSignalOf, untilTaskHealthy,
 } from '../support/ecs-task';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { healthCheckGet, NlbStandIn } from '../support/nlb';
@@ -124,15 +124,7 @@ describeImages('the router task from its images, behind an NLB stand-in', () => 
       ALLOW_LOOPBACK_ENDPOINTS: 'true', POLL_SECONDS: '1', TASK_ID: 'task-1',
     });
     nlb.register('127.0.0.1', routerPort);
-    const deadline = Date.now() + 120_000;
-    while (nlb.state(routerPort) !== 'healthy') {
-      for (const name of Object.values(NAMES)) {
-        const state = await containerState(name);
-        if (!state.running) throw new Error(`router task: container ${name} exited ${state.exitCode} before the task was healthy: ${await lastLogLine(name)}`);
-      }
-      if (Date.now() > deadline) throw new Error(`router task: not healthy through the NLB stand-in after 120 s; last health check: ${nlb.lastCheck(routerPort)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await untilTaskHealthy(nlb, routerPort, Object.values(NAMES), 120_000);
   }, 1_200_000);
 
   afterAll(async () => {

@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { BuiltImage, buildContext, ContainerStepError, lastError, podman } from './containers';
+import type { NlbStandIn } from './nlb';
 
 /** A container definition as the synthesized template holds it (AWS::ECS::TaskDefinition). */
 export interface ContainerDefinition {
@@ -142,4 +143,21 @@ export async function stopSignalOf(image: string): Promise<string> {
 export async function removeAll(containers: readonly string[], volumes: readonly string[] = []): Promise<void> {
   for (const c of containers) await podman(['rm', '--force', '--time', '0', c]);
   for (const v of volumes) await podman(['volume', 'rm', '--force', v]);
+}
+
+/**
+ * Waits until the NLB stand-in counts the task's target healthy. Fails in one line when a container of
+ * the task exits first (its exit code and last log line) or when `timeoutMs` passes (the last health
+ * check's answer).
+ */
+export async function untilTaskHealthy(nlb: NlbStandIn, port: number, containers: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (nlb.state(port) !== 'healthy') {
+    for (const name of containers) {
+      const state = await containerState(name);
+      if (!state.running) throw new ContainerStepError(`router task: container ${name} exited ${state.exitCode} before the task was healthy: ${await lastLogLine(name)}`);
+    }
+    if (Date.now() > deadline) throw new ContainerStepError(`router task: not healthy through the NLB stand-in after ${timeoutMs / 1000} s; last health check: ${nlb.lastCheck(port)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
