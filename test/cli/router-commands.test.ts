@@ -188,7 +188,8 @@ describe('cellctl router', () => {
     expect(config.match(/^ {2}default-server .* maxconn 67$/gm)).toHaveLength(64); // 200 over 3 zonal servers
     // Behind the NLB: PROXY protocol, HTTP/1.1 only, readiness for its health check, limits from the task memory.
     expect(config).toContain(`bind 0.0.0.0:8080 proto h1 accept-proxy\n  maxconn ${connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn}\n`);
-    expect(config).toContain('frontend ready\n  bind 0.0.0.0:8081\n');
+    // The NLB sends the PROXY header on its health-check connections too.
+    expect(config).toContain('frontend ready\n  bind 0.0.0.0:8081 accept-proxy\n');
     expect(config).toContain('timeout queue 1000ms');
     // An image that could not serve the fleet is refused.
     const few = spawnSync(process.execPath, [BIN, 'router', 'config', '--slots', '8'], { cwd: REPO_ROOT, encoding: 'utf8' });
@@ -203,7 +204,7 @@ describe('cellctl router', () => {
     // The image's own settings (images/router-haproxy/Dockerfile passes these) are the defaults.
     const image = spawnSync(process.execPath, [BIN, 'router', 'config', '--config', 'cells.config.ts', '--state-dir', '/var/lib/cell-router', '--admin-socket', '127.0.0.1:9999'], { cwd: REPO_ROOT, encoding: 'utf8' });
     expect(image.stdout).toBe(result.stdout);
-    expect(fs.readFileSync(path.join(REPO_ROOT, 'images', 'router-haproxy', 'Dockerfile'), 'utf8')).toContain('cellctl router config --config cells.config.ts --state-dir /var/lib/cell-router \\\n      --admin-socket 127.0.0.1:9999 --out-dir /out');
+    expect(fs.readFileSync(path.join(REPO_ROOT, 'images', 'router-haproxy', 'Dockerfile'), 'utf8')).toContain('cellctl.js router config --config cells.config.js --state-dir /var/lib/cell-router \\\n      --admin-socket 127.0.0.1:9999 --out-dir /out');
   });
 
   it('config: takes per-cell concurrency, queue timeout and slots from the fleet', () => {
