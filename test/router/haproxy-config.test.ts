@@ -4,7 +4,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { bucketNetworks, ERROR_503, keyFetch, MAP_FILES, renderHaproxyConfig } from '../../lib/router';
-import { freePorts, routed } from '../support/cells';
+import { freePorts, routed, until } from '../support/cells';
+import { healthCheckGet } from '../support/nlb';
 
 const options = (dir: string) => ({
   bind: { address: '127.0.0.1', port: 18081 }, adminSocket: path.join(dir, 'admin.sock'), stateDir: dir,
@@ -12,6 +13,33 @@ const options = (dir: string) => ({
 });
 
 describe('renderHaproxyConfig', () => {
+  it('behind the NLB, readiness answers health checks that carry the PROXY v2 header (the NLB sends it on health checks too)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-ready-'));
+    for (const f of Object.values(MAP_FILES)) fs.writeFileSync(path.join(dir, f), '');
+    fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
+    const [port, readyPort] = await freePorts(2);
+    const file = path.join(dir, 'haproxy.cfg');
+    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, acceptProxy: true, readyBind: { address: '127.0.0.1', port: readyPort } }));
+    const haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });
+    try {
+      let answer: { status: number; body: string } | undefined;
+      await until('readiness to answer a PROXY v2 health check', async () => {
+        answer = await healthCheckGet(readyPort, '/ready', { proxy: true, timeoutMs: 2000 });
+        return true;
+      }, 60_000);
+      // An answer, not a 400: 503 until a mapping is in force (what the NLB counts as unhealthy).
+      expect(answer!.status).toBe(503);
+      expect(JSON.parse(answer!.body)).toMatchObject({ ready: false, reason: 'no mapping in force' });
+      // Without the header the connection is refused as a protocol error: never a 200.
+      const plain = await healthCheckGet(readyPort, '/ready', { proxy: false, timeoutMs: 2000 }).catch((e: Error) => ({ status: 0, body: e.message }));
+      expect(plain.status).not.toBe(200);
+      expect(plain.status).not.toBe(503);
+    } finally {
+      haproxy.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('is a configuration HAProxy accepts, and answers 503 until a mapping is loaded', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-cfg-'));
     for (const f of Object.values(MAP_FILES)) fs.writeFileSync(path.join(dir, f), '');
