@@ -87,9 +87,11 @@ describeImages('the router task from its images, behind an NLB stand-in', () => 
 
     // A port the task needs taken on this machine would make every later failure misleading.
     for (const port of [routerPort, Number(targetGroup.HealthCheckPort), 9999, 8082]) {
-      const free = await new Promise<boolean>((resolve) => {
-        const probe = net.createServer().once('error', () => resolve(false)).listen(port, '0.0.0.0', () => probe.close(() => resolve(true)));
+      // Both addresses: the runtime API and the agent bind loopback, the listeners every address.
+      const bindable = (host: string) => new Promise<boolean>((resolve) => {
+        const probe = net.createServer().once('error', () => resolve(false)).listen(port, host, () => probe.close(() => resolve(true)));
       });
+      const free = (await bindable('127.0.0.1')) && (await bindable('0.0.0.0'));
       if (!free) throw new Error(`router task: port ${port} is in use on this machine; the task's containers bind it (host network)`);
     }
 
