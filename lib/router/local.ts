@@ -60,7 +60,7 @@ export interface LocalRouterOptions {
   readonly badKeysPer10s?: number;
   /** Connections one client address may hold (every local client is 127.0.0.1 unless a PROXY stand-in says otherwise). @default maxConn */
   readonly maxConnPerClient?: number;
-  /** Requests one client address may send per 10 s. @default 20000 */
+  /** Requests one client address may send per 10 s (like `maxConnPerClient`, unbounded by default: every local client is 127.0.0.1). @default 1000000000 */
   readonly requestsPerClientPer10s?: number;
   /** Clients arrive with a PROXY protocol v2 header (an NLB stand-in in tests). @default false */
   readonly acceptProxy?: boolean;
@@ -177,7 +177,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     slots, cellMaxConn: o.cellMaxConn ?? 100, tenantMaxConn: o.tenantMaxConn, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
     readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
     requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
-    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s, acceptProxy: o.acceptProxy,
+    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s ?? 1_000_000_000, acceptProxy: o.acceptProxy,
   }));
   fs.writeFileSync(path.join(stateDir, '503.http'), ERROR_503);
   for (const name of Object.values(MAP_FILES)) {
