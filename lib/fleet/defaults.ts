@@ -37,6 +37,14 @@ export const DEFAULT_CELL_ENDPOINT_TEMPLATE = '{scheme}://{cell}.{app}.cells.int
 export const MAX_ROUTER_SLOTS = 1000;
 
 /**
+ * A tenant's share of its cell's router slots (`router.tenantMaxConn`'s default): half, and at least
+ * one, so one tenant's slow or numerous requests leave its neighbours the other half.
+ */
+export function tenantMaxConnOf(cellMaxConn: number): number {
+  return Math.max(1, Math.floor(cellMaxConn / 2));
+}
+
+/**
  * Router backend slots for a fleet of `cells`: twice the cells, rounded up to a multiple of 64, so
  * the routers' configuration (and image) changes only every few dozen cells.
  */

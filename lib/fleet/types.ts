@@ -188,8 +188,9 @@ export interface RouterConfig {
   /**
    * Requests one tenant may have in flight through one router task (at most `cellMaxConn`; half of
    * it leaves every tenant's neighbours the other half): the tenant's requests beyond it get 429 +
-   * Retry-After at once instead of taking its cell's slots. Baked into the router image.
-   * @default - no per-tenant cap
+   * Retry-After at once instead of taking its cell's slots. Baked into the router image. Set it to
+   * `cellMaxConn` to let one tenant take every slot.
+   * @default half of cellMaxConn
    */
   readonly tenantMaxConn?: number;
 }
@@ -330,7 +331,7 @@ export interface Fleet {
     readonly slots: number;
     readonly cellMaxConn: number;
     readonly queueTimeoutMs: number;
-    readonly tenantMaxConn?: number;
+    readonly tenantMaxConn: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

@@ -1,7 +1,7 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_CAPACITY, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
-  CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem,
+  CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem, tenantMaxConnOf,
 } from './defaults';
 import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
 import { crossRegionProblems } from './privatelink-regions';
@@ -206,7 +206,7 @@ function routerProblems(input: FleetInput): string[] {
   }
   const cellMaxConn = router.cellMaxConn ?? 200;
   if (router.tenantMaxConn !== undefined && (!isInt(router.tenantMaxConn) || router.tenantMaxConn < 1 || router.tenantMaxConn > cellMaxConn)) {
-    problems.push(`router.tenantMaxConn: ${router.tenantMaxConn} must be a whole number of requests from 1 to router.cellMaxConn (${cellMaxConn}); ${Math.max(1, Math.floor(cellMaxConn / 2))} leaves a tenant's neighbours half of their cell's slots`);
+    problems.push(`router.tenantMaxConn: ${router.tenantMaxConn} must be a whole number of requests from 1 to router.cellMaxConn (${cellMaxConn}); ${tenantMaxConnOf(cellMaxConn)} leaves a tenant's neighbours half of their cell's slots`);
   }
   // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
   const perZone = Object.values(ROUTER_SUBNET_MASKS).reduce((sum, mask) => sum + 2 ** (32 - mask), 0);
@@ -495,7 +495,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       slots: input.router?.slots ?? defaultRouterSlots(input.cells.length),
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
-      ...(input.router?.tenantMaxConn !== undefined ? { tenantMaxConn: input.router.tenantMaxConn } : {}),
+      tenantMaxConn: input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200),
     },
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },

@@ -101,10 +101,7 @@ export const KEY_CACHE_ENTRIES = 128_000;
 /** Client addresses tracked at once (the `clients` stick table, about 128 bytes an entry). */
 export const CLIENT_TABLE_ENTRIES = 100_000;
 
-/** A tenant's share of its cell's router slots, for `tenantMaxConn`: half, and at least one. */
-export function tenantMaxConnOf(cellMaxConn: number): number {
-  return Math.max(1, Math.floor(cellMaxConn / 2));
-}
+export { tenantMaxConnOf } from '../fleet/defaults';
 
 /** The stick table of tenants' buckets and request rates. */
 export const KEY_TABLE = 'keys';

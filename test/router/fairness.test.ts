@@ -19,11 +19,12 @@ function send(agent: http.Agent, port: number, tenant: string): Promise<{ status
 }
 
 describe('the per-tenant cap in a router task', () => {
-  it('is rendered from the fleet\'s router.tenantMaxConn, and absent without it', () => {
+  it('is rendered from the fleet\'s router.tenantMaxConn, half of the cell\'s slots unless the fleet says otherwise', () => {
     const fleet = exampleFleet();
+    expect(fleet.router.tenantMaxConn).toBe(tenantMaxConnOf(fleet.router.cellMaxConn));
+    expect(renderHaproxyConfig(routerTaskOptions(fleet))).toContain(`hdr retry-after 1 if { sc0_trackers gt ${fleet.router.cellMaxConn / 2} }`);
     const capped = renderHaproxyConfig(routerTaskOptions({ ...fleet, router: { ...fleet.router, tenantMaxConn: 100 } }));
     expect(capped).toContain(`hdr retry-after 1 if { sc0_trackers gt 100 }`);
-    expect(renderHaproxyConfig(routerTaskOptions(fleet))).not.toContain('sc0_trackers');
   });
 });
 
