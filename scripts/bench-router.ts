@@ -125,6 +125,8 @@ async function listening(port: number, timeoutMs: number): Promise<void> {
 }
 
 const COUNTED_CONNECTIONS = Number(process.env.BENCH_COUNTED_CONNECTIONS ?? 1);
+/** Tenants the counted requests draw their keys from (BENCH_TENANTS): 100,000 makes nearly every key new, 1,000 a warmed mix where tenants come back. */
+const TENANTS = Number(process.env.BENCH_TENANTS ?? 100_000);
 const COUNTED_PER_CONNECTION = Number(process.env.BENCH_COUNTED ?? 2400);
 
 /**
@@ -151,8 +153,13 @@ class CountingClient {
   /** `perConnection` requests on every connection, one at a time per connection; each must be a 200. */
   async send(perConnection: number): Promise<void> {
     await Promise.all(this.sockets.map(async (socket) => {
-      for (let i = 0; i < perConnection; i++) await this.request(socket, `tenant-${1 + Math.floor(this.random() * 100_000)}`);
+      for (let i = 0; i < perConnection; i++) await this.request(socket, `tenant-${1 + Math.floor(this.random() * TENANTS)}`);
     }));
+  }
+
+  /** One request for every tenant, in order, on the first connection (BENCH_WARM=1: counted requests then meet only tenants seen before). */
+  async warm(): Promise<void> {
+    for (let t = 1; t <= TENANTS; t++) await this.request(this.sockets[0], `tenant-${t}`);
   }
 
   close(): void {
@@ -211,6 +218,7 @@ async function instructionsPerRequest(dir: string, name: string, config: string,
     try {
       // One request on each connection before counting: connection set-up is not a per-request cost.
       await client.send(1);
+      if (process.env.BENCH_WARM) await client.warm();
       spawnSync('callgrind_control', ['-z', String(valgrind.pid)]);
       await client.send(COUNTED_PER_CONNECTION);
       spawnSync('callgrind_control', ['-d', String(valgrind.pid)]);
@@ -263,7 +271,7 @@ async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-router-'));
   // The backend: an HAProxy answering 200 itself, so the backend is never the bottleneck.
   const backendCfg = path.join(dir, 'backend.cfg');
-  fs.writeFileSync(backendCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\nfrontend f\n  bind 127.0.0.1:19001\n  http-request return status 200 content-type text/plain string ok\n');
+  fs.writeFileSync(backendCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\nfrontend f\n  bind 127.0.0.1:19001\n  bind 127.0.0.2:19001\n  bind 127.0.0.3:19001\n  bind 127.0.0.4:19001\n  http-request return status 200 content-type text/plain string ok\n');
   const plainCfg = path.join(dir, 'plain.cfg');
   fs.writeFileSync(plainCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\n  option http-keep-alive\nfrontend f\n  bind 127.0.0.1:19002\n  default_backend b\nbackend b\n  server s 127.0.0.1:19001 maxconn 1000\n');
   const processes = [start(pin(1, ['haproxy', '-f', backendCfg, '-db'])), start(pin(0, ['haproxy', '-f', plainCfg, '-db']))];
@@ -274,8 +282,9 @@ async function main() {
     fs.rmSync(dir, { recursive: true, force: true });
   });
   let doc: MappingDocument = initialMapping([
+    // One backend on four loopback addresses: a mapping's cells each have their own endpoint.
     { id: 'canary', endpoint: 'http://127.0.0.1:19001', state: 'active', canary: true },
-    ...['cell-a', 'cell-b', 'cell-c'].map((id) => ({ id, endpoint: 'http://127.0.0.1:19001', state: 'active' as const })),
+    ...['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.${i + 2}:19001`, state: 'active' as const })),
   ], 16384, { now: new Date().toISOString() });
   doc = pinKey(doc, 'vip-1', 'cell-a', { now: doc.createdAt });
   // BENCH_FREEZE=1: moves' freezes in force (100 frozen tenants and 4 frozen buckets the load never

@@ -58,6 +58,9 @@ function share(buckets: number, total: number): string {
 
 function diffText(diff: MappingDiff, total: number): string {
   let text = `v${diff.fromVersion} -> v${diff.toVersion}: ${diff.bucketsMoved} buckets moved (${share(diff.bucketsMoved, total)} of the keyspace)\n`;
+  if (diff.prefixShare > 0) {
+    text += `prefix overrides changed: they cover ${(diff.prefixShare * 100).toFixed(2)}% of all valid keys (${(diff.movedShare * 100).toFixed(2)}% moved in all, against the guard); tenants sharing a prefix can be far more\n`;
+  }
   if (diff.moves.length > 0) text += formatTable(['from', 'to', 'buckets', 'share'], diff.moves.map((m) => [m.from, m.to, m.buckets, share(m.buckets, total)]));
   if (diff.overrides.length > 0) {
     text += formatTable(['override', 'key', 'before', 'after'], diff.overrides.map((o) => [o.kind, o.key, o.before ?? '-', o.after ?? '-']));

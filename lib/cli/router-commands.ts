@@ -45,7 +45,8 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .option('--slots <n>', "backend slots, the most cells the mapping may name (default: the fleet's router.slots, else 64)")
     .option('--ca-file <file>', 'CA bundle (PEM) that verifies https:// cells, for a private CA (default: the system trusted CAs)')
     .option('--ready-port <port>', 'serve readiness (what the load balancer checks) on this 127.0.0.1 port')
-    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string }) => {
+    .option('--start-timeout <seconds>', 'how long HAProxy may take to start (default: 10 s plus 1 s per MiB of maps it loads)')
+    .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string; startTimeout?: string }) => {
       const parent = parentPid();
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = require('../router') as typeof import('../router');
@@ -58,6 +59,8 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
         if (!fs.readFileSync(caFile, 'utf8').includes('-----BEGIN CERTIFICATE-----')) throw new CliError(`--ca-file ${flags.caFile}: not a PEM certificate bundle (no BEGIN CERTIFICATE line)`, 2);
         if (/\s/.test(caFile)) throw new CliError(`--ca-file ${flags.caFile}: HAProxy cannot take a path with spaces; move the file`, 2);
       }
+      const startTimeout = flags.startTimeout === undefined ? undefined : Number(flags.startTimeout);
+      if (startTimeout !== undefined && !(Number.isFinite(startTimeout) && startTimeout > 0)) throw new CliError(`--start-timeout ${flags.startTimeout}: give a number of seconds above 0`, 2);
       const parsed = parseMapping(readText(flags.mapping));
       if (!parsed.ok) throw new CliError(`${flags.mapping} is not a valid mapping; fix it first (\`cellctl mapping validate ${flags.mapping}\`)`);
       const fleet = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
@@ -74,6 +77,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
           slots: flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, cellCount, `the mapping names ${cellCount} cells`),
           caFile,
           readyPort,
+          startTimeoutMs: startTimeout === undefined ? undefined : startTimeout * 1000,
           log: (line) => io.err(`${line}\n`),
         });
       } catch (error) {
@@ -94,7 +98,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .option('--admin-socket <address>', 'runtime API address (host:port shared with the agent container, or a unix socket path)', ROUTER_TASK_DEFAULTS.adminSocket)
     .option('--slots <n>', "backend slots (default: the fleet's router.slots)")
     .option('--stats-port <port>', 'Prometheus exporter and stats page, on 127.0.0.1', String(ROUTER_TASK_DEFAULTS.statsPort))
-    .option('--ready-port <port>', 'readiness for the load balancer (200 while a mapping is in force and the task is not near its connection limit)', String(ROUTER_TASK_DEFAULTS.readyPort))
+    .option('--ready-port <port>', 'readiness for the load balancer (200 while a mapping is in force)', String(ROUTER_TASK_DEFAULTS.readyPort))
     .option('--debug-headers', 'add x-cell and x-mapping-version')
     .option('--max-conn <n>', `client connections (default: what a ${ROUTER_TASK_MEMORY_MIB} MiB router task holds, ${connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn}; needs a file-descriptor limit of about twice that)`)
     .option('--out-dir <dir>', 'write haproxy.cfg, 503.http and the empty map files there instead of printing the configuration')

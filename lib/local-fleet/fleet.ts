@@ -7,7 +7,7 @@ import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
 import { RuntimeApi } from '../router/runtime-api';
-import { freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
+import { assertPortFree, freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
 /** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist/cli). */
 const REPO_ROOT = ((): string => {
@@ -172,6 +172,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   if (previous && previous.pid > 0 && previous.pid !== process.pid && pidRunning(previous.pid)) {
     throw new Error(`a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`);
   }
+  if (o.port !== 0) await assertPortFree(o.port, '--port');
   if (previous) await reapOrphans(previous, stateDir, log);
   const reuse = !o.fresh && previous !== undefined && previous.cells.length === count;
   if (!reuse && fs.existsSync(stateDir)) {

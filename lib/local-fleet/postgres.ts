@@ -106,6 +106,24 @@ export async function freeLoopbackPort(): Promise<number> {
 }
 
 /**
+ * Throws one line when something already listens on 127.0.0.1:`port`: checked before anything is
+ * started, so a second fleet or router on a busy port is refused at once (HAProxy binds with
+ * `noreuseport`, so it would fail too, but only after the cells had started).
+ */
+export async function assertPortFree(port: number, what: string): Promise<void> {
+  const server = net.createServer();
+  const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    server.once('error', resolve).listen(port, '127.0.0.1', () => resolve(undefined));
+  });
+  if (!error) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return;
+  }
+  if (error.code === 'EADDRINUSE') throw new Error(`port ${port} is already in use on 127.0.0.1 (another \`cellctl fleet local\` or router?); stop what listens there or pick another ${what}`);
+  throw new Error(`port ${port} on 127.0.0.1: ${error.message}`);
+}
+
+/**
  * PostgreSQL refuses to run as root: as root, the server runs as the `postgres` system user
  * (created by the Debian package), which then owns the data directory.
  */

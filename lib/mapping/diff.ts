@@ -22,12 +22,30 @@ export interface MappingDiff {
   /** Bucket moves per (from → to) pair, largest first. */
   readonly moves: readonly BucketMove[];
   readonly bucketsMoved: number;
-  /** Share of the keyspace whose cell changed, 0 … 1. */
+  /** Share of all valid keys that changed prefix overrides can cover (see `prefixShare`), 0 … 1. */
+  readonly prefixShare: number;
+  /** Share of the keyspace whose cell may have changed: the buckets moved plus what changed prefixes cover, 0 … 1. */
   readonly movedShare: number;
   readonly overrides: readonly OverrideChange[];
   readonly cellsAdded: readonly string[];
   readonly cellsRemoved: readonly string[];
   readonly stateChanges: readonly { cell: string; before: string; after: string }[];
+}
+
+/** Characters a key may start with (letters and digits), and may continue with (also `._:@-`): KEY_PATTERN. */
+const FIRST_CHARACTERS = 62;
+const NEXT_CHARACTERS = 67;
+const MAX_KEY_LENGTH = 128;
+
+/**
+ * Share of all valid keys (KEY_PATTERN: up to 128 characters) that start with `prefix`: what a
+ * prefix override can cover, about 1/62 for one character and 67 times less per character after it.
+ * Real tenant ids are rarely spread like this (many share a first letter), so it is a floor for
+ * how much a prefix moves, never an estimate of its tenants.
+ */
+export function prefixShare(prefix: string): number {
+  const keysFrom = (length: number) => (NEXT_CHARACTERS ** (MAX_KEY_LENGTH - length + 1) - 1) / (NEXT_CHARACTERS - 1);
+  return keysFrom(prefix.length) / (FIRST_CHARACTERS * keysFrom(1));
 }
 
 /** What changes between two documents with the same bucket count. */
@@ -62,6 +80,10 @@ export function diffMappings(before: MappingDocument, after: MappingDocument): M
       if (old[key] !== now[key]) overrides.push({ kind, key, before: old[key], after: now[key] });
     }
   }
+  // Keys under a changed prefix that is itself under another changed prefix are counted once.
+  const changedPrefixes = overrides.filter((o) => o.kind === 'prefix').map((o) => o.key);
+  const covering = changedPrefixes.filter((p) => !changedPrefixes.some((q) => q !== p && p.startsWith(q)));
+  const prefixes = covering.reduce((sum, p) => sum + prefixShare(p), 0);
   const beforeIds = Object.keys(before.cells);
   const afterIds = Object.keys(after.cells);
   return {
@@ -69,7 +91,8 @@ export function diffMappings(before: MappingDocument, after: MappingDocument): M
     toVersion: after.version,
     moves,
     bucketsMoved: moved,
-    movedShare: moved / before.bucketCount,
+    prefixShare: prefixes,
+    movedShare: Math.min(1, moved / before.bucketCount + prefixes),
     overrides,
     cellsAdded: afterIds.filter((id) => !before.cells[id]),
     cellsRemoved: beforeIds.filter((id) => !after.cells[id]),

@@ -3,8 +3,8 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { writeFileAtomic } from '../files';
-import { MappingDocument, parseMapping } from '../mapping';
-import { mapContents, mapFileText, MappingApplier, UnappliableDocumentError } from './apply';
+import { MappingDocument, parseMapping, sizeProblem } from '../mapping';
+import { Applied, mapFileChunks, MappingApplier, UnappliableDocumentError } from './apply';
 import { BUCKET_COUNT_ENV, MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
@@ -125,19 +125,20 @@ export class MappingAgent {
     }
   }
 
-  private async persist(doc: MappingDocument, slots: Map<string, number>): Promise<void> {
-    writeFileAtomic(path.join(this.o.stateDir, LKG_FILE), `${JSON.stringify(doc)}\n`);
+  /** `text`: the document as read (written as it is; stringifying it again would hold another copy). */
+  private async persist(doc: MappingDocument, { contents }: Applied, text?: string): Promise<void> {
+    writeFileAtomic(path.join(this.o.stateDir, LKG_FILE), text ?? `${JSON.stringify(doc)}\n`);
     writeFileAtomic(path.join(this.o.stateDir, SERVER_STATE_FILE), await this.o.api.send('show servers state'));
     // The map files too: a HAProxy started from this directory boots with these routes.
-    const contents = mapContents(doc, slots);
     for (const name of Object.keys(MAP_FILES) as (keyof typeof MAP_FILES)[]) {
-      writeFileAtomic(path.join(this.o.stateDir, MAP_FILES[name]), mapFileText(contents[name]));
+      writeFileAtomic(path.join(this.o.stateDir, MAP_FILES[name]), mapFileChunks(contents[name]));
     }
   }
 
-  private async apply(doc: MappingDocument, pid: string): Promise<void> {
-    const slots = await this.o.applier.apply(doc);
-    await this.persist(doc, slots);
+  private async apply(doc: MappingDocument, pid: string, text?: string): Promise<void> {
+    const applied = await this.o.applier.apply(doc);
+    const slots = applied.slots;
+    await this.persist(doc, applied, text);
     this.lkg = doc;
     this.appliedPid = pid;
     this.inForce = doc.version;
@@ -148,9 +149,9 @@ export class MappingAgent {
   }
 
   /** Applies a new document; one that cannot be applied here is rejected (once per version) and tried again later. */
-  private async applyCandidate(doc: MappingDocument, pid: string): Promise<void> {
+  private async applyCandidate(doc: MappingDocument, pid: string, text: string): Promise<void> {
     try {
-      await this.apply(doc, pid);
+      await this.apply(doc, pid, text);
     } catch (error) {
       if (!(error instanceof UnappliableDocumentError)) throw error;
       if (this.unappliable?.version !== doc.version) {
@@ -257,6 +258,10 @@ export class MappingAgent {
         this.lastSuccess = this.now();
         return;
       }
+      if ('tooLarge' in result) {
+        this.reject({ problems: [sizeProblem(result.tooLarge, { maxEntries: Infinity, maxBytes: result.maxBytes })] });
+        return;
+      }
       const parsed = pid === undefined || bucketCount !== undefined
         ? parseMapping(result.text, { bucketCount })
         : { ok: false as const, problems: [{ path: '$.bucketCount', message: `HAProxy's configuration does not say how many buckets it hashes keys into (${BUCKET_COUNT_ENV}); run the configuration of \`cellctl router config\`` }] };
@@ -267,7 +272,7 @@ export class MappingAgent {
         this.lastSuccess = this.now();
         this.notNewerThanInForce(parsed.document, result.text, current);
       } else if (pid !== undefined) {
-        await this.applyCandidate(parsed.document, pid);
+        await this.applyCandidate(parsed.document, pid, result.text);
       } else {
         // HAProxy is not reachable (not started yet): read the document again at the next poll.
         this.o.source.reset();

@@ -46,6 +46,19 @@ export function mapFileText(entries: readonly [string, string][]): string {
   return entries.map(([k, v]) => `${k} ${v}\n`).join('');
 }
 
+/** A map file's text in pieces of about 64 KiB, for a file written without holding its whole text. */
+export function* mapFileChunks(entries: readonly [string, string][]): Generator<string> {
+  let chunk = '';
+  for (const [k, v] of entries) {
+    chunk += `${k} ${v}\n`;
+    if (chunk.length >= 65536) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
+}
+
 /** A parsed cell endpoint. */
 export function endpointAddress(endpoint: string): { host: string; port: number; tls: boolean } {
   const url = new URL(endpoint);
@@ -202,17 +215,32 @@ export class MappingApplier {
     }
     await flush();
     // Committing a version that received fewer entries than sent would silently drop routes.
-    const staged = await this.api.send(`show map @${version} ${map}`);
-    const count = staged.split('\n').filter((l) => l.startsWith('0x')).length;
+    let count = 0;
+    await this.api.sendLines(`show map @${version} ${map}`, (line) => { if (line.startsWith('0x')) count++; });
     if (count !== entries.length) throw new Error(`${map}: staged ${count} entries, expected ${entries.length}; not committed`);
     await this.api.expectOk(`commit map @${version} ${map}`);
   }
 
+  /**
+   * Reads the map back as it streams in and compares it entry by entry, in order: HAProxy lists a
+   * map's entries in the order they were added, which is the order they were sent. Nothing of the
+   * answer is kept, so checking a map costs no memory in proportion to it.
+   */
   private async verify(name: keyof typeof MAP_FILES, entries: readonly [string, string][]): Promise<void> {
-    const live = await this.api.showMap(this.path(name));
-    const wrong = entries.find(([k, v]) => live.get(k) !== v);
-    if (live.size !== entries.length || wrong) {
-      throw new Error(`${this.path(name)} does not hold what was committed (${live.size} entries, expected ${entries.length}${wrong ? `; ${wrong[0]} → ${live.get(wrong[0])}` : ''})`);
+    let i = 0;
+    let wrong: string | undefined;
+    await this.api.sendLines(`show map ${this.path(name)}`, (line) => {
+      // "0x55d1c… key value"
+      if (!line.startsWith('0x')) return;
+      const first = line.indexOf(' ');
+      const second = line.indexOf(' ', first + 1);
+      const key = line.slice(first + 1, second);
+      const value = line.slice(second + 1);
+      const expected = entries[i++];
+      if (wrong === undefined && (expected === undefined || expected[0] !== key || expected[1] !== value)) wrong = `${key} → ${value}${expected ? ` where ${expected[0]} → ${expected[1]} was committed` : ', not committed'}`;
+    });
+    if (i !== entries.length || wrong) {
+      throw new Error(`${this.path(name)} does not hold what was committed (${i} entries, expected ${entries.length}${wrong ? `; ${wrong}` : ''})`);
     }
   }
 
@@ -279,11 +307,11 @@ export class MappingApplier {
   }
 
   /** Checks (`plan`) and then applies `doc`. An `UnappliableDocumentError` means nothing was changed. */
-  public async apply(doc: MappingDocument): Promise<Map<string, number>> {
+  public async apply(doc: MappingDocument): Promise<Applied> {
     return this.execute(await this.plan(doc));
   }
 
-  public async execute({ doc, before, slots, targets }: ApplyPlan): Promise<Map<string, number>> {
+  public async execute({ doc, before, slots, targets }: ApplyPlan): Promise<Applied> {
     const cells = Object.keys(doc.cells);
     // The registry and the hosts map first hold old and new cells (a crash here leaves no slot free
     // that routes still name, and a TLS server enabled below already has its SNI), then the routes,
@@ -312,6 +340,12 @@ export class MappingApplier {
         for (let z = 0; z < this.zones; z++) await this.api.expectOk(`set server ${slotName(slot)}/${zoneServer(z)} state maint`);
       }
     }
-    return new Map(slots);
+    return { slots: new Map(slots), contents };
   }
+}
+
+/** What an apply put in force: the slot of each cell, and the maps' entries (the agent persists them as they are). */
+export interface Applied {
+  readonly slots: Map<string, number>;
+  readonly contents: MapContents;
 }

@@ -398,9 +398,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len 128` : `  http-request capture ${key} len 128`,
     // x-forwarded-for is added after the rules (option forwardfor), x-forwarded-proto set below.
     `  http-request del-header ${SPOOFABLE_HEADER_PATTERN} -m reg`,
-    // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's destination).
-    '  http-request set-header x-forwarded-proto https if { dst_port 443 }',
-    '  http-request set-header x-forwarded-proto http if !{ dst_port 443 }',
+    // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's
+    // destination): one rule choosing the value instead of two rules with opposite conditions.
+    '  http-request set-header x-forwarded-proto %[dst_port,sub(443),bool,iif(http,https)]',
     ...(o.partitionKey.source === 'header' ? [] : [`  http-request set-header ${ROUTED_KEY_HEADER} %[${key}]`]),
     // The tenant's bucket, kept in its entry of the keys table (gpt0 = bucket + 1): the bucket depends
     // only on the key and the bucket count, never on the mapping, so nothing ever invalidates it. A
@@ -418,9 +418,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
     `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
     `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
-    `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})] if { sc0_get_gpt0 gt 0 }`,
-    // A valid key the keys table could not take (no entry free): its bucket computed here.
-    `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${buckets})]`,
+    // A valid key the keys table could not take (no entry free): its bucket computed here. Every
+    // other valid key has its bucket in its entry (set above).
+    `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${buckets})] if !{ sc0_tracked }`,
+    `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})]`,
     // Nothing matched (no mapping loaded yet): use_backend with an empty name goes to the default.
     `  default_backend ${NO_MAPPING_BACKEND}`,
   );

@@ -76,6 +76,21 @@ export interface LocalRouterOptions {
   readonly retryUnappliableMs?: number;
   /** Agent: report the version in force here after every tick (S3ServedReporter, as router tasks in AWS do). */
   readonly served?: AgentOptions['served'];
+  /** How long HAProxy may take to start (answer on its runtime API). @default `startTimeoutMs` of what it loads */
+  readonly startTimeoutMs?: number;
+}
+
+/**
+ * How long an HAProxy start may take: 10 s, plus 1 s per MiB of map files it loads from the state
+ * directory (a restart after a large mapping was applied; HAProxy parses about 5 MiB of maps a
+ * second here, so this leaves room for a loaded machine).
+ */
+export function startTimeoutMs(stateDir: string): number {
+  const bytes = Object.values(MAP_FILES).reduce((n, name) => {
+    const file = path.join(stateDir, name);
+    return n + (fs.existsSync(file) ? fs.statSync(file).size : 0);
+  }, 0);
+  return 10_000 + Math.ceil(bytes / 1048576) * 1000;
 }
 
 export interface LocalRouter {
@@ -203,10 +218,18 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     child.stderr!.on('data', forwarder('stderr'));
     let exited = false;
     child.once('exit', () => { exited = true; });
-    await waitFor(async () => {
-      if (exited) throw new HaproxyStartError(haproxyStartError(output, o.port));
-      return (await api.info()).Pid !== undefined;
-    }, 10_000, 'HAProxy to start');
+    const deadline = o.startTimeoutMs ?? startTimeoutMs(stateDir);
+    const maps = Object.values(MAP_FILES).reduce((n, name) => n + fs.statSync(path.join(stateDir, name)).size, 0);
+    try {
+      await waitFor(async () => {
+        if (exited) throw new HaproxyStartError(haproxyStartError(output, o.port));
+        return (await api.info()).Pid !== undefined;
+      }, deadline, 'HAProxy to start');
+    } catch (error) {
+      if (error instanceof HaproxyStartError) throw error;
+      child.kill('SIGKILL');
+      throw new HaproxyStartError(`HAProxy did not answer on its runtime API (${socket}) within ${deadline / 1000} s while loading ${(maps / 1048576).toFixed(1)} MiB of maps from ${stateDir}; on a slow machine or under a profiler, give it longer (--start-timeout SECONDS)`);
+    }
     started = true;
     if (output.trim()) o.log(output.trimEnd());
   };

@@ -24,6 +24,44 @@ export class RuntimeApi {
     });
   }
 
+  /**
+   * Sends one command and hands HAProxy's answer to `onLine` line by line as it arrives, keeping
+   * none of it: a map of 100,000 entries is read back without holding its text, its lines or a copy.
+   */
+  public sendLines(command: string, onLine: (line: string) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const tcp = /^([\w.-]+):(\d+)$/.exec(this.address);
+      const socket = tcp ? net.createConnection({ host: tcp[1], port: Number(tcp[2]) }) : net.createConnection({ path: this.address });
+      let partial = '';
+      let failed: Error | undefined;
+      socket.setEncoding('utf8');
+      socket.setTimeout(this.timeoutMs, () => socket.destroy(new Error(`HAProxy runtime API: no answer to \`${command.split('\n')[0]}\` within ${this.timeoutMs} ms`)));
+      socket.on('connect', () => socket.end(command.endsWith('\n') ? command : `${command}\n`));
+      socket.on('data', (chunk: string) => {
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop()!;
+        try {
+          for (const line of lines) onLine(line);
+        } catch (error) {
+          failed = error as Error;
+          socket.destroy();
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', (hadError) => {
+        if (failed) reject(failed);
+        else if (!hadError) {
+          try {
+            if (partial) onLine(partial);
+            resolve();
+          } catch (error) {
+            reject(error);
+          }
+        }
+      });
+    });
+  }
+
   /** Sends a command whose success is an empty answer (or a known success line); throws otherwise. */
   public async expectOk(command: string, ok: RegExp = /^\s*$/): Promise<void> {
     const answer = await this.send(command);

@@ -1,13 +1,18 @@
 import { createHash } from 'crypto';
 import * as fs from 'fs';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { DOCUMENT_LIMITS } from '../mapping/limits';
 import { groupKey, statusOf } from '../mapping-store';
 
 /**
  * A fetch result: nothing new, a new document text to validate, or (`missing`) no document at the
  * source yet: nothing has been published for this group, which is not an error.
  */
-export type FetchResult = { readonly changed: false; readonly missing?: true } | { readonly changed: true; readonly text: string };
+export type FetchResult =
+  | { readonly changed: false; readonly missing?: true }
+  | { readonly changed: true; readonly text: string }
+  /** A document larger than a router task holds: not read at all (its size is the problem). */
+  | { readonly changed: true; readonly tooLarge: number; readonly maxBytes: number };
 
 /** Reading the source was refused (as opposed to: there is nothing to read). */
 export class SourceAccessDenied extends Error {
@@ -29,7 +34,8 @@ export class S3MappingSource implements MappingSource {
   public readonly description: string;
 
   /** `timeoutMs`: a fetch that takes longer is abandoned (and counted as an error). */
-  constructor(private readonly s3: S3Client, private readonly bucket: string, group: string, private readonly timeoutMs = 5000) {
+  /** `maxBytes`: a larger document is not read (what a router task holds). */
+  constructor(private readonly s3: S3Client, private readonly bucket: string, group: string, private readonly timeoutMs = 5000, private readonly maxBytes = DOCUMENT_LIMITS.maxBytes) {
     this.key = groupKey(group);
     this.description = `s3://${bucket}/${this.key}`;
   }
@@ -40,6 +46,12 @@ export class S3MappingSource implements MappingSource {
     try {
       const abortSignal = AbortSignal.timeout(this.timeoutMs);
       const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key, IfNoneMatch: this.etag }), { abortSignal });
+      if ((response.ContentLength ?? 0) > this.maxBytes) {
+        // Not read: a document this large would cost the agent several times its size to parse.
+        (response.Body as { destroy?: () => void } | undefined)?.destroy?.();
+        this.etag = response.ETag;
+        return { changed: true, tooLarge: response.ContentLength!, maxBytes: this.maxBytes };
+      }
       const text = await response.Body!.transformToString();
       // Remember the ETag only when the body is the object it names (a single-part ETag is the
       // MD5 of the content): a torn or truncated read is then read again at the next poll
@@ -96,8 +108,9 @@ export class FileMappingSource implements MappingSource {
     const stat = await fs.promises.stat(this.file);
     const stamp = `${stat.size}:${stat.mtimeMs}`;
     if (stamp === this.stamp) return { changed: false };
-    const text = await fs.promises.readFile(this.file, 'utf8');
     this.stamp = stamp;
+    if (stat.size > DOCUMENT_LIMITS.maxBytes) return { changed: true, tooLarge: stat.size, maxBytes: DOCUMENT_LIMITS.maxBytes };
+    const text = await fs.promises.readFile(this.file, 'utf8');
     return { changed: true, text };
   }
 

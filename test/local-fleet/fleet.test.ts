@@ -65,7 +65,7 @@ test('cellctl mapping against the fleet\'s mapping file takes effect (the agent 
   const tenant = 'pinned-tenant';
   const target = fleet.cells.map((c) => c.id).find((id) => id !== lookup(doc, tenant).cell)!;
   const io = { out: () => undefined, err: () => undefined };
-  expect(await runCli(['mapping', 'pin', tenant, target, '--mapping', fleet.mappingFile], io)).toBe(0);
+  expect(await runCli(['mapping', 'pin', tenant, target, '--mapping', fleet.mappingFile, '--routing-only'], io)).toBe(0);
   await until('the router to serve the pinned tenant from its new cell', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).headers.get('x-cell') === target, 60_000);
 });
 

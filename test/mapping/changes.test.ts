@@ -121,7 +121,7 @@ describe('random change sequences', () => {
         const holders = [...bucketCounts(doc).keys()];
         let next: MappingDocument;
         if (op.kind === 'add') {
-          next = addCell(doc, { id: `new-${++added}`, endpoint: 'http://127.0.0.1:9500' }, NOW);
+          next = addCell(doc, { id: `new-${++added}`, endpoint: `http://127.0.0.1:${9500 + added}` }, NOW);
           const diff = diffMappings(doc, next);
           expect(diff.moves.every((m) => m.to === `new-${added}`)).toBe(true);
           const got = bucketCounts(next).get(`new-${added}`)!;

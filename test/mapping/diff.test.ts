@@ -1,4 +1,4 @@
-import { addCell, diffMappings, drainCell, guardChange, pinKey, setPrefix, unpinKey } from '../../lib/mapping';
+import { addCell, diffMappings, drainCell, guardChange, pinKey, prefixShare, setPrefix, unpinKey } from '../../lib/mapping';
 import { NOW, sampleMapping } from '../support/mapping';
 
 describe('diffMappings', () => {
@@ -20,6 +20,22 @@ describe('diffMappings', () => {
       { kind: 'prefix', key: 'acme-', before: 'cell-1', after: 'cell-2' },
     ]);
     expect(diffMappings(a, b).bucketsMoved).toBe(0);
+  });
+
+  it('counts what changed prefix overrides can cover as moved: one first character is 1/62 of all valid keys, each next one 67 times less', () => {
+    const before = sampleMapping(4);
+    expect(prefixShare('a')).toBeCloseTo(1 / 62, 12);
+    expect(prefixShare('ab')).toBeCloseTo(1 / 62 / 67, 12);
+    const avt = ['a', 'v', 't'].reduce((d, p) => setPrefix(d, p, 'cell-2', NOW), before);
+    const diff = diffMappings(before, avt);
+    expect(diff.bucketsMoved).toBe(0);
+    expect(diff.prefixShare).toBeCloseTo(3 / 62, 12);
+    expect(diff.movedShare).toBeCloseTo(3 / 62, 12);
+    // A prefix under another changed prefix adds nothing: its keys are counted once.
+    expect(diffMappings(before, setPrefix(avt, 'ab', 'cell-3', NOW)).prefixShare).toBeCloseTo(3 / 62, 12);
+    // Enough of them and the 25% guard refuses the change.
+    const sixteen = 'abcdefghijklmnop'.split('').reduce((d, p) => setPrefix(d, p, 'cell-2', NOW), before);
+    expect(guardChange(before, sixteen)).toEqual([expect.stringMatching(/moves 25.8% of the keyspace \(limit 25.0%\)/)]);
   });
 
   it('refuses documents with different bucket counts', () => {

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { MappingDocument, pinKey } from '../../lib/mapping';
-import { FetchResult, MappingAgent, MappingApplier, MappingSource, RuntimeApi, UNAPPLIABLE_HINT, UnappliableDocumentError } from '../../lib/router';
+import { FetchResult, mapContents, MappingAgent, MappingApplier, MappingSource, RuntimeApi, UNAPPLIABLE_HINT, UnappliableDocumentError } from '../../lib/router';
 import { NOW, sampleMapping } from '../support/mapping';
 
 /**
@@ -22,7 +22,7 @@ describe('the mapping agent reports each problem once', () => {
 
   /** A source that hands out `text` at every poll, as an S3 source without a usable ETag does. */
   const source: MappingSource = { description: 'test-source', fetch: async (): Promise<FetchResult> => ({ changed: true, text }), reset: () => undefined };
-  const api = { info: async () => ({ Pid: pid }), send: async () => '', stats: async () => [] } as unknown as RuntimeApi;
+  const api = { info: async () => ({ Pid: pid }), send: async () => '', stats: async () => [], env: async () => String(sampleMapping().bucketCount) } as unknown as RuntimeApi;
   const applier = {
     currentVersion: async () => applied[applied.length - 1],
     currentSlots: async () => new Map<string, number>(),
@@ -30,7 +30,8 @@ describe('the mapping agent reports each problem once', () => {
     apply: async (doc: MappingDocument) => {
       if (unresolvable) throw new UnappliableDocumentError(`cell cell-1: endpoint host ${unresolvable} does not resolve (getaddrinfo ENOTFOUND ${unresolvable})`);
       applied.push(doc.version);
-      return new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));
+      const slots = new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));
+      return { slots, contents: mapContents(doc, slots) };
     },
   } as unknown as MappingApplier;
 

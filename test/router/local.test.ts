@@ -3,8 +3,8 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import fc from 'fast-check';
-import { addCell, initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
-import { LocalRouter, startLocalRouter } from '../../lib/router';
+import { addCell, bucketOf, initialMapping, lookup, MappingDocument, pinKey, setPrefix } from '../../lib/mapping';
+import { HaproxyStartError, KEY_TABLE, LocalRouter, RuntimeApi, startLocalRouter } from '../../lib/router';
 import { FakeCell, onFreePorts, routed, startCell, untilCellChecked } from '../support/cells';
 
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
@@ -110,5 +110,48 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([behaviour === 'error' ? 500 : 502]));
     expect(target.requests).toBe(20);
     expect(cells.filter((c) => c !== target).reduce((n, c) => n + c.requests, 0)).toBe(0);
+  });
+
+  it('routes a tenant seen before by the bucket kept in its keys-table entry, exactly as computing it', async () => {
+    const keys = Array.from({ length: 1000 }, (_, i) => `cached-${i}`);
+    for (const round of [1, 2]) {
+      const answers = await Promise.all(keys.map((key) => routed(agent, port, key)));
+      answers.forEach((answer, i) => expect([round, keys[i], answer.cell]).toEqual([round, keys[i], lookup(doc, keys[i]).cell]));
+    }
+    // The entry holds the bucket + 1 (0 = not computed yet).
+    const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+    for (const key of keys.slice(0, 20)) {
+      const entry = await api.send(`show table ${KEY_TABLE} key ${key}`);
+      expect(entry).toContain(`gpt0=${bucketOf(key, 16384) + 1}`);
+    }
+    // An invalid key gets no bucket, and a key longer than any valid one cannot borrow a valid key's entry.
+    const long = `${'a'.repeat(128)}`;
+    expect((await routed(agent, port, long)).status).toBe(200);
+    expect((await routed(agent, port, `${long}!`)).status).toBe(400);
+    expect((await routed(agent, port, `${long}b`)).status).toBe(400);
+    expect(await api.send(`show table ${KEY_TABLE} key ${long}b`)).not.toMatch(/gpt0=[1-9]/);
+  });
+
+  it('refuses a second router on the same port at once (no port sharing)', async () => {
+    const started = Date.now();
+    const second = startLocalRouter({
+      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined,
+    });
+    await expect(second).rejects.toThrow(HaproxyStartError);
+    await expect(second).rejects.toThrow(new RegExp(`^port ${port} is already in use on 127.0.0.1`));
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('says what it waited for when HAProxy does not start in time', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slow-haproxy-'));
+    // An HAProxy that reports its version but never opens its runtime API (a profiler, a slow machine).
+    const slow = path.join(dir, 'haproxy');
+    fs.writeFileSync(slow, '#!/bin/sh\nif [ "$1" = "-v" ]; then exec haproxy -v; fi\nexec sleep 30\n', { mode: 0o755 });
+    const attempt = startLocalRouter({
+      mappingFile, port: 1, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined,
+      haproxyBinary: slow, startTimeoutMs: 1500,
+    });
+    await expect(attempt).rejects.toThrow(/^HAProxy did not answer on its runtime API \(.*admin\.sock\) within 1\.5 s while loading 0\.0 MiB of maps from .*; on a slow machine or under a profiler, give it longer \(--start-timeout SECONDS\)$/);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

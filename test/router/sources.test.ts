@@ -25,7 +25,15 @@ describe('S3MappingSource', () => {
   it('reads the document once, then gets 304 until it changes', async () => {
     const source = new S3MappingSource(client, s3.bucket, 'main');
     const first = await source.fetch();
-    expect(first.changed && JSON.parse(first.text).version).toBe(1);
+    expect('text' in first && JSON.parse(first.text).version).toBe(1);
+    expect(await source.fetch()).toEqual({ changed: false });
+  });
+
+  it('does not read a document larger than a router task holds, and reads it again only when it changes', async () => {
+    const big = `${JSON.stringify({ pad: 'x'.repeat(20_000) })}\n`;
+    await new MappingStore(client, s3.bucket).put(groupKey('big'), big);
+    const source = new S3MappingSource(client, s3.bucket, 'big', 5000, 10_000);
+    expect(await source.fetch()).toEqual({ changed: true, tooLarge: Buffer.byteLength(big), maxBytes: 10_000 });
     expect(await source.fetch()).toEqual({ changed: false });
   });
 
@@ -34,12 +42,12 @@ describe('S3MappingSource', () => {
     s3.fault('torn');
     try {
       const torn = await source.fetch();
-      expect(torn.changed && (() => JSON.parse(torn.text))).toThrow(SyntaxError);
+      expect('text' in torn && (() => JSON.parse(torn.text))).toThrow(SyntaxError);
     } finally {
       s3.fault(undefined);
     }
     const next = await source.fetch();
-    expect(next.changed && JSON.parse(next.text).version).toBe(1);
+    expect('text' in next && JSON.parse(next.text).version).toBe(1);
     expect(await source.fetch()).toEqual({ changed: false });
   });
 

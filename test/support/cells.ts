@@ -177,12 +177,18 @@ export function percentile(values: readonly number[], p: number): number {
 /**
  * A stand-in for the NLB in front of a router whose bind has `accept-proxy`: listens on loopback and
  * forwards each connection to `targetPort`, first writing a PROXY protocol v2 header that names
- * `client` as the source and `listenerPort` as the destination port (as a target group with
+ * `fixedClient` as the source and `listenerPort` as the destination port (as a target group with
  * `proxy_protocol_v2.enabled` does).
  */
-export async function startProxyProtocolForwarder(targetPort: number, client = { address: '198.51.100.7', port: 40000 }, listenerPort = 443): Promise<{ port: number; close(): Promise<void> }> {
+export async function startProxyProtocolForwarder(
+  targetPort: number, fixedClient: { address: string; port: number } | 'by-source' = { address: '198.51.100.7', port: 40000 }, listenerPort = 443,
+): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((downstream) => {
+    // 'by-source': each client named by the loopback address it connects from (127.0.0.9 → 198.51.100.9), so a test can be many clients.
+    const client = fixedClient === 'by-source'
+      ? { address: `198.51.100.${downstream.remoteAddress!.split('.').pop()}`, port: downstream.remotePort! }
+      : fixedClient;
     const upstream = net.createConnection({ host: '127.0.0.1', port: targetPort });
     sockets.add(downstream).add(upstream);
     upstream.write(proxyV2Header(client, listenerPort));
