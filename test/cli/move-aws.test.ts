@@ -11,7 +11,7 @@ import { MappingStore, publishMapping } from '../../lib/mapping-store';
 import { runMoverTask } from '../../lib/moves/aws-task';
 import { CellDatabase } from '../../lib/moves/cell-data';
 import { systemClock } from '../../lib/moves/types';
-import { MappingAgent, MappingApplier, runAgentLoop, RuntimeApi, S3MappingSource, S3ServedReporter } from '../../lib/router';
+import { mapContents, MappingAgent, MappingApplier, runAgentLoop, RuntimeApi, S3MappingSource, S3ServedReporter } from '../../lib/router';
 import { MappingDocument } from '../../lib/mapping';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -87,14 +87,15 @@ describe('cellctl move (AWS fleet)', () => {
           const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'move-aws-router-'));
           stateDirs.push(stateDir);
           let inForce: number | undefined;
-          const api = { info: async () => ({ Pid: '1' }), send: async () => '', stats: async () => [] } as unknown as RuntimeApi;
+          const api = { info: async () => ({ Pid: '1' }), send: async () => '', stats: async () => [], env: async () => String(fleet.bucketCount) } as unknown as RuntimeApi;
           const applier = {
             currentVersion: async () => inForce,
             currentSlots: async () => new Map<string, number>(),
             refreshAddresses: async () => [],
             apply: async (doc: MappingDocument) => {
               inForce = doc.version;
-              return new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));
+              const slots = new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));
+              return { slots, contents: mapContents(doc, slots) };
             },
           } as unknown as MappingApplier;
           const agent = new MappingAgent({
