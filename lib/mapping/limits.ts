@@ -10,24 +10,29 @@
 export const ROUTER_TASK_MEMORY_MIB = 2048;
 
 /**
- * Of the task's memory, what is not for client connections: HAProxy's and the agent's own footprint
- * (about 40 and 70 MiB measured idle) and the mapping (`MAPPING_MEMORY_MIB`).
+ * Of the task's memory, what is not for client connections (`connectionLimits`): HAProxy's and the
+ * agent's own footprint (21 and 95 MiB measured idle, the agent as `cellctl router local` runs it),
+ * the mapping (`MAPPING_MEMORY_MIB`), and HAProxy's stick tables (tenants' buckets, 32 MiB; client
+ * addresses, 16 MiB): 356 MiB, rounded up.
  */
-export const ROUTER_RESERVED_MIB = 256;
+export const ROUTER_RESERVED_MIB = 384;
 
 /** Of `ROUTER_RESERVED_MIB`, what the mapping may take: HAProxy's maps during a swap and the agent's copy. */
-export const MAPPING_MEMORY_MIB = 128;
+export const MAPPING_MEMORY_MIB = 192;
 
 /**
- * Measured cost of one map entry (an exact override of a 20-character key) in a router task at its
- * peak, an apply: HAProxy holds the committed and the staged version of the map (about 300 bytes
- * each, pattern tree and reference list), the agent the parsed document, its map lines and the
- * payload it is sending (about 300 bytes). `npm run bench:mapping` measures both.
+ * Cost of one map entry in a router task at its peak, an apply: HAProxy holds the committed and the
+ * staged version of a map (305 bytes a pin each, measured), the agent the parsed document and the
+ * map entries it sends (551 bytes a pin). `npm run bench:router-memory` measures both (100,000 pins
+ * of 15-character keys).
  */
-export const TASK_BYTES_PER_ENTRY = 900;
+export const TASK_BYTES_PER_ENTRY = 1200;
 
-/** The agent holds the document's text while it parses it: bytes of memory per byte of JSON at its peak. */
-export const AGENT_BYTES_PER_DOCUMENT_BYTE = 3;
+/**
+ * Memory per byte of the document's JSON at the agent's peak, for documents of long keys (a pin of
+ * a 128-character key is about 150 bytes of JSON and costs the task about 1,200 bytes).
+ */
+export const AGENT_BYTES_PER_DOCUMENT_BYTE = 8;
 
 export interface DocumentLimits {
   /** Map entries: exact overrides, prefixes, frozen keys and bucket ranges together. */

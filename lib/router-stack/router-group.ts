@@ -220,7 +220,7 @@ export function scaleOnConnectionUse(service: ecs.FargateService, group: string,
  *   Network Load Balancers, "Target groups": client IP preservation and proxy protocol).
  * - Connections to a target that turns unhealthy are not terminated
  *   (`target_health_state.unhealthy.connection_termination.enabled` false; it is true by default):
- *   readiness turns false near the connection limit, and that must stop new flows only.
+ *   a task that turns unready (no mapping in force) must stop taking new flows only.
  * - The health check is HAProxy's readiness (`READY_PORT`), which survives an agent restart.
  */
 export function configureRouterTargetGroup(targetGroup: elbv2.INetworkTargetGroup): void {

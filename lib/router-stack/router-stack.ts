@@ -222,7 +222,7 @@ export class RouterStack extends Stack {
       const tg = new elbv2.NetworkTargetGroup(this, `Targets-${group.name}`, {
         vpc, port: ROUTER_PORT, protocol: elbv2.Protocol.TCP, targetType: elbv2.TargetType.IP, deregistrationDelay: ROUTER_DEREGISTRATION_DELAY,
       });
-      // HAProxy's readiness (a mapping in force and not near the connection limit), proxy protocol v2,
+      // HAProxy's readiness (a mapping in force), proxy protocol v2,
       // no connection termination for unhealthy targets: see configureRouterTargetGroup.
       configureRouterTargetGroup(tg);
       targetGroups.set(group.name, tg);
