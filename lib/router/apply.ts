@@ -41,11 +41,6 @@ function slotRegistry(slots: ReadonlyMap<string, number>): [string, string][] {
   return [...slots.entries()].map(([cell, slot]) => [slotName(slot), cell]);
 }
 
-/** Renders map entries as a map file. */
-export function mapFileText(entries: readonly [string, string][]): string {
-  return entries.map(([k, v]) => `${k} ${v}\n`).join('');
-}
-
 /** A map file's text in pieces of about 64 KiB, for a file written without holding its whole text. */
 export function* mapFileChunks(entries: readonly [string, string][]): Generator<string> {
   let chunk = '';
