@@ -239,7 +239,7 @@ async function instructionsPerRequest(dir: string, name: string, config: string,
  * BENCH_RULES=1 npm run bench:router: what each line of the router frontend costs, in instructions per request
  * (callgrind): the router's frontend, then the same frontend with one line taken out at a time,
  * and the floor and the plain proxy for reference. Only lines that do not decide the route are
- * taken out (bind, maxconn and the routing rules stay).
+ * taken out (bind, maxconn, the routing rules and the line keeping a tenant's bucket stay).
  */
 async function ruleCosts(dir: string, stateDir: string, bucketOnly: (to: string) => string): Promise<void> {
   if (spawnSync('valgrind', ['--version']).error) throw new Error('BENCH_RULES needs valgrind: apt-get install -y valgrind');
@@ -257,7 +257,8 @@ async function ruleCosts(dir: string, stateDir: string, bucketOnly: (to: string)
   const routerOnly = process.env.BENCH_RULES === 'router';
   const only = process.env.BENCH_RULES === '1' ? undefined : new RegExp(routerOnly ? '^$' : process.env.BENCH_RULES!);
   for (const [i, line] of frontend.entries()) {
-    if (/^\s*(maxconn|use_backend|default_backend)\b/.test(line) || (only && !only.test(line))) continue;
+    // The bucket kept in gpt0 is the route of a key seen before: without the line setting it, requests have none.
+    if (/^\s*(maxconn|use_backend|default_backend)\b|sc-set-gpt0/.test(line) || (only && !only.test(line))) continue;
     const without = await count(`without-${i}`, (to) => frontend.filter((_, j) => j !== i).join('\n').split(stateDir).join(to));
     rows.push([`without \`${line.trim().slice(0, 140)}\``, without]);
     process.stderr.write(`${Math.round(router - without)}\t${line.trim()}\n`);

@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from 'dns/promises';
 import { isIPv4 } from 'net';
 import { MappingDocument } from '../mapping';
 import { bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
-import { bucketRoutes, exactRoutes, FROZEN_BACKEND } from './freeze';
+import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
 import { RuntimeApi } from './runtime-api';
 
 /** Map entries of a document, as HAProxy reads them (`key value` per line). */
@@ -21,13 +21,21 @@ export interface MapContents {
  * buckets name the `frozen` backend (see freeze.ts).
  */
 export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, number>): MapContents {
+  // One name string per slot, shared by every entry routed to it.
+  const names = new Map<string, string>();
   const slotOf = (cell: string) => {
-    const slot = slots.get(cell);
-    if (slot === undefined) throw new Error(`cell ${cell} has no backend slot`);
-    return slotName(slot);
+    let name = names.get(cell);
+    if (name === undefined) {
+      const slot = slots.get(cell);
+      if (slot === undefined) throw new Error(`cell ${cell} has no backend slot`);
+      names.set(cell, (name = slotName(slot)));
+    }
+    return name;
   };
+  const exact: [string, string][] = [];
+  forEachExactRoute(doc, (key, cell) => exact.push([key, cell === undefined ? FROZEN_BACKEND : slotOf(cell)]));
   return {
-    exact: exactRoutes(doc).map(([key, cell]) => [key, cell === undefined ? FROZEN_BACKEND : slotOf(cell)]),
+    exact,
     prefix: Object.entries(doc.overrides.prefix).map(([prefix, cell]) => [prefix, slotOf(cell)]),
     buckets: bucketRoutes(doc).flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)])),
     cells: slotRegistry(slots),
@@ -39,11 +47,6 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
 /** The cells map: slot → cell, the agent's record of which slot serves which cell. */
 function slotRegistry(slots: ReadonlyMap<string, number>): [string, string][] {
   return [...slots.entries()].map(([cell, slot]) => [slotName(slot), cell]);
-}
-
-/** Renders map entries as a map file. */
-export function mapFileText(entries: readonly [string, string][]): string {
-  return entries.map(([k, v]) => `${k} ${v}\n`).join('');
 }
 
 /** A map file's text in pieces of about 64 KiB, for a file written without holding its whole text. */

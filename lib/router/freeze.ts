@@ -12,14 +12,22 @@ export const FROZEN_BACKEND = 'frozen';
 /** Seconds a frozen key's client should wait before retrying; a move's freeze lasts about a second. */
 export const FROZEN_RETRY_AFTER_SECONDS = 1;
 
-/** The exact routes: overrides, then frozen keys (a frozen key's override is replaced). Undefined cell = frozen. */
-export function exactRoutes(doc: MappingDocument): [string, string | undefined][] {
+/**
+ * Visits the exact routes: overrides, then frozen keys (a frozen key's override is replaced).
+ * Undefined cell = frozen. A visitor, so a caller building map entries holds one array of them, not
+ * another of routes first (100,000 pins are 100,000 pairs each).
+ */
+export function forEachExactRoute(doc: MappingDocument, visit: (key: string, cell: string | undefined) => void): void {
   const frozen = new Set(doc.freeze?.exact ?? []);
-  // for-in, one array: Object.entries and a filter would each hold another copy of 100,000 pins.
-  const routes: [string, string | undefined][] = [];
   const exact = doc.overrides.exact;
-  for (const key in exact) if (!frozen.has(key)) routes.push([key, exact[key]]);
-  for (const key of frozen) routes.push([key, undefined]);
+  for (const key in exact) if (!frozen.has(key)) visit(key, exact[key]);
+  for (const key of frozen) visit(key, undefined);
+}
+
+/** The exact routes as pairs (see `forEachExactRoute`). */
+export function exactRoutes(doc: MappingDocument): [string, string | undefined][] {
+  const routes: [string, string | undefined][] = [];
+  forEachExactRoute(doc, (key, cell) => routes.push([key, cell]));
   return routes;
 }
 

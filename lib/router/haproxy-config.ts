@@ -408,7 +408,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // x-forwarded-for is added after the rules (option forwardfor), x-forwarded-proto set below.
     `  http-request del-header ${SPOOFABLE_HEADER_PATTERN} -m reg`,
     // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's
-    // destination): one rule choosing the value instead of two rules with opposite conditions.
+    // destination). One rule choosing the value: 1,618 instructions per request, against 1,890 for
+    // two rules with fixed values and opposite conditions (bench:router, BENCH_RULES).
     '  http-request set-header x-forwarded-proto %[dst_port,sub(443),bool,iif(http,https)]',
     ...(o.partitionKey.source === 'header' ? [] : [`  http-request set-header ${ROUTED_KEY_HEADER} %[${key}]`]),
     // The tenant's bucket, kept in its entry of the keys table (gpt0 = bucket + 1): the bucket depends

@@ -84,8 +84,9 @@ export interface LocalRouterOptions {
 
 /**
  * How long an HAProxy start may take: 10 s, plus 1 s per MiB of map files it loads from the state
- * directory (a restart after a large mapping was applied; HAProxy parses about 5 MiB of maps a
- * second here, so this leaves room for a loaded machine).
+ * directory (a restart after a large mapping was applied). HAProxy 2.6 loads a million-entry map of
+ * 21 MiB in under half a second here; 1 s per MiB leaves room for a slow machine or a profiler
+ * (valgrind runs it tens of times slower).
  */
 export function startTimeoutMs(stateDir: string): number {
   const bytes = Object.values(MAP_FILES).reduce((n, name) => {
