@@ -168,7 +168,12 @@ export class RouterGroupsStack extends Stack {
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, slots: fleet.router.slots,
         zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
-        targetGroup, mappingBucket, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
+        targetGroup, mappingBucket, mappingBucketRegion: region, images,
+        // The 5xx rate only: it counts requests, so a first start (no traffic before readiness) cannot
+        // trip it. Unhealthy tasks (RunningTaskCount below `tasks`, missing data breaching) would be in
+        // ALARM while a new group's first tasks start; tasks that never become healthy trip the
+        // circuit breaker instead. Both stay in the group's composite, which the bake and on-call watch.
+        deploymentAlarms: [errors],
         taskRoleName: routerTaskRoleName(fleet.app, region, g),
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;

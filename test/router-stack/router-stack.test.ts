@@ -228,6 +228,14 @@ describe('RouterStack', () => {
       expect(s.Properties.DeploymentConfiguration).toMatchObject({ DeploymentCircuitBreaker: { Enable: true, Rollback: true }, Alarms: { Enable: true, Rollback: true }, MinimumHealthyPercent: 100 });
       expect(s.Properties.LoadBalancers).toHaveLength(1);
     }
+    // Deployments roll back on the group's own 5xx metric alarm, never on a composite (no ECS
+    // reference says DeploymentAlarms takes one) nor on one that is in ALARM while a first start runs.
+    for (const [template, group] of [[gc, 'canary'], [gr, 'main']] as const) {
+      const [service] = Object.values(template.findResources('AWS::ECS::Service'));
+      const [[alarmId]] = Object.entries(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-router-eu-west-1-${group}-5xx` } }));
+      expect(service.Properties.DeploymentConfiguration.Alarms.AlarmNames).toEqual([{ Ref: alarmId }]);
+      expect(Object.keys(template.findResources('AWS::CloudWatch::CompositeAlarm')).some((id) => JSON.stringify(service.Properties.DeploymentConfiguration).includes(id))).toBe(false);
+    }
     const tasks = Object.values(inGroups('AWS::ECS::TaskDefinition'));
     expect(tasks).toHaveLength(2);
     for (const task of tasks) {
