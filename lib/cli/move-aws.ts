@@ -36,7 +36,7 @@ export interface AwsMoveContext {
 }
 
 export interface AwsMoveOptions {
-  /** The move bucket; default: the SSM parameter `/<app>/moves/bucket` of the fleet's first region. */
+  /** The move bucket; default: the SSM parameter `/<app>/moves/bucket` of the fleet's `router.homeRegion`. */
   readonly movesBucket?: string;
   readonly copyRowsPerSecond?: number;
   readonly batchRows?: number;
@@ -96,7 +96,7 @@ async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCre
   try {
     await provider();
   } catch (error) {
-    throw new MoveError(`${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${Object.keys(fleet.regions)[0]}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`);
+    throw new MoveError(`${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${fleet.router.homeRegion}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`);
   }
   return provider;
 }
@@ -126,7 +126,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const { ECSClient } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { MappingStore } = require('../mapping-store/store') as typeof import('../mapping-store/store');
-  const home = Object.keys(fleet.regions)[0];
+  const home = fleet.router.homeRegion;
   const credentials = await operatorCredentials(fleet, home);
   const interruption = new AbortController();
   const withCredentials = credentials ? { credentials } : {};

@@ -219,6 +219,12 @@ function routerProblems(input: FleetInput): string[] {
       problems.push(`router.cidrs.${region}: ${cidr} holds ${2 ** (32 - range.prefix)} addresses; the router VPC's ${zones} AZs need ${zones * perZone} (a public /${ROUTER_SUBNET_MASKS.public}, a routers /${ROUTER_SUBNET_MASKS.routers} and a cell-endpoints /${ROUTER_SUBNET_MASKS.cellEndpoints} each): give a /${32 - Math.ceil(Math.log2(zones * perZone))} or list fewer AZs`);
     }
   });
+  const regions = Object.keys(input.regions ?? {});
+  if (router.homeRegion === undefined && regions.length > 1) {
+    problems.push(`router.homeRegion: not set, and the fleet has ${regions.length} regions; name the region whose router stack holds the publisher and move operator roles and the move bucket (a fleet that deployed before this setting has them in its first region, \`${regions[0]}\`); it never follows the order of \`regions\``);
+  } else if (router.homeRegion !== undefined && !regions.includes(router.homeRegion)) {
+    problems.push(`router.homeRegion: \`${router.homeRegion}\` is not one of the fleet's regions (${regions.join(', ')})`);
+  }
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
     problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
@@ -484,6 +490,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     waves: input.waves,
     alarms: { ...DEFAULT_ALARMS, ...input.alarms },
     router: {
+      homeRegion: input.router?.homeRegion ?? Object.keys(input.regions)[0],
       groups: (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2, weight: g.weight ?? g.tasks ?? 2 })),
       mappingBucket: input.router?.mappingBucket ?? `${input.app}-mappings-${input.accounts.router}`,
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,

@@ -45,7 +45,7 @@ export interface MoveBucketProps {
 }
 
 /**
- * The fleet's move bucket (router account, the fleet's first region) and the role that drives AWS
+ * The fleet's move bucket (router account, the fleet's `router.homeRegion`) and the role that drives AWS
  * moves. One bucket per fleet, not per region: a move's record must be one object, written with
  * conditional requests, whatever regions its two cells are in.
  *

@@ -36,8 +36,8 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
 /** The router VPC's subnets that hold the interface endpoints to the cells. */
 const CELL_ENDPOINT_SUBNETS = 'cell-endpoints';
 
-/** The region whose router stack holds the (global) publisher role: the first region of the fleet. */
-export const publisherRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
+/** The region whose router stack holds the router account's one-per-fleet resources (`router.homeRegion`). */
+export const publisherRegion = (fleet: Fleet) => fleet.router.homeRegion;
 
 /** The publisher role, in the router account: writes every region's mapping bucket. */
 export const publisherRoleName = (app: string) => `${app}-mapping-publisher`;
@@ -55,7 +55,7 @@ export const CELLS_PER_DASHBOARD = 150;
  * cluster, and one Network Load Balancer whose listener forwards to one target group per router
  * group by the groups' weights; dashboards and the cells' alarms. The groups' services, scaling and
  * alarms are in RouterGroupsStack (the canary group's stack, then the others'), which reads what it
- * needs from this stack's SSM parameters (see routerParameters). The first region's stack also holds
+ * needs from this stack's SSM parameters (see routerParameters). The home region's stack (`router.homeRegion`) also holds
  * the publisher role.
  *
  * First deploy: the cells deploy before the routers (their stacks need nothing from the routers),
@@ -71,9 +71,9 @@ export class RouterStack extends Stack {
   public readonly cluster: ecs.Cluster;
   /** This region's mapping bucket: the routers here read only it. */
   public readonly mappingBucket: MappingBucket;
-  /** Only in the first region's stack (IAM is global). */
+  /** Only in the home region's stack (IAM is global). */
   public readonly publisher?: MappingPublisher;
-  /** The fleet's move bucket and move operator role: only in the first region's stack. */
+  /** The fleet's move bucket and move operator role: only in the home region's stack. */
   public readonly moves?: MoveBucket;
   /** The way to each cell of the fleet, by cell id. */
   public readonly cellLinks: ReadonlyMap<string, CellLink>;

@@ -127,6 +127,21 @@ describe('RouterStack', () => {
     for (const region of ['eu-west-1', 'us-east-1']) expect(text).toContain(`:ssm:${region}:222222222222:parameter/orders/router/mapping-bucket`);
   });
 
+  it('keeps the router account\'s one-per-fleet resources in router.homeRegion, whatever the order of `regions`', () => {
+    // A region added first: the home stays where it was.
+    const reordered = resolve({ ...validInput(), regions: Object.fromEntries(Object.entries(validInput().regions).reverse()) });
+    expect(Object.keys(reordered.regions)[0]).toBe('us-east-1');
+    const app = cdkApp();
+    const stacks = ['eu-west-1', 'us-east-1'].map((region) => new RouterStack(app, `home-${region}`, { fleet: reordered, region }));
+    const [eu, us] = stacks.map((stack) => Template.fromStack(stack));
+    for (const name of ['orders-mapping-publisher', 'orders-move-operator']) {
+      eu.resourcePropertiesCountIs('AWS::IAM::Role', { RoleName: name }, 1);
+      us.resourcePropertiesCountIs('AWS::IAM::Role', { RoleName: name }, 0);
+    }
+    eu.resourcePropertiesCountIs('AWS::SSM::Parameter', { Name: '/orders/moves/bucket' }, 1);
+    us.resourcePropertiesCountIs('AWS::SSM::Parameter', { Name: '/orders/moves/bucket' }, 0);
+  });
+
   it('seeds the fleet\'s first mapping on create only, never over an existing object, with its own bundled SDK', () => {
     for (const template of [t, t2]) {
       const seeds = Object.values(template.findResources('Custom::MappingSeed'));
