@@ -228,6 +228,13 @@ function routerProblems(input: FleetInput): string[] {
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
     problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
+  } else {
+    const tls = (input.cells ?? []).filter((c) => c.certificateArn !== undefined);
+    const host = template.replace(/^[^:]+:\/\//, '').split(/[/:]/)[0].replace('{app}', input.app ?? 'app');
+    const tld = host.split('.').pop()!.toLowerCase();
+    if (tls.length > 0 && PRIVATE_TLDS.has(tld)) {
+      problems.push(`cell \`${tls[0].id}\`${tls.length > 1 ? ` (and ${tls.length - 1} more)` : ''}: certificateArn, but routers reach cells as \`${host}\`, and no public CA issues a certificate for a \`.${tld}\` name while router tasks trust only the public CAs; set router.cellEndpointTemplate to a name under a domain you own (\`{scheme}://{cell}.cells.example.com\`: the router VPCs get that private zone, ACM issues its certificates), or leave certificateArn out (the PrivateLink path is private either way)`);
+    }
   }
   return problems;
 }
@@ -244,6 +251,13 @@ function capacityProblems(input: FleetInput): string[] {
   if (share !== undefined && !(share > 0 && share <= 1)) problems.push(`capacity.largeTenantShare: ${share} must be a share above 0 and at most 1 of a cell's target rate`);
   return problems;
 }
+
+/**
+ * Top-level names no public certificate authority issues for: reserved for private use or testing
+ * (`.internal`, ICANN 2024; `.local`, RFC 6762; `.test`, `.example`, `.invalid`, `.localhost`,
+ * RFC 2606; `home.arpa`, RFC 8375) and common private suffixes that are not delegated.
+ */
+const PRIVATE_TLDS = new Set(['internal', 'local', 'localhost', 'test', 'example', 'invalid', 'arpa', 'lan', 'corp', 'home', 'intranet', 'private']);
 
 function organizationProblems(input: FleetInput): string[] {
   const org = input.organization;

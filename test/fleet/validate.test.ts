@@ -15,6 +15,12 @@ describe('fleetProblems', () => {
     expect(fleetProblems(validInput())).toEqual([]);
   });
 
+  it('accepts HTTPS cells whose endpoint names are under a public domain', () => {
+    const input = validInput();
+    const tls = { ...input, router: { ...input.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' }, cells: input.cells.map((c, n) => (n === 1 ? { ...c, certificateArn: `arn:aws:acm:${c.region}:${c.account}:certificate/abc` } : c)) };
+    expect(fleetProblems(tls)).toEqual([]);
+  });
+
   const cases: [string, Edit, RegExp][] = [
     ['duplicate cell id', editCell(2, { id: 'eu-1' }), /cell `eu-1`: duplicate id/],
     ['malformed cell id', editCell(1, { id: 'EU_1' }), /cells\[1\]: id `EU_1` is malformed/],
@@ -65,6 +71,8 @@ describe('fleetProblems', () => {
     ['alarm percentage over 100', (i) => ({ ...i, alarms: { errorRatePercent: 150 } }), /alarms.errorRatePercent: 150 is a percentage/],
     ['negative alarm threshold', (i) => ({ ...i, alarms: { p99LatencyMs: -1 } }), /alarms.p99LatencyMs: -1 must be a positive number/],
     ['a single router group', (i) => ({ ...i, router: { ...i.router, groups: [{ name: 'all' }] } }), /router.groups: list at least two groups/],
+    ['HTTPS cells with the default endpoint names (*.cells.internal)', (i) => ({ ...i, cells: i.cells.map((c, n) => (n === 1 ? { ...c, certificateArn: `arn:aws:acm:${c.region}:${c.account}:certificate/abc` } : c)) }),
+      /cell `eu-1`: certificateArn, but routers reach cells as `\{cell\}.orders.cells.internal`, and no public CA issues a certificate for a `.internal` name .* set router.cellEndpointTemplate to a name under a domain you own/],
     ['two regions and no router home region', (i) => ({ ...i, router: { ...i.router, homeRegion: undefined } }), /router.homeRegion: not set, and the fleet has 2 regions; .* first region, `eu-west-1`\); it never follows the order of `regions`/],
     ['a router home region the fleet does not have', (i) => ({ ...i, router: { ...i.router, homeRegion: 'ap-south-1' } }), /router.homeRegion: `ap-south-1` is not one of the fleet's regions \(eu-west-1, us-east-1\)/],
     ['duplicate router group', (i) => ({ ...i, router: { groups: [{ name: 'a' }, { name: 'a' }] } }), /`a` is listed twice/],
