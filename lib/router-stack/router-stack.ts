@@ -12,7 +12,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, seedMapping } from '../fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, routerClusterParameter, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
 import { DELETION_PROTECTION_AFTER_CREATE } from '../cell/data';
 import { DeletionProtectionAccess, deletionProtectorRoleName } from '../cell/deletion-protection-access';
@@ -133,7 +133,7 @@ export class RouterStack extends Stack {
         app: fleet.app, routerAccount: fleet.accounts.router, toolingAccount: fleet.accounts.tooling,
         cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), organizationId: fleet.pipeline?.organizationId, accessLogs: this.mappingBucket.accessLogs,
         parameterName: moveBucketParameter(fleet.app), mappingBucketPrefix: fleet.router.mappingBucket,
-        mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app),
+        mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app), routerClusterParameter: routerClusterParameter(fleet.app),
       });
     }
     const seed = seedMapping(fleet);

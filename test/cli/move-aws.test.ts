@@ -1,4 +1,4 @@
-import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput, StopTaskCommand, StopTaskCommandInput } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, ListTasksCommand, ListTasksCommandInput, RunTaskCommand, RunTaskCommandInput, StopTaskCommand, StopTaskCommandInput } from '@aws-sdk/client-ecs';
 import { EventEmitter } from 'events';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -134,6 +134,7 @@ describe('cellctl move (AWS fleet)', () => {
         return { Parameter: { Value: s3.bucket } };
       }
       if (input.Name === '/orders/router/mapping-bucket') return { Parameter: { Value: mappingBuckets[region] } };
+      if (input.Name === '/orders/router/cluster-name') return { Parameter: { Value: `orders-router-${region}` } };
       const cell = /^\/orders\/cell\/(.+)\/mover$/.exec(input.Name)?.[1];
       if (cell) return { Parameter: { Value: JSON.stringify({ cluster: `mover-${cell}`, taskDefinition: `orders-${cell}-mover`, container: 'Mover', subnets: ['subnet-1'], securityGroups: ['sg-1'] }) } };
       throw Object.assign(new Error(`no parameter ${input.Name}`), { name: 'ParameterNotFound' });
@@ -162,6 +163,13 @@ describe('cellctl move (AWS fleet)', () => {
       const taskArn = `arn:aws:ecs:eu-west-1:${fleet.cells.find((c) => c.id === cell)!.account}:task/mover-${cell}/${ran.length}`;
       exits.set(taskArn, exit);
       return { tasks: [{ taskArn }], failures: [] };
+    });
+    // The router groups' running tasks: the two agents per group and region started above.
+    ecs.on(ListTasksCommand).callsFake(async (input: ListTasksCommandInput, getClient: () => ECSClient) => {
+      const region = await getClient().config.region();
+      const group = input.serviceName!.replace(`orders-router-${region}-`, '');
+      expect(input).toMatchObject({ cluster: `orders-router-${region}`, desiredStatus: 'RUNNING' });
+      return { taskArns: [1, 2].map((n) => `arn:aws:ecs:${region}:222222222222:task/orders-router-${region}/${region}-${group}-${n}`) };
     });
     ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => {
       const hung = hanging.find((h) => h.taskArn === input.tasks![0]);
