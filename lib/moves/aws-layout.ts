@@ -85,7 +85,7 @@ export interface MoverRequest {
 
 export const MOVER_OPS = [
   'schemaVersion', 'exportDelta', 'importDelta', 'clear', 'checksums', 'fence', 'unfence', 'clearMovedAway', 'blockingRecords', 'forget',
-  'rowHashes', 'exportQueue', 'importQueue',
+  'rowHashes', 'exportQueue', 'importQueue', 'requeue',
 ] as const;
 export type MoverOp = typeof MOVER_OPS[number];
 
