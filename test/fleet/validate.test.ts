@@ -197,7 +197,7 @@ describe('fleetProblems: the router VPC\'s addresses', () => {
   it('refuses a router range too small for its AZs\' subnets, and more cells than a cell-endpoint subnet holds', () => {
     const fourZones: FleetInput = { ...validInput(), regions: { ...validInput().regions, 'us-east-1': { availabilityZones: ['use1-az1', 'use1-az2', 'use1-az4', 'use1-az5', 'use1-az6'] } } };
     expect(fleetProblems(fourZones)).toEqual([expect.stringMatching(/^router.cidrs.us-east-1: 10.255.16.0\/20 holds 4096 addresses; the router VPC's 5 AZs need 5120 .* give a \/19 or list fewer AZs$/)]);
-    expect(fleetProblems({ ...fourZones, router: { cidrs: { 'us-east-1': '10.254.0.0/19' } } })).toEqual([]);
+    expect(fleetProblems({ ...fourZones, router: { ...fourZones.router, cidrs: { 'us-east-1': '10.254.0.0/19' } } })).toEqual([]);
     expect(fleetProblems({ ...generateFleet(validInput(), 508), quotas: { interfaceEndpointsPerVpc: 600 } })).toEqual([expect.stringMatching(/^cells: 508 cells need 508 addresses in every router VPC's cell-endpoint subnet of each AZ, which holds 507/)]);
   });
 });
