@@ -30,6 +30,12 @@ import { CONNECTION_USE_ALARM_PERCENT, routerGroupHealthAlarmName, routerParamet
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
   readonly region: string;
+  /**
+   * Each cell's endpointServiceFingerprint (lib/cell/entry.ts), from the cell stacks of the same
+   * app: a cell whose endpoint service may have been replaced has its name read again.
+   * @default - each name is read once, when its link is created
+   */
+  readonly cellEndpointFingerprints?: Readonly<Record<string, string>>;
 }
 
 
@@ -90,7 +96,7 @@ export class RouterStack extends Stack {
   public readonly alarmTopic: sns.Topic;
   private readonly zones: readonly string[];
 
-  constructor(scope: Construct, id: string, { fleet, region, ...props }: RouterStackProps) {
+  constructor(scope: Construct, id: string, { fleet, region, cellEndpointFingerprints, ...props }: RouterStackProps) {
     super(scope, id, {
       stackName: routerStackName(fleet, region),
       description: `${fleet.app} routers in ${region}`,
@@ -251,6 +257,7 @@ export class RouterStack extends Stack {
         cells: batch.map((cell) => ({
           id: cell.id, region: cell.region, account: cell.account, port: cell.certificateArn ? 443 : 80,
           serviceNameParameter: cellEndpointServiceParameter(fleet.app, cell.id), readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
+          ...(cellEndpointFingerprints?.[cell.id] ? { fingerprint: cellEndpointFingerprints[cell.id] } : {}),
         })),
       });
       linkStack.node.addDependency(customResourceRole);
