@@ -82,6 +82,8 @@ export default defineFleet({
     deploymentWindow: { cron: '* * 8-16 ? * MON-THU *', timeZone: 'UTC' },
   },
   router: {
+    // Holds the publisher and move operator roles and the move bucket; set once, never by region order.
+    homeRegion: 'eu-west-1',
     groups: [
       { name: 'canary', tasks: 2 },
       { name: 'main', tasks: 6 },

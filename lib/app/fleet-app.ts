@@ -1,6 +1,6 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { CellStack } from '../cell';
+import { CellStack, endpointServiceFingerprint } from '../cell';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
@@ -36,7 +36,10 @@ export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean }
  * `app.synth()` fails on any unacknowledged finding.
  */
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
-  const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region }));
+  // Cells first: each router stack carries their endpoint-service fingerprints (it reads a cell's service name again when its changes).
+  const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
+  const cellEndpointFingerprints = Object.fromEntries(fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]));
+  const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region, cellEndpointFingerprints }));
   // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
   const routerGroups = routers.flatMap((router) => {
     const canary = new RouterGroupsStack(app, `router-${router.region}-canary-group`, { fleet, region: router.region, part: 'canary' });
@@ -45,7 +48,6 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
     rest.addStackDependency(canary);
     return [canary, rest];
   });
-  const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return { cells, routers, routerGroups };

@@ -117,6 +117,7 @@ export class Cell extends Construct {
       database: { host: this.data.hostname, port: this.data.port, name: WORKLOAD_DATABASE, secret: this.data.secret },
       encryptionKey,
       routerAccount: fleet.accounts.router,
+      workQueue: this.queues.work,
     });
     this.data.allowFrom(this.mover, `${cell.id}: mover tasks to database`);
     this.dashboard = new CellDashboard(this, 'Dashboard', { name: namePrefix, alarms: this.alarms });

@@ -1,4 +1,5 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { createHash } from 'crypto';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as targets from 'aws-cdk-lib/aws-elasticloadbalancingv2-targets';
@@ -204,4 +205,23 @@ export class CellEntry extends Construct {
       logDestinationConfigs: [this.wafLogs.logGroupArn],
     });
   }
+}
+
+/**
+ * A fingerprint of what a cell's endpoint service name depends on: the endpoint service and the
+ * PrivateLink NLB behind it as CloudFormation will see them (logical ids and properties, resolved
+ * in the cell's stack). A change that can replace the service (and so change its name) changes the
+ * fingerprint; the router stacks carry it in their lookup of the name, so CloudFormation runs the
+ * lookup again exactly then (a custom resource whose properties never change is never updated).
+ */
+export function endpointServiceFingerprint(entry: CellEntry): string {
+  const stack = Stack.of(entry);
+  const service = entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService);
+  const cfn = [service, entry.privateLink.node.defaultChild].map((child) => {
+    const render = (child as { _toCloudFormation?: () => unknown } | undefined)?._toCloudFormation;
+    // aws-cdk-lib renders a resource's CloudFormation through this method; checked, so a change fails synth loudly.
+    if (typeof render !== 'function') throw new Error('endpointServiceFingerprint: aws-cdk-lib no longer renders resources through _toCloudFormation(); update lib/cell/entry.ts');
+    return stack.resolve(render.call(child));
+  });
+  return createHash('sha256').update(JSON.stringify(cfn)).digest('hex').slice(0, 16);
 }

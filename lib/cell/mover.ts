@@ -5,6 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import {
@@ -26,6 +27,12 @@ export interface CellMoverProps {
   readonly encryptionKey: kms.IKey;
   /** The account holding the move bucket and the move operator role. */
   readonly routerAccount: string;
+  /**
+   * The cell's work queue: after a flip the mover re-sends the moved subject's pending work to it
+   * (`requeue`; SQS cannot hand one tenant's messages over). Send only.
+   * @default - no queue: a move carries no SQS work into this cell
+   */
+  readonly workQueue?: sqs.IQueue;
   /** @default 512 (0.5 vCPU): one step at a time, bound by the database and S3 */
   readonly cpu?: number;
   /** @default 1024 */
@@ -128,8 +135,15 @@ export class CellMover extends Construct implements ec2.IConnectable {
         DB_NAME: props.database.name,
         DB_SECRET_ARN: props.database.secret.secretArn,
         AWS_REGION: stack.region,
+        ...(props.workQueue ? { QUEUE_URL: props.workQueue.queueUrl } : {}),
       },
     });
+    if (props.workQueue) {
+      this.taskDefinition.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.workQueue.queueArn] }));
+      if (props.workQueue.encryptionMasterKey) {
+        this.taskDefinition.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [props.workQueue.encryptionMasterKey.keyArn] }));
+      }
+    }
     Validations.of(this.taskDefinition).acknowledge({
       id: 'AwsSolutions-ECS2',
       reason: 'The environment holds only non-secret identifiers (cell id, database endpoint, the secret ARN); the mover reads the password from Secrets Manager when it connects.',

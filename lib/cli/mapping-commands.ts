@@ -233,7 +233,7 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
   const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
   if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0) throw new CliError(`--bake ${flags.bake}: give whole seconds >= 0`, 2);
   if (flags.bucket) {
-    const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, Object.keys(fleet.regions)[0]);
+    const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, fleet.router.homeRegion);
     return { stores: [new MappingStore(client, flags.bucket)], fleet, bakeSeconds };
   }
   const stores = await Promise.all(Object.keys(fleet.regions).map(async (region) => {

@@ -1,12 +1,12 @@
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@aws-sdk/types';
 import { Fleet } from '../fleet';
-import { mappingBucketParameter } from '../fleet/endpoints';
+import { mappingBucketParameter, routerClusterParameter, routerServiceName } from '../fleet/endpoints';
 import { isCredentialsError, credentialsHint } from '../aws/credentials';
 import { EcsCellData } from '../moves/aws-cell';
 import { S3HandoffStore } from '../moves/aws-handoff';
 import { moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, MoverTaskInfo } from '../moves/aws-layout';
 import { EcsMoverRunner, MoverCell } from '../moves/aws-runner';
-import { S3RoutingControl, servedReportProbe } from '../moves/aws-routing';
+import { ecsRunningTasks, S3RoutingControl, servedReportProbe } from '../moves/aws-routing';
 import { S3MoveStore } from '../moves/s3-store';
 import { CellData } from '../moves/cell-data';
 import { MoveStore } from '../moves/store';
@@ -36,7 +36,7 @@ export interface AwsMoveContext {
 }
 
 export interface AwsMoveOptions {
-  /** The move bucket; default: the SSM parameter `/<app>/moves/bucket` of the fleet's first region. */
+  /** The move bucket; default: the SSM parameter `/<app>/moves/bucket` of the fleet's `router.homeRegion`. */
   readonly movesBucket?: string;
   readonly copyRowsPerSecond?: number;
   readonly batchRows?: number;
@@ -96,7 +96,7 @@ async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCre
   try {
     await provider();
   } catch (error) {
-    throw new MoveError(`${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${Object.keys(fleet.regions)[0]}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`);
+    throw new MoveError(`${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${fleet.router.homeRegion}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`);
   }
   return provider;
 }
@@ -126,7 +126,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const { ECSClient } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { MappingStore } = require('../mapping-store/store') as typeof import('../mapping-store/store');
-  const home = Object.keys(fleet.regions)[0];
+  const home = fleet.router.homeRegion;
   const credentials = await operatorCredentials(fleet, home);
   const interruption = new AbortController();
   const withCredentials = credentials ? { credentials } : {};
@@ -142,12 +142,20 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
     bucket: await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`),
   })));
   const stores = mappingBuckets.map(({ s3: client, bucket: name }) => new MappingStore(client, name));
+  const clusters = new Map<string, Promise<string>>();
+  const ecsByRegion = new Map<string, InstanceType<typeof ECSClient>>();
+  const routerTasks = async (region: string, group: string) => {
+    if (!clusters.has(region)) clusters.set(region, parameter(routerClusterParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`));
+    if (!ecsByRegion.has(region)) ecsByRegion.set(region, new ECSClient({ region, ...withCredentials }));
+    return ecsRunningTasks(ecsByRegion.get(region)!, await clusters.get(region)!, routerServiceName(fleet.app, region, group));
+  };
   const groups = fleet.router.groups.map((g) => g.name);
   const routing = new S3RoutingControl({
     stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress, signal: interruption.signal,
     timeoutMs: (options.routerTimeoutSeconds ?? 600) * 1000,
-    // Each router task reports the version it serves in its region's mapping bucket (lib/router/served.ts).
-    probe: servedReportProbe(mappingBuckets, groups),
+    // Each router task reports the version it serves in its region's mapping bucket (lib/router/served.ts);
+    // ECS says which tasks still run, so a task whose agent went quiet is waited for, not forgotten.
+    probe: servedReportProbe(mappingBuckets, groups, { runningTasks: routerTasks }),
   });
   const cells: Record<string, MoverCell> = Object.fromEntries(fleet.cells.map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]));
   const launchers = new Map<string, AwsCredentialIdentityProvider>();

@@ -205,7 +205,7 @@ function moveCommonOptions(command: Command): Command {
     .option('--local', 'act on the running local fleet (`cellctl fleet local`); without it, on the AWS fleet')
     .option('--state-dir <dir>', "with --local: the local fleet's state directory", DEFAULT_LOCAL_STATE_DIR)
     .option('--config <file>', 'AWS: the fleet config', 'cells.config.ts')
-    .option('--moves-bucket <name>', "AWS: the move bucket (default: the SSM parameter /<app>/moves/bucket of the fleet's first region)")
+    .option('--moves-bucket <name>', "AWS: the move bucket (default: the SSM parameter /<app>/moves/bucket of the fleet's router.homeRegion)")
     .option('--json', 'print the result as JSON');
 }
 

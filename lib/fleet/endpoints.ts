@@ -61,3 +61,7 @@ export const mappingBucketParameter = (app: string) => `/${app}/router/mapping-b
 export function bakeWatcherRoleName(app: string, cellId: string): string {
   return `${app}-${cellId}-bake-watcher`;
 }
+/** SSM parameter (router account, each region) naming the region's router ECS cluster. */
+export const routerClusterParameter = (app: string) => `/${app}/router/cluster-name`;
+/** The ECS service of a router group: `<app>-router-<region>-<group>`. */
+export const routerServiceName = (app: string, region: string, group: string) => `${app}-router-${region}-${group}`;

@@ -92,6 +92,7 @@ const ALARMS: Fields<Partial<AlarmThresholds>> = {
 };
 
 const ROUTER = object<RouterConfig>({
+  homeRegion: optional(string),
   groups: optional({ type: 'array', items: object<RouterGroupConfig>({ name: string, tasks: optional(integer), weight: optional(integer) }) }),
   mappingBucket: optional(string),
   publishBakeSeconds: optional(integer),

@@ -142,6 +142,15 @@ export interface RouterGroupConfig {
 /** The router layer: groups, mapping bucket, how mapping changes roll out. */
 export interface RouterConfig {
   /**
+   * The region whose router stack holds the router account's one-per-fleet resources: the mapping
+   * publisher role and the move operator role (IAM names are global) and the move bucket with its
+   * records. Required once the fleet has two regions: it never follows the order of `regions`, so
+   * adding a region or reordering them moves nothing. Changing it is a migration
+   * (docs/day-two.md, "Moving the router home region").
+   * @default the only region, for a one-region fleet
+   */
+  readonly homeRegion?: string;
+  /**
    * Router groups in rollout order: the first (small) group gets every new mapping first.
    * @default [{ name: 'canary', tasks: 2 }, { name: 'main', tasks: 4 }]
    */
@@ -320,6 +329,8 @@ export interface Fleet {
   readonly waves: WavePolicy;
   readonly alarms: AlarmThresholds;
   readonly router: {
+    /** See RouterConfig.homeRegion. */
+    readonly homeRegion: string;
     readonly groups: readonly Required<RouterGroupConfig>[];
     readonly mappingBucket: string;
     readonly publishBakeSeconds: number;

@@ -219,9 +219,22 @@ function routerProblems(input: FleetInput): string[] {
       problems.push(`router.cidrs.${region}: ${cidr} holds ${2 ** (32 - range.prefix)} addresses; the router VPC's ${zones} AZs need ${zones * perZone} (a public /${ROUTER_SUBNET_MASKS.public}, a routers /${ROUTER_SUBNET_MASKS.routers} and a cell-endpoints /${ROUTER_SUBNET_MASKS.cellEndpoints} each): give a /${32 - Math.ceil(Math.log2(zones * perZone))} or list fewer AZs`);
     }
   });
+  const regions = Object.keys(input.regions ?? {});
+  if (router.homeRegion === undefined && regions.length > 1) {
+    problems.push(`router.homeRegion: not set, and the fleet has ${regions.length} regions; name the region whose router stack holds the publisher and move operator roles and the move bucket (a fleet that deployed before this setting has them in its first region, \`${regions[0]}\`); it never follows the order of \`regions\``);
+  } else if (router.homeRegion !== undefined && !regions.includes(router.homeRegion)) {
+    problems.push(`router.homeRegion: \`${router.homeRegion}\` is not one of the fleet's regions (${regions.join(', ')})`);
+  }
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
     problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
+  } else {
+    const tls = (input.cells ?? []).filter((c) => c.certificateArn !== undefined);
+    const host = template.replace(/^[^:]+:\/\//, '').split(/[/:]/)[0].replace('{app}', input.app ?? 'app');
+    const tld = host.split('.').pop()!.toLowerCase();
+    if (tls.length > 0 && PRIVATE_TLDS.has(tld)) {
+      problems.push(`cell \`${tls[0].id}\`${tls.length > 1 ? ` (and ${tls.length - 1} more)` : ''}: certificateArn, but routers reach cells as \`${host}\`, and no public CA issues a certificate for a \`.${tld}\` name while router tasks trust only the public CAs; set router.cellEndpointTemplate to a name under a domain you own (\`{scheme}://{cell}.cells.example.com\`: the router VPCs get that private zone, ACM issues its certificates), or leave certificateArn out (the PrivateLink path is private either way)`);
+    }
   }
   return problems;
 }
@@ -238,6 +251,13 @@ function capacityProblems(input: FleetInput): string[] {
   if (share !== undefined && !(share > 0 && share <= 1)) problems.push(`capacity.largeTenantShare: ${share} must be a share above 0 and at most 1 of a cell's target rate`);
   return problems;
 }
+
+/**
+ * Top-level names no public certificate authority issues for: reserved for private use or testing
+ * (`.internal`, ICANN 2024; `.local`, RFC 6762; `.test`, `.example`, `.invalid`, `.localhost`,
+ * RFC 2606; `home.arpa`, RFC 8375) and common private suffixes that are not delegated.
+ */
+const PRIVATE_TLDS = new Set(['internal', 'local', 'localhost', 'test', 'example', 'invalid', 'arpa', 'lan', 'corp', 'home', 'intranet', 'private']);
 
 function organizationProblems(input: FleetInput): string[] {
   const org = input.organization;
@@ -484,6 +504,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     waves: input.waves,
     alarms: { ...DEFAULT_ALARMS, ...input.alarms },
     router: {
+      homeRegion: input.router?.homeRegion ?? Object.keys(input.regions)[0],
       groups: (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2, weight: g.weight ?? g.tasks ?? 2 })),
       mappingBucket: input.router?.mappingBucket ?? `${input.app}-mappings-${input.accounts.router}`,
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,

@@ -44,6 +44,18 @@ export class StoreError extends Error {
 export const statusOf = (error: unknown): number | undefined => (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
 
 /**
+ * Whether a conditional PUT failed because the object is not the one the condition named: 412
+ * (If-None-Match found an object, If-Match a different ETag), 409 ConditionalRequestConflict (a
+ * concurrent write; PutObject API reference) or, for an If-Match write (`replacing`), 404 NoSuchKey:
+ * the object was deleted since it was read. moto 5.2 answers that last case 404 NoSuchKey where our
+ * s3rver layer answered 412; the S3 pages we read do not say which S3 answers, so both mean the same.
+ */
+export function conditionFailed(error: unknown, replacing: boolean): boolean {
+  const status = statusOf(error);
+  return status === 412 || status === 409 || (replacing && (status === 404 || (error as Error | undefined)?.name === 'NoSuchKey'));
+}
+
+/**
  * The mapping bucket: immutable `mappings/v<version>.json` plus one mutable pointer per router group.
  * Every write is conditional (If-None-Match for new objects, If-Match for pointers), so two operators
  * publishing at once cannot silently overwrite each other.
@@ -121,8 +133,7 @@ export class MappingStore {
         ...(expected === undefined ? { IfNoneMatch: '*' } : { IfMatch: expected }),
       }));
     } catch (error) {
-      const status = statusOf(error);
-      if (status === 412 || status === 409) throw new ConcurrentWriteError(key);
+      if (conditionFailed(error, expected !== undefined)) throw new ConcurrentWriteError(key);
       this.fail('writing', key, error);
     }
   }

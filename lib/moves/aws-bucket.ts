@@ -36,6 +36,8 @@ export interface MoveBucketProps {
   /** Regions with a mapping bucket, and the SSM parameter naming it in each. */
   readonly mappingRegions: readonly string[];
   readonly mappingBucketParameter: string;
+  /** SSM parameter naming each mapping region's router cluster (the probe lists its running tasks). */
+  readonly routerClusterParameter: string;
   /**
    * Days a move's hand-off data and task requests/results are kept. A move that is still running
    * after this finds its data gone and exports it again on resume (README, moves in AWS).
@@ -45,7 +47,7 @@ export interface MoveBucketProps {
 }
 
 /**
- * The fleet's move bucket (router account, the fleet's first region) and the role that drives AWS
+ * The fleet's move bucket (router account, the fleet's `router.homeRegion`) and the role that drives AWS
  * moves. One bucket per fleet, not per region: a move's record must be one object, written with
  * conditional requests, whatever regions its two cells are in.
  *
@@ -181,8 +183,16 @@ export class MoveBucket extends Construct {
       actions: ['ssm:GetParameter'],
       resources: [
         stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: props.parameterName.replace(/^\//, '') }),
-        ...props.mappingRegions.map((region) => stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.mappingBucketParameter.replace(/^\//, '') })),
+        ...props.mappingRegions.flatMap((region) => [props.mappingBucketParameter, props.routerClusterParameter]
+          .map((name) => stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: name.replace(/^\//, '') }))),
       ],
+    }));
+    // Which router tasks ECS runs: a task whose served report went stale while ECS still runs it
+    // (a hung agent) holds a freeze back instead of being forgotten (servedReportProbe). ListTasks
+    // has no resource-level permission for a cluster's tasks; the condition keeps it to this account's clusters.
+    op.addToPolicy(new iam.PolicyStatement({
+      actions: ['ecs:ListTasks'], resources: ['*'],
+      conditions: { ArnLike: { 'ecs:cluster': `arn:${partition}:ecs:*:${props.routerAccount}:cluster/*` } },
     }));
     // Each cell's launcher role: runs and watches that cell's mover task, nothing else. With the
     // organization, one pattern bounded by it (`aws:ResourceOrgID`: the organization of the account
@@ -213,6 +223,7 @@ export class MoveBucket extends Construct {
       [`${mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>')}/${GROUPS_PREFIX}*`, 'Each router group\'s pointer is moved to the new version; this account\'s buckets only.'],
       [`${mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>')}/${SERVED_PREFIX}*`, 'Each router task\'s report of the version it serves (served/<group>/<task id>.json, task ids made at run time), read to know when every router applied a freeze or flip; this account\'s buckets only.'],
       [mappingBuckets.replace(`arn:${partition}`, 'arn:<AWS::Partition>'), 'Each region\'s mapping bucket is named <prefix>-<part of its stack id>; listing is limited to mappings/, groups/ and served/.'],
+      ['*', 'ecs:ListTasks takes no resource-level permission on a cluster\'s tasks (it is conditioned on ecs:cluster to this router account\'s clusters): the move lists the router groups\' running tasks, read only.'],
     ]) {
       Validations.of(op).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource.replace('<MovesBucket>', `<${stack.getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket)}.Arn>`)}]`, reason });
     }

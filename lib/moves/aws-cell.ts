@@ -97,6 +97,11 @@ export class EcsCellData implements CellData {
     return this.call('importQueue', { subject, prefix }, await this.lane(prefix));
   }
 
+  /** The subject's pending work re-sent to this cell's SQS queue, by its mover task (after the flip). */
+  public requeue(subject: MoveSubject): Promise<number> {
+    return this.call('requeue', { subject });
+  }
+
   public async close(): Promise<void> {
     // Nothing is held between calls: each call is a task of its own.
   }

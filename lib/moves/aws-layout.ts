@@ -3,7 +3,7 @@
  * its roles, the IAM policies that scope them, and the CLI and mover task that use them. Pure (no
  * CDK, no SDK), so the CLI can load it cheaply.
  *
- * The move bucket (one per fleet, in the router account and the fleet's first region, next to the
+ * The move bucket (one per fleet, in the router account and the fleet's `router.homeRegion`, next to the
  * mapping publisher) holds:
  *   moves/<moveId>/move.json, moves/<moveId>/audit/…   move records and audit log (S3MoveStore)
  *   handoff/<moveId>/from=<source account>/to=<target account>/<delta>/<table>/rows-N.json
@@ -51,7 +51,7 @@ export const moverTaskRoleName = (app: string, cell: string) => `${app}-${cell}-
 export const moverLauncherRoleName = (app: string, cell: string) => `${app}-${cell}-mover-launcher`;
 /** The operator of AWS moves, in the router account: `cellctl move` without `--local` runs as it. */
 export const moveOperatorRoleName = (app: string) => `${app}-move-operator`;
-/** SSM parameter (router account, the fleet's first region) naming the move bucket. */
+/** SSM parameter (router account, the fleet's `router.homeRegion`) naming the move bucket. */
 export const moveBucketParameter = (app: string) => `/${app}/moves/bucket`;
 /** SSM parameter (each cell's account and region) describing how to run its mover task (JSON). */
 export const moverParameter = (app: string, cell: string) => `/${app}/cell/${cell}/mover`;
@@ -85,7 +85,7 @@ export interface MoverRequest {
 
 export const MOVER_OPS = [
   'schemaVersion', 'exportDelta', 'importDelta', 'clear', 'checksums', 'fence', 'unfence', 'clearMovedAway', 'blockingRecords', 'forget',
-  'rowHashes', 'exportQueue', 'importQueue',
+  'rowHashes', 'exportQueue', 'importQueue', 'requeue',
 ] as const;
 export type MoverOp = typeof MOVER_OPS[number];
 

@@ -20,7 +20,15 @@ import { Clock, MoveError } from './types';
  *   existed, the group not deployed yet), or it has had no task for longer than the reports are kept.
  */
 export type GroupServing =
-  | { readonly state: 'serving'; readonly tasks: readonly { readonly taskId: string; readonly version: number | null }[] }
+  | {
+    readonly state: 'serving';
+    /**
+     * `staleSeconds`: a task ECS still runs whose agent has not reported for that long (hung, or cut
+     * off from S3) while its HAProxy may still serve the version it last reported; such a task
+     * counts with that version, so a move waits for it rather than forgetting it.
+     */
+    readonly tasks: readonly { readonly taskId: string; readonly version: number | null; readonly staleSeconds?: number }[];
+  }
   | { readonly state: 'no-task'; readonly stoppedAt: string }
   | { readonly state: 'silent'; readonly newest: { readonly taskId: string; readonly version: number | null; readonly ageSeconds: number } }
   | { readonly state: 'never' };
@@ -39,7 +47,9 @@ export function describeServing(name: string, serving: GroupServing, version?: n
   switch (serving.state) {
     case 'serving': {
       const behind = serving.tasks.filter((t) => version === undefined || t.version === null || t.version < version);
-      return `${name}: ${behind.map((t) => `task ${t.taskId} serves ${t.version === null ? 'no mapping (HAProxy has none in force)' : `v${t.version}`}`).join(', ')}`;
+      return `${name}: ${behind.map((t) => (t.staleSeconds !== undefined
+        ? `task ${t.taskId} is running but its agent last reported ${t.staleSeconds} s ago (${t.version === null ? 'no mapping' : `v${t.version}`}); its HAProxy may still serve that: read its agent log, or stop it (aws ecs stop-task) so the service replaces it`
+        : `task ${t.taskId} serves ${t.version === null ? 'no mapping (HAProxy has none in force, or it has not reported yet)' : `v${t.version}`}`)).join(', ')}`;
     }
     case 'no-task': return `${name}: no running task (the last one stopped at ${serving.stoppedAt})`;
     case 'silent': return `${name}: no task has reported for ${serving.newest.ageSeconds} s (the last report: task ${serving.newest.taskId}, ${serving.newest.version === null ? 'no mapping' : `v${serving.newest.version}`}); is the group's service running, and can its agents write served/ (their log says served-report-error)?`;
@@ -123,7 +133,9 @@ export class S3RoutingControl implements RoutingControl {
     // publishing, unfrozen). Lifting a freeze (a flip, an unfreeze, an abort) is never held back.
     const before = frozenKeys(current);
     if ([...frozenKeys(doc)].some((k) => !before.has(k))) {
-      const unknown = Object.entries(await this.probe()).filter(([, g]) => g.state === 'silent' || g.state === 'never');
+      // A running task whose agent went quiet cannot apply the freeze either, whatever it last reported.
+      const unknown = Object.entries(await this.probe()).filter(([, g]) => g.state === 'silent' || g.state === 'never'
+        || (g.state === 'serving' && g.tasks.some((t) => t.staleSeconds !== undefined)));
       if (unknown.length > 0) {
         throw new MoveError(`not freezing: the move could not tell when every router applied the freeze:\n  ${unknown.map(([name, g]) => describeServing(name, g)).join('\n  ')}\nnothing was published; fix the router groups, then \`cellctl move resume\``);
       }
@@ -199,6 +211,28 @@ export interface ServedReportProbeOptions {
    * clock says.
    */
   readonly clock?: Clock;
+  /**
+   * The ids of the tasks ECS runs for a group's service (`ecsRunningTasks`). With it, a task whose
+   * report went stale without saying `stopped` counts while ECS still runs it (an agent that hung
+   * while its HAProxy serves an older mapping), and is dropped only once ECS no longer runs it; a
+   * running task with no report at all counts as serving no mapping yet. Without it, a stale report
+   * is dropped after `freshnessMs`.
+   */
+  readonly runningTasks?: (region: string, group: string) => Promise<ReadonlySet<string>>;
+}
+
+/** The ids (last part of the ARN) of the tasks ECS runs for `service` in `cluster`. */
+export async function ecsRunningTasks(ecs: import('@aws-sdk/client-ecs').ECSClient, cluster: string, service: string): Promise<ReadonlySet<string>> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { ListTasksCommand } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
+  const ids = new Set<string>();
+  let token: string | undefined;
+  do {
+    const page = await ecs.send(new ListTasksCommand({ cluster, serviceName: service, desiredStatus: 'RUNNING', nextToken: token }), { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    for (const arn of page.taskArns ?? []) ids.add(arn.split('/').pop()!);
+    token = page.nextToken;
+  } while (token);
+  return ids;
 }
 
 /**
@@ -260,6 +294,25 @@ export function servedReportProbe(
       const name = `${region}/${group}`;
       if (objects.length === 0) return [name, { state: 'never' }];
       const fresh = objects.filter((o) => now - o.modified <= freshness);
+      if (options.runningTasks) {
+        const running = await options.runningTasks(region, group);
+        const idOf = (key: string) => key.slice(servedPrefix(group).length, -'.json'.length);
+        const tasks: { taskId: string; version: number | null; staleSeconds?: number }[] = [];
+        for (const o of fresh) {
+          const report = await read(s3, bucket, o.key, o.etag);
+          tasks.push({ taskId: report?.taskId ?? idOf(o.key), version: report?.version ?? null });
+        }
+        const reported = new Set(objects.map((o) => idOf(o.key)));
+        for (const o of objects.filter((x) => !fresh.includes(x) && running.has(idOf(x.key)))) {
+          const report = await read(s3, bucket, o.key, o.etag);
+          // A stopped report from a task ECS still lists is the task draining: it serves its version until it goes.
+          tasks.push({ taskId: report?.taskId ?? idOf(o.key), version: report?.version ?? null, staleSeconds: Math.round((now - o.modified) / 1000) });
+        }
+        for (const id of running) if (!reported.has(id)) tasks.push({ taskId: id, version: null });
+        if (tasks.length > 0) return [name, { state: 'serving', tasks }];
+        const newest = objects.reduce((a, b) => (b.modified > a.modified ? b : a));
+        return [name, { state: 'no-task', stoppedAt: new Date(newest.modified).toISOString() }];
+      }
       if (fresh.length > 0) {
         const reports = await Promise.all(fresh.map(async (o) => ({ o, report: await read(s3, bucket, o.key, o.etag) })));
         return [name, { state: 'serving', tasks: reports.map(({ o, report }) => ({ taskId: report?.taskId ?? o.key.slice(servedPrefix(group).length, -'.json'.length), version: report?.version ?? null })) }];

@@ -13,7 +13,8 @@ import { Clock, MoveError, MoveSubject } from './types';
  * 2 misconfigured (no result could be written).
  *
  * Environment: CELL_ID, DB_HOST, DB_PORT, DB_NAME, DB_SECRET_ARN (or DB_USER + DB_PASSWORD), DB_SSL
- * (on with a secret), MOVE_BUCKET, MOVE_BUCKET_REGION, MOVE_REQUEST_KEY, MOVE_RESULT_KEY.
+ * (on with a secret), MOVE_BUCKET, MOVE_BUCKET_REGION, MOVE_REQUEST_KEY, MOVE_RESULT_KEY, and
+ * QUEUE_URL (the cell's work queue, for `requeue`).
  */
 export interface MoverTaskDeps {
   /** An S3 client in the move bucket's region. */
@@ -24,9 +25,30 @@ export interface MoverTaskDeps {
   /** The cell's data; by default PostgresCellData on the database the environment names. */
   readonly openCell?: (cell: string, db: CellDatabase, options: { bucketCount: number; batchRows: number }) => CellData;
   readonly log?: (line: string) => void;
+  /** Sends message bodies to the cell's work queue (`requeue`); by default SQS at QUEUE_URL. */
+  readonly sendWork?: (queueUrl: string, bodies: readonly string[]) => Promise<void>;
 }
 
 export class MoverConfigError extends Error {}
+
+/** SendMessageBatch takes at most 10 messages. */
+const SQS_BATCH = 10;
+
+/** Sends `bodies` to the SQS queue at `queueUrl`, 10 at a time; any message SQS did not take fails the call (a retry sends all again). */
+export async function sendToSqs(queueUrl: string, bodies: readonly string[]): Promise<void> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { SendMessageBatchCommand, SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
+  const sqs = new SQSClient({});
+  try {
+    for (let i = 0; i < bodies.length; i += SQS_BATCH) {
+      const batch = bodies.slice(i, i + SQS_BATCH);
+      const answer = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
+      if ((answer.Failed ?? []).length > 0) throw new MoveError(`SQS did not take ${answer.Failed!.length} of ${batch.length} messages (${answer.Failed![0].Code}: ${answer.Failed![0].Message}); the step is repeated on resume`);
+    }
+  } finally {
+    sqs.destroy();
+  }
+}
 
 function env(vars: NodeJS.ProcessEnv, name: string): string {
   const value = vars[name];
@@ -70,7 +92,7 @@ function optional<T>(method: T | undefined, name: string): T {
 }
 
 /** Runs the call a request names against one cell. */
-export async function performRequest(request: MoverRequest, cell: CellData, handoff: (request: MoverRequest) => S3HandoffStore, clock: Clock): Promise<unknown> {
+export async function performRequest(request: MoverRequest, cell: CellData, handoff: (request: MoverRequest) => S3HandoffStore, clock: Clock, sendWork?: (bodies: readonly string[]) => Promise<void>): Promise<unknown> {
   const a = request.args as Record<string, unknown> & { subject: MoveSubject };
   switch (request.op) {
     case 'schemaVersion': return cell.schemaVersion();
@@ -89,6 +111,11 @@ export async function performRequest(request: MoverRequest, cell: CellData, hand
     case 'rowHashes': return optional(cell.rowHashes, 'rowHashes').call(cell, a.subject, String(a.since));
     case 'exportQueue': return optional(cell.exportQueue, 'exportQueue').call(cell, a.subject, handoff(request), String(a.prefix));
     case 'importQueue': return optional(cell.importQueue, 'importQueue').call(cell, a.subject, handoff(request), String(a.prefix));
+    case 'requeue': {
+      const bodies = await optional(cell.pendingWork, 'pendingWork').call(cell, a.subject);
+      if (bodies.length > 0) await optional(sendWork, 'work queue (QUEUE_URL)')(bodies);
+      return bodies.length;
+    }
     default: throw new MoveError(`unknown operation ${String(request.op)}`);
   }
 }
@@ -124,10 +151,11 @@ export async function runMoverTask(vars: NodeJS.ProcessEnv, deps: MoverTaskDeps)
     const db: CellDatabase = { host: env(vars, 'DB_HOST'), port: Number(vars.DB_PORT || 5432), database: env(vars, 'DB_NAME'), user, password, ...(ssl ? { ssl: true } : {}) };
     const options = { bucketCount: request.bucketCount, batchRows: request.batchRows || 5000 };
     cell = deps.openCell ? deps.openCell(cellId, db, options) : new PostgresCellData(cellId, db, { ...options, clock: deps.clock });
+    const queueUrl = vars.QUEUE_URL;
     const value = await performRequest(request, cell, (r) => {
       if (!r.lane) throw new MoveError(`${r.op} needs the move's lane (source and target account)`);
       return new S3HandoffStore(s3, bucket, r.lane);
-    }, deps.clock);
+    }, deps.clock, queueUrl ? (bodies) => (deps.sendWork ?? sendToSqs)(queueUrl, bodies) : undefined);
     result = { ok: true, value: value ?? null };
   } catch (error) {
     const moveError = error instanceof MoveError;

@@ -76,6 +76,18 @@ export interface CellData {
   /** Adds the messages at `prefix` that this cell's queue does not hold yet (idempotent); returns how many were added. */
   importQueue?(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number>;
   /**
+   * The message bodies the subject's unfinished work needs, from the workload's `cf_pending_work`
+   * view (tenant_id, body); none when the workload has no such view. SQS cannot receive one tenant's
+   * messages, so a move re-derives them on the target instead of carrying them.
+   */
+  pendingWork?(subject: MoveSubject): Promise<string[]>;
+  /**
+   * Sends the subject's pending work (`pendingWork`) to this cell's own SQS queue, after the flip;
+   * returns how many messages. Repeating it sends them again: handlers must be idempotent. Only a
+   * cell whose work queue is SQS has it (the AWS mover task).
+   */
+  requeue?(subject: MoveSubject): Promise<number>;
+  /**
    * Records in cf_moved_away that the subject goes to `movedTo`, and waits for the writes that
    * started before. `'frozen'` (at the freeze): the workload answers the subject 503 + Retry-After;
    * `'moved'` (at the flip): 421. A cell whose cf_moved_away has no `state` column gets 421 from the freeze on.
@@ -362,6 +374,16 @@ export class PostgresCellData implements CellData {
   private async hasQueue(client: PoolClient): Promise<boolean> {
     const { rows: [r] } = await client.query<{ t: string | null }>(`select to_regclass('cf_work_queue')::text as t`);
     return r.t !== null;
+  }
+
+  public async pendingWork(subject: MoveSubject): Promise<string[]> {
+    return this.withClient(async (client) => {
+      const { rows: [view] } = await client.query<{ t: string | null }>(`select to_regclass('cf_pending_work')::text as t`);
+      if (view.t === null) return [];
+      const params: unknown[] = [];
+      const { rows } = await client.query<{ body: string }>(`select body::text as body from cf_pending_work where ${this.predicate(subject, 'tenant_id', params)}`, params);
+      return rows.map((r) => r.body);
+    });
   }
 
   public async exportQueue(subject: MoveSubject, handoff: HandoffStore, prefix: string): Promise<number> {

@@ -257,6 +257,13 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
         if (queued > 0) await audit(deps, r.id, 'queue-moved', { messages: queued, added });
       }
       const version = await publishIfChanged(deps, (doc) => flipAndUnfreeze(doc, r.subject, r.target, deps.clock.now().toISOString()));
+      // A target whose work queue is SQS gets the subject's unfinished work again, re-derived from the
+      // rows it now holds (SQS cannot hand over one tenant's messages); the source deletes its copies
+      // of those messages instead of handling them. Repeated on resume: handlers are idempotent.
+      if (target.requeue) {
+        const sent = await target.requeue(r.subject);
+        if (sent > 0) await audit(deps, r.id, 'work-requeued', { messages: sent });
+      }
       await audit(deps, r.id, 'flipped', { mappingVersion: version, staleRecordsRemovedOnTarget: removed });
       return save(deps, stored, { completed: 'flipped', mappingVersions: { ...r.mappingVersions, flip: version } });
     }

@@ -4,7 +4,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { checkMoveId, MoveConflictError, MoveStore, StoredMove } from './store';
 import { AuditEntry, MoveError, MoveRecord } from './types';
-import { statusOf } from '../mapping-store/store';
+import { conditionFailed, statusOf } from '../mapping-store/store';
 
 
 /**
@@ -38,8 +38,7 @@ export class S3MoveStore implements MoveStore {
       const response = await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/json', ...condition }));
       return response.ETag!;
     } catch (error) {
-      const status = statusOf(error);
-      if (status === 412 || status === 409) throw new MoveConflictError(id);
+      if (conditionFailed(error, 'IfMatch' in condition)) throw new MoveConflictError(id);
       return this.fail('writing', key, error);
     }
   }

@@ -5,7 +5,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
-import { bakeWatcherRoleName, CellStack, deletionProtectorRoleName, denyGrantsExceptForAwsServices } from '../cell';
+import { bakeWatcherRoleName, CellStack, deletionProtectorRoleName, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
 import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, RouterStack, routerStackName } from '../router-stack';
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
@@ -43,10 +43,11 @@ export class RouterStage extends Stage {
   /** Every stack of the stage, in deploy order. */
   public readonly stacks: readonly Stack[];
 
-  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string; part: RouterGroupsPart }) {
-    super(scope, id, { ...props, env: { account: props.fleet.accounts.router, region: props.region } });
-    if (props.part === 'canary') this.router = new RouterStack(this, 'Router', { fleet: props.fleet, region: props.region });
-    this.groups = new RouterGroupsStack(this, 'Groups', { fleet: props.fleet, region: props.region, part: props.part });
+  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string; part: RouterGroupsPart; cellEndpointFingerprints?: Readonly<Record<string, string>> }) {
+    const { cellEndpointFingerprints, fleet, region, part, ...stageProps } = props;
+    super(scope, id, { ...stageProps, env: { account: fleet.accounts.router, region } });
+    if (part === 'canary') this.router = new RouterStack(this, 'Router', { fleet, region, cellEndpointFingerprints });
+    this.groups = new RouterGroupsStack(this, 'Groups', { fleet, region, part });
     // No reference between the two (the group stack reads SSM parameters): the order is explicit.
     if (this.router) this.groups.addStackDependency(this.router);
     this.stacks = this.router ? [this.router, this.groups] : [this.groups];
@@ -128,6 +129,8 @@ export class PipelineStack extends Stack {
     });
 
     const stages = new Map<string, readonly string[]>();
+    // The cells' endpoint-service fingerprints: a router stack reads a cell's service name again when its changes.
+    const fingerprints: Record<string, string> = {};
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const firstRegular = this.plan.waves.find((w) => w.kind !== 'canary');
     for (const wave of this.plan.waves) {
@@ -136,6 +139,7 @@ export class PipelineStack extends Stack {
         cell: c.id, account: c.account, region: c.region, alarmName: `${fleet.app}-${c.id}-health`, roleName: bakeWatcherRoleName(fleet.app, c.id),
       }));
       const cellStages = cells.map((cell) => new CellStage(this, `cell-${cell.id}`, { cell, fleet }));
+      for (const stage of cellStages) fingerprints[stage.cellId] = endpointServiceFingerprint(stage.stack.cell.entry);
       for (const stage of cellStages) assertNoOpenFindings(stage.stack);
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
       // protects the wave's stacks before it watches them (see protect.ts).
@@ -167,7 +171,7 @@ export class PipelineStack extends Stack {
     // alarms before the next region's routers change.
     const routerStages: string[] = [];
     for (const wave of this.plan.routerWaves) {
-      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region, part: wave.part });
+      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region, part: wave.part, cellEndpointFingerprints: fingerprints });
       for (const stack of stage.stacks) assertNoOpenFindings(stack);
       const watcherRole = `${routerStackName(fleet, wave.region)}-bake-watcher`;
       const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms : fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet, wave.region, g.name) }));

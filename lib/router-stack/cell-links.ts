@@ -18,6 +18,11 @@ export interface LinkedCell {
   readonly serviceNameParameter: string;
   /** Role in the cell's account that may read that parameter. */
   readonly readerRoleName: string;
+  /**
+   * endpointServiceFingerprint of the cell: when it changes, the name is read again (its service may
+   * have been replaced). @default - read once, on create
+   */
+  readonly fingerprint?: string;
 }
 
 export interface CellLinkProps {
@@ -55,7 +60,8 @@ export class CellLink extends Construct {
         parameters: { Name: cell.serviceNameParameter },
         region: cell.region,
         assumedRoleArn: `arn:aws:iam::${cell.account}:role/${cell.readerRoleName}`,
-        physicalResourceId: cr.PhysicalResourceId.of(`${cell.id}:${cell.serviceNameParameter}`),
+        // The fingerprint is part of the resource's properties: a new one is an update, which reads the name again.
+        physicalResourceId: cr.PhysicalResourceId.of(`${cell.id}:${cell.serviceNameParameter}${cell.fingerprint ? `:${cell.fingerprint}` : ''}`),
         outputPaths: ['Parameter.Value'],
       },
     });

@@ -185,7 +185,9 @@ const PROJECT_ROOT = path.join(__dirname, '..', '..');
  * Seeds a new mapping bucket so the first deploy needs no hand step: a router task is ready only once
  * it applied a mapping, the NLB sends traffic only to ready tasks, and ECS fails a service whose
  * tasks never become healthy. On creation, writes `mappings/v<version>.json` and each group's pointer
- * with `If-None-Match: *`: an object that exists (an operator's publish) is left alone; S3 answers
+ * with `If-None-Match: *` (a group added later gets the document the existing groups are on, the
+ * lowest version among their pointers, rather than version 1): an object that exists (an operator's
+ * publish) is left alone; S3 answers
  * 412 PreconditionFailed, which is expected here (S3 User Guide, "conditional writes",
  * https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html). Update and delete
  * change nothing: later documents are the operator's, and the bucket is retained.
@@ -235,12 +237,25 @@ export class MappingSeed extends Construct {
       id: 'ControlTower::CT.LAMBDA.PR.3',
       reason: 'Runs only while CloudFormation creates the router stack, writing the seed objects to S3 and answering CloudFormation on public endpoints; it handles no cell traffic and needs no path into a VPC.',
     });
+    // A group's pointer follows the other groups' (the document in force) when they exist: a group
+    // added after the fleet has published starts on the current mapping, not on version 1. Reading
+    // them needs the pointers' listing (a missing key is 403 without it) and the pointers themselves.
+    props.role.addToPrincipalPolicy(new iam.PolicyStatement({
+      actions: ['s3:ListBucket'], resources: [props.bucket.bucketArn], conditions: { StringEquals: { 's3:prefix': GROUPS_PREFIX } },
+    }));
+    const pointers = props.bucket.arnForObjects(`${GROUPS_PREFIX}*`);
+    props.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [pointers] }));
+    acknowledgeWildcard(props.role, pointers,
+      'The seed of a group added later copies the pointer of the groups already there (reads only); group names come from the fleet config, the prefix holds only their pointers.');
     this.objects = keys.map((key) => new CustomResource(new Construct(this, key.replace(/[^A-Za-z0-9]/g, '')), 'Put', {
       resourceType: 'Custom::MappingSeed',
       serviceToken: this.handler.functionArn,
       // The handler answers within its 2 minutes (it aborts a hung S3 call); this bounds a crash.
       serviceTimeout: Duration.minutes(5),
-      properties: { Bucket: props.bucket.bucketName, Key: key, Body: props.documentText, ContentType: 'application/json' },
+      properties: {
+        Bucket: props.bucket.bucketName, Key: key, Body: props.documentText, ContentType: 'application/json',
+        ...(key.startsWith(GROUPS_PREFIX) ? { Follow: GROUPS_PREFIX } : {}),
+      },
     }));
   }
 }

@@ -15,7 +15,7 @@
 //   JSON body of at most 4096 bytes PUT to the presigned ResponseURL; a changed PhysicalResourceId on
 //   update means replacement (CloudFormation then deletes the old one):
 //   https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-responses.html
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 
 /** What the custom resource passes (`Custom::MappingSeed` properties). */
 export interface SeedProperties {
@@ -24,6 +24,13 @@ export interface SeedProperties {
   /** The document written when the key does not exist yet. */
   readonly Body: string;
   readonly ContentType?: string;
+  /**
+   * For a router group's pointer: the prefix of the other groups' pointers (`groups/`). When any
+   * exists, the new pointer gets the document of the lowest version among them (the version every
+   * existing group has reached) instead of `Body`, so a group added to a fleet that has published
+   * since its first deploy starts on the mapping in force, not on the fleet's version 1.
+   */
+  readonly Follow?: string;
 }
 
 /** The part of a CloudFormation custom resource request this handler reads. */
@@ -43,8 +50,11 @@ export interface SeedContext {
   getRemainingTimeInMillis(): number;
 }
 
-/** `written`: the key was absent and now holds the document; `exists`: S3 answered 412, the key is left alone. */
-export type SeedOutcome = 'written' | 'exists';
+/**
+ * `written`: the key was absent and now holds `Body`; `followed`: it was absent and now holds the
+ * document in force in the other groups (`Follow`); `exists`: S3 answered 412, the key is left alone.
+ */
+export type SeedOutcome = 'written' | 'followed' | 'exists';
 
 export interface SeedResponse {
   readonly Status: 'SUCCESS' | 'FAILED';
@@ -53,7 +63,7 @@ export interface SeedResponse {
   readonly StackId: string;
   readonly RequestId: string;
   readonly LogicalResourceId: string;
-  readonly Data?: { readonly Outcome: SeedOutcome | 'none' };
+  readonly Data?: { readonly Outcome: SeedOutcome | 'none'; readonly Version?: number };
 }
 
 export interface SeedOptions {
@@ -72,20 +82,18 @@ export interface SeedOptions {
   readonly reserveMs?: number;
 }
 
-/** `If-None-Match: *` write of one key; 412 (the key exists) is an answer, not an error. */
-export async function seedObject(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<SeedOutcome> {
+/**
+ * Runs `call`, retrying 409 ConditionalRequestConflict (`attempts` times) and 403 AccessDenied (until
+ * `deniedUntil`: IAM propagation on a first deploy, or after the role's policy changed).
+ */
+async function withSeedRetries<T>(call: () => Promise<T>, deniedUntil: number, signal: AbortSignal | undefined, options: SeedOptions): Promise<T> {
   const attempts = options.conflictAttempts ?? 5;
-  const deniedUntil = Date.now() + (options.accessDeniedMs ?? 60_000);
   for (let attempt = 1; ; attempt++) {
     try {
-      await s3.send(new PutObjectCommand({
-        Bucket: props.Bucket, Key: props.Key, Body: props.Body, ContentType: props.ContentType ?? 'application/json', IfNoneMatch: '*',
-      }), { abortSignal: signal });
-      return 'written';
+      return await call();
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       const status = e.$metadata?.httpStatusCode;
-      if (status === 412 || e.name === 'PreconditionFailed') return 'exists';
       const delay = Math.min((options.retryDelayMs ?? 1000) * attempt, 10_000);
       const conflict = (status === 409 || e.name === 'ConditionalRequestConflict') && attempt < attempts;
       const denied = (status === 403 || e.name === 'AccessDenied') && Date.now() + delay < deniedUntil;
@@ -98,13 +106,66 @@ export async function seedObject(s3: S3Client, props: SeedProperties, signal?: A
   }
 }
 
+/**
+ * The document in force in the other groups: of the pointers under `prefix` other than `key`, the
+ * one with the lowest version (every existing group has reached it; a publish under way has moved
+ * only some groups further). Undefined when there is none yet (a first deploy).
+ */
+export async function documentInForce(s3: S3Client, bucket: string, prefix: string, key: string, signal: AbortSignal | undefined, deniedUntil: number, options: SeedOptions = {}): Promise<{ text: string; version: number } | undefined> {
+  // `<prefix><group>/mapping.json`: a group's pointer (groupKey in lib/mapping-store), nothing else under the prefix.
+  const pointer = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^/]+/mapping\\.json$`);
+  const pointers: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await withSeedRetries(() => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }), deniedUntil, signal, options);
+    for (const o of page.Contents ?? []) if (o.Key && o.Key !== key && pointer.test(o.Key)) pointers.push(o.Key);
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  let lowest: { text: string; version: number } | undefined;
+  for (const found of pointers) {
+    const response = await withSeedRetries(() => s3.send(new GetObjectCommand({ Bucket: bucket, Key: found }), { abortSignal: signal }), deniedUntil, signal, options);
+    const text = await response.Body!.transformToString();
+    let version: unknown;
+    try {
+      version = (JSON.parse(text) as { version?: unknown }).version;
+    } catch {
+      version = undefined;
+    }
+    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new Error(`s3://${bucket}/${found} holds no mapping version; fix it with \`cellctl mapping publish\``);
+    if (!lowest || version < lowest.version) lowest = { text, version };
+  }
+  return lowest;
+}
+
+/** `If-None-Match: *` write of one key; 412 (the key exists) is an answer, not an error. */
+export async function seedObject(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<SeedOutcome> {
+  return (await seedObjectFollowing(s3, props, signal, options)).outcome;
+}
+
+/** As seedObject, saying which version a followed pointer got. */
+export async function seedObjectFollowing(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<{ outcome: SeedOutcome; version?: number }> {
+  const deniedUntil = Date.now() + (options.accessDeniedMs ?? 60_000);
+  const inForce = props.Follow ? await documentInForce(s3, props.Bucket, props.Follow, props.Key, signal, deniedUntil, options) : undefined;
+  try {
+    await withSeedRetries(() => s3.send(new PutObjectCommand({
+      Bucket: props.Bucket, Key: props.Key, Body: inForce?.text ?? props.Body, ContentType: props.ContentType ?? 'application/json', IfNoneMatch: '*',
+    }), { abortSignal: signal }), deniedUntil, signal, options);
+    return inForce ? { outcome: 'followed', version: inForce.version } : { outcome: 'written' };
+  } catch (err) {
+    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+    if (e.$metadata?.httpStatusCode === 412 || e.name === 'PreconditionFailed') return { outcome: 'exists' };
+    throw err;
+  }
+}
+
 /** What the resource's physical id is: the key on Create (also when the create fails: a rollback's Delete then has an id), kept after. */
 function physicalId(event: SeedEvent): string {
   return event.PhysicalResourceId ?? event.ResourceProperties?.Key ?? event.LogicalResourceId;
 }
 
 /**
- * Create: conditional write of the key. Update: nothing (later documents are the operator's, through
+ * Create: conditional write of the key (a group pointer with `Follow` gets the document in force in
+ * the other groups, when there are any). Update: nothing (later documents are the operator's, through
  * `cellctl mapping publish`; the same physical id, so no replacement). Delete: nothing (the bucket and
  * its documents are retained). Never throws: every outcome becomes the response for CloudFormation.
  */
@@ -112,7 +173,7 @@ export async function seedResponse(event: SeedEvent, context: SeedContext, s3: S
   const base = { PhysicalResourceId: physicalId(event), StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId };
   if (event.RequestType !== 'Create') return { ...base, Status: 'SUCCESS', Data: { Outcome: 'none' } };
   const properties = event.ResourceProperties ?? {};
-  const { Bucket, Key, Body, ContentType } = properties;
+  const { Bucket, Key, Body, ContentType, Follow } = properties;
   const missing = (['Bucket', 'Key', 'Body'] as const).filter((name) => typeof properties[name] !== 'string' || properties[name] === '');
   if (missing.length > 0) {
     return { ...base, Status: 'FAILED', Reason: `Custom::MappingSeed ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (MappingSeed in lib/router-stack/mapping-bucket.ts sets them)` };
@@ -122,14 +183,14 @@ export async function seedResponse(event: SeedEvent, context: SeedContext, s3: S
   const budget = Math.max(1000, context.getRemainingTimeInMillis() - (options.reserveMs ?? 10_000));
   const timer = setTimeout(() => controller.abort(), budget);
   try {
-    const outcome = await seedObject(s3, { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType }, controller.signal, options);
-    log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, outcome });
-    return { ...base, Status: 'SUCCESS', Data: { Outcome: outcome } };
+    const { outcome, version } = await seedObjectFollowing(s3, { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType, ...(Follow ? { Follow } : {}) }, controller.signal, options);
+    log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, outcome, ...(version ? { version } : {}) });
+    return { ...base, Status: 'SUCCESS', Data: { Outcome: outcome, ...(version ? { Version: version } : {}) } };
   } catch (err) {
     const e = err as Error & { $metadata?: { httpStatusCode?: number } };
     const what = controller.signal.aborted ? `no answer from S3 within ${budget} ms` : `${e.name ?? 'Error'}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}: ${e.message}`;
     log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, error: what });
-    return { ...base, Status: 'FAILED', Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key (router-stack.ts).` };
+    return { ...base, Status: 'FAILED', Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key${Follow ? `, s3:ListBucket on ${Follow} and s3:GetObject on its pointers` : ''} (MappingSeed, mapping-bucket.ts).` };
   } finally {
     clearTimeout(timer);
   }

@@ -61,8 +61,12 @@ export interface RouterGroupProps {
   /** Region of the mapping bucket (routers in other regions read it cross-region). */
   readonly mappingBucketRegion: string;
   readonly images: { readonly haproxy: ecs.ContainerImage; readonly agent: ecs.ContainerImage };
-  /** Name of the group's health alarm: deployments roll back while it is in ALARM. */
-  readonly healthAlarmName: string;
+  /**
+   * The group's metric alarms its deployments roll back on (ECS `DeploymentAlarms`): metric alarms,
+   * not the group's composite health alarm, which no ECS reference says a deployment accepts (the
+   * cells' deployment alarms are metric alarms for the same reason, CellAlarms).
+   */
+  readonly deploymentAlarms: readonly cloudwatch.IAlarm[];
 }
 
 /**
@@ -151,6 +155,7 @@ export class RouterGroup extends Construct {
       reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the two router repositories.',
     });
 
+    if (props.deploymentAlarms.length === 0) throw new Error(`RouterGroup ${props.name}: deploymentAlarms is empty; a deployment must roll back on the group's own metric alarms`);
     this.service = new ecs.FargateService(this, 'Service', {
       cluster: props.cluster,
       taskDefinition: this.taskDefinition,
@@ -160,7 +165,7 @@ export class RouterGroup extends Construct {
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
       circuitBreaker: { enable: true, rollback: true },
-      deploymentAlarms: { alarmNames: [props.healthAlarmName], behavior: ecs.AlarmBehavior.ROLLBACK_ON_ALARM },
+      deploymentAlarms: { alarmNames: props.deploymentAlarms.map((a) => a.alarmName), behavior: ecs.AlarmBehavior.ROLLBACK_ON_ALARM },
       healthCheckGracePeriod: Duration.seconds(30),
       propagateTags: ecs.PropagatedTagSource.SERVICE,
       enableECSManagedTags: true,

@@ -7,7 +7,7 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
-import { Fleet, mappingBucketParameter, RouterGroupConfig } from '../fleet';
+import { Fleet, mappingBucketParameter, RouterGroupConfig, routerClusterParameter, routerServiceName } from '../fleet';
 import { routerTaskRoleName } from './mapping-bucket';
 import { repositoryImageAsset } from '../images';
 import { connectionUseMetric, RouterGroup } from './router-group';
@@ -52,7 +52,7 @@ export const routerGroupHealthAlarmName = (fleet: Fleet, region: string, group: 
  * group stacks (first deploy included), and a group stack's deploy reads the values current then.
  */
 export const routerParameters = {
-  clusterName: (app: string) => `/${app}/router/cluster-name`,
+  clusterName: routerClusterParameter,
   /** The router tasks' private subnets, comma-separated, one per zone in the fleet's zone order. */
   taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
   taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
@@ -152,7 +152,7 @@ export class RouterGroupsStack extends Stack {
         metric: connectionUseMetric(g, 'Maximum'), threshold: CONNECTION_USE_ALARM_PERCENT, evaluationPeriods: 3, datapointsToAlarm: 3,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
-      const serviceName = `${prefix}-${g}`;
+      const serviceName = routerServiceName(fleet.app, region, g);
       const unhealthy = alarm(`${g}-unhealthy-tasks`, `${g}-unhealthy-tasks`, {
         alarmDescription: `Router group ${g} in ${region}: fewer running tasks than the ${group.tasks} wanted`,
         metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
@@ -168,7 +168,12 @@ export class RouterGroupsStack extends Stack {
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, slots: fleet.router.slots,
         zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
-        targetGroup, mappingBucket, mappingBucketRegion: region, images, healthAlarmName: health.alarmName,
+        targetGroup, mappingBucket, mappingBucketRegion: region, images,
+        // The 5xx rate only: it counts requests, so a first start (no traffic before readiness) cannot
+        // trip it. Unhealthy tasks (RunningTaskCount below `tasks`, missing data breaching) would be in
+        // ALARM while a new group's first tasks start; tasks that never become healthy trip the
+        // circuit breaker instead. Both stay in the group's composite, which the bake and on-call watch.
+        deploymentAlarms: [errors],
         taskRoleName: routerTaskRoleName(fleet.app, region, g),
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;

@@ -12,7 +12,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, seedMapping } from '../fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, routerClusterParameter, seedMapping } from '../fleet';
 import { CellBakeAccess } from '../cell/bake-access';
 import { DELETION_PROTECTION_AFTER_CREATE } from '../cell/data';
 import { DeletionProtectionAccess, deletionProtectorRoleName } from '../cell/deletion-protection-access';
@@ -30,14 +30,20 @@ import { CONNECTION_USE_ALARM_PERCENT, routerGroupHealthAlarmName, routerParamet
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
   readonly region: string;
+  /**
+   * Each cell's endpointServiceFingerprint (lib/cell/entry.ts), from the cell stacks of the same
+   * app: a cell whose endpoint service may have been replaced has its name read again.
+   * @default - each name is read once, when its link is created
+   */
+  readonly cellEndpointFingerprints?: Readonly<Record<string, string>>;
 }
 
 
 /** The router VPC's subnets that hold the interface endpoints to the cells. */
 const CELL_ENDPOINT_SUBNETS = 'cell-endpoints';
 
-/** The region whose router stack holds the (global) publisher role: the first region of the fleet. */
-export const publisherRegion = (fleet: Fleet) => Object.keys(fleet.regions)[0];
+/** The region whose router stack holds the router account's one-per-fleet resources (`router.homeRegion`). */
+export const publisherRegion = (fleet: Fleet) => fleet.router.homeRegion;
 
 /** The publisher role, in the router account: writes every region's mapping bucket. */
 export const publisherRoleName = (app: string) => `${app}-mapping-publisher`;
@@ -55,7 +61,7 @@ export const CELLS_PER_DASHBOARD = 150;
  * cluster, and one Network Load Balancer whose listener forwards to one target group per router
  * group by the groups' weights; dashboards and the cells' alarms. The groups' services, scaling and
  * alarms are in RouterGroupsStack (the canary group's stack, then the others'), which reads what it
- * needs from this stack's SSM parameters (see routerParameters). The first region's stack also holds
+ * needs from this stack's SSM parameters (see routerParameters). The home region's stack (`router.homeRegion`) also holds
  * the publisher role.
  *
  * First deploy: the cells deploy before the routers (their stacks need nothing from the routers),
@@ -71,9 +77,9 @@ export class RouterStack extends Stack {
   public readonly cluster: ecs.Cluster;
   /** This region's mapping bucket: the routers here read only it. */
   public readonly mappingBucket: MappingBucket;
-  /** Only in the first region's stack (IAM is global). */
+  /** Only in the home region's stack (IAM is global). */
   public readonly publisher?: MappingPublisher;
-  /** The fleet's move bucket and move operator role: only in the first region's stack. */
+  /** The fleet's move bucket and move operator role: only in the home region's stack. */
   public readonly moves?: MoveBucket;
   /** The way to each cell of the fleet, by cell id. */
   public readonly cellLinks: ReadonlyMap<string, CellLink>;
@@ -90,7 +96,7 @@ export class RouterStack extends Stack {
   public readonly alarmTopic: sns.Topic;
   private readonly zones: readonly string[];
 
-  constructor(scope: Construct, id: string, { fleet, region, ...props }: RouterStackProps) {
+  constructor(scope: Construct, id: string, { fleet, region, cellEndpointFingerprints, ...props }: RouterStackProps) {
     super(scope, id, {
       stackName: routerStackName(fleet, region),
       description: `${fleet.app} routers in ${region}`,
@@ -133,7 +139,7 @@ export class RouterStack extends Stack {
         app: fleet.app, routerAccount: fleet.accounts.router, toolingAccount: fleet.accounts.tooling,
         cells: fleet.cells.map((c) => ({ id: c.id, account: c.account })), organizationId: fleet.pipeline?.organizationId, accessLogs: this.mappingBucket.accessLogs,
         parameterName: moveBucketParameter(fleet.app), mappingBucketPrefix: fleet.router.mappingBucket,
-        mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app),
+        mappingRegions: Object.keys(fleet.regions), mappingBucketParameter: mappingBucketParameter(fleet.app), routerClusterParameter: routerClusterParameter(fleet.app),
       });
     }
     const seed = seedMapping(fleet);
@@ -251,6 +257,7 @@ export class RouterStack extends Stack {
         cells: batch.map((cell) => ({
           id: cell.id, region: cell.region, account: cell.account, port: cell.certificateArn ? 443 : 80,
           serviceNameParameter: cellEndpointServiceParameter(fleet.app, cell.id), readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
+          ...(cellEndpointFingerprints?.[cell.id] ? { fingerprint: cellEndpointFingerprints[cell.id] } : {}),
         })),
       });
       linkStack.node.addDependency(customResourceRole);

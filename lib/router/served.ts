@@ -59,6 +59,13 @@ export interface ServedReporterOptions {
   readonly heartbeatMs?: number;
   /** A write that takes longer is abandoned (and tried again at the next update). @default 5000 */
   readonly timeoutMs?: number;
+  /**
+   * After a failed write the next waits this long, doubling after each failure up to half the
+   * heartbeat, whatever the version: the agent ticks every 250 ms under a freeze, and a write per tick
+   * to a failing S3 (throttling, an outage, a revoked grant) adds load where it hurts. Reset by a
+   * write that succeeds. @default 500
+   */
+  readonly retryBaseMs?: number;
   readonly now?: () => number;
   /** Structured log lines (JSON): a failed write is logged once until one succeeds again. */
   readonly emit?: (line: string) => void;
@@ -77,6 +84,8 @@ export class S3ServedReporter {
   private writing?: Promise<void>;
   private pending?: { version: number | null; stopped: boolean };
   private failing = false;
+  /** While writes fail: when the next may be tried, and the wait after it. */
+  private retry?: { at: number; waitMs: number };
   private stopped = false;
 
   constructor(
@@ -99,7 +108,7 @@ export class S3ServedReporter {
     const v = version ?? null;
     if (this.appliedAt?.version !== v) this.appliedAt = { version: v, at: this.now() };
     const due = !this.reported || this.reported.version !== v || this.now() - this.reported.at >= (this.o.heartbeatMs ?? 10_000);
-    if (!due) return this.writing ?? Promise.resolve();
+    if (!due || (this.retry && this.now() < this.retry.at)) return this.writing ?? Promise.resolve();
     return this.enqueue({ version: v, stopped: false });
   }
 
@@ -142,7 +151,11 @@ export class S3ServedReporter {
       this.reported = { version: item.version, at };
       if (this.failing) this.o.emit?.(JSON.stringify({ level: 'info', event: 'served-report-recovered', group: this.group, key: this.key, version: item.version }));
       this.failing = false;
+      this.retry = undefined;
     } catch (error) {
+      const base = this.o.retryBaseMs ?? 500;
+      const waitMs = this.retry ? Math.min(this.retry.waitMs * 2, Math.max(base, (this.o.heartbeatMs ?? 10_000) / 2)) : base;
+      this.retry = { at: this.now() + waitMs, waitMs };
       if (!this.failing) {
         this.o.emit?.(JSON.stringify({
           level: 'warn', event: 'served-report-error', group: this.group, key: `s3://${this.bucket}/${this.key}`, error: `${(error as Error).name}: ${(error as Error).message}`,

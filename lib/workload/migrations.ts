@@ -118,6 +118,16 @@ export const MIGRATIONS: readonly Migration[] = [
       alter table cf_moved_away add column state text not null default 'moved' check (state in ('frozen', 'moved'));
     `,
   },
+  {
+    version: 5,
+    description: 'cf_pending_work: the message each unfinished item needs, which a move re-sends to the target cell\'s SQS queue after the flip',
+    sql: `
+      -- SQS cannot hand over one tenant's messages: the move re-derives them from the data it copied.
+      create view cf_pending_work as
+        select tenant_id, json_build_object('kind', 'item.created', 'tenantId', tenant_id, 'itemId', id)::text as body
+        from items where status = 'pending';
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -27,7 +27,7 @@ export interface WorkQueue {
   stop(): Promise<void>;
 }
 
-function parseMessage(body: string | object): WorkMessage | undefined {
+export function parseMessage(body: string | object): WorkMessage | undefined {
   const value = (typeof body === 'string' ? JSON.parse(body) : body) as Partial<WorkMessage>;
   if (value.kind !== 'item.created' || typeof value.tenantId !== 'string' || typeof value.itemId !== 'string') return undefined;
   return { kind: value.kind, tenantId: value.tenantId, itemId: value.itemId };

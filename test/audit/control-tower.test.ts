@@ -60,7 +60,11 @@ describe('ControlTowerChecks', () => {
   it('finds no HTTP listener to redirect on a cell with a certificate, and acknowledges it on one without', () => {
     const input = validInput();
     const cell = input.cells[0];
-    const fleet = resolve({ ...input, cells: [{ ...cell, certificateArn: `arn:aws:acm:${cell.region}:${cell.account}:certificate/0000` }, ...input.cells.slice(1)] });
+    // HTTPS cells need endpoint names under a public domain (a public CA issues no certificate for *.cells.internal).
+    const fleet = resolve({
+      ...input, router: { ...input.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' },
+      cells: [{ ...cell, certificateArn: `arn:aws:acm:${cell.region}:${cell.account}:certificate/0000` }, ...input.cells.slice(1)],
+    });
     const app = new App({ outdir: path.join(dir, 'cells') });
     new CellStack(app, 'WithCertificate', { cell: fleet.cells[0], fleet });
     new CellStack(app, 'WithoutCertificate', { cell: fleet.cells[1], fleet });

@@ -26,8 +26,15 @@ describe('CellMover (in every cell stack)', () => {
     expect(container.ReadonlyRootFilesystem).toBe(true);
     expect(container.User).toBe('1000');
     const env = Object.fromEntries((container.Environment as Json[]).map((e) => [e.Name, e.Value]));
-    expect(Object.keys(env).sort()).toEqual(['AWS_REGION', 'CELL_ID', 'DB_HOST', 'DB_NAME', 'DB_PORT', 'DB_SECRET_ARN']);
+    expect(Object.keys(env).sort()).toEqual(['AWS_REGION', 'CELL_ID', 'DB_HOST', 'DB_NAME', 'DB_PORT', 'DB_SECRET_ARN', 'QUEUE_URL']);
     expect(env.CELL_ID).toBe(id);
+    // The cell's own work queue, which the mover may only send to (requeue after a flip).
+    const queueId = logicalId(id, cells[id].stack.cell.queues.work);
+    expect(env.QUEUE_URL).toEqual({ Ref: queueId });
+    const taskRoleId = logicalId(id, mover.taskDefinition.taskRole);
+    const sends = resources(id, 'AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: taskRoleId }]))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[]).filter((st) => JSON.stringify(st.Action).includes('sqs:'));
+    expect(sends).toEqual([expect.objectContaining({ Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [queueId, 'Arn'] } })]);
     expect(JSON.stringify(container)).not.toMatch(/PASSWORD/);
     // No ECS service runs the mover: nothing references its task definition but the launcher's policy.
     const services = resources(id, 'AWS::ECS::Service');

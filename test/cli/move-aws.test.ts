@@ -1,4 +1,4 @@
-import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput, StopTaskCommand, StopTaskCommandInput } from '@aws-sdk/client-ecs';
+import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, ListTasksCommand, ListTasksCommandInput, RunTaskCommand, RunTaskCommandInput, StopTaskCommand, StopTaskCommandInput } from '@aws-sdk/client-ecs';
 import { EventEmitter } from 'events';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -58,6 +58,8 @@ describe('cellctl move (AWS fleet)', () => {
   const routers: { stop(): void }[] = [];
   const stateDirs: string[] = [];
   const ran: { cell: string; op: string; exit: number; env: Record<string, string> }[] = [];
+  /** What the mover tasks sent to their cell's SQS work queue (requeue after the flip). */
+  const requeued: { cell: string; queueUrl: string; bodies: readonly string[] }[] = [];
   const assumed: string[] = [];
   let source: string;
   let target: string;
@@ -134,6 +136,7 @@ describe('cellctl move (AWS fleet)', () => {
         return { Parameter: { Value: s3.bucket } };
       }
       if (input.Name === '/orders/router/mapping-bucket') return { Parameter: { Value: mappingBuckets[region] } };
+      if (input.Name === '/orders/router/cluster-name') return { Parameter: { Value: `orders-router-${region}` } };
       const cell = /^\/orders\/cell\/(.+)\/mover$/.exec(input.Name)?.[1];
       if (cell) return { Parameter: { Value: JSON.stringify({ cluster: `mover-${cell}`, taskDefinition: `orders-${cell}-mover`, container: 'Mover', subnets: ['subnet-1'], securityGroups: ['sg-1'] }) } };
       throw Object.assign(new Error(`no parameter ${input.Name}`), { name: 'ParameterNotFound' });
@@ -154,14 +157,27 @@ describe('cellctl move (AWS fleet)', () => {
       }
       const db = dbs[cell];
       // The task definition's environment (CellMover), the overrides, and the local database's credentials in place of the secret.
+      const account = fleet.cells.find((c) => c.id === cell)!.account;
       const exit = await runMoverTask({
-        CELL_ID: cell, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password, AWS_REGION: 'eu-west-1', ...env,
-      }, { s3: () => localS3Client(s3), secret: async () => { throw new Error('no secret in this test'); }, clock: systemClock, log: () => undefined });
+        CELL_ID: cell, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password, AWS_REGION: 'eu-west-1',
+        QUEUE_URL: `https://sqs.eu-west-1.amazonaws.com/${account}/orders-${cell}-work`, ...env,
+      }, {
+        s3: () => localS3Client(s3), secret: async () => { throw new Error('no secret in this test'); }, clock: systemClock, log: () => undefined,
+        // The cell's SQS queue (its moto-backed test is test/moves/moto.test.ts): what was sent, and where.
+        sendWork: async (queueUrl, bodies) => { requeued.push({ cell, queueUrl, bodies }); },
+      });
       const request = JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString()) as { op: string };
       ran.push({ cell, op: request.op, exit, env });
       const taskArn = `arn:aws:ecs:eu-west-1:${fleet.cells.find((c) => c.id === cell)!.account}:task/mover-${cell}/${ran.length}`;
       exits.set(taskArn, exit);
       return { tasks: [{ taskArn }], failures: [] };
+    });
+    // The router groups' running tasks: the two agents per group and region started above.
+    ecs.on(ListTasksCommand).callsFake(async (input: ListTasksCommandInput, getClient: () => ECSClient) => {
+      const region = await getClient().config.region();
+      const group = input.serviceName!.replace(`orders-router-${region}-`, '');
+      expect(input).toMatchObject({ cluster: `orders-router-${region}`, desiredStatus: 'RUNNING' });
+      return { taskArns: [1, 2].map((n) => `arn:aws:ecs:${region}:222222222222:task/orders-router-${region}/${region}-${group}-${n}`) };
     });
     ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => {
       const hung = hanging.find((h) => h.taskArn === input.tasks![0]);
@@ -188,7 +204,12 @@ describe('cellctl move (AWS fleet)', () => {
     expect(record).toMatchObject({ source, target, status: 'retained', completed: 'unfrozen', rowsCopied: 321, actor: 'alice' });
     // The rows are in the target, the other tenant stayed; the source refuses acme from now on (its fence).
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
+    expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'other'`))[0].n).toBe(0);
+    // acme's unfinished items (all of them: none was processed) were sent again to the target's own queue after the flip, nothing to the source's.
+    expect(requeued.map((r) => [r.cell, r.queueUrl.split('/').pop(), r.bodies.length])).toEqual([[target, `orders-${target}-work`, 321]]);
+    expect(new Set(requeued[0].bodies.map((b) => JSON.parse(b).tenantId))).toEqual(new Set(['acme']));
+    expect(ran.findIndex((r) => r.op === 'requeue')).toBeGreaterThan(ran.findIndex((r) => r.op === 'fence' && r.cell === source));
     expect(await sql(dbs[source], `select kind, value, moved_to from cf_moved_away`)).toEqual([{ kind: 'tenant', value: 'acme', moved_to: target }]);
     // Every region's routers now send acme to the target, with no freeze left.
     for (const store of stores()) {

@@ -14,10 +14,10 @@ describe('cell endpoints from the fleet', () => {
   });
 
   it('creates no zone when the template points at names of your own', () => {
-    const own = resolveFleet({ ...validInput(), router: { cellEndpointTemplate: 'https://cells.example.com/{cell}' } });
+    const own = resolveFleet({ ...validInput(), router: { ...validInput().router, cellEndpointTemplate: 'https://cells.example.com/{cell}' } });
     expect(cellZoneName(own)).toBeUndefined();
     expect(cellEndpoint(own, 'eu-1')).toBe('https://cells.example.com/eu-1');
-    const domain = resolveFleet({ ...validInput(), router: { cellEndpointTemplate: 'https://{cell}.cells.example.com' } });
+    const domain = resolveFleet({ ...validInput(), router: { ...validInput().router, cellEndpointTemplate: 'https://{cell}.cells.example.com' } });
     expect(cellZoneName(domain)).toBe('cells.example.com');
   });
 

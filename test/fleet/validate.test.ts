@@ -15,6 +15,12 @@ describe('fleetProblems', () => {
     expect(fleetProblems(validInput())).toEqual([]);
   });
 
+  it('accepts HTTPS cells whose endpoint names are under a public domain', () => {
+    const input = validInput();
+    const tls = { ...input, router: { ...input.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' }, cells: input.cells.map((c, n) => (n === 1 ? { ...c, certificateArn: `arn:aws:acm:${c.region}:${c.account}:certificate/abc` } : c)) };
+    expect(fleetProblems(tls)).toEqual([]);
+  });
+
   const cases: [string, Edit, RegExp][] = [
     ['duplicate cell id', editCell(2, { id: 'eu-1' }), /cell `eu-1`: duplicate id/],
     ['malformed cell id', editCell(1, { id: 'EU_1' }), /cells\[1\]: id `EU_1` is malformed/],
@@ -64,7 +70,11 @@ describe('fleetProblems', () => {
     ['bad tooling account', (i) => ({ ...i, accounts: { ...i.accounts, tooling: 'abc' } }), /accounts.tooling: `abc` is not a 12-digit/],
     ['alarm percentage over 100', (i) => ({ ...i, alarms: { errorRatePercent: 150 } }), /alarms.errorRatePercent: 150 is a percentage/],
     ['negative alarm threshold', (i) => ({ ...i, alarms: { p99LatencyMs: -1 } }), /alarms.p99LatencyMs: -1 must be a positive number/],
-    ['a single router group', (i) => ({ ...i, router: { groups: [{ name: 'all' }] } }), /router.groups: list at least two groups/],
+    ['a single router group', (i) => ({ ...i, router: { ...i.router, groups: [{ name: 'all' }] } }), /router.groups: list at least two groups/],
+    ['HTTPS cells with the default endpoint names (*.cells.internal)', (i) => ({ ...i, cells: i.cells.map((c, n) => (n === 1 ? { ...c, certificateArn: `arn:aws:acm:${c.region}:${c.account}:certificate/abc` } : c)) }),
+      /cell `eu-1`: certificateArn, but routers reach cells as `\{cell\}.orders.cells.internal`, and no public CA issues a certificate for a `.internal` name .* set router.cellEndpointTemplate to a name under a domain you own/],
+    ['two regions and no router home region', (i) => ({ ...i, router: { ...i.router, homeRegion: undefined } }), /router.homeRegion: not set, and the fleet has 2 regions; .* first region, `eu-west-1`\); it never follows the order of `regions`/],
+    ['a router home region the fleet does not have', (i) => ({ ...i, router: { ...i.router, homeRegion: 'ap-south-1' } }), /router.homeRegion: `ap-south-1` is not one of the fleet's regions \(eu-west-1, us-east-1\)/],
     ['duplicate router group', (i) => ({ ...i, router: { groups: [{ name: 'a' }, { name: 'a' }] } }), /`a` is listed twice/],
     ['router group weight over 999', (i) => ({ ...i, router: { groups: [{ name: 'a', weight: 1000 }, { name: 'b' }] } }), /router.groups: `a` weight 1000 must be an integer from 0 \(drained\) to 999/],
     ['router group weight negative', (i) => ({ ...i, router: { groups: [{ name: 'a', weight: -1 }, { name: 'b' }] } }), /`a` weight -1 must be an integer/],
@@ -187,7 +197,7 @@ describe('fleetProblems: the router VPC\'s addresses', () => {
   it('refuses a router range too small for its AZs\' subnets, and more cells than a cell-endpoint subnet holds', () => {
     const fourZones: FleetInput = { ...validInput(), regions: { ...validInput().regions, 'us-east-1': { availabilityZones: ['use1-az1', 'use1-az2', 'use1-az4', 'use1-az5', 'use1-az6'] } } };
     expect(fleetProblems(fourZones)).toEqual([expect.stringMatching(/^router.cidrs.us-east-1: 10.255.16.0\/20 holds 4096 addresses; the router VPC's 5 AZs need 5120 .* give a \/19 or list fewer AZs$/)]);
-    expect(fleetProblems({ ...fourZones, router: { cidrs: { 'us-east-1': '10.254.0.0/19' } } })).toEqual([]);
+    expect(fleetProblems({ ...fourZones, router: { ...fourZones.router, cidrs: { 'us-east-1': '10.254.0.0/19' } } })).toEqual([]);
     expect(fleetProblems({ ...generateFleet(validInput(), 508), quotas: { interfaceEndpointsPerVpc: 600 } })).toEqual([expect.stringMatching(/^cells: 508 cells need 508 addresses in every router VPC's cell-endpoint subnet of each AZ, which holds 507/)]);
   });
 });

@@ -1,5 +1,5 @@
 import { addFleet } from '../../lib/app';
-import { Fleet, mappingBucketParameter } from '../../lib/fleet';
+import { Fleet, mappingBucketParameter, routerClusterParameter } from '../../lib/fleet';
 import { groupKey, versionKey } from '../../lib/mapping-store';
 import {
   handoffLanePrefix, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, taskRequestKey, taskResultKey,
@@ -184,6 +184,11 @@ describe('IAM: moves between AWS cells (mover task, launcher, operator)', () => 
         calls.push({ who, principal: operator, action: 's3:DeleteObject', resource: `arn:aws:s3:::${mapping}/${servedKey(group, 'task-1')}`, expect: 'Denied' });
       }
       calls.push({ who, principal: operator, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${region}:${fleet.accounts.router}:parameter${mappingBucketParameter(fleet.app)}`, expect: 'Allowed' });
+      // Which router tasks ECS runs (a quiet agent's task is waited for): this account's router clusters only.
+      calls.push({ who, principal: operator, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${region}:${fleet.accounts.router}:parameter${routerClusterParameter(fleet.app)}`, expect: 'Allowed' });
+      calls.push({ who, principal: operator, action: 'ecs:ListTasks', resource: `arn:aws:ecs:${region}:${fleet.accounts.router}:container-instance/orders-router-${region}/*`, context: { 'ecs:cluster': `arn:aws:ecs:${region}:${fleet.accounts.router}:cluster/orders-router-${region}` }, expect: 'Allowed' });
+      calls.push({ who, principal: operator, action: 'ecs:ListTasks', resource: `arn:aws:ecs:${region}:${fleet.cells[0].account}:container-instance/mover/*`, context: { 'ecs:cluster': `arn:aws:ecs:${region}:${fleet.cells[0].account}:cluster/mover` }, expect: 'Denied' });
+      calls.push({ who, principal: operator, action: 'ecs:StopTask', resource: `arn:aws:ecs:${region}:${fleet.accounts.router}:task/orders-router-${region}/abc`, expect: 'Denied' });
     }
     expect(await mismatches(world, calls)).toEqual([]);
   });

@@ -1,4 +1,4 @@
-import { CreateBucketCommand, GetObjectCommand, PutBucketVersioningCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, PutBucketVersioningCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { addCell, MappingDocument, pinKey } from '../../lib/mapping';
 import {
   ConcurrentWriteError, groupKey, mappingHistory, MappingStore, publishMapping, rollbackMapping, statusOf, versionKey,
@@ -61,6 +61,11 @@ describe('the mapping store against moto (S3 emulator)', () => {
     // With the current ETag it goes through.
     const current = (await store.readGroup('canary'))!;
     await store.put(groupKey('canary'), read.text, current.etag);
+    // Deleted since it was read: moto answers 404 NoSuchKey (our s3rver layer 412); both are a concurrent change.
+    await client.send(new DeleteObjectCommand({ Bucket: 'mappings-eu', Key: groupKey('main') }));
+    const gone = await client.send(new PutObjectCommand({ Bucket: 'mappings-eu', Key: groupKey('main'), Body: '{}', IfMatch: current.etag })).catch((e) => e);
+    expect(statusOf(gone)).toBe(404);
+    await expect(store.put(groupKey('main'), read.text, current.etag)).rejects.toThrow(ConcurrentWriteError);
   });
 
   it('fails clearly when another operator writes a group pointer between our read and our write', async () => {

@@ -123,7 +123,7 @@ describe('MoveBucket: bad input', () => {
     const stack = new Stack(cdkApp(), 's', { env: { account: '222222222222', region: 'eu-west-1' } });
     return () => new MoveBucket(stack, 'M', {
       app, routerAccount: '222222222222', toolingAccount: '111111111111', cells: [{ id: 'a', account: '333333333330' }], accessLogs: new s3.Bucket(stack, 'L'),
-      parameterName: '/x/moves/bucket', mappingBucketPrefix: 'x-mappings', mappingRegions: ['eu-west-1'], mappingBucketParameter: '/x/router/mapping-bucket', handoffDays,
+      parameterName: '/x/moves/bucket', mappingBucketPrefix: 'x-mappings', mappingRegions: ['eu-west-1'], mappingBucketParameter: '/x/router/mapping-bucket', routerClusterParameter: '/x/router/cluster-name', handoffDays,
     });
   };
   it('refuses an app name that makes the bucket name too long, and a retention of no days', () => {

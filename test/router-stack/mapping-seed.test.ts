@@ -3,14 +3,18 @@ import * as fs from 'fs';
 import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as path from 'path';
-import { S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { App, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { MappingBucket, MappingSeed } from '../../lib/router-stack/mapping-bucket';
 import { handler, responseBody, SeedEvent, seedResponse, SeedResponse, sendResponse } from '../../lib/router-stack/mapping-seed-handler';
+import { pinKey } from '../../lib/mapping';
+import { groupKey, MappingStore, publishMapping, serializeMapping, versionKey } from '../../lib/mapping-store';
 import { cdkApp } from '../support/fleet';
+import { NOW, sampleMapping } from '../support/mapping';
+import { Moto, motoClientConfig, startMoto } from '../support/moto';
 
 /** What the fake S3 saw of one request. */
 interface Seen { method: string; url: string; headers: http.IncomingHttpHeaders; body: string }
@@ -218,6 +222,17 @@ describe('MappingSeed construct', () => {
     expect(JSON.stringify(template.toJSON())).not.toMatch(/AWS679f53fac002430cb0da5b7982bd2287/);
   });
 
+  it('lets a group pointer follow the groups already there: Follow on pointers only, and reads of the pointers alone', () => {
+    for (const [id, r] of Object.entries(template.findResources('Custom::MappingSeed'))) {
+      expect([id, r.Properties.Follow]).toEqual([id, id.startsWith('MappingSeedgroups') ? 'groups/' : undefined]);
+    }
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement) as { Action: string; Resource: unknown; Condition?: unknown }[];
+    const list = statements.find((st) => st.Action === 's3:ListBucket')!;
+    expect(list.Condition).toEqual({ StringEquals: { 's3:prefix': 'groups/' } });
+    const read = statements.find((st) => st.Action === 's3:GetObject')!;
+    expect(JSON.stringify(read.Resource)).toMatch(/"\/groups\/\*"\]\]\}$/);
+  });
+
   it('passes cdk-nag', () => {
     expect(new AwsSolutionsChecks().validateScope(stack).violations.map((v) => v.ruleName)).toEqual([]);
   });
@@ -258,5 +273,77 @@ describe('MappingSeed construct', () => {
       ['SUCCESS', 'groups/main/mapping.json', 'written'],
       ['SUCCESS', 'groups/main/mapping.json', 'exists'],
     ]);
+  });
+});
+
+/**
+ * The seed of a group added after the fleet published, against moto's S3 (listing, conditional
+ * writes): the new group's pointer starts on the document the existing groups are on.
+ */
+describe('MappingSeed handler: a group added later follows the version in force (moto)', () => {
+  let moto: Moto;
+  let s3: S3Client;
+  let store: MappingStore;
+  const BUCKET = 'orders-mappings-follow';
+  beforeAll(async () => {
+    moto = await startMoto();
+    s3 = new S3Client({ ...motoClientConfig(moto, 'eu-west-1'), forcePathStyle: true });
+    store = new MappingStore(s3, BUCKET);
+  });
+  afterAll(async () => {
+    s3?.destroy();
+    await moto?.stop();
+  });
+  beforeEach(async () => {
+    jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    await moto.reset();
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET, CreateBucketConfiguration: { LocationConstraint: 'eu-west-1' } }));
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  const v1 = sampleMapping(4);
+  const create = (key: string, follow = true): SeedEvent => ({
+    RequestType: 'Create', ResponseURL: 'http://unused', StackId: 'stack', RequestId: `req-${key}`, LogicalResourceId: key.replace(/[^A-Za-z0-9]/g, ''),
+    ResourceProperties: { Bucket: BUCKET, Key: key, Body: serializeMapping(v1), ContentType: 'application/json', ...(follow ? { Follow: 'groups/' } : {}) },
+  });
+  const context = { getRemainingTimeInMillis: () => 120_000 };
+
+  it('seeds version 1 on a first deploy, every pointer at once', async () => {
+    const responses = await Promise.all([versionKey(1), groupKey('canary'), groupKey('main')].map((key) => seedResponse(create(key, key.startsWith('groups/')), context, s3)));
+    expect(responses.map((r) => r.Status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
+    for (const group of ['canary', 'main']) expect((await store.readGroup(group))!.document).toEqual(v1);
+  });
+
+  it('gives a group added later the version the existing groups are on, not version 1; the lowest while a publish is under way', async () => {
+    const groups = ['canary', 'main'];
+    await publishMapping(store, v1, { groups, bakeSeconds: 0 });
+    const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
+    const v3 = pinKey(v2, 'tenant-2', Object.keys(v1.cells)[2], NOW);
+    await publishMapping(store, v2, { groups, bakeSeconds: 0 });
+    const added = await seedResponse(create(groupKey('tail')), context, s3);
+    expect(added).toMatchObject({ Status: 'SUCCESS', Data: { Outcome: 'followed', Version: 2 } });
+    expect((await store.readGroup('tail'))!.document).toEqual(v2);
+    // A publish under way: canary on v3, the others on v2. A group added now starts on v2, which every group has reached.
+    await publishMapping(store, v3, { groups: [...groups, 'tail'], onlyGroup: 'canary', bakeSeconds: 0 });
+    expect(await seedResponse(create(groupKey('late')), context, s3)).toMatchObject({ Data: { Outcome: 'followed', Version: 2 } });
+    // The publish goes on over the added groups as over any other.
+    await publishMapping(store, v3, { groups: [...groups, 'tail', 'late'], bakeSeconds: 0 });
+    for (const group of [...groups, 'tail', 'late']) expect((await store.readGroup(group))!.document.version).toBe(3);
+  });
+
+  it('leaves an existing pointer alone (an operator published to the group before it was deployed)', async () => {
+    await publishMapping(store, v1, { groups: ['canary', 'main', 'tail'], bakeSeconds: 0 });
+    const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
+    await publishMapping(store, v2, { groups: ['canary', 'main', 'tail'], onlyGroup: 'tail', bakeSeconds: 0 });
+    expect(await seedResponse(create(groupKey('tail')), context, s3)).toMatchObject({ Data: { Outcome: 'exists' } });
+    expect((await store.readGroup('tail'))!.document.version).toBe(2);
+  });
+
+  it('fails, saying which pointer, when a pointer it would follow is not a mapping', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: groupKey('main'), Body: 'not json' }));
+    const failed = await seedResponse(create(groupKey('tail')), context, s3);
+    expect(failed).toMatchObject({ Status: 'FAILED' });
+    expect(failed.Reason).toMatch(/s3:\/\/orders-mappings-follow\/groups\/main\/mapping.json holds no mapping version/);
+    await expect(store.readGroup('tail')).resolves.toBeUndefined();
   });
 });

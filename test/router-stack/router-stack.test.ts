@@ -127,6 +127,21 @@ describe('RouterStack', () => {
     for (const region of ['eu-west-1', 'us-east-1']) expect(text).toContain(`:ssm:${region}:222222222222:parameter/orders/router/mapping-bucket`);
   });
 
+  it('keeps the router account\'s one-per-fleet resources in router.homeRegion, whatever the order of `regions`', () => {
+    // A region added first: the home stays where it was.
+    const reordered = resolve({ ...validInput(), regions: Object.fromEntries(Object.entries(validInput().regions).reverse()) });
+    expect(Object.keys(reordered.regions)[0]).toBe('us-east-1');
+    const app = cdkApp();
+    const stacks = ['eu-west-1', 'us-east-1'].map((region) => new RouterStack(app, `home-${region}`, { fleet: reordered, region }));
+    const [eu, us] = stacks.map((stack) => Template.fromStack(stack));
+    for (const name of ['orders-mapping-publisher', 'orders-move-operator']) {
+      eu.resourcePropertiesCountIs('AWS::IAM::Role', { RoleName: name }, 1);
+      us.resourcePropertiesCountIs('AWS::IAM::Role', { RoleName: name }, 0);
+    }
+    eu.resourcePropertiesCountIs('AWS::SSM::Parameter', { Name: '/orders/moves/bucket' }, 1);
+    us.resourcePropertiesCountIs('AWS::SSM::Parameter', { Name: '/orders/moves/bucket' }, 0);
+  });
+
   it('seeds the fleet\'s first mapping on create only, never over an existing object, with its own bundled SDK', () => {
     for (const template of [t, t2]) {
       const seeds = Object.values(template.findResources('Custom::MappingSeed'));
@@ -227,6 +242,14 @@ describe('RouterStack', () => {
     for (const s of Object.values(byName)) {
       expect(s.Properties.DeploymentConfiguration).toMatchObject({ DeploymentCircuitBreaker: { Enable: true, Rollback: true }, Alarms: { Enable: true, Rollback: true }, MinimumHealthyPercent: 100 });
       expect(s.Properties.LoadBalancers).toHaveLength(1);
+    }
+    // Deployments roll back on the group's own 5xx metric alarm, never on a composite (no ECS
+    // reference says DeploymentAlarms takes one) nor on one that is in ALARM while a first start runs.
+    for (const [template, group] of [[gc, 'canary'], [gr, 'main']] as const) {
+      const [service] = Object.values(template.findResources('AWS::ECS::Service'));
+      const [[alarmId]] = Object.entries(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-router-eu-west-1-${group}-5xx` } }));
+      expect(service.Properties.DeploymentConfiguration.Alarms.AlarmNames).toEqual([{ Ref: alarmId }]);
+      expect(Object.keys(template.findResources('AWS::CloudWatch::CompositeAlarm')).some((id) => JSON.stringify(service.Properties.DeploymentConfiguration).includes(id))).toBe(false);
     }
     const tasks = Object.values(inGroups('AWS::ECS::TaskDefinition'));
     expect(tasks).toHaveLength(2);

@@ -126,3 +126,32 @@ describe('the agent reports the mapping version HAProxy serves', () => {
     expect(() => new S3ServedReporter(client, s3.bucket, GROUP, '../other/x')).toThrow(/router task id `..\/other\/x` must be/);
   });
 });
+
+describe('S3ServedReporter while S3 refuses the writes', () => {
+  it('backs off between failed writes (doubling to half the heartbeat) instead of writing on every agent tick, and reports at once when S3 is back', async () => {
+    let clock = Date.parse('2026-11-30T16:00:00.000Z');
+    let failing = true;
+    const writes: number[] = [];
+    const s3 = { send: async () => { writes.push(clock); if (failing) throw Object.assign(new Error('Slow down'), { name: 'SlowDown', $metadata: { httpStatusCode: 503 } }); return {}; } } as unknown as S3Client;
+    const logs: string[] = [];
+    const reporter = new S3ServedReporter(s3, 'bucket', GROUP, 'task-9', { heartbeatMs: 10_000, now: () => clock, emit: (l) => logs.push(l) });
+    // An agent under a freeze: a tick every 250 ms for 20 s, the version changing half-way.
+    for (let t = 0; t < 80; t++) {
+      await reporter.update(t < 40 ? 3 : 4);
+      clock += 250;
+    }
+    const start = Date.parse('2026-11-30T16:00:00.000Z');
+    // 0, 0.5, 1.5, 3.5, 7.5, then every 5 s (half the heartbeat): 7 writes in 20 s, not 80.
+    expect(writes.map((at) => (at - start) / 1000)).toEqual([0, 0.5, 1.5, 3.5, 7.5, 12.5, 17.5]);
+    expect(logs.filter((l) => l.includes('served-report-error'))).toHaveLength(1);
+    failing = false;
+    clock += 5000;
+    await reporter.update(4);
+    expect(logs.at(-1)).toMatch(/"event":"served-report-recovered".*"version":4/);
+    // Back to normal: a new version is written in the tick that applied it.
+    clock += 250;
+    const before = writes.length;
+    await reporter.update(5);
+    expect(writes.length).toBe(before + 1);
+  });
+});

@@ -16,6 +16,8 @@ import { freePort, until } from './cells';
 export interface Moto {
   readonly endpoint: string;
   readonly pid: number;
+  /** The last lines moto wrote on stderr (a 500's traceback among them), for a failing test's message. */
+  log(): string;
   /** Forgets every resource of every account (moto's `/moto-api/reset`). */
   reset(): Promise<void>;
   stop(): Promise<void>;
@@ -54,7 +56,7 @@ export async function startMoto(options: { readonly command?: string } = {}): Pr
     watchChild(child, { signal: 'TERM', killAfterMs: 5_000 });
     let stderr = '';
     let exited = false;
-    child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-4000); });
+    child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-16000); });
     const exit = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
     const endpoint = `http://127.0.0.1:${port}`;
     try {
@@ -71,6 +73,7 @@ export async function startMoto(options: { readonly command?: string } = {}): Pr
     return {
       endpoint,
       pid: child.pid!,
+      log: () => stderr.split('\n').filter((l) => !/^127\.0\.0\.1 - - /.test(l)).join('\n'),
       reset: async () => {
         const status = await request(`${endpoint}/moto-api/reset`, 'POST');
         if (status !== 200) throw new Error(`moto reset answered ${status}`);

@@ -1,0 +1,60 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import { addFleet } from '../../lib/app';
+import { endpointServiceFingerprint } from '../../lib/cell';
+import { Fleet } from '../../lib/fleet';
+import { cdkApp, exampleFleet } from '../support/fleet';
+
+/**
+ * A router region reads each cell's endpoint service name from the cell's account through a custom
+ * resource. CloudFormation updates (re-runs) it only when its properties change, so the lookup
+ * carries the cell's endpoint-service fingerprint: a change that can replace the service re-reads
+ * the name in every router region; anything else leaves the lookup alone.
+ */
+describe('cell endpoint lookups follow the cell\'s endpoint service', () => {
+  const lookups = (stacks: ReturnType<typeof addFleet>) => {
+    const router = stacks.routers[0];
+    const nested = router.node.findAll().filter((c) => c.constructor.name === 'CellLinksStack') as unknown as import('aws-cdk-lib').NestedStack[];
+    return Object.fromEntries(nested.flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
+      .map((r) => { const update = JSON.parse(JSON.stringify(r.Properties.Update)); const text = typeof update === 'string' ? update : JSON.stringify(update); const id = /"id":"([a-z0-9-]+):\/[^"]*"/.exec(text.replace(/\\"/g, '"'))?.[1]; return [id, text]; }));
+  };
+  let base: Fleet;
+  let before: ReturnType<typeof lookups>;
+  /** As the app computes them: when the stacks are built, before synthesis (whose aspects add tags). */
+  let fingerprints: string[];
+  beforeAll(() => {
+    base = exampleFleet();
+    const stacks = addFleet(cdkApp(), base, { audit: false });
+    fingerprints = stacks.cells.map((c) => endpointServiceFingerprint(c.cell.entry));
+    before = lookups(stacks);
+  });
+
+  it('gives every cell a fingerprint that the same fleet reproduces, and puts it in each router region\'s lookup', () => {
+    const again = addFleet(cdkApp(), base, { audit: false });
+    for (const [i, cell] of base.cells.entries()) {
+      expect(fingerprints[i]).toMatch(/^[0-9a-f]{16}$/);
+      expect(endpointServiceFingerprint(again.cells[i].cell.entry)).toBe(fingerprints[i]);
+      expect([cell.id, before[cell.id]]).toEqual([cell.id, expect.stringContaining(fingerprints[i])]);
+    }
+  });
+
+  it('changes with the endpoint service or its load balancer, and with nothing else of the cell', () => {
+    const stacks = addFleet(cdkApp(), base, { audit: false });
+    const entry = stacks.cells[2].cell.entry;
+    const first = endpointServiceFingerprint(entry);
+    // Elsewhere in the cell (an alarm's threshold): the lookup is left alone.
+    (stacks.cells[2].cell.alarms.errorRate.node.defaultChild as cloudwatch.CfnAlarm).threshold = 99;
+    expect(endpointServiceFingerprint(entry)).toBe(first);
+    // The PrivateLink NLB (a property CloudFormation replaces it for): the name is read again.
+    (entry.privateLink.node.defaultChild as elbv2.CfnLoadBalancer).scheme = 'internet-facing';
+    const second = endpointServiceFingerprint(entry);
+    expect(second).not.toBe(first);
+    // The endpoint service itself.
+    (entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService) as ec2.CfnVPCEndpointService).acceptanceRequired = true;
+    expect(endpointServiceFingerprint(entry)).not.toBe(second);
+    // Another cell's is untouched.
+    expect(endpointServiceFingerprint(stacks.cells[3].cell.entry)).toBe(fingerprints[3]);
+  });
+});
