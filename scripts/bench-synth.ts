@@ -13,7 +13,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
-import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
+import { addFleet, addPipeline, cliSynthContext } from '../lib/app';
 import { generateFleet, generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
 
 interface Result {
@@ -42,7 +42,7 @@ function runOnce(count: number | undefined, regions: number | undefined): Result
       })();
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
   const started = process.hrtime.bigint();
-  const app = new App({ outdir, context: cdkJsonContext() });
+  const app = new App({ outdir, context: cliSynthContext() });
   // The same choice as bin/app.ts: behind the pipeline when the fleet has one.
   // Every check on: the audit packs and the AWS limits of every template (lib/limits).
   const pipeline = fleet.pipeline ? addPipeline(app, fleet) : undefined;

@@ -3,7 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
-import { addFleet, addPipeline, cdkJsonContext } from '../app';
+import { addFleet, addPipeline, cliSynthContext } from '../app';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { CFN_LINT, cfnLintFindings, writtenTemplates } from './cfn-lint';
@@ -28,7 +28,7 @@ export const PACK_POLICIES: readonly PackPolicy[] = [
 export function runAudit(fleet: Fleet, options: { now?: Date } = {}): AuditReport {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'cell-audit-'));
   try {
-    const app = new App({ outdir, context: cdkJsonContext() });
+    const app = new App({ outdir, context: cliSynthContext() });
     if (fleet.pipeline) addPipeline(app, fleet, { audit: false });
     else addFleet(app, fleet, { audit: false });
     app.synth();

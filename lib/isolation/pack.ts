@@ -49,9 +49,11 @@ function stackView(stack: Stack, facts: FleetFacts): StackView {
   for (const construct of stack.node.findAll()) {
     if (!CfnResource.isCfnResource(construct) || Stack.of(construct) !== stack) continue;
     const rendered = stack.resolve((construct as unknown as { _toCloudFormation(): unknown })._toCloudFormation()) as {
-      Resources: Record<string, { Type: string; Properties?: Record<string, unknown>; UpdatePolicy?: Record<string, unknown> }>;
+      Resources?: Record<string, { Type: string; Properties?: Record<string, unknown>; UpdatePolicy?: Record<string, unknown> }>;
     };
-    for (const [logicalId, r] of Object.entries(rendered.Resources)) {
+    // A resource that does not synthesize (an IAM policy left empty once CDK moved its statements to
+    // an overflow managed policy) renders to nothing.
+    for (const [logicalId, r] of Object.entries(rendered.Resources ?? {})) {
       const properties = r.Properties ?? {};
       const tags = TagManager.isTaggable(construct)
         ? (construct as unknown as ITaggable).tags.tagValues()

@@ -73,12 +73,13 @@ describe('npm run audit -- --json --report FILE.html (the example fleet)', () =>
     }
   });
 
-  it('runs cfn-lint over every template, nested stacks included, with findings acknowledged only by rule and resource type', () => {
+  it('runs cfn-lint over every template with no open finding, its findings acknowledged only by rule and resource type', () => {
     expect(report.packs.find((p) => p.pack === 'cfn-lint')).toMatchObject({ open: 0, enforcement: 'audit' });
     const lint = report.findings.filter((f) => f.pack === 'cfn-lint');
     expect(lint.length).toBeGreaterThan(0);
-    expect(new Set(lint.map((f) => f.stack))).toEqual(expect.objectContaining({ size: expect.any(Number) }));
-    expect(lint.some((f) => /\.nested$/.test(f.stack))).toBe(true);
+    // The known stale-schema finding on the routers' listeners, acknowledged; writtenTemplates (tested in
+    // cfn-lint.test.ts) hands cfn-lint the nested link stacks too.
+    expect(lint.some((f) => f.rule === 'E3002' && f.resource.endsWith('(AWS::ElasticLoadBalancingV2::Listener)'))).toBe(true);
     for (const f of lint) {
       const type = /\((AWS::[^)]+)\)$/.exec(f.resource)![1];
       expect(f.acknowledgement!.at).toBe(`${f.rule} on ${type} (lib/audit/cfn-lint.ts)`);
