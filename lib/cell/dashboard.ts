@@ -8,7 +8,7 @@ export interface CellDashboardProps {
   readonly alarms: CellAlarms;
 }
 
-/** One dashboard per cell: its health first, then one graph per alarm with the threshold drawn. */
+/** One dashboard per cell: every alarm's state first, then one graph per paging alarm with the threshold drawn. */
 export class CellDashboard extends Construct {
   public readonly dashboard: cloudwatch.Dashboard;
 
@@ -18,7 +18,8 @@ export class CellDashboard extends Construct {
     this.dashboard.addWidgets(
       new cloudwatch.AlarmStatusWidget({
         title: `${props.name} health`,
-        alarms: [props.alarms.health, ...props.alarms.all],
+        // The deployment-gate variants too: the alarm an ECS or instance-refresh rollback names is on the page.
+        alarms: [props.alarms.health, ...props.alarms.all, props.alarms.deployErrorRate, props.alarms.deployUnhealthyHosts],
         width: 24,
         height: 4,
       }),
