@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { LocalFleet, readFleetFile, startLocalFleet } from '../../lib/local-fleet';
@@ -6,6 +7,8 @@ import { podman } from '../../lib/images/podman';
 import { lookup, parseMapping } from '../../lib/mapping';
 import { makeTempDir } from '../../lib/local-fleet/postgres';
 import { missingContainerTools } from '../support/containers';
+import { until } from '../support/cells';
+import { pidRunning } from '../../lib/files';
 import { api } from '../support/workload';
 import { testClient } from '../support/postgres';
 
@@ -71,5 +74,55 @@ describeImages('the local fleet from its images', () => {
     await fleet.stop();
     expect(await runningFleetContainers(fleet.stateDir)).toEqual([]);
     expect((await podman(['ps', '--all', '--filter', `label=cell-factory.fleet=${path.resolve(fleet.stateDir)}`, '--format', '{{.Names}}'])).stdout.trim()).toBe('');
+  });
+});
+
+describeImages('cellctl fleet local --images, then cellctl fleet local stop', () => {
+  const ROOT = path.join(__dirname, '..', '..');
+  const cellctl = path.join(ROOT, 'bin', 'cellctl.js');
+  let dir: string;
+
+  afterAll(() => {
+    if (dir) {
+      spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', path.join(dir, 'state')], { cwd: ROOT });
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('serves through the router container, and `fleet local stop` ends the fleet and every container', async () => {
+    dir = makeTempDir('cells-fleet-images-cli-');
+    const stateDir = path.join(dir, 'state');
+    const child = spawn(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await until(`the fleet to start (${out})`, async () => /^workloads +from localhost\/cell-factory\/workload:/m.test(out), 600_000);
+    const file = readFleetFile(stateDir)!;
+    const created = await api(file.routerUrl, 'POST', '/v1/items', 'acme', { name: 'x' });
+    expect([created.status, created.headers.get('x-cell')]).toEqual([201, 'cell-1']);
+    expect(await runningFleetContainers(stateDir)).toHaveLength(3);
+
+    const stop = spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', stateDir], { cwd: ROOT, encoding: 'utf8' });
+    expect([stop.status, stop.stdout]).toEqual([0, 'fleet stopped\n']);
+    expect(await exited).toBe(0);
+    expect(pidRunning(file.pid)).toBe(false);
+    expect(await runningFleetContainers(stateDir)).toEqual([]);
+  }, 900_000);
+
+  it('refuses a bad --base-images and an unknown action with the fix', () => {
+    const bad = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'docker'], { cwd: ROOT, encoding: 'utf8' });
+    expect([bad.status, bad.stderr.trim()]).toEqual([2, expect.stringContaining('--base-images docker: give pull or local')]);
+    const unknown = spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'start'], { cwd: ROOT, encoding: 'utf8' });
+    expect([unknown.status, unknown.stderr]).toEqual([2, expect.stringContaining('`cellctl fleet local stop` stops one')]);
+    // A machine without buildah and podman: one line with the install hint.
+    const bin = makeTempDir('cells-no-podman-');
+    try {
+      fs.symlinkSync('/bin/sh', path.join(bin, 'sh'));
+      const none = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--state-dir', path.join(bin, 'state')], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: bin } });
+      expect([none.status, none.stderr.trim().split('\n')]).toEqual([1, ['error: --images: buildah, podman, runc not installed; apt-get install -y buildah podman runc (Debian/Ubuntu; add debootstrap for --base-images local)']]);
+    } finally {
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
   });
 });
