@@ -193,7 +193,12 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   if (previous) await reapOrphans(previous, stateDir, log);
   // Containers a killed fleet left running (run from images, or an earlier start with --images).
   if (o.images || previous?.images) {
-    const removed = await removeFleetContainers(stateDir);
+    // Without podman (a start from source after one from images) there is nothing it could have left.
+    const removed = await removeFleetContainers(stateDir).catch((error: Error) => {
+      if (o.images) throw error;
+      log(`could not look for containers an earlier fleet from images left: ${error.message}`);
+      return [];
+    });
     if (removed.length) log(`removed ${removed.length} containers left by an earlier fleet: ${removed.join(', ')}`);
   }
   const images = o.images ? await buildFleetImages(o.images.baseImages, log) : undefined;
