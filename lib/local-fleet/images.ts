@@ -4,6 +4,7 @@ import * as path from 'path';
 import { BaseImages, buildImage, ContainerStepError, lastError, podman } from '../images/podman';
 import { PartitionKeySource } from '../fleet/types';
 import { renderHaproxyConfig } from '../router/haproxy-config';
+import { localHaproxyConfigOptions } from '../router/local';
 import { RuntimeApi } from '../router/runtime-api';
 import { freeLoopbackPort } from './postgres';
 
@@ -100,11 +101,10 @@ export async function startImageRouter(o: ImageRouterOptions): Promise<ImageRout
   const healthPort = await freeLoopbackPort();
   const cellMaxConn = o.cellMaxConn ?? 100;
   const configFile = path.join(configDir, 'haproxy.cfg');
-  fs.writeFileSync(configFile, renderHaproxyConfig({
-    bind: { address: '127.0.0.1', port: o.port }, adminSocket: `ipv4@127.0.0.1:${adminPort}`, stateDir: ROUTER_STATE,
-    partitionKey: o.partitionKey, bucketCount: o.bucketCount, slots: o.slots, cellMaxConn, healthCheckPath: o.healthCheckPath,
-    debugHeaders: true, maxConnPerClient: 4000,
-  }));
+  fs.writeFileSync(configFile, renderHaproxyConfig(localHaproxyConfigOptions(
+    { port: o.port, partitionKey: o.partitionKey, bucketCount: o.bucketCount, healthCheckPath: o.healthCheckPath, cellMaxConn, debugHeaders: true },
+    { adminSocket: `ipv4@127.0.0.1:${adminPort}`, stateDir: ROUTER_STATE, slots: o.slots },
+  )));
   fs.chmodSync(configFile, 0o644);
   const flags = fleetContainerFlags(o.stateDir);
   const logTo = (name: string) => ['--log-driver', 'k8s-file', '--log-opt', `path=${path.join(o.stateDir, 'logs', `${name}.log`)}`];
