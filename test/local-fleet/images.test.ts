@@ -82,15 +82,14 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
   const cellctl = path.join(ROOT, 'bin', 'cellctl.js');
   let dir: string;
 
+  beforeAll(() => { dir = makeTempDir('cells-fleet-images-cli-'); });
+
   afterAll(() => {
-    if (dir) {
-      spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', path.join(dir, 'state')], { cwd: ROOT });
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    for (const state of ['state', 'killed']) spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', path.join(dir, state)], { cwd: ROOT });
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('serves through the router container, and `fleet local stop` ends the fleet and every container', async () => {
-    dir = makeTempDir('cells-fleet-images-cli-');
     const stateDir = path.join(dir, 'state');
     const child = spawn(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -110,6 +109,21 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
     expect(await runningFleetContainers(stateDir)).toEqual([]);
   }, 900_000);
 
+  it('after a SIGKILLed cellctl, `fleet local stop` removes the router containers it left (the workload containers stop with their watchdog)', async () => {
+    const stateDir = path.join(dir, 'killed');
+    const child = spawn(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    await until(`the fleet to start (${out})`, async () => /^workloads /m.test(out), 600_000);
+    child.kill('SIGKILL');
+    await until('the workload container to stop', async () => (await runningFleetContainers(stateDir)).every((n) => /-router-(haproxy|agent)$/.test(n)), 60_000);
+    expect((await runningFleetContainers(stateDir)).length).toBe(2);
+    const stop = spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', stateDir], { cwd: ROOT, encoding: 'utf8' });
+    expect([stop.status, stop.stdout, stop.stderr]).toEqual([0, 'fleet stopped\n', expect.stringMatching(/^removed 2 containers left running: .*-router-haproxy, .*-router-agent\n$/)]);
+    expect(await runningFleetContainers(stateDir)).toEqual([]);
+  }, 900_000);
+
   it('refuses a bad --base-images and an unknown action with the fix', () => {
     const bad = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'docker'], { cwd: ROOT, encoding: 'utf8' });
     expect([bad.status, bad.stderr.trim()]).toEqual([2, expect.stringContaining('--base-images docker: give pull or local')]);
@@ -119,7 +133,7 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
     const bin = makeTempDir('cells-no-podman-');
     try {
       fs.symlinkSync('/bin/sh', path.join(bin, 'sh'));
-      const none = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--state-dir', path.join(bin, 'state')], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: bin } });
+      const none = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--state-dir', path.join(dir, 'no-tools')], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: bin } });
       expect([none.status, none.stderr.trim().split('\n')]).toEqual([1, ['error: --images: buildah, podman, runc not installed; apt-get install -y buildah podman runc (Debian/Ubuntu; add debootstrap for --base-images local)']]);
     } finally {
       fs.rmSync(bin, { recursive: true, force: true });
