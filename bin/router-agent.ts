@@ -1,6 +1,9 @@
 /**
  * The mapping agent of a router task (container entry point). Configuration from the environment:
  *   MAPPING_BUCKET, ROUTER_GROUP          where the group's document lives (groups/<group>/mapping.json)
+ *   MAPPING_FILE                          instead of the bucket: a mapping file mounted into the container,
+ *                                         re-read when it changes (`cellctl fleet local --images`); no
+ *                                         served-version reports then (no bucket to write them to)
  *   HAPROXY_ADMIN=127.0.0.1:9999          HAProxy's runtime API (shared task localhost)
  *   STATE_DIR=/var/lib/cell-router        map files (shared volume with HAProxy) and last-known-good
  *   SLOTS=64, ZONES=3, CELL_MAX_CONN      HAProxy's backend slots, servers per slot, requests per cell
@@ -24,7 +27,7 @@ import { MappingAgent, runAgentLoop } from '../lib/router/agent';
 import { MappingApplier } from '../lib/router/apply';
 import { RuntimeApi } from '../lib/router/runtime-api';
 import { S3ServedReporter, SERVED_FRESHNESS_MS } from '../lib/router/served';
-import { S3MappingSource } from '../lib/router/sources';
+import { FileMappingSource, S3MappingSource } from '../lib/router/sources';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -90,17 +93,18 @@ async function taskId(): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const bucket = required('MAPPING_BUCKET');
-  const group = required('ROUTER_GROUP');
+  const mappingFile = process.env.MAPPING_FILE;
+  const bucket = mappingFile ? '' : required('MAPPING_BUCKET');
+  const group = mappingFile ? env('ROUTER_GROUP', 'local') : required('ROUTER_GROUP');
   const stateDir = env('STATE_DIR', '/var/lib/cell-router');
   const api = new RuntimeApi(env('HAPROXY_ADMIN', '127.0.0.1:9999'));
   const localNetworks = await zoneCidrs();
   const s3 = new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' });
   const emit = (line: string) => process.stdout.write(`${line}\n`);
-  const served = new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: seconds('REPORT_SECONDS', '10', reportLimit, reportWhy) * 1000, emit });
+  const served = mappingFile ? undefined : new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: seconds('REPORT_SECONDS', '10', reportLimit, reportWhy) * 1000, emit });
   const agent = new MappingAgent({
     api,
-    source: new S3MappingSource(s3, bucket, group),
+    source: mappingFile ? new FileMappingSource(mappingFile) : new S3MappingSource(s3, bucket, group),
     applier: new MappingApplier(api, {
       stateDir,
       slots: Number(env('SLOTS', '64')),
@@ -132,7 +136,7 @@ async function main(): Promise<void> {
     server.close();
     // The task is stopping: say so, with the version still in force for the requests it finishes,
     // so a move does not wait for this task once its stop timeout has passed.
-    void served.stop(agent.versionInForce);
+    void served?.stop(agent.versionInForce);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

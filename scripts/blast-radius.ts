@@ -88,8 +88,8 @@ async function measure(cells: number): Promise<{ results: ScenarioResult[]; base
     if (isolatedNice !== undefined) faulty.setPriority(isolatedNice);
     log(`${cells} cells: ${faulty.id}'s workload and database ${isolatedNice === undefined ? 'at the same CPU priority as everything else (--shared-cpu)' : `at nice ${isolatedNice}, the flood from its own process at nice ${isolatedNice} (each standing in for its own machine)`}`);
     // The router's queue for the faulty cell: its peak in each window shows whether a flood saturated it.
-    const api = new RuntimeApi(path.join(fleet.router.stateDir, 'admin.sock'));
-    const faultySlot = [...(await api.showMap(path.join(fleet.router.stateDir, MAP_FILES.cells)))].find(([, cell]) => cell === faulty.id)?.[0];
+    const api = new RuntimeApi(path.join(fleet.router!.stateDir, 'admin.sock'));
+    const faultySlot = [...(await api.showMap(path.join(fleet.router!.stateDir, MAP_FILES.cells)))].find(([, cell]) => cell === faulty.id)?.[0];
 
     log(`${cells} cells: warming up`);
     await steadyLoad({ routerUrl: fleet.routerUrl, header, tenants, concurrency, seconds: 3 });

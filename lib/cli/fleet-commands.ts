@@ -24,6 +24,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
 
   fleet
     .command('local')
+    .argument('[stop]', '`fleet local stop`: stop the fleet running from --state-dir and remove its containers')
     .description('start N cells (reference workload + its own PostgreSQL) and the router (HAProxy + agent, debug headers on) in the foreground on 127.0.0.1; SIGTERM, Ctrl-C or the end of the process that started it stops everything')
     .option('--cells <n>', 'number of cells (default: as many as the state directory holds, with cells added by `fleet add-cell`; else 4)')
     .option('--port <port>', 'router port on 127.0.0.1 (0: a free port)', '8080')
@@ -31,7 +32,12 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
     .option('--config <file>', 'fleet config for the partition key, bucket count and health-check path (when present)', 'cells.config.ts')
     .option('--fresh', 'throw the state directory away and start empty')
     .option('--test-faults', 'start the workloads with their fault hooks on (poison request, slow query): tests and benchmarks only')
-    .action(async (flags: { cells?: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean }) => {
+    .option('--images', 'run the workloads and the router from the built images (buildah and podman, root) instead of from source')
+    .option('--base-images <source>', 'with --images: `pull` the Dockerfiles\' base images from their registry, or build `local` stand-ins (debootstrap; no registry needed)', 'pull')
+    .action(async (action: string | undefined, flags: { cells?: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean; images?: boolean; baseImages: string }) => {
+      if (action !== undefined && action !== 'stop') throw new CliError(`fleet local ${action}: unknown; \`cellctl fleet local\` starts a fleet, \`cellctl fleet local stop\` stops one`, 2);
+      if (action === 'stop') return stopFleet(io, flags.stateDir);
+      if (flags.baseImages !== 'pull' && flags.baseImages !== 'local') throw new CliError(`--base-images ${flags.baseImages}: give pull or local`, 2);
       const parent = parentPid();
       const port = integer(flags.port, '--port', 0, 65535);
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
@@ -40,7 +46,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (flags.fresh ? undefined : readFleetFile(flags.stateDir)?.cells.length) ?? 4;
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../router') as typeof import('../router');
-      if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
+      if (!flags.images && !haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
       if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
       const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
       let running;
@@ -51,6 +57,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
           stateDir: flags.stateDir,
           fresh: flags.fresh,
           testFaults: flags.testFaults,
+          images: flags.images ? { baseImages: flags.baseImages } : undefined,
           partitionKey: config?.partitionKey,
           bucketCount: config?.bucketCount,
           healthCheckPath: config?.workload.healthCheckPath,
@@ -63,7 +70,8 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       const counts = mapping.ok ? bucketCounts(mapping.document) : new Map<string, number>();
       const buckets = mapping.ok ? mapping.document.bucketCount : 1;
       const header = config?.partitionKey.source === 'header' ? config.partitionKey.name : 'x-tenant-id';
-      io.out(`router      ${running.routerUrl}  (x-cell on every response)\n`);
+      io.out(`router      ${running.routerUrl}  (x-cell on every response)${running.images ? `, from ${running.images.haproxy} and ${running.images.agent}` : ''}\n`);
+      if (running.images) io.out(`workloads   from ${running.images.workload}\n`);
       io.out(`mapping     ${shortPath(running.mappingFile)}  (cellctl mapping … against it takes effect within a second)\n`);
       io.out(`state       ${running.fleetFile}\n\n`);
       io.out(formatTable(['cell', 'workload', 'database', 'share', 'log'], running.cells.map((c) => [
@@ -110,4 +118,33 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
     });
 
   return fleet;
+}
+
+/**
+ * `cellctl fleet local stop`: asks the fleet process running from `stateDir` to stop (SIGTERM, as
+ * Ctrl-C does) and waits for it, then removes any container of that fleet still there (one killed
+ * without cleanup). Nothing running is not an error.
+ */
+async function stopFleet(io: CliIo, stateDir: string): Promise<void> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { readFleetFile } = require('../local-fleet') as typeof import('../local-fleet');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { pidRunning } = require('../files') as typeof import('../files');
+  const file = readFleetFile(stateDir);
+  if (file?.pid && pidRunning(file.pid)) {
+    io.err(`stopping the fleet (pid ${file.pid})…\n`);
+    process.kill(file.pid, 'SIGTERM');
+    const deadline = Date.now() + 120_000;
+    while (pidRunning(file.pid)) {
+      if (Date.now() > deadline) throw new CliError(`the fleet (pid ${file.pid}) did not stop within 2 minutes; kill it (kill -9 ${file.pid}) and run this again`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  if (file?.images) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { removeFleetContainers } = require('../local-fleet/images') as typeof import('../local-fleet/images');
+    const removed = await removeFleetContainers(stateDir);
+    if (removed.length) io.err(`removed ${removed.length} containers left running: ${removed.join(', ')}\n`);
+  }
+  io.out(file ? 'fleet stopped\n' : `no local fleet in ${path.resolve(stateDir)}\n`);
 }

@@ -7,6 +7,8 @@ import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
 import { RuntimeApi } from '../router/runtime-api';
+import { BaseImages, containerEnv, missingContainerTools, podman, podmanArgs } from '../images/podman';
+import { buildFleetImages, containerPrefix, FleetImages, fleetContainerFlags, removeFleetContainers, startImageRouter } from './images';
 import { assertPortFree, freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
 /** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist/cli). */
@@ -36,6 +38,8 @@ export interface FleetFile {
   readonly cells: readonly FleetFileCell[];
   /** The control socket (HTTP over a Unix socket) while the fleet runs: POST /cells adds a cell. */
   readonly controlSocket?: string;
+  /** Run from images (`--images`): the image tags the workloads and the router run. */
+  readonly images?: FleetImages;
 }
 
 export interface FleetFileCell {
@@ -79,6 +83,12 @@ export interface LocalFleetOptions {
   readonly slots?: number;
   /** Per-cell connection cap in the router. @default 100 */
   readonly cellMaxConn?: number;
+  /**
+   * Run the workloads and the router from the built images (podman containers on the host network)
+   * instead of from source, the base images pulled or made locally (lib/images/podman.ts).
+   * @default - from source
+   */
+  readonly images?: { readonly baseImages: BaseImages };
 }
 
 /** One cell of the local fleet: its workload process and its PostgreSQL server. */
@@ -109,7 +119,10 @@ export interface LocalFleet {
   readonly stateDir: string;
   readonly fleetFile: string;
   readonly cells: readonly LocalCell[];
-  readonly router: LocalRouter;
+  /** The router run from source; undefined when it runs from its images (`images`). */
+  readonly router: LocalRouter | undefined;
+  /** The images the fleet runs, with `images`. */
+  readonly images: FleetImages | undefined;
   cell(id: string): LocalCell;
   /**
    * Starts one more cell (its own PostgreSQL and workload, `cell-<n+1>`) in the running fleet and
@@ -173,7 +186,22 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     throw new Error(`a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`);
   }
   if (o.port !== 0) await assertPortFree(o.port, '--port');
+  if (o.images) {
+    const missing = missingContainerTools(o.images.baseImages);
+    if (missing) throw new Error(`--images: ${missing}`);
+  }
   if (previous) await reapOrphans(previous, stateDir, log);
+  // Containers a killed fleet left running (run from images, or an earlier start with --images).
+  if (o.images || previous?.images) {
+    // Without podman (a start from source after one from images) there is nothing it could have left.
+    const removed = await removeFleetContainers(stateDir).catch((error: Error) => {
+      if (o.images) throw error;
+      log(`could not look for containers an earlier fleet from images left: ${error.message}`);
+      return [];
+    });
+    if (removed.length) log(`removed ${removed.length} containers left by an earlier fleet: ${removed.join(', ')}`);
+  }
+  const images = o.images ? await buildFleetImages(o.images.baseImages, log) : undefined;
   const reuse = !o.fresh && previous !== undefined && previous.cells.length === count;
   if (!reuse && fs.existsSync(stateDir)) {
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
@@ -215,6 +243,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       restartDelayMs: o.restartDelayMs ?? 500,
       logFile: path.join(stateDir, 'logs', `${id}.log`),
       log,
+      image: images ? { tag: images.workload, name: `${containerPrefix(stateDir)}-${id}`, flags: fleetContainerFlags(stateDir) } : undefined,
       onSpawn: () => { if (fleetFileWritten) writeFleetFile(); },
     });
     const stopWorkload = { stop: () => cell.stop() };
@@ -249,20 +278,28 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     const routerPort = o.port === 0 ? (reuse ? previous!.routerPort : await freeLoopbackPort()) : o.port;
     const routerDir = path.join(stateDir, 'router');
     fs.mkdirSync(routerDir, { recursive: true });
+    const slots = o.slots ?? Math.max(16, count + 1);
+    let router: LocalRouter | undefined;
+    if (images) {
+      const task = await startImageRouter({ images, stateDir, mappingFile, port: routerPort, partitionKey, bucketCount, healthCheckPath, slots, cellMaxConn: o.cellMaxConn, log });
+      started.push({ stop: () => task.stop() });
+    } else {
     const routerLog = fs.createWriteStream(path.join(stateDir, 'logs', 'router.log'), { flags: 'a' });
-    const router = await startLocalRouter({
+    router = await startLocalRouter({
       mappingFile,
       port: routerPort,
       debugHeaders: true,
       partitionKey,
       bucketCount,
       healthCheckPath,
-      slots: o.slots ?? Math.max(16, count + 1),
+      slots,
       cellMaxConn: o.cellMaxConn,
       log: (line) => routerLog.write(`${line}\n`),
       stateDir: routerDir,
     });
-    started.push({ stop: async () => { await router.stop(); routerLog.end(); } });
+    const running = router;
+    started.push({ stop: async () => { await running.stop(); routerLog.end(); } });
+    }
     const routerUrl = `http://127.0.0.1:${routerPort}`;
     // Ready once HAProxy's health checks see every cell up: one tenant of each cell is served there.
     const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
@@ -292,6 +329,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         bucketCount,
         healthCheckPath,
         ...(control ? { controlSocket: control.socket } : {}),
+        ...(images ? { images } : {}),
         cells: cells.map((c) => ({
           id: c.id,
           workloadUrl: c.workloadUrl,
@@ -341,6 +379,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       fleetFile,
       cells,
       router,
+      images,
       cell: (id) => {
         const found = cells.find((c) => c.id === id);
         if (!found) throw new Error(`no cell ${id}; the local fleet has ${cells.map((c) => c.id).join(', ')}`);
@@ -493,6 +532,8 @@ interface SupervisedOptions {
   readonly log: (line: string) => void;
   /** Called with each new workload process (fleet.json records the current pids). */
   readonly onSpawn: () => void;
+  /** Run the workload image in a podman container in the foreground (its output to the log, its exit the process's) instead of bin/workload.ts. */
+  readonly image?: { readonly tag: string; readonly name: string; readonly flags: readonly string[] };
 }
 
 /** A workload process that is restarted when it dies on its own (a crash), not when it was told to stop. */
@@ -507,13 +548,7 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
   let nice: number | undefined;
 
   const spawnOnce = () => {
-    const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', out, out],
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        TMPDIR: process.env.TMPDIR,
+    const env: Record<string, string | undefined> = {
         CELL_ID: o.id,
         HOST: '127.0.0.1',
         PORT: String(o.port),
@@ -529,8 +564,13 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
         DB_STATEMENT_TIMEOUT_MS: '10000',
         QUEUE_KIND: 'postgres',
         ...(o.testFaults ? { WORKLOAD_TEST_FAULTS: '1' } : {}),
-      },
-    });
+    };
+    const host = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR };
+    // From the image: the same environment, given to the container (`--rm`: a restart is a new container, as ECS starts a new task).
+    const proc = o.image
+      ? spawn('podman', podmanArgs(['run', '--rm', '--name', o.image.name, ...o.image.flags,
+        ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), o.image.tag]), { stdio: ['ignore', out, out], env: containerEnv() })
+      : spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], { cwd: REPO_ROOT, stdio: ['ignore', out, out], env: { ...host, ...env } });
     child = proc;
     if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     // Stopped (SIGTERM, SIGKILL after 5 s) if this process dies without stopping it.
@@ -553,12 +593,14 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     const proc = child;
     if (!proc) return;
     await new Promise<void>((resolve) => {
-      const force = signal === 'SIGTERM' ? setTimeout(() => proc.kill('SIGKILL'), 5000) : undefined;
+      const force = signal === 'SIGTERM' ? setTimeout(() => (o.image ? void podman(['kill', '--signal', 'SIGKILL', o.image.name]) : proc.kill('SIGKILL')), 5000) : undefined;
       proc.once('exit', () => {
         if (force) clearTimeout(force);
         resolve();
       });
-      proc.kill(signal);
+      // A container gets the signal from podman (SIGKILL to the podman client would leave it running).
+      if (o.image) void podman(['kill', '--signal', signal, o.image.name]);
+      else proc.kill(signal);
     });
   };
 

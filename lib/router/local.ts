@@ -6,7 +6,7 @@ import type { PartitionKeySource } from '../fleet/types';
 import { watchChild } from '../files/watchdog';
 import { AgentOptions, MappingAgent } from './agent';
 import { MappingApplier } from './apply';
-import { ERROR_503, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
+import { ERROR_503, HaproxyConfigOptions, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { FileMappingSource, MappingSource } from './sources';
 
@@ -163,6 +163,24 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 }
 
 /**
+ * The HAProxy configuration options of a router on this machine (`cellctl router local`, `cellctl
+ * fleet local`, from source or from the images): loopback bind, no PROXY protocol unless asked, the
+ * per-address limits unbounded by default (every local client is 127.0.0.1).
+ */
+export function localHaproxyConfigOptions(
+  o: Omit<LocalRouterOptions, 'log'>,
+  where: { readonly adminSocket: string; readonly stateDir: string; readonly slots: number },
+): HaproxyConfigOptions {
+  return {
+    bind: { address: '127.0.0.1', port: o.port }, adminSocket: where.adminSocket, stateDir: where.stateDir, partitionKey: o.partitionKey, bucketCount: o.bucketCount,
+    slots: where.slots, cellMaxConn: o.cellMaxConn ?? 100, tenantMaxConn: o.tenantMaxConn, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
+    readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
+    requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
+    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s ?? 1_000_000_000, acceptProxy: o.acceptProxy,
+  };
+}
+
+/**
  * HAProxy plus the mapping agent on this machine: the agent reads the mapping from a file and
  * re-reads it when it changes. What `cellctl router local` runs, and what the router tests drive.
  */
@@ -173,13 +191,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const socket = path.join(stateDir, 'admin.sock');
   const slots = o.slots ?? 16;
   const configFile = path.join(stateDir, 'haproxy.cfg');
-  fs.writeFileSync(configFile, renderHaproxyConfig({
-    bind: { address: '127.0.0.1', port: o.port }, adminSocket: socket, stateDir, partitionKey: o.partitionKey, bucketCount: o.bucketCount,
-    slots, cellMaxConn: o.cellMaxConn ?? 100, tenantMaxConn: o.tenantMaxConn, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
-    readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
-    requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
-    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s ?? 1_000_000_000, acceptProxy: o.acceptProxy,
-  }));
+  fs.writeFileSync(configFile, renderHaproxyConfig(localHaproxyConfigOptions(o, { adminSocket: socket, stateDir, slots })));
   fs.writeFileSync(path.join(stateDir, '503.http'), ERROR_503);
   for (const name of Object.values(MAP_FILES)) {
     if (!fs.existsSync(path.join(stateDir, name))) fs.writeFileSync(path.join(stateDir, name), '');
