@@ -72,7 +72,7 @@ describe('cellctl start-up', () => {
 
   it('--help and mapping where load neither the AWS SDK nor the CDK', () => {
     const mapping = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-where-')), 'm.json');
-    fs.writeFileSync(mapping, JSON.stringify(initialMapping(['cell-a', 'cell-b'].map((id) => ({ id, endpoint: 'http://127.0.0.1:9001', state: 'active' as const })), 1024, { now: '2026-11-29T16:00:00.000Z' })));
+    fs.writeFileSync(mapping, JSON.stringify(initialMapping(['cell-a', 'cell-b'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${9001 + i}`, state: 'active' as const })), 1024, { now: '2026-11-29T16:00:00.000Z' })));
     for (const args of [['--help'], ['mapping', 'where', 'tenant-1', '--mapping', mapping]]) {
       const heavy = loaded(...args).filter((file) => /node_modules\/(@aws-sdk|@smithy|aws-cdk-lib)\//.test(file));
       expect([args.join(' '), heavy]).toEqual([args.join(' '), []]);
