@@ -3,6 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, RunTaskCommand, RunTaskCommandInput } from '@aws-sdk/client-ecs';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CellStack } from '../../lib/cell';
@@ -59,6 +60,7 @@ describeImages('the mover image, moving a tenant between two cells', () => {
     s3 = await startLocalS3('orders-moves-image');
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mover-image-'));
     const secretArns: Record<string, string> = {};
+    const queueUrls: Record<string, string> = {};
     for (const id of CELLS) {
       databases[id] = await pg.database(`mover_${id.replace(/-/g, '_')}`);
       const pool = testPool({ host: pg.server.host, port: pg.server.port, user: pg.server.user, password: pg.server.password, database: databases[id], max: 1 });
@@ -71,6 +73,10 @@ describeImages('the mover image, moving a tenant between two cells', () => {
       const secrets = new SecretsManagerClient(motoClientConfig(moto, region));
       secretArns[id] = (await secrets.send(new CreateSecretCommand({ Name: `${id}-db`, SecretString: JSON.stringify({ username: pg.server.user, password: pg.server.password }) }))).ARN!;
       secrets.destroy();
+      // The cell's work queue (QUEUE_URL, for the requeue step after the flip), in moto.
+      const sqs = new SQSClient(motoClientConfig(moto, region));
+      queueUrls[id] = (await sqs.send(new CreateQueueCommand({ QueueName: `${id}-work` }))).QueueUrl!;
+      sqs.destroy();
     }
 
     // RunTask: the cell's mover container, started as ECS would (the template's definition and environment, the overrides).
@@ -83,11 +89,11 @@ describeImages('the mover image, moving a tenant between two cells', () => {
       await runContainer({
         name, image, def, binds: [`${tlsDir}:/etc/ssl/test-db`],
         env: {
-          ...environmentOf(def, { DB_HOST: '127.0.0.1', DB_NAME: databases[cell], DB_SECRET_ARN: secretArns[cell] }),
+          ...environmentOf(def, { DB_HOST: '127.0.0.1', DB_NAME: databases[cell], DB_SECRET_ARN: secretArns[cell], QUEUE_URL: queueUrls[cell] }),
           // The template names the cell database's own port and name; the test's are others.
           DB_PORT: String(pg.server.port), DB_NAME: databases[cell],
           ...overrides,
-          AWS_ENDPOINT_URL_SECRETS_MANAGER: moto.endpoint, AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true',
+          AWS_ENDPOINT_URL_SECRETS_MANAGER: moto.endpoint, AWS_ENDPOINT_URL_SQS: moto.endpoint, AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true',
           AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', NODE_EXTRA_CA_CERTS: '/etc/ssl/test-db/ca.pem',
         },
       });
