@@ -82,7 +82,7 @@ export function bootstrapPatternStatement(roles: readonly BootstrapRoleArn[], op
 }
 
 /** The statements of a policy document. PolicyDocument keeps them private and offers no way to replace one; checked, so an aws-cdk-lib change fails synth loudly. */
-function statementsOf(document: iam.PolicyDocument): iam.PolicyStatement[] {
+export function statementsOf(document: iam.PolicyDocument): iam.PolicyStatement[] {
   const statements = (document as unknown as { statements?: unknown }).statements;
   if (!Array.isArray(statements) || !statements.every((s) => s instanceof iam.PolicyStatement)) {
     throw new Error('grantBootstrapRolesByPattern: aws-cdk-lib\'s PolicyDocument no longer keeps its statements in `statements`; update lib/pipeline/bootstrap-grants.ts');

@@ -1,5 +1,5 @@
 import { DefaultStackSynthesizer } from 'aws-cdk-lib';
-import { deployRoleArn, ProtectTarget, shellQuote } from './protect';
+import { deployRoleShell, ProtectTarget, shellQuote } from './protect';
 
 /** Seconds between two reads of a stack's status while it settles or is deleted. */
 export const FAILED_CREATE_POLL_SECONDS = 30;
@@ -51,7 +51,7 @@ export function failedCreateCommands(targets: readonly ProtectTarget[], options:
     if (!Number.isInteger(value) || value < 0) throw new Error(`failedCreateCommands: ${name} ${value} must be a whole number of seconds >= 0`);
   }
   const qualifier = options.qualifier ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;
-  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${deployRoleArn(t.account, t.region, qualifier)}`)).join(' ');
+  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region}`)).join(' ');
   const runbook = FAILED_CREATE_RUNBOOK;
   return [
     `failed_create_targets=(${list})`,
@@ -63,7 +63,8 @@ export function failedCreateCommands(targets: readonly ProtectTarget[], options:
     '  echo "$out" >&2; return 1',
     '}',
     'for target in "${failed_create_targets[@]}"; do',
-    '  read -r stack account region role <<<"$target"',
+    '  read -r stack account region <<<"$target"',
+    `  role="${deployRoleShell(qualifier)}"`,
     '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "failed-create-${stack:0:40}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "failed-create: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
     '  read -r key secret token <<<"$creds"',
     `  deadline=$(( $(date +%s) + ${wait} ))`,

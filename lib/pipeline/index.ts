@@ -8,3 +8,4 @@ export * from './protect';
 export * from './bootstrap-grants';
 export * from './publishing';
 export * from './failed-create';
+export * from './stage-grants';

@@ -15,7 +15,8 @@ import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants
 import { sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
 import { failedCreateCommands } from './failed-create';
-import { deployRoleArn, protectCommands, ProtectTarget } from './protect';
+import { protectCommands, ProtectTarget } from './protect';
+import { assumeInAccounts, deployRolePattern, grantStageProjectsByPattern, namePattern, stageProjectName } from './stage-grants';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
 /** A cdk.Stage holding one cell's stack, so CDK Pipelines can deploy it into the cell's account. */
@@ -147,7 +148,7 @@ export class PipelineStack extends Stack {
         stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
         deletionProtectorRole: deletionProtectorRoleName(`${fleet.app}-${stage.cellId}`),
       }));
-      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName);
+      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
       // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
       if (fleet.pipeline.manualApproval && wave === firstRegular) {
@@ -158,7 +159,7 @@ export class PipelineStack extends Stack {
         this.approvalStage = name;
       }
       // Before the deploys: a stack whose first create failed is deleted so the deploy creates it again.
-      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect)], post: bakes });
+      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app)], post: bakes });
       for (const stage of cellStages) stageWave.addStage(stage);
       // CDK Pipelines names a one-stage wave after its stage rather than the wave.
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
@@ -183,8 +184,8 @@ export class PipelineStack extends Stack {
         ...(stack === stage.router ? { deletionProtectorRole: deletionProtectorRoleName(routerStackName(fleet, wave.region)) } : {}),
       }));
       this.pipeline.addStage(stage, {
-        pre: [failedCreateStep(`clear-${wave.name}`, protect)],
-        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, pipelineName),
+        pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app)],
+        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName),
       });
       routerStages.push(wave.name);
     }
@@ -194,6 +195,8 @@ export class PipelineStack extends Stack {
     // The pipeline and asset roles assume every environment's bootstrap roles: by pattern, in the
     // organization (or the fleet's accounts), not one ARN per environment (bootstrap-grants.ts).
     grantBootstrapRolesByPattern(fleetWideRoles(this.pipeline), { organizationId: fleet.pipeline.organizationId });
+    // The CodeBuild action role starts the stage steps' projects by one name pattern (stage-grants.ts).
+    grantStageProjectsByPattern(this.pipeline, fleet.app);
     // One asset to hundreds of accounts: compact parallel publish commands, timeouts sized from the fleet.
     sizeAssetPublishing(this.pipeline);
     const stageCount = this.pipeline.pipeline.stages.length;
@@ -241,12 +244,14 @@ function grantCodeConnection(scope: PipelineStack, connectionArn: string): void 
  * first create that failed (see failed-create.ts), through their environments' deploy roles: the
  * pipeline's CloudFormation action refuses such a stack, so without it every retry failed.
  */
-function failedCreateStep(id: string, stacks: readonly ProtectTarget[]): pipelines.CodeBuildStep {
+function failedCreateStep(id: string, stacks: readonly ProtectTarget[], app: string): pipelines.CodeBuildStep {
   return new pipelines.CodeBuildStep(id, {
+    projectName: stageProjectName(app, id),
     commands: [failedCreateCommands(stacks).join('\n')],
     // Deleting a stack and waiting for it takes minutes; FAILED_CREATE_WAIT_SECONDS bounds each stack.
     timeout: Duration.hours(2),
-    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [...new Set(stacks.map((t) => deployRoleArn(t.account, t.region)))] })],
+    // The deploy roles of the stage's accounts only (stage-grants.ts).
+    rolePolicyStatements: [assumeInAccounts(stacks.map((t) => deployRolePattern(t.region)), stacks.map((t) => t.account))],
   });
 }
 
@@ -255,31 +260,33 @@ function failedCreateStep(id: string, stacks: readonly ProtectTarget[]): pipelin
  * action ignores terminationProtection, see protect.ts), then the alarms of `targets` are watched for
  * `seconds`; a bake longer than one CodeBuild action may run (8 h) is chained over several actions.
  */
-function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bakeSeconds: number, protect: readonly ProtectTarget[], pipelineName: string): pipelines.CodeBuildStep[] {
+function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bakeSeconds: number, protect: readonly ProtectTarget[], app: string, pipelineName: string): pipelines.CodeBuildStep[] {
   const segments = bakeSegments(bakeSeconds);
-  const bakes = segments.map((seconds, i) => new pipelines.CodeBuildStep(segments.length === 1 ? id : `${id}-${i + 1}`, {
-    commands: [[...(i === 0 ? protectCommands(protect) : []), ...bakeCommands(targets, seconds, { index: i + 1, of: segments.length })].join('\n')],
-    // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
-    env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
-    timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
-    rolePolicyStatements: [
-      new iam.PolicyStatement({
-        actions: ['sts:AssumeRole'],
-        resources: [...new Set(targets.map((t) => `arn:aws:iam::${t.account}:role/${t.roleName}`))],
-      }),
-      new iam.PolicyStatement({
-        actions: ['codepipeline:GetPipelineExecution'],
-        resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
-      }),
-      ...(i === 0 ? [new iam.PolicyStatement({
-        actions: ['sts:AssumeRole'],
-        resources: [...new Set(protect.flatMap((t) => [
-          deployRoleArn(t.account, t.region),
-          ...(t.deletionProtectorRole ? [`arn:aws:iam::${t.account}:role/${t.deletionProtectorRole}`] : []),
-        ]))],
-      })] : []),
-    ],
+  const protectors = protect.flatMap((t) => (t.deletionProtectorRole ? [t.deletionProtectorRole] : []));
+  return chain(segments.map((seconds, i) => {
+    const stepId = segments.length === 1 ? id : `${id}-${i + 1}`;
+    // The stage's bake-watcher roles and, for the protecting action, its deploy and protector roles:
+    // by name pattern, in the stage's accounts only (stage-grants.ts).
+    const roles = [namePattern(targets.map((t) => t.roleName)), ...(i === 0 ? [...protect.map((t) => deployRolePattern(t.region)), ...(protectors.length > 0 ? [namePattern(protectors)] : [])] : [])];
+    return new pipelines.CodeBuildStep(stepId, {
+      projectName: stageProjectName(app, stepId),
+      commands: [[...(i === 0 ? protectCommands(protect) : []), ...bakeCommands(targets, seconds, { index: i + 1, of: segments.length })].join('\n')],
+      // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
+      env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
+      timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
+      rolePolicyStatements: [
+        assumeInAccounts(roles, [...targets.map((t) => t.account), ...(i === 0 ? protect.map((t) => t.account) : [])]),
+        new iam.PolicyStatement({
+          actions: ['codepipeline:GetPipelineExecution'],
+          resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
+        }),
+      ],
+    });
   }));
-  bakes.forEach((bake, i) => { if (i > 0) bake.addStepDependency(bakes[i - 1]); });
-  return bakes;
+}
+
+/** `steps`, each depending on the one before. */
+function chain(steps: pipelines.CodeBuildStep[]): pipelines.CodeBuildStep[] {
+  steps.forEach((step, i) => { if (i > 0) step.addStepDependency(steps[i - 1]); });
+  return steps;
 }

@@ -18,6 +18,15 @@ export function deployRoleArn(account: string, region: string, qualifier = Defau
   return `arn:aws:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
 }
 
+/**
+ * The shell expression of `deployRoleArn` from the shell variables `$account` and `$region`: the steps
+ * list each stack's account and region once and derive the role, instead of writing its ARN per stack
+ * into the pipeline's template.
+ */
+export function deployRoleShell(qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string {
+  return deployRoleArn('${account}', '${region}', qualifier);
+}
+
 /** `s` as one single-quoted shell word. */
 export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -48,12 +57,13 @@ export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalan
  */
 export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
   if (targets.length === 0) return [];
-  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${deployRoleArn(t.account, t.region, qualifier)} ${t.deletionProtectorRole ?? '-'}`)).join(' ');
+  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${t.deletionProtectorRole ?? '-'}`)).join(' ');
   const types = DELETION_PROTECTED_TYPES.map((t) => `ResourceType=='${t}'`).join(' || ');
   return [
     `protect_targets=(${list})`,
     'for target in "${protect_targets[@]}"; do',
-    '  read -r stack account region role protector <<<"$target"',
+    '  read -r stack account region protector <<<"$target"',
+    `  role="${deployRoleShell(qualifier)}"`,
     '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
     '  read -r key secret token <<<"$creds"',
     '  AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation update-termination-protection --region "$region" --enable-termination-protection --stack-name "$stack" >/dev/null || { echo "protect: cannot enable termination protection on ${stack} in ${account}/${region}"; exit 1; }',

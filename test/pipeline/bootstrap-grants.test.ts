@@ -86,13 +86,19 @@ describe('the pipeline assumes bootstrap roles by pattern (example fleet)', () =
     expect(JSON.stringify(patterned)).not.toMatch(/\d{12}/);
   });
 
-  it('leaves the bake steps their own wave\'s deploy roles, listed (a bake must not reach another wave\'s stacks)', () => {
+  it('bounds the bake steps by their own wave\'s accounts, never the organization (a bake must not reach another wave\'s stacks)', () => {
     const bakes = Object.values(withOrg.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
     expect(bakes.length).toBeGreaterThan(2);
     for (const bake of bakes) {
       const statements = (bake.Properties.PolicyDocument.Statement as Statement[]).filter((s) => [s.Action].flat().includes('sts:AssumeRole'));
-      expect(statements.some((s) => s.Condition)).toBe(false);
-      expect(statements.flatMap((s) => [s.Resource].flat()).some((r) => parseBootstrapRoleArn(r)?.kind === 'deploy')).toBe(true);
+      expect(statements.length).toBeGreaterThan(0);
+      for (const s of statements) {
+        // Each names its wave's accounts (lib/pipeline/stage-grants.ts), a strict part of the fleet's.
+        expect(Object.keys(s.Condition ?? {})).toEqual(['StringEquals']);
+        expect(Object.keys(s.Condition!.StringEquals)).toEqual(['aws:ResourceAccount']);
+        const accounts = [s.Condition!.StringEquals['aws:ResourceAccount']].flat();
+        expect(accounts.length).toBeLessThan(new Set([...fleet.cells.map((c) => c.account), fleet.accounts.router]).size);
+      }
     }
   });
 });

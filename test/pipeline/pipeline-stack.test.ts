@@ -19,6 +19,22 @@ interface CfnStage {
 }
 
 /** Two stages per region, the canary cell's region first: the router stack and canary group, then the other groups. */
+interface PolicyStatementJson { Action: unknown; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }
+/** A policy Resource as CloudFormation renders it, the partition as `aws`. */
+const rendered = (r: unknown): string => (typeof r === 'string' ? r : (r as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : 'aws')).join(''));
+const glob = (pattern: string) => new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+/** Whether `statements` allow `sts:AssumeRole` on `arn`: a Resource (pattern) matches and the account is in its aws:ResourceAccount condition. */
+function mayAssume(statements: readonly PolicyStatementJson[], arn: string): boolean {
+  const account = arn.split(':')[4];
+  return statements.some((st) => [st.Action].flat().includes('sts:AssumeRole') && [st.Resource].flat().some((r) => glob(rendered(r)).test(arn))
+    && Object.entries(st.Condition ?? {}).every(([op, keys]) => op === 'StringEquals' && Object.entries(keys).every(([key, values]) => key === 'aws:ResourceAccount' && [values].flat().includes(account))));
+}
+/** Every statement of the policies attached to role `logicalId`. */
+function statementsOfRole(all: readonly unknown[], logicalId: string): PolicyStatementJson[] {
+  const policies = all as readonly { Properties: { Roles: unknown; PolicyDocument: { Statement: PolicyStatementJson[] } } }[];
+  return policies.filter((p) => JSON.stringify(p.Properties.Roles).includes(logicalId)).flatMap((p) => p.Properties.PolicyDocument.Statement);
+}
+
 const ROUTER_STAGES = ['routers-eu-west-1-canary-group', 'routers-eu-west-1', 'routers-us-east-1-canary-group', 'routers-us-east-1'];
 
 describe('PipelineStack on the example fleet', () => {
@@ -200,11 +216,15 @@ describe('PipelineStack on the example fleet', () => {
       const protector = stage.Actions.find((a) => a.Name.startsWith('bake-') || a.Name.startsWith('protect-'))!;
       expect(protector.RunOrder).toBeGreaterThan(1);
       const project = projectOf(protector);
-      const protectedStacks = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z0-9-]+) arn:aws:iam::\2:role\/cdk-hnb659fds-deploy-role-\2-\3/g)].map((m) => m[1]).sort();
+      // The protect list: 'stack account region protector' (the deploy role is derived from account and region).
+      const listed = [...project.matchAll(/'(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z]+-[a-z]+-\d) (\S+)'/g)];
+      const protectedStacks = listed.map((m) => m[1]).sort();
       expect([stage.Name, protectedStacks]).toEqual([stage.Name, deployed]);
       expect(project).toContain('update-termination-protection');
       // Deletion protection through the protector role of each stack that has a load balancer or database.
-      const protectors = [...project.matchAll(/(orders-(?:cell|router)-[a-z0-9-]+?) \d{12} [a-z0-9-]+ arn:aws:iam::\d{12}:role\/cdk-hnb659fds-deploy-role-\S+ (\S+)'/g)].map((m) => [m[1], m[2]]);
+      const commands = (JSON.parse(JSON.parse(project).Properties.Source.BuildSpec) as { phases: { build: { commands: string[] } } }).phases.build.commands.join('\n');
+      expect(commands).toContain('role="arn:aws:iam::${account}:role/cdk-hnb659fds-deploy-role-${account}-${region}"');
+      const protectors = listed.map((m) => [m[1], m[4]]);
       for (const [name, protector] of protectors) {
         const expected = /-(canary-group|groups)$/.test(name) ? '-' : name.startsWith('orders-router-') ? `${name}-protector` : `orders-${name.slice('orders-cell-'.length)}-protector`;
         expect([name, protector]).toEqual([name, expected]);
@@ -241,17 +261,19 @@ describe('PipelineStack on the example fleet', () => {
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }
-      // Its role may assume the stage's deploy roles and nothing else.
+      // Its role may assume the stage's deploy roles, and no other stage's.
       const role = project.Properties.ServiceRole['Fn::GetAtt'][0];
-      const assumed = policies.filter((p) => JSON.stringify(p.Properties.Roles).includes(role))
-        .flatMap((p) => p.Properties.PolicyDocument.Statement)
-        .filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
-        .flatMap((st: { Resource: unknown }) => [st.Resource].flat());
+      const statements = statementsOfRole(policies, role);
       const envs = deployed.map((name) => {
         if (stage.Name.startsWith('routers-')) return { account: fleet.accounts.router, region: /^orders-router-([a-z]+-[a-z]+-\d)/.exec(name)![1] };
         return fleet.cells.find((c) => `orders-cell-${c.id}` === name)!;
       });
-      expect([id, [...new Set(assumed)].sort()]).toEqual([id, [...new Set(envs.map((e) => `arn:aws:iam::${e.account}:role/cdk-hnb659fds-deploy-role-${e.account}-${e.region}`))].sort()]);
+      const deployRole = (e: { account: string; region: string }) => `arn:aws:iam::${e.account}:role/cdk-hnb659fds-deploy-role-${e.account}-${e.region}`;
+      for (const e of envs) expect([id, deployRole(e), mayAssume(statements, deployRole(e))]).toEqual([id, deployRole(e), true]);
+      const mine = new Set(envs.map((e) => e.account));
+      for (const e of [...fleet.cells, { account: fleet.accounts.router, region: 'eu-west-1' }].filter((o) => !mine.has(o.account))) {
+        expect([id, deployRole(e), mayAssume(statements, deployRole(e))]).toEqual([id, deployRole(e), false]);
+      }
     }
   });
 
@@ -260,25 +282,34 @@ describe('PipelineStack on the example fleet', () => {
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p).includes('bake-watcher'));
     expect(policies).toHaveLength(waveStages().length + stack.routerStages.length);
+    const rolesOf = (account: string, names: readonly string[]) => names.map((n) => `arn:aws:iam::${account}:role/${n}`);
     for (const region of new Set(plan.routerWaves.map((w) => w.region))) {
       // The region's two router stages (canary: router stack + canary group; rest: the other groups).
-      const assumedBy = policies.filter((p) => JSON.stringify(p).includes(`orders-router-${region}-bake-watcher`))
-        .map((policy) => policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
-          .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort());
-      const common = [`arn:aws:iam::222222222222:role/cdk-hnb659fds-deploy-role-222222222222-${region}`, `arn:aws:iam::222222222222:role/orders-router-${region}-bake-watcher`];
+      const mine = policies.filter((p) => JSON.stringify(p).includes(`orders-router-${region}-bake-watcher`)).map((p) => p.Properties.PolicyDocument.Statement);
+      expect(mine).toHaveLength(2);
+      const common = rolesOf('222222222222', [`cdk-hnb659fds-deploy-role-222222222222-${region}`, `orders-router-${region}-bake-watcher`]);
+      const protector = `arn:aws:iam::222222222222:role/orders-router-${region}-protector`;
+      for (const statements of mine) for (const arn of common) expect([region, arn, mayAssume(statements, arn)]).toEqual([region, arn, true]);
       // The router stack has a load balancer to protect; the group stacks have none.
-      expect(assumedBy.sort((a: string[], b: string[]) => b.length - a.length)).toEqual([[...common, `arn:aws:iam::222222222222:role/orders-router-${region}-protector`], common]);
+      expect(mine.map((statements) => mayAssume(statements, protector)).sort()).toEqual([false, true]);
+      // Never another region's router roles, nor a cell's.
+      const others = [...new Set(plan.routerWaves.map((w) => w.region))].filter((r) => r !== region)
+        .flatMap((r) => rolesOf('222222222222', [`cdk-hnb659fds-deploy-role-222222222222-${r}`, `orders-router-${r}-bake-watcher`, `orders-router-${r}-protector`]));
+      const cell = fleet.cells[0];
+      others.push(...rolesOf(cell.account, [`orders-${cell.id}-bake-watcher`, `cdk-hnb659fds-deploy-role-${cell.account}-${cell.region}`]));
+      for (const statements of mine) for (const arn of others) expect([region, arn, mayAssume(statements, arn)]).toEqual([region, arn, false]);
     }
     for (const wave of plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
-      const policy = policies.find((p) => JSON.stringify(p).includes(`orders-${cells[0].id}-bake-watcher`))!;
-      const assumed = policy.Properties.PolicyDocument.Statement.filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('sts:AssumeRole'))
-        .flatMap((st: { Resource: unknown }) => [st.Resource].flat()).sort();
-      expect(assumed).toEqual(cells.flatMap((c) => [
-        `arn:aws:iam::${c.account}:role/orders-${c.id}-bake-watcher`,
-        `arn:aws:iam::${c.account}:role/cdk-hnb659fds-deploy-role-${c.account}-${c.region}`,
-        `arn:aws:iam::${c.account}:role/orders-${c.id}-protector`,
-      ]).sort());
+      const statements = policies.map((p) => p.Properties.PolicyDocument.Statement)
+        .find((st) => mayAssume(st, `arn:aws:iam::${cells[0].account}:role/orders-${cells[0].id}-bake-watcher`))!;
+      expect(statements).toBeDefined();
+      const rolesOfCell = (c: { id: string; account: string; region: string }) => rolesOf(c.account, [`orders-${c.id}-bake-watcher`, `cdk-hnb659fds-deploy-role-${c.account}-${c.region}`, `orders-${c.id}-protector`]);
+      for (const arn of cells.flatMap(rolesOfCell)) expect([wave.name, arn, mayAssume(statements, arn)]).toEqual([wave.name, arn, true]);
+      // Another wave's cells (in accounts of their own) and the routers stay out of reach.
+      const mine = new Set(cells.map((c) => c.account));
+      const others = [...fleet.cells.filter((c) => !mine.has(c.account)).flatMap(rolesOfCell), ...rolesOf('222222222222', [`orders-router-eu-west-1-bake-watcher`, 'cdk-hnb659fds-deploy-role-222222222222-eu-west-1'])];
+      for (const arn of others) expect([wave.name, arn, mayAssume(statements, arn)]).toEqual([wave.name, arn, false]);
     }
   });
 
