@@ -123,8 +123,9 @@ export function grantBootstrapRolesByPattern(roles: readonly iam.Role[], options
 /**
  * The roles of a CDK Pipelines pipeline whose bootstrap-role grants grow with every environment:
  * the pipeline role (each deploy role) and the file and image asset roles (each publishing role).
- * The bake steps' roles keep their lists: each names only its own wave's deploy roles (a wave holds
- * at most 48 cells), and a bake must not reach another wave's stacks.
+ * The stage steps' roles (clear, bake, protect) are not among them: each is bounded by its own
+ * stage's accounts, never the organization, since a step must not reach another stage's stacks
+ * (stage-grants.ts).
  */
 export function fleetWideRoles(pipeline: pipelines.CodePipeline): iam.Role[] {
   const assets = pipeline.node.findAll().filter((c): c is iam.Role => c instanceof iam.Role && /\/Assets\/(File|Docker)Role$/.test(c.node.path));
