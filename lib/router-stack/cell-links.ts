@@ -1,10 +1,13 @@
-import { NestedStack, Stack, Tags } from 'aws-cdk-lib';
+import * as path from 'path';
+import { CustomResource, Duration, NestedStack, Stack, Tags } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as route53 from 'aws-cdk-lib/aws-route53';
 import * as route53Targets from 'aws-cdk-lib/aws-route53-targets';
-import * as cr from 'aws-cdk-lib/custom-resources';
+import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
+import { bundledHandler } from './bundled-handler';
+import { LookupProperties, lookupPhysicalId, SERVICE_NAME_ATTRIBUTE } from './endpoint-lookup-properties';
 
 /** One cell as a router region reaches it. */
 export interface LinkedCell {
@@ -32,8 +35,29 @@ export interface CellLinkProps {
   readonly securityGroup: ec2.ISecurityGroup;
   /** The router VPC's private zone naming each cell. @default - no record */
   readonly zone?: route53.IHostedZone;
-  /** What the lookup runs as (the stack's custom-resource role; the cell's reader role trusts it). */
-  readonly lookupRole: iam.IRole;
+  /** The function that reads the cell's endpoint service name (CellEndpointLookup). */
+  readonly lookup: CellEndpointLookup;
+}
+
+/**
+ * The handler of a router stack's `Custom::CellEndpointServiceName` lookups
+ * (endpoint-lookup-handler.ts): assumes a cell's reader role and reads its endpoint service name,
+ * retrying AccessDenied for a minute while a new role's trust and policy propagate. One per router
+ * stack, shared by its nested link stacks.
+ */
+export class CellEndpointLookup extends Construct {
+  public readonly handler: lambdaNodejs.NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: { readonly role: iam.IRole }) {
+    super(scope, id);
+    this.handler = bundledHandler(this, {
+      entry: path.join(__dirname, 'endpoint-lookup-handler.ts'),
+      role: props.role,
+      description: 'Reads each cell\'s endpoint service name from its account (the cell\'s reader role)',
+      logs: 'the cell endpoint lookups (cell, parameter name, service name or error)',
+      calls: 'assuming the cells\' reader roles (STS) and reading their endpoint service names (SSM)',
+    });
+  }
 }
 
 /**
@@ -45,27 +69,33 @@ export interface CellLinkProps {
 export class CellLink extends Construct {
   public readonly endpoint: ec2.InterfaceVpcEndpoint;
   public readonly serviceName: string;
+  /** The lookup's physical id: `<cell>:<parameter>[:<fingerprint>]`. */
+  public readonly physicalId: string;
   public readonly record?: route53.ARecord;
 
   constructor(scope: Construct, id: string, props: CellLinkProps) {
     super(scope, id);
     const { cell } = props;
-    const lookup = new cr.AwsCustomResource(this, 'ServiceName', {
+    const properties: LookupProperties = {
+      CellId: cell.id,
+      RoleArn: `arn:aws:iam::${cell.account}:role/${cell.readerRoleName}`,
+      Region: cell.region,
+      ParameterName: cell.serviceNameParameter,
+      // Part of the resource's properties: a new fingerprint is an update, which reads the name again.
+      ...(cell.fingerprint ? { Fingerprint: cell.fingerprint } : {}),
+    };
+    // `ServiceName/Read`: a custom resource's ServiceToken cannot be updated, so a template that had
+    // the lookup on another provider replaces it (same physical id and value; the old one's delete
+    // does nothing).
+    const lookup = new CustomResource(new Construct(this, 'ServiceName'), 'Read', {
       resourceType: 'Custom::CellEndpointServiceName',
-      role: props.lookupRole,
-      installLatestAwsSdk: false,
-      onUpdate: {
-        service: 'SSM',
-        action: 'getParameter',
-        parameters: { Name: cell.serviceNameParameter },
-        region: cell.region,
-        assumedRoleArn: `arn:aws:iam::${cell.account}:role/${cell.readerRoleName}`,
-        // The fingerprint is part of the resource's properties: a new one is an update, which reads the name again.
-        physicalResourceId: cr.PhysicalResourceId.of(`${cell.id}:${cell.serviceNameParameter}${cell.fingerprint ? `:${cell.fingerprint}` : ''}`),
-        outputPaths: ['Parameter.Value'],
-      },
+      serviceToken: props.lookup.handler.functionArn,
+      // The handler answers within its 2 minutes (it aborts a hung call); this bounds a crash.
+      serviceTimeout: Duration.minutes(5),
+      properties: { ...properties },
     });
-    this.serviceName = lookup.getResponseField('Parameter.Value');
+    this.physicalId = lookupPhysicalId(properties);
+    this.serviceName = lookup.getAttString(SERVICE_NAME_ATTRIBUTE);
     const routerRegion = Stack.of(this).region;
     this.endpoint = new ec2.InterfaceVpcEndpoint(this, 'Endpoint', {
       vpc: props.vpc,

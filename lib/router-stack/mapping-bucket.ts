@@ -2,13 +2,12 @@ import { createHash } from 'crypto';
 import * as path from 'path';
 import { Aws, CustomResource, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
-import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { LogBucket, perCreationBucketName } from '../cell/log-bucket';
+import { bundledHandler } from './bundled-handler';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
 import { SERVED_PREFIX, servedPrefix } from '../router/served';
 
@@ -179,7 +178,6 @@ export interface MappingSeedProps {
 
 /** Where the seed handler's source is; bundled at synth with the project's own `@aws-sdk/client-s3`. */
 const SEED_HANDLER = path.join(__dirname, 'mapping-seed-handler.ts');
-const PROJECT_ROOT = path.join(__dirname, '..', '..');
 
 /**
  * Seeds a new mapping bucket so the first deploy needs no hand step: a router task is ready only once
@@ -213,29 +211,12 @@ export class MappingSeed extends Construct {
     super(scope, id);
     const keys = [versionKey(props.version), ...props.groups.map(groupKey)];
     this.keys = keys;
-    const logGroup = new logs.LogGroup(this, 'HandlerLogs', { retention: logs.RetentionDays.TWO_YEARS, removalPolicy: RemovalPolicy.RETAIN });
-    Validations.of(logGroup).acknowledge({
-      id: 'ControlTower::CT.CLOUDWATCH.PR.3',
-      reason: 'Deploy-time log of the mapping seed (bucket, key, written or already there; no document content); CloudWatch Logs encrypts it at rest with its own key.',
-    });
-    this.handler = new lambdaNodejs.NodejsFunction(this, 'Handler', {
+    this.handler = bundledHandler(this, {
       entry: SEED_HANDLER,
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
-      runtime: lambda.Runtime.NODEJS_24_X,
-      memorySize: 256,
-      timeout: Duration.minutes(2),
       role: props.role,
-      logGroup,
       description: 'Seeds the mapping bucket on create (If-None-Match: *), never over an existing object',
-      // Local esbuild only (synth runs offline, without Docker); the SDK is bundled, not the runtime's.
-      bundling: { bundleAwsSDK: true, forceDockerBundling: false, minify: true, sourceMap: false, logLevel: lambdaNodejs.LogLevel.WARNING },
-    });
-    logGroup.grantWrite(props.role);
-    Validations.of(this.handler).acknowledge({
-      id: 'ControlTower::CT.LAMBDA.PR.3',
-      reason: 'Runs only while CloudFormation creates the router stack, writing the seed objects to S3 and answering CloudFormation on public endpoints; it handles no cell traffic and needs no path into a VPC.',
+      logs: 'the mapping seed (bucket, key, written or already there; no document content)',
+      calls: 'writing the seed objects to S3',
     });
     // A group's pointer follows the other groups' (the document in force) when they exist: a group
     // added after the fleet has published starts on the current mapping, not on version 1. Reading

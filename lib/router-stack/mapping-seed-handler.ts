@@ -11,11 +11,13 @@
 // - S3 conditional writes: with `If-None-Match: *` S3 answers 412 PreconditionFailed when the key
 //   exists, and 409 ConditionalRequestConflict when a concurrent write to the key is in progress
 //   (retry): https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
-// - The response (Status, Reason, PhysicalResourceId, StackId, RequestId, LogicalResourceId) is a
-//   JSON body of at most 4096 bytes PUT to the presigned ResponseURL; a changed PhysicalResourceId on
-//   update means replacement (CloudFormation then deletes the old one):
-//   https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-responses.html
+// - The response to CloudFormation and the retry while IAM propagates: custom-resource-handler.ts.
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  accessDeniedDeadline, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, sendResponse, withinBudget, withRetries,
+} from './custom-resource-handler';
+
+export { responseBody, sendResponse } from './custom-resource-handler';
 
 /** What the custom resource passes (`Custom::MappingSeed` properties). */
 export interface SeedProperties {
@@ -33,22 +35,8 @@ export interface SeedProperties {
   readonly Follow?: string;
 }
 
-/** The part of a CloudFormation custom resource request this handler reads. */
-export interface SeedEvent {
-  readonly RequestType: 'Create' | 'Update' | 'Delete';
-  readonly ResponseURL: string;
-  readonly StackId: string;
-  readonly RequestId: string;
-  readonly LogicalResourceId: string;
-  /** Absent on Create. */
-  readonly PhysicalResourceId?: string;
-  readonly ResourceProperties: Partial<SeedProperties> & { readonly ServiceToken?: string };
-}
-
-/** The part of the Lambda context this handler reads. */
-export interface SeedContext {
-  getRemainingTimeInMillis(): number;
-}
+export type SeedEvent = CustomResourceEvent<SeedProperties>;
+export type SeedContext = HandlerContext;
 
 /**
  * `written`: the key was absent and now holds `Body`; `followed`: it was absent and now holds the
@@ -56,55 +44,10 @@ export interface SeedContext {
  */
 export type SeedOutcome = 'written' | 'followed' | 'exists';
 
-export interface SeedResponse {
-  readonly Status: 'SUCCESS' | 'FAILED';
-  readonly Reason?: string;
-  readonly PhysicalResourceId: string;
-  readonly StackId: string;
-  readonly RequestId: string;
-  readonly LogicalResourceId: string;
-  readonly Data?: { readonly Outcome: SeedOutcome | 'none'; readonly Version?: number };
-}
+export type SeedResponse = CustomResourceResponse<{ readonly Outcome: SeedOutcome | 'none'; readonly Version?: number }>;
 
-export interface SeedOptions {
-  /** Attempts on 409 ConditionalRequestConflict (a concurrent write to the key), with `retryDelayMs × attempt` between. */
-  readonly conflictAttempts?: number;
-  /**
-   * How long a 403 AccessDenied is retried: on a first deploy the role, its policy and the bucket
-   * policy were made seconds before, and IAM changes take a while to be seen everywhere (IAM User
-   * Guide, "Troubleshoot IAM", "Changes that I make are not always immediately visible"). Safe to
-   * repeat: every attempt is the same conditional write.
-   * @default 60000
-   */
-  readonly accessDeniedMs?: number;
-  readonly retryDelayMs?: number;
-  /** Time kept back from the Lambda's remaining time to answer CloudFormation before the function is stopped. */
-  readonly reserveMs?: number;
-}
-
-/**
- * Runs `call`, retrying 409 ConditionalRequestConflict (`attempts` times) and 403 AccessDenied (until
- * `deniedUntil`: IAM propagation on a first deploy, or after the role's policy changed).
- */
-async function withSeedRetries<T>(call: () => Promise<T>, deniedUntil: number, signal: AbortSignal | undefined, options: SeedOptions): Promise<T> {
-  const attempts = options.conflictAttempts ?? 5;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-      const status = e.$metadata?.httpStatusCode;
-      const delay = Math.min((options.retryDelayMs ?? 1000) * attempt, 10_000);
-      const conflict = (status === 409 || e.name === 'ConditionalRequestConflict') && attempt < attempts;
-      const denied = (status === 403 || e.name === 'AccessDenied') && Date.now() + delay < deniedUntil;
-      if ((conflict || denied) && !signal?.aborted) {
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        continue;
-      }
-      throw err;
-    }
-  }
-}
+/** 409 ConditionalRequestConflict and 403 AccessDenied are retried (see RetryOptions). */
+export type SeedOptions = RetryOptions;
 
 /**
  * The document in force in the other groups: of the pointers under `prefix` other than `key`, the
@@ -117,13 +60,13 @@ export async function documentInForce(s3: S3Client, bucket: string, prefix: stri
   const pointers: string[] = [];
   let token: string | undefined;
   do {
-    const page = await withSeedRetries(() => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }), deniedUntil, signal, options);
+    const page = await withRetries(() => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }), deniedUntil, signal, options);
     for (const o of page.Contents ?? []) if (o.Key && o.Key !== key && pointer.test(o.Key)) pointers.push(o.Key);
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
   let lowest: { text: string; version: number } | undefined;
   for (const found of pointers) {
-    const response = await withSeedRetries(() => s3.send(new GetObjectCommand({ Bucket: bucket, Key: found }), { abortSignal: signal }), deniedUntil, signal, options);
+    const response = await withRetries(() => s3.send(new GetObjectCommand({ Bucket: bucket, Key: found }), { abortSignal: signal }), deniedUntil, signal, options);
     const text = await response.Body!.transformToString();
     let version: unknown;
     try {
@@ -144,10 +87,10 @@ export async function seedObject(s3: S3Client, props: SeedProperties, signal?: A
 
 /** As seedObject, saying which version a followed pointer got. */
 export async function seedObjectFollowing(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<{ outcome: SeedOutcome; version?: number }> {
-  const deniedUntil = Date.now() + (options.accessDeniedMs ?? 60_000);
+  const deniedUntil = accessDeniedDeadline(options);
   const inForce = props.Follow ? await documentInForce(s3, props.Bucket, props.Follow, props.Key, signal, deniedUntil, options) : undefined;
   try {
-    await withSeedRetries(() => s3.send(new PutObjectCommand({
+    await withRetries(() => s3.send(new PutObjectCommand({
       Bucket: props.Bucket, Key: props.Key, Body: inForce?.text ?? props.Body, ContentType: props.ContentType ?? 'application/json', IfNoneMatch: '*',
     }), { abortSignal: signal }), deniedUntil, signal, options);
     return inForce ? { outcome: 'followed', version: inForce.version } : { outcome: 'written' };
@@ -179,52 +122,17 @@ export async function seedResponse(event: SeedEvent, context: SeedContext, s3: S
     return { ...base, Status: 'FAILED', Reason: `Custom::MappingSeed ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (MappingSeed in lib/router-stack/mapping-bucket.ts sets them)` };
   }
   // Answer before the Lambda is stopped: a hung S3 call is aborted and reported.
-  const controller = new AbortController();
-  const budget = Math.max(1000, context.getRemainingTimeInMillis() - (options.reserveMs ?? 10_000));
-  const timer = setTimeout(() => controller.abort(), budget);
-  try {
-    const { outcome, version } = await seedObjectFollowing(s3, { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType, ...(Follow ? { Follow } : {}) }, controller.signal, options);
-    log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, outcome, ...(version ? { version } : {}) });
-    return { ...base, Status: 'SUCCESS', Data: { Outcome: outcome, ...(version ? { Version: version } : {}) } };
-  } catch (err) {
-    const e = err as Error & { $metadata?: { httpStatusCode?: number } };
-    const what = controller.signal.aborted ? `no answer from S3 within ${budget} ms` : `${e.name ?? 'Error'}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}: ${e.message}`;
-    log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, error: what });
-    return { ...base, Status: 'FAILED', Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key${Follow ? `, s3:ListBucket on ${Follow} and s3:GetObject on its pointers` : ''} (MappingSeed, mapping-bucket.ts).` };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The body CloudFormation accepts: at most 4096 bytes, so a long reason is cut. */
-export function responseBody(response: SeedResponse): string {
-  let body = JSON.stringify(response);
-  if (Buffer.byteLength(body) <= 4096) return body;
-  const over = Buffer.byteLength(body) - 4096;
-  const reason = response.Reason ?? '';
-  body = JSON.stringify({ ...response, Reason: `${reason.slice(0, Math.max(0, reason.length - over - 16))} …(cut)` });
-  return body;
-}
-
-/** PUTs the response to the presigned URL, retrying network errors and 5xx a few times. */
-export async function sendResponse(url: string, response: SeedResponse, attempts = 4, retryDelayMs = 1000): Promise<void> {
-  const body = responseBody(response);
-  let last = '';
-  for (let attempt = 1; attempt <= attempts; attempt++) {
+  return withinBudget(context, options, async (signal, budget): Promise<SeedResponse> => {
     try {
-      // The presigned URL is signed without a content type.
-      const res = await fetch(url, { method: 'PUT', body, headers: { 'content-type': '' }, signal: AbortSignal.timeout(10_000) });
-      if (res.ok) return;
-      last = `HTTP ${res.status}`;
-      if (res.status < 500) break;
+      const { outcome, version } = await seedObjectFollowing(s3, { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType, ...(Follow ? { Follow } : {}) }, signal, options);
+      log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, outcome, ...(version ? { version } : {}) });
+      return { ...base, Status: 'SUCCESS', Data: { Outcome: outcome, ...(version ? { Version: version } : {}) } };
     } catch (err) {
-      last = (err as Error).message;
+      const what = describeError(err, signal, budget, 'S3');
+      log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, error: what });
+      return { ...base, Status: 'FAILED', Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key${Follow ? `, s3:ListBucket on ${Follow} and s3:GetObject on its pointers` : ''} (MappingSeed, mapping-bucket.ts).` };
     }
-    if (attempt < attempts) await new Promise((resolve) => setTimeout(resolve, retryDelayMs * attempt));
-  }
-  // Thrown, the invocation fails and Lambda retries it (CloudFormation invokes asynchronously); the
-  // write is idempotent (412 on the second run), so a retry answers the same.
-  throw new Error(`could not answer CloudFormation (${last})`);
+  });
 }
 
 function log(fields: Record<string, unknown>): void {

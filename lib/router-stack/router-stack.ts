@@ -1,4 +1,4 @@
-import { ArnFormat, Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps, Tags, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -19,11 +19,10 @@ import { DeletionProtectionAccess, deletionProtectorRoleName } from '../cell/del
 import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
-import { CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
+import { CellEndpointLookup, CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed, routerTaskRoleName } from './mapping-bucket';
 import { MoveBucket } from '../moves/aws-bucket';
 import { moveBucketParameter, moveOperatorRoleName } from '../moves/aws-layout';
-import { acknowledgeCustomResourceProvider } from './providers';
 import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
 import { CONNECTION_USE_ALARM_PERCENT, routerGroupHealthAlarmName, routerParameters, routerStackName } from './router-groups-stack';
 
@@ -153,15 +152,9 @@ export class RouterStack extends Stack {
     customResourceRole.addToPolicy(new iam.PolicyStatement({
       actions: ['sts:AssumeRole'], resources: [readerRoles], ...(organizationId ? { conditions: { StringEquals: { 'aws:ResourceOrgID': organizationId } } } : {}),
     }));
-    const lambdaLogs = this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/lambda/*', arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], resources: [lambdaLogs] }));
     Validations.of(customResourceRole).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/${cellEndpointReaderRoleName(fleet.app, '*')}]`,
       reason: 'One reader role per cell account (<app>-<cell>-ep-reader), each trusting only this account\'s <app>-router-* roles and allowed only to read its cell\'s endpoint service name; cells are added by configuration.',
-    });
-    Validations.of(customResourceRole).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:aws:logs:${region}:${fleet.accounts.router}:log-group:/aws/lambda/*]`,
-      reason: 'The custom-resource provider function writes its own log group, /aws/lambda/<generated function name>, whose name is not known before deploy.',
     });
 
     const flowLogs = new logs.LogGroup(this, 'FlowLogs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
@@ -248,12 +241,13 @@ export class RouterStack extends Stack {
     for (const port of [...new Set(fleet.cells.map((c) => (c.certificateArn ? 443 : 80)))]) {
       endpointSecurityGroup.addIngressRule(taskSecurityGroup, ec2.Port.tcp(port), 'router tasks to the cells');
     }
+    const lookup = new CellEndpointLookup(this, 'CellEndpointLookup', { role: customResourceRole });
     const links = new Map<string, CellLink>();
     const linkStacks: CellLinksStack[] = [];
     for (let i = 0; i < fleet.cells.length; i += CELLS_PER_LINK_STACK) {
       const batch = fleet.cells.slice(i, i + CELLS_PER_LINK_STACK);
       const linkStack = new CellLinksStack(this, `CellLinks${i / CELLS_PER_LINK_STACK + 1}`, {
-        vpc, subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookupRole: customResourceRole,
+        vpc, subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookup,
         cells: batch.map((cell) => ({
           id: cell.id, region: cell.region, account: cell.account, port: cell.certificateArn ? 443 : 80,
           serviceNameParameter: cellEndpointServiceParameter(fleet.app, cell.id), readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
@@ -265,7 +259,6 @@ export class RouterStack extends Stack {
       batch.forEach((cell, j) => links.set(cell.id, linkStack.links[j]));
     }
     this.cellLinks = links;
-    for (const stack of [this, ...linkStacks]) acknowledgeCustomResourceProvider(stack);
 
     const cluster = new ecs.Cluster(this, 'Cluster', { vpc, containerInsightsV2: ecs.ContainerInsights.ENABLED });
     this.cluster = cluster;

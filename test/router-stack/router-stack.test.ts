@@ -370,15 +370,20 @@ describe('RouterStack', () => {
       expect(endpoints).toHaveLength(fleet.cells.length);
       const lookups = template.findResources('Custom::CellEndpointServiceName');
       for (const cell of fleet.cells) {
-        const [lookupId, lookup] = Object.entries(lookups).find(([, l]) => String(l.Properties.Create).includes(`"/orders/cell/${cell.id}/endpoint-service-name"`))!;
-        // Read at deploy time in the cell's own account and region, nothing copied by hand.
-        expect(JSON.parse(lookup.Properties.Create)).toMatchObject({ service: 'SSM', action: 'getParameter', region: cell.region, assumedRoleArn: `arn:aws:iam::${cell.account}:role/orders-${cell.id}-ep-reader` });
+        const [lookupId, lookup] = Object.entries(lookups).find(([, l]) => l.Properties.ParameterName === `/orders/cell/${cell.id}/endpoint-service-name`)!;
+        // Read at deploy time in the cell's own account and region, nothing copied by hand, by the
+        // router stack's own bundled handler (which retries AccessDenied while IAM propagates).
+        expect(lookup.Properties).toMatchObject({ CellId: cell.id, Region: cell.region, RoleArn: `arn:aws:iam::${cell.account}:role/orders-${cell.id}-ep-reader`, ServiceTimeout: '300' });
+        expect(JSON.stringify(lookup.Properties.ServiceToken)).toMatch(/CellEndpointLookupHandler/);
         const endpoint = endpoints.find((e) => JSON.stringify(e.Properties.ServiceName) === JSON.stringify({ 'Fn::GetAtt': [lookupId, 'Parameter.Value'] }))!;
         expect(endpoint.Properties.ServiceRegion).toBe(cell.region === region ? undefined : cell.region);
         expect(endpoint.Properties.PrivateDnsEnabled).toBe(false);
       }
     }
     t.resourceCountIs('AWS::EC2::VPCEndpoint', 1); // the S3 gateway endpoint; the cells' are in the nested stack
+    // One lookup handler per router stack, bundled; no AwsCustomResource provider is left.
+    t.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('endpoint service name'), Runtime: 'nodejs24.x', Timeout: 120 });
+    for (const template of [t, links, t2, links2]) expect(JSON.stringify(template.toJSON())).not.toMatch(/AWS679f53fac002430cb0da5b7982bd2287/);
   });
 
   it('puts the cells\' endpoints in a /23 subnet per AZ of their own, apart from the router tasks\' /24', () => {
