@@ -1,7 +1,19 @@
-import { GetParameterCommand, ParameterNotFound, SSMClient } from '@aws-sdk/client-ssm';
+import { execFile } from 'child_process';
+import * as fs from 'fs';
+import * as http from 'http';
+import { AddressInfo } from 'net';
+import * as path from 'path';
+import { GetParameterCommand, ParameterNotFound, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { mockClient } from 'aws-sdk-client-mock';
-import { LookupEvent, lookupResponse } from '../../lib/router-stack/endpoint-lookup-handler';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { CellEndpointLookup } from '../../lib/router-stack/cell-links';
+import { LookupEvent, LookupResponse, lookupResponse } from '../../lib/router-stack/endpoint-lookup-handler';
+import { cdkApp } from '../support/fleet';
+import { Moto, motoClientConfig, startMoto } from '../support/moto';
 
 /** An SDK error as the SDK throws it: name and HTTP status. */
 const awsError = (name: string, status: number) => Object.assign(new Error(`${name} from the stand-in`), { name, $metadata: { httpStatusCode: status } });
@@ -51,6 +63,10 @@ describe('Custom::CellEndpointServiceName handler', () => {
     jest.spyOn(console, 'log').mockImplementation(() => undefined);
   });
   afterEach(() => jest.restoreAllMocks());
+  afterAll(() => {
+    sts.restore();
+    ssm.restore();
+  });
 
   it('reads the name in the cell\'s region as the reader role, and answers it as Parameter.Value with the fingerprinted physical id', async () => {
     sts.on(AssumeRoleCommand).resolves({ Credentials: CREDENTIALS });
@@ -130,5 +146,74 @@ describe('Custom::CellEndpointServiceName handler', () => {
     expect(response).toMatchObject({ Status: 'FAILED' });
     expect(response.Reason).toMatch(/missing properties RoleArn, ParameterName/);
     expect(sts.calls()).toHaveLength(0);
+  });
+});
+
+/**
+ * The bundled handler as Lambda runs it (its own SDK inside), against moto's STS and SSM: it assumes
+ * the cell's reader role in the cell's account and reads the parameter in the cell's region, and
+ * answers CloudFormation through the response URL (a stand-in on loopback).
+ */
+describe('CellEndpointLookup construct', () => {
+  let app: App;
+  let stack: Stack;
+  let template: Template;
+  let moto: Moto;
+  const answers: LookupResponse[] = [];
+  const responder = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => { answers.push(JSON.parse(body) as LookupResponse); res.writeHead(200).end(); });
+  });
+  let responseUrl: string;
+  beforeAll(async () => {
+    app = cdkApp();
+    stack = new Stack(app, 'lookup', { env: { account: '222222222222', region: 'eu-west-1' } });
+    const role = new iam.Role(stack, 'CustomResourceRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    new CellEndpointLookup(stack, 'CellEndpointLookup', { role });
+    template = Template.fromStack(stack);
+    moto = await startMoto();
+    await new Promise<void>((resolve) => responder.listen(0, '127.0.0.1', resolve));
+    responseUrl = `http://127.0.0.1:${(responder.address() as AddressInfo).port}/response`;
+  });
+  afterAll(async () => {
+    await moto?.stop();
+    responder.closeAllConnections();
+    await new Promise<void>((resolve) => responder.close(() => resolve()));
+  });
+
+  it('is a bundled function with its own log group, and passes cdk-nag', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs24.x', Handler: 'index.handler', Timeout: 120 });
+    template.resourceCountIs('AWS::Logs::LogGroup', 1);
+    expect(new AwsSolutionsChecks().validateScope(stack).violations.map((v) => v.ruleName)).toEqual([]);
+  });
+
+  it('ships a bundle that assumes the reader role and reads the name in the cell\'s region', async () => {
+    const assembly = app.synth();
+    const [fn] = Object.values(template.findResources('AWS::Lambda::Function'));
+    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8')) as { files: Record<string, { source: { path: string } }> };
+    const bundle = path.join(assembly.directory, manifest.files[(fn.Properties.Code.S3Key as string).replace(/\.zip$/, '')].source.path, 'index.js');
+    // The parameter, written in the cell's account (moto keeps accounts apart by the assumed role's).
+    const sts = new STSClient(motoClientConfig(moto, 'eu-west-1'));
+    const { Credentials: c } = await sts.send(new AssumeRoleCommand({ RoleArn: ROLE, RoleSessionName: 'cell-stack' }));
+    const cellSsm = new SSMClient({ ...motoClientConfig(moto, 'us-east-1'), credentials: { accessKeyId: c!.AccessKeyId!, secretAccessKey: c!.SecretAccessKey!, sessionToken: c!.SessionToken! } });
+    await cellSsm.send(new PutParameterCommand({ Name: PARAMETER, Value: SERVICE, Type: 'String' }));
+    sts.destroy();
+    cellSsm.destroy();
+    const lookupEvent: LookupEvent = {
+      RequestType: 'Create', ResponseURL: responseUrl, StackId: 'stack', RequestId: 'req-b', LogicalResourceId: 'Cellc1ServiceNameRead',
+      ResourceProperties: { CellId: 'c1', RoleArn: ROLE, Region: 'us-east-1', ParameterName: PARAMETER, Fingerprint: '0123456789abcdef' },
+    };
+    const script = `require(${JSON.stringify(bundle)}).handler(JSON.parse(process.env.LOOKUP_EVENT), { getRemainingTimeInMillis: () => 60000 }).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })`;
+    await new Promise<void>((resolve, reject) => {
+      execFile(process.execPath, ['-e', script], {
+        cwd: path.dirname(bundle),
+        env: {
+          PATH: process.env.PATH, LOOKUP_EVENT: JSON.stringify(lookupEvent), AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing',
+          AWS_ENDPOINT_URL: moto.endpoint, AWS_MAX_ATTEMPTS: '1',
+        },
+      }, (error, _stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}\n${moto.log()}`)) : resolve()));
+    });
+    expect(answers).toEqual([expect.objectContaining({ Status: 'SUCCESS', PhysicalResourceId: `c1:${PARAMETER}:0123456789abcdef`, Data: { 'Parameter.Value': SERVICE } })]);
   });
 });
