@@ -7,7 +7,7 @@ import * as route53Targets from 'aws-cdk-lib/aws-route53-targets';
 import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { bundledHandler } from './bundled-handler';
-import { LookupProperties, lookupPhysicalId, SERVICE_NAME_ATTRIBUTE } from './endpoint-lookup-properties';
+import { LookupProperties, SERVICE_NAME_ATTRIBUTE } from './endpoint-lookup-properties';
 
 /** One cell as a router region reaches it. */
 export interface LinkedCell {
@@ -69,8 +69,6 @@ export class CellEndpointLookup extends Construct {
 export class CellLink extends Construct {
   public readonly endpoint: ec2.InterfaceVpcEndpoint;
   public readonly serviceName: string;
-  /** The lookup's physical id: `<cell>:<parameter>[:<fingerprint>]`. */
-  public readonly physicalId: string;
   public readonly record?: route53.ARecord;
 
   constructor(scope: Construct, id: string, props: CellLinkProps) {
@@ -85,8 +83,8 @@ export class CellLink extends Construct {
       ...(cell.fingerprint ? { Fingerprint: cell.fingerprint } : {}),
     };
     // `ServiceName/Read`: a custom resource's ServiceToken cannot be updated, so a template that had
-    // the lookup on another provider replaces it (same physical id and value; the old one's delete
-    // does nothing).
+    // the lookup on another provider replaces it (same physical id `<cell>:<parameter>[:<fingerprint>]`,
+    // lookupPhysicalId, and the same value; the old one's delete does nothing).
     const lookup = new CustomResource(new Construct(this, 'ServiceName'), 'Read', {
       resourceType: 'Custom::CellEndpointServiceName',
       serviceToken: props.lookup.handler.functionArn,
@@ -94,7 +92,6 @@ export class CellLink extends Construct {
       serviceTimeout: Duration.minutes(5),
       properties: { ...properties },
     });
-    this.physicalId = lookupPhysicalId(properties);
     this.serviceName = lookup.getAttString(SERVICE_NAME_ATTRIBUTE);
     const routerRegion = Stack.of(this).region;
     this.endpoint = new ec2.InterfaceVpcEndpoint(this, 'Endpoint', {
