@@ -305,9 +305,11 @@ export class MappingAgent {
     const timestamp = this.now();
     let slots = new Map<string, number>();
     let stats: Record<string, string>[] = [];
+    let info: Record<string, string> = {};
     try {
       slots = await this.o.applier.currentSlots();
       stats = await this.o.api.stats();
+      info = await this.o.api.info();
     } catch {
       // HAProxy unreachable: the router line still says how stale the mapping is.
     }
@@ -317,6 +319,7 @@ export class MappingAgent {
         { Name: 'MappingVersion', Unit: 'None' }, { Name: 'SecondsSinceRefresh', Unit: 'Seconds' }, { Name: 'RejectedDocuments', Unit: 'Count' }, { Name: 'FetchErrors', Unit: 'Count' },
         { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
         { Name: 'Connections', Unit: 'Count' }, { Name: 'ConnectionLimit', Unit: 'Count' }, { Name: 'ConnectionUsePercent', Unit: 'Percent' },
+        { Name: 'DroppedLogs', Unit: 'Count' },
       ] }] },
       RouterGroup: this.o.group,
       MappingVersion: this.lkg?.version ?? 0,
@@ -330,6 +333,9 @@ export class MappingAgent {
       Connections: Number(frontend?.scur || 0),
       ConnectionLimit: Number(frontend?.slim || 0),
       ConnectionUsePercent: Number(frontend?.slim) > 0 ? Math.round((1000 * Number(frontend!.scur)) / Number(frontend!.slim)) / 10 : 0,
+      // Log lines HAProxy gave up writing: it never blocks on its log output, so a line is dropped
+      // when stdout is full or another thread is writing to it. The counts above never drop.
+      DroppedLogs: this.delta('droppedLogs', Number(info.DroppedLogs || 0)),
     };
     const lines = [JSON.stringify(router)];
     for (const [cell, slot] of slots) {

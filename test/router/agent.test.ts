@@ -169,8 +169,9 @@ describe('the mapping agent with a router group in S3', () => {
     expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: broken.length, FetchErrors: 4 });
     expect(lines[0].Requests).toBeGreaterThanOrEqual(30);
     expect(lines[0]._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual([
-      'MappingVersion', 'SecondsSinceRefresh', 'RejectedDocuments', 'FetchErrors', 'Requests', 'Responses4xx', 'Responses5xx', 'Connections', 'ConnectionLimit', 'ConnectionUsePercent',
+      'MappingVersion', 'SecondsSinceRefresh', 'RejectedDocuments', 'FetchErrors', 'Requests', 'Responses4xx', 'Responses5xx', 'Connections', 'ConnectionLimit', 'ConnectionUsePercent', 'DroppedLogs',
     ]);
+    expect(lines[0].DroppedLogs).toBeGreaterThanOrEqual(0);
     // Counts are per interval: nothing happened since.
     expect(JSON.parse((await router.agent.metrics())[0])).toMatchObject({ RejectedDocuments: 0, Requests: 0 });
     const perCell = lines.slice(1);

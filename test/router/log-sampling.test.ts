@@ -24,7 +24,13 @@ describe('log sampling (real HAProxy on loopback)', () => {
   const logs: string[] = [];
   const keysOf = (cell: string, n: number) => Array.from({ length: 20_000 }, (_, i) => `sampled-${i}`).filter((k) => lookup(doc, k).cell === cell).slice(0, n);
   /** JSON log lines of requests written since `from` (an index into `logs`). */
-  const lines = (from: number) => logs.slice(from).flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{"time"')).map((l) => JSON.parse(l) as { status: number; backend: string });
+  const lines = (from: number) => logs.slice(from).flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{"time"')).map((l) => {
+    try {
+      return JSON.parse(l) as { status: number; backend: string };
+    } catch {
+      throw new Error(`a log line that is not JSON: ${l}`);
+    }
+  });
   const slotOf = async (cell: string) => {
     const cellsMap = await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).send(`show map ${path.join(router.stateDir, 'cells.map')}`);
     const slot = cellsMap.split('\n').map((l) => l.trim().split(' ')).find((f) => f[2] === cell)?.[1];
@@ -74,15 +80,24 @@ describe('log sampling (real HAProxy on loopback)', () => {
     cells.failing.behaviour = 'error';
     const from = logs.length;
     const backend = await slotOf('failing');
-    // In bursts of 50, each read before the next: HAProxy drops log lines it cannot write at once
-    // (stdout is a pipe of 64 KiB, about 200 lines), and this test's process is also the client
-    // that keeps the pipe's reader busy on a loaded machine.
+    // HAProxy never blocks on its log output: a line is dropped (and counted in `show info`'s
+    // DroppedLogs) when stdout is full or another of its threads is writing at that moment, which
+    // happens here now and then with two threads. So every failure is either logged or counted as
+    // dropped, never silenced by sampling. In bursts of 4 (twice what the cell serves at once, so a
+    // short queue forms), each burst's lines awaited before the next, so the pipe never fills.
+    const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+    const dropped = async () => Number((await api.info()).DroppedLogs);
+    const droppedBefore = await dropped();
     const keys = keysOf('failing', 200);
-    for (let i = 0; i < keys.length; i += 50) {
-      expect(await send(keys.slice(i, i + 50), 4)).toEqual(Array(50).fill(500));
-      await until(`${i + 50} 500s logged`, async () => lines(from).filter((l) => l.backend === backend).length >= i + 50, 60_000);
+    const logged = () => lines(from).filter((l) => l.backend === backend && l.status === 500).length;
+    for (let i = 0; i < keys.length; i += 4) {
+      expect(await send(keys.slice(i, i + 4), 4)).toEqual(Array(4).fill(500));
+      await until(`${i + 4} 500s logged or counted as dropped`, async () => logged() + (await dropped()) - droppedBefore >= i + 4, 60_000);
     }
-    expect(lines(from).filter((l) => l.backend === backend && l.status === 500)).toHaveLength(200);
+    await settled(logged);
+    expect(logged() + (await dropped()) - droppedBefore).toBe(200);
+    // Drops are the exception, not the sampling: most lines arrive.
+    expect(logged()).toBeGreaterThan(150);
   });
 
   it(`logs about one in ${LOG_SAMPLE_ONE_IN} of a down cell's 503s`, async () => {
