@@ -1,3 +1,5 @@
+import { partitionFunction } from './protect';
+
 /** One cell whose health alarm a bake step watches. */
 export interface BakeTarget {
   readonly cell: string;
@@ -64,6 +66,11 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  * (cell account) calls `cloudwatch:DescribeAlarms` in the cell's region.
  */
 export function bakeCommands(targets: readonly BakeTarget[], seconds: number, part?: { readonly index: number; readonly of: number }): string[] {
+  return [...bakeVariables(targets, seconds, part), ...bakeScript()];
+}
+
+/** The variables `bakeScript` reads: the cells to watch, for how long, and which part of a chained bake this is. */
+export function bakeVariables(targets: readonly BakeTarget[], seconds: number, part?: { readonly index: number; readonly of: number }): string[] {
   if (targets.length === 0) throw new Error('bakeCommands: a wave without cells has nothing to watch');
   if (!Number.isInteger(seconds) || seconds < 0) throw new Error(`bakeCommands: seconds ${seconds} must be a whole number >= 0`);
   if (seconds > BAKE_ACTION_MAX_SECONDS) {
@@ -71,14 +78,19 @@ export function bakeCommands(targets: readonly BakeTarget[], seconds: number, pa
   }
   const list = targets.map((t) => quote(`${t.cell} ${t.account} ${t.region} ${t.alarmName} ${t.roleName}`)).join(' ');
   const label = part && part.of > 1 ? ` (part ${part.index} of ${part.of})` : '';
+  return [`bake_targets=(${list})`, `bake_seconds=${seconds}`, `bake_label=${quote(label)}`];
+}
+
+/** The body of `bakeCommands`, the same for every stage: the pipeline ships it once (stage-scripts.ts). */
+export function bakeScript(): string[] {
   const { executionId, pipelineName } = BAKE_EXECUTION_ENV;
   return [
-    `bake_until=$(( $(date +%s) + ${seconds} ))`,
-    `bake_targets=(${list})`,
+    ...partitionFunction(),
+    'bake_until=$(( $(date +%s) + bake_seconds ))',
     'bake_check() {',
     '  for target in "${bake_targets[@]}"; do',
     '    read -r cell account region alarm role <<<"$target"',
-    '    creds=$(aws sts assume-role --role-arn "arn:aws:iam::${account}:role/${role}" --role-session-name "bake-${cell}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "bake: cannot assume ${role} in ${account}"; return 2; }',
+    '    creds=$(aws sts assume-role --role-arn "arn:$(stage_partition "$region"):iam::${account}:role/${role}" --role-session-name "bake-${cell}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "bake: cannot assume ${role} in ${account}"; return 2; }',
     '    read -r key secret token <<<"$creds"',
     '    state=$(AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudwatch describe-alarms --region "$region" --alarm-types CompositeAlarm --alarm-names "$alarm" --query "CompositeAlarms[0].StateValue" --output text) || { echo "bake: cannot read ${alarm}"; return 2; }',
     '    if [ "$state" = "None" ] || [ -z "$state" ]; then echo "bake: ${cell} health alarm ${alarm} not found (the bake-watcher role needs cloudwatch:DescribeAlarms on *)"; return 2; fi',
@@ -90,7 +102,7 @@ export function bakeCommands(targets: readonly BakeTarget[], seconds: number, pa
     `if [ -z "\${${executionId}:-}" ] || [ -z "\${${pipelineName}:-}" ]; then echo "bake: ${executionId} and ${pipelineName} must be set to tell a rollback from a rollout"; exit 1; fi`,
     `execution_type=$(aws codepipeline get-pipeline-execution --pipeline-name "$${pipelineName}" --pipeline-execution-id "$${executionId}" --query "pipelineExecution.executionType" --output text) || { echo "bake: cannot read pipeline execution $${executionId}"; exit 1; }`,
     'if [ "$execution_type" = "ROLLBACK" ]; then',
-    `  echo "bake: execution $${executionId} is a stage rollback; restoring the last version that passed its bake, so not baking${label}"`,
+    `  echo "bake: execution $${executionId} is a stage rollback; restoring the last version that passed its bake, so not baking\${bake_label}"`,
     '  bake_check || echo "bake: ${bake_failed:-alarms unreadable}; the rollback goes on, the alarms keep paging"',
     '  exit 0',
     'fi',
@@ -101,6 +113,6 @@ export function bakeCommands(targets: readonly BakeTarget[], seconds: number, pa
     '  [ "$(date +%s)" -ge "$bake_until" ] && break',
     `  sleep ${BAKE_POLL_SECONDS}`,
     'done',
-    `echo "bake: ${targets.length} cell(s) healthy for ${seconds}s${label}"`,
+    'echo "bake: ${#bake_targets[@]} cell(s) healthy for ${bake_seconds}s${bake_label}"',
   ];
 }

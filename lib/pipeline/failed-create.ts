@@ -1,5 +1,5 @@
 import { DefaultStackSynthesizer } from 'aws-cdk-lib';
-import { deployRoleShell, ProtectTarget, shellQuote } from './protect';
+import { deployRoleShell, partitionFunction, ProtectTarget, shellQuote } from './protect';
 
 /** Seconds between two reads of a stack's status while it settles or is deleted. */
 export const FAILED_CREATE_POLL_SECONDS = 30;
@@ -45,6 +45,11 @@ export interface FailedCreateOptions {
  */
 export function failedCreateCommands(targets: readonly ProtectTarget[], options: FailedCreateOptions = {}): string[] {
   if (targets.length === 0) return [];
+  return [...failedCreateVariables(targets, options), ...failedCreateScript()];
+}
+
+/** The variables `failedCreateScript` reads: the stage's stacks, poll and wait seconds, the CDK bootstrap qualifier. */
+export function failedCreateVariables(targets: readonly ProtectTarget[], options: FailedCreateOptions = {}): string[] {
   const poll = options.pollSeconds ?? FAILED_CREATE_POLL_SECONDS;
   const wait = options.waitSeconds ?? FAILED_CREATE_WAIT_SECONDS;
   for (const [name, value] of [['pollSeconds', poll], ['waitSeconds', wait]] as const) {
@@ -52,9 +57,14 @@ export function failedCreateCommands(targets: readonly ProtectTarget[], options:
   }
   const qualifier = options.qualifier ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;
   const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region}`)).join(' ');
+  return [`failed_create_targets=(${list})`, `failed_create_poll=${poll}`, `failed_create_wait=${wait}`, `cdk_qualifier=${shellQuote(qualifier)}`];
+}
+
+/** The body of `failedCreateCommands`, the same for every stage: the pipeline ships it once (stage-scripts.ts). */
+export function failedCreateScript(): string[] {
   const runbook = FAILED_CREATE_RUNBOOK;
   return [
-    `failed_create_targets=(${list})`,
+    ...partitionFunction(),
     // Prints "<status> <termination protection>", or "NONE False" when the stack does not exist.
     'failed_create_status() {',
     '  local out',
@@ -64,10 +74,10 @@ export function failedCreateCommands(targets: readonly ProtectTarget[], options:
     '}',
     'for target in "${failed_create_targets[@]}"; do',
     '  read -r stack account region <<<"$target"',
-    `  role="${deployRoleShell(qualifier)}"`,
+    `  role="${deployRoleShell()}"`,
     '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "failed-create-${stack:0:40}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "failed-create: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
     '  read -r key secret token <<<"$creds"',
-    `  deadline=$(( $(date +%s) + ${wait} ))`,
+    '  deadline=$(( $(date +%s) + failed_create_wait ))',
     '  deleting=no',
     '  while true; do',
     '    state=$(failed_create_status) || { echo "failed-create: cannot read ${stack} in ${account}/${region}"; exit 1; }',
@@ -91,8 +101,8 @@ export function failedCreateCommands(targets: readonly ProtectTarget[], options:
     '        echo "failed-create: ${stack} (${account}/${region}) is ${status}; nothing to clear"',
     '        break ;;',
     '    esac',
-    `    if [ "$(date +%s)" -ge "$deadline" ]; then echo "failed-create: \${stack} (\${account}/\${region}) is still \${status} after ${wait}s; see ${runbook}"; exit 1; fi`,
-    `    sleep ${poll}`,
+    `    if [ "$(date +%s)" -ge "$deadline" ]; then echo "failed-create: \${stack} (\${account}/\${region}) is still \${status} after \${failed_create_wait}s; see ${runbook}"; exit 1; fi`,
+    '    sleep "$failed_create_poll"',
     '  done',
     'done',
   ];

@@ -9,3 +9,4 @@ export * from './bootstrap-grants';
 export * from './publishing';
 export * from './failed-create';
 export * from './stage-grants';
+export * from './stage-scripts';

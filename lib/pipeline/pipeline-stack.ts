@@ -1,3 +1,4 @@
+import * as path from 'path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,13 +11,14 @@ import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, Router
 import { Cell, Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
-import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeCommands, bakeSegments, BakeTarget } from './bake';
+import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeSegments, BakeTarget, bakeVariables } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
 import { sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
-import { failedCreateCommands } from './failed-create';
-import { protectCommands, ProtectTarget } from './protect';
+import { failedCreateVariables } from './failed-create';
+import { ProtectTarget, protectVariables } from './protect';
 import { assumeInAccounts, deployRolePattern, grantStageProjectsByPattern, namePattern, stageProjectName } from './stage-grants';
+import { sourceStageScript, STAGE_SCRIPTS_DIR, writeStageScripts } from './stage-scripts';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
 /** A cdk.Stage holding one cell's stack, so CDK Pipelines can deploy it into the cell's account. */
@@ -105,6 +107,19 @@ export class PipelineStack extends Stack {
       reason: 'Build output of the pipeline (commands, test and synth output; no cell data, no credentials: the build roles assume bootstrap roles at run time); CloudWatch Logs encrypts it at rest with its own key.',
     });
     new CfnOutput(this, 'BuildLogGroup', { description: 'CloudWatch Logs group of every CodeBuild step of the pipeline', value: buildLogs.logGroupName });
+    const synth = new pipelines.CodeBuildStep('Synth', {
+      input,
+      // The router tests drive a real HAProxy 2.6+: installed and checked before the tests (see synth.ts).
+      installCommands: [...SYNTH_INSTALL_COMMANDS],
+      commands: [...SYNTH_COMMANDS],
+      // The whole suite runs here (`.ci/run` allows itself 90 minutes on a fresh machine).
+      timeout: Duration.hours(2),
+    });
+    // The clear, protect and bake scripts, written into the assembly by this synth and published by
+    // the synth step as a small file set of their own: every stage step sources them from it
+    // instead of carrying them in its buildspec (stage-scripts.ts).
+    writeStageScripts(path.join(Stage.of(this)!.outdir, STAGE_SCRIPTS_DIR));
+    const scripts = synth.addOutputDirectory(`cdk.out/${STAGE_SCRIPTS_DIR}`);
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
       pipelineName,
       pipelineType: codepipeline.PipelineType.V2,
@@ -119,14 +134,7 @@ export class PipelineStack extends Stack {
         partialBuildSpec: synthPartialBuildSpec(),
         logging: { cloudWatch: { logGroup: buildLogs } },
       },
-      synth: new pipelines.CodeBuildStep('Synth', {
-        input,
-        // The router tests drive a real HAProxy 2.6+: installed and checked before the tests (see synth.ts).
-        installCommands: [...SYNTH_INSTALL_COMMANDS],
-        commands: [...SYNTH_COMMANDS],
-        // The whole suite runs here (`.ci/run` allows itself 90 minutes on a fresh machine).
-        timeout: Duration.hours(2),
-      }),
+      synth,
     });
 
     const stages = new Map<string, readonly string[]>();
@@ -148,7 +156,7 @@ export class PipelineStack extends Stack {
         stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
         deletionProtectorRole: deletionProtectorRoleName(`${fleet.app}-${stage.cellId}`),
       }));
-      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName);
+      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName, scripts);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
       // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
       if (fleet.pipeline.manualApproval && wave === firstRegular) {
@@ -159,7 +167,7 @@ export class PipelineStack extends Stack {
         this.approvalStage = name;
       }
       // Before the deploys: a stack whose first create failed is deleted so the deploy creates it again.
-      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app)], post: bakes });
+      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app, scripts)], post: bakes });
       for (const stage of cellStages) stageWave.addStage(stage);
       // CDK Pipelines names a one-stage wave after its stage rather than the wave.
       stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
@@ -184,8 +192,8 @@ export class PipelineStack extends Stack {
         ...(stack === stage.router ? { deletionProtectorRole: deletionProtectorRoleName(routerStackName(fleet, wave.region)) } : {}),
       }));
       this.pipeline.addStage(stage, {
-        pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app)],
-        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName),
+        pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app, scripts)],
+        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName, scripts),
       });
       routerStages.push(wave.name);
     }
@@ -244,10 +252,11 @@ function grantCodeConnection(scope: PipelineStack, connectionArn: string): void 
  * first create that failed (see failed-create.ts), through their environments' deploy roles: the
  * pipeline's CloudFormation action refuses such a stack, so without it every retry failed.
  */
-function failedCreateStep(id: string, stacks: readonly ProtectTarget[], app: string): pipelines.CodeBuildStep {
+function failedCreateStep(id: string, stacks: readonly ProtectTarget[], app: string, scripts: pipelines.FileSet): pipelines.CodeBuildStep {
   return new pipelines.CodeBuildStep(id, {
     projectName: stageProjectName(app, id),
-    commands: [failedCreateCommands(stacks).join('\n')],
+    input: scripts,
+    commands: [[...failedCreateVariables(stacks), sourceStageScript('failed-create.sh')].join('\n')],
     // Deleting a stack and waiting for it takes minutes; FAILED_CREATE_WAIT_SECONDS bounds each stack.
     timeout: Duration.hours(2),
     // The deploy roles of the stage's accounts only (stage-grants.ts).
@@ -260,7 +269,7 @@ function failedCreateStep(id: string, stacks: readonly ProtectTarget[], app: str
  * action ignores terminationProtection, see protect.ts), then the alarms of `targets` are watched for
  * `seconds`; a bake longer than one CodeBuild action may run (8 h) is chained over several actions.
  */
-function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bakeSeconds: number, protect: readonly ProtectTarget[], app: string, pipelineName: string): pipelines.CodeBuildStep[] {
+function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bakeSeconds: number, protect: readonly ProtectTarget[], app: string, pipelineName: string, scripts: pipelines.FileSet): pipelines.CodeBuildStep[] {
   const segments = bakeSegments(bakeSeconds);
   const protectors = protect.flatMap((t) => (t.deletionProtectorRole ? [t.deletionProtectorRole] : []));
   return chain(segments.map((seconds, i) => {
@@ -270,7 +279,11 @@ function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bak
     const roles = [namePattern(targets.map((t) => t.roleName)), ...(i === 0 ? [...protect.map((t) => deployRolePattern(t.region)), ...(protectors.length > 0 ? [namePattern(protectors)] : [])] : [])];
     return new pipelines.CodeBuildStep(stepId, {
       projectName: stageProjectName(app, stepId),
-      commands: [[...(i === 0 ? protectCommands(protect) : []), ...bakeCommands(targets, seconds, { index: i + 1, of: segments.length })].join('\n')],
+      input: scripts,
+      commands: [[
+        ...(i === 0 && protect.length > 0 ? [...protectVariables(protect), sourceStageScript('protect.sh')] : []),
+        ...bakeVariables(targets, seconds, { index: i + 1, of: segments.length }), sourceStageScript('bake.sh'),
+      ].join('\n')],
       // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
       env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
       timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),

@@ -19,12 +19,33 @@ export function deployRoleArn(account: string, region: string, qualifier = Defau
 }
 
 /**
- * The shell expression of `deployRoleArn` from the shell variables `$account` and `$region`: the steps
- * list each stack's account and region once and derive the role, instead of writing its ARN per stack
- * into the pipeline's template.
+ * The shell expression of `deployRoleArn` from the shell variables `$account`, `$region` and
+ * `$cdk_qualifier` (and `stage_partition`, see `partitionFunction`): the steps list each stack's
+ * account and region once and derive the role, instead of writing its ARN per stack into the
+ * pipeline's template.
  */
-export function deployRoleShell(qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string {
-  return deployRoleArn('${account}', '${region}', qualifier);
+export function deployRoleShell(): string {
+  return 'arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}';
+}
+
+/**
+ * A shell function `stage_partition REGION` that prints the AWS partition of a region, for the ARNs
+ * the stage scripts build (`arn:<partition>:iam::…`): China regions are `aws-cn`, GovCloud
+ * `aws-us-gov`, the ISO regions their own, every other region `aws`.
+ */
+export function partitionFunction(): string[] {
+  return [
+    'stage_partition() {',
+    '  case "$1" in',
+    '    cn-*) echo aws-cn ;;',
+    '    us-gov-*) echo aws-us-gov ;;',
+    '    us-isob-*) echo aws-iso-b ;;',
+    '    us-iso-*) echo aws-iso ;;',
+    '    eu-isoe-*) echo aws-iso-e ;;',
+    '    *) echo aws ;;',
+    '  esac',
+    '}',
+  ];
 }
 
 /** `s` as one single-quoted shell word. */
@@ -57,20 +78,30 @@ export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalan
  */
 export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
   if (targets.length === 0) return [];
+  return [...protectVariables(targets, qualifier), ...protectScript()];
+}
+
+/** The variables `protectScript` reads: the stacks to protect and the CDK bootstrap qualifier. */
+export function protectVariables(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
   const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${t.deletionProtectorRole ?? '-'}`)).join(' ');
+  return [`protect_targets=(${list})`, `cdk_qualifier=${shellQuote(qualifier)}`];
+}
+
+/** The body of `protectCommands`, the same for every stage: the pipeline ships it once (stage-scripts.ts). */
+export function protectScript(): string[] {
   const types = DELETION_PROTECTED_TYPES.map((t) => `ResourceType=='${t}'`).join(' || ');
   return [
-    `protect_targets=(${list})`,
+    ...partitionFunction(),
     'for target in "${protect_targets[@]}"; do',
     '  read -r stack account region protector <<<"$target"',
-    `  role="${deployRoleShell(qualifier)}"`,
+    `  role="${deployRoleShell()}"`,
     '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
     '  read -r key secret token <<<"$creds"',
     '  AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation update-termination-protection --region "$region" --enable-termination-protection --stack-name "$stack" >/dev/null || { echo "protect: cannot enable termination protection on ${stack} in ${account}/${region}"; exit 1; }',
     '  echo "protect: ${stack} (${account}/${region}) is termination-protected"',
     '  [ "$protector" = - ] && continue',
     `  resources=$(AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation list-stack-resources --region "$region" --stack-name "$stack" --query "StackResourceSummaries[?${types}].[ResourceType,PhysicalResourceId]" --output text) || { echo "protect: cannot list the resources of \${stack} in \${account}/\${region}"; exit 1; }`,
-    '  pcreds=$(aws sts assume-role --role-arn "arn:aws:iam::${account}:role/${protector}" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${protector} in ${account}; was ${stack} deployed?"; exit 1; }',
+    '  pcreds=$(aws sts assume-role --role-arn "arn:$(stage_partition "$region"):iam::${account}:role/${protector}" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${protector} in ${account}; was ${stack} deployed?"; exit 1; }',
     '  read -r pkey psecret ptoken <<<"$pcreds"',
     '  has_cluster=no; [[ "$resources" == *AWS::RDS::DBCluster* ]] && has_cluster=yes',
     '  while read -r type id; do',

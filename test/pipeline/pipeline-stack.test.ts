@@ -6,7 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { addPipeline } from '../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
-import { assertNoOpenFindings, CFN_LINT_VERSION, PipelineStack, publishingTimeoutMinutes } from '../../lib/pipeline';
+import { assertNoOpenFindings, CFN_LINT_VERSION, PipelineStack, publishingTimeoutMinutes, STAGE_SCRIPTS_DIR, stageScripts } from '../../lib/pipeline';
 import { planWaves } from '../../lib/waves';
 import { fakeStackStatuses, runWithFakeAws } from '../support/fake-aws';
 import { cdkApp, exampleFleet, exampleInput, REPO_ROOT } from '../support/fleet';
@@ -42,10 +42,15 @@ describe('PipelineStack on the example fleet', () => {
   let stack: PipelineStack;
   let stages: CfnStage[];
   let template: Template;
+  /** The stage scripts the synth wrote into the assembly, by file name, and their folder. */
+  let scripts: Record<string, string>;
+  let scriptsDir: string;
   beforeAll(() => {
     fleet = exampleFleet();
     stack = addPipeline(cdkApp(), fleet, { audit: false });
     template = Template.fromStack(stack);
+    scriptsDir = path.join(Stage.of(stack)!.outdir, STAGE_SCRIPTS_DIR);
+    scripts = Object.fromEntries(fs.readdirSync(scriptsDir).map((f) => [f, fs.readFileSync(path.join(scriptsDir, f), 'utf8')]));
     const [pipeline] = Object.values(template.findResources('AWS::CodePipeline::Pipeline'));
     stages = pipeline.Properties.Stages;
     expect(pipeline.Properties.PipelineType).toBe('V2');
@@ -146,7 +151,7 @@ describe('PipelineStack on the example fleet', () => {
       const project = JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
       const alarms = [...project.matchAll(/orders-([a-z0-9-]+)-health/g)].map((m) => m[1]);
       expect([stage.Name, [...new Set(alarms)].sort()]).toEqual([stage.Name, [...plan.waves[i].cells].sort()]);
-      expect(project).toContain(`bake_until=$(( $(date +%s) + ${plan.waves[i].bakeSeconds} ))`);
+      expect(project).toContain(`bake_seconds=${plan.waves[i].bakeSeconds}\\\\n`);
     });
   });
 
@@ -162,7 +167,7 @@ describe('PipelineStack on the example fleet', () => {
       const project = JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
       const watched = [...project.matchAll(/router-([a-z0-9-]+) 222222222222 ([a-z0-9-]+) orders-router-\2-\1-health orders-router-\2-bake-watcher/g)].map((m) => `${m[2]}/${m[1]}`);
       expect([stage.Name, [...new Set(watched)]]).toEqual([stage.Name, wave.part === 'canary' ? [`${wave.region}/canary`] : [`${wave.region}/canary`, `${wave.region}/main`]]);
-      expect(project).toContain(`bake_until=$(( $(date +%s) + ${wave.bakeSeconds} ))`);
+      expect(project).toContain(`bake_seconds=${wave.bakeSeconds}\\\\n`);
     });
   });
 
@@ -217,13 +222,18 @@ describe('PipelineStack on the example fleet', () => {
       expect(protector.RunOrder).toBeGreaterThan(1);
       const project = projectOf(protector);
       // The protect list: 'stack account region protector' (the deploy role is derived from account and region).
-      const listed = [...project.matchAll(/'(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z]+-[a-z]+-\d) (\S+)'/g)];
+      const listed = [...project.matchAll(/'(orders-(?:cell|router)-[a-z0-9-]+?) (\d{12}) ([a-z]+-[a-z]+-\d) ([^\s']+)'/g)];
       const protectedStacks = listed.map((m) => m[1]).sort();
       expect([stage.Name, protectedStacks]).toEqual([stage.Name, deployed]);
-      expect(project).toContain('update-termination-protection');
-      // Deletion protection through the protector role of each stack that has a load balancer or database.
+      // The protect script, shipped once in the assembly, sourced after the stage's list.
       const commands = (JSON.parse(JSON.parse(project).Properties.Source.BuildSpec) as { phases: { build: { commands: string[] } } }).phases.build.commands.join('\n');
-      expect(commands).toContain('role="arn:aws:iam::${account}:role/cdk-hnb659fds-deploy-role-${account}-${region}"');
+      expect(commands).toContain("cdk_qualifier='hnb659fds'");
+      expect(commands.indexOf('. ./protect.sh')).toBeGreaterThan(commands.indexOf('protect_targets=('));
+      expect(commands.indexOf('. ./bake.sh')).toBeGreaterThan(commands.indexOf('. ./protect.sh'));
+      expect(commands).not.toContain('update-termination-protection');
+      expect(scripts['protect.sh']).toContain('update-termination-protection');
+      // Deletion protection through the protector role of each stack that has a load balancer or database.
+      expect(scripts['protect.sh']).toContain('role="arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}"');
       const protectors = listed.map((m) => [m[1], m[4]]);
       for (const [name, protector] of protectors) {
         const expected = /-(canary-group|groups)$/.test(name) ? '-' : name.startsWith('orders-router-') ? `${name}-protector` : `orders-${name.slice('orders-cell-'.length)}-protector`;
@@ -248,7 +258,8 @@ describe('PipelineStack on the example fleet', () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'clear-'));
       try {
         const first = fakeStackStatuses(dir, Object.fromEntries(deployed.map((name) => [name, ['ROLLBACK_COMPLETE False', 'NONE']])));
-        const result = runWithFakeAws(['sleep() { :; }', ...commands], { first, otherwise: 'exit 0' });
+        // Run where CodeBuild runs it: in the step's input, the scripts folder of the assembly.
+        const result = runWithFakeAws(['sleep() { :; }', ...commands], { first, otherwise: 'exit 0' }, process.env, scriptsDir);
         expect([stage.Name, result.status]).toEqual([stage.Name, 0]);
         const deleted = result.calls.filter((c) => c.startsWith('cloudformation delete-stack'));
         expect(deleted.map((c) => /--stack-name (\S+)/.exec(c)![1]).sort()).toEqual(deployed);
@@ -275,6 +286,47 @@ describe('PipelineStack on the example fleet', () => {
         expect([id, deployRole(e), mayAssume(statements, deployRole(e))]).toEqual([id, deployRole(e), false]);
       }
     }
+  });
+
+  it('ships the clear, protect and bake scripts once: the synth step publishes them as a file set that every stage step takes as input', () => {
+    expect(scripts).toEqual(stageScripts());
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    const [synth] = Object.values(projects).filter((p) => JSON.stringify(p).includes('npm run audit'));
+    const secondary = JSON.parse(synth.Properties.Source.BuildSpec).artifacts['secondary-artifacts'] as Record<string, { 'base-directory': string }>;
+    const [artifact] = Object.entries(secondary).find(([, a]) => a['base-directory'] === `cdk.out/${STAGE_SCRIPTS_DIR}`)!;
+    let steps = 0;
+    for (const stage of stages.slice(4).filter((st) => st.Name !== stack.approvalStage)) {
+      for (const action of stage.Actions.filter((a) => /^(clear|bake)-/.test(a.Name))) {
+        expect([stage.Name, action.Name, (action as { InputArtifacts?: { Name: string }[] }).InputArtifacts?.map((i) => i.Name)]).toEqual([stage.Name, action.Name, [artifact]]);
+        const [, project] = Object.entries(projects).find(([pid]) => JSON.stringify(action.Configuration).includes(pid))!;
+        const spec = project.Properties.Source.BuildSpec as string;
+        // Only the stage's own list and the line that sources the script.
+        expect([action.Name, spec.length]).toEqual([action.Name, expect.any(Number)]);
+        expect(spec).not.toContain('stage_partition()');
+        expect(spec).toMatch(/\. \.\/(failed-create|bake)\.sh/);
+        steps += 1;
+      }
+    }
+    expect(steps).toBe(2 * (waveStages().length + stack.routerStages.length));
+  });
+
+  it('a bake step as synthesized protects its stacks and, in a stage rollback, reads its alarms once and lets the rollback go on (run from the scripts folder)', () => {
+    const projects = template.findResources('AWS::CodeBuild::Project');
+    const stage = waveStages()[0];
+    const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName).sort();
+    const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
+    const [, project] = Object.entries(projects).find(([pid]) => JSON.stringify(bake.Configuration).includes(pid))!;
+    const commands: string[] = JSON.parse(project.Properties.Source.BuildSpec).phases.build.commands;
+    const result = runWithFakeAws(commands, {
+      first: ['if [ "$1" = codepipeline ]; then echo ROLLBACK; exit 0; fi'],
+      otherwise: 'echo OK',
+    }, { ...process.env, BAKE_PIPELINE_EXECUTION_ID: 'exec-1', BAKE_PIPELINE_NAME: 'orders-cells' }, scriptsDir);
+    expect([result.status, result.out]).toEqual([0, expect.stringContaining('is a stage rollback')]);
+    const protectedStacks = result.calls.filter((c) => c.startsWith('cloudformation update-termination-protection')).map((c) => /--stack-name (\S+)/.exec(c)![1]).sort();
+    expect(protectedStacks).toEqual(deployed);
+    expect(result.calls.filter((c) => c.startsWith('cloudwatch describe-alarms'))).toHaveLength(stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').length);
+    // The roles it assumed are in the standard partition, derived from each target's region.
+    expect(result.calls.filter((c) => c.startsWith('sts assume-role')).every((c) => /--role-arn arn:aws:iam::\d{12}:role\//.test(c))).toBe(true);
   });
 
   it("may assume only its cells' bake-watcher roles, and their deploy and protector roles to protect their stacks", () => {
@@ -360,7 +412,7 @@ describe('PipelineStack options and limits', () => {
       for (const bake of bakes) {
         const project = Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1];
         expect(project.Properties.TimeoutInMinutes).toBeLessThanOrEqual(480);
-        expect(JSON.stringify(project)).toContain('bake_until=$(( $(date +%s) + 21600 ))');
+        expect(JSON.stringify(project)).toContain('bake_seconds=21600\\\\n');
       }
     }
     // The failed-create step and four bake actions leave 45 deploy actions in a stage of 50.

@@ -25,9 +25,10 @@ export interface FakeAwsAnswers {
  *
  * The shell is `bash --norc --noprofile` without BASH_ENV or ENV, and `aws` is a function calling
  * the fake by absolute path, so neither the user's shell start-up files nor a real AWS CLI earlier
- * on PATH can change what runs. The fake's folder is removed before this returns.
+ * on PATH can change what runs. The fake's folder is removed before this returns. `cwd` is the
+ * folder the lines run in (a pipeline step's input, such as the stage scripts).
  */
-export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswers, env: NodeJS.ProcessEnv = process.env): FakeAwsRun {
+export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswers, env: NodeJS.ProcessEnv = process.env, cwd?: string): FakeAwsRun {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-aws-'));
   try {
     const log = path.join(dir, 'calls.log');
@@ -40,7 +41,7 @@ export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswer
       answers.otherwise,
     ].join('\n'), { mode: 0o755 });
     const { BASH_ENV: _bashEnv, ENV: _env, ...clean } = env;
-    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...script].join('\n')], { encoding: 'utf8', env: clean });
+    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...script].join('\n')], { encoding: 'utf8', env: clean, cwd });
     return { status: result.status, out: result.stdout + result.stderr, calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [] };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
