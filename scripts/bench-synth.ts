@@ -5,7 +5,7 @@
  *              two) and synth it with every check on (the audit packs, the AWS limits of every
  *              template); without it, synth the shipped example fleet.
  *   --table    run the example fleet, 50 and 200 cells, each in a fresh process, and print a
- *              Markdown table for the README.
+ *              Markdown table for docs/performance.md.
  * Prints wall time, per-cell time and peak resident memory of the synth process.
  */
 import { execFileSync } from 'child_process';

@@ -12,7 +12,7 @@
  * in every window, the baseline included, and the flood comes from a process of its own, also at
  * nice 19. What they burn then comes out of CPU the rest of the fleet leaves idle; the router, the
  * other cells and the load generator keep normal priority. `--shared-cpu` runs everything at one
- * priority instead (every process competing for the same cores, as before this model).
+ * priority instead (every process competing for the same cores).
  *
  * Options: --cells 4,8  --seconds 8  --per-cell 10  --concurrency 16  --out docs
  *          --only tenant-flood,…  (these faults only, after the baseline)  --shared-cpu

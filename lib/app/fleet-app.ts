@@ -56,7 +56,7 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
 /**
  * The packs that gate synth: AwsSolutions and the fleet's own cell-isolation pack, both cdk-nag 3
  * validation plugins that walk the whole construct tree (pipeline stages included), so any open
- * finding fails `cdk synth`. Control Tower and NIST 800-53 run in `npm run audit` (see README).
+ * finding fails `cdk synth`. Control Tower and NIST 800-53 run in `npm run audit` (docs/audit.md).
  */
 export function addAuditGate(app: App, fleet: Fleet): void {
   Validations.of(app).addPlugins(countAcknowledged(app, new AwsSolutionsChecks(app)), countAcknowledged(app, new CellIsolationChecks(app, { fleet })));

@@ -11,13 +11,13 @@ import { CONTROL_TOWER } from './control-tower';
 import { allStacks, controlTowerFindings, nagFindings, stackLabel } from './findings';
 import { AuditReport, buildReport, PackPolicy } from './report';
 
-/** Which pack is enforced where, and why (the README's decision, repeated in every report). */
+/** Which pack is enforced where, and why (the decision in docs/audit.md, repeated in every report). */
 export const PACK_POLICIES: readonly PackPolicy[] = [
   { pack: 'AwsSolutions', enforcement: 'synth', why: 'AWS baseline practices; every finding is fixed or acknowledged, so `cdk synth` fails on anything new.' },
   { pack: 'CellIsolation', enforcement: 'synth', why: 'The cell boundary itself (shared state, router logic, waves, bounds, cross-cell access); pure TypeScript, about 1.5 s on the example fleet.' },
   { pack: CONTROL_TOWER, enforcement: 'audit', why: 'The proactive controls a Control Tower landing zone enforces at deploy time; cfn-guard costs about 1 s per template, so it gates `npm run audit` (run by the pipeline before `cdk synth`), not every local synth.' },
   { pack: CFN_LINT, enforcement: 'audit', why: 'AWS\'s CloudFormation linter over every written template, nested stacks included: what CloudFormation would refuse or ignore. Known stale-schema findings are acknowledged by rule and resource type (lib/audit/cfn-lint.ts).' },
-  { pack: 'NIST.800.53.R5', enforcement: 'advisory', why: 'A compliance mapping for auditors; reported, not enforced (see README for what stays open and why).' },
+  { pack: 'NIST.800.53.R5', enforcement: 'advisory', why: 'A compliance mapping for auditors; reported, not enforced (see docs/audit.md for what stays open and why).' },
 ];
 
 /**

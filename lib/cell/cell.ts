@@ -39,7 +39,7 @@ export class Cell extends Construct {
   public readonly queues: CellQueues;
   public readonly alarms: CellAlarms;
   public readonly dashboard: CellDashboard;
-  /** The cell side of moves: a task run on demand, its roles (issue 14). */
+  /** The cell side of moves: a task run on demand, its roles. */
   public readonly mover: CellMover;
 
   constructor(scope: Construct, id: string, props: CellProps) {

@@ -113,7 +113,7 @@ function grantSecretRead(secret: secretsmanager.ISecret, grantee: iam.IGrantable
 }
 
 /**
- * The workload's environment (the contract in README "The reference workload"). No secret values:
+ * The workload's environment (the contract in docs/workload.md, "Environment"). No secret values:
  * DB_SECRET_ARN names the secret, which the workload reads for each new connection.
  */
 export function workloadEnvironment(props: CellComputeProps): Record<string, string> {
@@ -206,7 +206,7 @@ export class CellCompute extends Construct {
       portMappings: [{ containerPort: props.containerPort }],
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logs, streamPrefix: props.cellId }),
       // No `secrets`: ECS resolves them only when a task starts, and the password rotates under
-      // running tasks. The workload reads DB_SECRET_ARN at connect time (README, rotation).
+      // running tasks. The workload reads DB_SECRET_ARN at connect time (docs/workload.md, "Database credentials and rotation").
       environment: workloadEnvironment(props),
       readonlyRootFilesystem: false,
     });

@@ -119,7 +119,7 @@ export const EXIT_INTERRUPTED = 130;
  * through the cell's launcher role), no other is started, the move's audit log records
  * `interrupted` (signal, step, the tasks stopped), and the command exits 130. The move stays where
  * its record says (its current step is repeated by `cellctl move resume`, as after any failure). A
- * local move has nothing running outside this process: the signal ends it as before.
+ * local move has nothing running outside this process: the signal ends it.
  */
 async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, bucketCount: number) => Promise<T>): Promise<T> {
   let opened: OpenedDeps;
@@ -234,7 +234,7 @@ function subjectOrUsage<T>(make: () => T): T {
   }
 }
 
-/** `cellctl move …`: move tenants and buckets between cells (issue 14). */
+/** `cellctl move …`: move tenants and buckets between cells. */
 export function moveCommand(io: CliIo): Command {
   const move = new Command('move').description('move a tenant or buckets to another cell: clone, catch up, freeze, sync, verify, flip, unfreeze, forget');
 

@@ -58,8 +58,7 @@ export const BAKE_SECONDS_RANGE = { min: 60, max: 86_400 } as const;
 /**
  * PostgreSQL `major.minor` a shape's database runs when it names none. RDS and Aurora stop creating
  * a minor version about a year after its release (RDS retired 14.14-14.17, 15.9-15.12, 16.5-16.8 and
- * 17.1-17.4 for new databases from 1 May 2026, so the former default 16.6 could no longer be
- * created); 17.9 is the newest 17 minor both RDS and Aurora PostgreSQL list in aws-cdk-lib 2.276.
+ * 17.1-17.4 for new databases from 1 May 2026, 16.6 among them); 17.9 is the newest 17 minor both RDS and Aurora PostgreSQL list in aws-cdk-lib 2.276.
  * Bump it (or `database.engineVersion`) when AWS announces its end of standard support.
  */
 export const DEFAULT_POSTGRES_VERSION = '17.9';

@@ -8,7 +8,7 @@
  * and the launch post "Introducing Cross-Region Connectivity for AWS PrivateLink" (AWS Networking &
  * Content Delivery blog, November 2024). The rows are the launch regions as recalled from that post:
  * the guide's section could not be read where this table was written, so it is listed under "Still
- * not verified" in the README; compare the page and correct the rows from it. Its list grows: add a
+ * not verified" in docs/aws-behaviour.md; compare the page and correct the rows from it. Its list grows: add a
  * region's row here from the page.
  */
 export const CROSS_REGION_PRIVATELINK_REGIONS: readonly string[] = [

@@ -261,7 +261,7 @@ export interface PipelineConfig {
    * AWS Organizations id (`o-…`) of the accounts the pipeline deploys to. The pipeline's roles then
    * assume the CDK bootstrap roles by name pattern in this organization (`aws:ResourceOrgID`), a policy
    * of constant size; without it they list the fleet's accounts (`aws:ResourceAccount`), about 15
-   * characters per account (lib/pipeline/bootstrap-grants.ts, README "How many cells one pipeline holds").
+   * characters per account (lib/pipeline/bootstrap-grants.ts, docs/performance.md, "How many cells one pipeline holds").
    */
   readonly organizationId?: string;
 }

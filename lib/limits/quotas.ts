@@ -1,6 +1,6 @@
 /**
  * The AWS limits a fleet can reach, each with the page that states it. Pure data: the template
- * checks (./templates.ts), fleet validation (lib/fleet/validate.ts) and the README's ceiling all
+ * checks (./templates.ts), fleet validation (lib/fleet/validate.ts) and the ceiling in docs/performance.md all
  * read their numbers from here, so a limit is written once.
  */
 export interface AwsLimit {
@@ -18,7 +18,7 @@ export interface AwsLimit {
 
 const IAM_QUOTAS = 'https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html';
 const CFN_QUOTAS = 'https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html';
-const SPLIT = 'split the fleet across pipelines, or its cells across more regions (README, "How many cells one pipeline holds")';
+const SPLIT = 'split the fleet across pipelines, or its cells across more regions (docs/performance.md, "How many cells one pipeline holds")';
 
 export const LIMITS = {
   templateBytes: {

@@ -223,7 +223,7 @@ export async function injectFault(fault: FaultKind, cell: LocalCell, o: FaultOpt
   }
 }
 
-/** The results as a Markdown table (what the README shows). */
+/** The results as a Markdown table (what docs/performance.md shows). */
 export function markdownTable(results: readonly ScenarioResult[], baseline: ReadonlyMap<number, number>): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const rows = results.map((r) => {

@@ -40,7 +40,7 @@ export interface MoveBucketProps {
   readonly routerClusterParameter: string;
   /**
    * Days a move's hand-off data and task requests/results are kept. A move that is still running
-   * after this finds its data gone and exports it again on resume (README, moves in AWS).
+   * after this finds its data gone and exports it again on resume (docs/moves.md, "Moves between AWS cells").
    * @default 14
    */
   readonly handoffDays?: number;

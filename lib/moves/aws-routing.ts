@@ -53,7 +53,7 @@ export function describeServing(name: string, serving: GroupServing, version?: n
     }
     case 'no-task': return `${name}: no running task (the last one stopped at ${serving.stoppedAt})`;
     case 'silent': return `${name}: no task has reported for ${serving.newest.ageSeconds} s (the last report: task ${serving.newest.taskId}, ${serving.newest.version === null ? 'no mapping' : `v${serving.newest.version}`}); is the group's service running, and can its agents write served/ (their log says served-report-error)?`;
-    case 'never': return `${name}: no router task has ever reported the version it serves (served/ of its mapping bucket is empty); deploy the router groups (the agent image reports since issue 14), or, if the group has had no task for over a week, start one`;
+    case 'never': return `${name}: no router task has ever reported the version it serves (served/ of its mapping bucket is empty); deploy the router groups (with an agent image that reports what it serves), or, if the group has had no task for over a week, start one`;
   }
 }
 

@@ -1,4 +1,4 @@
-/** Moves: a tenant, or the tenants of some buckets, taken from one cell to another (issue 14). */
+/** Moves: a tenant, or the tenants of some buckets, taken from one cell to another. */
 
 /** Inclusive bucket range. */
 export interface Range {

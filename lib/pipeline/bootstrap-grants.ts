@@ -6,7 +6,7 @@ import * as pipelines from 'aws-cdk-lib/pipelines';
  * CDK Pipelines grants `sts:AssumeRole` on the CDK bootstrap roles of every environment it deploys
  * to by listing each role's ARN: the pipeline role every deploy role, the asset roles every file-
  * and image-publishing role. Each ARN costs about 128 characters, one statement cannot be split,
- * and a managed policy holds 6,144 (README, "How many cells one pipeline holds"): the pipeline could
+ * and a managed policy holds 6,144 (docs/performance.md, "How many cells one pipeline holds"): the pipeline could
  * not pass 58 cells. This rewrites those statements into one statement per role that names the roles
  * by the bootstrap template's naming (`cdk-<qualifier>-<kind>-role-<account>-<region>`) with the
  * account as `*`, one pattern per kind and region, and limits the accounts by a condition:

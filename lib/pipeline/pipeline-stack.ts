@@ -85,7 +85,7 @@ export class PipelineStack extends Stack {
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     const { fleet } = props;
     if (!fleet.pipeline) throw new Error('PipelineStack: the fleet has no `pipeline` section');
-    // Compact JSON: one deploy action per cell, so the template grows with the fleet (see README).
+    // Compact JSON: one deploy action per cell, so the template grows with the fleet (docs/performance.md).
     super(scope, id, { suppressTemplateIndentation: true, ...props, env: { account: fleet.accounts.tooling, region: fleet.pipeline.region } });
     this.plan = planWaves(fleet);
     const source = fleet.pipeline.source;

@@ -198,7 +198,7 @@ const SEED_HANDLER = path.join(__dirname, 'mapping-seed-handler.ts');
  * https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-cloudformation-customresource.html).
  *
  * Each key's resource is `<key id>/Put`: the same page says a custom resource's `ServiceToken` cannot
- * be updated, so the seeds made by the earlier AwsCustomResource (`<key id>/Resource`) are replaced:
+ * be updated, so in a stack whose seeds are AwsCustomResources (`<key id>/Resource`) they are replaced:
  * the new ones create (412 on the existing objects: kept) and the old ones' delete does nothing.
  */
 export class MappingSeed extends Construct {

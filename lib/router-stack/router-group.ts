@@ -196,8 +196,8 @@ export function connectionUseMetric(group: string, statistic: 'Average' | 'Maxim
 /**
  * Scaling per task, not per load balancer: CPU and the average task's connection use are tracked,
  * and a step policy on the busiest task adds tasks before any task reaches its readiness cut-off.
- * Every signal is this group's own tasks (the NLB's ActiveFlowCount counted every group, so one
- * group's step could fire only once the whole load balancer was busy). Scale-in comes from target
+ * Every signal is this group's own tasks (the NLB's ActiveFlowCount counts every group, so a
+ * group's step on it could fire only once the whole load balancer is busy). Scale-in comes from target
  * tracking only, which scales in slowly and never below `tasks`.
  */
 export function scaleOnConnectionUse(service: ecs.FargateService, group: string, minTasks: number, maxTasks: number): ecs.ScalableTaskCount {

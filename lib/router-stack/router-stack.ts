@@ -101,7 +101,7 @@ export class RouterStack extends Stack {
       description: `${fleet.app} routers in ${region}`,
       terminationProtection: true,
       // Compact JSON: with a region's per-cell endpoints, alarms and dashboard widgets the template
-      // stays under CloudFormation's 1 MB up to about 320 cells, against 220 indented (see README).
+      // stays under CloudFormation's 1 MB up to about 320 cells, against 220 indented (docs/performance.md).
       suppressTemplateIndentation: true,
       ...props,
       env: { account: fleet.accounts.router, region },
@@ -174,7 +174,7 @@ export class RouterStack extends Stack {
         { name: CELL_ENDPOINT_SUBNETS, subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: ROUTER_SUBNET_MASKS.cellEndpoints },
       ],
       // Rejected traffic only: accepted flows at the router's connection rates would cost more than
-      // the routers (see README, VPC flow logs) and add nothing the NLB and HAProxy logs lack.
+      // the routers (docs/router.md, "VPC flow logs") and add nothing the NLB and HAProxy logs lack.
       flowLogs: { rejected: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.REJECT } },
     });
     placeSubnetsByZoneId(vpc);

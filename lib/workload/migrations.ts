@@ -2,7 +2,7 @@ import { Pool } from 'pg';
 import { inTransaction } from './transaction';
 
 /**
- * The workload's schema, as versioned migrations. The movable-schema contract (README, "What a
+ * The workload's schema, as versioned migrations. The movable-schema contract (docs/workload.md, "What a
  * workload must offer to be movable") lives here:
  * - every table the workload owns has `tenant_id text not null` and a primary key `id`;
  * - movable tables have `row_version bigint not null`, set from the one sequence `cf_row_version`

@@ -166,7 +166,7 @@ export function sqsWorkQueue(url: string, o: SqsQueueOptions = {}): WorkQueue {
               }
               try {
                 // 'moved' is deleted like a handled message: nothing carries SQS messages to the
-                // target cell (README, "Work queue messages and moves").
+                // target cell (docs/workload.md, "Work queue messages and moves").
                 if (message) await handler(message);
                 else o.log?.(`work queue: message ${m.MessageId} is not a work message; left for the dead-letter queue`);
                 if (message) await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));

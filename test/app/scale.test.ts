@@ -1,5 +1,5 @@
 /**
- * The scale the README claims, proved: a generated fleet of 300 cells over four regions (75 per
+ * The scale docs/performance.md claims, proved: a generated fleet of 300 cells over four regions (75 per
  * region) behind the pipeline, synthesized once with every check on (AwsSolutions, CellIsolation, the
  * AWS limits of lib/limits on every template, nested stacks included). One pipeline holds about 360
  * cells (its template reaches 1 MB first; docs/limits.md); 400 is the target once the stage steps'

@@ -14,7 +14,7 @@ describe('CellData', () => {
   it('runs Aurora PostgreSQL encrypted, backed up, with a reader in another AZ', () => {
     aurora.hasResourceProperties('AWS::RDS::DBCluster', {
       Engine: 'aurora-postgresql',
-      // Issue 12 item 9: 16.6 could no longer be created; the default is a current minor.
+      // The default is a minor RDS and Aurora still create (docs/getting-started.md, PostgreSQL versions).
       EngineVersion: DEFAULT_POSTGRES_VERSION,
       StorageEncrypted: true,
       DeletionProtection: Match.absent(),

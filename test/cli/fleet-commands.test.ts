@@ -9,7 +9,7 @@ import { api } from '../support/workload';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-test('cellctl fleet local: prints the router, mapping and cells, serves the README curl, and SIGTERM stops every process', async () => {
+test('cellctl fleet local: prints the router, mapping and cells, serves the documented curl, and SIGTERM stops every process', async () => {
   const dir = makeTempDir('cells-cli-fleet-');
   const stateDir = path.join(dir, 'state');
   const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -25,7 +25,7 @@ test('cellctl fleet local: prints the router, mapping and cells, serves the READ
     expect(out).toContain(fleet.mappingFile);
     expect(out).toMatch(/cell-1\s+http:\/\/127\.0\.0\.1:\d+\s+postgres:\/\/127\.0\.0\.1:\d+\/cell\s+\d+\.\d%/);
     expect(out).toContain(`curl -H 'x-tenant-id: acme' -d '{"name":"x"}' ${fleet.routerUrl}/v1/items`);
-    // What the README's curl sends (form-encoded content type) through the router.
+    // What the curl of docs/getting-started.md sends (form-encoded content type) through the router.
     const response = await fetch(`${fleet.routerUrl}/v1/items`, { method: 'POST', headers: { 'x-tenant-id': 'acme', 'content-type': 'application/x-www-form-urlencoded' }, body: '{"name":"x"}' });
     expect(response.status).toBe(201);
     expect(response.headers.get('x-cell')).toMatch(/^cell-[12]$/);

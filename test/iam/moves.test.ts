@@ -158,7 +158,7 @@ describe('IAM: moves between AWS cells (mover task, launcher, operator)', () => 
       { who, principal: operator, action: 's3:DeleteObject', resource: obj(`${handoffLanePrefix('m-1', { sourceAccount: fleet.cells[0].account, targetAccount: fleet.cells[1].account })}clone/manifest.json`), expect: 'Allowed' },
       ...['moves/', 'moves/m-1/audit/', 'handoff/m-1/'].map((prefix) => ({ who, principal: operator, action: 's3:ListBucket', resource: `arn:aws:s3:::${bucket}`, context: { 's3:prefix': prefix }, expect: 'Allowed' as const })),
       { who, principal: operator, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${Object.keys(fleet.regions)[0]}:${fleet.accounts.router}:parameter${moveBucketParameter(fleet.app)}`, expect: 'Allowed' },
-      // Neighbours: deleting a record, listing the whole bucket, changing the bucket; CloudWatch is no longer read.
+      // Neighbours: deleting a record, listing the whole bucket, changing the bucket, reading CloudWatch.
       { who, principal: operator, action: 'cloudwatch:GetMetricData', resource: '*', expect: 'Denied' },
       { who, principal: operator, action: 's3:DeleteObject', resource: obj('moves/m-1/move.json'), expect: 'Denied' },
       { who, principal: operator, action: 's3:ListBucket', resource: `arn:aws:s3:::${bucket}`, context: { 's3:prefix': '' }, expect: 'Denied' },

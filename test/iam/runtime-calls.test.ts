@@ -80,7 +80,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   });
 
   // DESIGN.md: every router reads its mapping from its own region, so no region depends on another
-  // one's S3 (issue 12, "every router reaches every cell").
+  // one's S3 ("every router reaches every cell").
   it('has every agent read a mapping bucket in its own region', () => {
     const regionOf = (bucket: string) => world.resourcesOf('AWS::S3::Bucket').find((b) => b.name === bucket)?.stack.region;
     expect(agents.filter((a) => regionOf(a.bucket) !== a.region).map((a) => `${a.region}/${a.group} reads ${a.bucket} in ${regionOf(a.bucket)}`)).toEqual([]);
@@ -268,7 +268,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  // Issue 12 item 1: the bake step reads each cell's composite health alarm, and DescribeAlarms returns
+  // The bake step reads each cell's composite health alarm, and DescribeAlarms returns
   // composite alarms only when cloudwatch:DescribeAlarms is not scoped to alarm ARNs (API reference,
   // DescribeAlarms). The watcher role is scoped to its one alarm, so every bake reports "not found".
   // Fixed: the watcher role allows cloudwatch:DescribeAlarms on `*` (lib/cell/bake-access.ts).
@@ -321,8 +321,8 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  // Issue 12 item 14: the pipeline's roles name the bootstrap roles by pattern; the organization
-  // condition is what keeps them inside the fleet. Before, every environment's role ARN was listed.
+  // The pipeline's roles name the bootstrap roles by pattern, not every environment's role ARN; the
+  // organization condition is what keeps them inside the fleet.
   it('keeps the pipeline\'s bootstrap-role patterns inside the organization and on the bootstrap roles the pipeline uses', async () => {
     const toolingRoles = world.roles().filter((r) => r.account === fleet.accounts.tooling && !r.name.startsWith('cdk-'));
     const pipelineRole = toolingRoles.find((r) => /^PipelineRole[0-9A-F]{8}$/.test(r.logicalId))!;

@@ -54,7 +54,7 @@ describe('the pipeline assumes bootstrap roles by pattern (example fleet)', () =
 
   const regions = () => Object.keys(fleet.regions).sort();
 
-  // Before: one ARN per environment in one statement each, 128 characters apiece, the ceiling at 58 cells.
+  // One ARN per environment in one statement each would be 128 characters apiece, a ceiling at 58 cells.
   it('grants the pipeline role every deploy role, and the asset roles every publishing role, by one pattern per region within the organization', () => {
     for (const [role, kind] of [[ROLES.pipeline, 'deploy'], [ROLES.files, 'file-publishing'], [ROLES.images, 'image-publishing']] as const) {
       const statements = assumeStatements(withOrg, role);

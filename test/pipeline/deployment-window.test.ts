@@ -44,7 +44,7 @@ describe('fleet validation of pipeline.deploymentWindow', () => {
     expect(withWindow(DEPLOYMENT_WINDOW_EXAMPLE)).toEqual([]);
   });
 
-  it('refuses the EventBridge form it used to require, saying what to write', () => {
+  it('refuses the EventBridge form, saying what to write', () => {
     expect(withWindow('cron(0 8-16 ? * MON-THU *)')).toEqual([
       expect.stringMatching(/^pipeline\.deploymentWindow\.cron: `cron\(0 8-16 \? \* MON-THU \*\)` is an EventBridge cron.*`\* \* 8-16 \? \* MON-THU \*`$/),
     ]);

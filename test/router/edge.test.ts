@@ -12,7 +12,7 @@ import { onFreePorts, routed, until } from '../support/cells';
 
 /**
  * The router at the edge, against a real HAProxy on loopback: what one hostile client, or one bad
- * document, must not be able to do to a router task (issue 17).
+ * document, must not be able to do to a router task.
  */
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 /** Above the 1 s queue timeout, so a cell slot held by a slow body would show as 503s to the cell's other tenants. */

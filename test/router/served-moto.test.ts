@@ -60,7 +60,7 @@ describe('served reports against moto (S3 emulator)', () => {
     expect(tasks.find((t) => t.taskId === 'task-quiet')).toMatchObject({ version: 5, staleSeconds: expect.any(Number) });
     expect(groupApplied(stale, 6)).toBe(false);
     expect(describeServing('eu-west-1/main', stale, 6)).toMatch(/task task-quiet is running but its agent last reported \d+ s ago \(v5\); its HAProxy may still serve that/);
-    // Without ECS's view the quiet task was simply forgotten, and the group looked done.
+    // Without ECS's view the quiet task is simply forgotten, and the group looks done.
     const blind = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['main'], { freshnessMs: FRESH });
     expect(groupApplied((await blind())['eu-west-1/main'], 6)).toBe(true);
     // ECS stopped it (the service replaced it): forgotten. A new task that has not reported yet counts as serving nothing.

@@ -1,7 +1,7 @@
 import { wholeLines } from '../../lib/router';
 
 // HAProxy's log lines reach `router local` through a pipe whose reads can end mid-line under load;
-// a JSON log line cut in two was forwarded as two broken lines (and the log-sampling test lost them).
+// a JSON log line cut in two must not come out as two broken lines.
 test('log lines split across pipe reads come out whole, once, in order', () => {
   const whole = wholeLines();
   const line = (n: number) => `{"time":"t${n}","status":500}`;
