@@ -3,10 +3,19 @@ import { Finding } from './findings';
 /** How a pack's findings are enforced. */
 export type Enforcement = 'synth' | 'audit' | 'advisory';
 
+/** Why the open findings of some rules of an advisory pack stay open (shown next to them on the audit page). */
+export interface OpenReason {
+  /** Rule ids as `baseRule` gives them: `NIST.800.53.R5-IAMNoInlinePolicy`. */
+  readonly rules: readonly string[];
+  readonly why: string;
+}
+
 export interface PackPolicy {
   readonly pack: string;
   readonly enforcement: Enforcement;
   readonly why: string;
+  /** Advisory packs: why what stays open is open, per rule. @default none */
+  readonly openReasons?: readonly OpenReason[];
 }
 
 export interface Counts {
@@ -97,6 +106,17 @@ const escape = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<':
 /** Escaped prose with `code` spans, as the reasons are written. */
 const prose = (s: string) => escape(s).replace(/`([^`]+)`/g, '<code>$1</code>');
 
+/** The reason an open finding's rule stays open, from its pack's policy; undefined when none is recorded. */
+export function openReason(report: AuditReport, pack: string, rule: string): string | undefined {
+  return report.packs.find((p) => p.pack === pack)?.openReasons?.find((r) => r.rules.includes(baseRule(rule)))?.why;
+}
+
+/** A rule's description with cdk-nag's long `(Control IDs: …)` tail in small print. */
+function described(description: string): string {
+  const at = description.indexOf(' - (Control IDs:');
+  return at < 0 ? escape(description) : `${escape(description.slice(0, at))} <small>${escape(description.slice(at + 3))}</small>`;
+}
+
 /**
  * A self-contained HTML page an auditor can attach to a review: a summary per pack (with how it
  * is enforced), per-rule and per-stack tables, every acknowledgment with its reason and construct
@@ -124,7 +144,8 @@ ${own.map((r) => `<tr class="${cls(r)}"><td><code>${e(r.rule)}</code></td><td cl
       const c = report.byStack.filter((b) => b.stack === stack && b.pack === p.pack);
       const open = c.reduce((n, b) => n + b.open, 0);
       const acknowledged = c.reduce((n, b) => n + b.acknowledged, 0);
-      const rules = c.filter((b) => b.open > 0).map((b) => b.rule);
+      // The column names the pack: its rules without the pack's prefix.
+      const rules = c.filter((b) => b.open > 0).map((b) => b.rule.replace(`${p.pack}-`, ''));
       return `<td class="n ${cls({ pack: p.pack, open, acknowledged })}">${open} / ${acknowledged}${rules.length ? `<br><small>${rules.map(e).join(', ')}</small>` : ''}</td>`;
     }).join('');
     return `<tr><td>${e(stack)}</td>${cells}</tr>`;
@@ -133,16 +154,31 @@ ${own.map((r) => `<tr class="${cls(r)}"><td><code>${e(r.rule)}</code></td><td cl
   const ackGroups = [...groupBy(acks, (f) => `${f.pack}\0${f.rule}\0${f.acknowledgement!.reason}`).values()];
   const ackRows = ackGroups.map((fs) => `<tr><td>${e(fs[0].pack)}</td><td><code>${e(fs[0].rule)}</code></td><td>${prose(fs[0].acknowledgement!.reason)}</td><td class="paths">${fs.map((f) => `<div><code>${e(f.resource)}</code>${f.acknowledgement!.at !== f.resource ? ` <small>(acknowledged on <code>${e(f.acknowledgement!.at)}</code>)</small>` : ''}</div>`).join('')}</td></tr>`).join('\n');
   const open = report.findings.filter((f) => !f.acknowledgement);
-  const openRows = open.map((f) => `<tr class="${advisory.has(f.pack) ? 'advisory' : 'open'}"><td>${e(f.pack)}</td><td><code>${e(f.rule)}</code></td><td>${e(f.stack)}</td><td><code>${e(f.resource)}</code></td><td>${e(f.description)}</td></tr>`).join('\n');
+  // One row per pack and rule: why it is open (an advisory pack's recorded reason, or that it fails
+  // the audit), what the rule checks, and every resource it is open on.
+  const openGroups = [...groupBy(open, (f) => `${f.pack}\0${baseRule(f.rule)}`).values()];
+  const openRows = openGroups.map((fs) => {
+    const { pack, rule } = { pack: fs[0].pack, rule: baseRule(fs[0].rule) };
+    const reason = openReason(report, pack, rule);
+    const why = !advisory.has(pack)
+      ? '<strong>Fails the audit</strong>: fix it, or acknowledge it on the narrowest construct with a reason.'
+      : reason ? prose(reason) : '<strong>No reason recorded</strong> for this advisory rule: add one to the pack policy (<code>lib/audit/run.ts</code>).';
+    const resources = fs.map((f) => `<div><code>${e(f.resource)}</code>${f.rule !== rule ? ` <small>${e(f.rule.slice(rule.length))}</small>` : ''}</div>`).join('');
+    const listed = fs.length > 3 ? `<details><summary>${fs.length} resources in ${new Set(fs.map((f) => f.stack)).size} stacks</summary>${resources}</details>` : resources;
+    return `<tr class="${advisory.has(pack) ? 'advisory' : 'open'}"><td>${e(pack)}</td><td><code>${e(rule)}</code></td><td class="n">${fs.length}</td><td class="why">${why}</td><td>${described(fs[0].description)}</td><td class="paths">${listed}</td></tr>`;
+  }).join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Audit report: ${e(report.app)}</title>
 <style>
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1b1f24;max-width:1400px}
+*,*::before,*::after{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;padding:24px;color:#1b1f24;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px} h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;width:100%;margin:6px 0 12px} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;width:100%;margin:6px 0 12px} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+table.open-findings{table-layout:fixed} col.pack{width:10%} col.rule{width:18%} col.count{width:5%} col.why{width:27%} col.what{width:17%} col.where{width:23%}
+summary{cursor:pointer;color:#0969da} td.n small{display:block;white-space:normal;text-align:left;overflow-wrap:anywhere} td.why,td.paths{overflow-wrap:anywhere}
 th{background:#f6f8fa} td.n{text-align:right;white-space:nowrap} tr.open td,td.open{background:#ffebe9} tr.advisory td,td.advisory{background:#fff8c5}
 tr.clean td:first-child{border-left:4px solid #2da44e} tr.open td:first-child{border-left:4px solid #cf222e} tr.advisory td:first-child{border-left:4px solid #bf8700}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all} .paths div{margin:1px 0} small{color:#57606a}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere} .paths div{margin:1px 0} small{color:#57606a}
 .verdict{font-weight:600;padding:8px 12px;border-radius:6px} .pass{background:#dafbe1;color:#116329} .fail{background:#ffebe9;color:#a40e26}
 .meta{color:#57606a}
 </style></head><body>
@@ -159,8 +195,9 @@ ${rulesByPack}
 <table><thead><tr><th>stack</th>${report.packs.map((p) => `<th>${e(p.pack)}</th>`).join('')}</tr></thead><tbody>
 ${stackRows}
 </tbody></table>
-<h2>Open findings (${open.length})</h2>
-${open.length ? `<table><thead><tr><th>pack</th><th>rule</th><th>stack</th><th>resource</th><th>description</th></tr></thead><tbody>\n${openRows}\n</tbody></table>` : '<p>None.</p>'}
+<h2 id="open">Open findings (${open.length} on ${openGroups.length} rules)</h2>
+${open.length ? `<table class="open-findings"><colgroup><col class="pack"><col class="rule"><col class="count"><col class="why"><col class="what"><col class="where"></colgroup>
+<thead><tr><th>pack</th><th>rule</th><th>open</th><th>why it is open</th><th>what the rule checks</th><th>resources (construct paths)</th></tr></thead><tbody>\n${openRows}\n</tbody></table>` : '<p>None.</p>'}
 <h2>Acknowledgements (${acks.length} findings, ${ackGroups.length} reasons)</h2>
 <table><thead><tr><th>pack</th><th>rule</th><th>reason</th><th>resources (construct paths)</th></tr></thead><tbody>
 ${ackRows}

@@ -192,7 +192,7 @@ function changeCommand(parent: Command, name: string, description: string): Comm
   return parent
     .command(name)
     .description(description)
-    .requiredOption('--mapping <file>', 'the current mapping document')
+    .requiredOption(MAPPING_OPTION[0], 'the current mapping document')
     .option('--out <file>', 'where to write the new document (default: --mapping, in place)')
     .option('--force', 'apply even if the guard rail refuses the change')
     .option('--max-move <percent>', 'largest share of the keyspace one change may move', String(DEFAULT_MAX_MOVED_SHARE * 100))
@@ -255,6 +255,23 @@ async function storeAction<T>(run: (store: typeof import('../mapping-store')) =>
   }
 }
 
+/**
+ * Every mapping command names its files the same way: the document it reads is `--mapping FILE`, the
+ * one it writes `--out FILE`, the fleet `--config FILE`. show, validate, publish and diff also take
+ * their documents as arguments (`mapping show FILE`, `mapping diff OLD NEW`).
+ */
+const MAPPING_OPTION = ['--mapping <file>', 'the mapping document'] as const;
+
+/** The document of `--mapping FILE` or of the FILE argument; exactly one of them. */
+function mappingFileOf(command: string, argument: string | undefined, option: string | undefined): string {
+  if (argument !== undefined && option !== undefined && argument !== option) {
+    throw new CliError(`give the mapping document once: \`cellctl mapping ${command} --mapping FILE\` (got ${argument} and --mapping ${option})`, EXIT.usage);
+  }
+  const file = option ?? argument;
+  if (file === undefined) throw new CliError(`no mapping document: \`cellctl mapping ${command} --mapping FILE\``, EXIT.usage);
+  return file;
+}
+
 function publishText(result: PublishResult): string {
   return formatTable(['group', 'before', 'after', 'status'], result.groups.map((g) => [g.group, g.previousVersion === undefined ? '-' : `v${g.previousVersion}`, `v${result.version}`, g.status]));
 }
@@ -287,10 +304,11 @@ export function mappingCommand(io: CliIo): Command {
   mapping
     .command('show')
     .description('buckets and keyspace share per cell, and the overrides')
-    .argument('<file>', 'mapping document')
+    .option(...MAPPING_OPTION)
+    .argument('[file]', 'the mapping document (same as --mapping FILE)')
     .option('--json', 'print as JSON')
-    .action((file: string, flags: { json?: boolean }) => {
-      const doc = readMappingFile(file);
+    .action((argument: string | undefined, flags: { mapping?: string; json?: boolean }) => {
+      const doc = readMappingFile(mappingFileOf('show', argument, flags.mapping));
       const counts = bucketCounts(doc);
       const rows = Object.entries(doc.cells).map(([id, c]) => ({
         cell: id, state: c.state, endpoint: c.endpoint, buckets: counts.get(id) ?? 0, share: (counts.get(id) ?? 0) / doc.bucketCount,
@@ -310,11 +328,11 @@ export function mappingCommand(io: CliIo): Command {
     .command('where')
     .description('which cell a key goes to, and why; or, with --keys, every key of a file (one per line)')
     .argument('[key]', 'partition key')
-    .requiredOption('--mapping <file>', 'mapping document')
+    .requiredOption(...MAPPING_OPTION)
     .option('--keys <file>', 'route every key of this file (one per line; blank lines skipped) instead of one key')
     .option('--json', 'print {"key","bucket","cell","via"} (with --keys, one such line per key)')
     .action((key: string | undefined, flags: { mapping: string; keys?: string; json?: boolean }) => {
-      if ((key === undefined) === (flags.keys === undefined)) throw new CliError('give either a key or --keys FILE', EXIT.usage);
+      if ((key === undefined) === (flags.keys === undefined)) throw new CliError('give either a key or --keys FILE: `cellctl mapping where KEY --mapping FILE`', EXIT.usage);
       const keys = key !== undefined ? [key] : readText(flags.keys!).split(/\r?\n/).filter((line) => line !== '');
       const doc = readMappingFile(flags.mapping);
       let results;
@@ -390,11 +408,13 @@ export function mappingCommand(io: CliIo): Command {
   mapping
     .command('validate')
     .description('check a document; exit 1 listing every problem')
-    .argument('<file>', 'mapping document')
+    .option(...MAPPING_OPTION)
+    .argument('[file]', 'the mapping document (same as --mapping FILE)')
     .option('--previous <file>', 'the document it replaces (its version must be greater)')
     .option('--config <file>', "fleet config: the document must have the fleet's bucket count", 'cells.config.ts')
     .option('--json', 'print {"valid", "problems"}')
-    .action((file: string, flags: { previous?: string; config: string; json?: boolean }) => {
+    .action((argument: string | undefined, flags: { mapping?: string; previous?: string; config: string; json?: boolean }) => {
+      const file = mappingFileOf('validate', argument, flags.mapping);
       const previousVersion = flags.previous ? readMappingFile(flags.previous).version : undefined;
       const text = readText(file);
       const parsed = parseMapping(text, { previousVersion, bucketCount: fleetFrom(flags.config).bucketCount });
@@ -406,10 +426,19 @@ export function mappingCommand(io: CliIo): Command {
   mapping
     .command('diff')
     .description('buckets moved per cell pair, share of the keyspace moved, overrides changed')
-    .argument('<old>', 'older document')
-    .argument('<new>', 'newer document')
+    .option('--previous <file>', 'the older document')
+    .option(MAPPING_OPTION[0], 'the newer document')
+    .argument('[old]', 'the older document (same as --previous FILE)')
+    .argument('[new]', 'the newer document (same as --mapping FILE)')
     .option('--json', 'print as JSON')
-    .action((oldFile: string, newFile: string, flags: { json?: boolean }) => {
+    .action((oldArgument: string | undefined, newArgument: string | undefined, flags: { previous?: string; mapping?: string; json?: boolean }) => {
+      // Arguments fill what the options leave out: `diff OLD NEW`, `diff --previous OLD NEW`, `diff --previous OLD --mapping NEW`.
+      const args = [oldArgument, newArgument].filter((a): a is string => a !== undefined);
+      const oldFile = flags.previous ?? args.shift();
+      const newFile = flags.mapping ?? args.shift();
+      if (oldFile === undefined || newFile === undefined || args.length > 0) {
+        throw new CliError('give the two documents as `cellctl mapping diff --previous OLD --mapping NEW`', EXIT.usage);
+      }
       const before = readMappingFile(oldFile);
       const after = readMappingFile(newFile);
       if (before.bucketCount !== after.bucketCount) throw new CliError(`bucketCount differs (${before.bucketCount} vs ${after.bucketCount}): every key would move`);
@@ -418,10 +447,11 @@ export function mappingCommand(io: CliIo): Command {
     });
 
   storeCommand(mapping, 'publish', 'publish to the mapping bucket: mappings/v<version>.json, then each router group in order with a bake after the first')
-    .argument('<file>', 'mapping document')
+    .option(...MAPPING_OPTION)
+    .argument('[file]', 'the mapping document (same as --mapping FILE)')
     .option('--group <name>', 'publish to this router group only')
-    .action((file: string, flags: StoreFlags) => storeAction(async ({ publishMapping }) => {
-      const doc = readMappingFile(file);
+    .action((argument: string | undefined, flags: StoreFlags & { mapping?: string }) => storeAction(async ({ publishMapping }) => {
+      const doc = readMappingFile(mappingFileOf('publish', argument, flags.mapping));
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await publishMapping(stores, doc, {
         groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, progress: (line) => io.err(`${line}\n`),

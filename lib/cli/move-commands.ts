@@ -1,9 +1,10 @@
+import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Command } from 'commander';
 import {
   abortMove, describeSubject, FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoveConflictError, MoveError,
-  MovePlan, MoverDeps, MoveRecord, MoveSubject, parseRanges, planMove, runMove, systemClock, tenantSubject,
+  MovePlan, MoverDeps, MoveRecord, MoveStore, MoveSubject, parseRanges, planMove, runMove, systemClock, tenantSubject,
 } from '../moves';
 // The PostgreSQL client loads when a move runs, not when cellctl starts (npm run bench:cli).
 import type { PostgresCellData } from '../moves/cell-data';
@@ -48,7 +49,7 @@ async function awsDeps(io: CliIo, flags: MoveFlags): Promise<OpenedDeps> {
   const fleet = fleetFrom(flags.config ?? 'cells.config.ts');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { awsMoveContext } = require('./move-aws') as typeof import('./move-aws');
-  const progress = flags.json ? undefined : (line: string) => io.err(`${line}\n`);
+  const progress = (line: string) => io.err(`${line}\n`);
   const context = await awsMoveContext(fleet, { movesBucket: flags.movesBucket, copyRowsPerSecond, clock: systemClock, progress });
   let bucketCount: number | undefined;
   const deps: MoverDeps = {
@@ -94,7 +95,7 @@ function localDeps(io: CliIo, flags: MoveFlags): OpenedDeps {
     clock: systemClock,
     limits: copyRowsPerSecond ? { copyRowsPerSecond } : {},
     actor: process.env.CELLCTL_ACTOR ?? os.userInfo().username,
-    progress: flags.json ? undefined : (line) => io.err(`${line}\n`),
+    progress: (line) => io.err(`${line}\n`),
   };
   return {
     deps,
@@ -196,6 +197,20 @@ async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, 
   }
 }
 
+/**
+ * The move store alone, for commands that only read records (list, show). A local fleet keeps them
+ * as files in `<state dir>/moves` (LocalMoveStore), which stay after the fleet stops: these commands
+ * read them without the fleet's databases, router or fleet.json pid. On AWS, the move bucket.
+ */
+async function withStore<T>(io: CliIo, flags: MoveFlags, body: (store: MoveStore) => Promise<T>): Promise<T> {
+  if (!flags.local) return withDeps(io, flags, (deps) => body(deps.store));
+  const stateDir = path.resolve(flags.stateDir);
+  if (!fs.existsSync(path.join(stateDir, 'fleet.json')) && !fs.existsSync(path.join(stateDir, 'moves'))) {
+    throw new CliError(`${path.join(stateDir, 'fleet.json')} not found: start the local fleet (\`cellctl fleet local\`), or pass --state-dir DIR where it keeps its state`);
+  }
+  return body(new LocalMoveStore(path.join(stateDir, 'moves')));
+}
+
 function summary(r: MoveRecord): string[] {
   return [r.id, describeSubject(r.subject), `${r.source} -> ${r.target}`, r.status, r.completed, String(r.rowsCopied), r.lastError ? `error: ${r.lastError}` : ''];
 }
@@ -267,29 +282,27 @@ export function moveCommand(io: CliIo): Command {
         done.push(result);
         bucketsDone += sizes[i];
         rows += result.rowsCopied;
-        if (!flags.json) {
-          const seconds = (Date.now() - started) / 1000;
-          const left = bucketsDone < totalBuckets ? `, about ${Math.ceil((seconds / bucketsDone) * (totalBuckets - bucketsDone))} s left` : '';
-          io.err(`plan ${i + 1}/${plan.moves.length}: ${'tenant' in step ? `tenant ${step.tenant}` : `buckets ${step.buckets}`} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); `
-            + `${bucketsDone}/${totalBuckets} buckets, ${rows} rows in ${Math.round(seconds)} s (${Math.round(rows / Math.max(seconds, 0.001))} rows/s)${left}\n`);
-        }
+        const seconds = (Date.now() - started) / 1000;
+        const left = bucketsDone < totalBuckets ? `, about ${Math.ceil((seconds / bucketsDone) * (totalBuckets - bucketsDone))} s left` : '';
+        io.err(`plan ${i + 1}/${plan.moves.length}: ${'tenant' in step ? `tenant ${step.tenant}` : `buckets ${step.buckets}`} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); `
+          + `${bucketsDone}/${totalBuckets} buckets, ${rows} rows in ${Math.round(seconds)} s (${Math.round(rows / Math.max(seconds, 0.001))} rows/s)${left}\n`);
       }
       io.out(flags.json ? json(done) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], done.map(summary)));
     }));
 
-  moveCommonOptions(move.command('list').description('every move, newest last'))
-    .action((flags: MoveFlags) => withDeps(io, flags, async (deps) => {
-      const moves = await deps.store.list();
+  moveCommonOptions(move.command('list').description('every move, newest last (with --local, also while the local fleet is stopped)'))
+    .action((flags: MoveFlags) => withStore(io, flags, async (store) => {
+      const moves = await store.list();
       moves.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
       io.out(flags.json ? json(moves) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], moves.map(summary)));
     }));
 
-  moveCommonOptions(move.command('show').description("a move's state and its audit log"))
+  moveCommonOptions(move.command('show').description("a move's state and its audit log (with --local, also while the local fleet is stopped)"))
     .argument('<id>', 'move id')
-    .action((id: string, flags: MoveFlags) => withDeps(io, flags, async (deps) => {
-      const stored = await deps.store.read(id);
-      if (!stored) throw new CliError(`no move ${id} in ${deps.store.description}; \`cellctl move list${flags.local ? ' --local' : ''}\` shows the moves`);
-      const log = await deps.store.readAudit(id);
+    .action((id: string, flags: MoveFlags) => withStore(io, flags, async (store) => {
+      const stored = await store.read(id);
+      if (!stored) throw new CliError(`no move ${id} in ${store.description}; \`cellctl move list${flags.local ? ' --local' : ''}\` shows the moves`);
+      const log = await store.readAudit(id);
       if (flags.json) {
         io.out(json({ move: stored.record, audit: log }));
         return;
@@ -297,6 +310,8 @@ export function moveCommand(io: CliIo): Command {
       const r = stored.record;
       io.out(`${r.id}: ${describeSubject(r.subject)} ${r.source} -> ${r.target}, ${r.status} at ${r.completed}; ${r.rowsCopied} rows copied in ${r.rounds} catch-up rounds\n`);
       if (r.reason) io.out(`reason: ${r.reason}\n`);
+      if (r.freezeMs !== undefined) io.out(`frozen for ${r.freezeMs} ms (${r.frozenAt} to ${r.unfrozenAt})\n`);
+      if (r.sourceRowsDeleted !== undefined) io.out(`source copy deleted: ${r.sourceRowsDeleted} rows\n`);
       if (r.forgetAfter && r.status === 'retained') io.out(`source copy kept until ${r.forgetAfter}\n`);
       if (r.lastError) io.out(`last error: ${r.lastError}\n`);
       io.out(formatTable(['at', 'actor', 'event', 'detail'], log.map((e) => [e.at, e.actor, e.event, e.detail ? JSON.stringify(e.detail) : ''])));
@@ -323,7 +338,8 @@ export function moveCommand(io: CliIo): Command {
     .option('--now', 'do not wait for the retention')
     .action((id: string, flags: MoveFlags & { now?: boolean }) => withDeps(io, flags, async (deps) => {
       const record = await forgetMove(deps, id, flags.now ?? false);
-      io.out(flags.json ? json(record) : `${id}: ${record.status === 'finished' ? `source copy on ${record.source} deleted` : record.status}\n`);
+      const deleted = record.sourceRowsDeleted === undefined ? '' : ` (${record.sourceRowsDeleted} rows)`;
+      io.out(flags.json ? json(record) : `${id}: ${record.status === 'finished' ? `source copy on ${record.source} deleted${deleted}` : record.status}\n`);
     }));
 
   return move;

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { credentialsHint, isCredentialsError, NoCredentialsError } from '../aws';
+import { packageVersion } from '../files/package-root';
 import { CliError, CliIo, EXIT } from './io';
 import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';
@@ -13,6 +14,7 @@ import { capacityCommand, placeCommand } from './capacity-commands';
 export function buildProgram(io: CliIo): Command {
   const program = new Command('cellctl')
     .description('operate a cell fleet: mapping, accounts, wave plan, local router')
+    .version(packageVersion(__dirname), '-V, --version', "print cellctl's version")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');

@@ -1,3 +1,4 @@
 export * from './atomic-write';
 export * from './pid';
 export * from './watchdog';
+export * from './package-root';

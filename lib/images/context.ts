@@ -3,16 +3,13 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { writeFileAtomic } from '../files/atomic-write';
+import { packageRoot } from '../files/package-root';
 
 /**
  * The repository root: the images' sources, Dockerfiles and entry points live under it. The nearest
  * folder up holding package.json: cellctl also runs this file compiled, from dist/cli.
  */
-export const IMAGES_REPO_ROOT = ((): string => {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
-})();
+export const IMAGES_REPO_ROOT = packageRoot(__dirname);
 
 /** One esbuild bundle of an image context: an entry point of this repository and the file it becomes. */
 interface Bundle {

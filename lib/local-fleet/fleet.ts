@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { pidRunning, watchChild, writeFileAtomic } from '../files';
+import { packageRoot, pidRunning, watchChild, writeFileAtomic } from '../files';
 import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
@@ -12,11 +12,7 @@ import { buildFleetImages, containerPrefix, FleetImages, fleetContainerFlags, re
 import { assertPortFree, freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
 /** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist/cli). */
-const REPO_ROOT = ((): string => {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
-})();
+const REPO_ROOT = packageRoot(__dirname);
 /** The database each cell's workload uses inside its own PostgreSQL cluster. */
 export const LOCAL_DATABASE = 'cell';
 export const FLEET_FILE = 'fleet.json';

@@ -280,7 +280,7 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       const forgetAfter = new Date(Date.parse(unfrozenAt) + limits.retentionMs).toISOString();
       await audit(deps, r.id, 'unfrozen', { mappingVersion: version, freezeMs, forgetAfter });
       deps.progress?.(`${r.id}: ${describeSubject(r.subject)} now served by ${r.target}; frozen for ${freezeMs} ms; source copy kept until ${forgetAfter}`);
-      return save(deps, stored, { completed: 'unfrozen', status: 'retained', unfrozenAt, forgetAfter, mappingVersions: { ...r.mappingVersions, unfreeze: version } });
+      return save(deps, stored, { completed: 'unfrozen', status: 'retained', unfrozenAt, freezeMs, forgetAfter, mappingVersions: { ...r.mappingVersions, unfreeze: version } });
     }
     case 'forgotten': {
       const due = Date.parse(r.forgetAfter ?? '') <= deps.clock.now().getTime();
@@ -288,7 +288,7 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       const deleted = await source.forget(r.subject, r.id);
       await deps.handoff.remove(r.id);
       await audit(deps, r.id, 'forgotten', { sourceRowsDeleted: deleted, early: !due });
-      return save(deps, stored, { completed: 'forgotten', status: 'finished' });
+      return save(deps, stored, { completed: 'forgotten', status: 'finished', sourceRowsDeleted: deleted });
     }
     default:
       throw new MoveError(`step ${step} cannot be run`);

@@ -57,7 +57,11 @@ export interface MoveRecord {
   readonly rowsCopied: number;
   readonly frozenAt?: string;
   readonly unfrozenAt?: string;
+  /** How long the subject was frozen (routers answering 503), from the freeze to the unfreeze. */
+  readonly freezeMs?: number;
   readonly forgetAfter?: string;
+  /** Rows of the subject deleted from the source cell by `forget`. */
+  readonly sourceRowsDeleted?: number;
   /** Mapping versions written by this move (freeze, flip, unfreeze). */
   readonly mappingVersions: Readonly<Partial<Record<'freeze' | 'flip' | 'unfreeze', number>>>;
   readonly checksums?: TableChecksums;

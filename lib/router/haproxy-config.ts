@@ -228,8 +228,32 @@ export function keyFetch(source: PartitionKeySource): string {
   }
 }
 
-function jsonError(status: number, error: string): string {
-  return `http-request return status ${status} content-type application/json string '{"error":"${error}"}'`;
+/** Where a client puts the partition key, per the fleet's key source: the bad-key 400s say it. */
+export function keyPlace(source: PartitionKeySource): string {
+  switch (source.source) {
+    case 'header': return `in the ${source.name} header`;
+    case 'path': return source.segment === 1 ? 'as the first path segment (/KEY/...)' : `as path segment ${source.segment} (counting from 1 after the leading /)`;
+    case 'host': return source.label === 1 ? 'as the first label of the Host header (KEY.example.com)' : `as label ${source.label} of the Host header (counting from 1 at the left)`;
+  }
+}
+
+/**
+ * The bad-key 400 bodies: what is wrong and where the key goes. Static strings rendered once, so a
+ * good request pays nothing for them.
+ */
+export function badKeyMessages(source: PartitionKeySource): { readonly missing: string; readonly invalid: string } {
+  const place = keyPlace(source);
+  return {
+    missing: `missing partition key: send it ${place}`,
+    invalid: `invalid partition key: send one key ${place}, 1 to 128 characters from A-Z a-z 0-9 . _ : @ -, starting with a letter or digit`,
+  };
+}
+
+function jsonError(status: number, error: string, message?: string): string {
+  // The body sits between single quotes, which HAProxy does not escape; none of these strings has one.
+  const body = JSON.stringify(message === undefined ? { error } : { error, message });
+  if (body.includes("'")) throw new Error(`router error body ${body} has a single quote, which the HAProxy configuration cannot carry`);
+  return `http-request return status ${status} content-type application/json string '${body}'`;
 }
 
 /**
@@ -296,6 +320,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   // The key is fetched where it is used rather than kept in a variable: a string variable costs an
   // allocation per request, more than reading a header again.
   const key = keyFetch(o.partitionKey);
+  const badKey = badKeyMessages(o.partitionKey);
   const lines = [
     'global',
     `  maxconn ${maxConn + RESERVED_CONNECTIONS}`,
@@ -460,8 +485,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Per client address: bad-key requests over the last 10 s. Over the budget: 429 and close.
     '  http-request sc-inc-gpc0(1)',
     `  http-request return status 429 content-type application/json string '{"error":"too many requests with a missing or invalid partition key"}' hdr retry-after 10 hdr connection close if { sc1_gpc0_rate gt ${badKeys} }`,
-    `  ${jsonError(400, 'missing partition key')} if !{ ${key} -m found } or { ${key} -m len 0 }`,
-    `  ${jsonError(400, 'invalid partition key')}`,
+    `  ${jsonError(400, 'missing partition key', badKey.missing)} if !{ ${key} -m found } or { ${key} -m len 0 }`,
+    `  ${jsonError(400, 'invalid partition key', badKey.invalid)}`,
     '',
     `backend ${NO_MAPPING_BACKEND}`,
     // Never true; keeps the cells, version and hosts maps loaded so the agent can update them either way.

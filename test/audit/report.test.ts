@@ -2,8 +2,8 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { AuditReport, buildReport, failingPacks, Finding, formatText, PACK_POLICIES, renderHtml } from '../../lib/audit';
-import { countColour, rowsWithColour, screenshot } from '../support/browser';
+import { AuditReport, buildReport, failingPacks, Finding, formatText, NIST_OPEN_REASONS, openReason, PACK_POLICIES, renderHtml } from '../../lib/audit';
+import { countColour, evaluateInPage, rowsWithColour, screenshot } from '../support/browser';
 import { REPO_ROOT } from '../support/fleet';
 
 const PASS_BANNER = '#dafbe1';
@@ -16,7 +16,8 @@ describe('buildReport / formatText / renderHtml', () => {
     { pack: 'ControlTower', stack: 'orders-cell-eu-1', rule: 'CT.S3.PR.2', resource: 'p/cell-eu-1/Cell/Logs/Resource', description: 'logging', acknowledgement: { reason: 'log bucket', at: 'p/cell-eu-1/Cell/Logs' } },
     { pack: 'NIST.800.53.R5', stack: 'orders-cell-eu-1', rule: 'NIST.800.53.R5-IAMNoInlinePolicy', resource: 'p/cell-eu-1/Cell/Policy/Resource', description: 'inline' },
   ];
-  const report = buildReport({ app: 'orders', generatedAt: new Date('2026-11-30T12:00:00Z'), stacks: ['orders-cell-eu-1', 'orders-cell-eu-2'], policies: PACK_POLICIES, findings });
+  const input = { app: 'orders', generatedAt: new Date('2026-11-30T12:00:00Z'), stacks: ['orders-cell-eu-1', 'orders-cell-eu-2'], policies: PACK_POLICIES, findings };
+  const report = buildReport(input);
 
   it('counts open and acknowledged findings per pack, per rule (finding ids folded) and per stack', () => {
     expect(report.packs.map((p) => [p.pack, p.open, p.acknowledged])).toEqual([
@@ -33,6 +34,18 @@ describe('buildReport / formatText / renderHtml', () => {
     expect(failingPacks(report)).toEqual(['AwsSolutions']);
     expect(formatText(report)).toMatch(/Open findings that fail the audit:\n {2}AwsSolutions-IAM5\[Action::s3:\*\] on p\/cell-eu-2\/Cell\/Role\/Resource/);
     expect(formatText(report)).not.toMatch(/IAMNoInlinePolicy on/);
+  });
+
+  it('says on the page why each open finding is open: the advisory reason, or that it fails the audit', () => {
+    const html = renderHtml(report);
+    const inline = NIST_OPEN_REASONS.find((r) => r.rules.includes('NIST.800.53.R5-IAMNoInlinePolicy'))!.why;
+    expect(openReason(report, 'NIST.800.53.R5', 'NIST.800.53.R5-IAMNoInlinePolicy')).toBe(inline);
+    const row = (rule: string) => html.split('\n').find((l) => l.includes(`<code>${rule}</code>`) && l.includes('<td class="why">'))!;
+    expect(row('NIST.800.53.R5-IAMNoInlinePolicy')).toContain(`<td class="why">${inline.replace(/'/g, '&#39;')}</td>`);
+    expect(row('AwsSolutions-IAM5')).toContain('<strong>Fails the audit</strong>');
+    // An advisory rule nobody explained says so.
+    const unexplained = buildReport({ ...input, findings: [{ ...findings[3], rule: 'NIST.800.53.R5-SomethingNew' }] });
+    expect(renderHtml(unexplained)).toContain('<strong>No reason recorded</strong> for this advisory rule');
   });
 
   it('escapes everything it puts in the page', () => {
@@ -84,6 +97,25 @@ describe('npm run audit -- --json --report FILE.html (the example fleet)', () =>
       const type = /\((AWS::[^)]+)\)$/.exec(f.resource)![1];
       expect(f.acknowledgement!.at).toBe(`${f.rule} on ${type} (lib/audit/cfn-lint.ts)`);
     }
+  });
+
+  it('has a recorded reason for every open advisory finding', () => {
+    const advisory = new Set(report.packs.filter((p) => p.enforcement === 'advisory').map((p) => p.pack));
+    const unexplained = report.findings.filter((f) => !f.acknowledgement && advisory.has(f.pack) && !openReason(report, f.pack, f.rule));
+    expect([...new Set(unexplained.map((f) => f.rule))]).toEqual([]);
+    expect(report.findings.some((f) => !f.acknowledgement && advisory.has(f.pack))).toBe(true);
+  });
+
+  it('fits a 1,400 px wide window, with the reasons for open findings on the page', () => {
+    const page = evaluateInPage<{ scrollWidth: number; text: string; reasonCells: { right: number; height: number }[] }>(path.join(dir, 'audit.html'), `({
+      scrollWidth: document.documentElement.scrollWidth,
+      text: document.body.innerText,
+      reasonCells: [...document.querySelectorAll('td.why')].map((td) => ({ right: td.getBoundingClientRect().right, height: td.getBoundingClientRect().height })),
+    })`);
+    expect(page.scrollWidth).toBeLessThanOrEqual(1400);
+    for (const reason of NIST_OPEN_REASONS) expect(page.text).toContain(reason.why.replace(/\`/g, ''));
+    expect(page.reasonCells.length).toBeGreaterThan(0);
+    expect(page.reasonCells.every((c) => c.right <= 1400 && c.height > 0)).toBe(true);
   });
 
   it('renders a page a browser shows: a pass banner above the summary table', () => {

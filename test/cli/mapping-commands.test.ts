@@ -73,9 +73,9 @@ describe('cellctl mapping (files)', () => {
   });
 
   it('show prints buckets and share per cell, as a table or JSON', async () => {
-    const table = await cellctl('mapping', 'show', v1);
+    const table = await cellctl('mapping', 'show', '--mapping', v1);
     expect(table.out).toMatch(/eu-1\s+active\s+2341\s+14\.29%/);
-    const asJson = JSON.parse((await cellctl('mapping', 'show', v1, '--json')).out);
+    const asJson = JSON.parse((await cellctl('mapping', 'show', '--mapping', v1, '--json')).out);
     expect(asJson.cells.find((c: { cell: string }) => c.cell === 'canary-eu')).toMatchObject({ buckets: 0, prefixes: ['internal-'] });
   });
 
@@ -201,19 +201,38 @@ describe('cellctl mapping (files)', () => {
     const bad = path.join(dir, 'bad.json');
     const doc = read(v1);
     fs.writeFileSync(bad, JSON.stringify({ ...doc, version: 0, buckets: doc.buckets.slice(1) }));
-    const result = await cellctl('mapping', 'validate', bad);
+    const result = await cellctl('mapping', 'validate', '--mapping', bad);
     expect(result.code).toBe(1);
     expect(result.err).toContain('$.version: must be a positive integer');
     expect(result.err).toContain('$.buckets[0]: gap: buckets 0 … 2340 belong to no cell');
-    expect(JSON.parse((await cellctl('mapping', 'validate', bad, '--json')).out).problems.length).toBe(2);
-    expect((await cellctl('mapping', 'validate', v1)).code).toBe(0);
-    expect((await cellctl('mapping', 'validate', v1, '--previous', v1)).err).toContain('is not greater than the current version 1');
+    expect(JSON.parse((await cellctl('mapping', 'validate', '--mapping', bad, '--json')).out).problems.length).toBe(2);
+    expect((await cellctl('mapping', 'validate', '--mapping', v1)).code).toBe(0);
+    expect((await cellctl('mapping', 'validate', '--mapping', v1, '--previous', v1)).err).toContain('is not greater than the current version 1');
   });
 
   it('diff shows moves and share', async () => {
     const v2 = path.join(dir, 'v2.json');
-    const result = await cellctl('mapping', 'diff', v1, v2);
+    const result = await cellctl('mapping', 'diff', '--previous', v1, '--mapping', v2);
     expect(result.out).toMatch(/^v1 -> v2: 2048 buckets moved \(12\.50% of the keyspace\)/);
+  });
+
+  it('names files one way in every subcommand: --mapping FILE reads, --out FILE writes, --config FILE is the fleet', async () => {
+    const help = async (command: string) => (await cellctl('mapping', command, '--help')).out;
+    for (const command of ['show', 'where', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine', 'validate', 'diff', 'publish']) {
+      expect([command, await help(command)]).toEqual([command, expect.stringContaining('--mapping <file>')]);
+    }
+    for (const command of ['init', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine']) expect([command, await help(command)]).toEqual([command, expect.stringContaining('--out <file>')]);
+    for (const command of ['init', 'add-cell', 'validate', 'publish', 'rollback', 'history']) expect([command, await help(command)]).toEqual([command, expect.stringContaining('--config <file>')]);
+    // The document as an argument reads the same file.
+    const v2 = path.join(dir, 'v2.json');
+    expect((await cellctl('mapping', 'show', v1, '--json')).out).toBe((await cellctl('mapping', 'show', '--mapping', v1, '--json')).out);
+    expect((await cellctl('mapping', 'validate', v1)).code).toBe(0);
+    expect((await cellctl('mapping', 'diff', v1, v2)).out).toBe((await cellctl('mapping', 'diff', '--previous', v1, '--mapping', v2)).out);
+    // Missing or doubled: a usage error naming the form.
+    expect(await cellctl('mapping', 'show')).toMatchObject({ code: 2, err: 'error: no mapping document: `cellctl mapping show --mapping FILE`\n' });
+    expect(await cellctl('mapping', 'validate', v1, '--mapping', v2)).toMatchObject({ code: 2, err: expect.stringContaining('give the mapping document once: `cellctl mapping validate --mapping FILE`') });
+    expect(await cellctl('mapping', 'diff', v1)).toMatchObject({ code: 2, err: 'error: give the two documents as `cellctl mapping diff --previous OLD --mapping NEW`\n' });
+    expect(await cellctl('mapping', 'where', 'tenant-1')).toMatchObject({ code: 2, err: expect.stringContaining("required option '--mapping <file>' not specified") });
   });
 
   it('exits 2 on usage errors', async () => {
@@ -253,7 +272,7 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
     await cellctl('mapping', 'init', '--out', v1, '--config', CONFIG);
     await cellctl('mapping', 'pin', 'tenant-42', 'eu-2', '--mapping', v1, '--out', v2, '--routing-only');
 
-    const first = await cellctl('mapping', 'publish', v1, ...storeFlags(), '--json');
+    const first = await cellctl('mapping', 'publish', '--mapping', v1, ...storeFlags(), '--json');
     expect(first.code).toBe(0);
     expect(JSON.parse(first.out).groups.map((g: { group: string }) => g.group)).toEqual(['canary', 'main']);
     expect(first.err).toContain('wrote mappings/v1.json');
@@ -262,14 +281,14 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
       'checking 2 router group(s) before writing anything', 'wrote mappings/v1.json', 'group canary (1/2): v- -> v1', 'group main (2/2): v- -> v1', '',
     ]);
 
-    const canaryOnly = await cellctl('mapping', 'publish', v2, ...storeFlags(), '--group', 'canary');
+    const canaryOnly = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags(), '--group', 'canary');
     expect(canaryOnly.code).toBe(0);
     expect(canaryOnly.out).toMatch(/canary\s+v1\s+v2\s+published/);
 
-    const stale = await cellctl('mapping', 'publish', v1, ...storeFlags());
+    const stale = await cellctl('mapping', 'publish', '--mapping', v1, ...storeFlags());
     expect(stale).toMatchObject({ code: 1, err: expect.stringContaining('group `canary` is at version 2; version 1 is older') });
 
-    const rest = await cellctl('mapping', 'publish', v2, ...storeFlags());
+    const rest = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags());
     expect(rest.out).toMatch(/canary\s+v2\s+v2\s+already-current\nmain\s+v1\s+v2\s+published/);
 
     const rollback = await cellctl('mapping', 'rollback', ...storeFlags());

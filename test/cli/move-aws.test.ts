@@ -199,9 +199,9 @@ describe('cellctl move (AWS fleet)', () => {
     await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('n', g) from generate_series(1, 321) g`);
     await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('n', g) from generate_series(1, 5) g`);
     const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', '--config', config);
-    expect([moved.code, moved.err]).toEqual([0, '']);
+    expect([moved.code, moved.err]).toEqual([0, expect.stringMatching(/; frozen for \d+ ms;/)]);
     const record = JSON.parse(moved.out);
-    expect(record).toMatchObject({ source, target, status: 'retained', completed: 'unfrozen', rowsCopied: 321, actor: 'alice' });
+    expect(record).toMatchObject({ source, target, status: 'retained', completed: 'unfrozen', rowsCopied: 321, actor: 'alice', freezeMs: expect.any(Number) });
     // The rows are in the target, the other tenant stayed; the source refuses acme from now on (its fence).
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
@@ -235,7 +235,7 @@ describe('cellctl move (AWS fleet)', () => {
     expect(events).toEqual(expect.arrayContaining(['planned', 'frozen', 'verified', 'flipped', 'unfrozen']));
     // forget --now deletes the source copy (in the source's task) and the move's hand-off data.
     const forgotten = await cellctl('move', 'forget', record.id, '--now', '--json', '--config', config);
-    expect([forgotten.code, JSON.parse(forgotten.out).status]).toEqual([0, 'finished']);
+    expect([forgotten.code, JSON.parse(forgotten.out)]).toEqual([0, expect.objectContaining({ status: 'finished', sourceRowsDeleted: 321 })]);
     expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(0);
     expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'other'`))[0].n).toBe(5);
     expect((await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []).toEqual([]);
@@ -271,7 +271,7 @@ describe('cellctl move (AWS fleet)', () => {
     // resume continues: the move finishes, the rows are on the target.
     mockAws();
     const resumed = await cellctl('move', 'resume', id!, '--json', '--config', config);
-    expect([resumed.code, resumed.err, JSON.parse(resumed.out).status]).toEqual([0, '', 'retained']);
+    expect([resumed.code, resumed.err, JSON.parse(resumed.out).status]).toEqual([0, expect.stringMatching(/; frozen for \d+ ms;/), 'retained']);
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = '${tenant}'`))[0].n).toBe(40);
   });
 

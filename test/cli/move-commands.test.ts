@@ -4,6 +4,7 @@ import * as path from 'path';
 import { cellctl } from '../support/cli';
 import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
 import { CellDatabase } from '../../lib/moves/cell-data';
+import { LocalMoveStore, MoveRecord } from '../../lib/moves';
 import { LocalRouter, startLocalRouter } from '../../lib/router/local';
 import { onFreePorts } from '../support/cells';
 import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
@@ -53,9 +54,13 @@ describe('cellctl move --local', () => {
     const target = source === 'cell-b' ? 'cell-c' : 'cell-b';
     await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'n' || g) from generate_series(1, 1234) g`);
     const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', ...local());
-    expect([moved.code, moved.err]).toEqual([0, '']);
+    expect(moved.code).toBe(0);
+    // --json: stdout is the one result document; progress went to stderr, ending with the freeze time.
     const record = JSON.parse(moved.out);
-    expect(record).toMatchObject({ status: 'retained', source, target, rowsCopied: 1234, reason: 'rebalance' });
+    expect(record).toMatchObject({ status: 'retained', source, target, rowsCopied: 1234, reason: 'rebalance', freezeMs: expect.any(Number) });
+    expect(record.freezeMs).toBe(Date.parse(record.unfrozenAt) - Date.parse(record.frozenAt));
+    expect(moved.err).toMatch(new RegExp(`^planned ${record.id}: tenant acme ${source} -> ${target}$`, 'm'));
+    expect(moved.err).toMatch(new RegExp(`^${record.id}: tenant acme now served by ${target}; frozen for ${record.freezeMs} ms; source copy kept until `, 'm'));
     expect(compileMapping(mapping()).lookup('acme').cell).toBe(target);
     // The command returned once the router served the unfreeze (x-mapping-version of a keyless 400).
     const served = await fetch(`http://127.0.0.1:${port}/`);
@@ -68,11 +73,13 @@ describe('cellctl move --local', () => {
     expect(show.out).toMatch(new RegExp(`${record.id}: tenant acme ${source} -> ${target}, retained at unfrozen`));
     expect(show.out).toMatch(/frozen .*"mappingVersion"/);
     expect(show.out).toMatch(/reason: rebalance/);
+    expect(show.out).toContain(`frozen for ${record.freezeMs} ms (${record.frozenAt} to ${record.unfrozenAt})`);
 
     const early = await cellctl('move', 'forget', record.id, ...local());
     expect([early.code, early.err]).toEqual([1, expect.stringMatching(/kept until .*pass --now/)]);
     const forgot = await cellctl('move', 'forget', record.id, '--now', ...local());
-    expect([forgot.code, forgot.out]).toEqual([0, `${record.id}: source copy on ${source} deleted\n`]);
+    expect([forgot.code, forgot.out]).toEqual([0, `${record.id}: source copy on ${source} deleted (1234 rows)\n`]);
+    expect((await cellctl('move', 'show', record.id, ...local())).out).toContain('source copy deleted: 1234 rows');
     expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(0);
   });
 
@@ -98,7 +105,8 @@ describe('cellctl move --local', () => {
     const added = await cellctl('mapping', 'add-cell', 'cell-d', '--endpoint', 'http://127.0.0.1:29003', '--mapping', mappingFile, '--plan', plan);
     expect(added.code).toBe(0);
     const ran = await cellctl('move', 'plan', plan, '--json', ...local());
-    expect([ran.code, ran.err]).toEqual([0, '']);
+    expect(ran.code).toBe(0);
+    expect(ran.err).toMatch(/^plan 3\/3: .* 256\/256 buckets/m);
     const moves = JSON.parse(ran.out) as { status: string }[];
     expect(moves.length).toBe(3);
     expect(moves.every((m) => m.status === 'retained')).toBe(true);
@@ -110,7 +118,10 @@ describe('cellctl move --local', () => {
     expect(compileMapping(mapping()).lookup('acme').cell).toBe(acmeCell);
     expect((await sql<{ n: number }>(dbs[acmeCell], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(1235);
     // Forgetting the bucket moves deletes the moved tenants' source copies, never the pinned tenant's rows.
-    for (const m of moves as unknown as { id: string }[]) expect((await cellctl('move', 'forget', m.id, '--now', ...local())).code).toBe(0);
+    for (const m of moves as unknown as { id: string }[]) {
+      const forgot = await cellctl('move', 'forget', m.id, '--now', '--json', ...local());
+      expect([forgot.code, JSON.parse(forgot.out)]).toEqual([0, expect.objectContaining({ status: 'finished', sourceRowsDeleted: expect.any(Number) })]);
+    }
     expect((await sql<{ n: number }>(dbs[acmeCell], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(1235);
     for (const cell of ['cell-a', 'cell-b', 'cell-c']) {
       const left = await sql<{ tenant_id: string }>(dbs[cell], `select tenant_id from items where tenant_id like 'p%'`);
@@ -123,6 +134,35 @@ describe('cellctl move --local', () => {
     // Running the plan again moves nothing twice.
     const again = await cellctl('move', 'plan', plan, '--json', ...local());
     expect(JSON.parse(again.out).map((m: { id: string }) => m.id)).toEqual(moves.map((m) => (m as unknown as { id: string }).id));
+  });
+
+  it('lists and shows the moves of a stopped local fleet (its records are files in the state directory)', async () => {
+    const stopped = fs.mkdtempSync(path.join(os.tmpdir(), 'cells-stopped-'));
+    try {
+      // As `cellctl fleet local` leaves it once stopped: fleet.json with pid 0, databases and router down.
+      fs.writeFileSync(path.join(stopped, 'fleet.json'), JSON.stringify({ pid: 0, mappingFile: 'mapping.json', routerUrl: 'http://127.0.0.1:1', cells: { 'cell-a': { database: 'postgres://u:p@127.0.0.1:1/cell' } } }));
+      const store = new LocalMoveStore(path.join(stopped, 'moves'));
+      const at = '2026-12-01T10:00:00.000Z';
+      const record: MoveRecord = {
+        id: 'm-20261201-100000-acme', subject: { kind: 'tenant', tenant: 'acme' }, source: 'cell-a', target: 'cell-b', bucketCount: 1024, reason: 'rebalance',
+        actor: 'alice', createdAt: at, status: 'retained', completed: 'unfrozen', watermark: '9', rounds: 2, rowsCopied: 12, frozenAt: at,
+        unfrozenAt: '2026-12-01T10:00:01.250Z', freezeMs: 1250, mappingVersions: { freeze: 2, flip: 3 }, updatedAt: at,
+      };
+      await store.create(record);
+      await store.appendAudit(record.id, { at, actor: 'alice', event: 'unfrozen', detail: { freezeMs: 1250 } });
+      const flags = ['--local', '--state-dir', stopped];
+      const list = await cellctl('move', 'list', '--json', ...flags);
+      expect([list.code, JSON.parse(list.out)]).toEqual([0, [record]]);
+      const show = await cellctl('move', 'show', record.id, ...flags);
+      expect([show.code, show.err]).toEqual([0, '']);
+      expect(show.out).toMatch(/^m-20261201-100000-acme: tenant acme cell-a -> cell-b, retained at unfrozen; 12 rows copied in 2 catch-up rounds\nreason: rebalance\nfrozen for 1250 ms/);
+      expect(show.out).toMatch(/unfrozen\s+\{"freezeMs":1250\}/);
+      // What changes a move still needs the running fleet, and says so.
+      const resume = await cellctl('move', 'resume', record.id, ...flags);
+      expect([resume.code, resume.err]).toEqual([1, expect.stringMatching(/is not running; start it with `cellctl fleet local --state-dir /)]);
+    } finally {
+      fs.rmSync(stopped, { recursive: true, force: true });
+    }
   });
 
   it('says what is wrong: no --local, no fleet, unknown move', async () => {

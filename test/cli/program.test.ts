@@ -47,6 +47,11 @@ describe('the cellctl executable', () => {
     expect((await cellctl()).code).toBe(2);
   });
 
+  it('--version prints the package version and exits 0', async () => {
+    const { version } = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
+    for (const flag of ['--version', '-V']) expect(await cellctl(flag)).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
   it('is declared as the package bin', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
     expect(pkg.bin).toEqual({ cellctl: 'bin/cellctl.js' });

@@ -3,7 +3,7 @@ import * as http from 'http';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { bucketNetworks, ERROR_503, keyFetch, MAP_FILES, renderHaproxyConfig } from '../../lib/router';
+import { bucketNetworks, ERROR_503, keyFetch, keyPlace, MAP_FILES, renderHaproxyConfig } from '../../lib/router';
 import { freePorts, routed, until } from '../support/cells';
 import { healthCheckGet } from '../support/nlb';
 
@@ -60,9 +60,12 @@ describe('renderHaproxyConfig', () => {
       expect(answer).toMatchObject({ status: 503, retryAfter: '5', cell: undefined });
       expect(JSON.parse(answer.body)).toEqual({ error: 'no mapping loaded' });
       const missing = await routed(agent, port, undefined);
-      expect([missing.status, JSON.parse(missing.body)]).toEqual([400, { error: 'missing partition key' }]);
+      expect([missing.status, JSON.parse(missing.body)]).toEqual([400, { error: 'missing partition key', message: 'missing partition key: send it in the x-tenant-id header' }]);
       const invalid = await routed(agent, port, 'bad key');
-      expect([invalid.status, JSON.parse(invalid.body)]).toEqual([400, { error: 'invalid partition key' }]);
+      expect([invalid.status, JSON.parse(invalid.body)]).toEqual([400, {
+        error: 'invalid partition key',
+        message: 'invalid partition key: send one key in the x-tenant-id header, 1 to 128 characters from A-Z a-z 0-9 . _ : @ -, starting with a letter or digit',
+      }]);
     } finally {
       haproxy.kill('SIGKILL');
     }
@@ -122,5 +125,16 @@ describe('renderHaproxyConfig', () => {
     expect(keyFetch({ source: 'header', name: 'x-tenant-id' })).toBe('req.fhdr(x-tenant-id)');
     expect(keyFetch({ source: 'path', segment: 1 })).toBe('path,field(2,/)');
     expect(keyFetch({ source: 'host', label: 1 })).toBe('req.fhdr(host),field(1,:),field(1,.)');
+  });
+
+  it("names the fleet's key place in the bad-key 400 bodies, rendered once in the bad_key backend", () => {
+    expect(keyPlace({ source: 'header', name: 'x-org' })).toBe('in the x-org header');
+    expect(keyPlace({ source: 'path', segment: 1 })).toBe('as the first path segment (/KEY/...)');
+    expect(keyPlace({ source: 'path', segment: 3 })).toBe('as path segment 3 (counting from 1 after the leading /)');
+    expect(keyPlace({ source: 'host', label: 2 })).toBe('as label 2 of the Host header (counting from 1 at the left)');
+    const config = renderHaproxyConfig({ ...options('/s'), partitionKey: { source: 'header', name: 'x-org' } });
+    const badKey = config.slice(config.indexOf('\nbackend bad_key\n'), config.indexOf('\nbackend no_mapping\n'));
+    expect(badKey).toContain(`string '{"error":"missing partition key","message":"missing partition key: send it in the x-org header"}' if `);
+    expect(config.match(/send it in the x-org header/g)).toHaveLength(1);
   });
 });

@@ -11,12 +11,17 @@ const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
 /** GET through the router with a path and Host header of our choosing; returns status and x-cell. */
 function get(port: number, urlPath: string, host: string): Promise<{ status: number; cell?: string }> {
+  return answer(port, urlPath, host).then(({ status, cell }) => ({ status, cell }));
+}
+
+function answer(port: number, urlPath: string, host: string): Promise<{ status: number; cell?: string; body: string }> {
   return new Promise((resolve) => {
     const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, cell: res.headers['x-cell'] as string | undefined }));
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode!, cell: res.headers['x-cell'] as string | undefined, body }));
     });
-    req.on('error', () => resolve({ status: 0 }));
+    req.on('error', () => resolve({ status: 0, body: '' }));
     req.end();
   });
 }
@@ -42,8 +47,10 @@ describe.each([
         const { path: p, host } = request(key);
         expect([key, await get(port, p, host)]).toEqual([key, { status: 200, cell: lookup(doc, key).cell }]);
       }
-      const missing = partitionKey.source === 'path' ? await get(port, '/v1', 'api.example.com') : await get(port, '/orders', '.api.example.com');
-      expect(missing.status).toBe(400);
+      const missing = partitionKey.source === 'path' ? await answer(port, '/v1', 'api.example.com') : await answer(port, '/orders', '.api.example.com');
+      // The body says where this fleet's key goes.
+      const place = partitionKey.source === 'path' ? 'as path segment 2 (counting from 1 after the leading /)' : 'as the first label of the Host header (KEY.example.com)';
+      expect([missing.status, JSON.parse(missing.body)]).toEqual([400, { error: 'missing partition key', message: `missing partition key: send it ${place}` }]);
       // The cell's WAF rate rule keys on x-tenant-id: the router sets it to the key it routed by,
       // whatever the client sent in it.
       const key = keys[3];

@@ -80,7 +80,8 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
   ] as [string, string | string[] | undefined, string][])('answers 400 with a JSON body for a %s key', async (_name, key, error) => {
     const answer = await routed(agent, port, key);
     expect(answer.status).toBe(400);
-    expect(JSON.parse(answer.body)).toEqual({ error });
+    // The message names the header the router wanted (x-tenant-id here).
+    expect(JSON.parse(answer.body)).toEqual({ error, message: expect.stringMatching(new RegExp(`^${error}: send (it|one key) in the x-tenant-id header`)) });
     expect(cells.reduce((n, c) => n + c.requests, 0)).toBe(0);
   });
 

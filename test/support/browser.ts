@@ -27,6 +27,29 @@ export function screenshot(file: string, out: string, width = 1400, height = 110
   return decodePng(fs.readFileSync(out));
 }
 
+/**
+ * Loads `file` in headless chromium at `width`×`height` and returns what `expression` (JavaScript,
+ * evaluated once the page is laid out) gives, JSON-serialized: e.g. the page's scrollWidth.
+ */
+export function evaluateInPage<T>(file: string, expression: string, width = 1400, height = 1100): T {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chromium-eval-'));
+  try {
+    // The result goes into an attribute of <html>, base64 so that --dump-dom prints it unchanged.
+    const probe = `<script>document.documentElement.setAttribute('data-probe', btoa(unescape(encodeURIComponent(JSON.stringify((() => (${expression}))())))));</script>`;
+    const page = path.join(dir, path.basename(file));
+    fs.writeFileSync(page, fs.readFileSync(file, 'utf8').replace(/<\/body>/, `${probe}</body>`));
+    const run = spawnSync('chromium', [
+      '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--hide-scrollbars', `--user-data-dir=${path.join(dir, 'profile')}`, `--window-size=${width},${height}`, '--dump-dom', `file://${page}`,
+    ], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+    const encoded = /data-probe="([A-Za-z0-9+/=]*)"/.exec(run.stdout ?? '')?.[1];
+    if (encoded === undefined) throw new Error(`chromium returned no result for ${expression} (exit ${run.status}): ${run.stderr}`);
+    return JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as T;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what chromium writes). */
 export function decodePng(png: Buffer): Picture {
   if (png.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
