@@ -77,8 +77,10 @@ export const LIMITS = {
   },
   actionsPerStage: { what: 'CodePipeline actions per stage', value: 50, unit: 'count', adjustable: false, source: 'https://docs.aws.amazon.com/codepipeline/latest/userguide/limits.html', fix: 'lower waves.maxCellsPerWave' },
   codeBuildTimeout: {
-    what: 'CodeBuild build timeout', value: 2_160, unit: 'minutes', adjustable: false, source: 'https://docs.aws.amazon.com/codebuild/latest/userguide/limits.html',
-    fix: `asset publishing is sized from the fleet (lib/pipeline/publishing.ts); past 36 hours ${SPLIT}`,
+    // CodeBuild itself allows 36 hours, but every CodeBuild project here runs as a pipeline action,
+    // which CodePipeline times out after 8 hours ("CodeBuild build action and test action: 8 hours").
+    what: 'CodePipeline CodeBuild action timeout', value: 480, unit: 'minutes', adjustable: false, source: 'https://docs.aws.amazon.com/codepipeline/latest/userguide/limits.html',
+    fix: `asset publishing is sized from the fleet (lib/pipeline/publishing.ts: more destinations at once); past 8 hours ${SPLIT}`,
   },
 } as const satisfies Record<string, AwsLimit>;
 

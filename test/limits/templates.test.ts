@@ -76,11 +76,11 @@ describe('templateFindings: every limit of lib/limits on one template', () => {
         Composite: { Type: 'AWS::CloudWatch::CompositeAlarm', Properties: { AlarmRule: Array.from({ length: 400 }, (_, i) => `ALARM("orders-cell-${i}-health")`).join(' OR ') } },
         Parameter: { Type: 'AWS::SSM::Parameter', Properties: { Type: 'String', Value: 'x'.repeat(4097) } },
         Advanced: { Type: 'AWS::SSM::Parameter', Properties: { Type: 'String', Tier: 'Advanced', Value: 'x'.repeat(4097) } },
-        Build: { Type: 'AWS::CodeBuild::Project', Properties: { TimeoutInMinutes: 2161 } },
+        Build: { Type: 'AWS::CodeBuild::Project', Properties: { TimeoutInMinutes: 481 } },
       },
     })).toEqual([
       ['Pipeline', 'pipelineStages', 51], ['Pipeline stage wave', 'actionsPerStage', 51], ['Dashboard', 'dashboardWidgets', 501],
-      ['Composite', 'compositeAlarmRule', expect.any(Number)], ['Parameter', 'ssmParameterValue', 4097], ['Build', 'codeBuildTimeout', 2161],
+      ['Composite', 'compositeAlarmRule', expect.any(Number)], ['Parameter', 'ssmParameterValue', 4097], ['Build', 'codeBuildTimeout', 481],
     ]);
   });
 

@@ -2,7 +2,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { compactPublishCommands, PUBLISH_PARALLELISM, publishingTimeoutMinutes } from '../../lib/pipeline';
+import { compactPublishCommands, PUBLISH_PARALLELISM, publishingPlan, publishingTimeoutMinutes } from '../../lib/pipeline';
 
 const HASH = 'f178182c7c3aac6ad18bdaae53a2d38f72b2cf690d17b9efa635c7ce37f77d71';
 const planned = (cells: number) => Array.from({ length: cells }, (_, i) =>
@@ -42,8 +42,11 @@ describe('asset publishing sized from the fleet', () => {
 
   it('sizes the timeout from the destinations, within CodeBuild\'s hour and 36 hours', () => {
     expect(publishingTimeoutMinutes(8, 'docker')).toBe(60);
-    expect(publishingTimeoutMinutes(400, 'docker')).toBe(Math.ceil(400 / PUBLISH_PARALLELISM) * 10 + 15);
     expect(publishingTimeoutMinutes(400, 'file')).toBe(Math.ceil(400 / PUBLISH_PARALLELISM) * 2 + 15);
-    expect(publishingTimeoutMinutes(100_000, 'docker')).toBe(2160);
+    expect(publishingPlan(400, 'file').parallelism).toBe(PUBLISH_PARALLELISM);
+    // An image to 400 accounts 8 at a time is 515 minutes, past a pipeline action's 8 hours: 9 at a time.
+    expect(publishingPlan(400, 'docker')).toEqual({ parallelism: 9, timeoutMinutes: Math.ceil(400 / 9) * 10 + 15 });
+    expect(publishingPlan(1000, 'docker')).toEqual({ parallelism: 22, timeoutMinutes: 475 });
+    expect(() => publishingPlan(100_000, 'docker')).toThrow(/over the CodePipeline CodeBuild action timeout of 480 minutes .*split the fleet/);
   });
 });
