@@ -1,6 +1,10 @@
 // Prints the build context directory of one of this repository's images (lib/images), made or
-// reused: `docker build "$(npm run -s image-context -- router-agent)"`.
+// reused: `docker build "$(npm run -s image-context -- router-agent)"`. router-haproxy's holds the
+// HAProxy configuration rendered for a fleet file's router, as synth renders it:
+// `npm run -s image-context -- router-haproxy [cells.config.ts]`.
+import { loadFleet } from '../lib/fleet';
 import { IMAGE_NAMES, imageContext, isImageName } from '../lib/images';
+import { routerRoutingOf, routerStateFiles, routerTaskConfig } from '../lib/router/task-config';
 
 const name = process.argv[2] ?? '';
 if (!isImageName(name)) {
@@ -8,7 +12,8 @@ if (!isImageName(name)) {
   process.exit(2);
 }
 try {
-  process.stdout.write(`${imageContext(name)}\n`);
+  const rendered = name === 'router-haproxy' ? routerStateFiles(routerTaskConfig(routerRoutingOf(loadFleet(process.argv[3] ?? 'cells.config.ts')))) : undefined;
+  process.stdout.write(`${imageContext(name, { rendered })}\n`);
 } catch (error) {
   process.stderr.write(`image-context: ${(error as Error).message}\n`);
   process.exit(1);

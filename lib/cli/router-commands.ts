@@ -5,8 +5,8 @@ import { MAX_ROUTER_SLOTS } from '../fleet';
 import { parseMapping } from '../mapping';
 // The router module (agent, S3 source, AWS SDK) loads when a router command runs, not when cellctl starts.
 import type { LocalRouter } from '../router';
-import { connectionLimits, ERROR_503, MAP_FILES, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
-import { ROUTER_TASK_DEFAULTS, routerTaskConfig } from '../router/task-config';
+import { connectionLimits, MAP_FILES, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
+import { ROUTER_TASK_DEFAULTS, routerRoutingOf, routerStateFiles, routerTaskConfig } from '../router/task-config';
 import { fleetFrom } from './context';
 import { runUntilStopped } from './foreground';
 import { CliError, CliIo, readText } from './io';
@@ -104,13 +104,14 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .option('--out-dir <dir>', 'write haproxy.cfg, 503.http and the empty map files there instead of printing the configuration')
     .action((flags: { config: string; port: string; stateDir: string; adminSocket: string; slots?: string; statsPort: string; readyPort: string; debugHeaders?: boolean; maxConn?: string; outDir?: string }) => {
       const fleet = fleetFrom(flags.config);
-      // The option defaults and everything not an option come from routerTaskConfig, which the
-      // CellIsolation pack audits as the image's configuration.
-      const config = routerTaskConfig(fleet, {
+      // The renderer and the routing settings the router stacks bake into the router image: with the
+      // option defaults, this prints what a router task of this fleet runs.
+      const routing = routerRoutingOf(fleet);
+      const slots = flags.slots === undefined ? routing.slots : slotCount(flags.slots, fleet.cells.length + 1, `the fleet has ${fleet.cells.length} cells, and a change needs one slot more`);
+      const config = routerTaskConfig({ ...routing, slots }, {
         port: port(flags.port, '--port'),
         stateDir: flags.stateDir,
         adminSocket: flags.adminSocket,
-        slots: flags.slots === undefined ? undefined : slotCount(flags.slots, fleet.cells.length + 1, `the fleet has ${fleet.cells.length} cells, and a change needs one slot more`),
         statsPort: port(flags.statsPort, '--stats-port'),
         readyPort: port(flags.readyPort, '--ready-port'),
         debugHeaders: flags.debugHeaders,
@@ -121,9 +122,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
         return;
       }
       fs.mkdirSync(flags.outDir, { recursive: true });
-      fs.writeFileSync(path.join(flags.outDir, 'haproxy.cfg'), config);
-      fs.writeFileSync(path.join(flags.outDir, '503.http'), ERROR_503);
-      for (const name of Object.values(MAP_FILES)) fs.writeFileSync(path.join(flags.outDir, name), '');
+      for (const [name, content] of Object.entries(routerStateFiles(config))) fs.writeFileSync(path.join(flags.outDir, name), content);
       io.out(`wrote haproxy.cfg, 503.http and ${Object.keys(MAP_FILES).length} map files to ${flags.outDir}\n`);
     });
 

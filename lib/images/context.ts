@@ -4,6 +4,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { writeFileAtomic } from '../files/atomic-write';
 import { packageRoot } from '../files/package-root';
+import { routerStateFiles } from '../router/task-config';
 
 /**
  * The repository root: the images' sources, Dockerfiles and entry points live under it. The nearest
@@ -15,8 +16,6 @@ export const IMAGES_REPO_ROOT = packageRoot(__dirname);
 interface Bundle {
   readonly entry: string;
   readonly out: string;
-  /** esbuild `--format` (default: esbuild's own for node, CommonJS). */
-  readonly format?: 'cjs';
   readonly external?: readonly string[];
 }
 
@@ -25,6 +24,8 @@ interface ImageRecipe {
   readonly bundles: readonly Bundle[];
   /** Files copied as they are: repository path → name in the context. Missing optional files are left out. */
   readonly files: readonly { readonly from: string; readonly to: string; readonly optional?: boolean }[];
+  /** Files the caller renders (`ImageContextOptions.rendered`), by name in the context: exactly these, no context without them. */
+  readonly rendered?: readonly string[];
 }
 
 /**
@@ -52,14 +53,13 @@ const RECIPES = {
     bundles: [{ entry: 'bin/router-agent.ts', out: 'router-agent.js' }],
     files: [],
   },
-  // The build stage runs `cellctl router config` on the repository's fleet config (compiled to
-  // CommonJS, so loading it needs no TypeScript loader) and bakes what it writes into the image.
+  // The HAProxy configuration is rendered at synth from the router's own settings (RouterGroup),
+  // with the 503 page and the empty maps: nothing of the fleet file, the cells or this repository's
+  // code goes in, so the image changes only when the router's configuration does.
   'router-haproxy': {
-    bundles: [
-      { entry: 'bin/cellctl.ts', out: 'cellctl.js' },
-      { entry: 'cells.config.ts', out: 'cells.config.js', format: 'cjs' },
-    ],
-    files: [{ from: 'cells.accounts.json', to: 'cells.accounts.json', optional: true }],
+    bundles: [],
+    files: [],
+    rendered: Object.keys(routerStateFiles('')),
   },
 } as const satisfies Record<string, ImageRecipe>;
 
@@ -83,6 +83,11 @@ export interface ImageContextOptions {
   readonly root?: string;
   /** Where contexts are kept between runs. @default `<root>/node_modules/.cache/cell-factory-images` */
   readonly cacheDir?: string;
+  /**
+   * The files of an image whose recipe renders them (router-haproxy: `routerStateFiles(config)`), by
+   * name in the context. @default - none; required by an image that renders files
+   */
+  readonly rendered?: Readonly<Record<string, string>>;
 }
 
 /** Which files a context was made from (`path → [mtimeMs, size]`), and the context made. */
@@ -109,8 +114,10 @@ export function imageContext(name: ImageName, options: ImageContextOptions = {})
   const root = options.root ?? IMAGES_REPO_ROOT;
   const cache = options.cacheDir ?? path.join(root, 'node_modules', '.cache', 'cell-factory-images');
   const recipe: ImageRecipe = RECIPES[name];
-  const esbuild = esbuildBin(root);
-  const recipeKey = JSON.stringify({ recipe, target: IMAGE_NODE_TARGET, esbuild: esbuildVersion(root) });
+  const rendered = renderedFiles(name, recipe, options.rendered);
+  const esbuild = recipe.bundles.length > 0 ? esbuildBin(root) : '';
+  const renderedHash = createHash('sha256').update(JSON.stringify(rendered)).digest('hex');
+  const recipeKey = JSON.stringify({ recipe, target: IMAGE_NODE_TARGET, esbuild: esbuild && esbuildVersion(root), rendered: renderedHash });
   const recordFile = path.join(cache, `${name}.json`);
   const kept = readRecord(recordFile);
   if (kept && kept.recipe === recipeKey && fs.existsSync(path.join(kept.dir, 'Dockerfile')) && unchanged(root, kept.inputs)) return kept.dir;
@@ -126,7 +133,6 @@ export function imageContext(name: ImageName, options: ImageContextOptions = {})
       const meta = path.join(work, `.${bundle.out}.meta.json`);
       runEsbuild(esbuild, root, [
         bundle.entry, '--bundle', '--platform=node', `--target=${IMAGE_NODE_TARGET}`, '--log-level=error',
-        ...(bundle.format ? [`--format=${bundle.format}`] : []),
         ...(bundle.external ?? []).map((e) => `--external:${e}`),
         `--outfile=${path.join(work, bundle.out)}`, `--metafile=${meta}`,
       ], `${name}: bundling ${bundle.entry}`);
@@ -147,6 +153,7 @@ export function imageContext(name: ImageName, options: ImageContextOptions = {})
       fs.copyFileSync(from, path.join(work, f.to));
       inputs[f.from] = stamp(from);
     }
+    for (const [file, content] of rendered) fs.writeFileSync(path.join(work, file), content);
     const dir = path.join(cache, `${name}-${hashDirectory(work).slice(0, 16)}`);
     if (fs.existsSync(dir)) fs.rmSync(work, { recursive: true, force: true });
     else {
@@ -164,6 +171,20 @@ export function imageContext(name: ImageName, options: ImageContextOptions = {})
     fs.rmSync(work, { recursive: true, force: true });
     throw error;
   }
+}
+
+/** The rendered files of image `name`, in name order: exactly those its recipe names. */
+function renderedFiles(name: ImageName, recipe: ImageRecipe, given: Readonly<Record<string, string>> = {}): [string, string][] {
+  const wanted = [...(recipe.rendered ?? [])].sort();
+  const names = Object.keys(given).sort();
+  if (wanted.length === 0 && names.length > 0) throw new Error(`image ${name}: renders no files; got ${names.join(', ')}`);
+  const missing = wanted.filter((f) => !names.includes(f));
+  if (missing.length > 0) {
+    throw new Error(`image ${name}: its context needs the rendered ${missing.join(', ')} (the router's HAProxy configuration: RouterGroup renders it at synth; elsewhere pass routerStateFiles(routerTaskConfig(routing)))`);
+  }
+  const extra = names.filter((f) => !wanted.includes(f));
+  if (extra.length > 0) throw new Error(`image ${name}: ${extra.join(', ')} is not a file its context holds (${wanted.join(', ')})`);
+  return names.map((f) => [f, given[f]]);
 }
 
 function readRecord(file: string): ContextRecord | undefined {

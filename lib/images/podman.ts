@@ -255,7 +255,7 @@ function hashDirectoryName(context: string): string {
   return path.basename(context);
 }
 
-/** Builds one of this repository's images from the context synth uses (`imageContext`). */
-export function buildImage(name: ImageName, bases: BaseImages = 'local'): Promise<BuiltImage> {
-  return buildContext(name, imageContext(name), bases);
+/** Builds one of this repository's images from the context synth uses (`imageContext`; `rendered`: the files an image renders, router-haproxy's configuration). */
+export function buildImage(name: ImageName, bases: BaseImages = 'local', rendered?: Readonly<Record<string, string>>): Promise<BuiltImage> {
+  return buildContext(name, imageContext(name, { rendered }), bases);
 }

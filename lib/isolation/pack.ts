@@ -2,7 +2,7 @@ import { CfnResource, ITaggable, Stack, TagManager } from 'aws-cdk-lib';
 import { NagMessageLevel, NagPack, NagPackProps, NagRuleCompliance } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 import { Fleet } from '../fleet';
-import { routerTaskConfig } from '../router/task-config';
+import { routerRoutingOf, routerTaskConfig } from '../router/task-config';
 import { FleetFacts, ResourceView, StackView, stackRole } from './facts';
 import { ISOLATION_RULES, RuleContext } from './rules';
 
@@ -10,7 +10,8 @@ export interface CellIsolationChecksProps extends NagPackProps {
   readonly fleet: Fleet;
   /**
    * The HAProxy configuration the router tasks run.
-   * @default the one the router image is built with (`routerImageConfig(fleet)`)
+   * @default each router task's own, rendered into its image at synth (`RouterGroup.haproxyConfig`);
+   * for a task that has none, the fleet's (`routerImageConfig(fleet)`)
    */
   readonly routerConfig?: string;
 }
@@ -26,12 +27,21 @@ export function fleetFacts(fleet: Fleet): FleetFacts {
 }
 
 /**
- * The configuration `images/router-haproxy/Dockerfile` bakes into the router image: what
- * `cellctl router config --config cells.config.ts` prints with its defaults (one source for both,
- * `routerTaskConfig` in lib/router/task-config.ts).
+ * The configuration a router task of `fleet` runs: what the router stacks render into the router
+ * image, and what `cellctl router config --config cells.config.ts` prints with its defaults (one
+ * renderer and one reading of the fleet for all three, lib/router/task-config.ts).
  */
 export function routerImageConfig(fleet: Fleet): string {
-  return routerTaskConfig(fleet);
+  return routerTaskConfig(routerRoutingOf(fleet));
+}
+
+/** The HAProxy configuration a construct above `node` rendered into its router image (`RouterGroup.haproxyConfig`). */
+function renderedRouterConfig(node: IConstruct): string | undefined {
+  for (const scope of [...node.node.scopes].reverse()) {
+    const config = (scope as { haproxyConfig?: unknown }).haproxyConfig;
+    if (typeof config === 'string') return config;
+  }
+  return undefined;
 }
 
 /** Tags as a `Key`/`Value` list or a map, as CloudFormation resource types write them. */
@@ -77,14 +87,16 @@ export class CellIsolationChecks extends NagPack {
   public readonly name = 'CellIsolation';
   public override readonly ruleIds = ISOLATION_RULES.map((r) => `CellIsolation-${r.id}`);
   private readonly context: RuleContext;
+  private readonly routerConfig?: string;
   private views = new Map<Stack, StackView>();
 
   constructor(scope: IConstruct | undefined, props: CellIsolationChecksProps) {
     super(scope, props);
     this.packName = 'CellIsolation';
     const facts = fleetFacts(props.fleet);
-    let config = props.routerConfig;
-    this.context = { facts, routerConfig: () => (config ??= routerImageConfig(props.fleet)) };
+    this.routerConfig = props.routerConfig;
+    let fleetConfig: string | undefined;
+    this.context = { facts, routerConfig: () => (fleetConfig ??= routerImageConfig(props.fleet)) };
   }
 
   public override validateScope(scope: IConstruct) {
@@ -98,6 +110,8 @@ export class CellIsolationChecks extends NagPack {
     if (!view) this.views.set(stack, (view = stackView(stack, this.context.facts)));
     const resource = view.resources.get(stack.resolve(node.logicalId) as string);
     if (!resource) return;
+    const given = this.routerConfig ?? renderedRouterConfig(node);
+    const context: RuleContext = given === undefined ? this.context : { ...this.context, routerConfig: () => given };
     for (const rule of ISOLATION_RULES) {
       const stackOf = view;
       this.applyRule({
@@ -107,7 +121,7 @@ export class CellIsolationChecks extends NagPack {
         level: NagMessageLevel.ERROR,
         node,
         rule: () => {
-          const findings = rule.check(resource, stackOf, this.context);
+          const findings = rule.check(resource, stackOf, context);
           return findings.length === 0 ? NagRuleCompliance.COMPLIANT : findings;
         },
       });

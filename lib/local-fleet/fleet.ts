@@ -197,7 +197,9 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     });
     if (removed.length) log(`removed ${removed.length} containers left by an earlier fleet: ${removed.join(', ')}`);
   }
-  const images = o.images ? await buildFleetImages(o.images.baseImages, log) : undefined;
+  const slots = o.slots ?? Math.max(16, count + 1);
+  const routing = { partitionKey, bucketCount, slots, zones: 3, cellMaxConn: o.cellMaxConn ?? 100, cellHealthCheckPath: healthCheckPath };
+  const images = o.images ? await buildFleetImages(o.images.baseImages, routing, log) : undefined;
   const reuse = !o.fresh && previous !== undefined && previous.cells.length === count;
   if (!reuse && fs.existsSync(stateDir)) {
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
@@ -274,7 +276,6 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     const routerPort = o.port === 0 ? (reuse ? previous!.routerPort : await freeLoopbackPort()) : o.port;
     const routerDir = path.join(stateDir, 'router');
     fs.mkdirSync(routerDir, { recursive: true });
-    const slots = o.slots ?? Math.max(16, count + 1);
     let router: LocalRouter | undefined;
     if (images) {
       const task = await startImageRouter({ images, stateDir, mappingFile, port: routerPort, partitionKey, bucketCount, healthCheckPath, slots, cellMaxConn: o.cellMaxConn, log });

@@ -5,6 +5,7 @@ import { BaseImages, buildImage, ContainerStepError, lastError, podman } from '.
 import { PartitionKeySource } from '../fleet/types';
 import { renderHaproxyConfig } from '../router/haproxy-config';
 import { localHaproxyConfigOptions } from '../router/local';
+import { RouterRouting, routerStateFiles, routerTaskConfig } from '../router/task-config';
 import { RuntimeApi } from '../router/runtime-api';
 import { freeLoopbackPort } from './postgres';
 
@@ -22,13 +23,16 @@ export interface FleetImages {
 
 /**
  * Builds the workload and router images from the contexts synth uses (lib/images), or finds them
- * built (the tag carries the context's hash and the base images' ids).
+ * built (the tag carries the context's hash and the base images' ids). The HAProxy image holds the
+ * configuration of a router task routing as `routing` says, as synth renders it; the local router
+ * mounts its own over it (startImageRouter).
  */
-export async function buildFleetImages(bases: BaseImages, log: (line: string) => void): Promise<FleetImages> {
+export async function buildFleetImages(bases: BaseImages, routing: RouterRouting, log: (line: string) => void): Promise<FleetImages> {
   const tags: Record<string, string> = {};
+  const rendered = { 'router-haproxy': routerStateFiles(routerTaskConfig(routing)) } as Record<string, Record<string, string> | undefined>;
   for (const [key, name] of [['workload', 'workload'], ['haproxy', 'router-haproxy'], ['agent', 'router-agent']] as const) {
     log(`image ${name}: building (or reusing) from its context, base images ${bases === 'local' ? 'local stand-ins' : 'pulled'}`);
-    tags[key] = (await buildImage(name, bases)).tag;
+    tags[key] = (await buildImage(name, bases, rendered[name])).tag;
     log(`image ${name}: ${tags[key]}`);
   }
   return tags as unknown as FleetImages;

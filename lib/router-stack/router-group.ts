@@ -8,12 +8,14 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { repositoryImageAsset } from '../images';
 import { connectionLimits, READY_PORT, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
+import { RouterRouting, routerStateFiles, routerTaskConfig, ROUTER_TASK_DEFAULTS } from '../router/task-config';
 import { grantMappingRead, grantServedReport } from './mapping-bucket';
 
 /** The repository root: the router images build from it (see images/). */
 export const REPO_ROOT = path.join(__dirname, '..', '..');
-export const ROUTER_PORT = 8080;
+export const ROUTER_PORT = ROUTER_TASK_DEFAULTS.port;
 /** HAProxy's readiness (the NLB's health check): 200 while a mapping is in force and the task is not near its connection limit. */
 export { READY_PORT };
 /** The agent's own health endpoint (`/healthz`, `/ready`), for its container health check only. */
@@ -33,7 +35,9 @@ export const ROUTER_DEREGISTRATION_DELAY = HAPROXY_STOP_TIMEOUT;
  * HAProxy image declares it a VOLUME so ECS copies the generated maps into it, owned by the user
  * both containers run as.
  */
-export const STATE_DIR = '/var/lib/cell-router';
+export const STATE_DIR = ROUTER_TASK_DEFAULTS.stateDir;
+/** HAProxy's runtime API, which the agent drives over the task's shared localhost. */
+export const HAPROXY_ADMIN = ROUTER_TASK_DEFAULTS.adminSocket;
 /** uid:gid of the official HAProxy image's `haproxy` user; the agent container runs as it too. */
 export const ROUTER_USER = '99:99';
 
@@ -43,12 +47,12 @@ export interface RouterGroupProps {
   readonly subnets: ec2.SubnetSelection;
   readonly securityGroup: ec2.ISecurityGroup;
   readonly tasks: number;
-  /** Backend slots of the router image's HAProxy (the fleet's `router.slots`); the agent must agree. */
-  readonly slots: number;
-  /** Servers per cell backend in the router image's HAProxy (one per zone; `cellctl router config` uses the widest region's zone count). */
-  readonly zones: number;
-  /** The fleet's `router.cellMaxConn`: split over a cell's zonal servers by the agent. */
-  readonly cellMaxConn: number;
+  /**
+   * How the group's HAProxy routes (partition key, bucket count, slots, zones, per-cell limits, the
+   * cells' health-check path): rendered into its configuration at synth, with the task's ports,
+   * state directory and connection limit, and given to the agent (slots, zones, cellMaxConn).
+   */
+  readonly routing: RouterRouting;
   /** Upper bound for auto scaling. @default 4 × tasks */
   readonly maxTasks?: number;
   readonly targetGroup: elbv2.INetworkTargetGroup;
@@ -60,7 +64,12 @@ export interface RouterGroupProps {
   readonly taskRoleName: string;
   /** Region of the mapping bucket (routers in other regions read it cross-region). */
   readonly mappingBucketRegion: string;
-  readonly images: { readonly haproxy: ecs.ContainerImage; readonly agent: ecs.ContainerImage };
+  /**
+   * The task's images.
+   * @default built from this repository's images/: HAProxy with `haproxyConfig` (rendered from
+   * `routing`), the agent bundled from bin/router-agent.ts
+   */
+  readonly images?: { readonly haproxy?: ecs.ContainerImage; readonly agent?: ecs.ContainerImage };
   /**
    * The group's metric alarms its deployments roll back on (ECS `DeploymentAlarms`): metric alarms,
    * not the group's composite health alarm, which no ECS reference says a deployment accepts (the
@@ -78,6 +87,11 @@ export class RouterGroup extends Construct {
   public readonly service: ecs.FargateService;
   public readonly taskDefinition: ecs.FargateTaskDefinition;
   public readonly scaling: ecs.ScalableTaskCount;
+  /**
+   * The HAProxy configuration the group's image holds, rendered at synth from `routing` and the
+   * task's own ports, state directory and connection limit (the CellIsolation pack audits it).
+   */
+  public readonly haproxyConfig: string;
 
   constructor(scope: Construct, id: string, props: RouterGroupProps) {
     super(scope, id);
@@ -90,6 +104,12 @@ export class RouterGroup extends Construct {
     });
     // HAProxy's maxconn and the file-descriptor limit follow from the task's memory (connectionLimits).
     const limits = connectionLimits(ROUTER_TASK_MEMORY_MIB);
+    this.haproxyConfig = routerTaskConfig(props.routing, { port: ROUTER_PORT, readyPort: READY_PORT, stateDir: STATE_DIR, adminSocket: HAPROXY_ADMIN, maxConn: limits.maxConn });
+    // Same routing, same configuration, same image: every group of a fleet shares one asset.
+    const images = {
+      haproxy: props.images?.haproxy ?? ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy', routerStateFiles(this.haproxyConfig))),
+      agent: props.images?.agent ?? ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'AgentImage', 'router-agent')),
+    };
     const taskRole = new iam.Role(this, 'TaskRole', {
       roleName: props.taskRoleName,
       description: `Router group ${props.name}: reads its mapping pointer, reports the version its tasks serve`,
@@ -103,7 +123,7 @@ export class RouterGroup extends Construct {
     this.taskDefinition.addVolume({ name: 'state' });
     this.taskDefinition.addVolume({ name: 'agent-tmp' });
     const haproxy = this.taskDefinition.addContainer('haproxy', {
-      image: props.images.haproxy,
+      image: images.haproxy,
       essential: true,
       user: ROUTER_USER,
       portMappings: [{ containerPort: ROUTER_PORT }, { containerPort: READY_PORT }],
@@ -120,7 +140,7 @@ export class RouterGroup extends Construct {
     // configuration error that a restart cannot fix; the task then fails its readiness check
     // (served by the agent) and ECS replaces it, as it does when the agent dies within a minute.
     const agent = this.taskDefinition.addContainer('agent', {
-      image: props.images.agent,
+      image: images.agent,
       essential: false,
       enableRestartPolicy: true,
       restartAttemptPeriod: Duration.seconds(60),
@@ -134,10 +154,10 @@ export class RouterGroup extends Construct {
         ROUTER_GROUP: props.name,
         AWS_REGION: props.mappingBucketRegion,
         STATE_DIR,
-        HAPROXY_ADMIN: '127.0.0.1:9999',
-        SLOTS: String(props.slots),
-        ZONES: String(props.zones),
-        CELL_MAX_CONN: String(props.cellMaxConn),
+        HAPROXY_ADMIN,
+        SLOTS: String(props.routing.slots),
+        ZONES: String(props.routing.zones),
+        CELL_MAX_CONN: String(props.routing.cellMaxConn),
         HEALTH_PORT: String(AGENT_HEALTH_PORT),
       },
     });

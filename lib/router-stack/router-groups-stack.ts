@@ -8,8 +8,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { Fleet, mappingBucketParameter, RouterGroupConfig, routerClusterParameter, routerServiceName } from '../fleet';
+import { routerRoutingOf } from '../router/task-config';
 import { routerTaskRoleName } from './mapping-bucket';
-import { repositoryImageAsset } from '../images';
 import { connectionUseMetric, RouterGroup } from './router-group';
 
 /** The CloudWatch namespace of the router agent's metrics (EMF). */
@@ -107,10 +107,7 @@ export class RouterGroupsStack extends Stack {
     const cluster = ecs.Cluster.fromClusterAttributes(this, 'Cluster', { clusterName: param(routerParameters.clusterName(fleet.app)), vpc });
     const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(fleet.app)), { mutable: false });
     const mappingBucket = param(mappingBucketParameter(fleet.app));
-    const images = {
-      haproxy: ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy')),
-      agent: ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'AgentImage', 'router-agent')),
-    };
+    const routing = routerRoutingOf(fleet);
     // Created by RouterStack (same account and region), so its name is known: `<prefix>-alarms`.
     const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${fleet.accounts.router}:${prefix}-alarms`);
     const notify = new cloudwatchActions.SnsAction(topic);
@@ -166,9 +163,8 @@ export class RouterGroupsStack extends Stack {
       groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(fleet, region, g) });
       const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, { targetGroupArn: param(routerParameters.targetGroupArn(fleet.app, g)) });
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
-        name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, slots: fleet.router.slots,
-        zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))), cellMaxConn: fleet.router.cellMaxConn,
-        targetGroup, mappingBucket, mappingBucketRegion: region, images,
+        name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, routing,
+        targetGroup, mappingBucket, mappingBucketRegion: region,
         // The 5xx rate only: it counts requests, so a first start (no traffic before readiness) cannot
         // trip it. Unhealthy tasks (RunningTaskCount below `tasks`, missing data breaching) would be in
         // ALARM while a new group's first tasks start; tasks that never become healthy trip the

@@ -1,9 +1,12 @@
-import { spawn, spawnSync } from 'child_process';
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { imageContext, imageDockerfile, ImageName } from '../../lib/images';
-import { REPO_ROOT, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
+import { routerImageConfig } from '../../lib/isolation';
+import { routerStateFiles } from '../../lib/router';
+import { HAPROXY_ADMIN, REPO_ROOT, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
+import { exampleFleet } from '../support/fleet';
 import { until } from '../support/cells';
 
 /** The Dockerfile's instructions, continuation lines joined. */
@@ -17,10 +20,13 @@ describe('router images', () => {
   const agent = instructions('router-agent');
   const runtime = haproxy.slice(haproxy.findIndex((l) => /^FROM .*haproxy/.test(l)));
 
-  it('run HAProxy from the official image, with the generated configuration, stopped by SIGUSR1 (soft stop)', () => {
+  it('run HAProxy from the official image, with the configuration rendered at synth, stopped by SIGUSR1 (soft stop)', () => {
     expect(runtime[0]).toMatch(/^FROM public\.ecr\.aws\/docker\/library\/haproxy:\d/);
+    // One stage: nothing runs at build to make the configuration.
+    expect(haproxy.filter((l) => l.startsWith('FROM'))).toHaveLength(1);
     expect(runtime).toContain('STOPSIGNAL SIGUSR1');
-    expect(haproxy.some((l) => l.includes('cellctl.js router config') && l.includes(`--state-dir ${STATE_DIR}`))).toBe(true);
+    expect(haproxy).toContain('COPY haproxy.cfg /usr/local/etc/haproxy/haproxy.cfg');
+    expect(haproxy).toContain(`COPY 503.http *.map ${STATE_DIR}/`);
   });
 
   it('declare the state directory a VOLUME, so ECS copies the generated maps into the task volume', () => {
@@ -35,8 +41,8 @@ describe('router images', () => {
   it('run the agent as the HAProxy image\'s user, pointed at the same state directory and runtime API', () => {
     expect(agent.filter((l) => l.startsWith('USER'))).toEqual([`USER ${ROUTER_USER}`]);
     expect(agent.find((l) => l.startsWith('ENV'))).toContain(`STATE_DIR=${STATE_DIR}`);
-    const admin = /--admin-socket (\S+)/.exec(haproxy.find((l) => l.includes('cellctl.js router config'))!)![1];
-    expect(agent.find((l) => l.startsWith('ENV'))).toContain(`HAPROXY_ADMIN=${admin}`);
+    expect(agent.find((l) => l.startsWith('ENV'))).toContain(`HAPROXY_ADMIN=${HAPROXY_ADMIN}`);
+    expect(routerImageConfig(exampleFleet())).toContain(`stats socket ipv4@${HAPROXY_ADMIN} level admin`);
   });
 });
 
@@ -51,21 +57,12 @@ const agentStages = instructions('router-agent').reduce<string[][]>((stages, lin
 }, []);
 
 describe('router images: what their entry points load', () => {
-  it('the HAProxy image build stage: cellctl and the fleet config, bundled, load no package (the stage has no node_modules)', () => {
-    const context = imageContext('router-haproxy');
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'image-deps-'));
-    for (const file of fs.readdirSync(context)) fs.copyFileSync(path.join(context, file), path.join(dir, file));
-    const out = path.join(dir, 'modules.json');
-    // What the Dockerfile's RUN line does, from a folder without node_modules.
-    const run = spawnSync(process.execPath, ['-e',
-      `${probe(out)} process.argv = [process.argv[0], 'cellctl', 'router', 'config', '--config', 'cells.config.js', '--state-dir', ${JSON.stringify(dir)}, '--out-dir', ${JSON.stringify(dir)}]; require('./cellctl.js');`,
-    ], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH } });
-    expect([run.status, run.stderr]).toEqual([0, expect.any(String)]);
-    expect(fs.existsSync(path.join(dir, 'haproxy.cfg'))).toBe(true);
-    const loaded = (JSON.parse(fs.readFileSync(out, 'utf8')) as string[]).map((f) => path.basename(f)).sort();
-    expect(loaded).toEqual(['cellctl.js', 'cells.config.js']);
-    expect(instructions('router-haproxy')).toContain('COPY cellctl.js cells.* ./');
-    fs.rmSync(dir, { recursive: true, force: true });
+  it('the HAProxy image: its Dockerfile and the files rendered for it, nothing else', () => {
+    const config = routerImageConfig(exampleFleet());
+    const context = imageContext('router-haproxy', { rendered: routerStateFiles(config) });
+    expect(fs.readdirSync(context).sort()).toEqual(['Dockerfile', ...Object.keys(routerStateFiles(config))].sort());
+    expect(fs.readFileSync(path.join(context, 'haproxy.cfg'), 'utf8')).toBe(config);
+    expect(() => imageContext('router-haproxy')).toThrow(/image router-haproxy: its context needs the rendered .*haproxy\.cfg/);
   });
 
   it('the agent image: one bundled file that loads no package at all (the runtime stage has no node_modules and no npm)', async () => {

@@ -3,7 +3,7 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping } from '../../lib/mapping';
-import { LocalRouter, renderHaproxyConfig, routerTaskOptions, startLocalRouter, tenantMaxConnOf } from '../../lib/router';
+import { LocalRouter, renderHaproxyConfig, routerRoutingOf, routerTaskOptions, startLocalRouter, tenantMaxConnOf } from '../../lib/router';
 import { exampleFleet } from '../support/fleet';
 import { FakeCell, onFreePorts, startCell } from '../support/cells';
 
@@ -22,8 +22,8 @@ describe('the per-tenant cap in a router task', () => {
   it('is rendered from the fleet\'s router.tenantMaxConn, half of the cell\'s slots unless the fleet says otherwise', () => {
     const fleet = exampleFleet();
     expect(fleet.router.tenantMaxConn).toBe(tenantMaxConnOf(fleet.router.cellMaxConn));
-    expect(renderHaproxyConfig(routerTaskOptions(fleet))).toContain(`hdr retry-after 1 if { sc0_trackers gt ${fleet.router.cellMaxConn / 2} }`);
-    const capped = renderHaproxyConfig(routerTaskOptions({ ...fleet, router: { ...fleet.router, tenantMaxConn: 100 } }));
+    expect(renderHaproxyConfig(routerTaskOptions(routerRoutingOf(fleet)))).toContain(`hdr retry-after 1 if { sc0_trackers gt ${fleet.router.cellMaxConn / 2} }`);
+    const capped = renderHaproxyConfig(routerTaskOptions({ ...routerRoutingOf(fleet), tenantMaxConn: 100 }));
     expect(capped).toContain(`hdr retry-after 1 if { sc0_trackers gt 100 }`);
   });
 });
