@@ -5,6 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
 import { addPipeline } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
 import { CellIsolationChecks, routerImageConfig } from '../../lib/isolation';
@@ -92,6 +93,21 @@ describe('CellIsolationChecks on the example fleet', () => {
     expect(tasks.map((v) => v.ruleName).sort()).toEqual(['CellIsolation-CI6[redispatch]', 'CellIsolation-CI6[retries]']);
     // Two router groups in each of the two regions.
     expect(tasks[0].violatingResources.map((r) => r.constructPath)).toHaveLength(4);
+  });
+
+  it('audits the configuration each router task rendered into its image, not one made again from the fleet', () => {
+    /** A router group whose rendered configuration retries (the way a routing change could make it). */
+    class Rendered extends Construct {
+      public readonly haproxyConfig = routerImageConfig(fleet).replace('  retries 0\n', '  retries 2\n');
+    }
+    const own = new App();
+    const stack = new Stack(own, 'OwnRouter', { env: { account: fleet.accounts.router, region: 'eu-west-1' } });
+    const group = new Rendered(stack, 'Group');
+    new ecs.FargateTaskDefinition(group, 'Task').addContainer('haproxy', { image: ecs.ContainerImage.fromRegistry('haproxy:2.8'), memoryLimitMiB: 512 });
+    const rendered = new CellIsolationChecks(undefined, { fleet }).validateScope(own).violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI6'));
+    expect(rendered.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([['CellIsolation-CI6[retries]', ['OwnRouter/Group/Task/Resource']]]);
+    // The real router groups render a configuration that passes.
+    expect(check().filter((v) => v.ruleName.startsWith('CellIsolation-CI6'))).toEqual([]);
   });
 
   it("is a validation plugin: a user's own stack in a cell account fails synth on an open finding, not on an acknowledged one", () => {

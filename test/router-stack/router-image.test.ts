@@ -4,6 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Fleet, FleetInput } from '../../lib/fleet';
+import { routerImageConfig } from '../../lib/isolation';
 import { routerStateFiles } from '../../lib/router';
 import { RouterGroupsStack } from '../../lib/router-stack';
 import { cdkApp, exampleFleet, REPO_ROOT, resolve, validInput } from '../support/fleet';
@@ -48,6 +49,8 @@ describe('router image assets, synthesized from fleets', () => {
     const asset = stack.node.findAll().find((c) => c.node.path.endsWith('/HaproxyImage')) as unknown as { assetHash: string };
     expect(asset.assetHash).toBe(base.haproxy);
     expect(Object.keys(routerStateFiles(base.configs[0]))).toContain('haproxy.cfg');
+    // What `cellctl router config` prints and the CellIsolation pack audits for the same fleet.
+    expect(base.configs[0]).toBe(routerImageConfig(fleet));
   });
 
   it('a fleet differing only in its cells (a cell\'s shape and state, one cell more) has the same router images', () => {
