@@ -2,6 +2,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { IMAGE_NAMES } from '../../lib/images';
+import { routerImageConfig } from '../../lib/isolation';
+import { routerStateFiles } from '../../lib/router';
+import { exampleFleet } from '../support/fleet';
 import { BuiltImage, buildContext, buildImage, missingContainerTools, podman } from '../support/containers';
 import { removeAll, runContainer, untilTaskHealthy } from '../support/ecs-task';
 import { NlbStandIn } from '../support/nlb';
@@ -17,7 +20,8 @@ if (missing) test('the image tests can run here', () => { throw new Error(`image
 describeImages('the images', () => {
   const built: Record<string, BuiltImage> = {};
   beforeAll(async () => {
-    for (const name of IMAGE_NAMES) built[name] = await buildImage(name);
+    const rendered: Partial<Record<string, Record<string, string>>> = { 'router-haproxy': routerStateFiles(routerImageConfig(exampleFleet())) };
+    for (const name of IMAGE_NAMES) built[name] = await buildImage(name, 'local', rendered[name]);
   }, 1_200_000);
 
   it.each(['workload', 'mover', 'router-agent'])('%s runs its bundle on Node.js 24 with no npm in the image', async (name) => {
@@ -28,9 +32,12 @@ describeImages('the images', () => {
     expect(files).toBe(`${name}.js`);
   });
 
-  it('the HAProxy image holds the configuration cellctl generated at build, valid for HAProxy', async () => {
+  it('the HAProxy image holds the configuration rendered for the router, valid for HAProxy, and its state files', async () => {
     const r = await podman(['run', '--rm', '--network', 'host', '--ulimit', 'host', built['router-haproxy'].tag, 'haproxy', '-c', '-f', '/usr/local/etc/haproxy/haproxy.cfg', '-n', '4000']);
     expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('Configuration file is valid')]);
+    const config = await podman(['run', '--rm', '--network', 'host', '--entrypoint', 'sh', built['router-haproxy'].tag, '-c', 'cat /usr/local/etc/haproxy/haproxy.cfg; ls /var/lib/cell-router >&2']);
+    expect(config.stdout).toBe(routerImageConfig(exampleFleet()));
+    expect(config.stderr.trim().split('\n').sort()).toEqual(Object.keys(routerStateFiles('')).filter((f) => f !== 'haproxy.cfg').sort());
   });
 
   it('a failed Dockerfile build reports the step and the reason in one line', async () => {
