@@ -28,12 +28,12 @@ export const ACCOUNT_PLACEHOLDER = '{account}';
 /**
  * The execution policy for one account. A customer-managed policy exists only in its own account,
  * so a policy ARN naming one account cannot serve the others: use an AWS managed policy or
- * `arn:aws:iam::{account}:policy/NAME` (created in every account beforehand).
+ * `arn:<partition>:iam::{account}:policy/NAME` (created in every account beforehand).
  */
 export function executionPolicyFor(policyArn: string, account: string): string {
-  const owner = /^arn:[\w-]+:iam::(\d{12}):policy\//.exec(policyArn)?.[1];
+  const [, partition, owner] = /^arn:([\w-]+):iam::(\d{12}):policy\//.exec(policyArn) ?? [];
   if (owner !== undefined && owner !== account) {
-    throw new Error(`organization.executionPolicyArn ${policyArn} is a policy of account ${owner}; CloudFormation in account ${account} cannot use it. Use an AWS managed policy or arn:aws:iam::${ACCOUNT_PLACEHOLDER}:policy/<name>, created in every account`);
+    throw new Error(`organization.executionPolicyArn ${policyArn} is a policy of account ${owner}; CloudFormation in account ${account} cannot use it. Use an AWS managed policy or arn:${partition}:iam::${ACCOUNT_PLACEHOLDER}:policy/<name>, created in every account`);
   }
   return policyArn.split(ACCOUNT_PLACEHOLDER).join(account);
 }

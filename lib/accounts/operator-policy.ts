@@ -7,6 +7,8 @@
 export interface OperatorPolicyOptions {
   /** `organization.roleName`, assumed in every account for its bootstrap. */
   readonly roleName: string;
+  /** The fleet's partition (`fleet.partition`). @default 'aws' */
+  readonly partition?: string;
 }
 
 /** IAM tag keys `ensure` puts on every account it creates. */
@@ -36,7 +38,7 @@ export function operatorPolicy(options: OperatorPolicyOptions) {
         Sid: 'BootstrapEachAccount',
         Effect: 'Allow',
         Action: 'sts:AssumeRole',
-        Resource: `arn:aws:iam::*:role/${options.roleName}`,
+        Resource: `arn:${options.partition ?? 'aws'}:iam::*:role/${options.roleName}`,
       },
     ],
   };

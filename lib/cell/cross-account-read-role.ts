@@ -1,3 +1,4 @@
+import { Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 
@@ -37,7 +38,7 @@ export class CrossAccountReadRole extends iam.Role {
       roleName: props.roleName,
       description: props.description,
       assumedBy: props.trustedRolePrefix === undefined ? account : account.withConditions({
-        ArnLike: { 'aws:PrincipalArn': `arn:aws:iam::${props.trustedAccount}:role/${props.trustedRolePrefix}*` },
+        ArnLike: { 'aws:PrincipalArn': Stack.of(scope).formatArn({ service: 'iam', region: '', account: props.trustedAccount, resource: 'role', resourceName: `${props.trustedRolePrefix}*` }) },
       }),
     });
     this.addToPolicy(new iam.PolicyStatement({ actions: [...props.actions], resources: [...props.resources] }));

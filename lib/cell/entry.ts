@@ -158,7 +158,7 @@ export class CellEntry extends Construct {
       vpcEndpointServiceLoadBalancers: [this.privateLink],
       // The allow-list below is the control; acceptance would need a human for every router endpoint.
       acceptanceRequired: false,
-      allowedPrincipals: [new iam.ArnPrincipal(`arn:aws:iam::${props.routerAccount}:root`)],
+      allowedPrincipals: [new iam.ArnPrincipal(Stack.of(this).formatArn({ service: 'iam', region: '', account: props.routerAccount, resource: 'root' }))],
       // Cross-region PrivateLink: routers in these regions create interface endpoints with
       // ServiceRegion = this region ("Cross-Region access" in AWS PrivateLink's "Share your services").
       ...(props.consumerRegions && props.consumerRegions.length > 0 ? { allowedRegions: [...props.consumerRegions] } : {}),

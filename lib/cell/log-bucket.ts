@@ -4,7 +4,7 @@ import { Construct } from 'constructs';
 
 /**
  * `<prefix>-<suffix>`, the suffix being the last group of the stack id's UUID
- * (`arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>`), which is new on every stack
+ * (`arn:<partition>:cloudformation:<region>:<account>:stack/<name>/<uuid>`), which is new on every stack
  * creation: a first create that failed and rolled back leaves its retained bucket behind, and the
  * retry names a new one instead of failing on "already exists". The suffix is 12 characters, so the
  * prefix may have at most 50 (S3's limit is 63).

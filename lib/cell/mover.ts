@@ -182,8 +182,8 @@ export class CellMover extends Construct implements ec2.IConnectable {
       actions: ['ssm:GetParameter'], resources: [stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: parameterName.replace(/^\//, '') })],
     }));
     for (const [resource, reason] of [
-      [`arn:aws:ecs:${stack.region}:${account}:task-definition/${family}:*`, 'Every revision of this cell\'s mover task definition (RunTask takes the family\'s latest), only in this cell\'s mover cluster.'],
-      [`arn:aws:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`, 'The mover tasks of this cell\'s mover cluster; their ids are made at run time.'],
+      [`arn:${stack.partition}:ecs:${stack.region}:${account}:task-definition/${family}:*`, 'Every revision of this cell\'s mover task definition (RunTask takes the family\'s latest), only in this cell\'s mover cluster.'],
+      [`arn:${stack.partition}:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`, 'The mover tasks of this cell\'s mover cluster; their ids are made at run time.'],
     ]) Validations.of(this.launcher).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
 
     const subnets = props.vpc.selectSubnets(props.subnets).subnetIds;

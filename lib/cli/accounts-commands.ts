@@ -101,7 +101,7 @@ export function accountsCommand(io: CliIo): Command {
       const fleet = fleetFrom(flags.config);
       let environments;
       try {
-        environments = bootstrapEnvironments(fleet, { executionPolicyArn: fleet.organization?.executionPolicyArn ?? 'arn:aws:iam::aws:policy/AdministratorAccess' });
+        environments = bootstrapEnvironments(fleet, { executionPolicyArn: fleet.organization?.executionPolicyArn ?? `arn:${fleet.partition}:iam::aws:policy/AdministratorAccess` });
       } catch (error) {
         throw new CliError((error as Error).message);
       }
@@ -155,7 +155,7 @@ export function accountsCommand(io: CliIo): Command {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { operatorPolicy } = require('../accounts') as typeof import('../accounts');
       const fleet = fleetFrom(flags.config);
-      io.out(json(operatorPolicy({ roleName: fleet.organization?.roleName ?? 'OrganizationAccountAccessRole' })));
+      io.out(json(operatorPolicy({ roleName: fleet.organization?.roleName ?? 'OrganizationAccountAccessRole', partition: fleet.partition })));
     });
 
   return accounts;

@@ -85,6 +85,24 @@ export function availabilityZoneProblems(region: string, zones: readonly string[
 }
 
 /** Why a region outside the table is refused, and how to add it. */
+/** The AWS partitions a fleet may live in: ARNs name theirs (`arn:<partition>:…`), and one fleet is in one partition. */
+export const PARTITIONS = ['aws', 'aws-cn', 'aws-us-gov'] as const;
+export type Partition = (typeof PARTITIONS)[number];
+
+/**
+ * The partition a region belongs to, by its name (as AWS names regions): China regions are
+ * `aws-cn`, GovCloud `aws-us-gov`, the ISO regions their own, every other region `aws`. The stage
+ * scripts' `stage_partition` (lib/pipeline/protect.ts) says the same in shell.
+ */
+export function regionPartition(region: string): string {
+  if (region.startsWith('cn-')) return 'aws-cn';
+  if (region.startsWith('us-gov-')) return 'aws-us-gov';
+  if (region.startsWith('us-isob-')) return 'aws-iso-b';
+  if (region.startsWith('us-iso-')) return 'aws-iso';
+  if (region.startsWith('eu-isoe-')) return 'aws-iso-e';
+  return 'aws';
+}
+
 export function unknownRegionProblem(region: string): string {
   return `region \`${region}\`: unknown region, not in the AZ-ID table (lib/fleet/regions.ts, taken from the AWS Availability Zones page). `
     + `Known regions: ${Object.keys(KNOWN_REGIONS).join(', ')}. To add a region, add its row to KNOWN_REGIONS from `

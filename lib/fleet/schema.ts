@@ -10,6 +10,7 @@ import {
   RegionConfig, RouterConfig, RouterGroupConfig, WavePolicy, WorkloadConfig,
 } from './types';
 import { GrantedQuotas } from '../limits/quotas';
+import { PARTITIONS } from './regions';
 
 /** What one value may be. */
 export type ValueSpec =
@@ -123,6 +124,7 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
   app: string,
   partitionKey: optional(PARTITION_KEY),
   bucketCount: optional(integer),
+  partition: optional(oneOf(...PARTITIONS)),
   accounts: object<FleetInput['accounts']>({ tooling: string, router: string }),
   regions: { type: 'record', values: object<RegionConfig>({ availabilityZones: { type: 'array', items: string } }) },
   shapes: { type: 'record', values: SHAPE, label: (name) => `shape \`${name}\`` },

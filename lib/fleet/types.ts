@@ -2,6 +2,7 @@
  * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK.
  */
 import { GrantedQuotas } from '../limits/quotas';
+import type { Partition } from './regions';
 
 /** Where the router reads the partition key (tenant id) from. */
 export type PartitionKeySource =
@@ -214,8 +215,8 @@ export interface OrganizationConfig {
   readonly roleName?: string;
   /**
    * Execution policy `cellctl accounts bootstrap` gives CloudFormation in every account: an AWS managed
-   * policy, or `arn:aws:iam::{account}:policy/NAME` for a customer-managed policy created in each account.
-   * @default 'arn:aws:iam::aws:policy/AdministratorAccess'
+   * policy, or `arn:<partition>:iam::{account}:policy/NAME` for a customer-managed policy created in each account.
+   * @default AdministratorAccess (`arn:<partition>:iam::aws:policy/AdministratorAccess`, the fleet's partition)
    */
   readonly executionPolicyArn?: string;
 }
@@ -274,6 +275,12 @@ export interface FleetInput {
   readonly partitionKey?: PartitionKeySource;
   /** Number of buckets keys hash into; a power of two. @default 16384 */
   readonly bucketCount?: number;
+  /**
+   * The AWS partition every account and region of the fleet is in (`aws`, `aws-cn`, `aws-us-gov`):
+   * the partition of the ARNs the CLI and the stage scripts build. Every region must be in it.
+   * @default 'aws'
+   */
+  readonly partition?: Partition;
   readonly accounts: {
     /** Where the pipeline lives. */
     readonly tooling: string;
@@ -322,6 +329,7 @@ export interface Fleet {
   readonly app: string;
   readonly partitionKey: PartitionKeySource;
   readonly bucketCount: number;
+  readonly partition: Partition;
   readonly accounts: { readonly tooling: string; readonly router: string };
   readonly regions: Readonly<Record<string, RegionConfig>>;
   readonly workload: Required<WorkloadConfig>;

@@ -5,7 +5,7 @@ import {
 } from './defaults';
 import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
 import { crossRegionProblems } from './privatelink-regions';
-import { availabilityZoneProblems } from './regions';
+import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
 import { moverLauncherRoleName, moverTaskRoleName } from '../moves/aws-layout';
 import { structureProblems } from './schema';
@@ -38,6 +38,9 @@ export class FleetConfigError extends Error {
     this.name = 'FleetConfigError';
   }
 }
+
+/** The fleet's partition, for the ARNs validation expects (`aws` while the partition itself is invalid: that has its own problem). */
+const fleetPartition = (input: FleetInput): string => ((PARTITIONS as readonly string[]).includes(input.partition ?? 'aws') ? input.partition ?? 'aws' : 'aws');
 
 const isInt = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n);
 const isPositive = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n > 0;
@@ -88,6 +91,13 @@ function appProblems(input: FleetInput): string[] {
 function regionProblems(input: FleetInput): string[] {
   const regions = Object.entries(input.regions ?? {});
   if (regions.length === 0) return ['regions: none; describe at least one region with its Availability Zones'];
+  const partition = input.partition ?? 'aws';
+  if (!(PARTITIONS as readonly string[]).includes(partition)) return [`partition: \`${partition}\` must be one of ${PARTITIONS.join(', ')} (default aws)`];
+  // One fleet, one partition: IAM roles cannot be assumed across partitions, nor PrivateLink reach across.
+  const elsewhere = regions.map(([region]) => region).filter((region) => regionPartition(region) !== partition);
+  if (elsewhere.length > 0) {
+    return elsewhere.map((region) => `region \`${region}\`: in partition ${regionPartition(region)}, not the fleet's ${partition}; ${partition === 'aws' ? `set \`partition: '${regionPartition(region)}'\` if every region is there, or` : ''} use regions of one partition`);
+  }
   return regions.flatMap(([region, config]) => availabilityZoneProblems(region, config?.availabilityZones ?? []));
 }
 
@@ -270,8 +280,9 @@ function organizationProblems(input: FleetInput): string[] {
     problems.push(`organization.organizationalUnitId: \`${org.organizationalUnitId}\` is not an OU id (ou-xxxx-xxxxxxxx) or root id (r-xxxx)`);
   }
   if (org.roleName !== undefined && !/^[\w+=,.@-]{1,64}$/.test(org.roleName)) problems.push(`organization.roleName: \`${org.roleName}\` is not an IAM role name`);
-  if (org.executionPolicyArn !== undefined && !/^arn:aws[a-z-]*:iam::(aws|\d{12}|\{account\}):policy\/.+$/.test(org.executionPolicyArn)) {
-    problems.push(`organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN (arn:aws:iam::aws:policy/NAME, or arn:aws:iam::{account}:policy/NAME for a policy created in every account)`);
+  const partition = fleetPartition(input);
+  if (org.executionPolicyArn !== undefined && !new RegExp(`^arn:${partition}:iam::(aws|\\d{12}|\\{account\\}):policy/.+$`).test(org.executionPolicyArn)) {
+    problems.push(`organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN (arn:${partition}:iam::aws:policy/NAME, or arn:${partition}:iam::{account}:policy/NAME for a policy created in every account)`);
   }
   return problems;
 }
@@ -282,8 +293,8 @@ function pipelineProblems(input: FleetInput): string[] {
   const problems: string[] = [];
   const source = pipeline.source;
   if (source?.kind === 'connection') {
-    if (!/^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection\/.+$/.test(source.connectionArn)) {
-      problems.push(`pipeline.source.connectionArn: \`${source.connectionArn}\` is not a CodeConnections ARN`);
+    if (!new RegExp(`^arn:${fleetPartition(input)}:(codestar-connections|codeconnections):[a-z0-9-]+:\\d{12}:connection/.+$`).test(source.connectionArn)) {
+      problems.push(`pipeline.source.connectionArn: \`${source.connectionArn}\` is not a CodeConnections ARN in the fleet's partition (arn:${fleetPartition(input)}:codeconnections:<region>:<account>:connection/<id>)`);
     }
     if (!/^[\w.-]+\/[\w.-]+$/.test(source.repository)) problems.push(`pipeline.source.repository: \`${source.repository}\` must be owner/name`);
     if (!source.branch) problems.push('pipeline.source.branch: empty');
@@ -426,8 +437,9 @@ function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetP
     if (cell.state !== undefined && !['active', 'draining', 'quarantine'].includes(cell.state)) {
       problems.push(`${at}: state \`${cell.state}\` must be active, draining or quarantine`);
     }
-    if (cell.certificateArn !== undefined && !cell.certificateArn.startsWith(`arn:aws:acm:${cell.region}:${account}:certificate/`)) {
-      problems.push(`${at}: certificateArn must be an ACM certificate in the cell's own account and region (arn:aws:acm:${cell.region}:${account}:certificate/…)`);
+    const certificate = `arn:${fleetPartition(input)}:acm:${cell.region}:${account}:certificate/`;
+    if (cell.certificateArn !== undefined && !cell.certificateArn.startsWith(certificate)) {
+      problems.push(`${at}: certificateArn must be an ACM certificate in the cell's own account and region (${certificate}…)`);
     }
   }
   const accountOwners = new Map<string, string>();
@@ -497,6 +509,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     app: input.app,
     partitionKey: input.partitionKey ?? DEFAULT_PARTITION_KEY,
     bucketCount: input.bucketCount ?? DEFAULT_BUCKET_COUNT,
+    partition: input.partition ?? 'aws',
     accounts: { tooling: input.accounts.tooling, router: input.accounts.router },
     regions: input.regions,
     workload: { databasePort: DEFAULT_DATABASE_PORT, ...input.workload },
@@ -524,7 +537,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     ...(input.organization ? {
       organization: {
         roleName: 'OrganizationAccountAccessRole',
-        executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess',
+        executionPolicyArn: `arn:${fleetPartition(input)}:iam::aws:policy/AdministratorAccess`,
         ...input.organization,
       },
     } : {}),

@@ -1,4 +1,5 @@
 import { DefaultStackSynthesizer } from 'aws-cdk-lib';
+import { regionPartition } from '../fleet/regions';
 
 /** A stack the pipeline deployed, to be termination-protected in its account and region. */
 export interface ProtectTarget {
@@ -15,7 +16,7 @@ export interface ProtectTarget {
 
 /** The CDK bootstrap deploy role of an environment (default qualifier), which the pipeline already assumes to deploy. */
 export function deployRoleArn(account: string, region: string, qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string {
-  return `arn:aws:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
+  return `arn:${regionPartition(region)}:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
 }
 
 /**

@@ -76,7 +76,7 @@ export class CellLink extends Construct {
     const { cell } = props;
     const properties: LookupProperties = {
       CellId: cell.id,
-      RoleArn: `arn:aws:iam::${cell.account}:role/${cell.readerRoleName}`,
+      RoleArn: Stack.of(this).formatArn({ service: 'iam', region: '', account: cell.account, resource: 'role', resourceName: cell.readerRoleName }),
       Region: cell.region,
       ParameterName: cell.serviceNameParameter,
       // Part of the resource's properties: a new fingerprint is an update, which reads the name again.

@@ -5,7 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { LogBucket, perCreationBucketName } from '../cell/log-bucket';
 import { bundledHandler } from './bundled-handler';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
@@ -246,11 +246,12 @@ export class MappingSeed extends Construct {
  * its region's mapping bucket, and list its pointer's key, nothing else.
  */
 export function grantMappingRead(role: iam.IRole, bucketName: string, group: string): void {
-  const versions = `arn:aws:s3:::${bucketName}/mappings/*`;
+  const bucket = s3BucketArn(role, bucketName);
+  const versions = `${bucket}/mappings/*`;
   acknowledgeWildcard(role, versions, 'The immutable published versions (mappings/v<N>.json) are read-only to routers; their names are not known in advance.');
   role.addToPrincipalPolicy(new iam.PolicyStatement({
     actions: ['s3:GetObject'],
-    resources: [`arn:aws:s3:::${bucketName}/${groupKey(group)}`, versions],
+    resources: [`${bucket}/${groupKey(group)}`, versions],
   }));
   // S3 answers a GET of a missing key with 403, not 404, to a caller without s3:ListBucket (GetObject
   // API reference, "Permissions", https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html):
@@ -258,7 +259,7 @@ export function grantMappingRead(role: iam.IRole, bucketName: string, group: str
   // (S3MappingSource, lib/router/sources.ts). Nothing else of the bucket can be listed.
   role.addToPrincipalPolicy(new iam.PolicyStatement({
     actions: ['s3:ListBucket'],
-    resources: [`arn:aws:s3:::${bucketName}`],
+    resources: [bucket],
     conditions: { StringEquals: { 's3:prefix': groupKey(group) } },
   }));
 }
@@ -270,9 +271,14 @@ export function grantMappingRead(role: iam.IRole, bucketName: string, group: str
  * its report (`stopped`), it never deletes it; the bucket's lifecycle expires what nobody refreshes.
  */
 export function grantServedReport(role: iam.IRole, bucketName: string, group: string): void {
-  const reports = `arn:aws:s3:::${bucketName}/${servedPrefix(group)}*`;
+  const reports = `${s3BucketArn(role, bucketName)}/${servedPrefix(group)}*`;
   acknowledgeWildcard(role, reports, 'Each router task writes its own report served/<group>/<task id>.json; task ids are made by ECS at run time, so the grant is the group\'s prefix (the bucket policy denies every other group\'s).');
   role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [reports] }));
+}
+
+/** The ARN of bucket `bucketName` in the partition of `scope`'s stack. */
+function s3BucketArn(scope: IConstruct, bucketName: string): string {
+  return Stack.of(scope).formatArn({ service: 's3', region: '', account: '', resource: bucketName });
 }
 
 /** Acknowledges cdk-nag's finding on a wildcard `resource` in `role`'s policy, with why it cannot be narrower. */
