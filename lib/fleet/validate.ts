@@ -96,7 +96,8 @@ function regionProblems(input: FleetInput): string[] {
   // One fleet, one partition: IAM roles cannot be assumed across partitions, nor PrivateLink reach across.
   const elsewhere = regions.map(([region]) => region).filter((region) => regionPartition(region) !== partition);
   if (elsewhere.length > 0) {
-    return elsewhere.map((region) => `region \`${region}\`: in partition ${regionPartition(region)}, not the fleet's ${partition}; ${partition === 'aws' ? `set \`partition: '${regionPartition(region)}'\` if every region is there, or` : ''} use regions of one partition`);
+    const fix = (region: string) => (partition === 'aws' ? `set \`partition: '${regionPartition(region)}'\` if every region is there, or use regions of one partition` : 'use regions of one partition');
+    return elsewhere.map((region) => `region \`${region}\`: in partition ${regionPartition(region)}, not the fleet's ${partition}; ${fix(region)}`);
   }
   return regions.flatMap(([region, config]) => availabilityZoneProblems(region, config?.availabilityZones ?? []));
 }

@@ -87,6 +87,9 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
   it('names the deploy role by the bootstrap qualifier', () => {
     expect(deployRoleArn('123456789012', 'eu-west-1')).toBe('arn:aws:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-eu-west-1');
     expect(deployRoleArn('123456789012', 'eu-west-1', 'custom')).toBe('arn:aws:iam::123456789012:role/cdk-custom-deploy-role-123456789012-eu-west-1');
+    // In the region's partition.
+    expect(deployRoleArn('123456789012', 'us-gov-west-1')).toBe('arn:aws-us-gov:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-us-gov-west-1');
+    expect(deployRoleArn('123456789012', 'cn-north-1')).toBe('arn:aws-cn:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-cn-north-1');
     expect(protectCommands([])).toEqual([]);
   });
 });
