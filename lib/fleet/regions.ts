@@ -92,16 +92,16 @@ export type Partition = (typeof PARTITIONS)[number];
 /**
  * The partition a region belongs to, by its name (as AWS names regions): China regions are
  * `aws-cn`, GovCloud `aws-us-gov`, the ISO regions their own, every other region `aws`. The stage
- * scripts' `stage_partition` (lib/pipeline/protect.ts) says the same in shell.
+ * scripts' `stage_partition` (lib/pipeline/protect.ts) is made from the same table.
  */
 export function regionPartition(region: string): string {
-  if (region.startsWith('cn-')) return 'aws-cn';
-  if (region.startsWith('us-gov-')) return 'aws-us-gov';
-  if (region.startsWith('us-isob-')) return 'aws-iso-b';
-  if (region.startsWith('us-iso-')) return 'aws-iso';
-  if (region.startsWith('eu-isoe-')) return 'aws-iso-e';
-  return 'aws';
+  return REGION_PARTITION_PREFIXES.find(([prefix]) => region.startsWith(prefix))?.[1] ?? 'aws';
 }
+
+/** Region name prefixes of the partitions other than `aws`, most specific first (`regionPartition`). */
+export const REGION_PARTITION_PREFIXES: readonly (readonly [prefix: string, partition: string])[] = [
+  ['cn-', 'aws-cn'], ['us-gov-', 'aws-us-gov'], ['us-isob-', 'aws-iso-b'], ['us-iso-', 'aws-iso'], ['eu-isoe-', 'aws-iso-e'],
+];
 
 export function unknownRegionProblem(region: string): string {
   return `region \`${region}\`: unknown region, not in the AZ-ID table (lib/fleet/regions.ts, taken from the AWS Availability Zones page). `

@@ -1,5 +1,5 @@
 import { DefaultStackSynthesizer } from 'aws-cdk-lib';
-import { regionPartition } from '../fleet/regions';
+import { REGION_PARTITION_PREFIXES, regionPartition } from '../fleet/regions';
 
 /** A stack the pipeline deployed, to be termination-protected in its account and region. */
 export interface ProtectTarget {
@@ -38,11 +38,7 @@ export function partitionFunction(): string[] {
   return [
     'stage_partition() {',
     '  case "$1" in',
-    '    cn-*) echo aws-cn ;;',
-    '    us-gov-*) echo aws-us-gov ;;',
-    '    us-isob-*) echo aws-iso-b ;;',
-    '    us-iso-*) echo aws-iso ;;',
-    '    eu-isoe-*) echo aws-iso-e ;;',
+    ...REGION_PARTITION_PREFIXES.map(([prefix, partition]) => `    ${prefix}*) echo ${partition} ;;`),
     '    *) echo aws ;;',
     '  esac',
     '}',

@@ -1,4 +1,6 @@
-import { deployRoleArn, protectCommands, ProtectTarget } from '../../lib/pipeline';
+import { execFileSync } from 'child_process';
+import { regionPartition } from '../../lib/fleet';
+import { deployRoleArn, partitionFunction, protectCommands, ProtectTarget } from '../../lib/pipeline';
 import { runWithFakeAws } from '../support/fake-aws';
 
 const targets: ProtectTarget[] = [
@@ -91,5 +93,12 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
     expect(deployRoleArn('123456789012', 'us-gov-west-1')).toBe('arn:aws-us-gov:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-us-gov-west-1');
     expect(deployRoleArn('123456789012', 'cn-north-1')).toBe('arn:aws-cn:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-cn-north-1');
     expect(protectCommands([])).toEqual([]);
+  });
+
+  it('stage_partition in the scripts answers what regionPartition does, for every partition', () => {
+    for (const region of ['eu-west-1', 'cn-north-1', 'us-gov-west-1', 'us-isob-east-1', 'us-iso-east-1', 'eu-isoe-west-1']) {
+      const shell = execFileSync('bash', ['--norc', '-c', [...partitionFunction(), `stage_partition ${region}`].join('\n')], { encoding: 'utf8' }).trim();
+      expect([region, shell]).toEqual([region, regionPartition(region)]);
+    }
   });
 });
