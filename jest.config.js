@@ -1,17 +1,57 @@
-/** @type {import('jest').Config} */
-module.exports = {
+const fs = require('fs');
+const path = require('path');
+
+/**
+ * A test file is an integration test when it starts a program from outside node_modules or a
+ * long-running server; each marker names what the file then needs installed (docs/testing.md).
+ * Every other file is a unit or synthesis test: it needs nothing but `npm ci` and runs in parallel.
+ * A new file is sorted by what it uses, so one that starts HAProxy cannot land among the unit tests.
+ */
+const INTEGRATION_MARKERS = [
+  ['HAProxy', /\bstartLocalRouter\b|spawn(Sync)?\('haproxy'|'router', 'local'/],
+  ['the local fleet (HAProxy, PostgreSQL)', /\bstart(LocalFleet|ImageRouter|FloodProcess)\b/],
+  ['PostgreSQL', /\bstart(TestPostgres|PostgresServer|Workload)\b/],
+  ['moto_server', /\bstartMoto\b/],
+  ['chromium', /\bscreenshot\(/],
+  ['buildah and podman', /\b(runContainer|buildContainerImage)\b|'(buildah|podman)'/],
+  ['cfn-lint', /\bcfnLintFindings\b/],
+  ['openssl', /'openssl'/],
+];
+
+function testFiles(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return testFiles(p);
+    return e.name.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const integration = testFiles(path.join(__dirname, 'test'))
+  .filter((file) => INTEGRATION_MARKERS.some(([, marker]) => marker.test(fs.readFileSync(file, 'utf8'))));
+
+/** `<rootDir>/test/a/b.test.ts` as a path regex that matches that file only. */
+const exactly = (file) => `^${path.resolve(file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+
+const common = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.tsx?$': 'ts-jest' },
+  // One temporary folder per run, removed at the end (test/support/tmpdir.ts).
+  globalSetup: '<rootDir>/test/support/tmpdir.ts',
+  globalTeardown: '<rootDir>/test/support/tmpdir-teardown.ts',
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
   // A safety net against a hang, not a speed check: a synthesis-heavy beforeAll that takes a minute
   // on a quiet machine can take three on a loaded one. Tests wait on conditions with their own
   // deadlines (60 s) and say what they waited for.
   testTimeout: 300000,
-  // One temporary folder per run, removed at the end (test/support/tmpdir.ts).
-  globalSetup: '<rootDir>/test/support/tmpdir.ts',
-  globalTeardown: '<rootDir>/test/support/tmpdir-teardown.ts',
-  // One worker: the router tests measure throughput and latency against a real HAProxy, and
-  // synthesis-heavy files running beside them would skew those numbers on a 2-core machine.
-  maxWorkers: 1,
+  projects: [
+    { ...common, displayName: 'unit', testPathIgnorePatterns: ['/node_modules/', ...integration.map(exactly)] },
+    // Run with one worker (`npm run test:integration`): the router tests measure throughput and
+    // latency against a real HAProxy, and files running beside them would skew those numbers.
+    { ...common, displayName: 'integration', testMatch: integration },
+  ],
 };

@@ -1,0 +1,61 @@
+import { spawnSync } from 'child_process';
+import { postgresBinDir } from '../../lib/local-fleet/postgres';
+import { CFN_LINT_VERSION, MIN_HAPROXY } from '../../lib/pipeline/synth';
+
+/** The moto release the AWS-path tests run against (test/support/moto.ts). */
+export const MOTO_VERSION = '5.2.1';
+
+/**
+ * A program the integration tests start, how to tell it is there, and how it is installed on Debian
+ * and Ubuntu: Debian packages, or a Python package where the distribution has none of the right
+ * version. The unit tests need none of them (jest.config.js sorts the files by what they start).
+ */
+export interface Prerequisite {
+  readonly name: string;
+  /** Which tests start it. */
+  readonly usedBy: string;
+  /** Undefined when it is there and usable, else what is wrong ("not found", "2.4 is too old"). */
+  check(): string | undefined;
+  readonly apt?: readonly string[];
+  /** A pip requirement, installed with python3-pip from apt. */
+  readonly pip?: string;
+}
+
+const onPath = (command: string): boolean => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore' }).status === 0;
+const allOnPath = (...commands: string[]) => (): string | undefined => {
+  const missing = commands.filter((c) => !onPath(c));
+  if (missing.length === 0) return undefined;
+  return missing.length === commands.length && commands.length === 1 ? 'not found on PATH' : `${missing.join(', ')} not found on PATH`;
+};
+
+function haproxyCheck(): string | undefined {
+  if (!onPath('haproxy')) return 'not found on PATH';
+  const version = /HAProxy version (\d+)\.(\d+)/.exec(spawnSync('haproxy', ['-v'], { encoding: 'utf8' }).stdout ?? '');
+  if (!version) return '`haproxy -v` printed no version';
+  const [major, minor] = [Number(version[1]), Number(version[2])];
+  const old = major < MIN_HAPROXY.major || (major === MIN_HAPROXY.major && minor < MIN_HAPROXY.minor);
+  return old ? `${major}.${minor} is older than the ${MIN_HAPROXY.major}.${MIN_HAPROXY.minor} the router needs` : undefined;
+}
+
+export const PREREQUISITES: readonly Prerequisite[] = [
+  { name: 'haproxy', usedBy: 'the router, CLI and local-fleet tests', check: haproxyCheck, apt: ['haproxy'] },
+  { name: 'openssl', usedBy: 'the router\'s TLS-to-cells test and the PostgreSQL TLS tests', check: allOnPath('openssl'), apt: ['openssl'] },
+  {
+    name: 'postgresql', usedBy: 'the workload, local-fleet and move tests (initdb and postgres from /usr/lib/postgresql/<version>/bin)',
+    check: () => (postgresBinDir() ? undefined : 'no initdb and postgres under /usr/lib/postgresql/*/bin (or PG_BIN)'), apt: ['postgresql'],
+  },
+  { name: 'chromium', usedBy: 'the audit report test (a headless browser looks at the HTML report)', check: allOnPath('chromium'), apt: ['chromium'] },
+  {
+    name: 'buildah, podman, runc, debootstrap', usedBy: 'the image tests (docs/images.md)',
+    check: allOnPath('buildah', 'podman', 'runc', 'debootstrap'), apt: ['buildah', 'podman', 'runc', 'debootstrap'],
+  },
+  { name: 'moto_server', usedBy: 'the AWS-path tests (an AWS emulator written apart from this project)', check: allOnPath('moto_server'), pip: `moto[server]==${MOTO_VERSION}` },
+  { name: 'cfn-lint', usedBy: 'the cfn-lint, audit and scale tests', check: allOnPath('cfn-lint'), pip: `cfn-lint==${CFN_LINT_VERSION}` },
+];
+
+/** The exact commands that install `p` on Debian or Ubuntu, each after `asRoot` (`sudo ` or nothing). */
+export function installCommand(p: Prerequisite, asRoot: string): string {
+  const apt = (packages: readonly string[]) => `${asRoot}apt-get install -y ${packages.join(' ')}`;
+  if (p.apt) return apt(p.apt);
+  return `${apt(['python3-pip'])} && ${asRoot}python3 -m pip install --break-system-packages '${p.pip}'`;
+}
