@@ -44,7 +44,7 @@ describe('ControlTowerChecks', () => {
 
   it('matches findings to constructs and to their acknowledgment on the resource or an ancestor', () => {
     const outdir = path.join(dir, 'app');
-    const app = new App({ outdir });
+    const app = new App({ outdir, builtinCloudFormationValidation: false });
     const stack = new Stack(app, 'Logs');
     new logs.LogGroup(stack, 'Open', { retention: logs.RetentionDays.ONE_MONTH });
     const acknowledged = new logs.LogGroup(stack, 'Acknowledged', { retention: logs.RetentionDays.ONE_MONTH });
@@ -65,7 +65,7 @@ describe('ControlTowerChecks', () => {
       ...input, router: { ...input.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' },
       cells: [{ ...cell, certificateArn: `arn:aws:acm:${cell.region}:${cell.account}:certificate/0000` }, ...input.cells.slice(1)],
     });
-    const app = new App({ outdir: path.join(dir, 'cells') });
+    const app = new App({ outdir: path.join(dir, 'cells'), builtinCloudFormationValidation: false });
     new CellStack(app, 'WithCertificate', { cell: fleet.cells[0], fleet });
     new CellStack(app, 'WithoutCertificate', { cell: fleet.cells[1], fleet });
     app.synth();

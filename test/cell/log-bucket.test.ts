@@ -1,14 +1,15 @@
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
 import { LogBucket } from '../../lib/cell/log-bucket';
+import { cdkApp } from '../support/fleet';
 
 describe('LogBucket', () => {
   let stack: Stack;
   let template: Template;
   beforeAll(() => {
-    const app = new App();
+    const app = cdkApp();
     stack = new Stack(app, 'Logs', { env: { account: '111111111111', region: 'eu-west-1' } });
     new LogBucket(stack, 'AccessLogs', { receives: 'test logs', whyNotKms: 'delivery takes SSE-S3 only' });
     new LogBucket(stack, 'ServerLogs', { receives: 'server logs', whyNotKms: 'SSE-S3 only', objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED });

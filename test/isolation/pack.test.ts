@@ -112,7 +112,7 @@ describe('CellIsolationChecks on the example fleet', () => {
 
   it("is a validation plugin: a user's own stack in a cell account fails synth on an open finding, not on an acknowledged one", () => {
     const userApp = (acknowledge: boolean) => {
-      const small = new App();
+      const small = cdkApp();
       const stack = new Stack(small, 'UserCellStack', { env: { account: fleet.cells[0].account, region: fleet.cells[0].region } });
       Tags.of(stack).add('cell', fleet.cells[0].id);
       Tags.of(stack).add('app', fleet.app);

@@ -167,7 +167,7 @@ describe('CellEndpointLookup construct', () => {
   });
   let responseUrl: string;
   beforeAll(async () => {
-    app = cdkApp();
+    app = cdkApp({ bundling: true });
     stack = new Stack(app, 'lookup', { env: { account: '222222222222', region: 'eu-west-1' } });
     const role = new iam.Role(stack, 'CustomResourceRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     new CellEndpointLookup(stack, 'CellEndpointLookup', { role });

@@ -198,7 +198,7 @@ describe('MappingSeed construct', () => {
   let endpoint: string;
   beforeAll(async () => {
     endpoint = await aws.start();
-    app = cdkApp();
+    app = cdkApp({ bundling: true });
     stack = new Stack(app, 'seed', { env: { account: '222222222222', region: 'eu-west-1' } });
     const role = new iam.Role(stack, 'CustomResourceRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     const mappings = new MappingBucket(stack, 'Mappings', { namePrefix: 'orders-mappings', parameterName: '/orders/router/mapping-bucket', keptVersions: 3, writerRoleArns: [role.roleArn] });

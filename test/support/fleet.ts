@@ -2,6 +2,7 @@ import * as path from 'path';
 import * as fs from 'fs';
 import * as os from 'os';
 import { App } from 'aws-cdk-lib';
+import { BUNDLING_STACKS } from 'aws-cdk-lib/cx-api';
 import { cdkJsonContext } from '../../lib/app';
 import { Fleet, FleetInput, loadFleet, resolveFleet } from '../../lib/fleet';
 
@@ -31,9 +32,19 @@ export function resolve(input: FleetInput): Fleet {
   return resolveFleet(input);
 }
 
-/** An App with the same feature flags as `npx cdk synth`. */
-export function cdkApp(): App {
-  return new App({ context: cdkJsonContext() });
+/**
+ * An App with the same feature flags as `npx cdk synth`, without two slow parts of a synthesis that
+ * are not what a test checks (docs/testing.md): aws-cdk-lib's built-in CloudFormation validation (a
+ * WebAssembly rules engine, seconds to start and more per template, whose findings cdk.json makes
+ * warnings; `npx cdk synth` still runs it), and, unless `bundling` is set, esbuild bundling of the
+ * Lambda handlers (`aws:cdk:bundling-stacks` empty: the code asset points at the sources). A test of
+ * the bundle itself asks for `bundling: true`.
+ */
+export function cdkApp(o: { readonly bundling?: boolean } = {}): App {
+  return new App({
+    context: { ...cdkJsonContext(), ...(o.bundling ? {} : { [BUNDLING_STACKS]: [] }) },
+    builtinCloudFormationValidation: false,
+  });
 }
 
 /**
