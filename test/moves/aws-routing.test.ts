@@ -1,7 +1,7 @@
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { initialMapping, MappingDocument } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
-import { S3RoutingControl, servedReportProbe } from '../../lib/moves/aws-routing';
+import { GroupServing, groupApplied, S3RoutingControl, servedReportProbe } from '../../lib/moves/aws-routing';
 import { flipAndUnfreeze, freezeSubject } from '../../lib/moves/routing';
 import { MoveError, MoveSubject, systemClock } from '../../lib/moves/types';
 import { S3ServedReporter } from '../../lib/router';
@@ -21,7 +21,7 @@ const FRESH_MS = 5000;
  * bucket, as AWS would show them on a first deploy, with a group scaled to 0, a task killed without
  * cleanup, and a second region. S3 is the local stand-in; a report's age is its LastModified against
  * S3's own clock (the Date of the listing's answer), so the staleness cases wait real seconds, on
- * conditions, never on a fixed sleep.
+ * conditions, never on a fixed sleep, and check what the wait saw, never how long it took.
  */
 describe('S3RoutingControl with the routers\' served reports', () => {
   let s3: LocalS3;
@@ -94,18 +94,31 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     const live = all((r, g) => task(r, g, `${g}-1`));
     let serving = 3;
     running(live, () => serving);
-    // blue-9 in eu-west-1 is killed (SIGKILL, a lost host) while serving v3: its report stays behind.
-    await task('eu-west-1', 'blue', 'blue-9').update(3);
-    const control = routing({ silentLimitMs: 60_000 });
+    // Every look the wait takes, as it took it.
+    const looks: Readonly<Record<string, GroupServing>>[] = [];
+    const probe = servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS });
+    const control = new S3RoutingControl({
+      stores, groups: GROUPS, clock: systemClock, pollMs: 100, timeoutMs: 60_000, silentLimitMs: 60_000,
+      probe: async () => { const seen = await probe(); looks.push(seen); return seen; },
+    });
     const doc = await control.read();
     const next = freezeSubject(doc, { kind: 'tenant', tenant: 'globex' }, NOW);
     await control.publish(next, doc.version);
     serving = next.version;
-    const started = Date.now();
+    // blue-9 in eu-west-1 is killed (SIGKILL, a lost host) while serving v3: its report stays behind.
+    await task('eu-west-1', 'blue', 'blue-9').update(3);
+    looks.length = 0;
     await control.waitApplied(next.version);
-    // It waited for the killed task's report (and the -2 tasks') to go stale: at least most of the
-    // freshness window (S3's times are whole seconds), and returned.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(FRESH_MS - 2000);
+    const blue9 = (seen: Readonly<Record<string, GroupServing>>) => {
+      const blue = seen['eu-west-1/blue'];
+      return blue.state === 'serving' ? blue.tasks.find((t) => t.taskId === 'blue-9') : undefined;
+    };
+    // The wait saw the killed task behind (it waited for it) and returned on the look where its
+    // report no longer counted, with every other task serving the new version.
+    expect(looks.some((seen) => blue9(seen)?.version === 3)).toBe(true);
+    const last = looks.at(-1)!;
+    expect(blue9(last)).toBeUndefined();
+    expect(Object.values(last).every((g) => groupApplied(g, next.version))).toBe(true);
   });
 
   it('counts a group scaled to 0 (its last task said it stopped) as applied, and says so', async () => {
