@@ -1,40 +1,101 @@
-import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutBucketVersioningCommand, PutObjectCommand, S3Client,
+} from '@aws-sdk/client-s3';
 import {
   addCell, MappingDocument, pinKey,
 } from '../../lib/mapping';
 import {
-  ConcurrentWriteError, groupKey, mappingHistory, MappingStore, PublishRefusedError, publishMapping, rollbackMapping, StoreError, versionKey,
+  ConcurrentWriteError, groupKey, mappingHistory, MappingStore, PublishRefusedError, publishMapping, rollbackMapping, statusOf, StoreError, versionKey,
 } from '../../lib/mapping-store';
 import { NOW, sampleMapping } from '../support/mapping';
+import { Moto, motoClientConfig, startMoto } from '../support/moto';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const GROUPS = ['canary', 'main', 'tail'];
+const REGIONS = ['mappings-eu', 'mappings-us'] as const;
 
-describe('publishing to an S3-compatible bucket', () => {
-  let s3: LocalS3;
+/** Two regions' mapping buckets on one S3 implementation. */
+interface Buckets {
+  /** The client and bucket of region `i` (0: eu, 1: us). */
+  region(i: 0 | 1): { readonly client: S3Client; readonly bucket: string };
+  /** Empties both buckets. */
+  reset(): Promise<void>;
+  stop(): Promise<void>;
+  /** What a conditional write (If-Match) of a key deleted since it was read answers. */
+  readonly deletedSinceRead: number;
+}
+
+/**
+ * The mapping store is tested against two S3 implementations: the project's stand-in (s3rver behind
+ * its conditional-write layer, test/support/s3.ts, which also injects faults and answers as a role
+ * with a narrow s3:ListBucket does) and moto, an S3 emulator written apart from this project, with
+ * each region's bucket versioned as MappingBucket makes it.
+ */
+const BACKENDS: readonly [string, () => Promise<Buckets>][] = [
+  ['the stand-in (s3rver)', async () => {
+    const servers = await Promise.all(REGIONS.map((bucket) => startLocalS3(bucket)));
+    const clients = servers.map((s) => localS3Client(s, 1));
+    return {
+      region: (i) => ({ client: clients[i], bucket: servers[i].bucket }),
+      reset: async () => {
+        for (const [i, s] of servers.entries()) {
+          s.fault(undefined);
+          s.listPermission(undefined);
+          const listed = await clients[i].send(new ListObjectsV2Command({ Bucket: s.bucket }));
+          for (const object of listed.Contents ?? []) await clients[i].send(new DeleteObjectCommand({ Bucket: s.bucket, Key: object.Key }));
+        }
+      },
+      stop: async () => {
+        for (const c of clients) c.destroy();
+        await Promise.all(servers.map((s) => s.stop()));
+      },
+      deletedSinceRead: 412,
+    };
+  }],
+  ['moto', async () => {
+    const moto: Moto = await startMoto();
+    const client = new S3Client({ ...motoClientConfig(moto), forcePathStyle: true });
+    return {
+      region: (i) => ({ client, bucket: REGIONS[i] }),
+      reset: async () => {
+        await moto.reset();
+        for (const bucket of REGIONS) {
+          await client.send(new CreateBucketCommand({ Bucket: bucket }));
+          await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }));
+        }
+      },
+      stop: async () => {
+        client.destroy();
+        await moto.stop();
+      },
+      // moto answers 404 NoSuchKey, the stand-in 412: both are a concurrent change to the store.
+      deletedSinceRead: 404,
+    };
+  }],
+];
+
+describe.each(BACKENDS)('publishing to %s', (_name, start) => {
+  let backend: Buckets;
   let client: S3Client;
+  let bucket: string;
   beforeAll(async () => {
-    s3 = await startLocalS3();
-    client = localS3Client(s3, 1);
+    backend = await start();
+    ({ client, bucket } = backend.region(0));
   });
   afterAll(async () => {
-    client.destroy();
-    await s3.stop();
+    await backend?.stop();
   });
 
   let store: MappingStore;
   let v1: MappingDocument;
   beforeEach(async () => {
-    s3.fault(undefined);
-    s3.listPermission(undefined);
-    store = new MappingStore(client, s3.bucket);
-    // Each test starts from an empty bucket.
-    const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
-    for (const object of listed.Contents ?? []) await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: object.Key }));
+    // Each test starts from empty buckets.
+    await backend.reset();
+    store = new MappingStore(client, bucket);
     v1 = sampleMapping(4);
   });
 
-  it('writes the immutable version, then every group in order, baking after the first', async () => {
+  it('writes the immutable version, then every group in order, baking after the first, and reads back exactly what it wrote', async () => {
     const events: string[] = [];
     const result = await publishMapping(store, v1, {
       groups: GROUPS, bakeSeconds: 7, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (line) => events.push(line),
@@ -49,9 +110,10 @@ describe('publishing to an S3-compatible bucket', () => {
       'group main (2/3): v- -> v1',
       'group tail (3/3): v- -> v1',
     ]);
-    const puts = s3.requests.filter((r) => r.method === 'PUT' && r.status === 200).map((r) => r.path.split('?')[0]);
-    expect(puts.slice(-4)).toEqual([`/${s3.bucket}/${versionKey(1)}`, ...GROUPS.map((g) => `/${s3.bucket}/${groupKey(g)}`)]);
+    expect(await store.versions()).toEqual([1]);
     for (const group of GROUPS) expect((await store.readGroup(group))!.document).toEqual(v1);
+    const stored = await client.send(new GetObjectCommand({ Bucket: bucket, Key: versionKey(1) }));
+    expect(stored.ContentType).toBe('application/json');
   });
 
   it('says how long a long bake has left, every half minute', async () => {
@@ -106,19 +168,14 @@ describe('publishing to an S3-compatible bucket', () => {
       public override async put(key: string, text: string, expected?: string): Promise<void> {
         if (!this.raced && key === groupKey('canary')) {
           this.raced = true;
-          await new MappingStore(client, s3.bucket).put(key, JSON.stringify(theirs), expected);
+          await new MappingStore(client, bucket).put(key, JSON.stringify(theirs), expected);
         }
         return super.put(key, text, expected);
       }
     }
-    await expect(publishMapping(new RacingStore(client, s3.bucket), mine, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(ConcurrentWriteError);
+    await expect(publishMapping(new RacingStore(client, bucket), mine, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(ConcurrentWriteError);
     expect((await store.readGroup('canary'))!.document.version).toBe(3);
     expect((await store.readGroup('main'))!.document.version).toBe(1);
-  });
-
-  it('refuses to create an object that already exists (If-None-Match)', async () => {
-    await store.put('mappings/v9.json', '{}');
-    await expect(store.put('mappings/v9.json', '{"x":1}')).rejects.toThrow(ConcurrentWriteError);
   });
 
   it('rolls back by publishing the previous content as a new version, group by group', async () => {
@@ -134,7 +191,7 @@ describe('publishing to an S3-compatible bucket', () => {
       expect(doc.version).toBe(3);
       expect({ ...doc, version: 1, createdAt: v1.createdAt }).toEqual(v1);
     }
-    const history = await mappingHistory(store, GROUPS);
+    const history = await mappingHistory(store, [...GROUPS, 'not-yet-deployed']);
     expect(history.map((h) => [h.version, h.groups])).toEqual([[3, GROUPS], [2, []], [1, []]]);
   });
 
@@ -163,6 +220,90 @@ describe('publishing to an S3-compatible bucket', () => {
     expect((error as Error).message).toMatch(message);
     expect((error as Error).message).not.toContain('\n');
     expect(await store.versions()).toEqual([]);
+  });
+
+  it('creates only what does not exist (If-None-Match: *) and replaces only the object it read (If-Match: ETag)', async () => {
+    await store.put('scratch/once.json', '{}');
+    await expect(store.put('scratch/once.json', '{"x":1}')).rejects.toThrow(ConcurrentWriteError);
+    expect(await (await client.send(new GetObjectCommand({ Bucket: bucket, Key: 'scratch/once.json' }))).Body!.transformToString()).toBe('{}');
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    const read = (await store.readGroup('canary'))!;
+    // Someone else replaces the pointer after our read: our write on the old ETag is refused.
+    await client.send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('canary'), Body: read.text + ' ' }));
+    await expect(store.put(groupKey('canary'), read.text, read.etag)).rejects.toThrow(ConcurrentWriteError);
+    const error = await client.send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('canary'), Body: '{}', IfMatch: read.etag })).catch((e) => e);
+    expect(statusOf(error)).toBe(412);
+    // With the current ETag it goes through.
+    const current = (await store.readGroup('canary'))!;
+    await store.put(groupKey('canary'), read.text, current.etag);
+    // Deleted since it was read: a concurrent change too, whatever the status says.
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: groupKey('main') }));
+    const gone = await client.send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('main'), Body: '{}', IfMatch: current.etag })).catch((e) => e);
+    expect(statusOf(gone)).toBe(backend.deletedSinceRead);
+    await expect(store.put(groupKey('main'), read.text, current.etag)).rejects.toThrow(ConcurrentWriteError);
+  });
+
+  it('names the bucket when it does not exist', async () => {
+    await expect(publishMapping(new MappingStore(client, 'no-such-bucket'), v1, { groups: GROUPS, bakeSeconds: 0 }))
+      .rejects.toThrow(/s3:\/\/no-such-bucket\/\S* failed: NoSuchBucket 404 \(no such bucket: check --bucket or router.mappingBucket\)/);
+  });
+
+  it('writes the version and each group pointer in every region, checks every region before writing, and resumes', async () => {
+    const [euStore, usStore] = ([0, 1] as const).map((i) => new MappingStore(backend.region(i).client, backend.region(i).bucket));
+    const events: string[] = [];
+    const result = await publishMapping([euStore, usStore], v1, { groups: GROUPS, bakeSeconds: 5, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (l) => events.push(l) });
+    expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
+    for (const s of [euStore, usStore]) {
+      expect((await s.readVersion(1))?.document.version).toBe(1);
+      for (const group of GROUPS) expect((await s.readGroup(group))?.document.version).toBe(1);
+    }
+    // The canary group goes everywhere before the bake; the other groups after it.
+    expect(events.indexOf('group canary (1/3) in s3://mappings-us: v- -> v1')).toBeLessThan(events.indexOf('sleep 5000'));
+    expect(events.indexOf('sleep 5000')).toBeLessThan(events.indexOf('group main (2/3) in s3://mappings-eu: v- -> v1'));
+
+    // One region ahead (say, an operator published there only): nothing is written anywhere.
+    const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
+    await publishMapping(usStore, { ...pinKey(v2, 'tenant-2', Object.keys(v1.cells)[1], NOW), version: 3 }, { groups: GROUPS, bakeSeconds: 0 });
+    await expect(publishMapping([euStore, usStore], v2, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` in s3:\/\/mappings-us is at version 3; version 2 is older/);
+    expect(await euStore.readVersion(2)).toBeUndefined();
+
+    // A region that missed a publish (say, a new region seeded with v1) catches up; the other is skipped.
+    const v4 = { ...v2, version: 4 };
+    await publishMapping(usStore, v4, { groups: GROUPS, bakeSeconds: 0 });
+    const resumed = await publishMapping([euStore, usStore], v4, { groups: GROUPS, bakeSeconds: 0 });
+    expect(resumed.groups.map((g) => [g.group, g.previousVersion, g.status])).toEqual(GROUPS.map((g) => [g, 1, 'published']));
+    for (const group of GROUPS) expect((await euStore.readGroup(group))?.document.version).toBe(4);
+  });
+});
+
+/** What only the stand-in can do: show the requests it saw, inject faults, answer as a narrow role. */
+describe('publishing to the stand-in, as S3 answers in ways moto does not show', () => {
+  let s3: LocalS3;
+  let client: S3Client;
+  beforeAll(async () => {
+    s3 = await startLocalS3();
+    client = localS3Client(s3, 1);
+  });
+  afterAll(async () => {
+    client.destroy();
+    await s3.stop();
+  });
+
+  let store: MappingStore;
+  let v1: MappingDocument;
+  beforeEach(async () => {
+    s3.fault(undefined);
+    s3.listPermission(undefined);
+    store = new MappingStore(client, s3.bucket);
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+    for (const object of listed.Contents ?? []) await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: object.Key }));
+    v1 = sampleMapping(4);
+  });
+
+  it('writes the version object before the group pointers, in group order', async () => {
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    const puts = s3.requests.filter((r) => r.method === 'PUT' && r.status === 200).map((r) => r.path.split('?')[0]);
+    expect(puts.slice(-4)).toEqual([`/${s3.bucket}/${versionKey(1)}`, ...GROUPS.map((g) => `/${s3.bucket}/${groupKey(g)}`)]);
   });
 
   it('names the bucket and the permission on access denied', async () => {
@@ -209,47 +350,5 @@ describe('publishing to an S3-compatible bucket', () => {
       s3.listPermission(undefined);
       expect(await store.versions()).toEqual([]);
     });
-  });
-});
-
-describe('publishing to every region\'s bucket', () => {
-  let eu: LocalS3;
-  let us: LocalS3;
-  let clients: S3Client[];
-  beforeAll(async () => {
-    [eu, us] = await Promise.all([startLocalS3('mappings-eu'), startLocalS3('mappings-us')]);
-    clients = [localS3Client(eu, 1), localS3Client(us, 1)];
-  });
-  afterAll(async () => {
-    for (const c of clients) c.destroy();
-    await Promise.all([eu.stop(), us.stop()]);
-  });
-
-  it('writes the version and each group pointer in every region, checks every region before writing, and resumes', async () => {
-    const [euStore, usStore] = [new MappingStore(clients[0], eu.bucket), new MappingStore(clients[1], us.bucket)];
-    const v1 = sampleMapping(4);
-    const events: string[] = [];
-    const result = await publishMapping([euStore, usStore], v1, { groups: GROUPS, bakeSeconds: 5, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (l) => events.push(l) });
-    expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
-    for (const store of [euStore, usStore]) {
-      expect((await store.readVersion(1))?.document.version).toBe(1);
-      for (const group of GROUPS) expect((await store.readGroup(group))?.document.version).toBe(1);
-    }
-    // The canary group goes everywhere before the bake; the other groups after it.
-    expect(events.indexOf('group canary (1/3) in s3://mappings-us: v- -> v1')).toBeLessThan(events.indexOf('sleep 5000'));
-    expect(events.indexOf('sleep 5000')).toBeLessThan(events.indexOf('group main (2/3) in s3://mappings-eu: v- -> v1'));
-
-    // One region ahead (say, an operator published there only): nothing is written anywhere.
-    const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
-    await publishMapping(usStore, { ...pinKey(v2, 'tenant-2', Object.keys(v1.cells)[1], NOW), version: 3 }, { groups: GROUPS, bakeSeconds: 0 });
-    await expect(publishMapping([euStore, usStore], v2, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` in s3:\/\/mappings-us is at version 3; version 2 is older/);
-    expect(await euStore.readVersion(2)).toBeUndefined();
-
-    // A region that missed a publish (say, a new region seeded with v1) catches up; the other is skipped.
-    const v4 = { ...v2, version: 4 };
-    await publishMapping(usStore, v4, { groups: GROUPS, bakeSeconds: 0 });
-    const resumed = await publishMapping([euStore, usStore], v4, { groups: GROUPS, bakeSeconds: 0 });
-    expect(resumed.groups.map((g) => [g.group, g.previousVersion, g.status])).toEqual(GROUPS.map((g) => [g, 1, 'published']));
-    for (const group of GROUPS) expect((await euStore.readGroup(group))?.document.version).toBe(4);
   });
 });
