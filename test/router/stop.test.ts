@@ -96,7 +96,6 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     await start(LONG_HARD_STOP_AFTER_MS);
     const inFlight = [get(port, 'tenant-1', '/a'), get(port, 'tenant-2', '/b'), get(port, 'tenant-3', '/c')];
     await until('the requests at the cell', async () => cell.held.length === 3, 60_000);
-    const stoppedAt = Date.now();
     process.kill(pid, 'SIGUSR1');
     // Readiness first: the NLB's health check and new clients are refused while the requests in
     // flight are still held by the cell (they are answered only after this). "At once": well within
@@ -111,7 +110,6 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     expect(answers.map((a) => [a.status, a.body])).toEqual(Array(3).fill([200, 'cell-a']));
     // Nothing left in flight: HAProxy exits without waiting for hard-stop-after.
     await until('HAProxy to exit', async () => !pidRunning(pid), LONG_HARD_STOP_AFTER_MS / 2);
-    expect(Date.now() - stoppedAt).toBeLessThan(LONG_HARD_STOP_AFTER_MS);
   }, 120_000);
 
   it('cuts a request still in flight at hard-stop-after and exits', async () => {
@@ -123,10 +121,9 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
     const answer = await stuck;
     // HAProxy ends the stream: the client gets a 502 (or, when the answer cannot be sent, a closed connection), never the cell's 200.
     expect([0, 502]).toContain(answer.status);
-    // Cut by hard-stop-after: not before it, and long before the 30 s `timeout server` (the cell
-    // never answers), with room for a loaded machine.
+    // Cut by hard-stop-after, not before it (a load can only make it later). Not by the 30 s
+    // `timeout server` (the cell never answers): that would have been a 504.
     expect(answer.at - stoppedAt).toBeGreaterThanOrEqual(HARD_STOP_AFTER_MS - 100);
-    expect(answer.at - stoppedAt).toBeLessThan(HARD_STOP_AFTER_MS + 10_000);
     await until('HAProxy to exit', async () => !pidRunning(pid), 60_000);
   }, 120_000);
 });
