@@ -1,6 +1,6 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { addFleet, addPipeline } from '../../lib/app';
+import { addPipeline } from '../../lib/app';
 import { exampleFleet } from '../support/fleet';
 import { cdkApp } from '../support/fleet';
 
@@ -29,11 +29,18 @@ const NAME_PROPERTIES: Record<string, string> = {
  */
 describe('a retried first create', () => {
   it('meets no resource left behind under the same name, in any stack of the fleet or its pipeline', () => {
-    const stacks = addFleet(cdkApp(), exampleFleet(), { audit: false });
-    // The pipeline stack too (deployed by hand once, re-created after a failed create or a delete), and its cross-region support stacks.
+    // The pipeline app holds every stack of the fleet (each cell's, router's and router group's, in
+    // its stages, stamped by the same constructs as `addFleet`'s), the pipeline stack itself
+    // (deployed by hand once, re-created after a failed create or a delete) and its cross-region
+    // support stacks.
     const pipeline = addPipeline(cdkApp(), exampleFleet(), { audit: false });
     const support = Object.values(pipeline.pipeline.pipeline.crossRegionSupport).map((s) => s.stack);
-    const all: Stack[] = [...stacks.cells, ...stacks.routers, ...stacks.routerGroups, pipeline, ...support].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
+    const all: Stack[] = [pipeline, ...support].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
+    const fleet = exampleFleet();
+    const names = all.map((s) => s.stackName);
+    // Every cell's stack, and every region's router stack and router group stacks.
+    expect(names).toEqual(expect.arrayContaining([...fleet.cells.map((c) => `${fleet.app}-cell-${c.id}`), ...Object.keys(fleet.regions).map((r) => `${fleet.app}-router-${r}`)]));
+    for (const region of Object.keys(fleet.regions)) expect(names.filter((n) => n.startsWith(`${fleet.app}-router-${region}-`)).length).toBeGreaterThan(0);
     const blocking: string[] = [];
     for (const stack of all) {
       for (const [id, resource] of Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }>)) {
