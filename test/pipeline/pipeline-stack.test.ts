@@ -384,10 +384,20 @@ describe('PipelineStack on the example fleet', () => {
 });
 
 describe('PipelineStack options and limits', () => {
+  // One pipeline for the options below (synthesis is the slow part): no approval, no deployment
+  // window, and a group bake of a day.
+  let template: Template;
+  beforeAll(() => {
+    const example = exampleFleet();
+    template = Template.fromStack(addPipeline(cdkApp(), {
+      ...example,
+      pipeline: { ...example.pipeline!, manualApproval: false, deploymentWindow: undefined },
+      waves: { ...example.waves, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } },
+    }, { audit: false }));
+  });
+
   it('has no approval and no window when the config sets none', () => {
-    const fleet = exampleFleet();
-    const stack = addPipeline(cdkApp(), { ...fleet, pipeline: { ...fleet.pipeline!, manualApproval: false, deploymentWindow: undefined } }, { audit: false });
-    const [pipeline] = Object.values(Template.fromStack(stack).findResources('AWS::CodePipeline::Pipeline'));
+    const [pipeline] = Object.values(template.findResources('AWS::CodePipeline::Pipeline'));
     const stages: CfnStage[] = pipeline.Properties.Stages;
     expect(stages.some((s) => s.Actions.some((a) => a.ActionTypeId.Category === 'Approval'))).toBe(false);
     expect(stages.every((s) => s.BeforeEntry === undefined)).toBe(true);
@@ -396,10 +406,6 @@ describe('PipelineStack options and limits', () => {
   });
 
   it('chains a bake longer than one CodeBuild action may run (8 h) over sequential actions, and leaves room for them in the stage', () => {
-    const example = exampleFleet();
-    const fleet = { ...example, waves: { ...example.waves, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } } };
-    const stack = addPipeline(cdkApp(), fleet, { audit: false });
-    const template = Template.fromStack(stack);
     const [pipeline] = Object.values(template.findResources('AWS::CodePipeline::Pipeline'));
     const groups = (pipeline.Properties.Stages as CfnStage[]).filter((s) => /^wave-\d+-group$/.test(s.Name));
     expect(groups.length).toBeGreaterThan(0);
