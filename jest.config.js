@@ -12,7 +12,7 @@ const INTEGRATION_MARKERS = [
   ['the local fleet (HAProxy, PostgreSQL)', /\bstart(LocalFleet|ImageRouter|FloodProcess)\b/],
   ['PostgreSQL', /\bstart(TestPostgres|PostgresServer|Workload)\b/],
   ['moto_server', /\bstartMoto\b/],
-  ['chromium', /\bscreenshot\(/],
+  ['chromium', /\b(screenshot|evaluateInPage)\(/],
   ['buildah and podman', /\b(runContainer|buildContainerImage)\b|'(buildah|podman)'/],
   ['cfn-lint', /\bcfnLintFindings\b/],
   ['openssl', /'openssl'/],
