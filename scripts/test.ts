@@ -29,11 +29,16 @@ const say = (line: string) => process.stderr.write(`${line}\n`);
 const sh = (command: string, args: readonly string[]) => spawnSync(command, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
 const onPath = (command: string) => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore' }).status === 0;
 
-/** apt-get update and install, waiting for the dpkg lock (a fresh machine's boot-time apt jobs) and trying twice (a mirror hiccup). */
+/**
+ * apt-get install, waiting for the dpkg lock (a fresh machine's boot-time apt jobs); the package
+ * lists are read once per run, and again before the one retry (a mirror hiccup, stale lists).
+ */
+let aptUpdated = false;
 function aptInstall(packages: readonly string[]): boolean {
   const lock = ['-o', 'DPkg::Lock::Timeout=300'];
   for (let attempt = 1; attempt <= 2; attempt++) {
-    if (sh('apt-get', [...lock, 'update', '-qq']) && sh('apt-get', [...lock, 'install', '-y', '-qq', ...packages])) return true;
+    if (!aptUpdated || attempt === 2) aptUpdated = sh('apt-get', [...lock, 'update', '-qq']);
+    if (aptUpdated && sh('apt-get', [...lock, 'install', '-y', '-qq', ...packages])) return true;
     say(`test prerequisites: apt-get install ${packages.join(' ')} failed (attempt ${attempt} of 2)`);
     if (attempt === 1) spawnSync('sleep', ['15']);
   }
@@ -54,8 +59,11 @@ function prerequisites(): Prerequisite[] {
     const apt = missing.flatMap((p) => p.apt ?? []);
     const pip = missing.flatMap((p) => (p.pip ? [p.pip] : []));
     say(`test prerequisites: installing ${[...apt, ...pip].join(' ')} (as root: apt-get${pip.length > 0 ? ', pip' : ''})`);
-    if (apt.length > 0) aptInstall(apt);
-    for (const requirement of pip) pipInstall(requirement);
+    // One install per prerequisite: a package the distribution lacks leaves the others installed.
+    for (const p of missing) {
+      if (p.apt) aptInstall(p.apt);
+      if (p.pip) pipInstall(p.pip);
+    }
   }
   const still = PREREQUISITES.map((p) => ({ p, wrong: p.check() })).filter((x) => x.wrong !== undefined);
   for (const { p, wrong } of still) say(`test prerequisite missing: ${p.name} (${wrong}), for ${p.usedBy}; install it with: ${installCommand(p, process.getuid?.() === 0 ? '' : 'sudo ')}`);
