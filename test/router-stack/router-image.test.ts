@@ -88,7 +88,8 @@ function routerImagesFrom(root: string): RouterImages {
     const { cdkJsonContext } = require(path.join(root, 'lib/app'));
     const { RouterGroupsStack } = require(path.join(root, 'lib/router-stack'));
     process.chdir(root);
-    const app = new App({ context: cdkJsonContext(), outdir: require('fs').mkdtempSync(path.join(require('os').tmpdir(), 'router-image-out-')) });
+    // As test/support/fleet.ts's cdkApp: without aws-cdk-lib's built-in CloudFormation validation (seconds of CPU, warnings only).
+    const app = new App({ context: cdkJsonContext(), builtinCloudFormationValidation: false, outdir: require('fs').mkdtempSync(path.join(require('os').tmpdir(), 'router-image-out-')) });
     const stack = new RouterGroupsStack(app, 'groups', { fleet: loadFleet(path.join(root, 'cells.config.ts')), region: ${JSON.stringify(REGION)}, part: 'canary' });
     const [task] = Object.values(Template.fromStack(stack).findResources('AWS::ECS::TaskDefinition'));
     process.stdout.write(JSON.stringify({ containers: task.Properties.ContainerDefinitions, configs: stack.groups.map((g) => g.haproxyConfig) }));
