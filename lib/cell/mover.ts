@@ -12,6 +12,7 @@ import {
   HANDOFF_PREFIX, moveBucketNamePrefix, moveOperatorRoleName, MOVER_CONTAINER, moverLauncherRoleName, moverParameter, MoverTaskInfo, moverTaskRoleName, TASKS_PREFIX,
 } from '../moves/aws-layout';
 import { imageDockerfile, repositoryImageAsset } from '../images';
+import { regionPartition } from '../fleet/regions';
 
 /** The mover's image: a small bundle of this repository's mover entrypoint (bin/mover.ts), not the workload's image. */
 export const MOVER_DOCKERFILE = imageDockerfile('mover');
@@ -181,9 +182,11 @@ export class CellMover extends Construct implements ec2.IConnectable {
     this.launcher.addToPolicy(new iam.PolicyStatement({
       actions: ['ssm:GetParameter'], resources: [stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: parameterName.replace(/^\//, '') })],
     }));
+    // The acknowledgment id is a plain string (a token cannot key it): the partition of the cell's region.
+    const literalPartition = regionPartition(stack.region);
     for (const [resource, reason] of [
-      [`arn:${stack.partition}:ecs:${stack.region}:${account}:task-definition/${family}:*`, 'Every revision of this cell\'s mover task definition (RunTask takes the family\'s latest), only in this cell\'s mover cluster.'],
-      [`arn:${stack.partition}:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`, 'The mover tasks of this cell\'s mover cluster; their ids are made at run time.'],
+      [`arn:${literalPartition}:ecs:${stack.region}:${account}:task-definition/${family}:*`, 'Every revision of this cell\'s mover task definition (RunTask takes the family\'s latest), only in this cell\'s mover cluster.'],
+      [`arn:${literalPartition}:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`, 'The mover tasks of this cell\'s mover cluster; their ids are made at run time.'],
     ]) Validations.of(this.launcher).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
 
     const subnets = props.vpc.selectSubnets(props.subnets).subnetIds;

@@ -1,4 +1,4 @@
-import { partitionFunction } from './protect';
+import { partitionFunction, shellQuote as quote } from './shell';
 
 /** One cell whose health alarm a bake step watches. */
 export interface BakeTarget {
@@ -42,7 +42,6 @@ export function bakeSegments(seconds: number): number[] {
   return Array.from({ length: count }, (_, i) => base + (i < seconds - base * count ? 1 : 0));
 }
 
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * Shell commands (bash, AWS CLI) for a wave's bake: for `seconds`, every minute, assume each cell's

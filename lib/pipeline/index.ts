@@ -10,3 +10,4 @@ export * from './publishing';
 export * from './failed-create';
 export * from './stage-grants';
 export * from './stage-scripts';
+export * from './shell';

@@ -1,5 +1,6 @@
 import { DefaultStackSynthesizer } from 'aws-cdk-lib';
-import { REGION_PARTITION_PREFIXES, regionPartition } from '../fleet/regions';
+import { regionPartition } from '../fleet/regions';
+import { partitionFunction, shellQuote } from './shell';
 
 /** A stack the pipeline deployed, to be termination-protected in its account and region. */
 export interface ProtectTarget {
@@ -29,24 +30,7 @@ export function deployRoleShell(): string {
   return 'arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}';
 }
 
-/**
- * A shell function `stage_partition REGION` that prints the AWS partition of a region, for the ARNs
- * the stage scripts build (`arn:<partition>:iam::…`): China regions are `aws-cn`, GovCloud
- * `aws-us-gov`, the ISO regions their own, every other region `aws`.
- */
-export function partitionFunction(): string[] {
-  return [
-    'stage_partition() {',
-    '  case "$1" in',
-    ...REGION_PARTITION_PREFIXES.map(([prefix, partition]) => `    ${prefix}*) echo ${partition} ;;`),
-    '    *) echo aws ;;',
-    '  esac',
-    '}',
-  ];
-}
 
-/** `s` as one single-quoted shell word. */
-export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** The resource types the protect step switches deletion protection on for. */
 export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::RDS::DBCluster', 'AWS::RDS::DBInstance'] as const;
