@@ -1,3 +1,7 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { defineFleet } from './lib/fleet';
 
 /**
@@ -80,6 +84,50 @@ export default defineFleet({
     // The pipeline assumes the CDK bootstrap roles of this organization's accounts by name pattern.
     organizationId: 'o-a1b2c3d4e5',
     deploymentWindow: { cron: '* * 8-16 ? * MON-THU *', timeZone: 'UTC' },
+  },
+  // The fleet's own resources in every cell: an idempotency-key table the workload reads and writes,
+  // encrypted with the cell's key, its throttling part of the cell's health.
+  cellResources: (cell) => {
+    const table = new dynamodb.Table(cell.scope, 'IdempotencyKeys', {
+      partitionKey: { name: 'tenant_id', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'key', type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: cell.encryptionKey,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // Keys expire a day after they were written (an epoch-seconds attribute): a move leaves a
+      // tenant's recent keys behind in the source cell, nothing more.
+      timeToLiveAttribute: 'expires_at',
+    });
+    // Exactly what the workload does (the table's grantReadWriteData adds kms:ReEncrypt* and
+    // kms:GenerateDataKey*, wildcards AwsSolutions-IAM5 flags); the key only through DynamoDB.
+    cell.workloadRole.addToPrincipalPolicy(new iam.PolicyStatement({
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+      resources: [table.tableArn],
+    }));
+    cell.workloadRole.addToPrincipalPolicy(new iam.PolicyStatement({
+      actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'],
+      resources: [cell.encryptionKey.keyArn],
+      conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Stack.of(cell.scope).region}.amazonaws.com` } },
+    }));
+    cell.addWorkloadEnvironment('IDEMPOTENCY_TABLE', table.tableName);
+    const minute = Duration.minutes(1);
+    cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'IdempotencyThrottles', {
+      alarmName: `${cell.namePrefix}-idempotency-throttles`,
+      alarmDescription: `${cell.namePrefix}: idempotency-key table throttled >= 10 requests a minute for 3 minutes`,
+      metric: new cloudwatch.MathExpression({
+        expression: 'reads + writes',
+        usingMetrics: {
+          reads: table.metric('ReadThrottleEvents', { statistic: 'Sum', period: minute }),
+          writes: table.metric('WriteThrottleEvents', { statistic: 'Sum', period: minute }),
+        },
+        label: 'throttled requests',
+        period: minute,
+      }),
+      threshold: 10,
+      evaluationPeriods: 3,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    }));
   },
   router: {
     // Holds the publisher and move operator roles and the move bucket; set once, never by region order.

@@ -1,4 +1,4 @@
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration, Lazy, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
@@ -24,6 +24,29 @@ export interface CellAlarmsProps {
    * the capacity alarms page above each. @default - no capacity alarms
    */
   readonly capacity?: { readonly testedRequestsPerSecond: number; readonly targetUtilisation: number };
+}
+
+/** How an alarm of a fleet's own cell resource joins the cell (`CellAlarms.addAlarm`). */
+export interface CellAlarmOptions {
+  /**
+   * Whether the alarm counts toward the cell's health: the composite the pipeline's bake reads, so a
+   * wave whose cell has it in ALARM fails and rolls back, and on-call is notified through the health
+   * alarm. `false` for a signal that must not stop a deployment (like the cell's queue alarms): it
+   * is then on the dashboard only, and pages when the caller gives it the cell's topic as its action.
+   * @default true
+   */
+  readonly health?: boolean;
+}
+
+/**
+ * The name an alarm is given in its template, or undefined when CloudFormation generates it. An
+ * alarm's `alarmName` is a reference even when the name is set, so it is read from its resource.
+ */
+function literalAlarmName(alarm: cloudwatch.IAlarm): string | undefined {
+  if (!Token.isUnresolved(alarm.alarmName)) return alarm.alarmName;
+  const resource = alarm.node.defaultChild;
+  const name = resource instanceof cloudwatch.CfnAlarm || resource instanceof cloudwatch.CfnCompositeAlarm ? resource.alarmName : undefined;
+  return name === undefined || Token.isUnresolved(name) ? undefined : name;
 }
 
 /** Minutes a cell's request rate must stay above its target before `above-target` pages: a spike is what the headroom is for. */
@@ -84,9 +107,13 @@ export class CellAlarms extends Construct {
   public readonly all: readonly cloudwatch.Alarm[];
   /** Every alarm of the cell notifies this topic on ALARM and OK: subscribe on-call here. */
   public readonly topic: sns.Topic;
+  private readonly namePrefix: string;
+  private readonly addedAlarms: cloudwatch.IAlarm[] = [];
+  private readonly healthRule: cloudwatch.IAlarm[];
 
   constructor(scope: Construct, id: string, props: CellAlarmsProps) {
     super(scope, id);
+    this.namePrefix = props.namePrefix;
     const t = props.thresholds;
     this.topic = new sns.Topic(this, 'Topic', {
       topicName: `${props.namePrefix}-alarms`,
@@ -194,16 +221,40 @@ export class CellAlarms extends Construct {
     ];
     this.deploymentGate = [this.deployErrorRate, this.latencyP99, this.deployUnhealthyHosts, this.databaseCpu, this.databaseConnections];
     this.paging = [this.oldestMessage, this.deadLetters, this.databaseFreeStorage, ...capacity];
-    const requestPath = [this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu, this.databaseConnections];
+    this.healthRule = [this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu, this.databaseConnections];
     this.health = new cloudwatch.CompositeAlarm(this, 'Health', {
       compositeAlarmName: `${props.namePrefix}-health`,
       alarmDescription: `${props.namePrefix}: request path unhealthy; the pipeline's bake fails the wave while it is in ALARM`,
-      alarmRule: cloudwatch.AlarmRule.anyOf(...requestPath.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))),
+      // Rendered at synth: alarms added later (`addAlarm`) join the rule.
+      alarmRule: cloudwatch.AlarmRule.fromString(Lazy.string({
+        produce: () => cloudwatch.AlarmRule.anyOf(...this.healthRule.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))).renderAlarmRule(),
+      })),
     });
     const notify = new cloudwatchActions.SnsAction(this.topic);
     for (const a of [...this.all, this.health]) {
       a.addAlarmAction(notify);
       a.addOkAction(notify);
     }
+  }
+
+  /** Alarms of the fleet's own cell resources (`addAlarm`), in the order added. */
+  public get added(): readonly cloudwatch.IAlarm[] {
+    return this.addedAlarms;
+  }
+
+  /**
+   * Makes an alarm of a fleet's own cell resource one of the cell's: in its health (unless
+   * `health: false`) and among `added`, which the cell's dashboard shows. Its name must start with
+   * the cell's prefix (`<app>-<cell>-`), as every alarm of the cell does: the isolation pack and the
+   * pipeline tell a cell's alarms by that prefix.
+   */
+  public addAlarm(alarm: cloudwatch.IAlarm, options: CellAlarmOptions = {}): void {
+    const name = literalAlarmName(alarm);
+    if (name === undefined || !name.startsWith(`${this.namePrefix}-`)) {
+      const shown = name === undefined ? 'an alarm without a name' : `alarm \`${name}\``;
+      throw new Error(`${this.namePrefix}: ${shown} cannot join the cell's alarms; name it \`${this.namePrefix}-<signal>\` (alarmName)`);
+    }
+    this.addedAlarms.push(alarm);
+    if (options.health ?? true) this.healthRule.push(alarm);
   }
 }

@@ -50,7 +50,7 @@ export class CellStack extends Stack {
     Tags.of(this).add('cell', cell.id);
     Tags.of(this).add('app', fleet.app);
     Aspects.of(this).add(new TagRawResources({ cell: cell.id, app: fleet.app }));
-    this.cell = new Cell(this, 'Cell', { cell, fleet });
+    this.cell = new Cell(this, 'Cell', { cell, fleet, extension: fleet.cellResources });
     new CellBakeAccess(this, 'BakeAccess', {
       roleName: bakeWatcherRoleName(fleet.app, cell.id),
       toolingAccount: fleet.accounts.tooling,

@@ -1,11 +1,13 @@
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { Construct } from 'constructs';
 import { Cell as CellModel, Fleet, postgresVersionOf } from '../fleet';
-import { CellAlarms } from './alarms';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { CellAlarmOptions, CellAlarms } from './alarms';
 import { CellCompute, workloadImage } from './compute';
 import { CellDashboard } from './dashboard';
 import { CellData } from './data';
 import { CellEntry } from './entry';
+import { applyCellExtension, CellExtension } from './extension';
 import { CellKey } from './key';
 import { CellMover } from './mover';
 import { CellNetwork } from './network';
@@ -19,6 +21,11 @@ export interface CellProps {
   readonly cell: CellModel;
   /** The fleet it belongs to (app name, router account, workload, alarm thresholds). */
   readonly fleet: Fleet;
+  /**
+   * The fleet's own resources in the cell, built last, from the cell's building blocks.
+   * @default - none
+   */
+  readonly extension?: CellExtension;
 }
 
 /** The header WAF throttles on: the configured one, or the one the router forwards the key in. */
@@ -121,5 +128,27 @@ export class Cell extends Construct {
     });
     this.data.allowFrom(this.mover, `${cell.id}: mover tasks to database`);
     this.dashboard = new CellDashboard(this, 'Dashboard', { name: namePrefix, alarms: this.alarms });
+    if (props.extension) {
+      applyCellExtension(props.extension, {
+        scope: new Construct(this, 'Extension'),
+        cellId: cell.id,
+        namePrefix,
+        vpc: this.network.vpc,
+        appSubnets: this.network.appSubnets,
+        dataSubnets: this.network.dataSubnets,
+        encryptionKey,
+        workloadSecurityGroup: this.compute.securityGroup,
+        workloadRole: this.compute.role,
+        alarmTopic: this.alarms.topic,
+        addWorkloadEnvironment: (name, value) => this.compute.addEnvironment(name, value),
+        addAlarm: (alarm, options) => this.addAlarm(alarm, options),
+      });
+    }
+  }
+
+  /** Makes `alarm` one of the cell's: in its health (unless `health: false`) and on its dashboard. */
+  public addAlarm(alarm: cloudwatch.IAlarm, options?: CellAlarmOptions): void {
+    this.alarms.addAlarm(alarm, options);
+    this.dashboard.addAlarm(alarm);
   }
 }

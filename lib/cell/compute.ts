@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Fn, Lazy, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -156,14 +156,23 @@ function grantWorkQueue(queue: sqs.IQueue, grantee: iam.IGrantable): void {
  */
 export class CellCompute extends Construct {
   public readonly connections: ec2.Connections;
+  /** The workload's security group: inbound only from the cell's load balancer. */
+  public readonly securityGroup: ec2.ISecurityGroup;
+  /** The identity the workload's code runs as: the task role (Fargate) or the instance role (EC2). */
+  public readonly role: iam.IRole;
   /** Set when the shape's compute is `fargate`. */
   public readonly service?: ecs.FargateService;
   /** Set when the shape's compute is `ec2`. */
   public readonly autoScalingGroup?: autoscaling.AutoScalingGroup;
   public readonly logs: logs.LogGroup;
+  /** The workload's own variables, and those added with `addEnvironment`. */
+  private readonly environment: Record<string, string>;
+  /** The workload container (Fargate); the EC2 user data reads `environment` at synth. */
+  private container?: ecs.ContainerDefinition;
 
   constructor(scope: Construct, id: string, props: CellComputeProps) {
     super(scope, id);
+    this.environment = workloadEnvironment(props);
     const { min, desired, max } = props.shape.capacity;
     if (!(min >= 1 && min <= desired && desired <= max)) {
       throw new Error(`CellCompute: capacity must satisfy 1 <= min <= desired <= max (got ${min}/${desired}/${max})`);
@@ -180,12 +189,25 @@ export class CellCompute extends Construct {
     });
     securityGroup.connections.allowFrom(props.loadBalancer, ec2.Port.tcp(props.containerPort), 'from the cell ALB only');
     this.connections = securityGroup.connections;
+    this.securityGroup = securityGroup;
 
     if (props.shape.compute === 'fargate') {
       this.service = this.fargate(props, securityGroup);
+      this.role = this.service.taskDefinition.taskRole;
     } else {
-      this.autoScalingGroup = this.ec2(props, securityGroup);
+      [this.autoScalingGroup, this.role] = this.ec2(props, securityGroup);
     }
+  }
+
+  /**
+   * Gives the workload one more environment variable (a fleet's own resource's name, for example).
+   * Not a secret: the value is in the template. The workload's own variables cannot be replaced.
+   */
+  public addEnvironment(name: string, value: string): void {
+    if (!/^[A-Z_][A-Z0-9_]*$/.test(name)) throw new Error(`workload environment: \`${name}\` is not a variable name; use upper case letters, digits and _`);
+    if (name in this.environment) throw new Error(`workload environment: \`${name}\` is already set; choose another name`);
+    this.environment[name] = value;
+    this.container?.addEnvironment(name, value);
   }
 
   private fargate(props: CellComputeProps, securityGroup: ec2.SecurityGroup): ecs.FargateService {
@@ -199,7 +221,7 @@ export class CellCompute extends Construct {
       memoryLimitMiB: props.shape.memoryMiB,
       runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
     });
-    task.addContainer('Workload', {
+    this.container = task.addContainer('Workload', {
       image: props.image.container,
       // A hard limit (Control Tower CT.ECS.PR.7): a leaking workload is stopped at the task's size.
       memoryLimitMiB: props.shape.memoryMiB,
@@ -207,7 +229,7 @@ export class CellCompute extends Construct {
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logs, streamPrefix: props.cellId }),
       // No `secrets`: ECS resolves them only when a task starts, and the password rotates under
       // running tasks. The workload reads DB_SECRET_ARN at connect time (docs/workload.md, "Database credentials and rotation").
-      environment: workloadEnvironment(props),
+      environment: { ...this.environment },
       readonlyRootFilesystem: false,
     });
     for (const [id, reason] of Object.entries({
@@ -250,12 +272,12 @@ export class CellCompute extends Construct {
     return service;
   }
 
-  private ec2(props: CellComputeProps, securityGroup: ec2.SecurityGroup): autoscaling.AutoScalingGroup {
+  private ec2(props: CellComputeProps, securityGroup: ec2.SecurityGroup): [autoscaling.AutoScalingGroup, iam.IRole] {
     const region = Stack.of(this).region;
     const userData = ec2.UserData.forLinux();
     // The instance runs the same image as the Fargate shape, with the same environment: no secret
     // is read at boot (the password rotates under running instances); the workload reads it at connect time.
-    const env = Object.entries(workloadEnvironment(props)).map(([k, v]) => `-e ${k}='${v}'`).join(' ');
+    const env = Lazy.string({ produce: () => Object.entries(this.environment).map(([k, v]) => `-e ${k}='${v}'`).join(' ') });
     const login = props.image.repository
       ? [`aws ecr get-login-password --region ${region} | docker login --username AWS --password-stdin ${props.image.repository.registry}`]
       : [];
@@ -333,6 +355,6 @@ export class CellCompute extends Construct {
       id: 'ControlTower::CT.AUTOSCALING.PR.6',
       reason: 'A cell shape is load-tested on one instance type (`shapes.<name>.instanceType`); its tested limits hold for that type only, so mixing types would change the capacity the cell is placed against.',
     });
-    return asg;
+    return [asg, role];
   }
 }

@@ -6,6 +6,7 @@ export * from './queues';
 export * from './alarms';
 export * from './dashboard';
 export * from './cell';
+export * from './extension';
 export * from './cell-stack';
 export * from './key';
 export * from './bake-access';

@@ -17,6 +17,8 @@ export type ValueSpec =
   | { readonly type: 'string' }
   | { readonly type: 'number'; readonly integer?: boolean }
   | { readonly type: 'boolean' }
+  /** A function (a hook the constructs call); what it does is checked when it runs. */
+  | { readonly type: 'function'; readonly signature: string }
   | { readonly type: 'enum'; readonly values: readonly string[] }
   | { readonly type: 'array'; readonly items: ValueSpec }
   /** An object with free keys (region names, shape names), each value of one spec. */
@@ -144,6 +146,7 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
   pipeline: optional(PIPELINE),
   quotas: optional(object<GrantedQuotas>({ interfaceEndpointsPerVpc: optional(integer) })),
   capacity: optional(object<CapacityConfig>({ targetUtilisation: optional(number), spareCells: optional(integer), largeTenantShare: optional(number) })),
+  cellResources: optional({ type: 'function', signature: '(cell) => { ... }' }),
 };
 
 /** Levenshtein distance, for did-you-mean suggestions. */
@@ -199,6 +202,8 @@ function valueProblems(value: unknown, spec: ValueSpec, where: string): string[]
       return spec.integer && !Number.isInteger(value) ? [`${where} must be a whole number, got ${value}`] : [];
     case 'boolean':
       return typeof value === 'boolean' ? [] : [`${where} must be true or false, got ${describe(value)}`];
+    case 'function':
+      return typeof value === 'function' ? [] : [`${where} must be a function \`${spec.signature}\`, got ${describe(value)}`];
     case 'enum':
       return typeof value === 'string' && spec.values.includes(value)
         ? []

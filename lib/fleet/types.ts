@@ -1,6 +1,9 @@
 /**
- * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK.
+ * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK: the one CDK
+ * type here, the `cellResources` hook, is imported for its type only and erased when compiled, so
+ * loading the fleet never loads aws-cdk-lib; only the cell construct calls the hook.
  */
+import type { CellExtension } from '../cell/extension';
 import { GrantedQuotas } from '../limits/quotas';
 import type { Partition } from './regions';
 
@@ -308,6 +311,14 @@ export interface FleetInput {
   readonly quotas?: GrantedQuotas;
   /** @default DEFAULT_CAPACITY */
   readonly capacity?: CapacityConfig;
+  /**
+   * The fleet's own resources in every cell (a table, a cache, a second service): called once per
+   * cell with the cell's building blocks (scope, VPC and subnets, KMS key, workload security group
+   * and role, alarm topic, `addAlarm`). What it creates is tagged, audited and isolation-checked
+   * like the rest of the cell (docs/getting-started.md, "Your own resources in every cell").
+   * @default - none
+   */
+  readonly cellResources?: CellExtension;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -356,4 +367,6 @@ export interface Fleet {
   readonly pipeline?: PipelineConfig & { readonly region: string };
   readonly quotas: Required<GrantedQuotas>;
   readonly capacity: Required<CapacityConfig>;
+  /** See FleetInput.cellResources. */
+  readonly cellResources?: CellExtension;
 }

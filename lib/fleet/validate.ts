@@ -534,6 +534,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     },
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },
+    ...(input.cellResources ? { cellResources: input.cellResources } : {}),
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {
       organization: {

@@ -1,0 +1,187 @@
+import { PolicyViolation, Tags } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { CellExtension, CellStack } from '../../lib/cell';
+import { Fleet, FleetConfigError, resolveFleet } from '../../lib/fleet';
+import { CellIsolationChecks } from '../../lib/isolation';
+import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
+import { cdkApp, exampleFleet, validInput } from '../support/fleet';
+
+type Resource = { Type: string; Properties: Record<string, unknown> };
+const only = (template: Template, type: string): [string, Resource] => {
+  const found = Object.entries(template.findResources(type)) as [string, Resource][];
+  expect(found).toHaveLength(1);
+  return found[0];
+};
+const tagsOf = (resource: Resource) => Object.fromEntries((resource.Properties.Tags as { Key: string; Value: string }[]).map((t) => [t.Key, t.Value]));
+const healthRule = (template: Template) => JSON.stringify(only(template, 'AWS::CloudWatch::CompositeAlarm')[1].Properties.AlarmRule);
+const dashboardBody = (template: Template) => JSON.stringify(only(template, 'AWS::CloudWatch::Dashboard')[1].Properties.DashboardBody);
+/** The logical id of the alarm named `name`. */
+const alarmId = (template: Template, name: string) => {
+  const [id] = Object.keys(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: name } }));
+  expect(id).toBeDefined();
+  return id;
+};
+/** `rule id → construct paths` of the open findings under `path`. */
+function findingsUnder(violations: readonly PolicyViolation[], path: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const v of violations) {
+    const paths = v.violatingResources.map((r) => r.constructPath ?? '').filter((p) => p.startsWith(path));
+    if (paths.length > 0) out[v.ruleName] = paths;
+  }
+  return out;
+}
+
+describe("the example fleet's own cell resources (cellResources)", () => {
+  let fleet: Fleet;
+  let cells: Record<string, SynthesizedCell>;
+  beforeAll(() => {
+    fleet = exampleFleet();
+    cells = synthCells(fleet.cells.map((c) => c.id), fleet);
+  });
+
+  it('adds an idempotency-key table to every cell, tagged with the cell and encrypted with the cell\'s own key', () => {
+    expect(Object.keys(cells)).toHaveLength(fleet.cells.length);
+    for (const { id } of fleet.cells) {
+      const { template } = cells[id];
+      const [, table] = only(template, 'AWS::DynamoDB::Table');
+      const [keyId] = only(template, 'AWS::KMS::Key');
+      expect([id, table.Properties.SSESpecification]).toEqual([id, { KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] }, SSEEnabled: true, SSEType: 'KMS' }]);
+      expect([id, tagsOf(table)]).toEqual([id, expect.objectContaining({ cell: id, app: fleet.app })]);
+      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    }
+  });
+
+  it("lets the workload read and write the table, and tells it the table's name (Fargate task and EC2 instances)", () => {
+    const fargate = cells[FARGATE_CELL].template;
+    const [tableId] = only(fargate, 'AWS::DynamoDB::Table');
+    const [task] = Object.values(fargate.findResources('AWS::ECS::TaskDefinition')) as Resource[];
+    const [workload] = task.Properties.ContainerDefinitions as { Environment: { Name: string; Value: unknown }[] }[];
+    expect(workload.Environment).toContainEqual({ Name: 'IDEMPOTENCY_TABLE', Value: { Ref: tableId } });
+    const taskRole = (task.Properties.TaskRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const granted = Object.values(fargate.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes(taskRole));
+    expect(JSON.stringify(granted)).toMatch(new RegExp(`"dynamodb:PutItem".*"Fn::GetAtt":\\["${tableId}","Arn"\\]`));
+
+    const ec2 = cells[EC2_CELL].template;
+    const [ec2TableId] = only(ec2, 'AWS::DynamoDB::Table');
+    const [launchTemplate] = Object.values(ec2.findResources('AWS::EC2::LaunchTemplate')) as Resource[];
+    expect(JSON.stringify(launchTemplate.Properties)).toContain(`-e IDEMPOTENCY_TABLE='","{"Ref":"${ec2TableId}"}`);
+  });
+
+  it.each([FARGATE_CELL, EC2_CELL])("%s: puts the table's throttling alarm in the cell's health rule and on its dashboard", (id) => {
+    const { template } = cells[id];
+    const alarm = alarmId(template, `orders-${id}-idempotency-throttles`);
+    expect(healthRule(template)).toContain(`ALARM(\\"","{"Fn::GetAtt":["${alarm}","Arn"]}`);
+    // On the state widget and as a graph of its own.
+    expect(dashboardBody(template).split(`{"Fn::GetAtt":["${alarm}","Arn"]}`)).toHaveLength(3);
+  });
+
+  it('passes AwsSolutions and the cell-isolation pack with no open finding in any cell', () => {
+    for (const { id } of fleet.cells) {
+      const { stack } = cells[id];
+      const open = [...new AwsSolutionsChecks().validateScope(stack).violations, ...new CellIsolationChecks(undefined, { fleet }).validateScope(stack).violations];
+      expect([id, findingsUnder(open, stack.node.path)]).toEqual([id, {}]);
+    }
+  });
+});
+
+describe('a cellResources hook of a test fleet', () => {
+  const twoCells = (cellResources: CellExtension): Fleet => {
+    const input = validInput();
+    return resolveFleet({ ...input, cells: input.cells.filter((c) => c.id === FARGATE_CELL || c.id === 'eu-1'), cellResources });
+  };
+  let fleet: Fleet;
+  let stacks: Record<string, CellStack>;
+  let templates: Record<string, Template>;
+  beforeAll(() => {
+    // canary-eu gets a bucket that breaks AwsSolutions, a queue that loses its `cell` tag, and a
+    // paging-only alarm; eu-1 gets a queue encrypted with the cell's key.
+    fleet = twoCells((cell) => {
+      if (cell.cellId === FARGATE_CELL) {
+        new s3.Bucket(cell.scope, 'Unencrypted', { encryption: s3.BucketEncryption.UNENCRYPTED });
+        const queue = new sqs.Queue(cell.scope, 'Untagged', { encryptionMasterKey: cell.encryptionKey, enforceSSL: true });
+        Tags.of(queue).remove('cell');
+        cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'Backlog', {
+          alarmName: `${cell.namePrefix}-backlog`, metric: queue.metricApproximateNumberOfMessagesVisible(), threshold: 100, evaluationPeriods: 5,
+        }), { health: false });
+      } else {
+        new sqs.Queue(cell.scope, 'Work', { encryptionMasterKey: cell.encryptionKey, enforceSSL: true });
+      }
+    });
+    const app = cdkApp();
+    stacks = Object.fromEntries(fleet.cells.map((c) => [c.id, new CellStack(app, `cell-${c.id}`, { cell: c, fleet })]));
+    templates = Object.fromEntries(Object.entries(stacks).map(([id, stack]) => [id, Template.fromStack(stack)]));
+  });
+
+  it('builds only what the hook made for each cell, under the cell\'s Extension construct', () => {
+    expect(Object.keys(templates[FARGATE_CELL].findResources('AWS::S3::Bucket', { Properties: { BucketEncryption: undefined } }))).toHaveLength(1);
+    expect(stacks[FARGATE_CELL].node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeDefined();
+    expect(stacks['eu-1'].node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeUndefined();
+    const [, queue] = only(templates['eu-1'], 'AWS::SQS::Queue');
+    expect(tagsOf(queue)).toEqual(expect.objectContaining({ cell: 'eu-1', app: fleet.app }));
+  });
+
+  it("reports a hook resource's AwsSolutions findings like any other", () => {
+    const stack = stacks[FARGATE_CELL];
+    const findings = findingsUnder(new AwsSolutionsChecks().validateScope(stack).violations, `${stack.node.path}/Cell/Extension/Unencrypted`);
+    expect(Object.keys(findings)).toEqual(expect.arrayContaining(['AwsSolutions-S1', 'AwsSolutions-S10']));
+    expect(findingsUnder(new AwsSolutionsChecks().validateScope(stacks['eu-1']).violations, stacks['eu-1'].node.path)).toEqual({});
+  });
+
+  it("reports a hook resource's cell-isolation findings like any other", () => {
+    const stack = stacks[FARGATE_CELL];
+    const findings = findingsUnder(new CellIsolationChecks(undefined, { fleet }).validateScope(stack).violations, `${stack.node.path}/Cell/Extension`);
+    expect(findings).toEqual({ 'CellIsolation-CI2[tag:cell]': [`${stack.node.path}/Cell/Extension/Untagged/Resource`] });
+  });
+
+  it('puts a health: false alarm on the dashboard, not in the health rule', () => {
+    const template = templates[FARGATE_CELL];
+    const alarm = alarmId(template, `orders-${FARGATE_CELL}-backlog`);
+    expect(healthRule(template)).not.toContain(alarm);
+    expect(dashboardBody(template)).toContain(`{"Fn::GetAtt":["${alarm}","Arn"]}`);
+    expect(healthRule(templates['eu-1'])).not.toContain('backlog');
+  });
+});
+
+describe('a cellResources hook that fails', () => {
+  const build = (cellResources: CellExtension) => {
+    const input = validInput();
+    const fleet = resolveFleet({ ...input, cells: input.cells.filter((c) => c.id === FARGATE_CELL), waves: { ...input.waves, singleCellWaves: 0 }, cellResources });
+    new CellStack(cdkApp(), 'cell', { cell: fleet.cells[0], fleet });
+  };
+
+  it('throws one line naming the cell, the original error as its cause', () => {
+    const boom = new Error('table name clash\nsecond line');
+    let thrown: unknown;
+    try {
+      build(() => { throw boom; });
+    } catch (error) {
+      thrown = error;
+    }
+    expect((thrown as Error).message).toBe(`cellResources failed in cell \`${FARGATE_CELL}\`: table name clash`);
+    expect((thrown as Error).cause).toBe(boom);
+  });
+
+  it("refuses an alarm that is not named after the cell, naming the cell and the name to use", () => {
+    expect(() => build((cell) => cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'Stray', {
+      alarmName: 'stray', metric: new cloudwatch.Metric({ namespace: 'X', metricName: 'Y' }), threshold: 1, evaluationPeriods: 1,
+    })))).toThrow(`cellResources failed in cell \`${FARGATE_CELL}\`: orders-${FARGATE_CELL}: alarm \`stray\` cannot join the cell's alarms; name it \`orders-${FARGATE_CELL}-<signal>\` (alarmName)`);
+  });
+
+  it("refuses to replace one of the workload's own environment variables", () => {
+    expect(() => build((cell) => cell.addWorkloadEnvironment('DB_HOST', 'elsewhere'))).toThrow(`cellResources failed in cell \`${FARGATE_CELL}\`: workload environment: \`DB_HOST\` is already set; choose another name`);
+  });
+
+  it('refuses an async hook: constructs are built synchronously', () => {
+    expect(() => build(async () => undefined)).toThrow(`cellResources returned a promise in cell \`${FARGATE_CELL}\``);
+  });
+
+  it('is refused by fleet validation when it is not a function', () => {
+    const input = { ...validInput(), cellResources: 'orders-table' as unknown as CellExtension };
+    expect(() => resolveFleet(input)).toThrow(FleetConfigError);
+    expect(() => resolveFleet(input)).toThrow("cellResources must be a function `(cell) => { ... }`, got the string 'orders-table'");
+  });
+});
