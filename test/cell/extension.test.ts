@@ -2,12 +2,13 @@ import { PolicyViolation, Tags } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellExtension, CellStack } from '../../lib/cell';
 import { Fleet, FleetConfigError, resolveFleet } from '../../lib/fleet';
 import { CellIsolationChecks } from '../../lib/isolation';
-import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
+import { EC2_CELL, FARGATE_CELL, SynthesizedCell } from '../support/cell';
 import { cdkApp, exampleFleet, validInput } from '../support/fleet';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
@@ -35,13 +36,42 @@ function findingsUnder(violations: readonly PolicyViolation[], path: string): Re
   return out;
 }
 
-describe("the example fleet's own cell resources (cellResources)", () => {
-  let fleet: Fleet;
-  let cells: Record<string, SynthesizedCell>;
-  beforeAll(() => {
-    fleet = exampleFleet();
-    cells = synthCells(fleet.cells.map((c) => c.id), fleet);
+/**
+ * One app, synthesized once: every cell of the example fleet, and two cells of a test fleet whose
+ * hook breaks the rules. canary-eu gets a bucket that breaks AwsSolutions, a queue that loses its
+ * `cell` tag and a paging-only alarm; eu-1 gets a topic encrypted with the cell's key.
+ */
+let fleet: Fleet;
+let cells: Record<string, SynthesizedCell>;
+let testFleet: Fleet;
+let testCells: Record<string, SynthesizedCell>;
+beforeAll(() => {
+  fleet = exampleFleet();
+  const input = validInput();
+  testFleet = resolveFleet({
+    ...input,
+    cells: input.cells.filter((c) => c.id === FARGATE_CELL || c.id === 'eu-1'),
+    cellResources: (cell) => {
+      if (cell.cellId === FARGATE_CELL) {
+        new s3.Bucket(cell.scope, 'Unencrypted', { encryption: s3.BucketEncryption.UNENCRYPTED });
+        const queue = new sqs.Queue(cell.scope, 'Untagged', { encryptionMasterKey: cell.encryptionKey, enforceSSL: true });
+        Tags.of(queue).remove('cell');
+        cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'Backlog', {
+          alarmName: `${cell.namePrefix}-backlog`, metric: queue.metricApproximateNumberOfMessagesVisible(), threshold: 100, evaluationPeriods: 5,
+        }), { health: false });
+      } else {
+        new sns.Topic(cell.scope, 'Events', { masterKey: cell.encryptionKey, enforceSSL: true });
+      }
+    },
   });
+  const app = cdkApp();
+  const build = (f: Fleet, prefix: string) => f.cells.map((c) => [c.id, new CellStack(app, `${prefix}${c.id}`, { cell: c, fleet: f })] as const);
+  const stacks = [build(fleet, 'cell-'), build(testFleet, 'test-cell-')];
+  // Every stack exists before the first Template.fromStack: synthesis freezes the tree.
+  [cells, testCells] = stacks.map((list) => Object.fromEntries(list.map(([id, stack]) => [id, { stack, template: Template.fromStack(stack) }])));
+});
+
+describe("the example fleet's own cell resources (cellResources)", () => {
 
   it('adds an idempotency-key table to every cell, tagged with the cell and encrypted with the cell\'s own key', () => {
     expect(Object.keys(cells)).toHaveLength(fleet.cells.length);
@@ -68,13 +98,13 @@ describe("the example fleet's own cell resources (cellResources)", () => {
     const ec2 = cells[EC2_CELL].template;
     const [ec2TableId] = only(ec2, 'AWS::DynamoDB::Table');
     const [launchTemplate] = Object.values(ec2.findResources('AWS::EC2::LaunchTemplate')) as Resource[];
-    expect(JSON.stringify(launchTemplate.Properties)).toContain(`-e IDEMPOTENCY_TABLE='","{"Ref":"${ec2TableId}"}`);
+    expect(JSON.stringify(launchTemplate.Properties)).toContain(`-e IDEMPOTENCY_TABLE='",{"Ref":"${ec2TableId}"}`);
   });
 
   it.each([FARGATE_CELL, EC2_CELL])("%s: puts the table's throttling alarm in the cell's health rule and on its dashboard", (id) => {
     const { template } = cells[id];
     const alarm = alarmId(template, `orders-${id}-idempotency-throttles`);
-    expect(healthRule(template)).toContain(`ALARM(\\"","{"Fn::GetAtt":["${alarm}","Arn"]}`);
+    expect(healthRule(template)).toContain(`ALARM(\\"",{"Fn::GetAtt":["${alarm}","Arn"]}`);
     // On the state widget and as a graph of its own.
     expect(dashboardBody(template).split(`{"Fn::GetAtt":["${alarm}","Arn"]}`)).toHaveLength(3);
   });
@@ -89,68 +119,41 @@ describe("the example fleet's own cell resources (cellResources)", () => {
 });
 
 describe('a cellResources hook of a test fleet', () => {
-  const twoCells = (cellResources: CellExtension): Fleet => {
-    const input = validInput();
-    return resolveFleet({ ...input, cells: input.cells.filter((c) => c.id === FARGATE_CELL || c.id === 'eu-1'), cellResources });
-  };
-  let fleet: Fleet;
-  let stacks: Record<string, CellStack>;
-  let templates: Record<string, Template>;
-  beforeAll(() => {
-    // canary-eu gets a bucket that breaks AwsSolutions, a queue that loses its `cell` tag, and a
-    // paging-only alarm; eu-1 gets a queue encrypted with the cell's key.
-    fleet = twoCells((cell) => {
-      if (cell.cellId === FARGATE_CELL) {
-        new s3.Bucket(cell.scope, 'Unencrypted', { encryption: s3.BucketEncryption.UNENCRYPTED });
-        const queue = new sqs.Queue(cell.scope, 'Untagged', { encryptionMasterKey: cell.encryptionKey, enforceSSL: true });
-        Tags.of(queue).remove('cell');
-        cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'Backlog', {
-          alarmName: `${cell.namePrefix}-backlog`, metric: queue.metricApproximateNumberOfMessagesVisible(), threshold: 100, evaluationPeriods: 5,
-        }), { health: false });
-      } else {
-        new sqs.Queue(cell.scope, 'Work', { encryptionMasterKey: cell.encryptionKey, enforceSSL: true });
-      }
-    });
-    const app = cdkApp();
-    stacks = Object.fromEntries(fleet.cells.map((c) => [c.id, new CellStack(app, `cell-${c.id}`, { cell: c, fleet })]));
-    templates = Object.fromEntries(Object.entries(stacks).map(([id, stack]) => [id, Template.fromStack(stack)]));
-  });
-
   it('builds only what the hook made for each cell, under the cell\'s Extension construct', () => {
-    expect(Object.keys(templates[FARGATE_CELL].findResources('AWS::S3::Bucket', { Properties: { BucketEncryption: undefined } }))).toHaveLength(1);
-    expect(stacks[FARGATE_CELL].node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeDefined();
-    expect(stacks['eu-1'].node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeUndefined();
-    const [, queue] = only(templates['eu-1'], 'AWS::SQS::Queue');
-    expect(tagsOf(queue)).toEqual(expect.objectContaining({ cell: 'eu-1', app: fleet.app }));
+    const buckets = Object.entries(testCells[FARGATE_CELL].template.findResources('AWS::S3::Bucket')).filter(([id]) => id.startsWith('CellExtensionUnencrypted'));
+    expect(buckets.map(([, b]) => b.Properties.BucketEncryption)).toEqual([undefined]);
+    expect(testCells[FARGATE_CELL].stack.node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeDefined();
+    expect(testCells['eu-1'].stack.node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeUndefined();
+    const [, topic] = Object.entries(testCells['eu-1'].template.findResources('AWS::SNS::Topic')).find(([id]) => id.startsWith('CellExtensionEvents'))!;
+    expect(tagsOf(topic as Resource)).toEqual(expect.objectContaining({ cell: 'eu-1', app: fleet.app }));
   });
 
   it("reports a hook resource's AwsSolutions findings like any other", () => {
-    const stack = stacks[FARGATE_CELL];
+    const stack = testCells[FARGATE_CELL].stack;
     const findings = findingsUnder(new AwsSolutionsChecks().validateScope(stack).violations, `${stack.node.path}/Cell/Extension/Unencrypted`);
     expect(Object.keys(findings)).toEqual(expect.arrayContaining(['AwsSolutions-S1', 'AwsSolutions-S10']));
-    expect(findingsUnder(new AwsSolutionsChecks().validateScope(stacks['eu-1']).violations, stacks['eu-1'].node.path)).toEqual({});
+    expect(findingsUnder(new AwsSolutionsChecks().validateScope(testCells['eu-1'].stack).violations, testCells['eu-1'].stack.node.path)).toEqual({});
   });
 
   it("reports a hook resource's cell-isolation findings like any other", () => {
-    const stack = stacks[FARGATE_CELL];
-    const findings = findingsUnder(new CellIsolationChecks(undefined, { fleet }).validateScope(stack).violations, `${stack.node.path}/Cell/Extension`);
+    const stack = testCells[FARGATE_CELL].stack;
+    const findings = findingsUnder(new CellIsolationChecks(undefined, { fleet: testFleet }).validateScope(stack).violations, `${stack.node.path}/Cell/Extension`);
     expect(findings).toEqual({ 'CellIsolation-CI2[tag:cell]': [`${stack.node.path}/Cell/Extension/Untagged/Resource`] });
   });
 
   it('puts a health: false alarm on the dashboard, not in the health rule', () => {
-    const template = templates[FARGATE_CELL];
+    const template = testCells[FARGATE_CELL].template;
     const alarm = alarmId(template, `orders-${FARGATE_CELL}-backlog`);
     expect(healthRule(template)).not.toContain(alarm);
     expect(dashboardBody(template)).toContain(`{"Fn::GetAtt":["${alarm}","Arn"]}`);
-    expect(healthRule(templates['eu-1'])).not.toContain('backlog');
+    expect(healthRule(testCells['eu-1'].template)).not.toContain('backlog');
   });
 });
 
 describe('a cellResources hook that fails', () => {
   const build = (cellResources: CellExtension) => {
-    const input = validInput();
-    const fleet = resolveFleet({ ...input, cells: input.cells.filter((c) => c.id === FARGATE_CELL), waves: { ...input.waves, singleCellWaves: 0 }, cellResources });
-    new CellStack(cdkApp(), 'cell', { cell: fleet.cells[0], fleet });
+    const fleet = resolveFleet({ ...validInput(), cellResources });
+    new CellStack(cdkApp(), 'cell', { cell: fleet.cells.find((c) => c.id === FARGATE_CELL)!, fleet });
   };
 
   it('throws one line naming the cell, the original error as its cause', () => {
