@@ -1,5 +1,6 @@
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { defineFleet } from './lib/fleet';
@@ -112,7 +113,7 @@ export default defineFleet({
     }));
     cell.addWorkloadEnvironment('IDEMPOTENCY_TABLE', table.tableName);
     const minute = Duration.minutes(1);
-    cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'IdempotencyThrottles', {
+    const throttles = new cloudwatch.Alarm(cell.scope, 'IdempotencyThrottles', {
       alarmName: `${cell.namePrefix}-idempotency-throttles`,
       alarmDescription: `${cell.namePrefix}: idempotency-key table throttled >= 10 requests a minute for 3 minutes`,
       metric: new cloudwatch.MathExpression({
@@ -127,7 +128,11 @@ export default defineFleet({
       threshold: 10,
       evaluationPeriods: 3,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }));
+    });
+    // Pages on-call on ALARM and OK, as every alarm of the cell does.
+    throttles.addAlarmAction(new cloudwatchActions.SnsAction(cell.alarmTopic));
+    throttles.addOkAction(new cloudwatchActions.SnsAction(cell.alarmTopic));
+    cell.addAlarm(throttles);
   },
   router: {
     // Holds the publisher and move operator roles and the move bucket; set once, never by region order.

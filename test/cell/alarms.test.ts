@@ -1,5 +1,6 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
+import { exampleFleetWithoutExtension } from '../support/fleet';
 
 /** Deployment-gate variants that tolerate a first start; they page nobody. */
 const GATE_ONLY = ['deploy-error-rate', 'deploy-unhealthy-hosts'];
@@ -9,7 +10,7 @@ describe('CellAlarms', () => {
   let cells: Record<string, SynthesizedCell>;
   let template: Template;
   beforeAll(() => {
-    cells = synthCells([FARGATE_CELL, EC2_CELL]);
+    cells = synthCells([FARGATE_CELL, EC2_CELL], exampleFleetWithoutExtension());
     template = cells[FARGATE_CELL].template;
   });
 

@@ -1,5 +1,6 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
+import { exampleFleetWithoutExtension } from '../support/fleet';
 
 /**
  * The request-path signals that gate deployments; queue signals and free storage only page. The 5xx
@@ -17,7 +18,7 @@ describe('CellCompute', () => {
   let fargate: Template;
   let ec2: Template;
   beforeAll(() => {
-    const cells = synthCells([FARGATE_CELL, EC2_CELL]);
+    const cells = synthCells([FARGATE_CELL, EC2_CELL], exampleFleetWithoutExtension());
     fargate = cells[FARGATE_CELL].template;
     ec2 = cells[EC2_CELL].template;
   });

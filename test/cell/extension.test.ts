@@ -105,6 +105,9 @@ describe("the example fleet's own cell resources (cellResources)", () => {
     const { template } = cells[id];
     const alarm = alarmId(template, `orders-${id}-idempotency-throttles`);
     expect(healthRule(template)).toContain(`ALARM(\\"",{"Fn::GetAtt":["${alarm}","Arn"]}`);
+    const [topic] = Object.keys(template.findResources('AWS::SNS::Topic', { Properties: { TopicName: `orders-${id}-alarms` } }));
+    const { Properties: throttles } = template.toJSON().Resources[alarm];
+    expect([throttles.AlarmActions, throttles.OKActions]).toEqual([[{ Ref: topic }], [{ Ref: topic }]]);
     // On the state widget and as a graph of its own.
     expect(dashboardBody(template).split(`{"Fn::GetAtt":["${alarm}","Arn"]}`)).toHaveLength(3);
   });

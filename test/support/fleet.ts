@@ -13,6 +13,12 @@ export function exampleFleet(): Fleet {
   return loadFleet(path.join(REPO_ROOT, 'cells.config.ts'));
 }
 
+/** The example fleet without its own cell resources (`cellResources`): cells as the factory alone builds them. */
+export function exampleFleetWithoutExtension(): Fleet {
+  const { cellResources: _ignored, ...fleet } = exampleFleet();
+  return fleet;
+}
+
 /** The shipped config object itself, for tests that edit it. */
 export function exampleInput(): FleetInput {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
