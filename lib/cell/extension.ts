@@ -33,7 +33,7 @@ export interface CellBuildingBlocks {
   readonly workloadSecurityGroup: ec2.ISecurityGroup;
   /** The identity the workload's code runs as (task role on Fargate, instance role on EC2): grant it access. */
   readonly workloadRole: iam.IRole;
-  /** The cell's alarm topic, which on-call subscribes to. */
+  /** The cell's alarm topic, which on-call subscribes to: give your alarms it as their ALARM and OK action. */
   readonly alarmTopic: sns.ITopic;
   /**
    * Gives the workload an environment variable, such as the name of a table made here (not a

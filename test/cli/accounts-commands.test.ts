@@ -7,15 +7,14 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { cellctl } from '../support/cli';
 import { loadFleet, readAccountsFile } from '../../lib/fleet';
 import { fakeCdk, FakeCdk } from '../support/fake-cdk';
-import { REPO_ROOT } from '../support/fleet';
+import { REPO_ROOT, shippedConfigText } from '../support/fleet';
 
 const org = mockClient(OrganizationsClient);
 
 /** A project directory with the shipped config and no cells.accounts.json. */
 function project(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'accounts-'));
-  const config = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
-    .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`);
+  const config = shippedConfigText();
   fs.writeFileSync(path.join(dir, 'cells.config.ts'), config);
   return dir;
 }

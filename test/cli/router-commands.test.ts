@@ -9,7 +9,7 @@ import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/router';
 import { freePort, routed, startCell, until } from '../support/cells';
 import { routerImageConfig } from '../../lib/isolation';
 import { HAPROXY_ADMIN, ROUTER_PORT, STATE_DIR } from '../../lib/router-stack';
-import { exampleFleet, REPO_ROOT } from '../support/fleet';
+import { exampleFleet, REPO_ROOT, shippedConfigText } from '../support/fleet';
 
 const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
@@ -210,8 +210,7 @@ describe('cellctl router', () => {
 
   it('config: takes per-cell concurrency, queue timeout and slots from the fleet', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-config-fleet-'));
-    const source = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
-      .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`)
+    const source = shippedConfigText()
       .replace('cellMaxConn: 200,', 'cellMaxConn: 50, slots: 20,')
       .replace('queueTimeoutMs: 1000,', 'queueTimeoutMs: 250,');
     fs.writeFileSync(path.join(dir, 'cells.config.ts'), source);

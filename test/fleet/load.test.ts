@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { FleetConfigError, loadFleet, readAccountsFile } from '../../lib/fleet';
-import { REPO_ROOT } from '../support/fleet';
+import { REPO_ROOT, shippedConfigText } from '../support/fleet';
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-'));
@@ -11,8 +11,7 @@ function tempDir(): string {
 /** Copies the shipped config into a temp dir (with its import rewritten) and an optional accounts file. */
 function fleetDir(accounts?: string): string {
   const dir = tempDir();
-  const config = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
-    .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`);
+  const config = shippedConfigText();
   fs.writeFileSync(path.join(dir, 'cells.config.ts'), config);
   if (accounts !== undefined) fs.writeFileSync(path.join(dir, 'cells.accounts.json'), accounts);
   return dir;

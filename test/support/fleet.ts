@@ -54,12 +54,22 @@ export function cdkApp(o: { readonly bundling?: boolean } = {}): App {
 }
 
 /**
- * A folder with a copy of the shipped `cells.config.ts` (its import made absolute, the text passed
+ * The shipped `cells.config.ts` with its imports made absolute, to be written into another folder:
+ * that folder has no `lib/` beside it and no node_modules to resolve `aws-cdk-lib` from.
+ */
+export function shippedConfigText(): string {
+  return fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
+    .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`)
+    .replace(/from '(aws-cdk-lib(?:\/[^']*)?)'/g, (_, module: string) => `from ${JSON.stringify(require.resolve(module, { paths: [REPO_ROOT] }))}`);
+}
+
+/**
+ * A folder with a copy of the shipped `cells.config.ts` (its imports made absolute, the text passed
  * through `edit`) and `cells.accounts.json` (the shipped one unless `accounts` is given).
  */
 export function configDir(edit: (text: string) => string = (t) => t, accounts?: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fleet-config-'));
-  const text = fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8').replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`);
+  const text = shippedConfigText();
   fs.writeFileSync(path.join(dir, 'cells.config.ts'), edit(text));
   fs.writeFileSync(path.join(dir, 'cells.accounts.json'), accounts ?? fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8'));
   return dir;
