@@ -86,8 +86,9 @@ describe('addFleet on the example fleet', () => {
     for (const [id, json] of templates) {
       const resources = Object.values(JSON.parse(json).Resources as Record<string, { Type: string; Properties: Record<string, string> }>);
       const names = resources.flatMap((r) => [r.Properties?.AlarmName, r.Properties?.DashboardName].filter((n) => n !== undefined));
-      // Eight metric alarms, two capacity alarms, two deployment-gate variants, the composite and the dashboard.
-      expect(names.length).toBe(14);
+      // Eight metric alarms, two capacity alarms, two deployment-gate variants, the composite, the
+      // dashboard, and the alarm of the example fleet's own table (cellResources).
+      expect(names.length).toBe(15);
       const topics = resources.filter((r) => r.Type === 'AWS::SNS::Topic').map((r) => r.Properties.TopicName);
       expect(topics).toEqual([`orders-${id}-alarms`]);
       for (const name of names) expect(name.startsWith(`orders-${id}-`) || name === `orders-${id}`).toBe(true);
