@@ -101,7 +101,10 @@ export class CellAlarms extends Construct {
   public readonly aboveTestedLimit?: cloudwatch.Alarm;
   /** Alarms that page but never gate a deployment: queue signals, free storage, capacity. */
   public readonly paging: readonly cloudwatch.Alarm[];
-  /** The cell's health, read by the pipeline's bake: in ALARM when any `deploymentGate` alarm is. */
+  /**
+   * The cell's health, read by the pipeline's bake: in ALARM when any request-path alarm is (the raw
+   * signals behind `deploymentGate`), or an alarm of the fleet's own resources (`addAlarm`).
+   */
   public readonly health: cloudwatch.CompositeAlarm;
   /** Every metric alarm of the cell that pages, composite excluded (the deploy- gate variants page nobody). */
   public readonly all: readonly cloudwatch.Alarm[];

@@ -1,7 +1,7 @@
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { Construct } from 'constructs';
 import { Cell as CellModel, Fleet, postgresVersionOf } from '../fleet';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { CellAlarmOptions, CellAlarms } from './alarms';
 import { CellCompute, workloadImage } from './compute';
 import { CellDashboard } from './dashboard';

@@ -1,7 +1,7 @@
 /**
  * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK: the one CDK
  * type here, the `cellResources` hook, is imported for its type only and erased when compiled, so
- * loading the fleet never loads aws-cdk-lib; only the cell construct calls the hook.
+ * the fleet model loads no aws-cdk-lib; only the cell construct calls the hook.
  */
 import type { CellExtension } from '../cell/extension';
 import { GrantedQuotas } from '../limits/quotas';
