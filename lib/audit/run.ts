@@ -44,6 +44,10 @@ export const NIST_OPEN_REASONS: readonly OpenReason[] = [
     why: 'Automated RDS and Aurora backups are on (7 to 14 days per cell shape); an AWS Backup plan per cell is not part of the example.',
   },
   {
+    rules: nist('DynamoDBInBackupPlan'),
+    why: 'The example fleet\'s own idempotency-key table in each cell (`cellResources`): point-in-time recovery is on (35 days) and its keys expire after a day; an AWS Backup plan per cell is not part of the example.',
+  },
+  {
     rules: nist('RDSInstanceDeletionProtectionEnabled', 'ELBDeletionProtectionEnabled'),
     why: 'Left out of the template on purpose: a resource that refuses deletion turns a failed first create into ROLLBACK_FAILED. The pipeline switches deletion protection on after a stage\'s first successful deploy (`lib/pipeline/protect.ts`, `lib/cell/deletion-protection-access.ts`).',
   },
