@@ -263,7 +263,15 @@ describe('cellctl move (AWS fleet)', () => {
     // No task was started after the signal.
     expect(hanging).toHaveLength(1);
     // The audit log says so: who, when, which step, which task.
-    const shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
+    // Here the interrupted move runs in this process, so its step still in flight settles after
+    // cellctl returned (a real cellctl has exited with 130 by then) and may write the move's
+    // objects once more; the S3 stand-in (s3rver) serves an object being written half-written,
+    // which S3 never does. Read until a read sees whole documents.
+    let shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
+    await until('move show to read whole documents', async () => {
+      if (shownRun.err !== '') shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
+      return shownRun.err === '';
+    }, 30_000);
     expect(shownRun.err).toBe('');
     const shown = JSON.parse(shownRun.out);
     expect(shown.move.status).toBe('active');
