@@ -60,7 +60,8 @@ describeImages('the workload image, as a cell runs it', () => {
     sqs.destroy();
 
     const env: Record<string, string> = {
-      ...environmentOf(def, { DB_HOST: '127.0.0.1', DB_NAME: database, DB_SECRET_ARN: secret.ARN!, QUEUE_URL: queue.QueueUrl! }),
+      // IDEMPOTENCY_TABLE: the example fleet's own table (cellResources); the reference workload does not read it.
+      ...environmentOf(def, { DB_HOST: '127.0.0.1', DB_NAME: database, DB_SECRET_ARN: secret.ARN!, QUEUE_URL: queue.QueueUrl!, IDEMPOTENCY_TABLE: `${CELL}-idempotency-keys` }),
       // The template names the cell database's own (non-default) port and name; the test's are others.
       DB_PORT: String(pg.server.port), DB_NAME: database,
     };
