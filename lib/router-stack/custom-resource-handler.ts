@@ -133,6 +133,26 @@ export function responseBody(response: CustomResourceResponse<unknown>): string 
   return JSON.stringify({ ...response, Reason: `${reason.slice(0, Math.max(0, reason.length - over - 16))} …(cut)` });
 }
 
+/**
+ * The body of a Lambda entry point: `respond` turns every AWS outcome into a response; anything it
+ * throws (a malformed event) is answered FAILED, naming `resourceType`, with `physicalId`. The answer
+ * is always sent (`sendResponse`).
+ */
+export async function answerCloudFormation(
+  event: CustomResourceEvent<unknown>, resourceType: string, physicalId: string, respond: () => Promise<CustomResourceResponse<unknown>>,
+): Promise<void> {
+  let response: CustomResourceResponse<unknown>;
+  try {
+    response = await respond();
+  } catch (err) {
+    response = {
+      Status: 'FAILED', Reason: `${resourceType}: ${(err as Error).message}`, PhysicalResourceId: physicalId,
+      StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId,
+    };
+  }
+  await sendResponse(event.ResponseURL, response);
+}
+
 /** PUTs the response to the presigned URL, retrying network errors and 5xx a few times. */
 export async function sendResponse(url: string, response: CustomResourceResponse<unknown>, attempts = 4, retryDelayMs = 1000): Promise<void> {
   const body = responseBody(response);

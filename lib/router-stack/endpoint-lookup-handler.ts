@@ -16,7 +16,7 @@
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import {
-  accessDeniedDeadline, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, sendResponse, withinBudget, withRetries,
+  accessDeniedDeadline, answerCloudFormation, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, withinBudget, withRetries,
 } from './custom-resource-handler';
 import { LookupProperties, lookupPhysicalId, SERVICE_NAME_ATTRIBUTE } from './endpoint-lookup-properties';
 
@@ -92,16 +92,9 @@ let sts: STSClient | undefined;
 
 /** The Lambda entry point (`index.handler` in the bundle). */
 export async function handler(event: LookupEvent, context: HandlerContext): Promise<void> {
-  let response: LookupResponse;
-  try {
+  // lookupResponse turns every AWS outcome into a response; a malformed event is answered FAILED.
+  await answerCloudFormation(event, 'Custom::CellEndpointServiceName', event.PhysicalResourceId ?? event.LogicalResourceId, () => {
     sts ??= new STSClient({});
-    response = await lookupResponse(event, context, { sts, ssm: (region, credentials) => new SSMClient({ region, credentials }) });
-  } catch (err) {
-    // lookupResponse turns every AWS outcome into a response; this is for the unexpected (a malformed event).
-    response = {
-      Status: 'FAILED', Reason: `Custom::CellEndpointServiceName: ${(err as Error).message}`, PhysicalResourceId: event.PhysicalResourceId ?? event.LogicalResourceId,
-      StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId,
-    };
-  }
-  await sendResponse(event.ResponseURL, response);
+    return lookupResponse(event, context, { sts, ssm: (region, credentials) => new SSMClient({ region, credentials }) });
+  });
 }

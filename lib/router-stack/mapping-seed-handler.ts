@@ -14,7 +14,7 @@
 // - The response to CloudFormation and the retry while IAM propagates: custom-resource-handler.ts.
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
-  accessDeniedDeadline, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, sendResponse, withinBudget, withRetries,
+  accessDeniedDeadline, answerCloudFormation, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, withinBudget, withRetries,
 } from './custom-resource-handler';
 
 export { responseBody, sendResponse } from './custom-resource-handler';
@@ -143,16 +143,9 @@ let client: S3Client | undefined;
 
 /** The Lambda entry point (`index.handler` in the bundle). */
 export async function handler(event: SeedEvent, context: SeedContext): Promise<void> {
-  let response: SeedResponse;
-  try {
+  // seedResponse turns every S3 outcome into a response; a malformed event is answered FAILED.
+  await answerCloudFormation(event, 'Custom::MappingSeed', physicalId(event), () => {
     client ??= new S3Client({});
-    response = await seedResponse(event, context, client);
-  } catch (err) {
-    // seedResponse turns every S3 outcome into a response; this is for the unexpected (a malformed event).
-    response = {
-      Status: 'FAILED', Reason: `Custom::MappingSeed: ${(err as Error).message}`, PhysicalResourceId: physicalId(event),
-      StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId,
-    };
-  }
-  await sendResponse(event.ResponseURL, response);
+    return seedResponse(event, context, client);
+  });
 }
