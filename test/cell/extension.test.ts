@@ -1,4 +1,4 @@
-import { PolicyViolation, Tags } from 'aws-cdk-lib';
+import { Tags } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -10,6 +10,7 @@ import { Fleet, FleetConfigError, resolveFleet } from '../../lib/fleet';
 import { CellIsolationChecks } from '../../lib/isolation';
 import { EC2_CELL, FARGATE_CELL, SynthesizedCell } from '../support/cell';
 import { cdkApp, exampleFleet, validInput } from '../support/fleet';
+import { findingsUnder } from '../support/findings';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 const only = (template: Template, type: string): [string, Resource] => {
@@ -26,15 +27,6 @@ const alarmId = (template: Template, name: string) => {
   expect(id).toBeDefined();
   return id;
 };
-/** `rule id → construct paths` of the open findings under `path`. */
-function findingsUnder(violations: readonly PolicyViolation[], path: string): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const v of violations) {
-    const paths = v.violatingResources.map((r) => r.constructPath ?? '').filter((p) => p.startsWith(path));
-    if (paths.length > 0) out[v.ruleName] = paths;
-  }
-  return out;
-}
 
 /**
  * One app, synthesized once: every cell of the example fleet, and two cells of a test fleet whose

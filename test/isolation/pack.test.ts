@@ -11,16 +11,8 @@ import { Fleet } from '../../lib/fleet';
 import { CellIsolationChecks, routerImageConfig } from '../../lib/isolation';
 import { CellStage, PipelineStack } from '../../lib/pipeline';
 import { cdkApp, exampleFleet } from '../support/fleet';
+import { findingsUnder } from '../support/findings';
 
-/** Open findings of the pack under `path` (construct path prefix), as `rule id → paths`. */
-function findingsUnder(violations: readonly PolicyViolation[], path: string): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const v of violations) {
-    const paths = v.violatingResources.map((r) => r.constructPath ?? '').filter((p) => p.startsWith(path));
-    if (paths.length > 0) out[v.ruleName] = paths;
-  }
-  return out;
-}
 
 describe('CellIsolationChecks on the example fleet', () => {
   let fleet: Fleet;
