@@ -89,14 +89,20 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('serves through the router container, and `fleet local stop` ends the fleet and every container', async () => {
-    const stateDir = path.join(dir, 'state');
+  /** `cellctl fleet local --images` of one cell in `stateDir`; its output so far (stdout and stderr). */
+  const startImageFleet = (stateDir: string) => {
     const child = spawn(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
     child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    return { child, output: () => out };
+  };
+
+  it('serves through the router container, and `fleet local stop` ends the fleet and every container', async () => {
+    const stateDir = path.join(dir, 'state');
+    const { child, output } = startImageFleet(stateDir);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await until(`the fleet to start (${out})`, async () => /^workloads +from localhost\/cell-factory\/workload:/m.test(out), 600_000);
+    await until('the fleet to start', async () => /^workloads +from localhost\/cell-factory\/workload:/m.test(output()), 600_000);
     const file = readFleetFile(stateDir)!;
     const created = await api(file.routerUrl, 'POST', '/v1/items', 'acme', { name: 'x' });
     expect([created.status, created.headers.get('x-cell')]).toEqual([201, 'cell-1']);
@@ -111,11 +117,8 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
 
   it('after a SIGKILLed cellctl, `fleet local stop` removes the router containers it left (the workload containers stop with their watchdog)', async () => {
     const stateDir = path.join(dir, 'killed');
-    const child = spawn(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-    await until(`the fleet to start (${out})`, async () => /^workloads /m.test(out), 600_000);
+    const { child, output } = startImageFleet(stateDir);
+    await until('the fleet to start', async () => /^workloads /m.test(output()), 600_000);
     child.kill('SIGKILL');
     await until('the workload container to stop', async () => (await runningFleetContainers(stateDir)).every((n) => /-router-(haproxy|agent)$/.test(n)), 60_000);
     expect((await runningFleetContainers(stateDir)).length).toBe(2);
