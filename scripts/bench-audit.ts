@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
-import { addFleet, addPipeline, cdkJsonContext } from '../lib/app';
+import { addFleet, addPipeline, cdkJsonContext, isolationChecksPropsOf } from '../lib/app';
 import { allStacks, ControlTowerChecks, controlTowerFindings, nagFindings } from '../lib/audit';
 import { generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
 import { CellIsolationChecks } from '../lib/isolation';
@@ -34,7 +34,7 @@ try {
   const rows: [string, number, number][] = [];
   for (const [name, run] of [
     ['AwsSolutions', () => nagFindings(new AwsSolutionsChecks(), app)],
-    ['CellIsolation', () => nagFindings(new CellIsolationChecks(undefined, { fleet }), app)],
+    ['CellIsolation', () => nagFindings(new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)), app)],
     ['ControlTower', () => controlTowerFindings(app, new ControlTowerChecks())],
     ['NIST.800.53.R5', () => nagFindings(new NIST80053R5Checks(), app)],
   ] as const) {

@@ -6,6 +6,8 @@ import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
+import { cellStackPropsOf, cellStacksOf } from './cell-props';
+import { isolationChecksPropsOf } from './isolation-props';
 import { addLimitChecks } from './limit-checks';
 
 export interface FleetStacks {
@@ -23,7 +25,7 @@ export interface FleetStacks {
  * and every written template is checked against AWS's limits (lib/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
-  const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, stackName: `${fleet.app}-pipeline` });
+  const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, cellStacks: cellStacksOf(fleet), stackName: `${fleet.app}-pipeline` });
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;
@@ -37,7 +39,7 @@ export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean }
  */
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
   // Cells first: each router stack carries their endpoint-service fingerprints (it reads a cell's service name again when its changes).
-  const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, { cell, fleet }));
+  const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, cellStackPropsOf(fleet, cell)));
   const cellEndpointFingerprints = Object.fromEntries(fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]));
   const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region, cellEndpointFingerprints }));
   // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
@@ -59,5 +61,5 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
  * finding fails `cdk synth`. Control Tower and NIST 800-53 run in `npm run audit` (docs/audit.md).
  */
 export function addAuditGate(app: App, fleet: Fleet): void {
-  Validations.of(app).addPlugins(countAcknowledged(app, new AwsSolutionsChecks(app)), countAcknowledged(app, new CellIsolationChecks(app, { fleet })));
+  Validations.of(app).addPlugins(countAcknowledged(app, new AwsSolutionsChecks(app)), countAcknowledged(app, new CellIsolationChecks(app, isolationChecksPropsOf(fleet))));
 }

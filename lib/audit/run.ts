@@ -3,7 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
-import { addFleet, addPipeline, cliSynthContext } from '../app';
+import { addFleet, addPipeline, cliSynthContext, isolationChecksPropsOf } from '../app';
 import { Fleet } from '../fleet';
 import { CellIsolationChecks } from '../isolation';
 import { CFN_LINT, cfnLintFindings, writtenTemplates } from './cfn-lint';
@@ -83,7 +83,7 @@ export function runAudit(fleet: Fleet, options: { now?: Date } = {}): AuditRepor
     app.synth();
     const findings = [
       ...nagFindings(new AwsSolutionsChecks(), app),
-      ...nagFindings(new CellIsolationChecks(undefined, { fleet }), app),
+      ...nagFindings(new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)), app),
       ...controlTowerFindings(app),
       ...nagFindings(new NIST80053R5Checks(), app),
       ...cfnLintFindings(writtenTemplates(outdir)),

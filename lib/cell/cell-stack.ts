@@ -1,14 +1,23 @@
-import { Aspects, CfnOutput, CfnResource, IAspect, Stack, StackProps, TagManager, Tags } from 'aws-cdk-lib';
+import { Aspects, CfnOutput, CfnResource, IAspect, Stack, StackProps, TagManager, Tags, Token } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
-import { Cell as CellModel, cellEndpointReaderRoleName, cellEndpointServiceParameter, Fleet } from '../fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter } from '../fleet';
 import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
-import { Cell } from './cell';
+import { Cell, CellProps } from './cell';
 import { CellEndpointRecord } from './endpoint-record';
 import { DeletionProtectionAccess, deletionProtectorRoleName } from './deletion-protection-access';
 
-export interface CellStackProps extends Omit<StackProps, 'env'> {
-  readonly cell: CellModel;
-  readonly fleet: Fleet;
+/**
+ * A cell's stack: `env` names the cell's own account and region (required: the roles other accounts
+ * assume name it), `stackName` defaults to `<app>-cell-<id>`, `terminationProtection` to true.
+ */
+export interface CellStackProps extends StackProps {
+  /** The cell the stack holds. */
+  readonly cell: CellProps;
+  /**
+   * The delivery pipeline's account: its bake reads the cell's alarms and its protect step switches
+   * deletion protection on, each through a role of this stack that only this account may assume.
+   */
+  readonly toolingAccount: string;
 }
 
 /**
@@ -26,8 +35,8 @@ class TagRawResources implements IAspect {
 }
 
 /** Stack name of a cell: `<app>-cell-<id>`. */
-export function cellStackName(fleet: Fleet, cellId: string): string {
-  return `${fleet.app}-cell-${cellId}`;
+export function cellStackName(app: string, cellId: string): string {
+  return `${app}-cell-${cellId}`;
 }
 
 /**
@@ -38,27 +47,31 @@ export class CellStack extends Stack {
   public readonly cell: Cell;
   private readonly zones: readonly string[];
 
-  constructor(scope: Construct, id: string, { cell, fleet, ...stackProps }: CellStackProps) {
+  constructor(scope: Construct, id: string, { cell, toolingAccount, ...stackProps }: CellStackProps) {
+    const { app, cellId } = cell;
+    const { account, region } = stackProps.env ?? {};
+    if (account === undefined || Token.isUnresolved(account) || region === undefined || Token.isUnresolved(region)) {
+      throw new Error(`CellStack ${cellId}: env needs the cell's own account and region, for example { account: '123456789012', region: 'eu-west-1' }`);
+    }
     super(scope, id, {
-      stackName: cellStackName(fleet, cell.id),
-      description: `${fleet.app} cell ${cell.id} (${cell.region}, shape ${cell.shapeName})`,
+      stackName: cellStackName(app, cellId),
+      description: `${app} cell ${cellId} (${region})`,
       terminationProtection: true,
       ...stackProps,
-      env: { account: cell.account, region: cell.region },
     });
-    this.zones = cell.availabilityZones;
-    Tags.of(this).add('cell', cell.id);
-    Tags.of(this).add('app', fleet.app);
-    Aspects.of(this).add(new TagRawResources({ cell: cell.id, app: fleet.app }));
-    this.cell = new Cell(this, 'Cell', { cell, fleet, extension: fleet.cellResources });
+    this.zones = cell.network.availabilityZones;
+    Tags.of(this).add('cell', cellId);
+    Tags.of(this).add('app', app);
+    Aspects.of(this).add(new TagRawResources({ cell: cellId, app }));
+    this.cell = new Cell(this, 'Cell', cell);
     new CellBakeAccess(this, 'BakeAccess', {
-      roleName: bakeWatcherRoleName(fleet.app, cell.id),
-      toolingAccount: fleet.accounts.tooling,
+      roleName: bakeWatcherRoleName(app, cellId),
+      toolingAccount,
     });
     const data = this.cell.data;
     new DeletionProtectionAccess(this, 'DeletionProtection', {
-      roleName: deletionProtectorRoleName(`${fleet.app}-${cell.id}`),
-      toolingAccount: fleet.accounts.tooling,
+      roleName: deletionProtectorRoleName(`${app}-${cellId}`),
+      toolingAccount,
       loadBalancerArns: [this.cell.entry.loadBalancer.loadBalancerArn, this.cell.entry.privateLink.loadBalancerArn],
       ...(data.engine === 'aurora-postgresql' ? { dbClusterArns: [data.deletionProtectionArn] } : { dbInstanceArns: [data.deletionProtectionArn] }),
     });
@@ -66,10 +79,10 @@ export class CellStack extends Stack {
     const entry = this.cell.entry;
     new CellEndpointRecord(this, 'EndpointRecord', {
       endpointService: entry.endpointService,
-      parameterName: cellEndpointServiceParameter(fleet.app, cell.id),
-      readerRoleName: cellEndpointReaderRoleName(fleet.app, cell.id),
-      routerAccount: fleet.accounts.router,
-      routerRolePrefix: `${fleet.app}-router-`,
+      parameterName: cellEndpointServiceParameter(app, cellId),
+      readerRoleName: cellEndpointReaderRoleName(app, cellId),
+      routerAccount: cell.routing.routerAccount,
+      routerRolePrefix: `${app}-router-`,
     });
     new CfnOutput(this, 'EndpointServiceName', {
       description: 'PrivateLink service the router creates its interface endpoint for',
@@ -82,7 +95,7 @@ export class CellStack extends Stack {
     new CfnOutput(this, 'HealthAlarmName', { value: this.cell.alarms.health.alarmName });
   }
 
-  /** AZs come from the fleet config: no lookup, so synth works offline. */
+  /** AZs come from the cell's network props: no lookup, so synth works offline. */
   public override get availabilityZones(): string[] {
     return [...this.zones];
   }

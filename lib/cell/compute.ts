@@ -1,10 +1,7 @@
-import * as fs from 'fs';
-import * as path from 'path';
-import { Duration, Fn, Lazy, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Fn, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -13,44 +10,71 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { CellShape, PartitionKeySource } from '../fleet';
-import { IMAGE_NAMES, imageDockerfile, repositoryImageAsset } from '../images';
-import { REPO_ROOT } from '../router-stack/router-group';
-
-/** `workload.image` values of this form build a Dockerfile of this repository (an ECR image asset). */
-export const IMAGE_ASSET_PREFIX = 'asset:';
-/** The reference workload (images/workload), the example fleet's default. */
-export const REFERENCE_WORKLOAD_IMAGE = `${IMAGE_ASSET_PREFIX}images/workload/Dockerfile`;
-
-/** The image the cell runs: the container image for ECS, its URI and pull grant for EC2 instances. */
-export interface WorkloadImage {
-  readonly container: ecs.ContainerImage;
-  readonly uri: string;
-  /** Set for an image in ECR: instances log in to this registry and need pull rights. */
-  readonly repository?: { readonly registry: string; grantPull(grantee: iam.IGrantable): void };
-}
+import { ComputeKind, PartitionKeySource } from '../fleet';
 
 /**
- * `workload.image` as an image: `asset:<Dockerfile>` builds that Dockerfile from the repository root
- * (CDK publishes it to each cell account's bootstrap ECR repository), anything else is a registry image.
+ * The application a cell runs, named as aws-cdk's `ApplicationLoadBalancedTaskImageOptions` names
+ * it. The cell adds its own variables (docs/workload.md, "Environment") to `environment`.
  */
-export function workloadImage(scope: Construct, id: string, image: string): WorkloadImage {
-  if (!image.startsWith(IMAGE_ASSET_PREFIX)) return { container: ecs.ContainerImage.fromRegistry(image), uri: image };
-  const file = image.slice(IMAGE_ASSET_PREFIX.length);
-  if (!fs.existsSync(path.join(REPO_ROOT, file))) throw new Error(`workload.image ${image}: no ${file} in the repository; give a path to a Dockerfile relative to the repository root, or a registry image`);
-  // One of this repository's images (the reference workload) builds from its own bundled context;
-  // any other Dockerfile from the repository root.
-  const own = IMAGE_NAMES.find((name) => imageDockerfile(name) === path.normalize(file));
-  const asset = own ? repositoryImageAsset(scope, id, own) : new ecrAssets.DockerImageAsset(scope, id, { directory: REPO_ROOT, file });
-  return {
-    container: ecs.ContainerImage.fromDockerImageAsset(asset),
-    uri: asset.imageUri,
-    repository: {
-      registry: Fn.select(0, Fn.split('/', asset.imageUri)),
-      grantPull: (grantee) => asset.repository.grantPull(grantee),
-    },
-  };
+export interface CellWorkloadOptions {
+  /**
+   * The image: `ecs.ContainerImage.fromRegistry(...)`, `fromAsset(...)`, `fromEcrRepository(...)`.
+   * On the `ec2` compute kind the instances run it with docker and get its pull permission.
+   */
+  readonly image: ecs.ContainerImage;
+  /**
+   * The port the workload listens on: the load balancer's target port and `PORT`.
+   * @default 80
+   */
+  readonly containerPort?: number;
+  /**
+   * The path the load balancer checks; the workload serves its health there (`HEALTH_CHECK_PATH`).
+   * @default '/'
+   */
+  readonly healthCheckPath?: string;
+  /**
+   * More environment variables, not secret (the values are in the template). The cell's own
+   * variables (`CELL_ID`, `DB_HOST`, ...) cannot be replaced.
+   * @default - the cell's own variables only
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Secrets ECS puts into the environment when a task starts (Fargate only: an instance of the `ec2`
+   * kind runs the image with docker, which resolves no ECS secret). The database password is not
+   * one of them: it rotates under running tasks, so the workload reads `DB_SECRET_ARN` at connect time.
+   * @default - none
+   */
+  readonly secrets?: Readonly<Record<string, ecs.Secret>>;
 }
+
+/** What runs the workload, and how much of it: a cell shape's compute part. */
+export interface CellComputeOptions {
+  /**
+   * ECS Fargate tasks, or EC2 instances of an Auto Scaling group running the image with docker.
+   * @default 'fargate'
+   */
+  readonly kind?: ComputeKind;
+  /** Fargate task CPU units (256, 512, 1024, …); not used by the `ec2` kind. */
+  readonly cpu: number;
+  /** Fargate task memory and the container's hard limit, MiB; not used by the `ec2` kind. */
+  readonly memoryMiB: number;
+  /**
+   * The instance type of the `ec2` kind.
+   * @default 't3.medium'
+   */
+  readonly instanceType?: string;
+  /** Tasks or instances: 1 <= min <= desired <= max. */
+  readonly capacity: { readonly min: number; readonly desired: number; readonly max: number };
+  /**
+   * Target CPU utilisation for auto scaling, percent.
+   * @default 60
+   */
+  readonly targetCpuPercent?: number;
+}
+
+/** Where a workload without its own port and health path listens and is checked (aws-cdk's and the ALB's defaults). */
+export const DEFAULT_CONTAINER_PORT = 80;
+export const DEFAULT_HEALTH_CHECK_PATH = '/';
 
 /** Where the workload finds its database (contract 1: the password is read at connect time). */
 export interface WorkloadDatabase {
@@ -66,11 +90,8 @@ export interface CellComputeProps {
   readonly vpc: ec2.IVpc;
   /** Private subnets with egress (image pulls, AWS APIs through NAT). */
   readonly subnets: ec2.SubnetSelection;
-  readonly shape: CellShape;
-  readonly image: WorkloadImage;
-  readonly containerPort: number;
-  /** The path the load balancer checks; the workload serves its health there. */
-  readonly healthCheckPath: string;
+  readonly compute: CellComputeOptions;
+  readonly workload: CellWorkloadOptions;
   /** The fleet's partition key and bucket count: the workload reads the tenant the way the router does. */
   readonly partitionKey: PartitionKeySource;
   readonly bucketCount: number;
@@ -87,11 +108,6 @@ export interface CellComputeProps {
   readonly deploymentAlarms: readonly cloudwatch.IAlarm[];
   /** Encrypts the workload's log group. */
   readonly encryptionKey: kms.IKey;
-  /**
-   * Target CPU utilisation for auto scaling, percent.
-   * @default 60
-   */
-  readonly targetCpuPercent?: number;
 }
 
 /**
@@ -119,8 +135,8 @@ function grantSecretRead(secret: secretsmanager.ISecret, grantee: iam.IGrantable
 export function workloadEnvironment(props: CellComputeProps): Record<string, string> {
   return {
     CELL_ID: props.cellId,
-    PORT: String(props.containerPort),
-    HEALTH_CHECK_PATH: props.healthCheckPath,
+    PORT: String(props.workload.containerPort ?? DEFAULT_CONTAINER_PORT),
+    HEALTH_CHECK_PATH: props.workload.healthCheckPath ?? DEFAULT_HEALTH_CHECK_PATH,
     PARTITION_KEY: JSON.stringify(props.partitionKey),
     BUCKET_COUNT: String(props.bucketCount),
     DB_HOST: props.database.host,
@@ -149,6 +165,28 @@ function grantWorkQueue(queue: sqs.IQueue, grantee: iam.IGrantable): void {
   }
 }
 
+/** Whether instances log in to ECR to pull `imageName`: an image of the app's own (an asset, an ECR repository: a token) or a private ECR URI. */
+function pullsFromEcr(imageName: string): boolean {
+  return Token.isUnresolved(imageName) || /^\d{12}\.dkr\.ecr\./.test(imageName);
+}
+
+/**
+ * The workload image as an `ec2` instance runs it: its name, with the pull permission ECS gives a
+ * task's execution role given to `role` instead. aws-cdk's images (registry, ECR, asset, tarball)
+ * read nothing of the container they are bound to but its task definition's execution role, so the
+ * instances are granted exactly what a Fargate task's execution role would be, and an asset image
+ * is built and published the same way.
+ */
+function bindForInstances(image: ecs.ContainerImage, scope: Construct, role: iam.IRole): ecs.ContainerImageConfig {
+  const instances = { taskDefinition: { obtainExecutionRole: () => role } };
+  return image.bind(scope, instances as unknown as ecs.ContainerDefinition);
+}
+
+const ECR_LOGIN_ACKNOWLEDGMENT = {
+  id: 'AwsSolutions-IAM5[Resource::*]',
+  reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the image\'s repository.',
+};
+
 /**
  * The cell's compute: an ECS Fargate service (default) or an EC2 Auto Scaling group, sized by the
  * cell shape. Both roll a bad change back on this cell's health alarm: ECS through its deployment
@@ -160,9 +198,9 @@ export class CellCompute extends Construct {
   public readonly securityGroup: ec2.ISecurityGroup;
   /** The identity the workload's code runs as: the task role (Fargate) or the instance role (EC2). */
   public readonly role: iam.IRole;
-  /** Set when the shape's compute is `fargate`. */
+  /** Set when the compute kind is `fargate`. */
   public readonly service?: ecs.FargateService;
-  /** Set when the shape's compute is `ec2`. */
+  /** Set when the compute kind is `ec2`. */
   public readonly autoScalingGroup?: autoscaling.AutoScalingGroup;
   public readonly logs: logs.LogGroup;
   /** The workload's own variables, and those added with `addEnvironment`. */
@@ -172,11 +210,20 @@ export class CellCompute extends Construct {
 
   constructor(scope: Construct, id: string, props: CellComputeProps) {
     super(scope, id);
-    this.environment = workloadEnvironment(props);
-    const { min, desired, max } = props.shape.capacity;
+    const { min, desired, max } = props.compute.capacity;
     if (!(min >= 1 && min <= desired && desired <= max)) {
       throw new Error(`CellCompute: capacity must satisfy 1 <= min <= desired <= max (got ${min}/${desired}/${max})`);
     }
+    const port = props.workload.containerPort ?? DEFAULT_CONTAINER_PORT;
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`CellCompute: workload.containerPort ${port} is not a port; give 1-65535`);
+    const healthCheckPath = props.workload.healthCheckPath ?? DEFAULT_HEALTH_CHECK_PATH;
+    if (!healthCheckPath.startsWith('/')) throw new Error(`CellCompute: workload.healthCheckPath \`${healthCheckPath}\` must start with /`);
+    const kind = props.compute.kind ?? 'fargate';
+    if (kind === 'ec2' && Object.keys(props.workload.secrets ?? {}).length > 0) {
+      throw new Error('CellCompute: workload.secrets needs the fargate compute kind (an ec2 instance runs the image with docker, which resolves no ECS secret); read the secret at run time instead, as the workload reads DB_SECRET_ARN');
+    }
+    this.environment = workloadEnvironment(props);
+    for (const [name, value] of Object.entries(props.workload.environment ?? {})) this.addEnvironment(name, value);
     this.logs = new logs.LogGroup(this, 'Logs', {
       // A year: Control Tower's CT.CLOUDWATCH.PR.2, and what an incident review looks back over.
       retention: logs.RetentionDays.ONE_YEAR,
@@ -187,15 +234,15 @@ export class CellCompute extends Construct {
       vpc: props.vpc,
       description: `${props.cellId}: workload; inbound only from the cell ALB`,
     });
-    securityGroup.connections.allowFrom(props.loadBalancer, ec2.Port.tcp(props.containerPort), 'from the cell ALB only');
+    securityGroup.connections.allowFrom(props.loadBalancer, ec2.Port.tcp(port), 'from the cell ALB only');
     this.connections = securityGroup.connections;
     this.securityGroup = securityGroup;
 
-    if (props.shape.compute === 'fargate') {
-      this.service = this.fargate(props, securityGroup);
+    if (kind === 'fargate') {
+      this.service = this.fargate(props, port, securityGroup);
       this.role = this.service.taskDefinition.taskRole;
     } else {
-      [this.autoScalingGroup, this.role] = this.ec2(props, securityGroup);
+      [this.autoScalingGroup, this.role] = this.ec2(props, port, securityGroup);
     }
   }
 
@@ -210,26 +257,27 @@ export class CellCompute extends Construct {
     this.container?.addEnvironment(name, value);
   }
 
-  private fargate(props: CellComputeProps, securityGroup: ec2.SecurityGroup): ecs.FargateService {
+  private fargate(props: CellComputeProps, port: number, securityGroup: ec2.SecurityGroup): ecs.FargateService {
     const cluster = new ecs.Cluster(this, 'Cluster', {
       vpc: props.vpc,
       containerInsightsV2: ecs.ContainerInsights.ENABLED,
       enableFargateCapacityProviders: true,
     });
     const task = new ecs.FargateTaskDefinition(this, 'Task', {
-      cpu: props.shape.cpu,
-      memoryLimitMiB: props.shape.memoryMiB,
+      cpu: props.compute.cpu,
+      memoryLimitMiB: props.compute.memoryMiB,
       runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
     });
     this.container = task.addContainer('Workload', {
-      image: props.image.container,
+      image: props.workload.image,
       // A hard limit (Control Tower CT.ECS.PR.7): a leaking workload is stopped at the task's size.
-      memoryLimitMiB: props.shape.memoryMiB,
-      portMappings: [{ containerPort: props.containerPort }],
+      memoryLimitMiB: props.compute.memoryMiB,
+      portMappings: [{ containerPort: port }],
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logs, streamPrefix: props.cellId }),
-      // No `secrets`: ECS resolves them only when a task starts, and the password rotates under
-      // running tasks. The workload reads DB_SECRET_ARN at connect time (docs/workload.md, "Database credentials and rotation").
+      // The database password is not among the secrets: ECS resolves them only when a task starts, and the password
+      // rotates under running tasks. The workload reads DB_SECRET_ARN at connect time (docs/workload.md, "Database credentials and rotation").
       environment: { ...this.environment },
+      secrets: props.workload.secrets ? { ...props.workload.secrets } : undefined,
       readonlyRootFilesystem: false,
     });
     for (const [id, reason] of Object.entries({
@@ -241,18 +289,13 @@ export class CellCompute extends Construct {
       reason: 'The environment holds only non-secret identifiers (cell id, endpoints, queue URL, the secret ARN); the workload reads the database password from Secrets Manager at connect time.',
     });
     grantSecretRead(props.database.secret, task.taskRole);
-    if (props.image.repository) {
-      Validations.of(task.obtainExecutionRole()).acknowledge({
-        id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the image asset repository.',
-      });
-    }
+    if (pullsFromEcr(this.container.imageName)) Validations.of(task.obtainExecutionRole()).acknowledge(ECR_LOGIN_ACKNOWLEDGMENT);
     grantWorkQueue(props.workQueue, task.taskRole);
 
     const service = new ecs.FargateService(this, 'Service', {
       cluster,
       taskDefinition: task,
-      desiredCount: props.shape.capacity.desired,
+      desiredCount: props.compute.capacity.desired,
       vpcSubnets: props.subnets,
       securityGroups: [securityGroup],
       assignPublicIp: false,
@@ -267,36 +310,22 @@ export class CellCompute extends Construct {
     // ECS checks the alarms exist when a deployment starts: the Refs of their names above order them
     // first (an explicit DependsOn would repeat it; cfn-lint W3005).
     service.attachToApplicationTargetGroup(props.targetGroup);
-    const scaling = service.autoScaleTaskCount({ minCapacity: props.shape.capacity.min, maxCapacity: props.shape.capacity.max });
-    scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
+    const scaling = service.autoScaleTaskCount({ minCapacity: props.compute.capacity.min, maxCapacity: props.compute.capacity.max });
+    scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.compute.targetCpuPercent ?? 60 });
     return service;
   }
 
-  private ec2(props: CellComputeProps, securityGroup: ec2.SecurityGroup): [autoscaling.AutoScalingGroup, iam.IRole] {
+  private ec2(props: CellComputeProps, port: number, securityGroup: ec2.SecurityGroup): [autoscaling.AutoScalingGroup, iam.IRole] {
     const region = Stack.of(this).region;
+    // Its commands follow once the image is bound to the instance role (below).
     const userData = ec2.UserData.forLinux();
-    // The instance runs the same image as the Fargate shape, with the same environment: no secret
-    // is read at boot (the password rotates under running instances); the workload reads it at connect time.
-    const env = Lazy.string({ produce: () => Object.entries(this.environment).map(([k, v]) => `-e ${k}='${v}'`).join(' ') });
-    const login = props.image.repository
-      ? [`aws ecr get-login-password --region ${region} | docker login --username AWS --password-stdin ${props.image.repository.registry}`]
-      : [];
-    userData.addCommands(
-      'set -euo pipefail',
-      'dnf install -y docker',
-      'systemctl enable --now docker',
-      ...login,
-      `docker run -d --restart always --name workload -p ${props.containerPort}:${props.containerPort} ` +
-        `--log-driver awslogs --log-opt awslogs-region=${region} --log-opt awslogs-group=${this.logs.logGroupName} ` +
-        `${env} ${props.image.uri}`,
-    );
     const role = new iam.Role(this, 'InstanceRole', {
       assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
       description: `${props.cellId}: workload instances`,
     });
     const launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {
       role,
-      instanceType: new ec2.InstanceType(props.shape.instanceType ?? 't3.medium'),
+      instanceType: new ec2.InstanceType(props.compute.instanceType ?? 't3.medium'),
       machineImage: ec2.MachineImage.latestAmazonLinux2023(),
       userData,
       securityGroup,
@@ -316,8 +345,8 @@ export class CellCompute extends Construct {
       vpc: props.vpc,
       vpcSubnets: props.subnets,
       launchTemplate,
-      minCapacity: props.shape.capacity.min,
-      maxCapacity: props.shape.capacity.max,
+      minCapacity: props.compute.capacity.min,
+      maxCapacity: props.compute.capacity.max,
       healthChecks: autoscaling.HealthChecks.withAdditionalChecks({
         additionalTypes: [autoscaling.AdditionalHealthCheckType.ELB],
         gracePeriod: Duration.minutes(3),
@@ -332,17 +361,26 @@ export class CellCompute extends Construct {
       }),
     });
     grantSecretRead(props.database.secret, role);
-    if (props.image.repository) {
-      props.image.repository.grantPull(role);
-      Validations.of(role).acknowledge({
-        id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the image asset repository.',
-      });
-    }
+    const image = bindForInstances(props.workload.image, this, role).imageName;
+    const ecr = pullsFromEcr(image);
+    if (ecr) Validations.of(role).acknowledge(ECR_LOGIN_ACKNOWLEDGMENT);
+    const registry = Token.isUnresolved(image) ? Fn.select(0, Fn.split('/', image)) : image.split('/')[0];
+    // The instance runs the same image as the Fargate kind, with the same environment: no secret
+    // is read at boot (the password rotates under running instances); the workload reads it at connect time.
+    const env = Lazy.string({ produce: () => Object.entries(this.environment).map(([k, v]) => `-e ${k}='${v}'`).join(' ') });
+    userData.addCommands(
+      'set -euo pipefail',
+      'dnf install -y docker',
+      'systemctl enable --now docker',
+      ...(ecr ? [`aws ecr get-login-password --region ${region} | docker login --username AWS --password-stdin ${registry}`] : []),
+      `docker run -d --restart always --name workload -p ${port}:${port} ` +
+        `--log-driver awslogs --log-opt awslogs-region=${region} --log-opt awslogs-group=${this.logs.logGroupName} ` +
+        `${env} ${image}`,
+    );
     this.logs.grantWrite(role);
     grantWorkQueue(props.workQueue, role);
     asg.attachToApplicationTargetGroup(props.targetGroup);
-    asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.targetCpuPercent ?? 60 });
+    asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.compute.targetCpuPercent ?? 60 });
     Validations.of(asg).acknowledge({
       id: 'ControlTower::CT.AUTOSCALING.PR.1',
       reason: 'The group spans every zone of the cell through its subnets (VPCZoneIdentifier, one per zone); the fleet names zones by AZ ID, which the AvailabilityZones property this hook reads does not take.',

@@ -5,21 +5,19 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { DatabaseEngine } from '../fleet';
+import { DatabaseEngine, DEFAULT_DATABASE_PORT, postgresVersionOf } from '../fleet';
 
-export interface CellDataProps {
-  readonly vpc: ec2.IVpc;
-  /** Isolated subnets: no route to or from the internet. */
-  readonly subnets: ec2.SubnetSelection;
-  /** Where the rotation function runs: it needs to reach Secrets Manager. */
-  readonly rotationSubnets: ec2.SubnetSelection;
+/** The cell's PostgreSQL, as a cell's props describe it. */
+export interface CellDatabaseOptions {
+  /** Aurora PostgreSQL (writer and reader) or Multi-AZ RDS PostgreSQL. */
   readonly engine: DatabaseEngine;
-  /** The cell's own key: storage, the credentials secret and the exported logs. */
-  readonly encryptionKey: kms.IKey;
   /** Instance class without the `db.` prefix, for example `r6g.large`. */
   readonly instanceClass: string;
-  /** Listener port; a non-default port on purpose. */
-  readonly port: number;
+  /**
+   * Listener port; a non-default port on purpose.
+   * @default DEFAULT_DATABASE_PORT (5433)
+   */
+  readonly port?: number;
   /**
    * RDS PostgreSQL storage (Aurora grows on its own).
    * @default 100
@@ -30,13 +28,26 @@ export interface CellDataProps {
    * @default 7
    */
   readonly backupRetentionDays?: number;
-  /** PostgreSQL `major.minor` (RDS and Aurora use the same numbers), for example `17.9`. */
-  readonly engineVersion: string;
+  /**
+   * PostgreSQL `major.minor` (RDS and Aurora use the same numbers), for example `17.9`.
+   * @default DEFAULT_POSTGRES_VERSION
+   */
+  readonly engineVersion?: string;
   /**
    * Days between credential rotations.
    * @default 30
    */
   readonly rotationDays?: number;
+}
+
+export interface CellDataProps extends CellDatabaseOptions {
+  readonly vpc: ec2.IVpc;
+  /** Isolated subnets: no route to or from the internet. */
+  readonly subnets: ec2.SubnetSelection;
+  /** Where the rotation function runs: it needs to reach Secrets Manager. */
+  readonly rotationSubnets: ec2.SubnetSelection;
+  /** The cell's own key: storage, the credentials secret and the exported logs. */
+  readonly encryptionKey: kms.IKey;
 }
 
 const ADMIN_USER = 'cell_admin';
@@ -79,8 +90,10 @@ export class CellData extends Construct {
     if (!Number.isInteger(retention) || retention < 1 || retention > 35) {
       throw new Error(`CellData: backupRetentionDays ${retention} must be 1-35`);
     }
-    const version = /^(\d+)\.\d+$/.exec(props.engineVersion);
-    if (!version) throw new Error(`CellData: engineVersion \`${props.engineVersion}\` must be a PostgreSQL major.minor such as 17.9`);
+    const engineVersion = postgresVersionOf(props);
+    const port = props.port ?? DEFAULT_DATABASE_PORT;
+    const version = /^(\d+)\.\d+$/.exec(engineVersion);
+    if (!version) throw new Error(`CellData: engineVersion \`${engineVersion}\` must be a PostgreSQL major.minor such as 17.9`);
     const instanceType = new ec2.InstanceType(props.instanceClass);
     const credentials = rds.Credentials.fromGeneratedSecret(ADMIN_USER, { encryptionKey: props.encryptionKey });
     const common = {
@@ -91,7 +104,7 @@ export class CellData extends Construct {
       storageEncryptionKey: props.encryptionKey,
       monitoringInterval: Duration.seconds(60),
       iamAuthentication: true,
-      port: props.port,
+      port,
       removalPolicy: RemovalPolicy.SNAPSHOT,
       copyTagsToSnapshot: true,
     };
@@ -99,7 +112,7 @@ export class CellData extends Construct {
     if (props.engine === 'aurora-postgresql') {
       const cluster = new rds.DatabaseCluster(this, 'Cluster', {
         ...common,
-        engine: rds.DatabaseClusterEngine.auroraPostgres({ version: rds.AuroraPostgresEngineVersion.of(props.engineVersion, version[1]) }),
+        engine: rds.DatabaseClusterEngine.auroraPostgres({ version: rds.AuroraPostgresEngineVersion.of(engineVersion, version[1]) }),
         writer: rds.ClusterInstance.provisioned('Writer', { instanceType }),
         // A reader in another AZ is what makes Aurora Multi-AZ: failover promotes it.
         readers: [rds.ClusterInstance.provisioned('Reader', { instanceType, promotionTier: 1 })],
@@ -115,7 +128,7 @@ export class CellData extends Construct {
     } else {
       const instance = new rds.DatabaseInstance(this, 'Instance', {
         ...common,
-        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.of(props.engineVersion, version[1]) }),
+        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.of(engineVersion, version[1]) }),
         instanceType,
         multiAz: true,
         allocatedStorage: props.allocatedStorageGiB ?? 100,
@@ -135,7 +148,7 @@ export class CellData extends Construct {
       Validations.of(database).acknowledge({ id, reason: DELETION_PROTECTION_AFTER_CREATE });
     }
     this.engine = props.engine;
-    this.port = props.port;
+    this.port = port;
     this.secret = database.secret!;
     this.connections = database.connections;
     const monitoringRole = database.node.tryFindChild('MonitoringRole');

@@ -4,18 +4,25 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 
-export interface CellNetworkProps {
-  /** The VPC's IPv4 range; distinct from every other cell's (checked by the fleet config). */
+/** The cell's own VPC, as a cell's props describe it. */
+export interface CellNetworkOptions {
+  /** The VPC's IPv4 range (/16 … /22); distinct from every other cell's (the fleet config checks it). */
   readonly cidr: string;
-  /** AZ IDs from the fleet config (`euw1-az1`; at least 2; no lookup). */
+  /**
+   * AZ IDs (`euw1-az1`), at least 2: IDs name the same zone in every account (the routers' and the
+   * cell's), and synth looks nothing up.
+   */
   readonly availabilityZones: readonly string[];
-  /** Encrypts the flow logs. */
-  readonly encryptionKey: kms.IKey;
   /**
    * Days to keep VPC flow logs.
    * @default logs.RetentionDays.ONE_YEAR
    */
   readonly flowLogRetention?: logs.RetentionDays;
+}
+
+export interface CellNetworkProps extends CellNetworkOptions {
+  /** Encrypts the flow logs. */
+  readonly encryptionKey: kms.IKey;
 }
 
 const SUBNET_TIERS = 3;

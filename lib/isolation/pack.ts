@@ -7,23 +7,19 @@ import { FleetFacts, ResourceView, StackView, stackRole } from './facts';
 import { ISOLATION_RULES, RuleContext } from './rules';
 
 export interface CellIsolationChecksProps extends NagPackProps {
-  readonly fleet: Fleet;
+  /** Who owns which account, name and address range: the app, its cells, the router and tooling accounts. */
+  readonly facts: FleetFacts;
   /**
-   * The HAProxy configuration the router tasks run.
+   * The HAProxy configuration every router task is checked with.
    * @default each router task's own, rendered into its image at synth (`RouterGroup.haproxyConfig`);
-   * for a task that has none, the fleet's (`routerImageConfig(fleet)`)
+   * for a task that has none, `defaultRouterConfig`
    */
   readonly routerConfig?: string;
-}
-
-/** The fleet as the rules see it. */
-export function fleetFacts(fleet: Fleet): FleetFacts {
-  return {
-    app: fleet.app,
-    cells: fleet.cells.map((c) => ({ id: c.id, account: c.account, cidr: c.cidr })),
-    routerAccount: fleet.accounts.router,
-    toolingAccount: fleet.accounts.tooling,
-  };
+  /**
+   * The configuration a router task runs when it rendered none of its own (`routerImageConfig(fleet)`).
+   * @default - none: such a task is reported (`CellIsolation-CI6[no-config]`), as it cannot be checked
+   */
+  readonly defaultRouterConfig?: string;
 }
 
 /**
@@ -78,7 +74,7 @@ function stackView(stack: Stack, facts: FleetFacts): StackView {
  * Cell isolation as a cdk-nag 3 pack: the ways a cell boundary exists only on the diagram (shared
  * state, logic or retries in the router, deploying everywhere at once, unbounded cells, cells
  * reaching each other), each a pure rule in `rules.ts`. Register it like AwsSolutionsChecks:
- * `Validations.of(app).addPlugins(new CellIsolationChecks(app, { fleet }))`. It walks the whole
+ * `Validations.of(app).addPlugins(new CellIsolationChecks(app, isolationChecksPropsOf(fleet)))`. It walks the whole
  * construct tree, pipeline stages included, so a user's own constructs or stacks in a cell's
  * account are checked like the factory's. Acknowledge with
  * `Validations.of(construct).acknowledge({ id: 'CellIsolation-CI1[cell:eu-2]', reason })`.
@@ -93,10 +89,9 @@ export class CellIsolationChecks extends NagPack {
   constructor(scope: IConstruct | undefined, props: CellIsolationChecksProps) {
     super(scope, props);
     this.packName = 'CellIsolation';
-    const facts = fleetFacts(props.fleet);
     this.routerConfig = props.routerConfig;
-    let fleetConfig: string | undefined;
-    this.context = { facts, routerConfig: () => (fleetConfig ??= routerImageConfig(props.fleet)) };
+    const fallback = props.defaultRouterConfig;
+    this.context = { facts: props.facts, routerConfig: () => fallback };
   }
 
   public override validateScope(scope: IConstruct) {

@@ -4,8 +4,8 @@ import { routerConfigProblems } from './router-config';
 /** What a rule sees besides the resource and its stack. */
 export interface RuleContext {
   readonly facts: FleetFacts;
-  /** The HAProxy configuration router tasks run (rendered on first use). */
-  readonly routerConfig: () => string;
+  /** The HAProxy configuration router tasks run (rendered on first use); undefined when none is known. */
+  readonly routerConfig: () => string | undefined;
 }
 
 /**
@@ -245,7 +245,9 @@ export const routerRoutesOnly: IsolationPredicate = (resource, stack, { routerCo
   if (stack.role.kind !== 'router' || resource.type !== 'AWS::ECS::TaskDefinition') return [];
   const runsHaproxy = asArray(resource.properties.ContainerDefinitions).some((c) => (c as { Name?: unknown }).Name === 'haproxy');
   if (!runsHaproxy) return [];
-  return [...new Set(routerConfigProblems(routerConfig()).map((p) => p.code))];
+  const config = routerConfig();
+  if (config === undefined) return ['no-config'];
+  return [...new Set(routerConfigProblems(config).map((p) => p.code))];
 };
 
 /**

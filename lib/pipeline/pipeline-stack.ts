@@ -6,9 +6,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
-import { bakeWatcherRoleName, CellStack, deletionProtectorRoleName, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
+import { bakeWatcherRoleName, CellStack, CellStackProps, deletionProtectorRoleName, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
 import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, RouterStack, routerStackName } from '../router-stack';
-import { Cell, Fleet } from '../fleet';
+import { Fleet } from '../fleet';
 import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeSegments, BakeTarget, bakeVariables } from './bake';
@@ -26,10 +26,11 @@ export class CellStage extends Stage {
   public readonly stack: CellStack;
   public readonly cellId: string;
 
-  constructor(scope: Construct, id: string, props: StageProps & { cell: Cell; fleet: Fleet }) {
-    super(scope, id, { ...props, env: { account: props.cell.account, region: props.cell.region } });
-    this.cellId = props.cell.id;
-    this.stack = new CellStack(this, 'Cell', { cell: props.cell, fleet: props.fleet });
+  constructor(scope: Construct, id: string, props: StageProps & { cellStack: CellStackProps }) {
+    const { cellStack, ...stageProps } = props;
+    super(scope, id, { ...stageProps, env: cellStack.env });
+    this.cellId = cellStack.cell.cellId;
+    this.stack = new CellStack(this, 'Cell', cellStack);
   }
 }
 
@@ -59,6 +60,8 @@ export class RouterStage extends Stage {
 
 export interface PipelineStackProps extends StackProps {
   readonly fleet: Fleet;
+  /** The props of each cell's stack, by cell id (`cellStackPropsOf` in lib/app). */
+  readonly cellStacks: Readonly<Record<string, CellStackProps>>;
 }
 
 /**
@@ -83,10 +86,12 @@ export class PipelineStack extends Stack {
   public readonly stages: ReadonlyMap<string, readonly string[]>;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
-    const { fleet } = props;
+    const { fleet, cellStacks, ...stackProps } = props;
     if (!fleet.pipeline) throw new Error('PipelineStack: the fleet has no `pipeline` section');
+    const missing = fleet.cells.filter((c) => !cellStacks[c.id]).map((c) => c.id);
+    if (missing.length > 0) throw new Error(`PipelineStack: cellStacks has no props for cell ${missing.join(', ')}; give every cell's (cellStackPropsOf)`);
     // Compact JSON: one deploy action per cell, so the template grows with the fleet (docs/performance.md).
-    super(scope, id, { suppressTemplateIndentation: true, ...props, env: { account: fleet.accounts.tooling, region: fleet.pipeline.region } });
+    super(scope, id, { suppressTemplateIndentation: true, ...stackProps, env: { account: fleet.accounts.tooling, region: fleet.pipeline.region } });
     this.plan = planWaves(fleet);
     const source = fleet.pipeline.source;
     const input = source.kind === 'connection'
@@ -147,7 +152,7 @@ export class PipelineStack extends Stack {
       const targets = cells.map((c) => ({
         cell: c.id, account: c.account, region: c.region, alarmName: `${fleet.app}-${c.id}-health`, roleName: bakeWatcherRoleName(fleet.app, c.id),
       }));
-      const cellStages = cells.map((cell) => new CellStage(this, `cell-${cell.id}`, { cell, fleet }));
+      const cellStages = cells.map((cell) => new CellStage(this, `cell-${cell.id}`, { cellStack: cellStacks[cell.id] }));
       for (const stage of cellStages) fingerprints[stage.cellId] = endpointServiceFingerprint(stage.stack.cell.entry);
       for (const stage of cellStages) assertNoOpenFindings(stage.stack);
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action

@@ -4,6 +4,7 @@ import * as path from 'path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { controlId, ControlTowerChecks, controlTowerFindings } from '../../lib/audit';
+import { cellStackPropsOf } from '../../lib/app';
 import { CellStack } from '../../lib/cell';
 import { resolve, validInput } from '../support/fleet';
 
@@ -66,8 +67,8 @@ describe('ControlTowerChecks', () => {
       cells: [{ ...cell, certificateArn: `arn:aws:acm:${cell.region}:${cell.account}:certificate/0000` }, ...input.cells.slice(1)],
     });
     const app = new App({ outdir: path.join(dir, 'cells'), builtinCloudFormationValidation: false });
-    new CellStack(app, 'WithCertificate', { cell: fleet.cells[0], fleet });
-    new CellStack(app, 'WithoutCertificate', { cell: fleet.cells[1], fleet });
+    new CellStack(app, 'WithCertificate', cellStackPropsOf(fleet, fleet.cells[0]));
+    new CellStack(app, 'WithoutCertificate', cellStackPropsOf(fleet, fleet.cells[1]));
     app.synth();
     const findings = controlTowerFindings(app, checks);
     const redirect = findings.filter((f) => f.rule === 'CT.ELASTICLOADBALANCING.PR.1');

@@ -5,6 +5,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { cellStackPropsOf, isolationChecksPropsOf } from '../../lib/app';
 import { CellExtension, CellStack } from '../../lib/cell';
 import { Fleet, FleetConfigError, resolveFleet } from '../../lib/fleet';
 import { CellIsolationChecks } from '../../lib/isolation';
@@ -57,7 +58,7 @@ beforeAll(() => {
     },
   });
   const app = cdkApp();
-  const build = (f: Fleet, prefix: string) => f.cells.map((c) => [c.id, new CellStack(app, `${prefix}${c.id}`, { cell: c, fleet: f })] as const);
+  const build = (f: Fleet, prefix: string) => f.cells.map((c) => [c.id, new CellStack(app, `${prefix}${c.id}`, cellStackPropsOf(f, c))] as const);
   const stacks = [build(fleet, 'cell-'), build(testFleet, 'test-cell-')];
   // Every stack exists before the first Template.fromStack: synthesis freezes the tree.
   [cells, testCells] = stacks.map((list) => Object.fromEntries(list.map(([id, stack]) => [id, { stack, template: Template.fromStack(stack) }])));
@@ -107,7 +108,7 @@ describe("the example fleet's own cell resources (cellResources)", () => {
   it('passes AwsSolutions and the cell-isolation pack with no open finding in any cell', () => {
     for (const { id } of fleet.cells) {
       const { stack } = cells[id];
-      const open = [...new AwsSolutionsChecks().validateScope(stack).violations, ...new CellIsolationChecks(undefined, { fleet }).validateScope(stack).violations];
+      const open = [...new AwsSolutionsChecks().validateScope(stack).violations, ...new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack).violations];
       expect([id, findingsUnder(open, stack.node.path)]).toEqual([id, {}]);
     }
   });
@@ -132,7 +133,7 @@ describe('a cellResources hook of a test fleet', () => {
 
   it("reports a hook resource's cell-isolation findings like any other", () => {
     const stack = testCells[FARGATE_CELL].stack;
-    const findings = findingsUnder(new CellIsolationChecks(undefined, { fleet: testFleet }).validateScope(stack).violations, `${stack.node.path}/Cell/Extension`);
+    const findings = findingsUnder(new CellIsolationChecks(undefined, isolationChecksPropsOf(testFleet)).validateScope(stack).violations, `${stack.node.path}/Cell/Extension`);
     expect(findings).toEqual({ 'CellIsolation-CI2[tag:cell]': [`${stack.node.path}/Cell/Extension/Untagged/Resource`] });
   });
 
@@ -148,7 +149,7 @@ describe('a cellResources hook of a test fleet', () => {
 describe('a cellResources hook that fails', () => {
   const build = (cellResources: CellExtension) => {
     const fleet = resolveFleet({ ...validInput(), cellResources });
-    new CellStack(cdkApp(), 'cell', { cell: fleet.cells.find((c) => c.id === FARGATE_CELL)!, fleet });
+    new CellStack(cdkApp(), 'cell', cellStackPropsOf(fleet, fleet.cells.find((c) => c.id === FARGATE_CELL)!));
   };
 
   it('throws one line naming the cell, the original error as its cause', () => {

@@ -6,6 +6,7 @@ import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secre
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { mockClient } from 'aws-sdk-client-mock';
+import { cellStackPropsOf } from '../../lib/app';
 import { CellStack } from '../../lib/cell';
 import { compileMapping, initialMapping, parseMapping } from '../../lib/mapping';
 import { FileRoutingControl, LocalMoveStore, planMove, runMove, systemClock } from '../../lib/moves';
@@ -48,7 +49,7 @@ describeImages('the mover image, moving a tenant between two cells', () => {
   beforeAll(async () => {
     const fleet = exampleFleet();
     const app = cdkApp();
-    const stacks = CELLS.map((id) => new CellStack(app, `cell-${id}`, { cell: fleet.cells.find((c) => c.id === id)!, fleet }));
+    const stacks = CELLS.map((id) => new CellStack(app, `cell-${id}`, cellStackPropsOf(fleet, fleet.cells.find((c) => c.id === id)!)));
     const assembly: CloudAssembly = app.synth();
     const definitions = Object.fromEntries(CELLS.map((id, i) => [id, resourcesOf(assembly, stacks[i].stackName, 'AWS::ECS::TaskDefinition')
       .flatMap((t) => t.ContainerDefinitions as ContainerDefinition[]).find((d) => d.Name === MOVER_CONTAINER)!]));

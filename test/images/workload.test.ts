@@ -3,6 +3,7 @@ import * as net from 'net';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { cellStackPropsOf } from '../../lib/app';
 import { CellStack } from '../../lib/cell';
 import { until } from '../support/cells';
 import { missingContainerTools } from '../support/containers';
@@ -39,7 +40,7 @@ describeImages('the workload image, as a cell runs it', () => {
     await removeAll([NAME]);
     const fleet = exampleFleet();
     const app = cdkApp();
-    const stack = new CellStack(app, `cell-${CELL}`, { cell: fleet.cells.find((c) => c.id === CELL)!, fleet });
+    const stack = new CellStack(app, `cell-${CELL}`, cellStackPropsOf(fleet, fleet.cells.find((c) => c.id === CELL)!));
     const assembly: CloudAssembly = app.synth();
     const definitions = resourcesOf(assembly, stack.stackName, 'AWS::ECS::TaskDefinition').flatMap((t) => t.ContainerDefinitions as ContainerDefinition[]);
     const def = definitions.find((d) => (d.Environment ?? []).some((e) => e.Name === 'HEALTH_CHECK_PATH'))!;

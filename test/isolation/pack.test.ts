@@ -6,9 +6,9 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { addPipeline } from '../../lib/app';
+import { addPipeline, isolationChecksPropsOf } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
-import { CellIsolationChecks, routerImageConfig } from '../../lib/isolation';
+import { CellIsolationChecks, CellIsolationChecksProps, routerImageConfig } from '../../lib/isolation';
 import { CellStage, PipelineStack } from '../../lib/pipeline';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { findingsUnder } from '../support/findings';
@@ -20,7 +20,7 @@ describe('CellIsolationChecks on the example fleet', () => {
   let pipeline: PipelineStack;
   let cleanViolations: readonly PolicyViolation[];
   const cellStack = (id: string) => (pipeline.node.findChild(`cell-${id}`) as CellStage).stack;
-  const check = () => new CellIsolationChecks(undefined, { fleet }).validateScope(app).violations;
+  const check = () => new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(app).violations;
 
   beforeAll(() => {
     fleet = exampleFleet();
@@ -80,7 +80,7 @@ describe('CellIsolationChecks on the example fleet', () => {
 
   it('fails on a router configuration with retries or redispatch (on every router task)', () => {
     const broken = routerImageConfig(fleet).replace('  retries 0\n', '  retries 3\n  option redispatch\n');
-    const violations = new CellIsolationChecks(undefined, { fleet, routerConfig: broken }).validateScope(app).violations;
+    const violations = new CellIsolationChecks(undefined, { ...isolationChecksPropsOf(fleet), routerConfig: broken }).validateScope(app).violations;
     const tasks = violations.filter((v) => /^CellIsolation-CI6\[(retries|redispatch)\]$/.test(v.ruleName));
     expect(tasks.map((v) => v.ruleName).sort()).toEqual(['CellIsolation-CI6[redispatch]', 'CellIsolation-CI6[retries]']);
     // Two router groups in each of the two regions.
@@ -96,10 +96,20 @@ describe('CellIsolationChecks on the example fleet', () => {
     const stack = new Stack(own, 'OwnRouter', { env: { account: fleet.accounts.router, region: 'eu-west-1' } });
     const group = new Rendered(stack, 'Group');
     new ecs.FargateTaskDefinition(group, 'Task').addContainer('haproxy', { image: ecs.ContainerImage.fromRegistry('haproxy:2.8'), memoryLimitMiB: 512 });
-    const rendered = new CellIsolationChecks(undefined, { fleet }).validateScope(own).violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI6'));
+    const rendered = new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(own).violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI6'));
     expect(rendered.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([['CellIsolation-CI6[retries]', ['OwnRouter/Group/Task/Resource']]]);
     // The real router groups render a configuration that passes.
     expect(check().filter((v) => v.ruleName.startsWith('CellIsolation-CI6'))).toEqual([]);
+  });
+
+  it('reports a router task that rendered no configuration of its own when the pack was given none to fall back on', () => {
+    const own = new App();
+    const stack = new Stack(own, 'OwnRouter', { env: { account: fleet.accounts.router, region: 'eu-west-1' } });
+    new ecs.FargateTaskDefinition(stack, 'Task').addContainer('haproxy', { image: ecs.ContainerImage.fromRegistry('haproxy:2.8'), memoryLimitMiB: 512 });
+    const ci6 = (props: CellIsolationChecksProps) => new CellIsolationChecks(undefined, props).validateScope(own).violations
+      .filter((v) => v.ruleName.startsWith('CellIsolation-CI6')).map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)]);
+    expect(ci6({ facts: isolationChecksPropsOf(fleet).facts })).toEqual([['CellIsolation-CI6[no-config]', ['OwnRouter/Task/Resource']]]);
+    expect(ci6(isolationChecksPropsOf(fleet))).toEqual([]);
   });
 
   it("is a validation plugin: a user's own stack in a cell account fails synth on an open finding, not on an acknowledged one", () => {
@@ -110,7 +120,7 @@ describe('CellIsolationChecks on the example fleet', () => {
       Tags.of(stack).add('app', fleet.app);
       const queue = new sqs.Queue(stack, 'Queue', { queueName: `orders-${fleet.cells[1].id}-jobs`, enforceSSL: true });
       if (acknowledge) Validations.of(queue).acknowledge({ id: `CellIsolation-CI1[cell:${fleet.cells[1].id}]`, reason: 'test: a name only' });
-      Validations.of(small).addPlugins(new CellIsolationChecks(small, { fleet }));
+      Validations.of(small).addPlugins(new CellIsolationChecks(small, isolationChecksPropsOf(fleet)));
       return small;
     };
     expect(() => userApp(false).synth()).toThrow(new RegExp(`CellIsolation-CI1\\[cell:${fleet.cells[1].id}\\]`));

@@ -1,5 +1,6 @@
-import { Stack } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { cellStackPropsOf } from '../../lib/app';
 import { CellStack } from '../../lib/cell';
 import { Fleet } from '../../lib/fleet';
 import { cdkApp, exampleFleet } from './fleet';
@@ -15,7 +16,7 @@ export function synthCells(ids: readonly string[], fleet: Fleet = exampleFleet()
   const stacks = ids.map((id) => {
     const cell = fleet.cells.find((c) => c.id === id);
     if (!cell) throw new Error(`no cell ${id} in the fleet`);
-    return new CellStack(app, `cell-${id}`, { cell, fleet });
+    return new CellStack(app, `cell-${id}`, cellStackPropsOf(fleet, cell));
   });
   // Every stack exists before the first Template.fromStack: synthesis freezes the tree.
   return Object.fromEntries(stacks.map((stack, i) => [ids[i], { stack, template: Template.fromStack(stack) }]));
@@ -23,8 +24,8 @@ export function synthCells(ids: readonly string[], fleet: Fleet = exampleFleet()
 
 /** A stack with fixed AZs for testing one construct alone. */
 export class TestStack extends Stack {
-  constructor() {
-    super(cdkApp(), 'test', { env: { account: '123456789012', region: 'eu-west-1' } });
+  constructor(app: App = cdkApp(), id = 'test') {
+    super(app, id, { env: { account: '123456789012', region: 'eu-west-1' } });
   }
   public override get availabilityZones(): string[] {
     return ['euw1-az1', 'euw1-az2', 'euw1-az3'];
