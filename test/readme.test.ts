@@ -111,12 +111,14 @@ describe('the documentation links', () => {
   });
 });
 
-describe('the README\'s TypeScript examples', () => {
-  const blocks = [...TEXT.get('README.md')!.matchAll(FENCED)].filter((m) => m[1] === 'ts' && /^import /m.test(m[2])).map((m) => m[2]);
+describe('the TypeScript examples of the README and the docs', () => {
+  const examplesOf = (page: string) => [...TEXT.get(page)!.matchAll(FENCED)].filter((m) => m[1] === 'ts' && /^import /m.test(m[2])).map((m) => m[2]);
+  const blocks = PAGES.flatMap(examplesOf);
 
   it('there are examples that use the constructs', () => {
-    expect(blocks.length).toBeGreaterThanOrEqual(2);
-    expect(blocks.join('\n')).toMatch(/new CellStack\(/);
+    expect(examplesOf('README.md').length).toBeGreaterThanOrEqual(2);
+    expect(examplesOf('README.md').join('\n')).toMatch(/new CellStack\(/);
+    expect(examplesOf('docs/constructs.md').join('\n')).toMatch(/new Cell\(/);
   });
 
   it('each compiles against this repository\'s sources', () => {
