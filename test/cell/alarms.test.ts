@@ -1,5 +1,5 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
+import { BareCell, EC2_CELL, FARGATE_CELL, synthBareCells } from '../support/cell';
 import { exampleFleetWithoutExtension } from '../support/fleet';
 
 /** Deployment-gate variants that tolerate a first start; they page nobody. */
@@ -7,10 +7,10 @@ const GATE_ONLY = ['deploy-error-rate', 'deploy-unhealthy-hosts'];
 const SIGNALS = ['error-rate', 'latency-p99', 'unhealthy-hosts', 'database-cpu', 'database-connections', 'database-free-storage', 'oldest-message', 'dead-letters', 'above-target', 'above-tested-limit'];
 
 describe('CellAlarms', () => {
-  let cells: Record<string, SynthesizedCell>;
+  let cells: Record<string, BareCell>;
   let template: Template;
   beforeAll(() => {
-    cells = synthCells([FARGATE_CELL, EC2_CELL], exampleFleetWithoutExtension());
+    cells = synthBareCells([FARGATE_CELL, EC2_CELL], exampleFleetWithoutExtension());
     template = cells[FARGATE_CELL].template;
   });
 

@@ -1,5 +1,5 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
+import { EC2_CELL, FARGATE_CELL, synthBareCells } from '../support/cell';
 import { exampleFleetWithoutExtension } from '../support/fleet';
 
 /**
@@ -18,7 +18,7 @@ describe('CellCompute', () => {
   let fargate: Template;
   let ec2: Template;
   beforeAll(() => {
-    const cells = synthCells([FARGATE_CELL, EC2_CELL], exampleFleetWithoutExtension());
+    const cells = synthBareCells([FARGATE_CELL, EC2_CELL], exampleFleetWithoutExtension(), { fleetImage: true });
     fargate = cells[FARGATE_CELL].template;
     ec2 = cells[EC2_CELL].template;
   });

@@ -1,10 +1,10 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { FARGATE_CELL, synthCells } from '../support/cell';
+import { FARGATE_CELL, synthBareCells } from '../support/cell';
 
 describe('CellDashboard', () => {
   let template: Template;
   beforeAll(() => {
-    template = synthCells([FARGATE_CELL])[FARGATE_CELL].template;
+    template = synthBareCells([FARGATE_CELL])[FARGATE_CELL].template;
   });
 
   it('is one dashboard named after the cell, showing its health and every alarm', () => {

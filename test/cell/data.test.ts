@@ -1,12 +1,12 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { DEFAULT_POSTGRES_VERSION, postgresVersionProblem } from '../../lib/fleet';
-import { EC2_CELL, FARGATE_CELL, synthCells } from '../support/cell';
+import { EC2_CELL, FARGATE_CELL, synthBareCells } from '../support/cell';
 
 describe('CellData', () => {
   let aurora: Template;
   let rds: Template;
   beforeAll(() => {
-    const cells = synthCells([FARGATE_CELL, EC2_CELL]);
+    const cells = synthBareCells([FARGATE_CELL, EC2_CELL]);
     aurora = cells[FARGATE_CELL].template;
     rds = cells[EC2_CELL].template;
   });

@@ -1,11 +1,11 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { FARGATE_CELL, synthCells } from '../support/cell';
+import { FARGATE_CELL, synthBareCells } from '../support/cell';
 
 describe('CellKey', () => {
   let template: Template;
   let keyId: string;
   beforeAll(() => {
-    template = synthCells([FARGATE_CELL])[FARGATE_CELL].template;
+    template = synthBareCells([FARGATE_CELL])[FARGATE_CELL].template;
     [keyId] = Object.keys(template.findResources('AWS::KMS::Key'));
   });
 

@@ -1,22 +1,22 @@
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet } from '../../lib/fleet';
-import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
+import { BareCell, EC2_CELL, FARGATE_CELL, synthBareCells } from '../support/cell';
 import { exampleFleet } from '../support/fleet';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe('CellMover (in every cell stack)', () => {
   let fleet: Fleet;
-  let cells: Record<string, SynthesizedCell>;
+  let cells: Record<string, BareCell>;
   const resources = (id: string, type: string): [string, Json][] => Object.entries(cells[id].template.findResources(type));
   const logicalId = (id: string, construct: { node: { defaultChild?: unknown } }) => cells[id].stack.getLogicalId(construct.node.defaultChild as never);
   beforeAll(() => {
     fleet = exampleFleet();
-    cells = synthCells([FARGATE_CELL, EC2_CELL], fleet);
+    cells = synthBareCells([FARGATE_CELL, EC2_CELL], fleet);
   });
 
   it.each([FARGATE_CELL, EC2_CELL])('%s: a task definition run on demand (no service), in its own cluster, with the bundled mover image', (id) => {
-    const mover = cells[id].stack.cell.mover;
+    const mover = cells[id].cell.mover;
     const taskId = logicalId(id, mover.taskDefinition);
     const [, task] = resources(id, 'AWS::ECS::TaskDefinition').find(([k]) => k === taskId)!;
     expect(task.Properties.Family).toBe(`orders-${id}-mover`);
@@ -29,7 +29,7 @@ describe('CellMover (in every cell stack)', () => {
     expect(Object.keys(env).sort()).toEqual(['AWS_REGION', 'CELL_ID', 'DB_HOST', 'DB_NAME', 'DB_PORT', 'DB_SECRET_ARN', 'QUEUE_URL']);
     expect(env.CELL_ID).toBe(id);
     // The cell's own work queue, which the mover may only send to (requeue after a flip).
-    const queueId = logicalId(id, cells[id].stack.cell.queues.work);
+    const queueId = logicalId(id, cells[id].cell.queues.work);
     expect(env.QUEUE_URL).toEqual({ Ref: queueId });
     const taskRoleId = logicalId(id, mover.taskDefinition.taskRole);
     const sends = resources(id, 'AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: taskRoleId }]))
@@ -47,12 +47,12 @@ describe('CellMover (in every cell stack)', () => {
   });
 
   it('lets the mover reach the database port of its cell and nothing open inbound', () => {
-    const mover = cells[FARGATE_CELL].stack.cell.mover;
+    const mover = cells[FARGATE_CELL].cell.mover;
     const sgId = logicalId(FARGATE_CELL, mover.securityGroup);
     const ingress = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties).filter((p) => JSON.stringify(p.SourceSecurityGroupId).includes(sgId));
     expect(ingress).toHaveLength(1);
     // The database's port (the same rule the workload's security group gets).
-    const workloadSg = logicalId(FARGATE_CELL, cells[FARGATE_CELL].stack.cell.compute.connections.securityGroups[0] as never);
+    const workloadSg = logicalId(FARGATE_CELL, cells[FARGATE_CELL].cell.compute.connections.securityGroups[0] as never);
     const workload = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties).find((p) => JSON.stringify(p.SourceSecurityGroupId).includes(workloadSg))!;
     expect(ingress[0].FromPort).toEqual(workload.FromPort);
     expect(ingress[0].GroupId).toEqual(workload.GroupId);
@@ -67,7 +67,7 @@ describe('CellMover (in every cell stack)', () => {
   });
 
   it('lets only the router account\'s move operator assume the launcher', () => {
-    const mover = cells[FARGATE_CELL].stack.cell.mover;
+    const mover = cells[FARGATE_CELL].cell.mover;
     const [, role] = resources(FARGATE_CELL, 'AWS::IAM::Role').find(([k]) => k === logicalId(FARGATE_CELL, mover.launcher))!;
     expect(role.Properties.RoleName).toBe(`orders-${FARGATE_CELL}-mover-launcher`);
     const [statement] = role.Properties.AssumeRolePolicyDocument.Statement as Json[];
