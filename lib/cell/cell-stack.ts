@@ -1,4 +1,4 @@
-import { Aspects, CfnOutput, CfnResource, IAspect, Stack, StackProps, TagManager, Tags, Token } from 'aws-cdk-lib';
+import { Aspects, CfnOutput, CfnResource, Environment, IAspect, Stack, StackProps, TagManager, Tags, Token } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
 import { cellEndpointReaderRoleName, cellEndpointServiceParameter } from '../fleet';
 import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
@@ -11,6 +11,8 @@ import { DeletionProtectionAccess, deletionProtectorRoleName } from './deletion-
  * assume name it), `stackName` defaults to `<app>-cell-<id>`, `terminationProtection` to true.
  */
 export interface CellStackProps extends StackProps {
+  /** The cell's own account and region. */
+  readonly env: Environment;
   /** The cell the stack holds. */
   readonly cell: CellProps;
   /**
@@ -49,7 +51,7 @@ export class CellStack extends Stack {
 
   constructor(scope: Construct, id: string, { cell, toolingAccount, ...stackProps }: CellStackProps) {
     const { app, cellId } = cell;
-    const { account, region } = stackProps.env ?? {};
+    const { account, region } = stackProps.env;
     if (account === undefined || Token.isUnresolved(account) || region === undefined || Token.isUnresolved(region)) {
       throw new Error(`CellStack ${cellId}: env needs the cell's own account and region, for example { account: '123456789012', region: 'eu-west-1' }`);
     }

@@ -72,8 +72,9 @@ export interface CellComputeOptions {
   readonly targetCpuPercent?: number;
 }
 
-/** Where a workload without its own port and health path listens and is checked (aws-cdk's and the ALB's defaults). */
+/** The port a workload listens on when its props give none (aws-cdk's `taskImageOptions` default). */
 export const DEFAULT_CONTAINER_PORT = 80;
+/** The path the load balancer checks when the workload's props give none (the ALB's default). */
 export const DEFAULT_HEALTH_CHECK_PATH = '/';
 
 /** Where the workload finds its database (contract 1: the password is read at connect time). */
@@ -90,7 +91,9 @@ export interface CellComputeProps {
   readonly vpc: ec2.IVpc;
   /** Private subnets with egress (image pulls, AWS APIs through NAT). */
   readonly subnets: ec2.SubnetSelection;
+  /** What runs the workload, and how much of it. */
   readonly compute: CellComputeOptions;
+  /** The image, its port and health path, its own variables and secrets. */
   readonly workload: CellWorkloadOptions;
   /** The fleet's partition key and bucket count: the workload reads the tenant the way the router does. */
   readonly partitionKey: PartitionKeySource;

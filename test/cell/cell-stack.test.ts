@@ -1,8 +1,9 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { cellStackName } from '../../lib/cell';
+import { cellStackPropsOf } from '../../lib/app';
+import { CellStack, cellStackName } from '../../lib/cell';
 import { Fleet } from '../../lib/fleet';
 import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
-import { exampleFleet } from '../support/fleet';
+import { cdkApp, exampleFleet } from '../support/fleet';
 
 /** Resource types that support tags and that every cell creates. */
 const TAGGED_TYPES = [
@@ -92,4 +93,10 @@ describe('CellStack', () => {
       expect(JSON.stringify(statements[1].Resource)).toContain(`"Ref":"${db}"`);
     },
   );
+
+  it('refuses an env that does not name the cell\'s account and region (the roles other accounts assume are written for them)', () => {
+    const props = cellStackPropsOf(fleet, fleet.cells.find((c) => c.id === FARGATE_CELL)!);
+    expect(() => new CellStack(cdkApp(), 'NoAccount', { ...props, env: { region: 'eu-west-1' } }))
+      .toThrow(`CellStack ${FARGATE_CELL}: env needs the cell's own account and region`);
+  });
 });
