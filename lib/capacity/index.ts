@@ -1,4 +1,5 @@
 export * from './types';
+export * from './signals';
 export * from './judge';
 export * from './plan';
 export * from './place';

@@ -1,5 +1,6 @@
 import { Fleet } from '../fleet/types';
-import { CapacitySettings, CellCapacity, CellLimits, CellLoad, CellStatus, FleetCapacity } from './types';
+import { CellSignalReadings, CPU_SIGNALS } from './signals';
+import { CapacitySettings, CellCapacity, CellLimits, CellLoad, CellStatus, FleetCapacity, StatusCause } from './types';
 
 /** Each cell of the fleet with the limits it is judged against. */
 export function cellLimitsOf(fleet: Fleet): CellLimits[] {
@@ -17,10 +18,27 @@ export function cellLimitsOf(fleet: Fleet): CellLimits[] {
 
 /** A cell's status from its peak rate and tenants. */
 export function statusOf(peakRps: number, tenants: number, limits: Pick<CellLimits, 'testedRps' | 'maxTenants'>, target: number): CellStatus {
-  if (peakRps > limits.testedRps || tenants > limits.maxTenants) return 'full';
-  if (peakRps > limits.testedRps * target) return 'hot';
-  return 'ok';
+  return statusWithCauses(peakRps, tenants, limits, target, undefined).status;
 }
+
+/**
+ * A cell's status and every signal that set it: `full` above the tested rate or `maxTenants`;
+ * `hot` above the target share of the tested rate, or with the peak CPU of its compute or database
+ * above the target utilisation in percent (a cell whose requests cost more than its shape was tested
+ * with runs out of CPU before it runs out of rate). A CPU signal without data sets nothing.
+ */
+export function statusWithCauses(peakRps: number, tenants: number, limits: Pick<CellLimits, 'testedRps' | 'maxTenants'>, target: number, signals: CellSignalReadings | undefined): { status: CellStatus; statusBy: StatusCause[] } {
+  const full: StatusCause[] = [...(peakRps > limits.testedRps ? ['rate' as const] : []), ...(tenants > limits.maxTenants ? ['tenants' as const] : [])];
+  if (full.length > 0) return { status: 'full', statusBy: full };
+  const hot: StatusCause[] = [
+    ...(peakRps > limits.testedRps * target ? ['rate' as const] : []),
+    ...CPU_SIGNALS.filter((s) => (signals?.[s]?.peak ?? -Infinity) > target * 100) as StatusCause[],
+  ];
+  return hot.length > 0 ? { status: 'hot', statusBy: hot } : { status: 'ok', statusBy: [] };
+}
+
+/** Whether a cell is hot by one of its CPU signals: it takes no tenant from a move or a placement. */
+export const hotByCpu = (cell: Pick<CellCapacity, 'statusBy'>) => cell.statusBy.some((s) => s === 'computeCpu' || s === 'databaseCpu');
 
 const peakOf = (t: { rps: number; peakRps?: number }) => t.peakRps ?? t.rps;
 
@@ -47,9 +65,11 @@ export function judgeCell(limits: CellLimits, load: CellLoad | undefined, settin
     maxTenants: limits.maxTenants,
     ...(largest ? { largestTenant: { tenant: largest.tenant, peakRps: peakOf(largest), share: peakRps > 0 ? peakOf(largest) / peakRps : 0 } } : {}),
     zoneLossUtilisation: peakRps / (limits.testedRps * survivors),
-    status: statusOf(peakRps, activeTenants, limits, settings.targetUtilisation),
+    ...statusWithCauses(peakRps, activeTenants, limits, settings.targetUtilisation, load?.signals),
     topTenants: top,
     missingPeriods: load?.missingPeriods ?? 0,
+    ...(load?.signals ? { signals: load.signals } : {}),
+    ...(load?.signalsError ? { signalsError: load.signalsError } : {}),
   };
 }
 

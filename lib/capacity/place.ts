@@ -1,3 +1,4 @@
+import { hotByCpu } from './judge';
 import { CellCapacity, FleetCapacity } from './types';
 
 export interface PlacementRequest {
@@ -20,7 +21,8 @@ export type Placement =
 
 /**
  * Where a new tenant should go: best fit (the least room left after it) among the active cells
- * (never the canary) of the region and shape asked for that stay under their target rate and their `maxTenants`.
+ * (never the canary, nor a cell hot by its CPU) of the region and shape asked for that stay under their target rate
+ * and their `maxTenants`.
  */
 export function place(capacity: FleetCapacity, request: PlacementRequest): Placement {
   if (!(request.expectedRps >= 0) || !Number.isFinite(request.expectedRps)) throw new Error(`expected rate ${request.expectedRps}: give requests per second as a number of 0 or more`);
@@ -32,7 +34,7 @@ export function place(capacity: FleetCapacity, request: PlacementRequest): Place
   if (request.expectedRps > largestTargetRps) return { kind: 'too-big', largestTargetRps };
   const room = (c: CellCapacity) => c.targetRps - c.peakRps - request.expectedRps;
   const fitting = eligible
-    .filter((c) => c.state === 'active' && !c.canary && room(c) >= 0 && c.activeTenants + 1 <= c.maxTenants)
+    .filter((c) => c.state === 'active' && !c.canary && !hotByCpu(c) && room(c) >= 0 && c.activeTenants + 1 <= c.maxTenants)
     .sort((a, b) => room(a) - room(b) || a.cell.localeCompare(b.cell));
   const best = fitting[0];
   if (best) {

@@ -1,6 +1,7 @@
 import { compileMapping } from '../mapping/lookup';
 import { MappingDocument } from '../mapping/types';
 import { MovePlan } from '../moves/plan';
+import { hotByCpu } from './judge';
 import { CellCapacity, FleetCapacity, TenantLoad } from './types';
 
 /** One move the plan makes: a tenant, or the one bucket holding only that tenant. */
@@ -48,8 +49,8 @@ interface Candidate {
 /**
  * Moves that bring every cell under its target, moving as few tenants as possible:
  * - cells above their target are relieved largest excess first; only cells at or under their
- *   target before the plan, active, not the canary, in the same region, receive tenants, and never above their
- *   target rate or their shape's `maxTenants`;
+ *   target before the plan (rate, and CPU where it was measured), active, not the canary, in the same
+ *   region, receive tenants, and never above their target rate or their shape's `maxTenants`;
  * - from a hot cell, the smallest tenant that covers what is left of the excess on its own is
  *   moved if one fits somewhere; otherwise the largest tenant that fits, and so on;
  * - a receiving cell is chosen by best fit (the least room left after the move), so the emptiest
@@ -64,7 +65,7 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
   const cells = capacity.cells;
   const load = new Map(cells.map((c) => [c.cell, c.peakRps]));
   const tenants = new Map(cells.map((c) => [c.cell, c.activeTenants]));
-  const receivers = new Set(cells.filter((c) => c.state === 'active' && !c.canary && c.peakRps <= c.targetRps && c.activeTenants <= c.maxTenants && mapping.cells[c.cell]?.state === 'active').map((c) => c.cell));
+  const receivers = new Set(cells.filter((c) => c.state === 'active' && !c.canary && c.peakRps <= c.targetRps && !hotByCpu(c) && c.activeTenants <= c.maxTenants && mapping.cells[c.cell]?.state === 'active').map((c) => c.cell));
   const byId = new Map(cells.map((c) => [c.cell, c]));
   const moves: PlannedMove[] = [];
   const moved = new Set<string>();

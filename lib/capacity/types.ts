@@ -2,6 +2,7 @@
  * Capacity: what cells carry, judged against what their shape was tested at. Pure types, no CDK,
  * no AWS SDK.
  */
+import { CellSignalReadings } from './signals';
 
 /** One tenant's measured request rate on its cell. */
 export interface TenantLoad {
@@ -25,6 +26,10 @@ export interface CellLoad {
   readonly topTenants: readonly TenantLoad[];
   /** Periods of the window without data (a router that did not report, a metric missing). */
   readonly missingPeriods?: number;
+  /** The cell's own signals (AWS: CloudWatch in the cell's account). @default - not read (the local fleet) */
+  readonly signals?: CellSignalReadings;
+  /** Why the cell's own signals could not be read (one line). @default - they were, or were not asked for */
+  readonly signalsError?: string;
 }
 
 /** What a cell is judged against: its shape's tested limits and the fleet's settings. */
@@ -51,8 +56,14 @@ export interface CapacitySettings {
   readonly largeTenantShare: number;
 }
 
-/** `ok`; `hot` above the target utilisation; `full` above the tested limit (rate or tenants). */
+/**
+ * `ok`; `hot` above the target utilisation (the peak rate's share of the tested rate, or the peak
+ * CPU of the cell's compute or database in percent); `full` above the tested limit (rate or tenants).
+ */
 export type CellStatus = 'ok' | 'hot' | 'full';
+
+/** What made a cell `hot` or `full`: its request rate, its tenants, or one of its CPU signals. */
+export type StatusCause = 'rate' | 'tenants' | 'computeCpu' | 'databaseCpu';
 
 /** One cell judged. Utilisations are shares of the tested rate (1 = at the tested limit). */
 export interface CellCapacity {
@@ -74,8 +85,13 @@ export interface CellCapacity {
   /** Peak rate over the tested rate of what is left after losing one zone of the cell's capacity. */
   readonly zoneLossUtilisation: number;
   readonly status: CellStatus;
+  /** Every signal over its threshold for `status` (empty when ok). */
+  readonly statusBy: readonly StatusCause[];
   readonly topTenants: readonly TenantLoad[];
   readonly missingPeriods: number;
+  /** The cell's own signals, when read (AWS). */
+  readonly signals?: CellSignalReadings;
+  readonly signalsError?: string;
 }
 
 /** The fleet judged. */

@@ -1,10 +1,11 @@
 import { Aspects, CfnOutput, CfnResource, Environment, IAspect, Stack, StackProps, TagManager, Tags, Token } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter } from '../fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter } from '../fleet';
 import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
 import { Cell, CellProps } from './cell';
 import { CellEndpointRecord } from './endpoint-record';
 import { DeletionProtectionAccess, deletionProtectorRoleName } from './deletion-protection-access';
+import { CellMetricsAccess } from './metrics-access';
 
 /**
  * A cell's stack: `env` names the cell's own account and region (required: the roles other accounts
@@ -76,6 +77,18 @@ export class CellStack extends Stack {
       toolingAccount,
       loadBalancerArns: [this.cell.entry.loadBalancer.loadBalancerArn, this.cell.entry.privateLink.loadBalancerArn],
       ...(data.engine === 'aurora-postgresql' ? { dbClusterArns: [data.deletionProtectionArn] } : { dbInstanceArns: [data.deletionProtectionArn] }),
+    });
+
+    new CellMetricsAccess(this, 'MetricsAccess', {
+      roleName: cellMetricsReaderRoleName(app, cellId),
+      parameterName: cellSignalsParameter(app, cellId),
+      routerAccount: cell.routing.routerAccount,
+      signals: {
+        computeCpu: this.cell.compute.cpu,
+        databaseCpu: this.cell.alarms.databaseCpu.metric,
+        databaseConnections: this.cell.alarms.databaseConnections.metric,
+        queueAgeSeconds: this.cell.alarms.oldestMessage.metric,
+      },
     });
 
     const entry = this.cell.entry;

@@ -205,6 +205,12 @@ export class CellCompute extends Construct {
   public readonly service?: ecs.FargateService;
   /** Set when the compute kind is `ec2`. */
   public readonly autoScalingGroup?: autoscaling.AutoScalingGroup;
+  /**
+   * The workload's CPU, per minute, averaged over what runs it: the ECS service's `CPUUtilization`
+   * (Fargate) or the instances' of the Auto Scaling group (EC2, detailed monitoring). What the
+   * scaling policy tracks, and what `cellctl capacity` reads.
+   */
+  public readonly cpu: cloudwatch.IMetric;
   public readonly logs: logs.LogGroup;
   /** The workload's own variables, and those added with `addEnvironment`. */
   private readonly environment: Record<string, string>;
@@ -244,8 +250,16 @@ export class CellCompute extends Construct {
     if (kind === 'fargate') {
       this.service = this.fargate(props, port, securityGroup);
       this.role = this.service.taskDefinition.taskRole;
+      this.cpu = this.service.metricCpuUtilization({ period: Duration.minutes(1), statistic: 'Average' });
     } else {
       [this.autoScalingGroup, this.role] = this.ec2(props, port, securityGroup);
+      this.cpu = new cloudwatch.Metric({
+        namespace: 'AWS/EC2',
+        metricName: 'CPUUtilization',
+        dimensionsMap: { AutoScalingGroupName: this.autoScalingGroup.autoScalingGroupName },
+        statistic: 'Average',
+        period: Duration.minutes(1),
+      });
     }
   }
 

@@ -14,3 +14,4 @@ export * from './endpoint-record';
 export * from './cross-account-read-role';
 export * from './log-bucket';
 export * from './deletion-protection-access';
+export * from './metrics-access';

@@ -57,6 +57,15 @@ export const cellEndpointReaderRoleName = (app: string, cellId: string) => `${ap
 /** SSM parameter, in the router account in each region, naming that region's mapping bucket. */
 export const mappingBucketParameter = (app: string) => `/${app}/router/mapping-bucket`;
 
+/**
+ * Role in each cell account that operators of the router account assume for `cellctl capacity`: read
+ * the cell's metrics (`cloudwatch:GetMetricData`) and its signals parameter, nothing else.
+ */
+export const cellMetricsReaderRoleName = (app: string, cellId: string) => `${app}-${cellId}-metrics-reader`;
+
+/** SSM parameter, in each cell's account and region, naming the metrics of the cell's own signals (JSON, lib/capacity/signals.ts). */
+export const cellSignalsParameter = (app: string, cellId: string) => `/${app}/cell/${cellId}/signals`;
+
 /** Name of a cell's bake-watcher role, shared by the cell stack and the pipeline. */
 export function bakeWatcherRoleName(app: string, cellId: string): string {
   return `${app}-${cellId}-bake-watcher`;

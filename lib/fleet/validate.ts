@@ -3,7 +3,7 @@ import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_CAPACITY, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
   CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem, tenantMaxConnOf,
 } from './defaults';
-import { bakeWatcherRoleName, cellEndpointReaderRoleName } from './endpoints';
+import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName } from './endpoints';
 import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
@@ -343,7 +343,7 @@ function waveProblems(input: FleetInput): string[] {
  * The IAM role names stamped per cell (`<app>-<cell>-…`, in the cell's account): the longest decides
  * how long `app` and a cell id may be together.
  */
-const CELL_ROLE_NAMES = [moverTaskRoleName, moverLauncherRoleName, bakeWatcherRoleName, cellEndpointReaderRoleName];
+const CELL_ROLE_NAMES = [moverTaskRoleName, moverLauncherRoleName, bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName];
 
 /** Names derived from `app` and the cell ids that would pass IAM's 64 characters: CDK would throw at synth. */
 function derivedNameProblems(input: FleetInput): string[] {
