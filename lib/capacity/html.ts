@@ -1,5 +1,6 @@
 import { CapacityPlan } from './plan';
-import { CellStatus, FleetCapacity } from './types';
+import { CELL_SIGNALS, CellSignalName, SIGNAL_LABELS, signalPeakText, SignalReading } from './signals';
+import { CellCapacity, CellStatus, FleetCapacity } from './types';
 
 /** Bar colours, one per status (tests find them in a screenshot). */
 export const STATUS_COLOURS: Readonly<Record<CellStatus, string>> = { ok: '#2da44e', hot: '#d4a72c', full: '#cf222e' };
@@ -11,6 +12,21 @@ const escape = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<':
 const rps = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1));
 const pct = (n: number) => `${Math.round(n * 100)}%`;
 
+const signalValue = (name: CellSignalName, r: SignalReading | undefined) => signalPeakText(name, r) ?? '<span class="missing">missing</span>';
+
+/** The cell's own signals, one a line; the one that made it hot in bold. */
+function signalsCell(c: CellCapacity): string {
+  if (c.signalsError) return `<span class="missing">not read</span><div class="sub">${escape(c.signalsError)}</div>`;
+  return CELL_SIGNALS.map((name) => {
+    const line = `${SIGNAL_LABELS[name]} ${signalValue(name, c.signals?.[name])}`;
+    return (c.statusBy as readonly string[]).includes(name) ? `<strong>${line}</strong>` : line;
+  }).join('<br>');
+}
+
+/** What made the cell hot or full, under its status. */
+const causes = (c: CellCapacity) => (c.statusBy.length === 0 ? ''
+  : `<div class="sub">by ${c.statusBy.map((s) => (s === 'rate' ? 'rate' : s === 'tenants' ? 'tenants' : SIGNAL_LABELS[s])).join(', ')}</div>`);
+
 /**
  * One self-contained page (no script, no external resource): per cell a bar of its peak rate on a
  * scale where the tested limit sits at two thirds of the width (room to show a cell above it), the
@@ -19,6 +35,7 @@ const pct = (n: number) => `${Math.round(n * 100)}%`;
 export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undefined, title: string): string {
   const scale = 1.5; // the bar's full width is 150% of the tested limit
   const bar = (utilisation: number) => Math.min(100, (utilisation / scale) * 100);
+  const signalled = capacity.cells.some((c) => c.signals || c.signalsError);
   const rows = capacity.cells.map((c) => `
     <tr>
       <th scope="row">${escape(c.cell)}<div class="sub">${escape(c.region)} · ${escape(c.shape)}${c.state === 'active' ? '' : ` · ${escape(c.state)}`}</div></th>
@@ -30,8 +47,9 @@ export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undef
         </div>
         <div class="sub">peak ${rps(c.peakRps)} · now ${rps(c.currentRps)} of ${rps(c.testedRps)} req/s tested (${pct(c.utilisation)}; ${pct(c.zoneLossUtilisation)} after losing a zone)</div>
       </td>
-      <td><span class="status ${c.status}">${c.status}</span></td>
-      <td>${c.activeTenants} / ${c.maxTenants}</td>
+      <td><span class="status ${c.status}">${c.status}</span>${causes(c)}</td>
+      <td>${c.activeTenants} / ${c.maxTenants}</td>${signalled ? `
+      <td class="signals">${signalsCell(c)}</td>` : ''}
       <td>${c.topTenants.slice(0, 5).map((t) => `${escape(t.tenant)} <span class="sub">${rps(t.peakRps ?? t.rps)}</span>`).join('<br>') || '<span class="sub">none</span>'}</td>
     </tr>`).join('');
   const moves = plan && plan.moves.length > 0
@@ -61,13 +79,15 @@ export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undef
   .target { position: absolute; top: -4px; bottom: -4px; width: 3px; background: ${TARGET_COLOUR}; }
   .limit { position: absolute; top: -4px; bottom: -4px; width: 3px; background: ${LIMIT_COLOUR}; }
   .warn { background: #fff8c5; padding: 8px 12px; }
+  .signals { white-space: nowrap; font-size: 13px; }
+  .missing { color: #57606a; font-style: italic; }
 </style></head>
 <body>
 <h1>${escape(title)}</h1>
-<p>Target ${pct(capacity.settings.targetUtilisation)} of each shape's tested rate (blue line); tested limit (black line). Peak ${rps(capacity.peakRps)} req/s:
+<p>Target ${pct(capacity.settings.targetUtilisation)} of each shape's tested rate (blue line); tested limit (black line).${signalled ? ` A cell whose compute or database CPU peaks above ${pct(capacity.settings.targetUtilisation)} is hot whatever its rate.` : ''} Peak ${rps(capacity.peakRps)} req/s:
 ${capacity.cellsNeeded} cells needed at the target including ${capacity.settings.spareCells} spare, ${capacity.activeCells} active${capacity.cellsToAdd > 0 ? `: add ${capacity.cellsToAdd}` : ''}.</p>
 ${big}
-<table><thead><tr><th>cell</th><th>peak rate against target and tested limit</th><th>status</th><th>tenants</th><th>top tenants (peak req/s)</th></tr></thead><tbody>${rows}
+<table><thead><tr><th>cell</th><th>peak rate against target and tested limit</th><th>status</th><th>tenants</th>${signalled ? '<th>cell signals (peak)</th>' : ''}<th>top tenants (peak req/s)</th></tr></thead><tbody>${rows}
 </tbody></table>
 <h2>Plan</h2>
 ${moves}

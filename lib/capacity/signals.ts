@@ -48,6 +48,14 @@ export interface SignalReading {
 
 export type CellSignalReadings = Readonly<Partial<Record<CellSignalName, SignalReading>>>;
 
+/** A signal's peak with its unit (`72%`, `140`, `35 s`); undefined when no period had data (missing, never 0). */
+export function signalPeakText(name: CellSignalName, reading: SignalReading | undefined): string | undefined {
+  if (reading?.peak === undefined) return undefined;
+  if (name === 'queueAgeSeconds') return `${Math.round(reading.peak)} s`;
+  if (name === 'databaseConnections') return String(Math.round(reading.peak));
+  return `${Math.round(reading.peak)}%`;
+}
+
 const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 
 /**

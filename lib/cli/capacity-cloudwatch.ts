@@ -1,5 +1,15 @@
 import type { CloudWatchClient, MetricDataQuery, MetricDataResult } from '@aws-sdk/client-cloudwatch';
+import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, SignalReading } from '../capacity/signals';
 import { CellLoad, TenantLoad } from '../capacity/types';
+import { isCredentialsError } from '../aws/credentials';
+
+/** How throttled CloudWatch calls are retried. */
+interface Retrying {
+  readonly sleep: (ms: number) => Promise<void>;
+  /** Retries of a throttled call. @default 6 */
+  readonly attempts?: number;
+  readonly progress?: (line: string) => void;
+}
 
 /** What the routers' metrics are read with: one CloudWatch client per region of the router account. */
 export interface RouterMetricsOptions {
@@ -27,7 +37,7 @@ const NAMESPACE = 'CellRouter';
 const THROTTLED = new Set(['Throttling', 'ThrottlingException', 'TooManyRequestsException', 'RequestLimitExceeded', 'LimitExceededException']);
 
 /** Sends `command`, retrying throttling with exponential backoff (1 s, 2 s, … capped at 20 s). */
-async function sendRetrying<T>(o: RouterMetricsOptions, client: Pick<CloudWatchClient, 'send'>, command: unknown, what: string): Promise<T> {
+async function sendRetrying<T>(o: Retrying, client: Pick<CloudWatchClient, 'send'>, command: unknown, what: string): Promise<T> {
   const attempts = o.attempts ?? 6;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -45,7 +55,7 @@ async function sendRetrying<T>(o: RouterMetricsOptions, client: Pick<CloudWatchC
 }
 
 /** Every page of one GetMetricData question, results merged by id. */
-async function metricData(o: RouterMetricsOptions, client: Pick<CloudWatchClient, 'send'>, queries: MetricDataQuery[], start: Date, end: Date): Promise<Map<string, Map<number, number>>> {
+async function metricData(o: Retrying, client: Pick<CloudWatchClient, 'send'>, queries: MetricDataQuery[], start: Date, end: Date): Promise<Map<string, Map<number, number>>> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { GetMetricDataCommand } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   const series = new Map<string, Map<number, number>>();
@@ -88,6 +98,13 @@ async function reportedTenants(o: RouterMetricsOptions, client: Pick<CloudWatchC
 
 const id = (prefix: string, i: number, j = 0) => `${prefix}_${i}_${j}`;
 
+/** Whole periods only: the window ends at the start of the current period. */
+function windowOf(now: Date, windowMinutes: number, period: number): { start: Date; end: Date; periods: number } {
+  const end = new Date(Math.floor(now.getTime() / (period * 1000)) * period * 1000);
+  const start = new Date(end.getTime() - windowMinutes * 60_000);
+  return { start, end, periods: Math.round((end.getTime() - start.getTime()) / (period * 1000)) };
+}
+
 /**
  * Each cell's load at the routers over the window, from the metrics router tasks publish
  * (`Requests` per router group and cell, `ActiveTenants` and `TenantRequestsPerSecond`):
@@ -100,9 +117,7 @@ const id = (prefix: string, i: number, j = 0) => `${prefix}_${i}_${j}`;
 export async function readRouterLoads(o: RouterMetricsOptions): Promise<CellLoad[]> {
   const period = o.periodSeconds ?? 60;
   const report = o.reportSeconds ?? 60;
-  const end = new Date(Math.floor(o.now.getTime() / (period * 1000)) * period * 1000);
-  const start = new Date(end.getTime() - o.windowMinutes * 60_000);
-  const periods = Math.round((end.getTime() - start.getTime()) / (period * 1000));
+  const { start, end, periods } = windowOf(o.now, o.windowMinutes, period);
   const stat = (metric: string, dims: Record<string, string>, statistic: string): MetricDataQuery['MetricStat'] => ({
     Metric: { Namespace: NAMESPACE, MetricName: metric, Dimensions: Object.entries(dims).map(([Name, Value]) => ({ Name, Value })) },
     Period: period,
@@ -162,4 +177,63 @@ export async function readRouterLoads(o: RouterMetricsOptions): Promise<CellLoad
       missingPeriods: periods - counts.length,
     };
   });
+}
+
+/** One cell whose own signals are read: CloudWatch in its account and region, and the record naming its metrics. */
+export interface CellSignalSource {
+  readonly cell: string;
+  /** A client in the cell's account and region (the cell's metrics reader role). */
+  readonly client: Pick<CloudWatchClient, 'send'>;
+  /** The cell stack's signals record (its SSM parameter, read through the same role). */
+  readonly record: () => Promise<CellSignalsRecord>;
+}
+
+export interface CellSignalsOptions extends Retrying {
+  readonly sources: readonly CellSignalSource[];
+  readonly windowMinutes: number;
+  /** @default 60 */
+  readonly periodSeconds?: number;
+  readonly now: Date;
+}
+
+/** What was read of one cell: its signals, or why they could not be read. */
+export type CellSignalsResult = { readonly cell: string; readonly signals: CellSignalReadings } | { readonly cell: string; readonly error: string };
+
+/**
+ * Each cell's own signals over the same window as the routers' rates (whole periods only, a
+ * partial period left out), with the statistic its alarms use. A signal without data in a period
+ * counts that period as missing; without data in any, it has no current and no peak (shown as
+ * missing, never as 0). A cell that cannot be read (its role cannot be assumed, it is not deployed
+ * yet, CloudWatch stays throttled) gets its error, and the other cells are read all the same; an
+ * error of the operator's own credentials stops everything (every cell would fail the same way).
+ */
+export async function readCellSignals(o: CellSignalsOptions): Promise<CellSignalsResult[]> {
+  const period = o.periodSeconds ?? 60;
+  const { start, end, periods } = windowOf(o.now, o.windowMinutes, period);
+  return Promise.all(o.sources.map(async (source): Promise<CellSignalsResult> => {
+    try {
+      const record = await source.record();
+      const names = CELL_SIGNALS.filter((name) => record.signals[name]);
+      const queries: MetricDataQuery[] = names.map((name) => {
+        const m = record.signals[name]!;
+        return {
+          Id: name.toLowerCase(),
+          MetricStat: { Metric: { Namespace: m.namespace, MetricName: m.metricName, Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })) }, Period: period, Stat: m.statistic },
+          ReturnData: true,
+        };
+      });
+      const series = await metricData(o, source.client, queries, start, end);
+      const signals = Object.fromEntries(names.map((name) => [name, readingOf(series.get(name.toLowerCase()), end, period, periods)]));
+      return { cell: source.cell, signals };
+    } catch (error) {
+      if (isCredentialsError(error)) throw error;
+      return { cell: source.cell, error: (error as Error).message.split('\n')[0] };
+    }
+  }));
+}
+
+function readingOf(points: Map<number, number> | undefined, end: Date, period: number, periods: number): SignalReading {
+  const whole = [...(points ?? [])].filter(([t]) => t + period * 1000 <= end.getTime()).sort((a, b) => a[0] - b[0]);
+  if (whole.length === 0) return { missingPeriods: periods };
+  return { current: whole[whole.length - 1][1], peak: Math.max(...whole.map(([, v]) => v)), missingPeriods: periods - whole.length };
 }

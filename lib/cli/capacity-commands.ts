@@ -1,9 +1,10 @@
 import * as path from 'path';
 import { Command } from 'commander';
 import {
-  CapacityPlan, capacityHtml, CellLimits, cellLimitsOf, CellLoad, FleetCapacity, judgeFleet, movePlanOf, place, planCapacity,
+  CapacityPlan, capacityHtml, CELL_SIGNALS, CellCapacity, CellLimits, cellLimitsOf, CellLoad, CellSignalName, FleetCapacity, hotByCpu, judgeFleet, movePlanOf,
+  parseSignalsRecord, place, planCapacity, SIGNAL_LABELS, signalPeakText, SignalReading, StatusCause,
 } from '../capacity';
-import { Fleet } from '../fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter, Fleet } from '../fleet';
 import { keyProblem, lookup, MappingDocument } from '../mapping';
 import { readLocalFleet } from '../moves/local-fleet';
 import { cellLoadsOf, overWindow, readTenantRates } from '../router/tenant-rates';
@@ -85,29 +86,57 @@ async function localInput(flags: CapacityFlags): Promise<CapacityInput> {
   return { fleet: judgeFleet(limits, overWindow(samples), fleet.capacity), mapping, mappingFile: info.mappingFile, local: true };
 }
 
-/** The AWS fleet: the routers' metrics in CloudWatch (router account, every region), judged against the config's shapes. */
+/**
+ * The AWS fleet: the routers' metrics in CloudWatch (router account, every region, the standard SDK
+ * configuration), and each cell's own signals in its account and region, read through its metrics
+ * reader role (`<app>-<cell>-metrics-reader`, assumed from the same credentials), judged against the
+ * config's shapes.
+ */
 async function awsInput(flags: CapacityFlags, progress: (line: string) => void): Promise<CapacityInput> {
   const fleet: Fleet = fleetFrom(flags.config);
   const window = positive(flags.window, '--window', true)!;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { CloudWatchClient } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { readRouterLoads } = require('./capacity-cloudwatch') as typeof import('./capacity-cloudwatch');
+  const { readCellSignals, readRouterLoads } = require('./capacity-cloudwatch') as typeof import('./capacity-cloudwatch');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { assumedRole, ssmParameter } = require('../aws/assumed-role') as typeof import('../aws/assumed-role');
   const clients = Object.keys(fleet.regions).map((region) => new CloudWatchClient({ region }));
+  const cellClients = fleet.cells.map((cell) => {
+    const role = `arn:${fleet.partition}:iam::${cell.account}:role/${cellMetricsReaderRoleName(fleet.app, cell.id)}`;
+    const credentials = assumedRole(role, `cellctl-capacity-${cell.id}`.slice(0, 64), undefined, cell.region);
+    const name = cellSignalsParameter(fleet.app, cell.id);
+    return {
+      cell: cell.id,
+      client: new CloudWatchClient({ region: cell.region, credentials }),
+      record: async () => parseSignalsRecord(
+        await ssmParameter(name, cell.region, credentials, `the cell stack ${fleet.app}-cell-${cell.id} has not published its signals; deploy it (the pipeline's cell waves)`),
+        `SSM ${name} in ${cell.region}`,
+      ),
+    };
+  });
   try {
-    const loads = await readRouterLoads({
-      clients, cells: fleet.cells.map((c) => c.id), groups: fleet.router.groups.map((g) => g.name), windowMinutes: window, now: new Date(), sleep, progress,
+    const now = new Date();
+    const [loads, signals] = await Promise.all([
+      readRouterLoads({ clients, cells: fleet.cells.map((c) => c.id), groups: fleet.router.groups.map((g) => g.name), windowMinutes: window, now, sleep, progress }),
+      readCellSignals({ sources: cellClients, windowMinutes: window, now, sleep, progress }),
+    ]);
+    for (const s of signals) if ('error' in s) progress(`${s.cell}: its own signals were not read: ${s.error}`);
+    const byCell = new Map(signals.map((s) => [s.cell, s]));
+    const withSignals = loads.map((l) => {
+      const s = byCell.get(l.cell);
+      return !s ? l : 'error' in s ? { ...l, signalsError: s.error } : { ...l, signals: s.signals };
     });
     const mapping = flags.mapping ? readMappingFile(flags.mapping) : undefined;
-    return { fleet: judgeFleet(cellLimitsOf(fleet), loads, fleet.capacity), mapping, mappingFile: flags.mapping, local: false };
+    return { fleet: judgeFleet(cellLimitsOf(fleet), withSignals, fleet.capacity), mapping, mappingFile: flags.mapping, local: false };
   } finally {
-    clients.forEach((c) => c.destroy());
+    [...clients, ...cellClients.map((c) => c.client)].forEach((c) => c.destroy());
   }
 }
 
 function commonOptions(command: Command): Command {
   return command
-    .option('--local', 'the running local fleet (`cellctl fleet local`); without it, the AWS fleet through CloudWatch (router account credentials)')
+    .option('--local', 'the running local fleet (`cellctl fleet local`); without it, the AWS fleet through CloudWatch (router account credentials; each cell\'s own signals through its metrics reader role)')
     .option('--state-dir <dir>', "with --local: the local fleet's state directory", DEFAULT_LOCAL_STATE_DIR)
     .option('--config <file>', 'fleet config (shapes, tested limits, capacity settings)', 'cells.config.ts')
     .option('--window <minutes>', 'AWS: minutes of metrics the peak is taken over', '60')
@@ -125,14 +154,27 @@ async function inputOf(io: CliIo, flags: CapacityFlags): Promise<CapacityInput> 
 const rps = (n: number) => (n >= 100 ? String(Math.round(n)) : n.toFixed(1));
 const pct = (n: number) => `${Math.round(n * 100)}%`;
 
+const signalText = (name: CellSignalName, reading: SignalReading | undefined) => signalPeakText(name, reading) ?? 'missing';
+
+/** Why a cell is hot or full, beyond its rate: `database CPU 81%`. */
+function causesText(c: CellCapacity): string {
+  const shown = c.statusBy.filter((s): s is Exclude<StatusCause, 'rate'> => s !== 'rate')
+    .map((s) => (s === 'tenants' ? `${c.activeTenants} tenants` : `${SIGNAL_LABELS[s]} ${signalText(s, c.signals?.[s])}`));
+  return shown.length > 0 ? ` (${shown.join(', ')})` : '';
+}
+
 /** The per-cell table and the fleet's summary, as `cellctl capacity` prints them. */
 export function capacityText(f: FleetCapacity): string {
+  // The cells' own signals (AWS), peaks over the window, when they were asked for.
+  const signalled = f.cells.some((c) => c.signals || c.signalsError);
   const table = formatTable(
-    ['cell', 'region', 'shape', 'now', 'peak', 'tested', 'of tested', 'zone lost', 'tenants', 'largest tenant', 'status'],
+    ['cell', 'region', 'shape', 'now', 'peak', 'tested', 'of tested', 'zone lost', 'tenants', 'largest tenant',
+      ...(signalled ? ['compute CPU', 'db CPU', 'db conns', 'queue age'] : []), 'status'],
     f.cells.map((c) => [
       c.cell, c.region, c.shape, rps(c.currentRps), rps(c.peakRps), rps(c.testedRps), pct(c.utilisation), pct(c.zoneLossUtilisation),
       `${c.activeTenants}/${c.maxTenants}`, c.largestTenant ? `${c.largestTenant.tenant} ${rps(c.largestTenant.peakRps)} (${pct(c.largestTenant.share)})` : '-',
-      c.status + (c.missingPeriods > 0 ? ` (${c.missingPeriods} periods without data)` : ''),
+      ...(signalled ? CELL_SIGNALS.map((name) => (c.signalsError ? 'unread' : signalText(name, c.signals?.[name]))) : []),
+      c.status + causesText(c) + (c.missingPeriods > 0 ? ` (${c.missingPeriods} periods without data)` : ''),
     ]),
   );
   const lines = [
@@ -141,7 +183,11 @@ export function capacityText(f: FleetCapacity): string {
     ...(f.largeTenants.length > 0
       ? [`large tenants (above ${pct(f.settings.largeTenantShare)} of a cell's target): ${f.largeTenants.map((t) => `${t.tenant} on ${t.cell} ${rps(t.peakRps)} req/s (${pct(t.shareOfTarget)} of a target)`).join(', ')}; candidates for a dedicated cell or a pin`]
       : []),
-    ...f.cells.filter((c) => c.status !== 'ok').map((c) => `${c.cell} is ${c.status}: \`cellctl capacity plan --out FILE\` moves tenants away`),
+    ...f.cells.filter((c) => c.status !== 'ok').map((c) => (c.statusBy.includes('rate') || c.statusBy.includes('tenants') || !hotByCpu(c)
+      ? `${c.cell} is ${c.status}: \`cellctl capacity plan --out FILE\` moves tenants away`
+      : `${c.cell} is hot by its ${c.statusBy.map((s) => SIGNAL_LABELS[s as CellSignalName]).join(' and ')} (above ${pct(f.settings.targetUtilisation)}) while its rate is under its target: `
+        + 'its requests cost more than its shape was tested with; `capacity plan` moves by rate and plans nothing for it, and it takes no tenant from a plan or `place`')),
+    ...f.cells.filter((c) => c.signalsError).map((c) => `${c.cell}: its own signals were not read: ${c.signalsError}`),
   ];
   return `${table}${lines.join('\n')}\n`;
 }

@@ -1,6 +1,7 @@
-import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@aws-sdk/types';
+import type { AwsCredentialIdentityProvider } from '@aws-sdk/types';
 import { Fleet } from '../fleet';
 import { mappingBucketParameter, routerClusterParameter, routerServiceName } from '../fleet/endpoints';
+import { assumedRole, ssmParameter } from '../aws/assumed-role';
 import { isCredentialsError, credentialsHint } from '../aws/credentials';
 import { EcsCellData } from '../moves/aws-cell';
 import { S3HandoffStore } from '../moves/aws-handoff';
@@ -46,30 +47,7 @@ export interface AwsMoveOptions {
   readonly routerTimeoutSeconds?: number;
 }
 
-const EARLY_REFRESH_MS = 5 * 60_000;
-
-/** Credentials of `roleArn`, assumed with `base` and refreshed before they expire (role chaining caps them at an hour). */
-function assumedRole(roleArn: string, sessionName: string, base: AwsCredentialIdentityProvider | undefined, region: string): AwsCredentialIdentityProvider {
-  let cached: AwsCredentialIdentity | undefined;
-  return async () => {
-    if (cached?.expiration && cached.expiration.getTime() - Date.now() > EARLY_REFRESH_MS) return cached;
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { AssumeRoleCommand, STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
-    const sts = new STSClient({ region, ...(base ? { credentials: base } : {}) });
-    try {
-      const { Credentials: c } = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName }));
-      if (!c?.AccessKeyId || !c.SecretAccessKey) throw new MoveError(`AssumeRole ${roleArn} returned no credentials`);
-      cached = { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expiration: c.Expiration };
-      return cached;
-    } catch (error) {
-      if (error instanceof MoveError) throw error;
-      if (isCredentialsError(error)) throw new MoveError(credentialsHint(error as Error));
-      throw new MoveError(`cannot assume ${roleArn} (${(error as Error).name}: ${(error as Error).message})`);
-    } finally {
-      sts.destroy();
-    }
-  };
-}
+const moveError = (message: string) => new MoveError(message);
 
 /**
  * The operator's credentials: the caller's own when it already is the move operator role, else
@@ -92,7 +70,7 @@ async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCre
   const partition = arn.split(':')[1] || 'aws';
   if (arn.startsWith(`arn:${partition}:sts::${fleet.accounts.router}:assumed-role/${roleName}/`)) return undefined;
   const roleArn = `arn:${partition}:iam::${fleet.accounts.router}:role/${roleName}`;
-  const provider = assumedRole(roleArn, 'cellctl-move', undefined, region);
+  const provider = assumedRole(roleArn, 'cellctl-move', undefined, region, moveError);
   try {
     await provider();
   } catch (error) {
@@ -101,23 +79,8 @@ async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCre
   return provider;
 }
 
-async function parameter(name: string, region: string, credentials: AwsCredentialIdentityProvider | undefined, missing: string): Promise<string> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { GetParameterCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
-  const ssm = new SSMClient({ region, ...(credentials ? { credentials } : {}) });
-  try {
-    const { Parameter } = await ssm.send(new GetParameterCommand({ Name: name }));
-    if (!Parameter?.Value) throw new MoveError(`SSM ${name} in ${region} is empty`);
-    return Parameter.Value;
-  } catch (error) {
-    if (error instanceof MoveError) throw error;
-    if ((error as Error).name === 'ParameterNotFound') throw new MoveError(`SSM ${name} in ${region} not found: ${missing}`);
-    if (isCredentialsError(error)) throw new MoveError(credentialsHint(error as Error));
-    throw new MoveError(`reading SSM ${name} in ${region} failed: ${(error as Error).name}: ${(error as Error).message}`);
-  } finally {
-    ssm.destroy();
-  }
-}
+const parameter = (name: string, region: string, credentials: AwsCredentialIdentityProvider | undefined, missing: string) =>
+  ssmParameter(name, region, credentials, missing, moveError);
 
 export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Promise<AwsMoveContext> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -161,8 +124,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const launchers = new Map<string, AwsCredentialIdentityProvider>();
   const launcher = (cell: MoverCell) => {
     if (!launchers.has(cell.id)) {
-      const partition = 'aws';
-      launchers.set(cell.id, assumedRole(`arn:${partition}:iam::${cell.account}:role/${moverLauncherRoleName(fleet.app, cell.id)}`, `cellctl-move-${cell.id}`.slice(0, 64), credentials, cell.region));
+      launchers.set(cell.id, assumedRole(`arn:${fleet.partition}:iam::${cell.account}:role/${moverLauncherRoleName(fleet.app, cell.id)}`, `cellctl-move-${cell.id}`.slice(0, 64), credentials, cell.region, moveError));
     }
     return launchers.get(cell.id)!;
   };

@@ -1,4 +1,4 @@
-import { CellLimits, judgeCell, judgeFleet } from '../../lib/capacity';
+import { CellLimits, judgeCell, judgeFleet, place } from '../../lib/capacity';
 import { SETTINGS } from './fixture';
 
 const shape = (cell: string, testedRps = 10_000): CellLimits => ({ cell, region: 'eu-west-1', shape: 'large', state: 'active', testedRps, maxTenants: 100, zones: 3 });
@@ -57,5 +57,47 @@ describe('judgeCell', () => {
     const cell = judgeCell(shape('c', 1000), undefined, SETTINGS);
     expect(cell).toMatchObject({ peakRps: 0, currentRps: 0, activeTenants: 0, status: 'ok', utilisation: 0 });
     expect(cell.largestTenant).toBeUndefined();
+  });
+});
+
+describe('judgeCell with the cell\'s own signals (AWS)', () => {
+  const quiet = { cell: 'c', currentRps: 100, peakRps: 200, activeTenants: 10, topTenants: [] };
+  const reading = (peak: number | undefined, missingPeriods = 0) => (peak === undefined ? { missingPeriods } : { current: peak, peak, missingPeriods });
+
+  it('is hot when its database CPU peaks above the target, though its rate is under it, and says which signal', () => {
+    const cell = judgeCell(shape('c', 1000), { ...quiet, signals: { databaseCpu: reading(81), computeCpu: reading(30) } }, SETTINGS);
+    expect(cell).toMatchObject({ status: 'hot', statusBy: ['databaseCpu'], utilisation: 0.2 });
+    expect(cell.signals!.databaseCpu).toEqual({ current: 81, peak: 81, missingPeriods: 0 });
+  });
+
+  it('is hot by its compute CPU too, and lists the rate beside a CPU signal when both are over', () => {
+    expect(judgeCell(shape('c', 1000), { ...quiet, signals: { computeCpu: reading(50.5) } }, SETTINGS).statusBy).toEqual(['computeCpu']);
+    expect(judgeCell(shape('c', 1000), { ...quiet, peakRps: 700, signals: { computeCpu: reading(90), databaseCpu: reading(60) } }, SETTINGS).statusBy)
+      .toEqual(['rate', 'computeCpu', 'databaseCpu']);
+  });
+
+  it('stays ok at the target exactly, and is full only by rate or tenants (CPU never makes a cell full)', () => {
+    expect(judgeCell(shape('c', 1000), { ...quiet, signals: { databaseCpu: reading(50) } }, SETTINGS)).toMatchObject({ status: 'ok', statusBy: [] });
+    expect(judgeCell(shape('c', 1000), { ...quiet, peakRps: 1200, signals: { databaseCpu: reading(99) } }, SETTINGS)).toMatchObject({ status: 'full', statusBy: ['rate'] });
+  });
+
+  it('takes a signal without data as missing, not as 0 and not as a cause', () => {
+    const cell = judgeCell(shape('c', 1000), { ...quiet, signals: { databaseCpu: reading(undefined, 60), databaseConnections: reading(undefined, 60) } }, SETTINGS);
+    expect(cell).toMatchObject({ status: 'ok', statusBy: [] });
+    expect(cell.signals!.databaseCpu).toEqual({ missingPeriods: 60 });
+    expect(cell.signals!.databaseCpu!.peak).toBeUndefined();
+  });
+
+  it('leaves a CPU-hot cell out of placement and out of a plan\'s receivers', () => {
+    const limits = [shape('a', 1000), shape('b', 1000), shape('c', 1000)];
+    const fleet = judgeFleet(limits, [
+      { cell: 'a', currentRps: 100, peakRps: 100, activeTenants: 1, topTenants: [], signals: { databaseCpu: reading(85) } },
+      { cell: 'b', currentRps: 300, peakRps: 300, activeTenants: 1, topTenants: [] },
+      { cell: 'c', currentRps: 400, peakRps: 400, activeTenants: 1, topTenants: [] },
+    ], SETTINGS);
+    // `a` has the most room by rate, but its database is hot: the best fit among the others is `c`.
+    expect(place(fleet, { tenant: 'new', expectedRps: 50 })).toMatchObject({ kind: 'fits', cell: 'c' });
+    expect(place(fleet, { tenant: 'new', expectedRps: 150 })).toMatchObject({ kind: 'fits', cell: 'b' });
+    expect(place(fleet, { tenant: 'new', expectedRps: 300 })).toMatchObject({ kind: 'no-room' });
   });
 });

@@ -66,6 +66,15 @@ describe('planCapacity', () => {
     expect(plan.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
   });
 
+  it('never sends a tenant to a cell hot by its database or compute CPU, though its rate has room', () => {
+    const { limits, mapping } = cellsAndMapping(3);
+    const [a, b] = tenantsOn(mapping, 'cell-1', 2);
+    const loads = loadsOf(mapping, [{ tenant: a, rps: 300 }, { tenant: b, rps: 300 }]);
+    const cpu = (cell: string, peak: number) => ({ cell, currentRps: 0, peakRps: 0, activeTenants: 0, topTenants: [], signals: { databaseCpu: { current: peak, peak, missingPeriods: 0 } } });
+    const plan = planCapacity(judgeFleet(limits, [...loads, cpu('cell-2', 80), cpu('cell-3', 40)], SETTINGS), mapping);
+    expect(plan.moves).toEqual([expect.objectContaining({ from: 'cell-1', to: 'cell-3' })]);
+  });
+
   it('never sends tenants to another region, a draining cell, or past maxTenants', () => {
     const { limits, mapping } = cellsAndMapping(4, 1000, 3);
     const where: CellLimits[] = limits.map((l) => (l.cell === 'cell-2' ? { ...l, region: 'us-east-1' } : l.cell === 'cell-3' ? { ...l, state: 'draining' } : l));

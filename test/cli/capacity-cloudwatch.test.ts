@@ -1,6 +1,7 @@
 import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput, ListMetricsCommand, MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
-import { readRouterLoads } from '../../lib/cli/capacity-cloudwatch';
+import { readCellSignals, readRouterLoads } from '../../lib/cli/capacity-cloudwatch';
+import { CellSignalsRecord } from '../../lib/capacity';
 
 /**
  * The CloudWatch path of `cellctl capacity`, against recorded GetMetricData / ListMetrics answers
@@ -119,5 +120,91 @@ describe('readRouterLoads (CloudWatch)', () => {
     cw.on(GetMetricDataCommand).callsFake((input) => answer({}, input));
     const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
     expect(loads[1]).toEqual({ cell: 'eu-2', currentRps: 0, peakRps: 0, activeTenants: 0, missingPeriods: 5, topTenants: [] });
+  });
+});
+
+describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
+  const cw = mockClient(CloudWatchClient);
+  const slept: number[] = [];
+  beforeEach(() => {
+    cw.reset();
+    slept.length = 0;
+  });
+  /** What a Fargate + Aurora cell stack publishes (lib/cell/metrics-access.ts), with deployed names. */
+  const record: CellSignalsRecord = {
+    schemaVersion: 1,
+    signals: {
+      computeCpu: { namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' } },
+      databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' } },
+      databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' } },
+      queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: 'orders-cell-eu-1-Work4' } },
+    },
+  };
+  const recorded: Recorded = {
+    // 12:00-12:04 whole minutes; 12:05 has not ended (partial) and must not count, however high.
+    'CPUUtilization|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': { 0: 31, 1: 44.5, 2: 72, 3: 40, 4: 38, 5: 99 },
+    // The database reported nothing at 12:01 and 12:02: missing periods, not zero CPU.
+    'CPUUtilization|DBClusterIdentifier=orders-cell-eu-1-cluster3|Average': { 0: 55, 3: 61, 4: 58 },
+    'DatabaseConnections|DBClusterIdentifier=orders-cell-eu-1-cluster3|Average': { 0: 120, 1: 140, 2: 135, 3: 128, 4: 130 },
+    // No queue data at all (an idle queue reports nothing): missing, never 0.
+  };
+  const options = (client: CloudWatchClient) => ({
+    sources: [{ cell: 'eu-1', client, record: async () => record }], windowMinutes: 5, now: NOW, sleep: async (ms: number) => { slept.push(ms); },
+  });
+
+  it('reads every signal with its statistic over whole periods: current and peak, missing periods, no data as missing', async () => {
+    cw.on(GetMetricDataCommand).callsFake((input) => answer(recorded, input));
+    const [result] = await readCellSignals(options(new CloudWatchClient({ region: 'eu-west-1' })));
+    const get = cw.commandCalls(GetMetricDataCommand)[0].args[0].input;
+    expect([get.StartTime, get.EndTime]).toEqual([minute(0), minute(5)]);
+    expect(get.MetricDataQueries!.map((q) => [q.MetricStat!.Metric!.Namespace, q.MetricStat!.Stat, q.MetricStat!.Period])).toEqual([
+      ['AWS/ECS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/SQS', 'Maximum', 60],
+    ]);
+    expect(result).toEqual({
+      cell: 'eu-1',
+      signals: {
+        computeCpu: { current: 38, peak: 72, missingPeriods: 0 },
+        databaseCpu: { current: 58, peak: 61, missingPeriods: 2 },
+        databaseConnections: { current: 130, peak: 140, missingPeriods: 0 },
+        queueAgeSeconds: { missingPeriods: 5 },
+      },
+    });
+  });
+
+  it('retries a throttled cell with backoff; a cell still throttled, or whose record cannot be read, gets its error while the others are read', async () => {
+    const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+    cw.on(GetMetricDataCommand).rejectsOnce(throttled).callsFake((input) => answer(recorded, input));
+    const [ok] = await readCellSignals(options(new CloudWatchClient({ region: 'eu-west-1' })));
+    expect(slept).toEqual([1000]);
+    expect(ok).toMatchObject({ signals: { computeCpu: { peak: 72 } } });
+
+    cw.reset();
+    slept.length = 0;
+    const client = new CloudWatchClient({ region: 'eu-west-1' });
+    cw.on(GetMetricDataCommand).callsFake((input) => {
+      if (input.MetricDataQueries[0].MetricStat.Metric.Dimensions[0].Value === 'throttled-cluster') throw throttled;
+      return answer(recorded, input);
+    });
+    const busy = { ...record, signals: { computeCpu: { ...record.signals.computeCpu!, dimensions: { ClusterName: 'throttled-cluster', ServiceName: 's' } } } };
+    const results = await readCellSignals({
+      ...options(client),
+      attempts: 2,
+      sources: [
+        { cell: 'eu-1', client, record: async () => record },
+        { cell: 'eu-2', client, record: async () => busy },
+        { cell: 'eu-3', client, record: async () => { throw new Error('cannot assume arn:aws:iam::333333333333:role/orders-eu-3-metrics-reader (AccessDenied: not authorized)'); } },
+      ],
+    });
+    expect(results).toEqual([
+      { cell: 'eu-1', signals: expect.objectContaining({ databaseCpu: { current: 58, peak: 61, missingPeriods: 2 } }) },
+      { cell: 'eu-2', error: 'CloudWatch GetMetricData: ThrottlingException: Rate exceeded (still throttled after 2 attempts; try again, or a shorter --window)' },
+      { cell: 'eu-3', error: 'cannot assume arn:aws:iam::333333333333:role/orders-eu-3-metrics-reader (AccessDenied: not authorized)' },
+    ]);
+  });
+
+  it('stops at an error of the operator\'s own credentials instead of reporting it once per cell', async () => {
+    const expired = Object.assign(new Error('The security token included in the request is expired'), { name: 'ExpiredTokenException' });
+    await expect(readCellSignals({ ...options(new CloudWatchClient({ region: 'eu-west-1' })), sources: [{ cell: 'eu-1', client: new CloudWatchClient({ region: 'eu-west-1' }), record: async () => { throw expired; } }] }))
+      .rejects.toBe(expired);
   });
 });
