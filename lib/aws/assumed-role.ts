@@ -1,9 +1,13 @@
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@aws-sdk/types';
-import { credentialsHint, isCredentialsError } from './credentials';
+import { credentialsHint, isCredentialsError, NoCredentialsError } from './credentials';
 
-/** Builds the error a caller throws (the move engine's MoveError, a plain Error ...). */
-export type ErrorOf = (message: string) => Error;
-const plain: ErrorOf = (message) => new Error(message);
+/**
+ * Builds the error a caller throws (the move engine's MoveError ...); `credentials` is set when the
+ * caller's own credentials failed. By default a plain Error, and a NoCredentialsError for the latter
+ * (cellctl prints its one line as it is).
+ */
+export type ErrorOf = (message: string, credentials?: Error) => Error;
+const plain: ErrorOf = (message, credentials) => (credentials ? new NoCredentialsError(credentials) : new Error(message));
 
 const EARLY_REFRESH_MS = 5 * 60_000;
 
@@ -23,7 +27,7 @@ export function assumedRole(roleArn: string, sessionName: string, base: AwsCrede
     try {
       answer = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName }));
     } catch (error) {
-      if (isCredentialsError(error)) throw errorOf(credentialsHint(error as Error));
+      if (isCredentialsError(error)) throw errorOf(credentialsHint(error as Error), error as Error);
       throw errorOf(`cannot assume ${roleArn} (${(error as Error).name}: ${(error as Error).message})`);
     } finally {
       sts.destroy();
@@ -45,7 +49,7 @@ export async function ssmParameter(name: string, region: string, credentials: Aw
     value = (await ssm.send(new GetParameterCommand({ Name: name }))).Parameter?.Value;
   } catch (error) {
     if ((error as Error).name === 'ParameterNotFound') throw errorOf(`SSM ${name} in ${region} not found: ${missing}`);
-    if (isCredentialsError(error)) throw errorOf(credentialsHint(error as Error));
+    if (isCredentialsError(error)) throw errorOf(credentialsHint(error as Error), error as Error);
     // Not the service's answer (no $metadata): the credentials provider's own one-line error (a role
     // that could not be assumed), passed on as it is.
     if (error instanceof Error && !('$metadata' in error)) throw error;

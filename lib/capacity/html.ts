@@ -80,6 +80,7 @@ export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undef
   .limit { position: absolute; top: -4px; bottom: -4px; width: 3px; background: ${LIMIT_COLOUR}; }
   .warn { background: #fff8c5; padding: 8px 12px; }
   .signals { white-space: nowrap; font-size: 13px; }
+  .signals .sub { white-space: normal; max-width: 240px; }
   .missing { color: #57606a; font-style: italic; }
 </style></head>
 <body>

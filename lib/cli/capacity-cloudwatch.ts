@@ -1,7 +1,7 @@
 import type { CloudWatchClient, MetricDataQuery, MetricDataResult } from '@aws-sdk/client-cloudwatch';
 import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, SignalReading } from '../capacity/signals';
 import { CellLoad, TenantLoad } from '../capacity/types';
-import { isCredentialsError } from '../aws/credentials';
+import { isCredentialsError, NoCredentialsError } from '../aws/credentials';
 
 /** How throttled CloudWatch calls are retried. */
 interface Retrying {
@@ -226,7 +226,7 @@ export async function readCellSignals(o: CellSignalsOptions): Promise<CellSignal
       const signals = Object.fromEntries(names.map((name) => [name, readingOf(series.get(name.toLowerCase()), end, period, periods)]));
       return { cell: source.cell, signals };
     } catch (error) {
-      if (isCredentialsError(error)) throw error;
+      if (isCredentialsError(error) || error instanceof NoCredentialsError) throw error;
       return { cell: source.cell, error: (error as Error).message.split('\n')[0] };
     }
   }));

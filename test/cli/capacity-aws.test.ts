@@ -2,18 +2,50 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { CloudWatchClient, GetMetricDataCommand, ListMetricsCommand } from '@aws-sdk/client-cloudwatch';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
+import { cellMetricsReaderRoleName, cellSignalsParameter, Fleet } from '../../lib/fleet';
+import { CellSignalsRecord, STATUS_COLOURS } from '../../lib/capacity';
+import { countColour, evaluateInPage, screenshot } from '../support/browser';
 import { cellctl } from '../support/cli';
 import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
 import { exampleFleet } from '../support/fleet';
 
+/** The record a cell stack publishes (lib/cell/metrics-access.ts), with names as CloudFormation makes them. */
+const recordOf = (cell: string): CellSignalsRecord => ({
+  schemaVersion: 1,
+  signals: {
+    computeCpu: { namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` } },
+    databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: `${cell}-db` } },
+    databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: `${cell}-db` } },
+    queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: `${cell}-Work` } },
+  },
+});
+
+/** The access key STS gives the reader role of `account`: a cell's calls are signed with it. */
+const keyOf = (account: string) => `ASIA${account}`;
+
 /**
  * `cellctl capacity`, `capacity plan` and `place` without --local: the example fleet's routers'
- * metrics as CloudWatch answers them (recorded shapes, aws-sdk-client-mock), the mapping from a file.
- * eu-1 (tested at 2,000 req/s, target 1,000) peaks at 1,500: hot; its busiest tenant 700.
+ * metrics as CloudWatch answers them (recorded shapes, aws-sdk-client-mock), the mapping from a file,
+ * and each cell's own signals read in its account through its metrics reader role (STS AssumeRole,
+ * SSM GetParameter, GetMetricData signed with the assumed credentials, in the cell's region).
+ * eu-1 (tested at 2,000 req/s, target 1,000) peaks at 1,500: hot; its busiest tenant 700. eu-2's
+ * rate is under its target, its database CPU peaks at 80%: hot by its database. us-2's role cannot
+ * be assumed (not deployed yet): its signals are not read, the rest is.
  */
 describe('cellctl capacity against CloudWatch-shaped data', () => {
   const cw = mockClient(CloudWatchClient);
+  const sts = mockClient(STSClient);
+  const ssm = mockClient(SSMClient);
+  let fleet: Fleet;
+  /** Per cell: the account and region its signal calls were signed for. */
+  const signed: { cell: string; service: string; key: string; region: string }[] = [];
+  /** Cells whose reader role cannot be assumed (not deployed yet). */
+  const undeployed = new Set<string>();
+  /** Cells whose database CPU peaks at 80%. */
+  const hotDatabase = new Set<string>();
   let dir: string;
   let mappingFile: string;
   let doc: MappingDocument;
@@ -22,7 +54,7 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   const perMinute: Record<string, number> = { 'eu-1': 1500, 'eu-2': 200, 'us-1': 400 };
 
   beforeAll(() => {
-    const fleet = exampleFleet();
+    fleet = exampleFleet();
     doc = initialMapping(fleet.cells.map((c) => ({ id: c.id, endpoint: `http://${c.id}.internal`, state: 'active' as const, canary: c.canary })), fleet.bucketCount, { now: '2026-12-01T00:00:00Z' });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'capacity-aws-'));
     mappingFile = path.join(dir, 'mapping.json');
@@ -35,6 +67,23 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   beforeEach(() => {
     cw.reset();
+    sts.reset();
+    ssm.reset();
+    signed.length = 0;
+    undeployed.clear();
+    hotDatabase.clear();
+    sts.on(AssumeRoleCommand).callsFake((input) => {
+      const cell = fleet.cells.find((c) => input.RoleArn === `arn:aws:iam::${c.account}:role/${cellMetricsReaderRoleName(fleet.app, c.id)}`);
+      if (!cell || undeployed.has(cell.id)) throw Object.assign(new Error(`User is not authorized to perform: sts:AssumeRole on resource: ${input.RoleArn}`), { name: 'AccessDenied' });
+      return { Credentials: { AccessKeyId: keyOf(cell.account), SecretAccessKey: 's', SessionToken: 't', Expiration: new Date(Date.now() + 3600_000) } };
+    });
+    ssm.on(GetParameterCommand).callsFake(async (input, getClient) => {
+      const client = getClient();
+      const key = (await client.config.credentials()).accessKeyId;
+      const cell = fleet.cells.find((c) => input.Name === cellSignalsParameter(fleet.app, c.id))!;
+      signed.push({ cell: cell.id, service: 'ssm', key, region: await client.config.region() });
+      return { Parameter: { Name: input.Name, Value: JSON.stringify(recordOf(cell.id)) } };
+    });
     cw.on(ListMetricsCommand).callsFake((input) => ({
       Metrics: input.Dimensions[0].Value === 'eu-1'
         ? [acme, globex].map((t) => ({ Namespace: 'CellRouter', MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: 'eu-1' }, { Name: 'Tenant', Value: t }] }))
@@ -42,9 +91,28 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     }));
     // The eu-west-1 routers saw the traffic (the first region asked); us-east-1's saw none.
     cw.on(GetMetricDataCommand).callsFake(async (input, getClient) => {
-      const region = await getClient().config.region();
+      // The mock's getClient answers the client of the latest call: take it before any await.
+      const client = getClient();
+      const region = await client.config.region();
       const start = new Date(input.StartTime).getTime();
       const minutes = Array.from({ length: 10 }, (_, m) => new Date(start + m * 60_000));
+      const first = input.MetricDataQueries[0].MetricStat.Metric;
+      if (first.Namespace !== 'CellRouter') {
+        // A cell's own signals: signed with its reader role's credentials.
+        const cell = first.Dimensions[0].Value.replace(/-Cluster$/, '');
+        signed.push({ cell, service: 'cloudwatch', key: (await client.config.credentials()).accessKeyId, region });
+        const values: Record<string, number[] | undefined> = {
+          computecpu: minutes.map((_, m) => 20 + m),
+          databasecpu: hotDatabase.has(cell) ? minutes.map((_, m) => (m === 4 ? 80 : 35)) : minutes.map(() => 30),
+          databaseconnections: minutes.map(() => 42),
+          queueageseconds: undefined, // an idle queue reports nothing
+        };
+        return {
+          MetricDataResults: input.MetricDataQueries.map((q: { Id: string }) => ({
+            Id: q.Id, StatusCode: 'Complete', Timestamps: values[q.Id] ? minutes : [], Values: values[q.Id] ?? [],
+          })),
+        };
+      }
       return {
         MetricDataResults: input.MetricDataQueries.map((q: { Id: string; MetricStat: { Metric: { MetricName: string; Dimensions: { Name: string; Value: string }[] } } }) => {
           const dims = Object.fromEntries(q.MetricStat.Metric.Dimensions.map((d) => [d.Name, d.Value]));
@@ -99,5 +167,78 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
       + `  cellctl mapping pin initech eu-2 --mapping ${mappingFile} --plan place-initech.json && cellctl move plan place-initech.json\n`);
     const tooBig = await cellctl('place', 'megacorp', '--expected-rps', '1200', '--window', '10');
     expect(tooBig.out).toMatch(/^megacorp at 1200 req\/s is above the target of every cell that may take it \(1000 req\/s\)/);
+  });
+
+  it('reads each cell\'s own signals in its account and region through its metrics reader role, and judges a cell hot by its database CPU', async () => {
+    undeployed.add('us-2');
+    hotDatabase.add('eu-2');
+    const result = await cellctl('capacity', '--json', '--window', '10');
+    expect(result.code).toBe(0);
+    // The unreadable cell is named on stderr, once, with the role and the reason.
+    expect(result.err).toBe(`us-2: its own signals were not read: cannot assume arn:aws:iam::${fleet.cells.find((c) => c.id === 'us-2')!.account}:role/orders-us-2-metrics-reader (AccessDenied: User is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::${fleet.cells.find((c) => c.id === 'us-2')!.account}:role/orders-us-2-metrics-reader)\n`);
+    const assumed = sts.commandCalls(AssumeRoleCommand).map((c) => c.args[0].input.RoleArn).sort();
+    expect(assumed).toEqual(fleet.cells.map((c) => `arn:aws:iam::${c.account}:role/orders-${c.id}-metrics-reader`).sort());
+    for (const cell of fleet.cells.filter((c) => c.id !== 'us-2')) {
+      expect(signed.filter((s) => s.cell === cell.id).map((s) => [s.service, s.key, s.region]).sort())
+        .toEqual([['cloudwatch', keyOf(cell.account), cell.region], ['ssm', keyOf(cell.account), cell.region]]);
+    }
+    const judged = JSON.parse(result.out);
+    const cell = (id: string) => judged.cells.find((c: { cell: string }) => c.cell === id);
+    // Ten whole minutes: compute CPU 20..29, database CPU 80 at the fifth; no queue data at all.
+    expect(cell('eu-2')).toMatchObject({
+      status: 'hot', statusBy: ['databaseCpu'], utilisation: 0.1,
+      signals: {
+        computeCpu: { current: 29, peak: 29, missingPeriods: 0 },
+        databaseCpu: { current: 35, peak: 80, missingPeriods: 0 },
+        databaseConnections: { current: 42, peak: 42, missingPeriods: 0 },
+        queueAgeSeconds: { missingPeriods: 10 },
+      },
+    });
+    expect(cell('eu-1')).toMatchObject({ status: 'hot', statusBy: ['rate'] });
+    expect(cell('us-2')).toMatchObject({ status: 'ok', signalsError: expect.stringMatching(/^cannot assume .*orders-us-2-metrics-reader \(AccessDenied/) });
+    expect(cell('us-2').signals).toBeUndefined();
+
+    undeployed.add('us-2');
+    const text = await cellctl('capacity', '--window', '10');
+    expect(text.out).toMatch(/\beu-2 .* 29% +80% +42 +missing +hot \(database CPU 80%\)/);
+    expect(text.out).toMatch(/\bus-2 .* unread +unread +unread +unread +ok/);
+    expect(text.out).toContain('eu-2 is hot by its database CPU (above 50%) while its rate is under its target');
+    expect(text.out).toContain('us-2: its own signals were not read: cannot assume');
+  });
+
+  it('never plans a move or places a tenant onto a cell hot by its CPU', async () => {
+    // 300 req/s in eu-west-1: only eu-2 has the room under its rate target (eu-3 is small: 250), so
+    // with its database hot no cell takes it.
+    const place = () => cellctl('place', 'initech', '--expected-rps', '300', '--region', 'eu-west-1', '--mapping', mappingFile, '--window', '10', '--json');
+    expect(JSON.parse((await place()).out)).toMatchObject({ kind: 'fits', cell: 'eu-2' });
+    hotDatabase.add('eu-2');
+    expect(JSON.parse((await place()).out)).toMatchObject({ kind: 'no-room' });
+    // Nor does a plan move eu-1's excess there: it goes nowhere, and a cell is to be added.
+    const out = path.join(dir, 'hot-plan.json');
+    expect((await cellctl('capacity', 'plan', '--out', out, '--window', '10', '--mapping', mappingFile)).code).toBe(0);
+    const plan = JSON.parse(fs.readFileSync(out, 'utf8'));
+    expect(plan.moves).toEqual([]);
+    expect(plan.capacity.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
+  });
+
+  it('writes a page that shows each cell\'s signals, missing ones as missing, and the signal that made a cell hot (checked in chromium)', async () => {
+    undeployed.add('us-2');
+    hotDatabase.add('eu-2');
+    const page = path.join(dir, 'signals.html');
+    expect((await cellctl('capacity', '--window', '10', '--mapping', mappingFile, '--html', page)).code).toBe(0);
+    const html = fs.readFileSync(page, 'utf8');
+    expect(html).toContain('<th>cell signals (peak)</th>');
+    const row = (id: string) => html.split('<tr>').find((r) => r.includes(`<th scope="row">${id}<`))!;
+    expect(row('eu-2')).toContain('<strong>database CPU 80%</strong>');
+    expect(row('eu-2')).toContain('<div class="sub">by database CPU</div>');
+    expect(row('eu-2')).toContain('oldest work message <span class="missing">missing</span>');
+    expect(row('us-2')).toContain('<span class="missing">not read</span>');
+    const shot = path.join(dir, 'signals.png');
+    const picture = screenshot(page, shot, 1400, 1100);
+    if (process.env.KEEP_CAPACITY_SCREENSHOT) fs.copyFileSync(shot, process.env.KEEP_CAPACITY_SCREENSHOT.replace(/\.png$/, '-aws.png'));
+    // Two hot badges and bars (eu-1 by rate, eu-2 by its database) in the status colour.
+    expect(countColour(picture, STATUS_COLOURS.hot)).toBeGreaterThan(2 * 200);
+    // The extra column still fits a 1,400 px window: nothing scrolls sideways.
+    expect(evaluateInPage<number>(page, 'document.documentElement.scrollWidth', 1400, 1100)).toBeLessThanOrEqual(1400);
   });
 });
