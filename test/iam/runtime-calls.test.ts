@@ -1,7 +1,7 @@
 import { bootstrapEnvironments } from '../../lib/accounts';
 import { addPipeline } from '../../lib/app';
 import { bakeWatcherRoleName } from '../../lib/cell/bake-access';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, Fleet, mappingBucketParameter } from '../../lib/fleet';
+import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, Fleet, mappingBucketParameter } from '../../lib/fleet';
 import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/mapping-store';
 import { bakeCommands } from '../../lib/pipeline/bake';
 import { planWaves } from '../../lib/waves';
@@ -265,6 +265,32 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       );
     }
     expect(readers).toEqual([]);
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  it('lets an operator of the router account read each cell\'s signals through that cell\'s metrics reader role, and the reader nothing else', async () => {
+    // The operator's own identity (docs/capacity.md): sts:AssumeRole on the readers, nothing in the cells.
+    const operator = outsider(`arn:aws:iam::${fleet.accounts.router}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: `arn:aws:iam::*:role/${fleet.app}-*-metrics-reader` }]);
+    const calls: Call[] = [];
+    for (const cell of fleet.cells) {
+      const readerArn = `arn:aws:iam::${cell.account}:role/${cellMetricsReaderRoleName(fleet.app, cell.id)}`;
+      const reader = world.role(readerArn);
+      const parameter = (id: string, account = cell.account, region = cell.region) => `arn:aws:ssm:${region}:${account}:parameter/${cellSignalsParameter(fleet.app, id).replace(/^\//, '')}`;
+      const other = fleet.cells.find((c) => c.account !== cell.account)!;
+      calls.push(
+        { who: 'router-account operator', principal: operator, action: 'sts:AssumeRole', resource: readerArn, expect: 'Allowed' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(cell.id), expect: 'Allowed' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'cloudwatch:GetMetricData', resource: '*', expect: 'Allowed' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:PutParameter', resource: parameter(cell.id), expect: 'Denied' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(other.id, other.account, other.region), expect: 'Denied' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${cell.region}:${cell.account}:parameter/${cellEndpointServiceParameter(fleet.app, cell.id).replace(/^\//, '')}`, expect: 'Denied' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'cloudwatch:PutMetricData', resource: '*', expect: 'Denied' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'cloudwatch:DescribeAlarms', resource: '*', expect: 'Denied' },
+        { who: `${cell.id} metrics reader`, principal: reader, action: 'secretsmanager:GetSecretValue', resource: world.resourcesOf('AWS::SecretsManager::Secret').find((x) => x.stack.account === cell.account)!.arn, expect: 'Denied' },
+        { who: `another cell's account, for ${cell.id}`, principal: outsider(`arn:aws:iam::${other.account}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: readerArn, expect: 'Denied' },
+        { who: `the tooling account, for ${cell.id}`, principal: outsider(`arn:aws:iam::${fleet.accounts.tooling}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: readerArn, expect: 'Denied' },
+      );
+    }
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
