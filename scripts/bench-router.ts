@@ -225,6 +225,8 @@ async function instructionsPerRequest(dir: string, name: string, config: string,
     } finally {
       client.close();
     }
+    // BENCH_CALLGRIND_DIR=DIR: keep each count's callgrind output there, for callgrind_annotate.
+    if (process.env.BENCH_CALLGRIND_DIR) fs.copyFileSync(`${out}.1`, path.join(process.env.BENCH_CALLGRIND_DIR, `callgrind-${name}-${TENANTS}${process.env.BENCH_WARM ? '-warm' : ''}`));
     const summary = /^summary: (\d+)$/m.exec(fs.readFileSync(`${out}.1`, 'utf8'));
     if (!summary) throw new Error(`no callgrind summary in ${out}.1`);
     const requests = COUNTED_CONNECTIONS * COUNTED_PER_CONNECTION;

@@ -98,6 +98,12 @@ export const BUCKET_COUNT_ENV = 'CELL_BUCKET_COUNT';
  */
 export const KEY_CACHE_ENTRIES = 128_000;
 
+/**
+ * Bytes of the partition key the router captures and routes by: one more than a valid key can have,
+ * so a longer (invalid) key is cut to a length the key check still refuses, never to a valid key.
+ */
+export const KEY_CAPTURE_LEN = 129;
+
 /** Client addresses tracked at once (the `clients` stick table, about 128 bytes an entry). */
 export const CLIENT_TABLE_ENTRIES = 100_000;
 
@@ -158,7 +164,7 @@ export const SPOOFABLE_HEADERS = [
 ] as const;
 
 /** The names `SPOOFABLE_HEADERS` removes, as one regular expression over header names (lower case, as HAProxy holds them). */
-export const SPOOFABLE_HEADER_PATTERN = `^(x-forwarded-.*|${SPOOFABLE_HEADERS.join('|')})$|_`;
+export const SPOOFABLE_HEADER_PATTERN = `^(x-forwarded-|(${SPOOFABLE_HEADERS.join('|')})$|[^_]*_)`;
 
 /**
  * Path forms refused for path-keyed fleets: dot segments (`/a/../b`, `/./`) and encoded dots,
@@ -317,9 +323,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const caFile = o.caFile ?? '@system-ca';
   if (/\s/.test(caFile)) throw new Error(`caFile ${caFile}: a path without spaces`);
   const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
-  // The key is fetched where it is used rather than kept in a variable: a string variable costs an
-  // allocation per request, more than reading a header again.
-  const key = keyFetch(o.partitionKey);
+  // The key is read from its capture (below) wherever it is used: a pointer to a copy made once,
+  // where reading the header again costs a search of the headers each time (about 500
+  // instructions, up to five times per request for a new tenant), and a variable an allocation.
+  const key = 'capture.req.hdr(0)';
   const badKey = badKeyMessages(o.partitionKey);
   const lines = [
     'global',
@@ -425,17 +432,19 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     ...(o.partitionKey.source === 'path'
       ? [refuse(400, 'dot segments and encoded separators are not allowed in the path', `{ path -m reg ${UNSAFE_PATH_PATTERN.replace(/\\/g, '\\\\')} }`)]
       : []),
-    // For the log line only (a copy of at most 128 bytes, no hashing on the hot path). A header key
-    // is captured while the headers are parsed (`capture request header`: the last occurrence, and
-    // a repeated key header is refused anyway), about 700 instructions per request less than the
-    // `http-request capture` action, which the path and host keys need.
-    o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len 128` : `  http-request capture ${key} len 128`,
+    // The key every rule below reads (`capture.req.hdr(0)`) and the log line hashes: a copy of at
+    // most KEY_CAPTURE_LEN bytes. A header key is captured while the headers are parsed (`capture
+    // request header`: the last occurrence, and a repeated key header is refused anyway), about 700
+    // instructions per request less than the `http-request capture` action, which the path and host
+    // keys need.
+    o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len ${KEY_CAPTURE_LEN}` : `  http-request capture ${keyFetch(o.partitionKey)} len ${KEY_CAPTURE_LEN}`,
     // x-forwarded-for is added after the rules (option forwardfor), x-forwarded-proto set below.
     `  http-request del-header ${SPOOFABLE_HEADER_PATTERN} -m reg`,
     // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's
-    // destination). One rule choosing the value: 1,618 instructions per request, against 1,890 for
-    // two rules with fixed values and opposite conditions (bench:router, BENCH_RULES).
-    '  http-request set-header x-forwarded-proto %[dst_port,sub(443),bool,iif(http,https)]',
+    // destination). Added, not set: the del-header above removed any the client sent, and
+    // set-header would search the headers for it again (about 200 instructions per request). One
+    // rule choosing the value costs less than two with fixed values and opposite conditions.
+    '  http-request add-header x-forwarded-proto %[dst_port,sub(443),bool,iif(http,https)]',
     ...(o.partitionKey.source === 'header' ? [] : [`  http-request set-header ${ROUTED_KEY_HEADER} %[${key}]`]),
     // The tenant's bucket, kept in its entry of the keys table (gpt0 = bucket + 1): the bucket depends
     // only on the key and the bucket count, never on the mapping, so nothing ever invalidates it. A

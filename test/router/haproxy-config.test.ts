@@ -76,11 +76,14 @@ describe('renderHaproxyConfig', () => {
     const lines = config.split('\n').map((l) => l.trim());
     const at = (s: string) => lines.findIndex((l) => l.includes(s));
     expect(config).toContain('sha2(256),bytes(0,4),hex,hex2i,and(16383)');
+    // Every rule reads the key from its capture, one byte longer than a valid key.
+    expect(at('capture request header x-tenant-id len 129')).toBeGreaterThan(at('frontend router'));
+    expect(config).not.toMatch(/ req\.fhdr\(x-tenant-id\)/);
     // The bucket is kept per tenant (gpt0 of its keys-table entry), set once the whole key passed the check.
-    expect(at('http-request track-sc0 req.fhdr(x-tenant-id) table keys')).toBeGreaterThan(at('frontend router'));
-    expect(at('http-request sc-set-gpt0(0) req.fhdr(x-tenant-id),sha2(256),bytes(0,4),hex,hex2i,and(16383),add(1) if { sc0_get_gpt0 eq 0 } { req.fhdr(x-tenant-id) -m reg'))
+    expect(at('http-request track-sc0 capture.req.hdr(0) table keys')).toBeGreaterThan(at('frontend router'));
+    expect(at('http-request sc-set-gpt0(0) capture.req.hdr(0),sha2(256),bytes(0,4),hex,hex2i,and(16383),add(1) if { sc0_get_gpt0 eq 0 } { capture.req.hdr(0) -m reg'))
       .toBeGreaterThan(at('http-request track-sc0'));
-    expect(at('use_backend bad_key if !{ sc0_get_gpt0 gt 0 } !{ req.fhdr(x-tenant-id) -m reg')).toBeGreaterThan(at('sc-set-gpt0'));
+    expect(at('use_backend bad_key if !{ sc0_get_gpt0 gt 0 } !{ capture.req.hdr(0) -m reg')).toBeGreaterThan(at('sc-set-gpt0'));
     expect(at('use_backend bad_key')).toBeLessThan(at('map_str(/state/exact.map)'));
     expect(at('map_str(/state/exact.map)')).toBeLessThan(at('map_beg(/state/prefix.map)'));
     expect(at('map_beg(/state/prefix.map)')).toBeLessThan(at('map_ip(/state/buckets.map)'));
