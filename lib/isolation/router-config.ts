@@ -10,7 +10,8 @@ const REQUEST_ACTIONS = new Set(['return', 'deny', 'set-var', 'unset-var', 'capt
 /**
  * Headers the router may set on a request: the client's address and scheme (replacing whatever the
  * client sent) and the partition key it routed by (the header the cell's WAF rate rule keys on).
- * Removing a header (`del-header`) is always allowed: it cannot send a request anywhere else.
+ * `set-header`, or `add-header` after a `del-header` of the same section that removes the client's
+ * copies. Removing a header (`del-header`) is always allowed: it cannot send a request anywhere else.
  */
 const SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-tenant-id']);
 /** Response-side actions: decorating the answer (debug headers) only. */
@@ -39,6 +40,23 @@ function directives(config: string): Directive[] {
     out.push({ section, line: i + 1, words });
   });
   return out;
+}
+
+/** Whether an `http-request del-header` of `at`'s section, before it, removes header `name` (exact, or `-m reg|beg|str`). */
+function removedBefore(ds: readonly Directive[], at: Directive, name: string): boolean {
+  return ds.some((d) => {
+    if (d.section !== at.section || d.line >= at.line || d.words[0] !== 'http-request' || d.words[1] !== 'del-header') return false;
+    const [pattern, flag, method] = d.words.slice(2);
+    if (flag !== '-m') return pattern.toLowerCase() === name;
+    if (method === 'beg') return name.startsWith(pattern.toLowerCase());
+    if (method === 'str') return pattern.toLowerCase() === name;
+    if (method !== 'reg') return false;
+    try {
+      return new RegExp(pattern).test(name);
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** One problem: a short code (the finding id) and what is wrong where. */
@@ -75,6 +93,8 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
         if (!SERVICES.has(service)) say(d, 'use-service', `\`use-service ${service}\` serves requests from the router`);
       } else if (first === 'http-request' && action === 'set-header' && SET_HEADERS.has(third ?? '')) {
         // the router's own identity headers
+      } else if (first === 'http-request' && action === 'add-header' && SET_HEADERS.has(third ?? '')) {
+        if (!removedBefore(ds, d, third!)) say(d, 'request-add-header', `\`http-request add-header ${third}\` with no \`del-header\` before it removing the client's ${third}: the cell would see both`);
       } else if (first === 'http-request' && action === 'del-header') {
         // removing client-sent headers only narrows what reaches the cell
       } else if (first === 'http-request' && !REQUEST_ACTIONS.has(action ?? '')) {

@@ -70,7 +70,7 @@ export interface HaproxyConfigOptions {
   readonly maxConnPerClient?: number;
   /** Requests one client address may send per 10 s; more get 429 until its rate falls. @default 20000 */
   readonly requestsPerClientPer10s?: number;
-  /** Tenants whose bucket is kept (`KEY_CACHE_ENTRIES`): beyond them the least recently seen are forgotten and computed again. @default KEY_CACHE_ENTRIES */
+  /** Tenants whose bucket is kept (`KEY_CACHE_ENTRIES`), more than `maxConn`: beyond them the least recently seen are forgotten and computed again. @default KEY_CACHE_ENTRIES */
   readonly keyCacheEntries?: number;
   /** Client addresses whose connections and rates are tracked at once. @default CLIENT_TABLE_ENTRIES */
   readonly clientTableEntries?: number;
@@ -92,9 +92,9 @@ export const BUCKET_COUNT_ENV = 'CELL_BUCKET_COUNT';
  * Tenants whose bucket a router keeps (the `keys` stick table: the key, up to 129 bytes, and the
  * bucket + 1 in `gpt0`, about 256 bytes an entry: 32 MiB of the task's reserve). A key seen again
  * costs a table lookup instead of SHA-256. When the table is full, HAProxy drops the least recently
- * used entries that no request holds (it is far larger than the connection limit, so there always
- * are some); a dropped tenant's bucket is computed again on its next request. A key the table could
- * not take at all is routed by computing its bucket, as without the table.
+ * used entries that no request holds (it is larger than the connection limit, so there always are
+ * some: every valid key gets an entry); a dropped tenant's bucket is computed again on its next
+ * request.
  */
 export const KEY_CACHE_ENTRIES = 128_000;
 
@@ -320,6 +320,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const badKeys = o.badKeysPer10s ?? 100;
   const perClient = o.maxConnPerClient ?? Math.max(10, Math.floor(maxConn / 20));
   const perClientRate = o.requestsPerClientPer10s ?? 20_000;
+  const keyCache = o.keyCacheEntries ?? KEY_CACHE_ENTRIES;
+  if (!Number.isInteger(keyCache) || keyCache <= maxConn) {
+    throw new Error(`keyCacheEntries ${keyCache} must be a whole number above maxConn (${maxConn}): every request in flight holds its tenant's entry, and a new tenant needs one no request holds`);
+  }
   const caFile = o.caFile ?? '@system-ca';
   if (/\s/.test(caFile)) throw new Error(`caFile ${caFile}: a path without spaces`);
   const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
@@ -468,9 +472,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
     `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
     `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
-    // A valid key the keys table could not take (no entry free): its bucket computed here. Every
-    // other valid key has its bucket in its entry (set above).
-    `  use_backend %[${key},${bucketExpression(o.bucketCount)},map_ip(${buckets})] if !{ sc0_tracked }`,
+    // Every valid key has its bucket in its entry (set above): the table holds more entries than
+    // the frontend has connections, and a connection's request holds one entry at most, so there is
+    // always an entry HAProxy can drop for a new key. (A rule computing the bucket for a key without
+    // an entry would cost every request about 300 instructions for a case that cannot arise.)
     `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})]`,
     // Nothing matched (no mapping loaded yet): use_backend with an empty name goes to the default.
     `  default_backend ${NO_MAPPING_BACKEND}`,
@@ -484,7 +489,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   lines.push(
     '',
     `backend ${KEY_TABLE}`,
-    `  stick-table type string len 129 size ${o.keyCacheEntries ?? KEY_CACHE_ENTRIES} expire 30m store gpt0,http_req_rate(${TENANT_RATE_PERIOD_SECONDS}s)`,
+    `  stick-table type string len 129 size ${keyCache} expire 30m store gpt0,http_req_rate(${TENANT_RATE_PERIOD_SECONDS}s)`,
     '',
     `backend ${CLIENT_TABLE}`,
     // gpc0: the client's bad-key requests (counted in the bad-key backend).

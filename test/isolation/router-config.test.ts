@@ -45,6 +45,12 @@ describe('routerConfigProblems', () => {
     expect(config).toContain('req.body_size');
     expect(codes(withLine('frontend router', 'http-request set-header x-forwarded-for %[src]'))).toEqual([]);
     expect(codes(withLine('frontend router', 'http-request del-header x-cell'))).toEqual([]);
+    // Added only after the client's copies are removed (the configuration's del-header of x-forwarded-.*).
+    expect(config).toMatch(/del-header \S+ -m reg\n\s+http-request add-header x-forwarded-proto /);
+    expect(codes(withLine('frontend router', 'http-request add-header x-forwarded-host %[src]'))).toEqual(['request-add-header']);
+    expect(routerConfigProblems('defaults\n  retries 0\nfrontend router\n  http-request add-header x-forwarded-proto https\n'))
+      .toEqual([{ code: 'request-add-header', message: expect.stringContaining("no `del-header` before it removing the client's x-forwarded-proto") }]);
+    expect(routerConfigProblems('defaults\n  retries 0\nfrontend router\n  http-request del-header x-forwarded-proto\n  http-request add-header x-forwarded-proto https\n')).toEqual([]);
     expect(codes(withLine('frontend router', 'http-request set-header x-cell other'))).toEqual(['request-set-header']);
     expect(codes(withLine('frontend router', 'use_backend %[req.body,map(/x)]'))).toEqual(['body']);
   });

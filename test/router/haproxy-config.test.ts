@@ -90,6 +90,14 @@ describe('renderHaproxyConfig', () => {
     expect(at('map_ip(/state/buckets.map)')).toBeLessThan(at('default_backend no_mapping'));
   });
 
+  it('keeps more tenants than the frontend has connections, so every valid key gets an entry to hold its bucket', () => {
+    expect(renderHaproxyConfig({ ...options('/s'), maxConn: 4000, keyCacheEntries: 4001 })).toContain('stick-table type string len 129 size 4001 ');
+    expect(() => renderHaproxyConfig({ ...options('/s'), maxConn: 4000, keyCacheEntries: 4000 }))
+      .toThrow(/^keyCacheEntries 4000 must be a whole number above maxConn \(4000\): every request in flight holds its tenant's entry/);
+    // No rule routes a key without an entry: the bucket always comes from the entry.
+    expect(renderHaproxyConfig(options('/s'))).not.toContain('sc0_tracked');
+  });
+
   it('writes a bucket range as the fewest IPv4 networks that cover exactly that range', () => {
     expect(bucketNetworks(0, 16383)).toEqual(['0.0.0.0/18']);
     expect(bucketNetworks(0, 8191)).toEqual(['0.0.0.0/19']);
