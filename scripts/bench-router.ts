@@ -22,7 +22,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/mapping';
-import { PartitionKeySource } from '../lib/fleet';
+import { PartitionKeySource, tenantMaxConnOf } from '../lib/fleet';
 import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/router';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
@@ -124,6 +124,8 @@ async function listening(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
+const CELL_MAX_CONN = 1000;
+const TENANT_MAX_CONN = Number(process.env.BENCH_TENANT_MAX_CONN ?? tenantMaxConnOf(CELL_MAX_CONN));
 const COUNTED_CONNECTIONS = Number(process.env.BENCH_COUNTED_CONNECTIONS ?? 1);
 /** Tenants the counted requests draw their keys from (BENCH_TENANTS): 100,000 makes nearly every key new, 1,000 a warmed mix where tenants come back. */
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 100_000);
@@ -202,6 +204,26 @@ class CountingClient {
  * configuration change costs even on a noisy machine.
  */
 async function instructionsPerRequest(dir: string, name: string, config: string, port: number): Promise<number> {
+  // callgrind_control reaches valgrind through vgdb and says OK whether or not the command arrived in
+  // time: on a loaded machine a zeroing or a dump can land late, and the dump then holds start-up or
+  // misses requests. A count is kept only when its dump started exactly one stream per request.
+  for (let attempt = 1; ; attempt++) {
+    const counted = await countOnce(dir, `${name}${attempt > 1 ? `-${attempt}` : ''}`, config, port);
+    const requests = COUNTED_CONNECTIONS * COUNTED_PER_CONNECTION;
+    if (counted.streams === requests) return counted.instructions / requests;
+    process.stderr.write(`${name}: the callgrind dump holds ${counted.streams} streams for ${requests} requests (callgrind_control too late on a loaded machine); counting again\n`);
+    if (attempt === 3) throw new Error(`${name}: no clean callgrind count in 3 attempts`);
+  }
+}
+
+/** Streams HAProxy started in a callgrind dump: the calls to `stream_new`, one per request on a keep-alive connection. */
+function streamsIn(file: string): number {
+  const tree = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=yes', '--tree=caller', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
+  const block = tree.split(/\n\s*\n/).find((b) => /\*\s+\S*:stream_new \[/.test(b)) ?? '';
+  return [...block.matchAll(/^\s*[\d,]+ \([^)]*\)\s+<.*\(([\d,]+)x\)/gm)].reduce((n, m) => n + Number(m[1].replace(/,/g, '')), 0);
+}
+
+async function countOnce(dir: string, name: string, config: string, port: number): Promise<{ instructions: number; streams: number }> {
   const out = path.join(dir, `callgrind-${name}`);
   // Under valgrind HAProxy runs tens of times slower: a request can take longer than the router's
   // request timeout to be read, which is a property of valgrind, not of the configuration.
@@ -225,15 +247,19 @@ async function instructionsPerRequest(dir: string, name: string, config: string,
     } finally {
       client.close();
     }
+    if (!fs.existsSync(`${out}.1`)) return { instructions: 0, streams: 0 };
     // BENCH_CALLGRIND_DIR=DIR: keep each count's callgrind output there, for callgrind_annotate.
     if (process.env.BENCH_CALLGRIND_DIR) fs.copyFileSync(`${out}.1`, path.join(process.env.BENCH_CALLGRIND_DIR, `callgrind-${name}-${TENANTS}${process.env.BENCH_WARM ? '-warm' : ''}`));
     const summary = /^summary: (\d+)$/m.exec(fs.readFileSync(`${out}.1`, 'utf8'));
     if (!summary) throw new Error(`no callgrind summary in ${out}.1`);
-    const requests = COUNTED_CONNECTIONS * COUNTED_PER_CONNECTION;
-    if (process.env.BENCH_VERBOSE) process.stderr.write(`${name}: ${summary[1]} instructions for ${requests} requests\n`);
-    return Number(summary[1]) / requests;
+    const streams = streamsIn(`${out}.1`);
+    if (process.env.BENCH_VERBOSE) process.stderr.write(`${name}: ${summary[1]} instructions, ${streams} streams\n`);
+    return { instructions: Number(summary[1]), streams };
   } finally {
-    valgrind.kill('SIGKILL');
+    // Gone before the next count binds the same port.
+    const exited = new Promise((resolve) => valgrind.once('exit', resolve));
+    if (valgrind.exitCode === null && valgrind.signalCode === null) valgrind.kill('SIGKILL');
+    await exited;
   }
 }
 
@@ -259,9 +285,14 @@ async function ruleCosts(dir: string, stateDir: string, bucketOnly: (to: string)
   const routerOnly = process.env.BENCH_RULES === 'router';
   const only = process.env.BENCH_RULES === '1' ? undefined : new RegExp(routerOnly ? '^$' : process.env.BENCH_RULES!);
   for (const [i, line] of frontend.entries()) {
-    // The bucket kept in gpt0 is the route of a key seen before: without the line setting it, requests have none.
-    if (/^\s*(maxconn|use_backend|default_backend)\b|sc-set-gpt0/.test(line) || (only && !only.test(line))) continue;
-    const without = await count(`without-${i}`, (to) => frontend.filter((_, j) => j !== i).join('\n').split(stateDir).join(to));
+    // The bucket kept in gpt0 is the route of a key seen before: without the line setting it, requests have
+    // none; the key's capture is what every rule reads the key from.
+    if (/^\s*(maxconn|use_backend|default_backend|capture request header)\b|sc-set-gpt0|track-sc0|http-request capture/.test(line) || (only && !only.test(line))) continue;
+    // A line whose removal leaves no clean count (the log-format line: its dumps hold no stream) is reported, not fatal.
+    const without = await count(`without-${i}`, (to) => frontend.filter((_, j) => j !== i).join('\n').split(stateDir).join(to)).catch((e: Error) => {
+      process.stderr.write(`not counted: ${e.message}\n`);
+      return NaN;
+    });
     rows.push([`without \`${line.trim().slice(0, 140)}\``, without]);
     process.stderr.write(`${Math.round(router - without)}\t${line.trim()}\n`);
   }
@@ -304,9 +335,10 @@ async function main() {
   fs.writeFileSync(pinned, `#!/bin/sh\nexec ${pin(0, ['haproxy']).join(' ')} "$@"\n`, { mode: 0o755 });
   const router = await startLocalRouter({
     mappingFile, port: 19003, partitionKey: KEY, bucketCount: 16384, healthCheckPath: '/', log: () => undefined,
-    cellMaxConn: 1000, haproxyBinary: pinned,
-    // BENCH_TENANT_MAX_CONN=N: the per-tenant cap on requests in flight in force (BENCH_RULES=sc0_trackers costs its line).
-    ...(process.env.BENCH_TENANT_MAX_CONN ? { tenantMaxConn: Number(process.env.BENCH_TENANT_MAX_CONN) } : {}),
+    cellMaxConn: CELL_MAX_CONN, haproxyBinary: pinned,
+    // The per-tenant cap on requests in flight, as a fleet has it by default (half the cell's slots);
+    // BENCH_TENANT_MAX_CONN=N another cap, 0 none (BENCH_RULES=sc0_trackers costs its line).
+    ...(TENANT_MAX_CONN > 0 ? { tenantMaxConn: TENANT_MAX_CONN } : {}),
   });
   router.stopAgent();
   process.on('exit', () => void router.stop());
