@@ -67,7 +67,7 @@ describe('router image assets, synthesized from fleets', () => {
     const maxConn = routerImages(resolve(withRouter(input, { cellMaxConn: 300 })));
     const header = routerImages(resolve({ ...input, partitionKey: { source: 'header', name: 'x-org-id' } }));
     expect(maxConn.configs[0]).toContain('maxconn 100');
-    expect(header.configs[0]).toContain('req.fhdr(x-org-id)');
+    expect(header.configs[0]).toContain('capture request header x-org-id len 129');
     expect(new Set([base.haproxy, maxConn.haproxy, header.haproxy]).size).toBe(3);
     expect([maxConn.agent, header.agent]).toEqual([base.agent, base.agent]);
   });
