@@ -85,7 +85,7 @@ export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undef
 </style></head>
 <body>
 <h1>${escape(title)}</h1>
-<p>Target ${pct(capacity.settings.targetUtilisation)} of each shape's tested rate (blue line); tested limit (black line).${signalled ? ` A cell whose compute or database CPU peaks above ${pct(capacity.settings.targetUtilisation)} is hot whatever its rate.` : ''} Peak ${rps(capacity.peakRps)} req/s:
+<p>Target ${pct(capacity.settings.targetUtilisation)} of each shape's tested rate (blue line); tested limit (black line).${signalled ? ` A cell that uses more than ${pct(capacity.settings.targetUtilisation)} of its maximum compute, or whose database CPU peaks above it, is hot whatever its rate.` : ''} Peak ${rps(capacity.peakRps)} req/s:
 ${capacity.cellsNeeded} cells needed at the target including ${capacity.settings.spareCells} spare, ${capacity.activeCells} active${capacity.cellsToAdd > 0 ? `: add ${capacity.cellsToAdd}` : ''}.</p>
 ${big}
 <table><thead><tr><th>cell</th><th>peak rate against target and tested limit</th><th>status</th><th>tenants</th>${signalled ? '<th>cell signals (peak)</th>' : ''}<th>top tenants (peak req/s)</th></tr></thead><tbody>${rows}

@@ -23,9 +23,11 @@ export function statusOf(peakRps: number, tenants: number, limits: Pick<CellLimi
 
 /**
  * A cell's status and every signal that set it: `full` above the tested rate or `maxTenants`;
- * `hot` above the target share of the tested rate, or with the peak CPU of its compute or database
- * above the target utilisation in percent (a cell whose requests cost more than its shape was tested
- * with runs out of CPU before it runs out of rate). A CPU signal without data sets nothing.
+ * `hot` above the target share of the tested rate, or with the peak share of its maximum compute in
+ * use (`computeReadingOf`: average CPU × running / maximum, never the tasks' average CPU alone, which
+ * sits at the scaling target under load) or the peak CPU of its database above the target
+ * utilisation in percent (a cell whose requests cost more than its shape was tested with runs out of
+ * CPU before it runs out of rate). A CPU signal without data sets nothing.
  */
 export function statusWithCauses(peakRps: number, tenants: number, limits: Pick<CellLimits, 'testedRps' | 'maxTenants'>, target: number, signals: CellSignalReadings | undefined): { status: CellStatus; statusBy: StatusCause[] } {
   const full: StatusCause[] = [...(peakRps > limits.testedRps ? ['rate' as const] : []), ...(tenants > limits.maxTenants ? ['tenants' as const] : [])];

@@ -57,8 +57,9 @@ export interface CapacitySettings {
 }
 
 /**
- * `ok`; `hot` above the target utilisation (the peak rate's share of the tested rate, or the peak
- * CPU of the cell's compute or database in percent); `full` above the tested limit (rate or tenants).
+ * `ok`; `hot` above the target utilisation (the peak rate's share of the tested rate, the peak share
+ * of the cell's maximum compute in use, or the peak CPU of its database); `full` above the tested
+ * limit (rate or tenants).
  */
 export type CellStatus = 'ok' | 'hot' | 'full';
 

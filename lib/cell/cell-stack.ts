@@ -83,8 +83,8 @@ export class CellStack extends Stack {
       roleName: cellMetricsReaderRoleName(app, cellId),
       parameterName: cellSignalsParameter(app, cellId),
       routerAccount: cell.routing.routerAccount,
+      compute: { cpu: this.cell.compute.cpu, running: this.cell.compute.running, maximum: this.cell.compute.maxCount, unit: this.cell.compute.countUnit },
       signals: {
-        computeCpu: this.cell.compute.cpu,
         databaseCpu: this.cell.alarms.databaseCpu.metric,
         databaseConnections: this.cell.alarms.databaseConnections.metric,
         queueAgeSeconds: this.cell.alarms.oldestMessage.metric,

@@ -10,6 +10,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { ComputeUnit } from '../capacity/signals';
 import { ComputeKind, PartitionKeySource } from '../fleet';
 
 /**
@@ -208,9 +209,19 @@ export class CellCompute extends Construct {
   /**
    * The workload's CPU, per minute, averaged over what runs it: the ECS service's `CPUUtilization`
    * (Fargate) or the instances' of the Auto Scaling group (EC2, detailed monitoring). What the
-   * scaling policy tracks, and what `cellctl capacity` reads.
+   * scaling policy tracks. An average over what runs says nothing of the room left (under load it
+   * sits at the scaling target), so `cellctl capacity` reads it with `running` against `maxCount`.
    */
   public readonly cpu: cloudwatch.IMetric;
+  /**
+   * How many run, per minute: the service's `RunningTaskCount` (Container Insights, Fargate) or the
+   * group's `GroupInServiceInstances` (group metrics, EC2).
+   */
+  public readonly running: cloudwatch.IMetric;
+  /** The most tasks or instances the compute scales out to: its scaling's maximum capacity. */
+  public readonly maxCount: number;
+  /** What `running` and `maxCount` count. */
+  public readonly countUnit: ComputeUnit;
   public readonly logs: logs.LogGroup;
   /** The workload's own variables, and those added with `addEnvironment`. */
   private readonly environment: Record<string, string>;
@@ -247,10 +258,20 @@ export class CellCompute extends Construct {
     this.connections = securityGroup.connections;
     this.securityGroup = securityGroup;
 
+    this.maxCount = max;
     if (kind === 'fargate') {
       this.service = this.fargate(props, port, securityGroup);
       this.role = this.service.taskDefinition.taskRole;
       this.cpu = this.service.metricCpuUtilization({ period: Duration.minutes(1), statistic: 'Average' });
+      // The cluster has Container Insights (below), which publishes the service's running tasks.
+      this.running = new cloudwatch.Metric({
+        namespace: 'ECS/ContainerInsights',
+        metricName: 'RunningTaskCount',
+        dimensionsMap: { ClusterName: this.service.cluster.clusterName, ServiceName: this.service.serviceName },
+        statistic: 'Average',
+        period: Duration.minutes(1),
+      });
+      this.countUnit = 'tasks';
     } else {
       [this.autoScalingGroup, this.role] = this.ec2(props, port, securityGroup);
       this.cpu = new cloudwatch.Metric({
@@ -260,6 +281,15 @@ export class CellCompute extends Construct {
         statistic: 'Average',
         period: Duration.minutes(1),
       });
+      // Published because the group collects it (`groupMetrics` below).
+      this.running = new cloudwatch.Metric({
+        namespace: 'AWS/AutoScaling',
+        metricName: 'GroupInServiceInstances',
+        dimensionsMap: { AutoScalingGroupName: this.autoScalingGroup.autoScalingGroupName },
+        statistic: 'Average',
+        period: Duration.minutes(1),
+      });
+      this.countUnit = 'instances';
     }
   }
 
@@ -364,6 +394,9 @@ export class CellCompute extends Construct {
       launchTemplate,
       minCapacity: props.compute.capacity.min,
       maxCapacity: props.compute.capacity.max,
+      // Instances in service, one point a minute (no charge for group metrics): with their CPU, the
+      // share of the group's maximum in use that `cellctl capacity` judges.
+      groupMetrics: [new autoscaling.GroupMetrics(autoscaling.GroupMetric.IN_SERVICE_INSTANCES)],
       healthChecks: autoscaling.HealthChecks.withAdditionalChecks({
         additionalTypes: [autoscaling.AdditionalHealthCheckType.ELB],
         gracePeriod: Duration.minutes(3),

@@ -3,7 +3,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
-import { CELL_SIGNALS, CellSignalName, CellSignalsRecord, PublishedMetric } from '../capacity/signals';
+import { CellSignalName, CellSignalsRecord, ComputeUnit, PublishedMetric } from '../capacity/signals';
 import { assertAccountId, CrossAccountReadRole } from './cross-account-read-role';
 
 export interface CellMetricsAccessProps {
@@ -13,8 +13,15 @@ export interface CellMetricsAccessProps {
   readonly parameterName: string;
   /** The account operators run `cellctl capacity` from (the routers' metrics are there). */
   readonly routerAccount: string;
-  /** The metrics of the cell's own signals: those its alarms and scaling already use. */
-  readonly signals: Readonly<Record<CellSignalName, cloudwatch.IMetric>>;
+  /** The metrics of the cell's own signals but the compute's: those its alarms already use. */
+  readonly signals: Readonly<Record<Exclude<CellSignalName, 'computeCpu'>, cloudwatch.IMetric>>;
+  /** The compute: the CPU its scaling tracks, how many run, and the most it scales out to (`CellCompute`). */
+  readonly compute: {
+    readonly cpu: cloudwatch.IMetric;
+    readonly running: cloudwatch.IMetric;
+    readonly maximum: number;
+    readonly unit: ComputeUnit;
+  };
 }
 
 /** A metric as the signals parameter holds it; its dimension values resolve at deploy time. */
@@ -31,7 +38,8 @@ function published(name: CellSignalName, metric: cloudwatch.IMetric): PublishedM
 
 /**
  * What `cellctl capacity` reads of the cell itself: an SSM parameter naming the metrics of the cell's
- * signals (compute CPU, database CPU and connections, oldest work message), whose dimension values
+ * signals (the compute's CPU, running count and maximum, database CPU and connections, oldest work
+ * message), whose dimension values
  * are references to the deployed resources (CloudFormation generates the service, cluster, database
  * and queue names, so the CLI could not derive them from the config), and a role that operators of
  * the router account assume to read that parameter and call `cloudwatch:GetMetricData`, nothing else.
@@ -47,13 +55,20 @@ export class CellMetricsAccess extends Construct {
   constructor(scope: Construct, id: string, props: CellMetricsAccessProps) {
     super(scope, id);
     assertAccountId('CellMetricsAccess: routerAccount', props.routerAccount);
+    const { maximum, unit } = props.compute;
+    if (!Number.isInteger(maximum) || maximum < 1) throw new Error(`CellMetricsAccess: compute.maximum ${maximum} must be a whole number of ${unit} of at least 1 (the compute's maximum capacity)`);
     const record: CellSignalsRecord = {
-      schemaVersion: 1,
-      signals: Object.fromEntries(CELL_SIGNALS.map((name) => [name, published(name, props.signals[name])])),
+      schemaVersion: 2,
+      signals: {
+        computeCpu: { ...published('computeCpu', props.compute.cpu), running: published('computeCpu', props.compute.running), maximum, unit },
+        databaseCpu: published('databaseCpu', props.signals.databaseCpu),
+        databaseConnections: published('databaseConnections', props.signals.databaseConnections),
+        queueAgeSeconds: published('queueAgeSeconds', props.signals.queueAgeSeconds),
+      },
     };
     this.parameter = new ssm.StringParameter(this, 'Signals', {
       parameterName: props.parameterName,
-      description: 'The metrics of this cell\'s own signals (CPU, database, queue): cellctl capacity reads them through the metrics reader role',
+      description: 'The metrics of this cell\'s own signals (compute, database, queue): cellctl capacity reads them through the metrics reader role',
       stringValue: Stack.of(this).toJsonString(record),
     });
     this.role = new CrossAccountReadRole(this, 'Reader', {

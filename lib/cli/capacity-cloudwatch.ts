@@ -1,5 +1,5 @@
 import type { CloudWatchClient, MetricDataQuery, MetricDataResult } from '@aws-sdk/client-cloudwatch';
-import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, SignalReading } from '../capacity/signals';
+import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, computeReadingOf, PeriodPoints, PublishedMetric, SignalReading } from '../capacity/signals';
 import { CellLoad, TenantLoad } from '../capacity/types';
 import { isCredentialsError, NoCredentialsError } from '../aws/credentials';
 
@@ -203,27 +203,34 @@ export type CellSignalsResult = { readonly cell: string; readonly signals: CellS
  * Each cell's own signals over the same window as the routers' rates (whole periods only, a
  * partial period left out), with the statistic its alarms use. A signal without data in a period
  * counts that period as missing; without data in any, it has no current and no peak (shown as
- * missing, never as 0). A cell that cannot be read (its role cannot be assumed, it is not deployed
- * yet, CloudWatch stays throttled) gets its error, and the other cells are read all the same; an
- * error of the operator's own credentials stops everything (every cell would fail the same way).
+ * missing, never as 0). The compute is read as the share of its maximum in use: its CPU and its
+ * running count, period by period (`computeReadingOf`); a period without either is missing. A cell
+ * that cannot be read (its role cannot be assumed, it is not deployed yet, CloudWatch stays
+ * throttled) gets its error, and the other cells are read all the same; an error of the operator's
+ * own credentials stops everything (every cell would fail the same way).
  */
 export async function readCellSignals(o: CellSignalsOptions): Promise<CellSignalsResult[]> {
   const period = o.periodSeconds ?? 60;
   const { start, end, periods } = windowOf(o.now, o.windowMinutes, period);
+  const query = (queryId: string, m: PublishedMetric): MetricDataQuery => ({
+    Id: queryId,
+    MetricStat: { Metric: { Namespace: m.namespace, MetricName: m.metricName, Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })) }, Period: period, Stat: m.statistic },
+    ReturnData: true,
+  });
+  const whole = (points: Map<number, number> | undefined) => wholePeriods(points, end, period);
   return Promise.all(o.sources.map(async (source): Promise<CellSignalsResult> => {
     try {
       const record = await source.record();
       const names = CELL_SIGNALS.filter((name) => record.signals[name]);
-      const queries: MetricDataQuery[] = names.map((name) => {
-        const m = record.signals[name]!;
-        return {
-          Id: name.toLowerCase(),
-          MetricStat: { Metric: { Namespace: m.namespace, MetricName: m.metricName, Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })) }, Period: period, Stat: m.statistic },
-          ReturnData: true,
-        };
-      });
+      const compute = record.signals.computeCpu;
+      const queries = [
+        ...names.map((name) => query(name.toLowerCase(), record.signals[name]!)),
+        ...(compute ? [query('computerunning', compute.running)] : []),
+      ];
       const series = await metricData(o, source.client, queries, start, end);
-      const signals = Object.fromEntries(names.map((name) => [name, readingOf(series.get(name.toLowerCase()), end, period, periods)]));
+      const signals = Object.fromEntries(names.map((name) => [name, name === 'computeCpu'
+        ? computeReadingOf(whole(series.get('computecpu')), whole(series.get('computerunning')), compute!.maximum, compute!.unit, periods)
+        : readingOf(whole(series.get(name.toLowerCase())), periods)]));
       return { cell: source.cell, signals };
     } catch (error) {
       if (isCredentialsError(error) || error instanceof NoCredentialsError) throw error;
@@ -232,8 +239,12 @@ export async function readCellSignals(o: CellSignalsOptions): Promise<CellSignal
   }));
 }
 
-function readingOf(points: Map<number, number> | undefined, end: Date, period: number, periods: number): SignalReading {
-  const whole = [...(points ?? [])].filter(([t]) => t + period * 1000 <= end.getTime()).sort((a, b) => a[0] - b[0]);
+/** The points of whole periods (a period that has not ended left out), in time order. */
+function wholePeriods(points: Map<number, number> | undefined, end: Date, period: number): PeriodPoints {
+  return [...(points ?? [])].filter(([t]) => t + period * 1000 <= end.getTime()).sort((a, b) => a[0] - b[0]);
+}
+
+function readingOf(whole: PeriodPoints, periods: number): SignalReading {
   if (whole.length === 0) return { missingPeriods: periods };
   return { current: whole[whole.length - 1][1], peak: Math.max(...whole.map(([, v]) => v)), missingPeriods: periods - whole.length };
 }

@@ -169,7 +169,7 @@ export function capacityText(f: FleetCapacity): string {
   const signalled = f.cells.some((c) => c.signals || c.signalsError);
   const table = formatTable(
     ['cell', 'region', 'shape', 'now', 'peak', 'tested', 'of tested', 'zone lost', 'tenants', 'largest tenant',
-      ...(signalled ? ['compute CPU', 'db CPU', 'db conns', 'queue age'] : []), 'status'],
+      ...(signalled ? ['compute used', 'db CPU', 'db conns', 'queue age'] : []), 'status'],
     f.cells.map((c) => [
       c.cell, c.region, c.shape, rps(c.currentRps), rps(c.peakRps), rps(c.testedRps), pct(c.utilisation), pct(c.zoneLossUtilisation),
       `${c.activeTenants}/${c.maxTenants}`, c.largestTenant ? `${c.largestTenant.tenant} ${rps(c.largestTenant.peakRps)} (${pct(c.largestTenant.share)})` : '-',
@@ -185,7 +185,7 @@ export function capacityText(f: FleetCapacity): string {
       : []),
     ...f.cells.filter((c) => c.status !== 'ok').map((c) => (c.statusBy.includes('rate') || c.statusBy.includes('tenants') || !hotByCpu(c)
       ? `${c.cell} is ${c.status}: \`cellctl capacity plan --out FILE\` moves tenants away`
-      : `${c.cell} is hot by its ${c.statusBy.map((s) => SIGNAL_LABELS[s as CellSignalName]).join(' and ')} (above ${pct(f.settings.targetUtilisation)}) while its rate is under its target: `
+      : `${c.cell} is hot by ${c.statusBy.map((s) => SIGNAL_LABELS[s as CellSignalName]).join(' and ')} (above ${pct(f.settings.targetUtilisation)}) while its rate is under its target: `
         + 'its requests cost more than its shape was tested with; `capacity plan` moves by rate and plans nothing for it, and it takes no tenant from a plan or `place`')),
     ...f.cells.filter((c) => c.signalsError).map((c) => `${c.cell}: its own signals were not read: ${c.signalsError}`),
   ];

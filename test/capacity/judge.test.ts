@@ -1,4 +1,4 @@
-import { CellLimits, judgeCell, judgeFleet, place } from '../../lib/capacity';
+import { CellLimits, computeReadingOf, judgeCell, judgeFleet, place, signalPeakText } from '../../lib/capacity';
 import { SETTINGS } from './fixture';
 
 const shape = (cell: string, testedRps = 10_000): CellLimits => ({ cell, region: 'eu-west-1', shape: 'large', state: 'active', testedRps, maxTenants: 100, zones: 3 });
@@ -64,16 +64,46 @@ describe('judgeCell with the cell\'s own signals (AWS)', () => {
   const quiet = { cell: 'c', currentRps: 100, peakRps: 200, activeTenants: 10, topTenants: [] };
   const reading = (peak: number | undefined, missingPeriods = 0) => (peak === undefined ? { missingPeriods } : { current: peak, peak, missingPeriods });
 
+  /** Ten minutes of a compute with `running` of `maximum` tasks at `cpu` percent, the peak at minute 5. */
+  const compute = (running: number, cpu: number, maximum = 10) => {
+    const minutes = Array.from({ length: 10 }, (_, i) => i * 60_000);
+    return computeReadingOf(minutes.map((t, i) => [t, i === 5 ? cpu : 20]), minutes.map((t) => [t, running]), maximum, 'tasks', 10);
+  };
+
   it('is hot when its database CPU peaks above the target, though its rate is under it, and says which signal', () => {
-    const cell = judgeCell(shape('c', 1000), { ...quiet, signals: { databaseCpu: reading(81), computeCpu: reading(30) } }, SETTINGS);
+    const cell = judgeCell(shape('c', 1000), { ...quiet, signals: { databaseCpu: reading(81), computeCpu: compute(2, 60) } }, SETTINGS);
     expect(cell).toMatchObject({ status: 'hot', statusBy: ['databaseCpu'], utilisation: 0.2 });
     expect(cell.signals!.databaseCpu).toEqual({ current: 81, peak: 81, missingPeriods: 0 });
   });
 
-  it('is hot by its compute CPU too, and lists the rate beside a CPU signal when both are over', () => {
-    expect(judgeCell(shape('c', 1000), { ...quiet, signals: { computeCpu: reading(50.5) } }, SETTINGS).statusBy).toEqual(['computeCpu']);
-    expect(judgeCell(shape('c', 1000), { ...quiet, peakRps: 700, signals: { computeCpu: reading(90), databaseCpu: reading(60) } }, SETTINGS).statusBy)
+  it('judges the compute by the share of its maximum in use: 2 of 10 tasks at 60% CPU is ok, 9 of 10 at 70% is hot', () => {
+    // The tasks scale out at 60%: their average sits there under load whatever room the cell has left.
+    const light = judgeCell(shape('c', 1000), { ...quiet, signals: { computeCpu: compute(2, 60) } }, SETTINGS);
+    expect(light).toMatchObject({ status: 'ok', statusBy: [] });
+    expect(light.signals!.computeCpu).toEqual({
+      current: 4, peak: 12, missingPeriods: 0, maximum: 10, unit: 'tasks', peakRunning: 2, peakCpu: 60, currentRunning: 2, currentCpu: 20,
+    });
+    expect(signalPeakText('computeCpu', light.signals!.computeCpu)).toBe('12% of max (2 of 10 tasks at 60% CPU)');
+    const busy = judgeCell(shape('c', 1000), { ...quiet, signals: { computeCpu: compute(9, 70) } }, SETTINGS);
+    expect(busy).toMatchObject({ status: 'hot', statusBy: ['computeCpu'] });
+    expect(busy.signals!.computeCpu!.peak).toBeCloseTo(63);
+    // At its maximum the average CPU is the share: 10 of 10 at 50.5% is just over the target.
+    expect(judgeCell(shape('c', 1000), { ...quiet, signals: { computeCpu: compute(10, 50.5) } }, SETTINGS).statusBy).toEqual(['computeCpu']);
+    expect(judgeCell(shape('c', 1000), { ...quiet, peakRps: 700, signals: { computeCpu: compute(10, 90), databaseCpu: reading(60) } }, SETTINGS).statusBy)
       .toEqual(['rate', 'computeCpu', 'databaseCpu']);
+  });
+
+  it('takes the compute as missing without its running count: never 0, never a guess from the CPU alone', () => {
+    const minutes = Array.from({ length: 10 }, (_, i) => i * 60_000);
+    const noCount = computeReadingOf(minutes.map((t) => [t, 95]), [], 10, 'tasks', 10);
+    expect(noCount).toEqual({ missingPeriods: 10, maximum: 10, unit: 'tasks' });
+    const cell = judgeCell(shape('c', 1000), { ...quiet, signals: { computeCpu: noCount } }, SETTINGS);
+    expect(cell).toMatchObject({ status: 'ok', statusBy: [] });
+    expect(signalPeakText('computeCpu', cell.signals!.computeCpu)).toBeUndefined();
+    // Periods with a CPU point but no count (or a count but no CPU) are missing; the others count.
+    const partial = computeReadingOf(minutes.map((t) => [t, 95]), minutes.slice(0, 3).map((t) => [t, 8]), 10, 'instances', 10);
+    expect(partial).toMatchObject({ peak: 76, current: 76, missingPeriods: 7, peakRunning: 8, unit: 'instances' });
+    expect(signalPeakText('computeCpu', partial)).toBe('76% of max (8 of 10 instances at 95% CPU)');
   });
 
   it('stays ok at the target exactly, and is full only by rate or tenants (CPU never makes a cell full)', () => {

@@ -104,6 +104,8 @@ describe('CellCompute', () => {
     it('sizes the Auto Scaling group from the shape and checks ELB health', () => {
       ec2.resourceCountIs('AWS::ECS::Service', 0);
       ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MinSize: '2', MaxSize: '6', HealthCheckType: 'ELB' });
+      // Instances in service, a point a minute: what `cellctl capacity` weighs the group's CPU with.
+      ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MetricsCollection: [{ Granularity: '1Minute', Metrics: ['GroupInServiceInstances'] }] });
       ec2.hasResourceProperties('AWS::EC2::LaunchTemplate', {
         LaunchTemplateData: Match.objectLike({
           InstanceType: 't3.medium',

@@ -49,8 +49,15 @@ describe('CellMetricsAccess in the cell stacks', () => {
     const { compute, data, queues } = stack.cell;
     const [cluster] = Object.keys(template.findResources('AWS::ECS::Cluster')).filter((k) => !k.includes('Mover'));
     const [aurora] = Object.keys(template.findResources('AWS::RDS::DBCluster'));
+    const service = { ClusterName: `<${cluster}>`, ServiceName: `<${id(compute.service!)}.Name>` };
     expect(record.signals).toEqual({
-      computeCpu: { namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: `<${cluster}>`, ServiceName: `<${id(compute.service!)}.Name>` } },
+      // The CPU its scaling tracks, with its running tasks (Container Insights) and the scaling's maximum.
+      computeCpu: {
+        namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: service,
+        running: { namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: service },
+        maximum: 12,
+        unit: 'tasks',
+      },
       databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: `<${aurora}>` } },
       databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: `<${aurora}>` } },
       queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: `<${id(queues.work)}.QueueName>` } },
@@ -60,6 +67,11 @@ describe('CellMetricsAccess in the cell stacks', () => {
     expect(alarm('database-cpu').Dimensions).toEqual([{ Name: 'DBClusterIdentifier', Value: { Ref: aurora } }]);
     expect(alarm('oldest-message').Dimensions).toEqual([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [id(queues.work), 'QueueName'] } }]);
     expect(data.engine).toBe('aurora-postgresql');
+    // The maximum is the scaling target's, and the CPU the one its policy tracks.
+    const [target] = Object.values(template.findResources('AWS::ApplicationAutoScaling::ScalableTarget'));
+    expect(target.Properties.MaxCapacity).toBe(12);
+    const [policy] = Object.values(template.findResources('AWS::ApplicationAutoScaling::ScalingPolicy'));
+    expect(policy.Properties.TargetTrackingScalingPolicyConfiguration.PredefinedMetricSpecification.PredefinedMetricType).toBe('ECSServiceAverageCPUUtilization');
   });
 
   it('publishes the EC2 cell\'s compute CPU as its Auto Scaling group\'s and its database signals by RDS instance', () => {
@@ -67,18 +79,32 @@ describe('CellMetricsAccess in the cell stacks', () => {
     const record = parseSignalsRecord(parameterValue(template, `/orders/cell/${EC2_CELL}/signals`), 'parameter');
     const [asg] = Object.keys(template.findResources('AWS::AutoScaling::AutoScalingGroup'));
     const [instance] = Object.keys(template.findResources('AWS::RDS::DBInstance'));
-    expect(record.signals.computeCpu).toEqual({ namespace: 'AWS/EC2', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { AutoScalingGroupName: `<${asg}>` } });
+    expect(record.signals.computeCpu).toEqual({
+      namespace: 'AWS/EC2', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { AutoScalingGroupName: `<${asg}>` },
+      // Published only because the group collects it (CellCompute's groupMetrics).
+      running: { namespace: 'AWS/AutoScaling', metricName: 'GroupInServiceInstances', statistic: 'Average', dimensions: { AutoScalingGroupName: `<${asg}>` } },
+      maximum: 6,
+      unit: 'instances',
+    });
+    expect(template.findResources('AWS::AutoScaling::AutoScalingGroup')[asg].Properties.MaxSize).toBe('6');
+    expect(template.findResources('AWS::AutoScaling::AutoScalingGroup')[asg].Properties.MetricsCollection).toEqual([{ Granularity: '1Minute', Metrics: ['GroupInServiceInstances'] }]);
     expect(record.signals.databaseCpu!.dimensions).toEqual({ DBInstanceIdentifier: `<${instance}>` });
     expect(record.signals.databaseConnections!.dimensions).toEqual({ DBInstanceIdentifier: `<${instance}>` });
   });
 
-  it('refuses a router account that is not a 12-digit id, and a math expression as a signal', () => {
+  it('refuses a router account that is not a 12-digit id, a math expression as a signal, and a compute without a maximum', () => {
     const metric = new cloudwatch.Metric({ namespace: 'N', metricName: 'M' });
-    const signals = { computeCpu: metric, databaseCpu: metric, databaseConnections: metric, queueAgeSeconds: metric };
-    expect(() => new CellMetricsAccess(new Stack(), 'M', { roleName: 'r', parameterName: '/p', routerAccount: '123', signals }))
+    const signals = { databaseCpu: metric, databaseConnections: metric, queueAgeSeconds: metric };
+    const compute = { cpu: metric, running: metric, maximum: 4, unit: 'tasks' as const };
+    const props = { roleName: 'r', parameterName: '/p', routerAccount: '123456789012', signals, compute };
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, routerAccount: '123' }))
       .toThrow('CellMetricsAccess: routerAccount `123` is not a 12-digit account id');
     const expression = new cloudwatch.MathExpression({ expression: 'm * 2', usingMetrics: { m: metric } });
-    expect(() => new CellMetricsAccess(new Stack(), 'M', { roleName: 'r', parameterName: '/p', routerAccount: '123456789012', signals: { ...signals, databaseCpu: expression } }))
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, signals: { ...signals, databaseCpu: expression } }))
       .toThrow('CellMetricsAccess: signal `databaseCpu` is a math expression; give the metric itself (namespace, name, dimensions)');
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, compute: { ...compute, running: expression } }))
+      .toThrow('CellMetricsAccess: signal `computeCpu` is a math expression; give the metric itself (namespace, name, dimensions)');
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, compute: { ...compute, maximum: 0 } }))
+      .toThrow('CellMetricsAccess: compute.maximum 0 must be a whole number of tasks of at least 1 (the compute\'s maximum capacity)');
   });
 });

@@ -14,9 +14,14 @@ import { exampleFleet } from '../support/fleet';
 
 /** The record a cell stack publishes (lib/cell/metrics-access.ts), with names as CloudFormation makes them. */
 const recordOf = (cell: string): CellSignalsRecord => ({
-  schemaVersion: 1,
+  schemaVersion: 2,
   signals: {
-    computeCpu: { namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` } },
+    computeCpu: {
+      namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` },
+      running: { namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` } },
+      maximum: 10,
+      unit: 'tasks',
+    },
     databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: `${cell}-db` } },
     databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: `${cell}-db` } },
     queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: `${cell}-Work` } },
@@ -32,8 +37,10 @@ const keyOf = (account: string) => `ASIA${account}`;
  * and each cell's own signals read in its account through its metrics reader role (STS AssumeRole,
  * SSM GetParameter, GetMetricData signed with the assumed credentials, in the cell's region).
  * eu-1 (tested at 2,000 req/s, target 1,000) peaks at 1,500: hot; its busiest tenant 700. eu-2's
- * rate is under its target, its database CPU peaks at 80%: hot by its database. us-2's role cannot
- * be assumed (not deployed yet): its signals are not read, the rest is.
+ * rate is under its target, its database CPU peaks at 80%: hot by its database. Every cell's tasks
+ * run at 60% CPU, their scaling target: 2 of 10 tasks use 12% of what the cell may have, which is
+ * not hot; us-1 runs 9 of 10 at 70% (63%): hot by its compute. us-2's role cannot be assumed (not
+ * deployed yet): its signals are not read, the rest is.
  */
 describe('cellctl capacity against CloudWatch-shaped data', () => {
   const cw = mockClient(CloudWatchClient);
@@ -46,6 +53,8 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   const undeployed = new Set<string>();
   /** Cells whose database CPU peaks at 80%. */
   const hotDatabase = new Set<string>();
+  /** Cells running 9 of their 10 tasks at 70% CPU (the others 2 at 60%). */
+  const hotCompute = new Set<string>();
   let dir: string;
   let mappingFile: string;
   let doc: MappingDocument;
@@ -72,6 +81,7 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     signed.length = 0;
     undeployed.clear();
     hotDatabase.clear();
+    hotCompute.clear();
     sts.on(AssumeRoleCommand).callsFake((input) => {
       const cell = fleet.cells.find((c) => input.RoleArn === `arn:aws:iam::${c.account}:role/${cellMetricsReaderRoleName(fleet.app, c.id)}`);
       if (!cell || undeployed.has(cell.id)) throw Object.assign(new Error(`User is not authorized to perform: sts:AssumeRole on resource: ${input.RoleArn}`), { name: 'AccessDenied' });
@@ -102,7 +112,8 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
         const cell = first.Dimensions[0].Value.replace(/-Cluster$/, '');
         signed.push({ cell, service: 'cloudwatch', key: (await client.config.credentials()).accessKeyId, region });
         const values: Record<string, number[] | undefined> = {
-          computecpu: minutes.map((_, m) => 20 + m),
+          computecpu: minutes.map(() => (hotCompute.has(cell) ? 70 : 60)),
+          computerunning: minutes.map(() => (hotCompute.has(cell) ? 9 : 2)),
           databasecpu: hotDatabase.has(cell) ? minutes.map((_, m) => (m === 4 ? 80 : 35)) : minutes.map(() => 30),
           databaseconnections: minutes.map(() => 42),
           queueageseconds: undefined, // an idle queue reports nothing
@@ -172,6 +183,7 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   it('reads each cell\'s own signals in its account and region through its metrics reader role, and judges a cell hot by its database CPU', async () => {
     undeployed.add('us-2');
     hotDatabase.add('eu-2');
+    hotCompute.add('us-1');
     const result = await cellctl('capacity', '--json', '--window', '10');
     expect(result.code).toBe(0);
     // The unreadable cell is named on stderr, once, with the role and the reason.
@@ -184,25 +196,29 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     }
     const judged = JSON.parse(result.out);
     const cell = (id: string) => judged.cells.find((c: { cell: string }) => c.cell === id);
-    // Ten whole minutes: compute CPU 20..29, database CPU 80 at the fifth; no queue data at all.
+    // Ten whole minutes: 2 of 10 tasks at 60% CPU (the scaling target: not hot), database CPU 80 at the fifth; no queue data at all.
     expect(cell('eu-2')).toMatchObject({
       status: 'hot', statusBy: ['databaseCpu'], utilisation: 0.1,
       signals: {
-        computeCpu: { current: 29, peak: 29, missingPeriods: 0 },
+        computeCpu: { current: 12, peak: 12, missingPeriods: 0, maximum: 10, unit: 'tasks', peakRunning: 2, peakCpu: 60 },
         databaseCpu: { current: 35, peak: 80, missingPeriods: 0 },
         databaseConnections: { current: 42, peak: 42, missingPeriods: 0 },
         queueAgeSeconds: { missingPeriods: 10 },
       },
     });
     expect(cell('eu-1')).toMatchObject({ status: 'hot', statusBy: ['rate'] });
+    expect(cell('us-1')).toMatchObject({ status: 'hot', statusBy: ['computeCpu'], signals: { computeCpu: { peakRunning: 9, peakCpu: 70 } } });
+    expect(cell('us-1').signals.computeCpu.peak).toBeCloseTo(63);
     expect(cell('us-2')).toMatchObject({ status: 'ok', signalsError: expect.stringMatching(/^cannot assume .*orders-us-2-metrics-reader \(AccessDenied/) });
     expect(cell('us-2').signals).toBeUndefined();
 
     undeployed.add('us-2');
     const text = await cellctl('capacity', '--window', '10');
-    expect(text.out).toMatch(/\beu-2 .* 29% +80% +42 +missing +hot \(database CPU 80%\)/);
+    expect(text.out).toMatch(/\beu-2 .* 12% of max \(2 of 10 tasks at 60% CPU\) +80% +42 +missing +hot \(database CPU 80%\)/);
+    expect(text.out).toMatch(/\bus-1 .* 63% of max \(9 of 10 tasks at 70% CPU\) +30% +42 +missing +hot \(compute used 63% of max \(9 of 10 tasks at 70% CPU\)\)/);
+    expect(text.out).toContain('us-1 is hot by compute used (above 50%) while its rate is under its target');
     expect(text.out).toMatch(/\bus-2 .* unread +unread +unread +unread +ok/);
-    expect(text.out).toContain('eu-2 is hot by its database CPU (above 50%) while its rate is under its target');
+    expect(text.out).toContain('eu-2 is hot by database CPU (above 50%) while its rate is under its target');
     expect(text.out).toContain('us-2: its own signals were not read: cannot assume');
   });
 
@@ -224,6 +240,7 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   it('writes a page that shows each cell\'s signals, missing ones as missing, and the signal that made a cell hot (checked in chromium)', async () => {
     undeployed.add('us-2');
     hotDatabase.add('eu-2');
+    hotCompute.add('us-1');
     const page = path.join(dir, 'signals.html');
     expect((await cellctl('capacity', '--window', '10', '--mapping', mappingFile, '--html', page)).code).toBe(0);
     const html = fs.readFileSync(page, 'utf8');
@@ -232,12 +249,15 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     expect(row('eu-2')).toContain('<strong>database CPU 80%</strong>');
     expect(row('eu-2')).toContain('<div class="sub">by database CPU</div>');
     expect(row('eu-2')).toContain('oldest work message <span class="missing">missing</span>');
+    expect(row('eu-2')).toContain('<td class="signals">compute used 12% of max (2 of 10 tasks at 60% CPU)<br><strong>database CPU 80%</strong>');
+    expect(row('us-1')).toContain('<strong>compute used 63% of max (9 of 10 tasks at 70% CPU)</strong>');
+    expect(row('us-1')).toContain('<div class="sub">by compute used</div>');
     expect(row('us-2')).toContain('<span class="missing">not read</span>');
     const shot = path.join(dir, 'signals.png');
     const picture = screenshot(page, shot, 1400, 1100);
     if (process.env.KEEP_CAPACITY_SCREENSHOT) fs.copyFileSync(shot, process.env.KEEP_CAPACITY_SCREENSHOT.replace(/\.png$/, '-aws.png'));
-    // Two hot badges and bars (eu-1 by rate, eu-2 by its database) in the status colour.
-    expect(countColour(picture, STATUS_COLOURS.hot)).toBeGreaterThan(2 * 200);
+    // Three hot badges and bars (eu-1 by rate, eu-2 by its database, us-1 by its compute) in the status colour.
+    expect(countColour(picture, STATUS_COLOURS.hot)).toBeGreaterThan(3 * 200);
     // The extra column still fits a 1,400 px window: nothing scrolls sideways.
     expect(evaluateInPage<number>(page, 'document.documentElement.scrollWidth', 1400, 1100)).toBeLessThanOrEqual(1400);
   });

@@ -132,9 +132,14 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
   });
   /** What a Fargate + Aurora cell stack publishes (lib/cell/metrics-access.ts), with deployed names. */
   const record: CellSignalsRecord = {
-    schemaVersion: 1,
+    schemaVersion: 2,
     signals: {
-      computeCpu: { namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' } },
+      computeCpu: {
+        namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' },
+        running: { namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' } },
+        maximum: 10,
+        unit: 'tasks',
+      },
       databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' } },
       databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' } },
       queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: 'orders-cell-eu-1-Work4' } },
@@ -142,7 +147,10 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
   };
   const recorded: Recorded = {
     // 12:00-12:04 whole minutes; 12:05 has not ended (partial) and must not count, however high.
-    'CPUUtilization|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': { 0: 31, 1: 44.5, 2: 72, 3: 40, 4: 38, 5: 99 },
+    // The service scales out at 60% CPU: its average stays near it while tasks are added.
+    'CPUUtilization|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': { 0: 58, 1: 61, 2: 72, 3: 60, 4: 59, 5: 99 },
+    // Container Insights had no point at 12:02: that minute is missing for the compute, however high its CPU.
+    'RunningTaskCount|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': { 0: 2, 1: 3, 3: 4, 4: 4, 5: 10 },
     // The database reported nothing at 12:01 and 12:02: missing periods, not zero CPU.
     'CPUUtilization|DBClusterIdentifier=orders-cell-eu-1-cluster3|Average': { 0: 55, 3: 61, 4: 58 },
     'DatabaseConnections|DBClusterIdentifier=orders-cell-eu-1-cluster3|Average': { 0: 120, 1: 140, 2: 135, 3: 128, 4: 130 },
@@ -158,12 +166,15 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
     const get = cw.commandCalls(GetMetricDataCommand)[0].args[0].input;
     expect([get.StartTime, get.EndTime]).toEqual([minute(0), minute(5)]);
     expect(get.MetricDataQueries!.map((q) => [q.MetricStat!.Metric!.Namespace, q.MetricStat!.Stat, q.MetricStat!.Period])).toEqual([
-      ['AWS/ECS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/SQS', 'Maximum', 60],
+      ['AWS/ECS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/SQS', 'Maximum', 60], ['ECS/ContainerInsights', 'Average', 60],
     ]);
     expect(result).toEqual({
       cell: 'eu-1',
       signals: {
-        computeCpu: { current: 38, peak: 72, missingPeriods: 0 },
+        // The share of the 10 tasks the cell may have: 4 at 60% at 12:03 (24%), 4 at 59% last (23.6%).
+        computeCpu: {
+          current: 23.6, peak: 24, missingPeriods: 1, maximum: 10, unit: 'tasks', peakRunning: 4, peakCpu: 60, currentRunning: 4, currentCpu: 59,
+        },
         databaseCpu: { current: 58, peak: 61, missingPeriods: 2 },
         databaseConnections: { current: 130, peak: 140, missingPeriods: 0 },
         queueAgeSeconds: { missingPeriods: 5 },
@@ -171,12 +182,20 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
     });
   });
 
+  it('reads a compute without a running count (Container Insights or group metrics off) as missing, not from its CPU alone', async () => {
+    const { 'RunningTaskCount|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': _count, ...noCount } = recorded;
+    cw.on(GetMetricDataCommand).callsFake((input) => answer(noCount, input));
+    const [result] = await readCellSignals(options(new CloudWatchClient({ region: 'eu-west-1' })));
+    expect(result).toMatchObject({ signals: { computeCpu: { missingPeriods: 5, maximum: 10, unit: 'tasks' } } });
+    expect((result as { signals: { computeCpu: object } }).signals.computeCpu).not.toHaveProperty('peak');
+  });
+
   it('retries a throttled cell with backoff; a cell still throttled, or whose record cannot be read, gets its error while the others are read', async () => {
     const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
     cw.on(GetMetricDataCommand).rejectsOnce(throttled).callsFake((input) => answer(recorded, input));
     const [ok] = await readCellSignals(options(new CloudWatchClient({ region: 'eu-west-1' })));
     expect(slept).toEqual([1000]);
-    expect(ok).toMatchObject({ signals: { computeCpu: { peak: 72 } } });
+    expect(ok).toMatchObject({ signals: { computeCpu: { peak: 24 } } });
 
     cw.reset();
     slept.length = 0;

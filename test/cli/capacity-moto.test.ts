@@ -45,22 +45,29 @@ describe('cellctl capacity: the cells\' own signals, against moto', () => {
     const { ssm, cw } = await as(cell.account, cellMetricsReaderRoleName(fleet.app, cell.id), cell.region);
     // Custom namespaces: the record names whatever metrics the cell stack published.
     const record: CellSignalsRecord = {
-      schemaVersion: 1,
+      schemaVersion: 2,
       signals: {
-        computeCpu: { namespace: 'Test/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: 'eu-1-cluster', ServiceName: 'eu-1-service' } },
+        computeCpu: {
+          namespace: 'Test/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: 'eu-1-cluster', ServiceName: 'eu-1-service' },
+          running: { namespace: 'Test/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: { ClusterName: 'eu-1-cluster', ServiceName: 'eu-1-service' } },
+          maximum: 8,
+          unit: 'tasks',
+        },
         databaseCpu: { namespace: 'Test/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: 'eu-1-db' } },
         queueAgeSeconds: { namespace: 'Test/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: 'eu-1-work' } },
       },
     };
     await ssm.send(new PutParameterCommand({ Name: cellSignalsParameter(fleet.app, cell.id), Value: JSON.stringify(record), Type: 'String' }));
-    const put = (namespace: string, name: string, dimensions: Record<string, string>, points: [Date, number][]) => cw.send(new PutMetricDataCommand({
+    const put = (namespace: string, name: string, dimensions: Record<string, string>, points: [Date, number][], unit: 'Percent' | 'Count' = 'Percent') => cw.send(new PutMetricDataCommand({
       Namespace: namespace,
-      MetricData: points.map(([Timestamp, Value]) => ({ MetricName: name, Dimensions: Object.entries(dimensions).map(([Name, V]) => ({ Name, Value: V })), Timestamp, Value, Unit: 'Percent' })),
+      MetricData: points.map(([Timestamp, Value]) => ({ MetricName: name, Dimensions: Object.entries(dimensions).map(([Name, V]) => ({ Name, Value: V })), Timestamp, Value, Unit: unit })),
     }));
     // Two points in one minute average; the current minute (partial) must not count.
     await put('Test/ECS', 'CPUUtilization', { ClusterName: 'eu-1-cluster', ServiceName: 'eu-1-service' }, [
       [ago(3), 40], [new Date(ago(3).getTime() + 20_000), 60], [ago(2), 30], [ago(1), 35], [new Date(ago(0).getTime() + 1000), 99],
     ]);
+    // Four of the eight tasks the cell may have; no count in the last minute (that minute is missing for the compute).
+    await put('Test/ContainerInsights', 'RunningTaskCount', { ClusterName: 'eu-1-cluster', ServiceName: 'eu-1-service' }, [[ago(3), 4], [ago(2), 4]], 'Count');
     await put('Test/RDS', 'CPUUtilization', { DBClusterIdentifier: 'eu-1-db' }, [[ago(2), 85]]);
     ssm.destroy();
     cw.destroy();
@@ -82,7 +89,8 @@ describe('cellctl capacity: the cells\' own signals, against moto', () => {
     expect(eu1).toMatchObject({
       status: 'hot', statusBy: ['databaseCpu'],
       signals: {
-        computeCpu: { current: 35, peak: 50, missingPeriods: 2 },
+        // 4 of 8 tasks at 50% CPU, then at 30%: a quarter of the maximum at its peak.
+        computeCpu: { current: 15, peak: 25, missingPeriods: 3, maximum: 8, unit: 'tasks', peakRunning: 4, peakCpu: 50, currentRunning: 4, currentCpu: 30 },
         databaseCpu: { current: 85, peak: 85, missingPeriods: 4 },
         queueAgeSeconds: { missingPeriods: 5 },
       },
