@@ -1,11 +1,10 @@
 /**
  * A cell's own signals in AWS, next to the request rate the routers measure: the share of its
  * maximum compute in use, the CPU of its database, its database connections and the age of its
- * oldest work message. Each cell
- * stack publishes which metrics they are (an SSM parameter, `cellSignalsParameter`), built from the
- * same metric objects its alarms and scaling use, so the dimension values are those of the deployed
- * resources; `cellctl capacity` reads the parameter and the metrics through the cell's metrics reader
- * role. Pure: no CDK, no AWS SDK.
+ * oldest work message. Each cell stack publishes which metrics they are (an SSM parameter,
+ * `cellSignalsParameter`), built from the same metric objects its alarms and scaling use, so the
+ * dimension values are those of the deployed resources; `cellctl capacity` reads the parameter and
+ * the metrics through the cell's metrics reader role. Pure: no CDK, no AWS SDK.
  */
 
 /** The signals, in the order they are shown. */
