@@ -16,6 +16,7 @@ const INTEGRATION_MARKERS = [
   ['buildah and podman', /\b(runContainer|buildContainerImage)\b|'(buildah|podman)'/],
   ['cfn-lint', /\bcfnLintFindings\b/],
   ['openssl', /'openssl'/],
+  ['npm and the npm registry (packs the package, installs it into a fresh app)', /\bspawn(Sync)?\('npm'|\brun\('npm'/],
 ];
 
 function testFiles(dir) {
