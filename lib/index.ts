@@ -9,13 +9,17 @@
 export { defineFleet, loadFleet, resolveFleet, fleetProblems, FleetConfigError } from './fleet';
 export type * from './fleet/types';
 
-// The adapter: a whole fleet stamped into an app, with the audit gate and AWS limit checks.
-export { addFleet, addPipeline, addAuditGate, auditSummary, formatAuditSummary } from './app';
+// The adapter: the fleet file made into the constructs' props, a whole fleet stamped into an app,
+// the audit gate and AWS limit checks.
+export { addFleet, addPipeline, addAuditGate, auditSummary, cellPropsOf, cellStackPropsOf, cellStacksOf, formatAuditSummary, isolationChecksPropsOf } from './app';
 export type { FleetStacks, PackSummary } from './app';
 
-// A cell and its building blocks.
+// A cell with props of its own, and its building blocks.
 export { Cell, CellStack, CellAlarms, CellCompute, CellDashboard, CellData, CellEntry, CellKey, CellNetwork, CellQueues } from './cell';
-export type { CellProps, CellStackProps, CellAlarmOptions, CellBuildingBlocks, CellExtension } from './cell';
+export type {
+  CellProps, CellStackProps, CellNetworkOptions, CellComputeOptions, CellWorkloadOptions, CellDatabaseOptions, CellRoutingOptions,
+  CellTestedLimits, CellAlarmSettings, CellAlarmOptions, CellBuildingBlocks, CellExtension,
+} from './cell';
 
 // The router: one stack per region, its groups, the mapping bucket they read.
 export { RouterStack, RouterGroupsStack, RouterGroup, MappingBucket } from './router-stack';
