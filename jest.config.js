@@ -10,12 +10,13 @@ const path = require('path');
 const INTEGRATION_MARKERS = [
   ['HAProxy', /\bstartLocalRouter\b|spawn(Sync)?\('haproxy'|'router', 'local'/],
   ['the local fleet (HAProxy, PostgreSQL)', /\bstart(LocalFleet|ImageRouter|FloodProcess)\b/],
-  ['PostgreSQL', /\bstart(TestPostgres|PostgresServer|Workload)\b/],
+  ['PostgreSQL', /\bstart(TestPostgres|PostgresServer|Postgres|Workload)\b/],
   ['moto_server', /\bstartMoto\b/],
   ['chromium', /\b(screenshot|evaluateInPage)\(/],
   ['buildah and podman', /\b(runContainer|buildContainerImage)\b|'(buildah|podman)'/],
   ['cfn-lint', /\bcfnLintFindings\b/],
   ['openssl', /'openssl'/],
+  ['npm and the npm registry (packs the package, installs it into a fresh app)', /\bspawn(Sync)?\('npm'|\brun\('npm'/],
 ];
 
 function testFiles(dir) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// Entry point of `cellctl`. Runs the compiled JavaScript in dist/cli (built by `npm ci`, or
-// `npm run build:cli`) while its TypeScript sources are unchanged since that build; otherwise, or with
-// CELLCTL_FROM_SOURCE=1, the sources themselves through tsx (slower to start, never stale).
+// Entry point of `cellctl`. In this repository: the compiled JavaScript in dist (built by `npm ci`,
+// or `npm run compile`) while its TypeScript sources are unchanged since that build; otherwise, or
+// with CELLCTL_FROM_SOURCE=1, the sources themselves through tsx (slower to start, never stale).
+// Installed as a package (no TypeScript sources beside this file): always the compiled JavaScript.
 const fs = require('fs');
 const path = require('path');
 
-const dist = path.join(__dirname, '..', 'dist', 'cli');
+const dist = path.join(__dirname, '..', 'dist');
+const installed = !fs.existsSync(path.join(__dirname, 'cellctl.ts'));
 
 function compiledIsCurrent() {
   if (process.env.CELLCTL_FROM_SOURCE) return false;
@@ -25,11 +27,11 @@ function compiledIsCurrent() {
   });
 }
 
-if (compiledIsCurrent()) {
+if (installed || compiledIsCurrent()) {
   require(path.join(dist, 'bin', 'cellctl.js'));
 } else {
   if (process.stderr.isTTY && !process.env.CELLCTL_FROM_SOURCE && fs.existsSync(dist)) {
-    process.stderr.write('cellctl: sources changed since the last build; running them through tsx (`npm run build:cli` makes it start fast again)\n');
+    process.stderr.write('cellctl: sources changed since the last build; running them through tsx (`npm run compile` makes it start fast again)\n');
   }
   require('tsx/cjs');
   require('./cellctl.ts');

@@ -1,7 +1,7 @@
 /**
  * npm run bench:cli: how long `cellctl` takes to start and answer, from the project folder.
  * Target: under 0.5 s for `cellctl --help` and `cellctl mapping where KEY --mapping FILE` as the docs
- * run it, `node bin/cellctl.js` (the compiled JavaScript in dist/cli). For comparison, the same
+ * run it, `node bin/cellctl.js` (the compiled JavaScript in dist). For comparison, the same
  * commands from the TypeScript sources through tsx (CELLCTL_FROM_SOURCE=1), `npm run` of a script
  * running the same file, and `npx cellctl`.
  * Wall-clock, median and slowest of the runs after one warm-up, each in a fresh process.
@@ -29,8 +29,8 @@ function measure(argv: readonly string[], env: NodeJS.ProcessEnv, runs = RUNS): 
   return { median: times[Math.floor(runs / 2)], max: times[times.length - 1] };
 }
 
-const sourcesFile = path.join(ROOT, 'dist', 'cli', 'sources.json');
-if (!fs.existsSync(sourcesFile)) throw new Error('dist/cli is missing: run `npm run build:cli` (npm ci does it) first');
+const sourcesFile = path.join(ROOT, 'dist', 'sources.json');
+if (!fs.existsSync(sourcesFile)) throw new Error('dist is missing: run `npm run compile` (npm ci does it) first');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cli-'));
 try {

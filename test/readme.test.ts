@@ -22,6 +22,7 @@ const CELLCTL = /^(node bin\/cellctl\.js|npx cellctl) /;
 const cellctlCommand = (command: string) => command.replace(CELLCTL, 'cellctl ');
 
 const FENCED = /^```([a-z]*)\n([\s\S]*?)^```$/gm;
+const PACKAGE_NAME = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string }).name;
 
 function examples(): Example[] {
   return PAGES.flatMap((page) => [...TEXT.get(page)!.matchAll(FENCED)]
@@ -131,7 +132,8 @@ describe('the TypeScript examples of the README and the docs', () => {
       return i >= 0 ? ts.createSourceFile(name, blocks[i], language) : getSourceFile(name, language, ...rest);
     };
     host.fileExists = ((exists) => (name: string) => files.includes(path.resolve(name)) || exists(name))(host.fileExists.bind(host));
-    const program = ts.createProgram(files, { ...config.options, noEmit: true }, host);
+    // The package's name (docs/package.md's app imports from it) is its entry point, lib/index.ts.
+    const program = ts.createProgram(files, { ...config.options, noEmit: true, baseUrl: REPO_ROOT, paths: { [PACKAGE_NAME]: ['lib/index.ts'] } }, host);
     const problems = files.flatMap((file) => ts.getPreEmitDiagnostics(program, program.getSourceFile(file)))
       .map((d) => `${path.basename(d.file?.fileName ?? '')}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
     expect(problems).toEqual([]);

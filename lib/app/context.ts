@@ -1,12 +1,13 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ANALYTICS_REPORTING_ENABLED_CONTEXT, PATH_METADATA_ENABLE_CONTEXT } from 'aws-cdk-lib/cx-api';
+import { packageRoot } from '../files/package-root';
 
 /**
  * The feature flags of `cdk.json`, so apps built outside the CDK CLI (tests, benchmarks, audit)
  * synthesize exactly what `npx cdk synth` does.
  */
-export function cdkJsonContext(cdkJsonPath = path.join(__dirname, '..', '..', 'cdk.json')): Record<string, unknown> {
+export function cdkJsonContext(cdkJsonPath = path.join(packageRoot(__dirname), 'cdk.json')): Record<string, unknown> {
   const parsed = JSON.parse(fs.readFileSync(cdkJsonPath, 'utf8')) as { context?: Record<string, unknown> };
   return parsed.context ?? {};
 }

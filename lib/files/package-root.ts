@@ -3,7 +3,7 @@ import * as path from 'path';
 
 /**
  * The nearest folder at or above `from` holding package.json: the repository (or installed package)
- * root, whether the caller runs from its TypeScript source or compiled under dist/cli.
+ * root, whether the caller runs from its TypeScript source or compiled under dist.
  */
 export function packageRoot(from: string): string {
   let dir = from;

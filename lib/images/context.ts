@@ -8,11 +8,11 @@ import { routerStateFiles } from '../router/task-config';
 
 /**
  * The repository root: the images' sources, Dockerfiles and entry points live under it. The nearest
- * folder up holding package.json: cellctl also runs this file compiled, from dist/cli.
+ * folder up holding package.json: cellctl also runs this file compiled, from dist.
  */
 export const IMAGES_REPO_ROOT = packageRoot(__dirname);
 
-/** One esbuild bundle of an image context: an entry point of this repository and the file it becomes. */
+/** One esbuild bundle of an image context: an entry point of this repository (its source) and the file it becomes. */
 interface Bundle {
   readonly entry: string;
   readonly out: string;
@@ -132,7 +132,7 @@ export function imageContext(name: ImageName, options: ImageContextOptions = {})
     for (const bundle of recipe.bundles) {
       const meta = path.join(work, `.${bundle.out}.meta.json`);
       runEsbuild(esbuild, root, [
-        bundle.entry, '--bundle', '--platform=node', `--target=${IMAGE_NODE_TARGET}`, '--log-level=error',
+        entryFile(root, name, bundle.entry), '--bundle', '--platform=node', `--target=${IMAGE_NODE_TARGET}`, '--log-level=error',
         ...(bundle.external ?? []).map((e) => `--external:${e}`),
         `--outfile=${path.join(work, bundle.out)}`, `--metafile=${meta}`,
       ], `${name}: bundling ${bundle.entry}`);
@@ -171,6 +171,17 @@ export function imageContext(name: ImageName, options: ImageContextOptions = {})
     fs.rmSync(work, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * An image's entry point: its TypeScript source in this repository, or the JavaScript compiled from
+ * it (`dist/`, scripts/compile.mjs) in the installed package, which ships no sources.
+ */
+function entryFile(root: string, name: ImageName, entry: string): string {
+  if (fs.existsSync(path.join(root, entry))) return entry;
+  const compiled = path.join('dist', entry.replace(/\.ts$/, '.js'));
+  if (fs.existsSync(path.join(root, compiled))) return compiled;
+  throw new Error(`image ${name}: neither ${entry} nor ${compiled} is in ${root}; run \`npm run compile\``);
 }
 
 /** The rendered files of image `name`, in name order: exactly those its recipe names. */

@@ -11,7 +11,7 @@ import { BaseImages, containerEnv, missingContainerTools, podman, podmanArgs } f
 import { buildFleetImages, containerPrefix, FleetImages, fleetContainerFlags, removeFleetContainers, startImageRouter } from './images';
 import { assertPortFree, freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
-/** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist/cli). */
+/** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist). */
 const REPO_ROOT = packageRoot(__dirname);
 /** The database each cell's workload uses inside its own PostgreSQL cluster. */
 export const LOCAL_DATABASE = 'cell';

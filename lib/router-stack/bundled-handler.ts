@@ -1,3 +1,4 @@
+import * as fs from 'fs';
 import * as path from 'path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -5,11 +6,34 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { packageRoot } from '../files/package-root';
 
-const PROJECT_ROOT = path.join(__dirname, '..', '..');
+const LOCK_FILES = ['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml', 'bun.lock', 'bun.lockb'];
+
+/**
+ * The lock file esbuild's project is rooted at: this repository's own, or, installed as a package
+ * (npm packs no lock file), the one of the app that installed it, whose node_modules hold the SDK
+ * the handler bundles.
+ */
+function lockFile(): string {
+  const root = packageRoot(__dirname);
+  for (let dir = root; ; dir = path.dirname(dir)) {
+    const found = LOCK_FILES.map((name) => path.join(dir, name)).find((file) => fs.existsSync(file));
+    if (found) return found;
+    if (path.dirname(dir) === dir) {
+      throw new Error(`the router's Lambda handlers are bundled from node_modules at synth, and no lock file (${LOCK_FILES.join(', ')}) is at or above ${root}; install the app's dependencies (npm install)`);
+    }
+  }
+}
+
+/** A handler's TypeScript source, or the JavaScript compiled from it where the source is not shipped (the installed package). */
+function handlerFile(entry: string): string {
+  const compiled = entry.replace(/\.ts$/, '.js');
+  return !fs.existsSync(entry) && fs.existsSync(compiled) ? compiled : entry;
+}
 
 export interface BundledHandlerProps {
-  /** The handler's source (exports `handler`), under lib/router-stack. */
+  /** The handler's source (exports `handler`), under lib/router-stack; its compiled .js when only that exists. */
   readonly entry: string;
   readonly role: iam.IRole;
   readonly description: string;
@@ -21,7 +45,7 @@ export interface BundledHandlerProps {
 
 /**
  * A custom-resource handler of a router stack: `<scope>/Handler`, bundled at synth by esbuild from
- * node_modules with this project's AWS SDK inside (so its behaviour does not depend on the SDK the
+ * node_modules (this repository's, or the app's that installed the package) with the AWS SDK inside (so its behaviour does not depend on the SDK the
  * Lambda runtime ships), logging to `<scope>/HandlerLogs` (kept two years) which `role` may write.
  * Two minutes: the handlers answer CloudFormation themselves, on every path, within that.
  */
@@ -31,11 +55,12 @@ export function bundledHandler(scope: Construct, props: BundledHandlerProps): la
     id: 'ControlTower::CT.CLOUDWATCH.PR.3',
     reason: `Deploy-time log of ${props.logs}; CloudWatch Logs encrypts it at rest with its own key.`,
   });
+  const depsLockFilePath = lockFile();
   const handler = new lambdaNodejs.NodejsFunction(scope, 'Handler', {
-    entry: props.entry,
+    entry: handlerFile(props.entry),
     handler: 'handler',
-    projectRoot: PROJECT_ROOT,
-    depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+    projectRoot: path.dirname(depsLockFilePath),
+    depsLockFilePath,
     runtime: lambda.Runtime.NODEJS_24_X,
     memorySize: 256,
     timeout: Duration.minutes(2),

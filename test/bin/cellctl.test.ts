@@ -7,25 +7,25 @@ import { REPO_ROOT } from '../support/fleet';
 
 /**
  * bin/cellctl.js runs the compiled JavaScript only while every source it was compiled from is
- * unchanged; otherwise the TypeScript itself. Checked in a copy of the layout whose "compiled" and
- * "source" entry points say which one ran.
+ * unchanged; otherwise the TypeScript itself; installed as a package (no sources), always the
+ * compiled. Checked in a copy of the layout whose "compiled" and "source" entry points say which one ran.
  */
 describe('bin/cellctl.js', () => {
   let dir: string;
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-entry-'));
     fs.mkdirSync(path.join(dir, 'bin'));
-    fs.mkdirSync(path.join(dir, 'dist', 'cli', 'bin'), { recursive: true });
+    fs.mkdirSync(path.join(dir, 'dist', 'bin'), { recursive: true });
     fs.copyFileSync(path.join(REPO_ROOT, 'bin', 'cellctl.js'), path.join(dir, 'bin', 'cellctl.js'));
     fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(dir, 'node_modules'));
     fs.writeFileSync(path.join(dir, 'bin', 'cellctl.ts'), "const from: string = 'source';\nprocess.stdout.write(from);\n");
-    fs.writeFileSync(path.join(dir, 'dist', 'cli', 'bin', 'cellctl.js'), "process.stdout.write('compiled');\n");
+    fs.writeFileSync(path.join(dir, 'dist', 'bin', 'cellctl.js'), "process.stdout.write('compiled');\n");
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   const record = () => {
     const file = path.join(dir, 'bin', 'cellctl.ts');
-    fs.writeFileSync(path.join(dir, 'dist', 'cli', 'sources.json'), JSON.stringify({ sources: { 'bin/cellctl.ts': fs.statSync(file).mtimeMs } }));
+    fs.writeFileSync(path.join(dir, 'dist', 'sources.json'), JSON.stringify({ sources: { 'bin/cellctl.ts': fs.statSync(file).mtimeMs } }));
   };
   const run = (env: NodeJS.ProcessEnv = {}) =>
     spawnSync(process.execPath, [path.join(dir, 'bin', 'cellctl.js')], { cwd: dir, encoding: 'utf8', env: { ...process.env, CELLCTL_FROM_SOURCE: '', ...env } }).stdout;
@@ -45,8 +45,19 @@ describe('bin/cellctl.js', () => {
   });
 
   it('runs the sources when nothing was built', () => {
-    fs.rmSync(path.join(dir, 'dist', 'cli', 'sources.json'), { force: true });
+    fs.rmSync(path.join(dir, 'dist', 'sources.json'), { force: true });
     expect(run()).toBe('source');
+  });
+
+  it('runs the compiled code where there are no sources (the installed package, whose files npm packs with one fixed time)', () => {
+    const source = path.join(dir, 'bin', 'cellctl.ts');
+    const text = fs.readFileSync(source, 'utf8');
+    fs.rmSync(source);
+    try {
+      expect(run()).toBe('compiled');
+    } finally {
+      fs.writeFileSync(source, text);
+    }
   });
 });
 

@@ -5,9 +5,9 @@ import { packageRoot, packageVersion } from '../../lib/files';
 import { REPO_ROOT } from '../support/fleet';
 
 describe('packageRoot / packageVersion', () => {
-  it('finds the nearest folder up holding package.json, from the sources and from dist/cli alike', () => {
+  it('finds the nearest folder up holding package.json, from the sources and from dist alike', () => {
     expect(packageRoot(path.join(REPO_ROOT, 'lib', 'cli'))).toBe(REPO_ROOT);
-    expect(packageRoot(path.join(REPO_ROOT, 'dist', 'cli', 'lib', 'cli'))).toBe(REPO_ROOT);
+    expect(packageRoot(path.join(REPO_ROOT, 'dist', 'lib', 'cli'))).toBe(REPO_ROOT);
     expect(packageVersion(__dirname)).toBe(JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')).version);
   });
 

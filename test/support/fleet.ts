@@ -19,6 +19,22 @@ export function exampleFleetWithoutExtension(): Fleet {
   return fleet;
 }
 
+/**
+ * The example fleet cut to two cells, one per region and one of each shape (`canary-eu`: Fargate and
+ * Aurora; `us-4`: EC2 and RDS PostgreSQL), everything else as shipped (its accounts, its own cell
+ * resources, the pipeline): for a test of a mechanism every cell and region shares, at a quarter of
+ * the example's synthesis. Tests of the example fleet's own waves and grants use `exampleFleet()`.
+ */
+export function twoCellFleet(): Fleet {
+  const example = exampleFleet();
+  const input = exampleInput();
+  const ids = ['canary-eu', 'us-4'];
+  return resolveFleet({
+    ...input,
+    cells: input.cells.filter((c) => ids.includes(c.id)).map((c) => ({ ...c, account: example.cells.find((e) => e.id === c.id)!.account })),
+  });
+}
+
 /** The shipped config object itself, for tests that edit it. */
 export function exampleInput(): FleetInput {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
