@@ -2,6 +2,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack, endpointServiceFingerprint } from '../cell';
 import { Fleet } from '../fleet';
+import { pipelineStackName } from '../names';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { RouterGroupsStack, RouterStack } from '../router-stack';
@@ -25,7 +26,7 @@ export interface FleetStacks {
  * and every written template is checked against AWS's limits (lib/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
-  const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, cellStacks: cellStacksOf(fleet), stackName: `${fleet.app}-pipeline` });
+  const stack = new PipelineStack(app, pipelineStackName(fleet.app), { fleet, cellStacks: cellStacksOf(fleet), stackName: pipelineStackName(fleet.app) });
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;

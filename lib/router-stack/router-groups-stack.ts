@@ -7,9 +7,11 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
-import { Fleet, mappingBucketParameter, RouterGroupConfig, routerClusterParameter, routerServiceName } from '../fleet';
+import { Fleet, RouterGroupConfig } from '../fleet';
+import {
+  mappingBucketParameter, routerAlarmTopicName, routerGroupHealthAlarmName, RouterGroupsPart, routerGroupsStackName, routerParameters, routerServiceName, routerStackName, routerTaskRoleName,
+} from '../names';
 import { routerRoutingOf } from '../router/task-config';
-import { routerTaskRoleName } from './mapping-bucket';
 import { connectionUseMetric, RouterGroup } from './router-group';
 
 /** The CloudWatch namespace of the router agent's metrics (EMF). */
@@ -18,46 +20,10 @@ export const ROUTER_METRICS_NAMESPACE = 'CellRouter';
 /** The `<group>-connection-use` alarm pages when the busiest task stays above this share of its limit. */
 export const CONNECTION_USE_ALARM_PERCENT = 80;
 
-/**
- * Which groups of a region a stack holds: the canary group (the first of `router.groups`) alone, so
- * the pipeline can bake it before the rest of the region's groups change, or every other group.
- */
-export type RouterGroupsPart = 'canary' | 'rest';
-
-/** Stack name of a region's routers: `<app>-router-<region>` (VPC, NLB, target groups, cell links, mapping bucket). */
-export const routerStackName = (fleet: Fleet, region: string) => `${fleet.app}-router-${region}`;
-
-/** Stack name of a region's router groups: `<app>-router-<region>-canary-group`, `<app>-router-<region>-groups`. */
-export const routerGroupsStackName = (fleet: Fleet, region: string, part: RouterGroupsPart) =>
-  `${routerStackName(fleet, region)}-${part === 'canary' ? 'canary-group' : 'groups'}`;
-
 /** The groups a part holds, in rollout order. */
 export function routerGroupsOf(fleet: Fleet, part: RouterGroupsPart): readonly Required<RouterGroupConfig>[] {
   return part === 'canary' ? fleet.router.groups.slice(0, 1) : fleet.router.groups.slice(1);
 }
-
-/** The name of a group's composite health alarm: what ECS deployments roll back on and the pipeline bakes on. */
-export const routerGroupHealthAlarmName = (fleet: Fleet, region: string, group: string) => `${routerStackName(fleet, region)}-${group}-health`;
-
-/**
- * What the region's router stack hands to its group stacks, as SSM parameters of the router account
- * in that region (`/<app>/router/...`), never as CloudFormation exports. A group stack reads them
- * as `AWS::SSM::Parameter::Value<String>` template parameters, resolved on each deploy: nothing
- * ties the two stacks together in CloudFormation, so a removed group or a replaced target group never
- * meets "Export ... cannot be updated as it is in use" ("After another stack imports an output value,
- * you can't delete the stack that is exporting the output value or modify the exported output
- * value", CloudFormation, `Fn::ImportValue`). Each parameter is read at every create or update of
- * the group stack (CloudFormation User Guide, "CloudFormation-supplied parameter types", SSM
- * parameter types). The order is the pipeline's: the router stack deploys before the
- * group stacks (first deploy included), and a group stack's deploy reads the values current then.
- */
-export const routerParameters = {
-  clusterName: routerClusterParameter,
-  /** The router tasks' private subnets, comma-separated, one per zone in the fleet's zone order. */
-  taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
-  taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
-  targetGroupArn: (app: string, group: string) => `/${app}/router/groups/${group}/target-group-arn`,
-} as const;
 
 export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
@@ -81,7 +47,7 @@ export class RouterGroupsStack extends Stack {
   constructor(scope: Construct, id: string, { fleet, region, part, ...props }: RouterGroupsStackProps) {
     const groups = routerGroupsOf(fleet, part);
     super(scope, id, {
-      stackName: routerGroupsStackName(fleet, region, part),
+      stackName: routerGroupsStackName(fleet.app, region, part),
       description: `${fleet.app} router groups ${groups.map((g) => g.name).join(', ')} in ${region}`,
       terminationProtection: true,
       suppressTemplateIndentation: true,
@@ -91,7 +57,7 @@ export class RouterGroupsStack extends Stack {
     if (groups.length === 0) throw new Error(`RouterGroupsStack ${region}/${part}: no router groups to deploy (router.groups lists ${fleet.router.groups.length})`);
     Tags.of(this).add('app', fleet.app);
     Tags.of(this).add('component', 'router');
-    const prefix = routerStackName(fleet, region);
+    const prefix = routerStackName(fleet.app, region);
     const zones = fleet.regions[region]?.availabilityZones ?? [];
     const param = (name: string) => ssm.StringParameter.valueForStringParameter(this, name);
 
@@ -108,8 +74,8 @@ export class RouterGroupsStack extends Stack {
     const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(fleet.app)), { mutable: false });
     const mappingBucket = param(mappingBucketParameter(fleet.app));
     const routing = routerRoutingOf(fleet);
-    // Created by RouterStack (same account and region), so its name is known: `<prefix>-alarms`.
-    const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${fleet.accounts.router}:${prefix}-alarms`);
+    // Created by RouterStack (same account and region), so its name is known.
+    const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${fleet.accounts.router}:${routerAlarmTopicName(fleet.app, region)}`);
     const notify = new cloudwatchActions.SnsAction(topic);
 
     const alarms: (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[] = [];
@@ -156,11 +122,11 @@ export class RouterGroupsStack extends Stack {
         threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       });
       const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
-        compositeAlarmName: routerGroupHealthAlarmName(fleet, region, g),
+        compositeAlarmName: routerGroupHealthAlarmName(fleet.app, region, g),
         alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
       });
       alarms.push(health);
-      groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(fleet, region, g) });
+      groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(fleet.app, region, g) });
       const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, { targetGroupArn: param(routerParameters.targetGroupArn(fleet.app, g)) });
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, routing,

@@ -12,19 +12,23 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellZoneName, Fleet, mappingBucketParameter, ROUTER_SUBNET_MASKS, routerClusterParameter, seedMapping } from '../fleet';
+import { cellZoneName, Fleet, ROUTER_SUBNET_MASKS, seedMapping } from '../fleet';
+import {
+  cellEndpointReaderRoleName, cellEndpointServiceParameter, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, publisherRoleName, routerAlarmTopicName,
+  routerBakeWatcherRoleName, routerClusterParameter, routerCustomResourceRoleName, routerDeletionProtectorRoleName, routerGroupHealthAlarmName, routerNamePrefix, routerParameters,
+  routerStackName, routerTaskRoleName,
+} from '../names';
 import { CellBakeAccess } from '../cell/bake-access';
 import { DELETION_PROTECTION_AFTER_CREATE } from '../cell/data';
-import { DeletionProtectionAccess, deletionProtectorRoleName } from '../cell/deletion-protection-access';
+import { DeletionProtectionAccess } from '../cell/deletion-protection-access';
 import { LogBucket } from '../cell/log-bucket';
 import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellEndpointLookup, CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
-import { MappingBucket, MappingPublisher, MappingSeed, routerTaskRoleName } from './mapping-bucket';
+import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
 import { MoveBucket } from '../moves/aws-bucket';
-import { moveBucketParameter, moveOperatorRoleName } from '../moves/aws-layout';
 import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
-import { CONNECTION_USE_ALARM_PERCENT, routerGroupHealthAlarmName, routerParameters, routerStackName } from './router-groups-stack';
+import { CONNECTION_USE_ALARM_PERCENT } from './router-groups-stack';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly fleet: Fleet;
@@ -43,9 +47,6 @@ const CELL_ENDPOINT_SUBNETS = 'cell-endpoints';
 
 /** The region whose router stack holds the router account's one-per-fleet resources (`router.homeRegion`). */
 export const publisherRegion = (fleet: Fleet) => fleet.router.homeRegion;
-
-/** The publisher role, in the router account: writes every region's mapping bucket. */
-export const publisherRoleName = (app: string) => `${app}-mapping-publisher`;
 
 const EMF = 'CellRouter';
 
@@ -97,7 +98,7 @@ export class RouterStack extends Stack {
 
   constructor(scope: Construct, id: string, { fleet, region, cellEndpointFingerprints, ...props }: RouterStackProps) {
     super(scope, id, {
-      stackName: routerStackName(fleet, region),
+      stackName: routerStackName(fleet.app, region),
       description: `${fleet.app} routers in ${region}`,
       terminationProtection: true,
       // Compact JSON: with a region's per-cell endpoints, alarms and dashboard widgets the template
@@ -111,7 +112,7 @@ export class RouterStack extends Stack {
     this.zones = zones;
     Tags.of(this).add('app', fleet.app);
     Tags.of(this).add('component', 'router');
-    const prefix = `${fleet.app}-router-${region}`;
+    const prefix = routerNamePrefix(fleet.app, region);
     const publisherArn = `arn:${Aws.PARTITION}:iam::${fleet.accounts.router}:role/${publisherRoleName(fleet.app)}`;
     // Moves publish their freeze, flip and unfreeze as mapping versions.
     const moveOperatorArn = `arn:${Aws.PARTITION}:iam::${fleet.accounts.router}:role/${moveOperatorRoleName(fleet.app)}`;
@@ -123,7 +124,7 @@ export class RouterStack extends Stack {
     // The stack's custom resources (seeding the mapping, reading the cells' endpoint service names)
     // run as this role; the cells' reader roles trust `<app>-router-*` roles of this account.
     const customResourceRole = new iam.Role(this, 'CustomResourceRole', {
-      roleName: `${prefix}-custom-resources`,
+      roleName: routerCustomResourceRoleName(fleet.app, region),
       description: `${prefix}: seeds the mapping bucket, reads the cells' endpoint service names`,
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
     });
@@ -294,10 +295,10 @@ export class RouterStack extends Stack {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }));
     }
-    this.groupHealthAlarms = fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet, region, g.name) }));
-    this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: `${prefix}-bake-watcher`, toolingAccount: fleet.accounts.tooling });
+    this.groupHealthAlarms = fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet.app, region, g.name) }));
+    this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: routerBakeWatcherRoleName(fleet.app, region), toolingAccount: fleet.accounts.tooling });
     new DeletionProtectionAccess(this, 'DeletionProtection', {
-      roleName: deletionProtectorRoleName(prefix), toolingAccount: fleet.accounts.tooling, loadBalancerArns: [this.loadBalancer.loadBalancerArn],
+      roleName: routerDeletionProtectorRoleName(fleet.app, region), toolingAccount: fleet.accounts.tooling, loadBalancerArns: [this.loadBalancer.loadBalancerArn],
     });
 
     // Per cell, as the routers see it: the error rate of its traffic across every group (in the
@@ -326,7 +327,7 @@ export class RouterStack extends Stack {
     });
     topicKey.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
     topicKey.addToResourcePolicy(denyGrantsExceptForAwsServices());
-    this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { topicName: `${prefix}-alarms`, masterKey: topicKey, enforceSSL: true });
+    this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { topicName: routerAlarmTopicName(fleet.app, region), masterKey: topicKey, enforceSSL: true });
     const notify = new cloudwatchActions.SnsAction(this.alarmTopic);
     for (const a of alarms) {
       a.addAlarmAction(notify);

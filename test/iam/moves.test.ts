@@ -1,9 +1,10 @@
 import { addFleet } from '../../lib/app';
-import { Fleet, mappingBucketParameter, routerClusterParameter } from '../../lib/fleet';
+import { Fleet } from '../../lib/fleet';
 import { groupKey, versionKey } from '../../lib/mapping-store';
+import { handoffLanePrefix, taskRequestKey, taskResultKey } from '../../lib/moves/aws-layout';
 import {
-  handoffLanePrefix, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, taskRequestKey, taskResultKey,
-} from '../../lib/moves/aws-layout';
+  mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, routerClusterParameter,
+} from '../../lib/names';
 import { servedKey, servedPrefix } from '../../lib/router/served';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';

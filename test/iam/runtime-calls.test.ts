@@ -1,13 +1,14 @@
 import { bootstrapEnvironments } from '../../lib/accounts';
 import { addPipeline } from '../../lib/app';
-import { bakeWatcherRoleName } from '../../lib/cell/bake-access';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, Fleet, mappingBucketParameter } from '../../lib/fleet';
+import { Fleet } from '../../lib/fleet';
+import {
+  bakeWatcherRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, mappingBucketParameter, routerTaskRoleName,
+} from '../../lib/names';
 import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/mapping-store';
 import { bakeCommands } from '../../lib/pipeline/bake';
 import { planWaves } from '../../lib/waves';
 import { cdkApp, exampleFleet } from '../support/fleet';
 import { bootstrapStack, Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
-import { routerTaskRoleName } from '../../lib/router-stack/mapping-bucket';
 import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/router/served';
 
 /**

@@ -5,7 +5,8 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
 import { lookup, validateMapping } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
-import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, routerGroupsOf, RouterGroupsStack, routerParameters, RouterStack } from '../../lib/router-stack';
+import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, routerGroupsOf, RouterGroupsStack, RouterStack } from '../../lib/router-stack';
+import { routerParameters } from '../../lib/names';
 
 import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../lib/router';
 import { cdkApp, exampleFleet, exampleInput, resolve, validInput } from '../support/fleet';
