@@ -1,4 +1,5 @@
 import { App, Validations } from 'aws-cdk-lib';
+import { AuditReport, runAudit } from '../audit';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack, endpointServiceFingerprint } from '../cell';
 import { Fleet } from '../fleet';
@@ -9,6 +10,7 @@ import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
 import { cellStackPropsOf, cellStacksOf } from './cell-props';
 import { isolationChecksPropsOf } from './isolation-props';
+import { cliSynthContext } from './context';
 import { addLimitChecks } from './limit-checks';
 
 export interface FleetStacks {
@@ -54,6 +56,22 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return { cells, routers, routerGroups };
+}
+
+/** The fleet as `cdk synth` builds it: behind its delivery pipeline when it has one, else its stacks directly. */
+export function stampFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): void {
+  if (fleet.pipeline) addPipeline(app, fleet, options);
+  else addFleet(app, fleet, options);
+}
+
+/** `npm run audit`: every pack over the app `cdk synth` builds (lib/audit), synthesized once without the synth gate. */
+export function auditFleet(fleet: Fleet, options: { now?: Date } = {}): AuditReport {
+  const build = (outdir: string) => {
+    const app = new App({ outdir, context: cliSynthContext() });
+    stampFleet(app, fleet, { audit: false });
+    return app;
+  };
+  return runAudit({ app: fleet.app, build, isolation: isolationChecksPropsOf(fleet) }, options);
 }
 
 /**

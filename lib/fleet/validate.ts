@@ -9,7 +9,7 @@ import { LIMITS, QUOTA_CODES } from '../limits/quotas';
 import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName, moverLauncherRoleName, moverTaskRoleName } from '../names';
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
-import { deploymentWindowProblems } from '../pipeline/deployment-window';
+import { deploymentWindowProblems } from './deployment-window';
 
 const ACCOUNTS_FILE = 'cells.accounts.json';
 

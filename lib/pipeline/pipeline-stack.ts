@@ -13,9 +13,9 @@ import {
 } from '../names';
 import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { Fleet } from '../fleet';
-import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
+import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
-import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeSegments, BakeTarget, bakeVariables } from './bake';
+import { BAKE_EXECUTION_ENV, BakeTarget, bakeVariables } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
 import { sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';

@@ -26,7 +26,7 @@ import { placeSubnetsByZoneId } from '../cell/network';
 import { serializeMapping } from '../mapping-store';
 import { CellEndpointLookup, CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
-import { MoveBucket } from '../moves/aws-bucket';
+import { MoveBucket } from './move-bucket';
 import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
 import { CONNECTION_USE_ALARM_PERCENT } from './router-groups-stack';
 

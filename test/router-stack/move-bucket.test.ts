@@ -1,7 +1,7 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import { MoveBucket } from '../../lib/moves/aws-bucket';
+import { MoveBucket } from '../../lib/router-stack/move-bucket';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet } from '../../lib/fleet';
 import { RouterStack } from '../../lib/router-stack';
