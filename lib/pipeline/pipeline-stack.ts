@@ -9,9 +9,9 @@ import { Construct } from 'constructs';
 import { CellStack, CellStackProps, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
 import {
   bakeWatcherRoleName, cellDeletionProtectorRoleName, cellHealthAlarmName, codePipelineName, routerBakeWatcherRoleName, routerDeletionProtectorRoleName,
-  routerGroupHealthAlarmName, RouterGroupsPart, stageProjectName,
+  routerGroupHealthAlarmName, stageProjectName,
 } from '../names';
-import { RouterGroupsStack, RouterStack } from '../router-stack';
+import { RouterGroupsStack, RouterGroupsStackProps, RouterStack, RouterStackProps } from '../router-stack';
 import { Fleet } from '../fleet';
 import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
@@ -51,21 +51,31 @@ export class RouterStage extends Stage {
   /** Every stack of the stage, in deploy order. */
   public readonly stacks: readonly Stack[];
 
-  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string; part: RouterGroupsPart; cellEndpointFingerprints?: Readonly<Record<string, string>> }) {
-    const { cellEndpointFingerprints, fleet, region, part, ...stageProps } = props;
-    super(scope, id, { ...stageProps, env: { account: fleet.accounts.router, region } });
-    if (part === 'canary') this.router = new RouterStack(this, 'Router', { fleet, region, cellEndpointFingerprints });
-    this.groups = new RouterGroupsStack(this, 'Groups', { fleet, region, part });
+  constructor(scope: Construct, id: string, props: StageProps & { readonly router?: RouterStackProps; readonly groups: RouterGroupsStackProps }) {
+    const { router, groups, ...stageProps } = props;
+    super(scope, id, { ...stageProps, env: { account: groups.account, region: groups.region } });
+    if (router) this.router = new RouterStack(this, 'Router', router);
+    this.groups = new RouterGroupsStack(this, 'Groups', groups);
     // No reference between the two (the group stack reads SSM parameters): the order is explicit.
     if (this.router) this.groups.addStackDependency(this.router);
     this.stacks = this.router ? [this.router, this.groups] : [this.groups];
   }
 }
 
+/** One region's router stacks, as its two router stages deploy them. */
+export interface RouterStageStacks {
+  /** The region's RouterStack, deployed with the canary group; the pipeline adds the cells' endpoint fingerprints. */
+  readonly router: Omit<RouterStackProps, 'cellEndpointFingerprints'>;
+  readonly canary: RouterGroupsStackProps;
+  readonly rest: RouterGroupsStackProps;
+}
+
 export interface PipelineStackProps extends StackProps {
   readonly fleet: Fleet;
   /** The props of each cell's stack, by cell id (`cellStackPropsOf` in lib/app). */
   readonly cellStacks: Readonly<Record<string, CellStackProps>>;
+  /** Each region's router stacks, by region (lib/app's `pipelineRoutersOf`). */
+  readonly routers: Readonly<Record<string, RouterStageStacks>>;
 }
 
 /**
@@ -189,7 +199,11 @@ export class PipelineStack extends Stack {
     // alarms before the next region's routers change.
     const routerStages: string[] = [];
     for (const wave of this.plan.routerWaves) {
-      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region, part: wave.part, cellEndpointFingerprints: fingerprints });
+      const stacks = props.routers[wave.region];
+      if (!stacks) throw new Error(`PipelineStack: routers has no stacks for ${wave.region}, a region of the wave plan; give one entry per region`);
+      const stage = new RouterStage(this, wave.name, wave.part === 'canary'
+        ? { router: { ...stacks.router, cellEndpointFingerprints: fingerprints }, groups: stacks.canary }
+        : { groups: stacks.rest });
       for (const stack of stage.stacks) assertNoOpenFindings(stack);
       const watcherRole = routerBakeWatcherRoleName(fleet.app, wave.region);
       const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms : fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet.app, wave.region, g.name) }));

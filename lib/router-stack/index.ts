@@ -4,3 +4,4 @@ export * from './router-stack';
 export * from './cell-links';
 export * from './router-groups-stack';
 export * from './move-bucket';
+export * from './router-parts';

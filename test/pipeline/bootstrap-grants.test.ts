@@ -1,5 +1,5 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { addPipeline, cellStacksOf } from '../../lib/app';
+import { addPipeline, cellStacksOf, pipelineRoutersOf } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
 import { policySize } from '../../lib/limits';
 import { parseBootstrapRoleArn, PipelineStack } from '../../lib/pipeline';
@@ -49,7 +49,7 @@ describe('the pipeline assumes bootstrap roles by pattern (example fleet)', () =
     withOrg = Template.fromStack(addPipeline(cdkApp(), fleet, { audit: false }));
     const noOrg: Fleet = { ...fleet, pipeline: { ...fleet.pipeline!, organizationId: undefined } };
     const app = cdkApp();
-    withoutOrg = Template.fromStack(new PipelineStack(app, `${noOrg.app}-pipeline`, { fleet: noOrg, cellStacks: cellStacksOf(noOrg), stackName: `${noOrg.app}-pipeline` }));
+    withoutOrg = Template.fromStack(new PipelineStack(app, `${noOrg.app}-pipeline`, { fleet: noOrg, cellStacks: cellStacksOf(noOrg), routers: pipelineRoutersOf(noOrg), stackName: `${noOrg.app}-pipeline` }));
   });
 
   const regions = () => Object.keys(fleet.regions).sort();
