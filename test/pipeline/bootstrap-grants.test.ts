@@ -3,7 +3,7 @@ import { addPipeline, cellStacksOf, pipelineRoutersOf } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
 import { policySize } from '../../lib/limits';
 import { parseBootstrapRoleArn, PipelineStack } from '../../lib/pipeline';
-import { cdkApp, exampleFleet } from '../support/fleet';
+import { cdkApp, smallExampleFleet } from '../support/fleet';
 
 interface Statement { Action: unknown; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }
 
@@ -39,12 +39,12 @@ describe('parseBootstrapRoleArn', () => {
   });
 });
 
-describe('the pipeline assumes bootstrap roles by pattern (example fleet)', () => {
+describe('the pipeline assumes bootstrap roles by pattern (the example fleet, three of its cells)', () => {
   let fleet: Fleet;
   let withOrg: Template;
   let withoutOrg: Template;
   beforeAll(() => {
-    fleet = exampleFleet();
+    fleet = smallExampleFleet();
     expect(fleet.pipeline!.organizationId).toMatch(/^o-/);
     withOrg = Template.fromStack(addPipeline(cdkApp(), fleet, { audit: false }));
     const noOrg: Fleet = { ...fleet, pipeline: { ...fleet.pipeline!, organizationId: undefined } };
