@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { App } from 'aws-cdk-lib';
-import { addFleet, addPipeline, auditSummary, formatAuditSummary } from '../lib/app';
+import { auditSummary, formatAuditSummary, stampFleet } from '../lib/app';
 import { FleetConfigError, loadFleet } from '../lib/fleet';
 
 let fleet;
@@ -15,8 +15,7 @@ try {
 const app = new App();
 try {
   // With a `pipeline` section the cells are deployed by the pipeline's waves; without it, directly.
-  if (fleet.pipeline) addPipeline(app, fleet);
-  else addFleet(app, fleet);
+  stampFleet(app, fleet);
   // Synthesize here (not at exit) to end with the audit summary: what the gate checked and let pass.
   app.synth();
 } catch (error) {

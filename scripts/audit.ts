@@ -5,7 +5,8 @@
  * finding of a gating pack.
  */
 import * as fs from 'fs';
-import { failingPacks, formatText, renderHtml, runAudit } from '../lib/audit';
+import { auditFleet } from '../lib/app';
+import { failingPacks, formatText, renderHtml } from '../lib/audit';
 import { FleetConfigError, loadFleet } from '../lib/fleet';
 import { writeFileAtomic } from '../lib/files';
 
@@ -17,7 +18,7 @@ function main(argv: readonly string[]): number {
     return 2;
   }
   const fleet = loadFleet(process.env.CELLS_CONFIG ?? 'cells.config.ts');
-  const report = runAudit(fleet);
+  const report = auditFleet(fleet);
   if (reportFile) {
     writeFileAtomic(reportFile, renderHtml(report));
     process.stderr.write(`wrote ${reportFile} (${fs.statSync(reportFile).size} bytes)\n`);

@@ -15,6 +15,7 @@ import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { addFleet, addPipeline, cliSynthContext } from '../lib/app';
 import { generateFleet, generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
+import { pipelineStackName } from '../lib/names';
 
 interface Result {
   readonly fleet: string;
@@ -51,9 +52,9 @@ function runOnce(count: number | undefined, regions: number | undefined): Result
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const templates = [outdir, ...fs.readdirSync(outdir).filter((d) => d.startsWith('assembly-')).map((d) => path.join(outdir, d))]
     .flatMap((dir) => fs.readdirSync(dir).filter((f) => f.endsWith('.template.json')).map((f) => path.join(dir, f)));
-  const cellTemplates = templates.filter((f) => !f.endsWith(`${fleet.app}-pipeline.template.json`) && !path.basename(f).startsWith('cross-region'));
+  const cellTemplates = templates.filter((f) => !f.endsWith(`${pipelineStackName(fleet.app)}.template.json`) && !path.basename(f).startsWith('cross-region'));
   const largest = Math.max(...cellTemplates.map((f) => fs.statSync(f).size));
-  const pipelineTemplate = templates.find((f) => f.endsWith(`${fleet.app}-pipeline.template.json`));
+  const pipelineTemplate = templates.find((f) => f.endsWith(`${pipelineStackName(fleet.app)}.template.json`));
   const pipelineBytes = pipelineTemplate ? fs.statSync(pipelineTemplate).size : undefined;
   fs.rmSync(outdir, { recursive: true, force: true });
   return {

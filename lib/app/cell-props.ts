@@ -3,7 +3,8 @@ import * as path from 'path';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { CellProps, CellStackProps } from '../cell';
 import { Cell, Fleet } from '../fleet';
-import { IMAGE_NAMES, IMAGES_REPO_ROOT, imageContext, imageDockerfile } from '../images';
+import { REPO_ROOT } from '../files/repo-root';
+import { IMAGE_NAMES, imageContext, imageDockerfile } from '../images';
 
 /** `workload.image` values of this form build a Dockerfile of this repository (an ECR image asset). */
 export const IMAGE_ASSET_PREFIX = 'asset:';
@@ -22,13 +23,13 @@ export const WORKLOAD_IMAGE_DISPLAY_NAME = 'Cell/WorkloadImage';
 export function workloadContainerImage(image: string): ecs.ContainerImage {
   if (!image.startsWith(IMAGE_ASSET_PREFIX)) return ecs.ContainerImage.fromRegistry(image);
   const file = image.slice(IMAGE_ASSET_PREFIX.length);
-  if (!fs.existsSync(path.join(IMAGES_REPO_ROOT, file))) {
+  if (!fs.existsSync(path.join(REPO_ROOT, file))) {
     throw new Error(`workload.image ${image}: no ${file} in the repository; give a path to a Dockerfile relative to the repository root, or a registry image`);
   }
   const own = IMAGE_NAMES.find((name) => imageDockerfile(name) === path.normalize(file));
   // The name the pipeline's asset-publishing step and `cdk deploy` show: one for every cell's copy of the image.
   const displayName = WORKLOAD_IMAGE_DISPLAY_NAME;
-  return own ? ecs.ContainerImage.fromAsset(imageContext(own), { displayName }) : ecs.ContainerImage.fromAsset(IMAGES_REPO_ROOT, { file, displayName });
+  return own ? ecs.ContainerImage.fromAsset(imageContext(own), { displayName }) : ecs.ContainerImage.fromAsset(REPO_ROOT, { file, displayName });
 }
 
 /**

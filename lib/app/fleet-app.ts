@@ -1,13 +1,17 @@
 import { App, Validations } from 'aws-cdk-lib';
+import { AuditReport, runAudit } from '../audit';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack, endpointServiceFingerprint } from '../cell';
 import { Fleet } from '../fleet';
+import { pipelineStackName } from '../names';
 import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
 import { cellStackPropsOf, cellStacksOf } from './cell-props';
 import { isolationChecksPropsOf } from './isolation-props';
+import { cliSynthContext } from './context';
+import { pipelineRoutersOf, routerGroupsStackPropsOf, routerStackPropsOf } from './router-props';
 import { addLimitChecks } from './limit-checks';
 
 export interface FleetStacks {
@@ -25,7 +29,7 @@ export interface FleetStacks {
  * and every written template is checked against AWS's limits (lib/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
-  const stack = new PipelineStack(app, `${fleet.app}-pipeline`, { fleet, cellStacks: cellStacksOf(fleet), stackName: `${fleet.app}-pipeline` });
+  const stack = new PipelineStack(app, pipelineStackName(fleet.app), { fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app) });
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;
@@ -41,11 +45,11 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
   // Cells first: each router stack carries their endpoint-service fingerprints (it reads a cell's service name again when its changes).
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, cellStackPropsOf(fleet, cell)));
   const cellEndpointFingerprints = Object.fromEntries(fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]));
-  const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, { fleet, region, cellEndpointFingerprints }));
+  const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, routerStackPropsOf(fleet, region, cellEndpointFingerprints)));
   // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
   const routerGroups = routers.flatMap((router) => {
-    const canary = new RouterGroupsStack(app, `router-${router.region}-canary-group`, { fleet, region: router.region, part: 'canary' });
-    const rest = new RouterGroupsStack(app, `router-${router.region}-groups`, { fleet, region: router.region, part: 'rest' });
+    const canary = new RouterGroupsStack(app, `router-${router.region}-canary-group`, routerGroupsStackPropsOf(fleet, router.region, 'canary'));
+    const rest = new RouterGroupsStack(app, `router-${router.region}-groups`, routerGroupsStackPropsOf(fleet, router.region, 'rest'));
     canary.addStackDependency(router);
     rest.addStackDependency(canary);
     return [canary, rest];
@@ -53,6 +57,22 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return { cells, routers, routerGroups };
+}
+
+/** The fleet as `cdk synth` builds it: behind its delivery pipeline when it has one, else its stacks directly. */
+export function stampFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): void {
+  if (fleet.pipeline) addPipeline(app, fleet, options);
+  else addFleet(app, fleet, options);
+}
+
+/** `npm run audit`: every pack over the app `cdk synth` builds (lib/audit), synthesized once without the synth gate. */
+export function auditFleet(fleet: Fleet, options: { now?: Date } = {}): AuditReport {
+  const build = (outdir: string) => {
+    const app = new App({ outdir, context: cliSynthContext() });
+    stampFleet(app, fleet, { audit: false });
+    return app;
+  };
+  return runAudit({ app: fleet.app, build, isolation: isolationChecksPropsOf(fleet) }, options);
 }
 
 /**

@@ -4,3 +4,4 @@ export * from './isolation-props';
 export * from './context';
 export * from './limit-checks';
 export * from './audit-summary';
+export * from './router-props';

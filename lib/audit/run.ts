@@ -3,9 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
-import { addFleet, addPipeline, cliSynthContext, isolationChecksPropsOf } from '../app';
-import { Fleet } from '../fleet';
-import { CellIsolationChecks } from '../isolation';
+import { CellIsolationChecks, CellIsolationChecksProps } from '../isolation';
 import { CFN_LINT, cfnLintFindings, writtenTemplates } from './cfn-lint';
 import { CONTROL_TOWER } from './control-tower';
 import { allStacks, controlTowerFindings, nagFindings, stackLabel } from './findings';
@@ -69,27 +67,33 @@ export const PACK_POLICIES: readonly PackPolicy[] = [
   },
 ];
 
+/** What the audit runs over: the app `build` makes, the fleet's name and its cell-isolation checks' props. */
+export interface AuditSubject {
+  /** The fleet's name, for the report. */
+  readonly app: string;
+  /** Builds the app `cdk synth` builds, without its synth gate, into `outdir` (lib/app's `auditFleet`). */
+  readonly build: (outdir: string) => App;
+  readonly isolation: CellIsolationChecksProps;
+}
+
 /**
- * Builds the same app `cdk synth` does (behind the pipeline when the fleet has one), synthesizes it
- * once into a temporary directory, and collects every pack's findings over every stack: the
- * pipeline, its support stacks, and the router and cell stacks inside its stages.
+ * Synthesizes the subject's app once into a temporary directory, and collects every pack's findings
+ * over every stack: the pipeline, its support stacks, and the router and cell stacks inside its stages.
  */
-export function runAudit(fleet: Fleet, options: { now?: Date } = {}): AuditReport {
+export function runAudit({ app: appName, build, isolation }: AuditSubject, options: { now?: Date } = {}): AuditReport {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'cell-audit-'));
   try {
-    const app = new App({ outdir, context: cliSynthContext() });
-    if (fleet.pipeline) addPipeline(app, fleet, { audit: false });
-    else addFleet(app, fleet, { audit: false });
+    const app = build(outdir);
     app.synth();
     const findings = [
       ...nagFindings(new AwsSolutionsChecks(), app),
-      ...nagFindings(new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)), app),
+      ...nagFindings(new CellIsolationChecks(undefined, isolation), app),
       ...controlTowerFindings(app),
       ...nagFindings(new NIST80053R5Checks(), app),
       ...cfnLintFindings(writtenTemplates(outdir)),
     ];
     return buildReport({
-      app: fleet.app, generatedAt: options.now ?? new Date(), stacks: allStacks(app).map(stackLabel), policies: PACK_POLICIES, findings,
+      app: appName, generatedAt: options.now ?? new Date(), stacks: allStacks(app).map(stackLabel), policies: PACK_POLICIES, findings,
     });
   } finally {
     fs.rmSync(outdir, { recursive: true, force: true });

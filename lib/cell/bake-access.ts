@@ -41,5 +41,3 @@ export class CellBakeAccess extends Construct {
     });
   }
 }
-
-export { bakeWatcherRoleName } from '../fleet/endpoints';

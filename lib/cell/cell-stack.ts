@@ -1,10 +1,12 @@
 import { Aspects, CfnOutput, CfnResource, Environment, IAspect, Stack, StackProps, TagManager, Tags, Token } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter } from '../fleet';
-import { bakeWatcherRoleName, CellBakeAccess } from './bake-access';
+import {
+  bakeWatcherRoleName, cellDeletionProtectorRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, cellStackName, routerRolePrefix,
+} from '../names';
+import { CellBakeAccess } from './bake-access';
 import { Cell, CellProps } from './cell';
 import { CellEndpointRecord } from './endpoint-record';
-import { DeletionProtectionAccess, deletionProtectorRoleName } from './deletion-protection-access';
+import { DeletionProtectionAccess } from './deletion-protection-access';
 import { CellMetricsAccess } from './metrics-access';
 
 /**
@@ -35,11 +37,6 @@ class TagRawResources implements IAspect {
       node.addPropertyOverride('Tags', Object.entries(this.tags).map(([Key, Value]) => ({ Key, Value })));
     }
   }
-}
-
-/** Stack name of a cell: `<app>-cell-<id>`. */
-export function cellStackName(app: string, cellId: string): string {
-  return `${app}-cell-${cellId}`;
 }
 
 /**
@@ -73,7 +70,7 @@ export class CellStack extends Stack {
     });
     const data = this.cell.data;
     new DeletionProtectionAccess(this, 'DeletionProtection', {
-      roleName: deletionProtectorRoleName(`${app}-${cellId}`),
+      roleName: cellDeletionProtectorRoleName(app, cellId),
       toolingAccount,
       loadBalancerArns: [this.cell.entry.loadBalancer.loadBalancerArn, this.cell.entry.privateLink.loadBalancerArn],
       ...(data.engine === 'aurora-postgresql' ? { dbClusterArns: [data.deletionProtectionArn] } : { dbInstanceArns: [data.deletionProtectionArn] }),
@@ -97,7 +94,7 @@ export class CellStack extends Stack {
       parameterName: cellEndpointServiceParameter(app, cellId),
       readerRoleName: cellEndpointReaderRoleName(app, cellId),
       routerAccount: cell.routing.routerAccount,
-      routerRolePrefix: `${app}-router-`,
+      routerRolePrefix: routerRolePrefix(app),
     });
     new CfnOutput(this, 'EndpointServiceName', {
       description: 'PrivateLink service the router creates its interface endpoint for',

@@ -2,6 +2,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { Construct } from 'constructs';
 import { AlarmThresholds, APP_NAME, CELL_ID, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CAPACITY, DEFAULT_PARTITION_KEY, PartitionKeySource } from '../fleet';
+import { cellNamePrefix } from '../names';
 import { CellAlarmOptions, CellAlarms } from './alarms';
 import { CellCompute, CellComputeOptions, CellWorkloadOptions, DEFAULT_CONTAINER_PORT, DEFAULT_HEALTH_CHECK_PATH } from './compute';
 import { CellDashboard } from './dashboard';
@@ -138,7 +139,7 @@ export class Cell extends Construct {
     const problems = cellPropsProblems(props);
     if (problems.length > 0) throw new Error(`Cell ${props.cellId}: ${problems.join('; ')}`);
     const { app, cellId, routing, limits, workload } = props;
-    const namePrefix = `${app}-${cellId}`;
+    const namePrefix = cellNamePrefix(app, cellId);
     const partitionKey = routing.partitionKey ?? DEFAULT_PARTITION_KEY;
     const containerPort = workload.containerPort ?? DEFAULT_CONTAINER_PORT;
     const healthCheckPath = workload.healthCheckPath ?? DEFAULT_HEALTH_CHECK_PATH;

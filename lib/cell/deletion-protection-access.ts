@@ -50,8 +50,3 @@ export class DeletionProtectionAccess extends Construct {
     if (instances.length > 0) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBInstance'], resources: [...instances] }));
   }
 }
-
-/** Name of a stack's deletion-protector role, shared by the stack and the pipeline: `<prefix>-protector`. */
-export function deletionProtectorRoleName(prefix: string): string {
-  return `${prefix}-protector`;
-}

@@ -8,9 +8,8 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
-import {
-  HANDOFF_PREFIX, moveBucketNamePrefix, moveOperatorRoleName, MOVER_CONTAINER, moverLauncherRoleName, moverParameter, MoverTaskInfo, moverTaskRoleName, TASKS_PREFIX,
-} from '../moves/aws-layout';
+import { HANDOFF_PREFIX, MOVER_CONTAINER, MoverTaskInfo, TASKS_PREFIX } from '../moves/aws-layout';
+import { moveBucketNamePrefix, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName } from '../names';
 import { imageDockerfile, repositoryImageAsset } from '../images';
 import { regionPartition } from '../fleet/regions';
 

@@ -4,7 +4,8 @@ import {
   CapacityPlan, capacityHtml, CELL_SIGNALS, CellCapacity, CellLimits, cellLimitsOf, CellLoad, CellSignalName, FleetCapacity, hotByCpu, judgeFleet, movePlanOf,
   parseSignalsRecord, place, planCapacity, SIGNAL_LABELS, signalPeakText, SignalReading, StatusCause,
 } from '../capacity';
-import { cellMetricsReaderRoleName, cellSignalsParameter, Fleet } from '../fleet';
+import { Fleet } from '../fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter } from '../names';
 import { keyProblem, lookup, MappingDocument } from '../mapping';
 import { readLocalFleet } from '../moves/local-fleet';
 import { cellLoadsOf, overWindow, readTenantRates } from '../router/tenant-rates';

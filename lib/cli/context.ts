@@ -1,6 +1,7 @@
 import * as path from 'path';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { Fleet, FleetConfigError, loadFleet, mappingBucketParameter } from '../fleet';
+import { Fleet, FleetConfigError, loadFleet } from '../fleet';
+import { mappingBucketParameter, routerStackName } from '../names';
 import { CliError } from './io';
 
 /** Runs `load`, turning config problems (cells.config.ts, cells.accounts.json) into a CLI error (exit 1). */
@@ -50,7 +51,7 @@ export async function mappingBucketOf(fleet: Fleet, region: string): Promise<str
     return Parameter.Value;
   } catch (error) {
     const hint = (error as Error).name === 'ParameterNotFound'
-      ? `the router stack of ${region} (${fleet.app}-router-${region}) is not deployed yet in account ${fleet.accounts.router}`
+      ? `the router stack of ${region} (${routerStackName(fleet.app, region)}) is not deployed yet in account ${fleet.accounts.router}`
       : 'check the credentials (the publisher role may read it) and AWS_REGION';
     throw new CliError(`cannot find the mapping bucket of ${region}: SSM ${name} in ${region}: ${(error as Error).name}: ${(error as Error).message}; ${hint}, or pass --bucket NAME`);
   } finally {

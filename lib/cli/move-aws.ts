@@ -1,11 +1,11 @@
 import type { AwsCredentialIdentityProvider } from '@aws-sdk/types';
 import { Fleet } from '../fleet';
-import { mappingBucketParameter, routerClusterParameter, routerServiceName } from '../fleet/endpoints';
+import { cellStackName, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, routerClusterParameter, routerServiceName, routerStackName } from '../names';
 import { assumedRole, ssmParameter } from '../aws/assumed-role';
 import { isCredentialsError, credentialsHint } from '../aws/credentials';
 import { EcsCellData } from '../moves/aws-cell';
 import { S3HandoffStore } from '../moves/aws-handoff';
-import { moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, MoverTaskInfo } from '../moves/aws-layout';
+import { MoverTaskInfo } from '../moves/aws-layout';
 import { EcsMoverRunner, MoverCell } from '../moves/aws-runner';
 import { ecsRunningTasks, S3RoutingControl, servedReportProbe } from '../moves/aws-routing';
 import { S3MoveStore } from '../moves/s3-store';
@@ -95,20 +95,20 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const withCredentials = credentials ? { credentials } : {};
   const pathStyle = process.env.S3_FORCE_PATH_STYLE === 'true';
   const bucket = options.movesBucket ?? await parameter(moveBucketParameter(fleet.app), home, credentials,
-    `the fleet has no move bucket yet; deploy ${fleet.app}-router-${home} (it creates the move bucket and the operator role), or pass --moves-bucket NAME`);
+    `the fleet has no move bucket yet; deploy ${routerStackName(fleet.app, home)} (it creates the move bucket and the operator role), or pass --moves-bucket NAME`);
   const s3 = new S3Client({ region: home, forcePathStyle: pathStyle, ...withCredentials });
   const store = new S3MoveStore(s3, bucket);
   const regions = Object.keys(fleet.regions);
   const mappingBuckets = await Promise.all(regions.map(async (region) => ({
     region,
     s3: new S3Client({ region, forcePathStyle: pathStyle, ...withCredentials }),
-    bucket: await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`),
+    bucket: await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${routerStackName(fleet.app, region)} first`),
   })));
   const stores = mappingBuckets.map(({ s3: client, bucket: name }) => new MappingStore(client, name));
   const clusters = new Map<string, Promise<string>>();
   const ecsByRegion = new Map<string, InstanceType<typeof ECSClient>>();
   const routerTasks = async (region: string, group: string) => {
-    if (!clusters.has(region)) clusters.set(region, parameter(routerClusterParameter(fleet.app), region, credentials, `deploy ${fleet.app}-router-${region} first`));
+    if (!clusters.has(region)) clusters.set(region, parameter(routerClusterParameter(fleet.app), region, credentials, `deploy ${routerStackName(fleet.app, region)} first`));
     if (!ecsByRegion.has(region)) ecsByRegion.set(region, new ECSClient({ region, ...withCredentials }));
     return ecsRunningTasks(ecsByRegion.get(region)!, await clusters.get(region)!, routerServiceName(fleet.app, region, group));
   };
@@ -134,7 +134,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
     ecs: (cell) => new ECSClient({ region: cell.region, credentials: launcher(cell) }),
     taskInfo: (cell) => {
       if (!infos.has(cell.id)) {
-        infos.set(cell.id, parameter(moverParameter(fleet.app, cell.id), cell.region, launcher(cell), `the cell stack ${fleet.app}-cell-${cell.id} has no mover yet; deploy the cells (the pipeline's cell waves) first`)
+        infos.set(cell.id, parameter(moverParameter(fleet.app, cell.id), cell.region, launcher(cell), `the cell stack ${cellStackName(fleet.app, cell.id)} has no mover yet; deploy the cells (the pipeline's cell waves) first`)
           .then((text) => JSON.parse(text) as MoverTaskInfo));
       }
       return infos.get(cell.id)!;

@@ -47,30 +47,3 @@ export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'buc
     { now: SEED_CREATED_AT },
   );
 }
-
-/** SSM parameter, in each cell's account and region, holding the name of the cell's PrivateLink endpoint service. */
-export const cellEndpointServiceParameter = (app: string, cellId: string) => `/${app}/cell/${cellId}/endpoint-service-name`;
-
-/** Role in each cell account that the routers' stacks assume to read that parameter (and nothing else). */
-export const cellEndpointReaderRoleName = (app: string, cellId: string) => `${app}-${cellId}-ep-reader`;
-
-/** SSM parameter, in the router account in each region, naming that region's mapping bucket. */
-export const mappingBucketParameter = (app: string) => `/${app}/router/mapping-bucket`;
-
-/**
- * Role in each cell account that operators of the router account assume for `cellctl capacity`: read
- * the cell's metrics (`cloudwatch:GetMetricData`) and its signals parameter, nothing else.
- */
-export const cellMetricsReaderRoleName = (app: string, cellId: string) => `${app}-${cellId}-metrics-reader`;
-
-/** SSM parameter, in each cell's account and region, naming the metrics of the cell's own signals (JSON, lib/capacity/signals.ts). */
-export const cellSignalsParameter = (app: string, cellId: string) => `/${app}/cell/${cellId}/signals`;
-
-/** Name of a cell's bake-watcher role, shared by the cell stack and the pipeline. */
-export function bakeWatcherRoleName(app: string, cellId: string): string {
-  return `${app}-${cellId}-bake-watcher`;
-}
-/** SSM parameter (router account, each region) naming the region's router ECS cluster. */
-export const routerClusterParameter = (app: string) => `/${app}/router/cluster-name`;
-/** The ECS service of a router group: `<app>-router-<region>-<group>`. */
-export const routerServiceName = (app: string, region: string, group: string) => `${app}-router-${region}-${group}`;

@@ -11,3 +11,4 @@ export * from './schema';
 export * from './display-path';
 export * from './privatelink-regions';
 export * from './endpoints';
+export * from './deployment-window';

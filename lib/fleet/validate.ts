@@ -3,14 +3,13 @@ import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_CAPACITY, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
   CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem, tenantMaxConnOf,
 } from './defaults';
-import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName } from './endpoints';
 import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
-import { moverLauncherRoleName, moverTaskRoleName } from '../moves/aws-layout';
+import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName, moverLauncherRoleName, moverTaskRoleName } from '../names';
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
-import { deploymentWindowProblems } from '../pipeline/deployment-window';
+import { deploymentWindowProblems } from './deployment-window';
 
 const ACCOUNTS_FILE = 'cells.accounts.json';
 

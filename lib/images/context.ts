@@ -3,16 +3,10 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { writeFileAtomic } from '../files/atomic-write';
-import { packageRoot } from '../files/package-root';
+import { REPO_ROOT } from '../files/repo-root';
 import { routerStateFiles } from '../router/task-config';
 
-/**
- * The repository root: the images' sources, Dockerfiles and entry points live under it. The nearest
- * folder up holding package.json: cellctl also runs this file compiled, from dist.
- */
-export const IMAGES_REPO_ROOT = packageRoot(__dirname);
-
-/** One esbuild bundle of an image context: an entry point of this repository (its source) and the file it becomes. */
+/** One esbuild bundle of an image context: an entry point of this repository and the file it becomes. */
 interface Bundle {
   readonly entry: string;
   readonly out: string;
@@ -111,7 +105,7 @@ const stamp = (file: string): [number, number] => {
  * --images` all take their contexts from here: the image tested is the image that ships.
  */
 export function imageContext(name: ImageName, options: ImageContextOptions = {}): string {
-  const root = options.root ?? IMAGES_REPO_ROOT;
+  const root = options.root ?? REPO_ROOT;
   const cache = options.cacheDir ?? path.join(root, 'node_modules', '.cache', 'cell-factory-images');
   const recipe: ImageRecipe = RECIPES[name];
   const rendered = renderedFiles(name, recipe, options.rendered);

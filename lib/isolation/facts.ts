@@ -1,4 +1,5 @@
 import { cidrsOverlap, CidrRange, parseCidr } from '../fleet/cidr';
+import { cellNamePrefix, cellStackName } from '../names';
 
 /**
  * What the isolation rules know about the fleet: who owns which account, name and address range.
@@ -51,7 +52,7 @@ export function stackRole(facts: FleetFacts, account: string): StackRole {
 export function cellsNamedIn(facts: FleetFacts, text: string): string[] {
   const found = new Set<string>();
   const ids = [...facts.cells.map((c) => c.id)].sort((a, b) => b.length - a.length);
-  for (const prefix of [`${facts.app}-cell-`, `${facts.app}-`]) {
+  for (const prefix of [cellStackName(facts.app, ''), cellNamePrefix(facts.app, '')]) {
     let at = text.indexOf(prefix);
     while (at >= 0) {
       const rest = text.slice(at + prefix.length);
@@ -66,7 +67,7 @@ export function cellsNamedIn(facts: FleetFacts, text: string): string[] {
 /** The cell whose name an alarm carries (`<app>-<cell>-...`), if any. */
 export function alarmOwner(facts: FleetFacts, alarmName: string): string | undefined {
   const ids = [...facts.cells.map((c) => c.id)].sort((a, b) => b.length - a.length);
-  return ids.find((id) => alarmName.startsWith(`${facts.app}-${id}-`));
+  return ids.find((id) => alarmName.startsWith(`${cellNamePrefix(facts.app, id)}-`));
 }
 
 /** Every string inside a template value, with the JSON path it sits at (inside `Fn::Join` too). */

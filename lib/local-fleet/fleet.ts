@@ -2,7 +2,8 @@ import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { packageRoot, pidRunning, watchChild, writeFileAtomic } from '../files';
+import { pidRunning, watchChild, writeFileAtomic } from '../files';
+import { REPO_ROOT } from '../files/repo-root';
 import { PartitionKeySource } from '../fleet/types';
 import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
@@ -11,8 +12,6 @@ import { BaseImages, containerEnv, missingContainerTools, podman, podmanArgs } f
 import { buildFleetImages, containerPrefix, FleetImages, fleetContainerFlags, removeFleetContainers, startImageRouter } from './images';
 import { assertPortFree, freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
-/** The repository root: the nearest folder up holding package.json (cellctl also runs this file compiled, from dist). */
-const REPO_ROOT = packageRoot(__dirname);
 /** The database each cell's workload uses inside its own PostgreSQL cluster. */
 export const LOCAL_DATABASE = 'cell';
 export const FLEET_FILE = 'fleet.json';

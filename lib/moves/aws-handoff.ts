@@ -9,7 +9,7 @@ import { statusOf } from '../mapping-store/store';
  * The hand-off in the move bucket. Keys `<moveId>/<rest>` live at
  * `handoff/<moveId>/from=<source account>/to=<target account>/<rest>`: the source cell's mover may
  * write only under its `from=` lanes, the target's may read only under its `to=` lanes (bucket
- * policy, lib/moves/aws-bucket.ts). `lane` is needed to put and get; the operator, which only
+ * policy, lib/router-stack/move-bucket.ts). `lane` is needed to put and get; the operator, which only
  * removes a finished move's data, needs none.
  */
 export class S3HandoffStore implements HandoffStore {

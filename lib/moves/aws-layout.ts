@@ -45,19 +45,6 @@ export function handoffLanePrefix(moveId: string, lane: HandoffLane): string {
 export const taskRequestKey = (account: string, requestId: string) => `${TASKS_PREFIX}${account}/${requestId}/request.json`;
 export const taskResultKey = (account: string, requestId: string) => `${TASKS_PREFIX}${account}/${requestId}/result.json`;
 
-/** The mover task's role in each cell account: its database secret, its own hand-off lanes. */
-export const moverTaskRoleName = (app: string, cell: string) => `${app}-${cell}-mover`;
-/** The role the move operator assumes in each cell account to run and watch mover tasks, nothing else. */
-export const moverLauncherRoleName = (app: string, cell: string) => `${app}-${cell}-mover-launcher`;
-/** The operator of AWS moves, in the router account: `cellctl move` without `--local` runs as it. */
-export const moveOperatorRoleName = (app: string) => `${app}-move-operator`;
-/** SSM parameter (router account, the fleet's `router.homeRegion`) naming the move bucket. */
-export const moveBucketParameter = (app: string) => `/${app}/moves/bucket`;
-/** SSM parameter (each cell's account and region) describing how to run its mover task (JSON). */
-export const moverParameter = (app: string, cell: string) => `/${app}/cell/${cell}/mover`;
-/** Prefix of the move bucket's name; the name ends with part of the stack id (a retried create gets a new one). */
-export const moveBucketNamePrefix = (app: string, routerAccount: string) => `${app}-moves-${routerAccount}`;
-
 /** What the cell stack publishes in `moverParameter`, for `cellctl move` to run the task. */
 export interface MoverTaskInfo {
   readonly cluster: string;

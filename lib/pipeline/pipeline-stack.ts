@@ -6,18 +6,22 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
-import { bakeWatcherRoleName, CellStack, CellStackProps, deletionProtectorRoleName, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
-import { routerGroupHealthAlarmName, RouterGroupsPart, RouterGroupsStack, RouterStack, routerStackName } from '../router-stack';
+import { CellStack, CellStackProps, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
+import {
+  bakeWatcherRoleName, cellDeletionProtectorRoleName, cellHealthAlarmName, codePipelineName, routerBakeWatcherRoleName, routerDeletionProtectorRoleName,
+  routerGroupHealthAlarmName, stageProjectName,
+} from '../names';
+import { RouterGroupsStack, RouterGroupsStackProps, RouterStack, RouterStackProps } from '../router-stack';
 import { Fleet } from '../fleet';
-import { FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
+import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
-import { BAKE_ACTION_LIMIT_SECONDS, BAKE_EXECUTION_ENV, bakeSegments, BakeTarget, bakeVariables } from './bake';
+import { BAKE_EXECUTION_ENV, BakeTarget, bakeVariables } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
 import { sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
 import { failedCreateVariables } from './failed-create';
 import { ProtectTarget, protectVariables } from './protect';
-import { assumeInAccounts, deployRolePattern, grantStageProjectsByPattern, namePattern, stageProjectName } from './stage-grants';
+import { assumeInAccounts, deployRolePattern, grantStageProjectsByPattern, namePattern } from './stage-grants';
 import { sourceStageScript, STAGE_SCRIPTS_DIR, writeStageScripts } from './stage-scripts';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';
 
@@ -47,21 +51,31 @@ export class RouterStage extends Stage {
   /** Every stack of the stage, in deploy order. */
   public readonly stacks: readonly Stack[];
 
-  constructor(scope: Construct, id: string, props: StageProps & { fleet: Fleet; region: string; part: RouterGroupsPart; cellEndpointFingerprints?: Readonly<Record<string, string>> }) {
-    const { cellEndpointFingerprints, fleet, region, part, ...stageProps } = props;
-    super(scope, id, { ...stageProps, env: { account: fleet.accounts.router, region } });
-    if (part === 'canary') this.router = new RouterStack(this, 'Router', { fleet, region, cellEndpointFingerprints });
-    this.groups = new RouterGroupsStack(this, 'Groups', { fleet, region, part });
+  constructor(scope: Construct, id: string, props: StageProps & { readonly router?: RouterStackProps; readonly groups: RouterGroupsStackProps }) {
+    const { router, groups, ...stageProps } = props;
+    super(scope, id, { ...stageProps, env: { account: groups.account, region: groups.region } });
+    if (router) this.router = new RouterStack(this, 'Router', router);
+    this.groups = new RouterGroupsStack(this, 'Groups', groups);
     // No reference between the two (the group stack reads SSM parameters): the order is explicit.
     if (this.router) this.groups.addStackDependency(this.router);
     this.stacks = this.router ? [this.router, this.groups] : [this.groups];
   }
 }
 
+/** One region's router stacks, as its two router stages deploy them. */
+export interface RouterStageStacks {
+  /** The region's RouterStack, deployed with the canary group; the pipeline adds the cells' endpoint fingerprints. */
+  readonly router: Omit<RouterStackProps, 'cellEndpointFingerprints'>;
+  readonly canary: RouterGroupsStackProps;
+  readonly rest: RouterGroupsStackProps;
+}
+
 export interface PipelineStackProps extends StackProps {
   readonly fleet: Fleet;
   /** The props of each cell's stack, by cell id (`cellStackPropsOf` in lib/app). */
   readonly cellStacks: Readonly<Record<string, CellStackProps>>;
+  /** Each region's router stacks, by region (lib/app's `pipelineRoutersOf`). */
+  readonly routers: Readonly<Record<string, RouterStageStacks>>;
 }
 
 /**
@@ -98,7 +112,7 @@ export class PipelineStack extends Stack {
       ? pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn })
       : pipelines.CodePipelineSource.s3(s3.Bucket.fromBucketName(this, 'SourceBucket', source.bucketName), source.objectKey);
 
-    const pipelineName = `${fleet.app}-cells`;
+    const pipelineName = codePipelineName(fleet.app);
     // Every CodeBuild project (synth, self-mutation, assets, bakes) logs here for a year, so a failed
     // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3). Kept when the stack
     // goes, so it has no fixed name: a re-created pipeline stack (or a retried failed create) makes a
@@ -150,7 +164,7 @@ export class PipelineStack extends Stack {
     for (const wave of this.plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
       const targets = cells.map((c) => ({
-        cell: c.id, account: c.account, region: c.region, alarmName: `${fleet.app}-${c.id}-health`, roleName: bakeWatcherRoleName(fleet.app, c.id),
+        cell: c.id, account: c.account, region: c.region, alarmName: cellHealthAlarmName(fleet.app, c.id), roleName: bakeWatcherRoleName(fleet.app, c.id),
       }));
       const cellStages = cells.map((cell) => new CellStage(this, `cell-${cell.id}`, { cellStack: cellStacks[cell.id] }));
       for (const stage of cellStages) fingerprints[stage.cellId] = endpointServiceFingerprint(stage.stack.cell.entry);
@@ -159,7 +173,7 @@ export class PipelineStack extends Stack {
       // protects the wave's stacks before it watches them (see protect.ts).
       const protect = cellStages.map((stage) => ({
         stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
-        deletionProtectorRole: deletionProtectorRoleName(`${fleet.app}-${stage.cellId}`),
+        deletionProtectorRole: cellDeletionProtectorRoleName(fleet.app, stage.cellId),
       }));
       const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName, scripts);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
@@ -185,16 +199,20 @@ export class PipelineStack extends Stack {
     // alarms before the next region's routers change.
     const routerStages: string[] = [];
     for (const wave of this.plan.routerWaves) {
-      const stage = new RouterStage(this, wave.name, { fleet, region: wave.region, part: wave.part, cellEndpointFingerprints: fingerprints });
+      const stacks = props.routers[wave.region];
+      if (!stacks) throw new Error(`PipelineStack: routers has no stacks for ${wave.region}, a region of the wave plan; give one entry per region`);
+      const stage = new RouterStage(this, wave.name, wave.part === 'canary'
+        ? { router: { ...stacks.router, cellEndpointFingerprints: fingerprints }, groups: stacks.canary }
+        : { groups: stacks.rest });
       for (const stack of stage.stacks) assertNoOpenFindings(stack);
-      const watcherRole = `${routerStackName(fleet, wave.region)}-bake-watcher`;
-      const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms : fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet, wave.region, g.name) }));
+      const watcherRole = routerBakeWatcherRoleName(fleet.app, wave.region);
+      const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms : fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet.app, wave.region, g.name) }));
       const targets = watched.map(({ group, alarmName }) => ({
         cell: `router-${group}`, account: fleet.accounts.router, region: wave.region, alarmName, roleName: watcherRole,
       }));
       const protect = stage.stacks.map((stack) => ({
         stackName: stack.stackName, account: stack.account, region: stack.region,
-        ...(stack === stage.router ? { deletionProtectorRole: deletionProtectorRoleName(routerStackName(fleet, wave.region)) } : {}),
+        ...(stack === stage.router ? { deletionProtectorRole: routerDeletionProtectorRoleName(fleet.app, wave.region) } : {}),
       }));
       this.pipeline.addStage(stage, {
         pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app, scripts)],

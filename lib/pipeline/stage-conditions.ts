@@ -1,5 +1,5 @@
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
-import { deploymentWindowProblems } from './deployment-window';
+import { deploymentWindowProblems } from '../fleet';
 
 /** What a wave stage needs beyond what CDK Pipelines renders. */
 export interface WaveStageConditions {

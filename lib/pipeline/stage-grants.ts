@@ -2,6 +2,7 @@ import { Aws, DefaultStackSynthesizer, Stack } from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as pipelines from 'aws-cdk-lib/pipelines';
+import { stageProjectPrefix } from '../names';
 import { statementsOf } from './bootstrap-grants';
 
 /**
@@ -18,18 +19,6 @@ import { statementsOf } from './bootstrap-grants';
  *   action role starts them by that one name pattern rather than listing each project (about 10
  *   characters per cell in one statement, which IAM cannot split).
  */
-
-/** Prefix of the names of the stage steps' CodeBuild projects. */
-export function stageProjectPrefix(app: string): string {
-  return `${app}-stage-`;
-}
-
-/** The CodeBuild project name of stage step `stepId` (CodeBuild allows 255 characters of `[A-Za-z0-9_-]`). */
-export function stageProjectName(app: string, stepId: string): string {
-  const name = `${stageProjectPrefix(app)}${stepId}`;
-  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{1,254}$/.test(name)) throw new Error(`stageProjectName: \`${name}\` is not a CodeBuild project name (up to 255 of A-Z a-z 0-9 _ -)`);
-  return name;
-}
 
 /**
  * One IAM name pattern matching every name of `names`: the name itself when they are all the same,

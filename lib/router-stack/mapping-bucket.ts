@@ -1,4 +1,3 @@
-import { createHash } from 'crypto';
 import * as path from 'path';
 import { Aws, CustomResource, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,18 +9,6 @@ import { LogBucket, perCreationBucketName } from '../cell/log-bucket';
 import { bundledHandler } from './bundled-handler';
 import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../mapping-store';
 import { SERVED_PREFIX, servedPrefix } from '../router/served';
-
-/**
- * The task role of a router group in one region: `<app>-router-<region>-<group>-task`, or when that
- * is longer than IAM's 64 characters `<app>-router-task-<16 hex of region/group>`. Named, so the
- * region's router stack (which deploys first) can name each group's role in its mapping bucket's
- * policy: only that group's tasks write its `served/<group>/` reports.
- */
-export function routerTaskRoleName(app: string, region: string, group: string): string {
-  const name = `${app}-router-${region}-${group}-task`;
-  if (name.length <= 64) return name;
-  return `${app}-router-task-${createHash('sha256').update(`${region}/${group}`).digest('hex').slice(0, 16)}`;
-}
 
 /** How long an unrefreshed `served/` report is kept (a task killed without saying it stopped, a group scaled to 0). */
 export const SERVED_REPORT_EXPIRY_DAYS = 7;

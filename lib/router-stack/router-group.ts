@@ -1,4 +1,3 @@
-import * as path from 'path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -13,8 +12,6 @@ import { connectionLimits, READY_PORT, ROUTER_TASK_MEMORY_MIB } from '../router/
 import { RouterRouting, routerStateFiles, routerTaskConfig, ROUTER_TASK_DEFAULTS } from '../router/task-config';
 import { grantMappingRead, grantServedReport } from './mapping-bucket';
 
-/** The repository root: the router images build from it (see images/). */
-export const REPO_ROOT = path.join(__dirname, '..', '..');
 export const ROUTER_PORT = ROUTER_TASK_DEFAULTS.port;
 /** HAProxy's readiness (the NLB's health check): 200 while a mapping is in force and the task is not near its connection limit. */
 export { READY_PORT };

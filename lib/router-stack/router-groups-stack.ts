@@ -7,9 +7,10 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
-import { Fleet, mappingBucketParameter, RouterGroupConfig, routerClusterParameter, routerServiceName } from '../fleet';
-import { routerRoutingOf } from '../router/task-config';
-import { routerTaskRoleName } from './mapping-bucket';
+import {
+  mappingBucketParameter, routerAlarmTopicName, routerGroupHealthAlarmName, RouterGroupsPart, routerGroupsStackName, routerParameters, routerServiceName, routerStackName, routerTaskRoleName,
+} from '../names';
+import { RouterRouting } from '../router/task-config';
 import { connectionUseMetric, RouterGroup } from './router-group';
 
 /** The CloudWatch namespace of the router agent's metrics (EMF). */
@@ -18,51 +19,29 @@ export const ROUTER_METRICS_NAMESPACE = 'CellRouter';
 /** The `<group>-connection-use` alarm pages when the busiest task stays above this share of its limit. */
 export const CONNECTION_USE_ALARM_PERCENT = 80;
 
-/**
- * Which groups of a region a stack holds: the canary group (the first of `router.groups`) alone, so
- * the pipeline can bake it before the rest of the region's groups change, or every other group.
- */
-export type RouterGroupsPart = 'canary' | 'rest';
-
-/** Stack name of a region's routers: `<app>-router-<region>` (VPC, NLB, target groups, cell links, mapping bucket). */
-export const routerStackName = (fleet: Fleet, region: string) => `${fleet.app}-router-${region}`;
-
-/** Stack name of a region's router groups: `<app>-router-<region>-canary-group`, `<app>-router-<region>-groups`. */
-export const routerGroupsStackName = (fleet: Fleet, region: string, part: RouterGroupsPart) =>
-  `${routerStackName(fleet, region)}-${part === 'canary' ? 'canary-group' : 'groups'}`;
-
-/** The groups a part holds, in rollout order. */
-export function routerGroupsOf(fleet: Fleet, part: RouterGroupsPart): readonly Required<RouterGroupConfig>[] {
-  return part === 'canary' ? fleet.router.groups.slice(0, 1) : fleet.router.groups.slice(1);
+/** One router group's service. */
+export interface RouterGroupServiceSettings {
+  readonly name: string;
+  /** Tasks the service keeps running (scaling adds more). */
+  readonly tasks: number;
 }
 
-/** The name of a group's composite health alarm: what ECS deployments roll back on and the pipeline bakes on. */
-export const routerGroupHealthAlarmName = (fleet: Fleet, region: string, group: string) => `${routerStackName(fleet, region)}-${group}-health`;
-
-/**
- * What the region's router stack hands to its group stacks, as SSM parameters of the router account
- * in that region (`/<app>/router/...`), never as CloudFormation exports. A group stack reads them
- * as `AWS::SSM::Parameter::Value<String>` template parameters, resolved on each deploy: nothing
- * ties the two stacks together in CloudFormation, so a removed group or a replaced target group never
- * meets "Export ... cannot be updated as it is in use" ("After another stack imports an output value,
- * you can't delete the stack that is exporting the output value or modify the exported output
- * value", CloudFormation, `Fn::ImportValue`). Each parameter is read at every create or update of
- * the group stack (CloudFormation User Guide, "CloudFormation-supplied parameter types", SSM
- * parameter types). The order is the pipeline's: the router stack deploys before the
- * group stacks (first deploy included), and a group stack's deploy reads the values current then.
- */
-export const routerParameters = {
-  clusterName: routerClusterParameter,
-  /** The router tasks' private subnets, comma-separated, one per zone in the fleet's zone order. */
-  taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
-  taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
-  targetGroupArn: (app: string, group: string) => `/${app}/router/groups/${group}/target-group-arn`,
-} as const;
-
 export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
-  readonly fleet: Fleet;
+  /** The fleet's name: every name the stack stamps starts with it (lib/names). */
+  readonly app: string;
   readonly region: string;
+  /** The router account, where the region's RouterStack is. */
+  readonly account: string;
+  /** The region's zones, as the RouterStack's (the task subnets come one per zone). */
+  readonly availabilityZones: readonly string[];
+  /** Which of the region's group stacks this is: it names the stack. */
   readonly part: RouterGroupsPart;
+  /** The part's groups, in rollout order (the canary part holds the first group alone). */
+  readonly groups: readonly RouterGroupServiceSettings[];
+  /** How the router tasks route: partition key, buckets, slots, connection limits (lib/router/task-config). */
+  readonly routing: RouterRouting;
+  /** Minutes without a successful mapping refresh before a group's stale-mapping alarm. */
+  readonly stalenessMinutes: number;
 }
 
 /**
@@ -78,21 +57,19 @@ export class RouterGroupsStack extends Stack {
   public readonly groupHealthAlarms: readonly { readonly group: string; readonly alarmName: string }[];
   public readonly alarms: readonly (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[];
 
-  constructor(scope: Construct, id: string, { fleet, region, part, ...props }: RouterGroupsStackProps) {
-    const groups = routerGroupsOf(fleet, part);
+  constructor(scope: Construct, id: string, { app, region, account, availabilityZones: zones, part, groups, routing, stalenessMinutes, ...props }: RouterGroupsStackProps) {
     super(scope, id, {
-      stackName: routerGroupsStackName(fleet, region, part),
-      description: `${fleet.app} router groups ${groups.map((g) => g.name).join(', ')} in ${region}`,
+      stackName: routerGroupsStackName(app, region, part),
+      description: `${app} router groups ${groups.map((g) => g.name).join(', ')} in ${region}`,
       terminationProtection: true,
       suppressTemplateIndentation: true,
       ...props,
-      env: { account: fleet.accounts.router, region },
+      env: { account, region },
     });
-    if (groups.length === 0) throw new Error(`RouterGroupsStack ${region}/${part}: no router groups to deploy (router.groups lists ${fleet.router.groups.length})`);
-    Tags.of(this).add('app', fleet.app);
+    if (groups.length === 0) throw new Error(`RouterGroupsStack ${region}/${part}: groups is empty; a group stack deploys at least one router group`);
+    Tags.of(this).add('app', app);
     Tags.of(this).add('component', 'router');
-    const prefix = routerStackName(fleet, region);
-    const zones = fleet.regions[region]?.availabilityZones ?? [];
+    const prefix = routerStackName(app, region);
     const param = (name: string) => ssm.StringParameter.valueForStringParameter(this, name);
 
     // CDK's ECS constructs want an IVpc; the service gets explicit subnets and a security group, so
@@ -100,16 +77,15 @@ export class RouterGroupsStack extends Stack {
     const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
       vpcId: 'vpc-of-the-router-stack',
       availabilityZones: [...zones],
-      privateSubnetIds: Fn.split(',', param(routerParameters.taskSubnetIds(fleet.app)), zones.length),
+      privateSubnetIds: Fn.split(',', param(routerParameters.taskSubnetIds(app)), zones.length),
     });
     // The services need the subnets' ids only, never their route tables.
     for (const subnet of vpc.privateSubnets) Annotations.of(subnet).acknowledgeWarning('@aws-cdk/aws-ec2:noSubnetRouteTableId', 'router tasks are placed by subnet id; no route is added here');
-    const cluster = ecs.Cluster.fromClusterAttributes(this, 'Cluster', { clusterName: param(routerParameters.clusterName(fleet.app)), vpc });
-    const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(fleet.app)), { mutable: false });
-    const mappingBucket = param(mappingBucketParameter(fleet.app));
-    const routing = routerRoutingOf(fleet);
-    // Created by RouterStack (same account and region), so its name is known: `<prefix>-alarms`.
-    const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${fleet.accounts.router}:${prefix}-alarms`);
+    const cluster = ecs.Cluster.fromClusterAttributes(this, 'Cluster', { clusterName: param(routerParameters.clusterName(app)), vpc });
+    const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(app)), { mutable: false });
+    const mappingBucket = param(mappingBucketParameter(app));
+    // Created by RouterStack (same account and region), so its name is known.
+    const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${account}:${routerAlarmTopicName(app, region)}`);
     const notify = new cloudwatchActions.SnsAction(topic);
 
     const alarms: (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[] = [];
@@ -136,9 +112,9 @@ export class RouterGroupsStack extends Stack {
         threshold: 20, evaluationPeriods: 5, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
       alarm(`${g}-stale-mapping`, `${g}-stale-mapping`, {
-        alarmDescription: `Router group ${g} in ${region}: no successful mapping refresh for ${fleet.router.stalenessMinutes} minutes (or no agent metrics at all)`,
+        alarmDescription: `Router group ${g} in ${region}: no successful mapping refresh for ${stalenessMinutes} minutes (or no agent metrics at all)`,
         metric: groupMetric(g, 'SecondsSinceRefresh', 'Maximum'),
-        threshold: fleet.router.stalenessMinutes * 60, evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        threshold: stalenessMinutes * 60, evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       });
       alarm(`${g}-rejected-documents`, `${g}-rejected-documents`, {
         alarmDescription: `Router group ${g} in ${region}: a published mapping was rejected (the last-known-good is still served)`,
@@ -149,19 +125,19 @@ export class RouterGroupsStack extends Stack {
         metric: connectionUseMetric(g, 'Maximum'), threshold: CONNECTION_USE_ALARM_PERCENT, evaluationPeriods: 3, datapointsToAlarm: 3,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
-      const serviceName = routerServiceName(fleet.app, region, g);
+      const serviceName = routerServiceName(app, region, g);
       const unhealthy = alarm(`${g}-unhealthy-tasks`, `${g}-unhealthy-tasks`, {
         alarmDescription: `Router group ${g} in ${region}: fewer running tasks than the ${group.tasks} wanted`,
         metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
         threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       });
       const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
-        compositeAlarmName: routerGroupHealthAlarmName(fleet, region, g),
+        compositeAlarmName: routerGroupHealthAlarmName(app, region, g),
         alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
       });
       alarms.push(health);
-      groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(fleet, region, g) });
-      const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, { targetGroupArn: param(routerParameters.targetGroupArn(fleet.app, g)) });
+      groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(app, region, g) });
+      const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, { targetGroupArn: param(routerParameters.targetGroupArn(app, g)) });
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, routing,
         targetGroup, mappingBucket, mappingBucketRegion: region,
@@ -170,7 +146,7 @@ export class RouterGroupsStack extends Stack {
         // ALARM while a new group's first tasks start; tasks that never become healthy trip the
         // circuit breaker instead. Both stay in the group's composite, which the bake and on-call watch.
         deploymentAlarms: [errors],
-        taskRoleName: routerTaskRoleName(fleet.app, region, g),
+        taskRoleName: routerTaskRoleName(app, region, g),
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
       // Group by group: a deploy reaches the next group only once the previous one is stable.

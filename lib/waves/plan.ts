@@ -1,5 +1,5 @@
 import { Fleet } from '../fleet';
-import { bakeSegments } from '../pipeline/bake';
+import { bakeSegments } from './bake-segments';
 
 export type WaveKind = 'canary' | 'single' | 'group';
 

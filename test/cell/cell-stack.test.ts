@@ -1,7 +1,8 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { cellStackPropsOf } from '../../lib/app';
-import { CellStack, cellStackName } from '../../lib/cell';
+import { CellStack } from '../../lib/cell';
 import { Fleet } from '../../lib/fleet';
+import { cellStackName } from '../../lib/names';
 import { EC2_CELL, FARGATE_CELL, SynthesizedCell, synthCells } from '../support/cell';
 import { cdkApp, exampleFleet } from '../support/fleet';
 

@@ -5,7 +5,8 @@ import { CloudWatchClient, GetMetricDataCommand, ListMetricsCommand } from '@aws
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
-import { cellMetricsReaderRoleName, cellSignalsParameter, Fleet } from '../../lib/fleet';
+import { Fleet } from '../../lib/fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter } from '../../lib/names';
 import { CellSignalsRecord, STATUS_COLOURS } from '../../lib/capacity';
 import { countColour, evaluateInPage, screenshot } from '../support/browser';
 import { cellctl } from '../support/cli';

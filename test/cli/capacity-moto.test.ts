@@ -2,7 +2,8 @@ import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwat
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { CellSignalsRecord } from '../../lib/capacity';
-import { cellMetricsReaderRoleName, cellSignalsParameter, Fleet } from '../../lib/fleet';
+import { Fleet } from '../../lib/fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter } from '../../lib/names';
 import { cellctl } from '../support/cli';
 import { exampleFleet } from '../support/fleet';
 import { Moto, startMoto } from '../support/moto';

@@ -1,11 +1,12 @@
 import { addFleet } from '../../lib/app';
-import { Fleet, mappingBucketParameter, routerClusterParameter } from '../../lib/fleet';
+import { Fleet } from '../../lib/fleet';
 import { groupKey, versionKey } from '../../lib/mapping-store';
+import { handoffLanePrefix, taskRequestKey, taskResultKey } from '../../lib/moves/aws-layout';
 import {
-  handoffLanePrefix, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, taskRequestKey, taskResultKey,
-} from '../../lib/moves/aws-layout';
+  mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, routerClusterParameter,
+} from '../../lib/names';
 import { servedKey, servedPrefix } from '../../lib/router/served';
-import { cdkApp, exampleFleet } from '../support/fleet';
+import { cdkApp, smallExampleFleet } from '../support/fleet';
 import { Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
 
 /**
@@ -38,7 +39,7 @@ describe('IAM: moves between AWS cells (mover task, launcher, operator)', () => 
   const launcher = (cell: Fleet['cells'][number]) => world.role(`arn:aws:iam::${cell.account}:role/${moverLauncherRoleName(fleet.app, cell.id)}`);
   const secretOf = (cell: Fleet['cells'][number]) => world.resourcesOf('AWS::SecretsManager::Secret').find((s) => s.stack.account === cell.account)!.arn;
   beforeAll(() => {
-    fleet = exampleFleet();
+    fleet = smallExampleFleet();
     const app = cdkApp();
     addFleet(app, fleet, { audit: false });
     // Every account of the fleet is in the example organization (pipeline.organizationId): the move

@@ -1,13 +1,14 @@
 import { bootstrapEnvironments } from '../../lib/accounts';
 import { addPipeline } from '../../lib/app';
-import { bakeWatcherRoleName } from '../../lib/cell/bake-access';
-import { cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, Fleet, mappingBucketParameter } from '../../lib/fleet';
+import { Fleet } from '../../lib/fleet';
+import {
+  bakeWatcherRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, mappingBucketParameter, routerTaskRoleName,
+} from '../../lib/names';
 import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/mapping-store';
 import { bakeCommands } from '../../lib/pipeline/bake';
 import { planWaves } from '../../lib/waves';
-import { cdkApp, exampleFleet } from '../support/fleet';
+import { cdkApp, smallExampleFleet } from '../support/fleet';
 import { bootstrapStack, Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
-import { routerTaskRoleName } from '../../lib/router-stack/mapping-bucket';
 import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/router/served';
 
 /**
@@ -53,7 +54,8 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   let stackNames: { name: string; account: string; region: string }[];
   let agents: { region: string; group: string; bucket: string; role: RoleView }[];
   beforeAll(() => {
-    fleet = exampleFleet();
+    // Canary, two single-cell waves and a group wave across both regions: every kind of bake.
+    fleet = smallExampleFleet(['canary-eu', 'eu-1', 'us-1', 'eu-2', 'us-2']);
     const app = cdkApp();
     addPipeline(app, fleet, { audit: false });
     const deployed = deployedTemplates(app.synth());

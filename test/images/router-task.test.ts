@@ -4,6 +4,7 @@ import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { S3Client } from '@aws-sdk/client-s3';
 import { addCell, initialMapping, lookup, MappingDocument, pinKey } from '../../lib/mapping';
 import { MappingStore, publishMapping } from '../../lib/mapping-store';
+import { routerGroupsStackPropsOf, routerStackPropsOf } from '../../lib/app';
 import { RouterGroupsStack, RouterStack } from '../../lib/router-stack';
 import { FakeCell, routed, startCell, until } from '../support/cells';
 import { missingContainerTools, podman } from '../support/containers';
@@ -58,8 +59,8 @@ describeImages('the router task from its images, behind an NLB stand-in', () => 
     await removeAll(Object.values(NAMES), Object.values(VOLUMES));
     const fleet = exampleFleet();
     const app = cdkApp();
-    const routerStack = new RouterStack(app, `router-${REGION}`, { fleet, region: REGION });
-    const groupsStack = new RouterGroupsStack(app, `router-${REGION}-canary-group`, { fleet, region: REGION, part: 'canary' });
+    const routerStack = new RouterStack(app, `router-${REGION}`, routerStackPropsOf(fleet, REGION));
+    const groupsStack = new RouterGroupsStack(app, `router-${REGION}-canary-group`, routerGroupsStackPropsOf(fleet, REGION, 'canary'));
     const assembly: CloudAssembly = app.synth();
 
     const [taskDefinition] = resourcesOf(assembly, groupsStack.stackName, 'AWS::ECS::TaskDefinition');

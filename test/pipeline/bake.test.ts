@@ -1,7 +1,8 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { BAKE_ACTION_MAX_SECONDS, BAKE_EXECUTION_ENV, BakeTarget, bakeCommands, bakeSegments } from '../../lib/pipeline';
+import { BAKE_EXECUTION_ENV, BakeTarget, bakeCommands } from '../../lib/pipeline';
+import { BAKE_ACTION_MAX_SECONDS } from '../../lib/waves';
 import { runWithFakeAws } from '../support/fake-aws';
 
 const targets: BakeTarget[] = [
@@ -98,23 +99,7 @@ describe('bakeCommands', () => {
   });
 });
 
-describe('bakeSegments (CodePipeline times a CodeBuild action out after 8 hours)', () => {
-  it('keeps a bake that fits one action in one action', () => {
-    expect(bakeSegments(0)).toEqual([0]);
-    expect(bakeSegments(3600)).toEqual([3600]);
-    expect(bakeSegments(BAKE_ACTION_MAX_SECONDS)).toEqual([BAKE_ACTION_MAX_SECONDS]);
-  });
-
-  it('chains a longer bake over equal actions of at most 7 h that add up to the bake', () => {
-    expect(bakeSegments(BAKE_ACTION_MAX_SECONDS + 1)).toEqual([12601, 12600]);
-    expect(bakeSegments(86_400)).toEqual([21600, 21600, 21600, 21600]);
-    for (const seconds of [25_201, 50_000, 86_399]) {
-      const parts = bakeSegments(seconds);
-      expect(parts.reduce((a, b) => a + b, 0)).toBe(seconds);
-      expect(Math.max(...parts)).toBeLessThanOrEqual(BAKE_ACTION_MAX_SECONDS);
-    }
-  });
-
+describe('bakeCommands and the action limit', () => {
   it('refuses one action longer than the action limit allows', () => {
     expect(() => bakeCommands(targets, BAKE_ACTION_MAX_SECONDS + 1)).toThrow(/longer than one CodePipeline CodeBuild action may run .* split it with bakeSegments/);
   });

@@ -1,9 +1,9 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { addPipeline, cellStacksOf } from '../../lib/app';
+import { addPipeline, cellStacksOf, pipelineRoutersOf } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
 import { policySize } from '../../lib/limits';
 import { parseBootstrapRoleArn, PipelineStack } from '../../lib/pipeline';
-import { cdkApp, exampleFleet, twoCellFleet } from '../support/fleet';
+import { cdkApp, smallExampleFleet, twoCellFleet } from '../support/fleet';
 
 interface Statement { Action: unknown; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }
 
@@ -39,20 +39,20 @@ describe('parseBootstrapRoleArn', () => {
   });
 });
 
-describe('the pipeline assumes bootstrap roles by pattern (example fleet)', () => {
+describe('the pipeline assumes bootstrap roles by pattern (the example fleet, three of its cells)', () => {
   let fleet: Fleet;
   let withOrg: Template;
   let withoutOrg: Template;
   let noOrg: Fleet;
   beforeAll(() => {
-    fleet = exampleFleet();
+    fleet = smallExampleFleet();
     expect(fleet.pipeline!.organizationId).toMatch(/^o-/);
     withOrg = Template.fromStack(addPipeline(cdkApp(), fleet, { audit: false }));
     // Without an organization the conditions list the accounts: the two-cell cut's are enough to see them.
     const small = twoCellFleet();
     noOrg = { ...small, pipeline: { ...small.pipeline!, organizationId: undefined } };
     const app = cdkApp();
-    withoutOrg = Template.fromStack(new PipelineStack(app, `${noOrg.app}-pipeline`, { fleet: noOrg, cellStacks: cellStacksOf(noOrg), stackName: `${noOrg.app}-pipeline` }));
+    withoutOrg = Template.fromStack(new PipelineStack(app, `${noOrg.app}-pipeline`, { fleet: noOrg, cellStacks: cellStacksOf(noOrg), routers: pipelineRoutersOf(noOrg), stackName: `${noOrg.app}-pipeline` }));
   });
 
   const regions = () => Object.keys(fleet.regions).sort();

@@ -5,7 +5,8 @@ import * as path from 'path';
 import { imageContext, imageDockerfile, ImageName } from '../../lib/images';
 import { routerImageConfig } from '../../lib/isolation';
 import { routerStateFiles } from '../../lib/router';
-import { HAPROXY_ADMIN, REPO_ROOT, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
+import { HAPROXY_ADMIN, ROUTER_USER, STATE_DIR } from '../../lib/router-stack';
+import { REPO_ROOT } from '../../lib/files/repo-root';
 import { exampleFleet } from '../support/fleet';
 import { until } from '../support/cells';
 

@@ -6,6 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Fleet, FleetInput } from '../../lib/fleet';
 import { routerImageConfig } from '../../lib/isolation';
 import { routerStateFiles } from '../../lib/router';
+import { routerGroupsStackPropsOf } from '../../lib/app';
 import { RouterGroupsStack } from '../../lib/router-stack';
 import { cdkApp, exampleFleet, REPO_ROOT, resolve, validInput } from '../support/fleet';
 
@@ -30,7 +31,7 @@ function imagesOf(template: Template, configs: readonly string[]): RouterImages 
 /** Synthesizes a region's canary router group of `fleet` in this process. */
 function routerImages(fleet: Fleet): RouterImages {
   const app = cdkApp();
-  const stack = new RouterGroupsStack(app, 'groups', { fleet, region: REGION, part: 'canary' });
+  const stack = new RouterGroupsStack(app, 'groups', routerGroupsStackPropsOf(fleet, REGION, 'canary'));
   return imagesOf(Template.fromStack(stack), stack.groups.map((g) => g.haproxyConfig));
 }
 
@@ -45,7 +46,7 @@ describe('router image assets, synthesized from fleets', () => {
   it('the HAProxy image holds exactly the configuration its router group rendered', () => {
     expect(base.configs).toHaveLength(1);
     const fleet = resolve(validInput());
-    const stack = new RouterGroupsStack(cdkApp(), 'groups', { fleet, region: REGION, part: 'canary' });
+    const stack = new RouterGroupsStack(cdkApp(), 'groups', routerGroupsStackPropsOf(fleet, REGION, 'canary'));
     const asset = stack.node.findAll().find((c) => c.node.path.endsWith('/HaproxyImage')) as unknown as { assetHash: string };
     expect(asset.assetHash).toBe(base.haproxy);
     expect(Object.keys(routerStateFiles(base.configs[0]))).toContain('haproxy.cfg');
@@ -85,12 +86,12 @@ function routerImagesFrom(root: string): RouterImages {
     const { Template } = require(require.resolve('aws-cdk-lib/assertions', { paths: [root] }));
     const { App } = require(require.resolve('aws-cdk-lib', { paths: [root] }));
     const { loadFleet } = require(path.join(root, 'lib/fleet'));
-    const { cdkJsonContext } = require(path.join(root, 'lib/app'));
+    const { cdkJsonContext, routerGroupsStackPropsOf } = require(path.join(root, 'lib/app'));
     const { RouterGroupsStack } = require(path.join(root, 'lib/router-stack'));
     process.chdir(root);
     // As test/support/fleet.ts's cdkApp: without aws-cdk-lib's built-in CloudFormation validation (seconds of CPU, warnings only).
     const app = new App({ context: cdkJsonContext(), builtinCloudFormationValidation: false, outdir: require('fs').mkdtempSync(path.join(require('os').tmpdir(), 'router-image-out-')) });
-    const stack = new RouterGroupsStack(app, 'groups', { fleet: loadFleet(path.join(root, 'cells.config.ts')), region: ${JSON.stringify(REGION)}, part: 'canary' });
+    const stack = new RouterGroupsStack(app, 'groups', routerGroupsStackPropsOf(loadFleet(path.join(root, 'cells.config.ts')), ${JSON.stringify(REGION)}, 'canary'));
     const [task] = Object.values(Template.fromStack(stack).findResources('AWS::ECS::TaskDefinition'));
     process.stdout.write(JSON.stringify({ containers: task.Properties.ContainerDefinitions, configs: stack.groups.map((g) => g.haproxyConfig) }));
   `;

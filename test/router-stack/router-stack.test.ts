@@ -5,7 +5,9 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
 import { lookup, validateMapping } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
-import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, routerGroupsOf, RouterGroupsStack, routerParameters, RouterStack } from '../../lib/router-stack';
+import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, RouterGroupsStack, RouterStack } from '../../lib/router-stack';
+import { routerGroupsOf, routerGroupsStackPropsOf, routerStackPropsOf } from '../../lib/app';
+import { routerParameters } from '../../lib/names';
 
 import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../lib/router';
 import { cdkApp, exampleFleet, exampleInput, resolve, validInput } from '../support/fleet';
@@ -31,12 +33,12 @@ describe('RouterStack', () => {
   beforeAll(() => {
     fleet = exampleFleet();
     const app = cdkApp();
-    primary = new RouterStack(app, 'router-eu-west-1', { fleet, region: 'eu-west-1' });
-    secondary = new RouterStack(app, 'router-us-east-1', { fleet, region: 'us-east-1' });
-    canary = new RouterGroupsStack(app, 'router-eu-west-1-canary-group', { fleet, region: 'eu-west-1', part: 'canary' });
-    rest = new RouterGroupsStack(app, 'router-eu-west-1-groups', { fleet, region: 'eu-west-1', part: 'rest' });
-    const canary2 = new RouterGroupsStack(app, 'router-us-east-1-canary-group', { fleet, region: 'us-east-1', part: 'canary' });
-    const rest2 = new RouterGroupsStack(app, 'router-us-east-1-groups', { fleet, region: 'us-east-1', part: 'rest' });
+    primary = new RouterStack(app, 'router-eu-west-1', routerStackPropsOf(fleet, 'eu-west-1'));
+    secondary = new RouterStack(app, 'router-us-east-1', routerStackPropsOf(fleet, 'us-east-1'));
+    canary = new RouterGroupsStack(app, 'router-eu-west-1-canary-group', routerGroupsStackPropsOf(fleet, 'eu-west-1', 'canary'));
+    rest = new RouterGroupsStack(app, 'router-eu-west-1-groups', routerGroupsStackPropsOf(fleet, 'eu-west-1', 'rest'));
+    const canary2 = new RouterGroupsStack(app, 'router-us-east-1-canary-group', routerGroupsStackPropsOf(fleet, 'us-east-1', 'canary'));
+    const rest2 = new RouterGroupsStack(app, 'router-us-east-1-groups', routerGroupsStackPropsOf(fleet, 'us-east-1', 'rest'));
     t = Template.fromStack(primary);
     t2 = Template.fromStack(secondary);
     gc = Template.fromStack(canary);
@@ -57,7 +59,7 @@ describe('RouterStack', () => {
     const subnets = Object.values(t.findResources('AWS::EC2::Subnet'));
     expect(new Set(subnets.map((s) => s.Properties.AvailabilityZoneId))).toEqual(new Set(['euw1-az1', 'euw1-az2', 'euw1-az3']));
     expect(subnets.filter((s) => s.Properties.AvailabilityZone !== undefined)).toEqual([]);
-    expect(() => new RouterStack(cdkApp(), 'r', { fleet: { ...fleet, regions: { ...fleet.regions, 'eu-west-1': { availabilityZones: ['euw1-az1', 'euw1-az2'] } } }, region: 'eu-west-1' })).toThrow(/at least 3 Availability Zones/);
+    expect(() => new RouterStack(cdkApp(), 'r', routerStackPropsOf({ ...fleet, regions: { ...fleet.regions, 'eu-west-1': { availabilityZones: ['euw1-az1', 'euw1-az2'] } } }, 'eu-west-1'))).toThrow(/at least 3 Availability Zones/);
   });
 
   it('gives every region its own mapping bucket: versioned, encrypted, private, TLS-only, logged, bounded old versions', () => {
@@ -132,7 +134,7 @@ describe('RouterStack', () => {
     const reordered = resolve({ ...validInput(), regions: Object.fromEntries(Object.entries(validInput().regions).reverse()) });
     expect(Object.keys(reordered.regions)[0]).toBe('us-east-1');
     const app = cdkApp();
-    const stacks = ['eu-west-1', 'us-east-1'].map((region) => new RouterStack(app, `home-${region}`, { fleet: reordered, region }));
+    const stacks = ['eu-west-1', 'us-east-1'].map((region) => new RouterStack(app, `home-${region}`, routerStackPropsOf(reordered, region)));
     const [eu, us] = stacks.map((stack) => Template.fromStack(stack));
     for (const name of ['orders-mapping-publisher', 'orders-move-operator']) {
       eu.resourcePropertiesCountIs('AWS::IAM::Role', { RoleName: name }, 1);
@@ -348,9 +350,9 @@ describe('RouterStack', () => {
   it('forwards by the configured weights, and a drained group (weight 0) keeps its target group and tasks', () => {
     const drained = resolve({ ...validInput(), router: { ...validInput().router, groups: [{ name: 'canary', tasks: 2, weight: 0 }, { name: 'main', tasks: 6, weight: 900 }, { name: 'extra', tasks: 3, weight: 99 }] } });
     const app = cdkApp();
-    const drainedRouter = new RouterStack(app, 'router-weights', { fleet: drained, region: 'eu-west-1' });
-    const drainedCanaryStack = new RouterGroupsStack(app, 'router-weights-canary', { fleet: drained, region: 'eu-west-1', part: 'canary' });
-    const drainedRestStack = new RouterGroupsStack(app, 'router-weights-groups', { fleet: drained, region: 'eu-west-1', part: 'rest' });
+    const drainedRouter = new RouterStack(app, 'router-weights', routerStackPropsOf(drained, 'eu-west-1'));
+    const drainedCanaryStack = new RouterGroupsStack(app, 'router-weights-canary', routerGroupsStackPropsOf(drained, 'eu-west-1', 'canary'));
+    const drainedRestStack = new RouterGroupsStack(app, 'router-weights-groups', routerGroupsStackPropsOf(drained, 'eu-west-1', 'rest'));
     const template = Template.fromStack(drainedRouter);
     const [listener] = Object.values(template.findResources('AWS::ElasticLoadBalancingV2::Listener'));
     expect(listener.Properties.DefaultActions[0].ForwardConfig.TargetGroups.map((g: { Weight: number }) => g.Weight)).toEqual([0, 900, 99]);
@@ -470,7 +472,7 @@ describe('RouterStack', () => {
     expect(names(t)).toEqual(['orders-router-eu-west-1']);
     // Every region links every cell: one page and a half of cells.
     const large = resolve({ ...generateFleet(exampleInput(), CELLS_PER_DASHBOARD + 80), quotas: { interfaceEndpointsPerVpc: CELLS_PER_DASHBOARD + 80 } });
-    const stack = new RouterStack(cdkApp(), 'router-large', { fleet: large, region: 'eu-west-1' });
+    const stack = new RouterStack(cdkApp(), 'router-large', routerStackPropsOf(large, 'eu-west-1'));
     const template = Template.fromStack(stack);
     const bodies = Object.values(template.findResources('AWS::CloudWatch::Dashboard')).map((d) => JSON.stringify(d.Properties.DashboardBody));
     const widgets = bodies.map((b) => (b.match(/\\"type\\":\\"metric\\"/g) ?? []).length);

@@ -13,6 +13,18 @@ export function exampleFleet(): Fleet {
   return loadFleet(path.join(REPO_ROOT, 'cells.config.ts'));
 }
 
+/**
+ * The example fleet cut down to the cells `ids` (by default its canary and one regular cell in each
+ * of its two regions): for a test of a router or pipeline detail, which needs both regions, a canary
+ * wave and a regular wave, but not eight cell stacks to synthesize.
+ */
+export function smallExampleFleet(ids: readonly string[] = ['canary-eu', 'eu-1', 'us-1']): Fleet {
+  const fleet = exampleFleet();
+  const cells = fleet.cells.filter((c) => ids.includes(c.id));
+  if (cells.length !== ids.length) throw new Error(`smallExampleFleet: the example fleet has no cell ${ids.filter((id) => !cells.some((c) => c.id === id)).join(', ')}`);
+  return { ...fleet, cells };
+}
+
 /** The example fleet without its own cell resources (`cellResources`): cells as the factory alone builds them. */
 export function exampleFleetWithoutExtension(): Fleet {
   const { cellResources: _ignored, ...fleet } = exampleFleet();

@@ -6,9 +6,8 @@ import { Construct } from 'constructs';
 import { perCreationBucketName } from '../cell/log-bucket';
 import { GROUPS_PREFIX, VERSIONS_PREFIX } from '../mapping-store/store';
 import { SERVED_PREFIX } from '../router/served';
-import {
-  HANDOFF_PREFIX, MOVE_RECORDS_PREFIX, moveBucketNamePrefix, moveOperatorRoleName, moverLauncherRoleName, moverTaskRoleName, TASKS_PREFIX,
-} from './aws-layout';
+import { HANDOFF_PREFIX, MOVE_RECORDS_PREFIX, TASKS_PREFIX } from '../moves/aws-layout';
+import { moveBucketNamePrefix, moveOperatorRoleName, moverLauncherRoleName, moverTaskRoleName } from '../names';
 
 export interface MoveBucketProps {
   readonly app: string;

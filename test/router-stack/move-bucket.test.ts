@@ -1,9 +1,10 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import { MoveBucket } from '../../lib/moves/aws-bucket';
+import { MoveBucket } from '../../lib/router-stack/move-bucket';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet } from '../../lib/fleet';
+import { routerStackPropsOf } from '../../lib/app';
 import { RouterStack } from '../../lib/router-stack';
 import { cdkApp, exampleFleet } from '../support/fleet';
 
@@ -20,8 +21,8 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
   beforeAll(() => {
     fleet = exampleFleet();
     const app = cdkApp();
-    primary = new RouterStack(app, 'router-eu-west-1', { fleet, region: 'eu-west-1' });
-    secondary = new RouterStack(app, 'router-us-east-1', { fleet, region: 'us-east-1' });
+    primary = new RouterStack(app, 'router-eu-west-1', routerStackPropsOf(fleet, 'eu-west-1'));
+    secondary = new RouterStack(app, 'router-us-east-1', routerStackPropsOf(fleet, 'us-east-1'));
     t = Template.fromStack(primary);
     t2 = Template.fromStack(secondary);
     bucketId = primary.getLogicalId(primary.moves!.bucket.node.defaultChild as never);
@@ -105,7 +106,7 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
 
   it('lists the cells\' accounts and launcher roles instead when the fleet names no organization', () => {
     const noOrg: Fleet = { ...fleet, pipeline: { ...fleet.pipeline!, organizationId: undefined } };
-    const stack = new RouterStack(cdkApp(), 'router-eu-west-1', { fleet: noOrg, region: 'eu-west-1' });
+    const stack = new RouterStack(cdkApp(), 'router-eu-west-1', routerStackPropsOf(noOrg, 'eu-west-1'));
     const template = Template.fromStack(stack);
     const text = JSON.stringify(template.findResources('AWS::IAM::Policy'));
     for (const cell of fleet.cells) expect(text).toContain(`:iam::${cell.account}:role/orders-${cell.id}-mover-launcher`);

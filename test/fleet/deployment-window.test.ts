@@ -1,5 +1,4 @@
-import { fleetProblems } from '../../lib/fleet';
-import { DEPLOYMENT_WINDOW_EXAMPLE, deploymentWindowProblems } from '../../lib/pipeline/deployment-window';
+import { DEPLOYMENT_WINDOW_EXAMPLE, deploymentWindowProblems, fleetProblems } from '../../lib/fleet';
 import { exampleFleet, validInput } from '../support/fleet';
 
 describe('deploymentWindowProblems (CodePipeline DeploymentWindow rule: Quartz-style, seconds first)', () => {

@@ -1,0 +1,64 @@
+import { cellZoneName, Fleet, RouterGroupConfig, seedMapping } from '../fleet';
+import { RouterGroupsPart } from '../names';
+import { routerRoutingOf } from '../router/task-config';
+import { RouterStageStacks } from '../pipeline';
+import { RouterGroupsStackProps, RouterStackProps } from '../router-stack';
+
+/*
+ * The fleet file, translated into the router constructs' own props: the one place where the router
+ * stacks meet `Fleet`. The constructs take plain values; anything they need of the fleet is read here.
+ */
+
+/** The groups a part holds, in rollout order: the canary group (the first of `router.groups`) alone, or every other group. */
+export function routerGroupsOf(fleet: Fleet, part: RouterGroupsPart): readonly Required<RouterGroupConfig>[] {
+  return part === 'canary' ? fleet.router.groups.slice(0, 1) : fleet.router.groups.slice(1);
+}
+
+/**
+ * A region's RouterStack props: its VPC and listener from `router`, a link to every cell of the
+ * fleet, the seeded mapping; the home region's (`router.homeRegion`) also the publisher and move bucket.
+ */
+export function routerStackPropsOf(fleet: Fleet, region: string, cellEndpointFingerprints?: Readonly<Record<string, string>>): RouterStackProps {
+  const { router } = fleet;
+  return {
+    app: fleet.app,
+    region,
+    account: fleet.accounts.router,
+    toolingAccount: fleet.accounts.tooling,
+    availabilityZones: fleet.regions[region]?.availabilityZones ?? [],
+    cidr: router.cidrs[region],
+    certificateArn: router.certificateArns[region],
+    groups: router.groups.map((g) => ({ name: g.name, weight: g.weight })),
+    cells: fleet.cells.map((c) => ({ id: c.id, region: c.region, account: c.account, port: c.certificateArn ? 443 : 80 })),
+    cellZoneName: cellZoneName(fleet),
+    mappingBucketPrefix: router.mappingBucket,
+    keptMappingVersions: router.keptVersions,
+    seedMapping: seedMapping(fleet),
+    organizationId: fleet.pipeline?.organizationId,
+    homeOf: region === router.homeRegion ? Object.keys(fleet.regions) : undefined,
+    cellEndpointFingerprints,
+  };
+}
+
+/** The props of a region's group stack (`part`): its groups' services, the fleet's routing settings. */
+export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: RouterGroupsPart): RouterGroupsStackProps {
+  return {
+    app: fleet.app,
+    region,
+    account: fleet.accounts.router,
+    availabilityZones: fleet.regions[region]?.availabilityZones ?? [],
+    part,
+    groups: routerGroupsOf(fleet, part).map((g) => ({ name: g.name, tasks: g.tasks })),
+    routing: routerRoutingOf(fleet),
+    stalenessMinutes: fleet.router.stalenessMinutes,
+  };
+}
+
+/** Every region's router stacks, for the pipeline's router stages. */
+export function pipelineRoutersOf(fleet: Fleet): Readonly<Record<string, RouterStageStacks>> {
+  return Object.fromEntries(Object.keys(fleet.regions).map((region) => [region, {
+    router: routerStackPropsOf(fleet, region),
+    canary: routerGroupsStackPropsOf(fleet, region, 'canary'),
+    rest: routerGroupsStackPropsOf(fleet, region, 'rest'),
+  }]));
+}
