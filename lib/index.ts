@@ -11,7 +11,10 @@ export type * from './fleet/types';
 
 // The adapter: the fleet file made into the constructs' props, a whole fleet stamped into an app,
 // the audit gate and AWS limit checks.
-export { addFleet, addPipeline, addAuditGate, auditSummary, cellPropsOf, cellStackPropsOf, cellStacksOf, formatAuditSummary, isolationChecksPropsOf } from './app';
+export {
+  addFleet, addPipeline, addAuditGate, auditSummary, cellPropsOf, cellStackPropsOf, cellStacksOf, formatAuditSummary, isolationChecksPropsOf,
+  pipelineRoutersOf, routerGroupsStackPropsOf, routerStackPropsOf,
+} from './app';
 export type { FleetStacks, PackSummary } from './app';
 
 // A cell with props of its own, and its building blocks.
