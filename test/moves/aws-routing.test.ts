@@ -5,6 +5,7 @@ import { GroupServing, groupApplied, S3RoutingControl, servedReportProbe } from 
 import { flipAndUnfreeze, freezeSubject } from '../../lib/moves/routing';
 import { MoveError, MoveSubject, systemClock } from '../../lib/moves/types';
 import { S3ServedReporter } from '../../lib/router';
+import { until } from '../support/cells';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
 
 const NOW = '2026-11-30T16:00:00.000Z';
@@ -94,9 +95,12 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     const live = all((r, g) => task(r, g, `${g}-1`));
     let serving = 3;
     running(live, () => serving);
-    // Every look the wait takes, as it took it.
+    // "Now" for judging a report's age: held at the kill while the test checks that the wait holds,
+    // then moved past the killed task's freshness, so the outcome does not depend on how fast a
+    // loaded machine gets from the kill to the wait's first look.
+    let now: () => number = Date.now;
     const looks: Readonly<Record<string, GroupServing>>[] = [];
-    const probe = servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS });
+    const probe = servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS, clock: { ...systemClock, now: () => new Date(now()) } });
     const control = new S3RoutingControl({
       stores, groups: GROUPS, clock: systemClock, pollMs: 100, timeoutMs: 60_000, silentLimitMs: 60_000,
       probe: async () => { const seen = await probe(); looks.push(seen); return seen; },
@@ -107,15 +111,22 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     serving = next.version;
     // blue-9 in eu-west-1 is killed (SIGKILL, a lost host) while serving v3: its report stays behind.
     await task('eu-west-1', 'blue', 'blue-9').update(3);
+    const killedAt = Date.now();
+    now = () => killedAt;
     looks.length = 0;
-    await control.waitApplied(next.version);
+    let returned = false;
+    const waiting = control.waitApplied(next.version).then(() => { returned = true; });
     const blue9 = (seen: Readonly<Record<string, GroupServing>>) => {
       const blue = seen['eu-west-1/blue'];
       return blue.state === 'serving' ? blue.tasks.find((t) => t.taskId === 'blue-9') : undefined;
     };
-    // The wait saw the killed task behind (it waited for it) and returned on the look where its
-    // report no longer counted, with every other task serving the new version.
-    expect(looks.some((seen) => blue9(seen)?.version === 3)).toBe(true);
+    // While its report is fresh the wait keeps looking and holds for it, however many looks it takes.
+    await until('three looks that see blue-9 behind', async () => looks.filter((seen) => blue9(seen)?.version === 3).length >= 3, 30_000);
+    expect(returned).toBe(false);
+    // Its report goes stale (the live tasks keep reporting): the wait returns, on a look that no
+    // longer counts blue-9 and sees every other task serving the new version.
+    now = () => Math.max(Date.now(), killedAt + FRESH_MS + 2500);
+    await waiting;
     const last = looks.at(-1)!;
     expect(blue9(last)).toBeUndefined();
     expect(Object.values(last).every((g) => groupApplied(g, next.version))).toBe(true);
