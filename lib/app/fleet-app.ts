@@ -33,7 +33,10 @@ export interface FleetStacks {
  * and every written template is checked against AWS's limits (lib/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
-  const stack = new PipelineStack(app, pipelineStackName(fleet.app), { fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app) });
+  const stack = new PipelineStack(app, pipelineStackName(fleet.app), {
+    fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app),
+    ...(fleet.cellZero ? { cellZero: cellZeroStackProps(fleet) } : {}),
+  });
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;

@@ -124,7 +124,9 @@ function databaseProblems(zero: NonNullable<FleetInput['cellZero']>, partition: 
     problems.push(`${at}.secretArn: \`${db.secretArn}\` is not a Secrets Manager secret ARN (arn:${partition}:secretsmanager:${zero.region}:${zero.account}:secret:NAME-xxxxxx)`);
     return problems;
   }
-  const [, arnPartition, region, account] = match;
+  const [, arnPartition, region, account, name] = match;
+  // The mover's grant names the secret exactly: a partial ARN (no random suffix) matches no secret.
+  if (!/-[A-Za-z0-9]{6}$/.test(name)) problems.push(`${at}.secretArn: \`${db.secretArn}\` has no 6-character suffix; give the complete ARN (\`aws secretsmanager describe-secret --secret-id ${name} --query ARN\`)`);
   if (arnPartition !== partition) problems.push(`${at}.secretArn: in partition ${arnPartition}, not the fleet's ${partition}`);
   if (placed && region !== zero.region) problems.push(`${at}.secretArn: the secret is in \`${region}\`; the mover tasks read it in cell zero's region \`${zero.region}\`: replicate it there (Secrets Manager replica) and give the replica's ARN`);
   if (placed && account !== zero.account) problems.push(`${at}.secretArn: the secret is in account ${account}; the mover tasks read it in cell zero's account ${zero.account}: give a secret of that account`);

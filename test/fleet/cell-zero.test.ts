@@ -46,6 +46,7 @@ describe('cell zero in the fleet file', () => {
     ['a listener port out of range', { loadBalancer: { ...lb, listenerPort: 70000 } }, /^cellZero\.loadBalancer\.listenerPort: 70000 is not a TCP port/],
     ['a secret in another region', { database: { ...db, secretArn: db.secretArn.replace('eu-west-1', 'eu-central-1') } },
       /^cellZero\.database\.secretArn: the secret is in `eu-central-1`; the mover tasks read it in cell zero's region `eu-west-1`: replicate it there/],
+    ['a partial secret ARN', { database: { ...db, secretArn: db.secretArn.replace(/-AbCdEf$/, '') } }, /^cellZero\.database\.secretArn: `[^`]+` has no 6-character suffix; give the complete ARN/],
     ['a secret in another account', { database: { ...db, secretArn: db.secretArn.replace(CELL_ZERO_ACCOUNT, '666666666666') } }, /the secret is in account 666666666666/],
     ['an unknown region', { region: 'ap-south-1' }, /^cellZero: unknown region `ap-south-1`/],
     ['the router account', { account: '222222222222' }, /^cellZero\.account: 222222222222 is the router or tooling account/],
