@@ -36,6 +36,10 @@ describe('the pipeline of a fleet with a cell zero', () => {
     expect(JSON.stringify(deploys[0].RoleArn)).toContain(CELL_ZERO_ACCOUNT);
     // Rolled back like any wave when it fails.
     expect(zero.OnFailure?.Result).toBe('ROLLBACK');
+    // The pipeline may assume the bootstrap roles of cell zero's account, as of every cell's.
+    const grants = Object.values(template.findResources('AWS::IAM::Policy')).map((p) => JSON.stringify(p.Properties.PolicyDocument))
+      .filter((doc) => doc.includes('aws:ResourceAccount') && doc.includes('cdk-hnb659fds-deploy-role'));
+    expect(grants.some((doc) => doc.includes(CELL_ZERO_ACCOUNT))).toBe(true);
   });
 
   it('bakes it on cell zero\'s own health alarm, read through its bake watcher', () => {
