@@ -1,4 +1,4 @@
-import { Aspects, CfnOutput, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { Annotations, Aspects, CfnOutput, Stack, StackProps, Tags } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
@@ -117,7 +117,13 @@ export class CellZeroStack extends Stack {
     Aspects.of(this).add(new TagRawResources({ cell: cellId, app }));
 
     const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId, availabilityZones: [...availabilityZones] });
-    const subnets: ec2.SubnetSelection = { subnets: privateSubnetIds.map((subnetId, i) => ec2.Subnet.fromSubnetId(this, `Subnet${i + 1}`, subnetId)) };
+    const subnets: ec2.SubnetSelection = {
+      subnets: privateSubnetIds.map((subnetId, i) => {
+        const subnet = ec2.Subnet.fromSubnetId(this, `Subnet${i + 1}`, subnetId);
+        Annotations.of(subnet).acknowledgeWarning('@aws-cdk/aws-ec2:noSubnetRouteTableId', 'The existing VPC\'s routes are its own: the adoption stack places an NLB and tasks in these subnets and adds no route.');
+        return subnet;
+      }),
+    };
     const port = loadBalancer.protocol === 'https' ? 443 : 80;
     this.entry = new AdoptionEntry(this, 'Entry', {
       cellId, vpc, subnets, loadBalancerArn: loadBalancer.arn, listenerPort: loadBalancer.listenerPort, port,
