@@ -2,6 +2,8 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AuditReport, runAudit } from '../audit';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CellStack, endpointServiceFingerprint } from '../cell';
+import { CellZeroStack } from '../cell-zero';
+import { cellZeroStackProps } from './cell-zero-props';
 import { Fleet } from '../fleet';
 import { pipelineStackName } from '../names';
 import { CellIsolationChecks } from '../isolation';
@@ -21,6 +23,8 @@ export interface FleetStacks {
   readonly routers: readonly RouterStack[];
   /** Two per region (the canary group, then the other groups), each after its region's router stack. */
   readonly routerGroups: readonly RouterGroupsStack[];
+  /** Cell zero's adoption stack (`cell-<id>-adoption`), when the fleet adopts an existing stack. */
+  readonly cellZero?: CellZeroStack;
 }
 
 /**
@@ -29,7 +33,10 @@ export interface FleetStacks {
  * and every written template is checked against AWS's limits (lib/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
-  const stack = new PipelineStack(app, pipelineStackName(fleet.app), { fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app) });
+  const stack = new PipelineStack(app, pipelineStackName(fleet.app), {
+    fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app),
+    ...(fleet.cellZero ? { cellZero: cellZeroStackProps(fleet) } : {}),
+  });
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;
@@ -44,6 +51,8 @@ export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean }
 export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = {}): FleetStacks {
   // Cells first: each router stack carries their endpoint-service fingerprints (it reads a cell's service name again when its changes).
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, cellStackPropsOf(fleet, cell)));
+  // Cell zero (docs/cell-zero.md): its adoption stack, before the routers that link it, like a cell.
+  const cellZero = fleet.cellZero ? new CellZeroStack(app, `cell-${fleet.cellZero.id}-adoption`, cellZeroStackProps(fleet)) : undefined;
   const cellEndpointFingerprints = Object.fromEntries(fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]));
   const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, routerStackPropsOf(fleet, region, cellEndpointFingerprints)));
   // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
@@ -56,7 +65,7 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
   });
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
-  return { cells, routers, routerGroups };
+  return { cells, routers, routerGroups, ...(cellZero ? { cellZero } : {}) };
 }
 
 /** The fleet as `cdk synth` builds it: behind its delivery pipeline when it has one, else its stacks directly. */

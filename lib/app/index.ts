@@ -5,3 +5,4 @@ export * from './context';
 export * from './limit-checks';
 export * from './audit-summary';
 export * from './router-props';
+export * from './cell-zero-props';

@@ -1,4 +1,4 @@
-import { cellZoneName, Fleet, RouterGroupConfig, seedMapping } from '../fleet';
+import { cellZoneName, Fleet, routedCells, RouterGroupConfig, seedMapping } from '../fleet';
 import { RouterGroupsPart } from '../names';
 import { routerRoutingOf } from '../router/task-config';
 import { RouterStageStacks } from '../pipeline';
@@ -29,7 +29,8 @@ export function routerStackPropsOf(fleet: Fleet, region: string, cellEndpointFin
     cidr: router.cidrs[region],
     certificateArn: router.certificateArns[region],
     groups: router.groups.map((g) => ({ name: g.name, weight: g.weight })),
-    cells: fleet.cells.map((c) => ({ id: c.id, region: c.region, account: c.account, port: c.certificateArn ? 443 : 80 })),
+    // Cell zero too (docs/cell-zero.md): the routers link and watch it like a cell.
+    cells: routedCells(fleet).map((c) => ({ id: c.id, region: c.region, account: c.account, port: c.port })),
     cellZoneName: cellZoneName(fleet),
     mappingBucketPrefix: router.mappingBucket,
     keptMappingVersions: router.keptVersions,

@@ -29,7 +29,7 @@ export interface CellStackProps extends StackProps {
  * `Tags.of()` skips resources CDK creates as raw `CfnResource`s (custom-resource provider roles and
  * handlers); this tags those too, so "every cell resource is tagged" holds without exceptions.
  */
-class TagRawResources implements IAspect {
+export class TagRawResources implements IAspect {
   private static readonly TAGGABLE = new Set(['AWS::IAM::Role', 'AWS::Lambda::Function']);
   constructor(private readonly tags: Record<string, string>) {}
   public visit(node: IConstruct): void {

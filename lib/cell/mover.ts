@@ -39,6 +39,12 @@ export interface CellMoverProps {
   readonly memoryMiB?: number;
   /** For tests: a prebuilt image instead of the bundled Dockerfile. */
   readonly image?: ecs.ContainerImage;
+  /**
+   * Security groups the mover tasks run in besides their own: one an existing database already
+   * admits (cell zero, lib/cell-zero), so reaching it changes no rule of the existing stack.
+   * @default - only the mover's own
+   */
+  readonly additionalSecurityGroups?: readonly ec2.ISecurityGroup[];
 }
 
 /**
@@ -190,7 +196,8 @@ export class CellMover extends Construct implements ec2.IConnectable {
 
     const subnets = props.vpc.selectSubnets(props.subnets).subnetIds;
     const info: MoverTaskInfo = {
-      cluster: this.cluster.clusterName, taskDefinition: family, container: MOVER_CONTAINER, subnets, securityGroups: [this.securityGroup.securityGroupId],
+      cluster: this.cluster.clusterName, taskDefinition: family, container: MOVER_CONTAINER, subnets,
+      securityGroups: [this.securityGroup.securityGroupId, ...(props.additionalSecurityGroups ?? []).map((g) => g.securityGroupId)],
     };
     this.parameter = new ssm.StringParameter(this, 'Parameter', {
       parameterName,

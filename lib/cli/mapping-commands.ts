@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { cellEndpoint, Fleet, seedMapping, suggestion } from '../fleet';
+import { cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../fleet';
 import {
   addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
   InvalidKeyError, lookup, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
@@ -282,7 +282,7 @@ export function mappingCommand(io: CliIo): Command {
 
   mapping
     .command('init')
-    .description('create version 1 from the fleet: buckets spread over active regular cells, internal- tenants on the canary')
+    .description('create version 1 from the fleet: buckets spread over active regular cells, internal- tenants on the canary (with a cell zero: every bucket on it)')
     .requiredOption('--out <file>', 'where to write the document')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--endpoints <file>', 'JSON object of cell id → endpoint URL (default: router.cellEndpointTemplate, as the router stacks seed it)')
@@ -291,7 +291,7 @@ export function mappingCommand(io: CliIo): Command {
     .action((flags: { out: string; config: string; endpoints?: string; force?: boolean; json?: boolean }) => {
       if (fs.existsSync(flags.out) && !flags.force) throw new CliError(`${flags.out} exists; pass --force to overwrite it`);
       const fleet = fleetFrom(flags.config);
-      const endpoints = flags.endpoints ? readEndpoints(flags.endpoints, fleet.cells.map((c) => c.id)) : {};
+      const endpoints = flags.endpoints ? readEndpoints(flags.endpoints, routedCells(fleet).map((c) => c.id)) : {};
       // Without --endpoints, exactly the document the router stacks seed (so publishing it is a no-op).
       const seed = seedMapping(fleet);
       const doc = { ...seed, cells: Object.fromEntries(Object.entries(seed.cells).map(([id, c]) => [id, { ...c, endpoint: endpoints[id] ?? c.endpoint }])) };

@@ -1,5 +1,5 @@
 import type { AwsCredentialIdentityProvider } from '@aws-sdk/types';
-import { Fleet } from '../fleet';
+import { Fleet, routedCells } from '../fleet';
 import { cellStackName, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, routerClusterParameter, routerServiceName, routerStackName } from '../names';
 import { assumedRole, ssmParameter } from '../aws/assumed-role';
 import { isCredentialsError, credentialsHint } from '../aws/credentials';
@@ -120,7 +120,8 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
     // ECS says which tasks still run, so a task whose agent went quiet is waited for, not forgotten.
     probe: servedReportProbe(mappingBuckets, groups, { runningTasks: routerTasks }),
   });
-  const cells: Record<string, MoverCell> = Object.fromEntries(fleet.cells.map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]));
+  // Cell zero too (docs/cell-zero.md): its adoption stack runs the same mover task behind the same launcher role.
+  const cells: Record<string, MoverCell> = Object.fromEntries(routedCells(fleet).map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]));
   const launchers = new Map<string, AwsCredentialIdentityProvider>();
   const launcher = (cell: MoverCell) => {
     if (!launchers.has(cell.id)) {

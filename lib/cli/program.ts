@@ -9,6 +9,7 @@ import { planCommand } from './plan-command';
 import { routerCommand } from './router-commands';
 import { fleetCommand } from './fleet-commands';
 import { capacityCommand, placeCommand } from './capacity-commands';
+import { cellZeroCommand } from './cell-zero-commands';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -26,6 +27,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(fleetCommand(io));
   program.addCommand(capacityCommand(io));
   program.addCommand(placeCommand(io));
+  program.addCommand(cellZeroCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');

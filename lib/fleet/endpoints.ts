@@ -1,4 +1,5 @@
-import { initialMapping, MappingDocument } from '../mapping';
+import { adoptionMapping, initialMapping, MappingDocument } from '../mapping';
+import { routedCells } from './cell-zero';
 import { Fleet } from './types';
 
 /**
@@ -12,13 +13,13 @@ export const SCHEME_PLACEHOLDER = '{scheme}';
 const TEMPLATE_HOST = /^(?:https?|\{scheme\}):\/\/\{cell\}\.([a-z0-9{}.-]+)\/?$/;
 
 /** The endpoint of `cellId` in the mapping: `router.cellEndpointTemplate` with `{cell}`, `{app}` and `{scheme}` filled in. */
-export function cellEndpoint(fleet: Pick<Fleet, 'app' | 'router' | 'cells'>, cellId: string): string {
-  const cell = fleet.cells.find((c) => c.id === cellId);
-  if (!cell) throw new Error(`cell \`${cellId}\` is not in the fleet (cells: ${fleet.cells.map((c) => c.id).join(', ')}); add it to cells.config.ts first`);
+export function cellEndpoint(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'cellZero'>, cellId: string): string {
+  const cell = routedCells(fleet).find((c) => c.id === cellId);
+  if (!cell) throw new Error(`cell \`${cellId}\` is not in the fleet (cells: ${routedCells(fleet).map((c) => c.id).join(', ')}); add it to cells.config.ts first`);
   return fleet.router.cellEndpointTemplate
     .replace('{cell}', cellId)
     .replace('{app}', fleet.app)
-    .replace(SCHEME_PLACEHOLDER, cell.certificateArn ? 'https' : 'http');
+    .replace(SCHEME_PLACEHOLDER, cell.scheme);
 }
 
 /**
@@ -36,14 +37,16 @@ export const SEED_CREATED_AT = '1970-01-01T00:00:00.000Z';
 
 /**
  * The first mapping of the fleet: buckets spread over the active regular cells, `internal-` on the
- * canary, every endpoint from `cellEndpoint`. Its `createdAt` is fixed, so the document (and the
- * router templates that seed it) is the same on every synth, and `cellctl mapping init` writes
- * exactly what the routers were seeded with.
+ * canary, every endpoint from `cellEndpoint`; with a cell zero, every bucket on it and no override
+ * (adoptionMapping). Its `createdAt` is fixed, so the document (and the router templates that seed
+ * it) is the same on every synth, and `cellctl mapping init` writes exactly what the routers were
+ * seeded with.
  */
-export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount'>): MappingDocument {
-  return initialMapping(
-    fleet.cells.map((c) => ({ id: c.id, state: c.state, canary: c.canary, endpoint: cellEndpoint(fleet, c.id) })),
-    fleet.bucketCount,
-    { now: SEED_CREATED_AT },
-  );
+export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount' | 'cellZero'>): MappingDocument {
+  const cells = fleet.cells.map((c) => ({ id: c.id, state: c.state, canary: c.canary, endpoint: cellEndpoint(fleet, c.id) }));
+  const options = { now: SEED_CREATED_AT };
+  if (fleet.cellZero) {
+    return adoptionMapping({ id: fleet.cellZero.id, state: 'active', endpoint: cellEndpoint(fleet, fleet.cellZero.id) }, cells, fleet.bucketCount, options);
+  }
+  return initialMapping(cells, fleet.bucketCount, options);
 }

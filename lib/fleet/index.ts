@@ -12,3 +12,4 @@ export * from './display-path';
 export * from './privatelink-regions';
 export * from './endpoints';
 export * from './deployment-window';
+export * from './cell-zero';

@@ -6,7 +6,7 @@
  * unknown key, a missing field or a wrong type must never be silently ignored or defaulted.
  */
 import {
-  AlarmThresholds, CapacityConfig, CellConfig, CellShape, FleetInput, OrganizationConfig, PartitionKeySource, PipelineConfig, PipelineSource,
+  AlarmThresholds, CapacityConfig, CellConfig, CellZeroConfig, CellShape, FleetInput, OrganizationConfig, PartitionKeySource, PipelineConfig, PipelineSource,
   RegionConfig, RouterConfig, RouterGroupConfig, WavePolicy, WorkloadConfig,
 } from './types';
 import { GrantedQuotas } from '../limits/quotas';
@@ -147,6 +147,14 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
   quotas: optional(object<GrantedQuotas>({ interfaceEndpointsPerVpc: optional(integer) })),
   capacity: optional(object<CapacityConfig>({ targetUtilisation: optional(number), spareCells: optional(integer), largeTenantShare: optional(number) })),
   cellResources: optional({ type: 'function', signature: '(cell) => { ... }' }),
+  cellZero: optional(object<CellZeroConfig>({
+    id: optional(string),
+    region: string,
+    account: string,
+    vpc: object<CellZeroConfig['vpc']>({ id: string, privateSubnetIds: { type: 'array', items: string } }),
+    loadBalancer: object<CellZeroConfig['loadBalancer']>({ arn: string, listenerPort: integer, protocol: optional(oneOf('http', 'https')), healthCheckPath: optional(string) }),
+    database: object<CellZeroConfig['database']>({ host: string, port: optional(integer), name: string, secretArn: string, clientSecurityGroupId: string }),
+  })),
 };
 
 /** Levenshtein distance, for did-you-mean suggestions. */

@@ -270,6 +270,58 @@ export interface PipelineConfig {
   readonly organizationId?: string;
 }
 
+/**
+ * Cell zero: the service a team already runs, adopted as a cell the factory does not build. The
+ * routers reach it through a small adoption stack in its account (an NLB in front of the existing
+ * Application Load Balancer, published as a PrivateLink endpoint service); moves read and write its
+ * PostgreSQL database. Nothing of the existing stack is changed (docs/cell-zero.md).
+ */
+export interface CellZeroConfig {
+  /** Cell id in the mapping, `[a-z][a-z0-9-]{1,30}`, unique in the fleet. @default 'zero' */
+  readonly id?: string;
+  /** The existing stack's region; must be one of the fleet's `regions`. */
+  readonly region: string;
+  /** The existing stack's 12-digit account: not the router's, the tooling's or another cell's. */
+  readonly account: string;
+  /** The existing VPC: the adoption stack's NLB and the mover tasks go into its subnets. */
+  readonly vpc: {
+    /** `vpc-…`: the VPC of the existing load balancer. */
+    readonly id: string;
+    /**
+     * Private subnets of that VPC with a route out (NAT or endpoints for S3, Secrets Manager, ECR and
+     * CloudWatch Logs), at least two, in the region's `availabilityZones` the routers use.
+     */
+    readonly privateSubnetIds: readonly string[];
+  };
+  /** The existing Application Load Balancer the routers reach cell zero through. */
+  readonly loadBalancer: {
+    /** `arn:<partition>:elasticloadbalancing:<region>:<account>:loadbalancer/app/<name>/<id>`, in cell zero's account and region. */
+    readonly arn: string;
+    /** The port of the ALB listener the adoption NLB forwards to (an ALB-type target listens on one listener port). */
+    readonly listenerPort: number;
+    /** `https` when that listener terminates TLS: the routers then speak TLS to it, passed through the NLB. @default 'http' */
+    readonly protocol?: 'http' | 'https';
+    /** Path the NLB's health checks request from the ALB. @default workload.healthCheckPath */
+    readonly healthCheckPath?: string;
+  };
+  /** The existing PostgreSQL database: what moves read tenants from. */
+  readonly database: {
+    /** Host name the mover tasks connect to. */
+    readonly host: string;
+    /** @default 5432 */
+    readonly port?: number;
+    /** Database name. */
+    readonly name: string;
+    /** Secrets Manager secret holding `username` and `password`, in cell zero's account and region. */
+    readonly secretArn: string;
+    /**
+     * `sg-…`: a security group the database already admits on its port (the application's, for
+     * example). The mover tasks run in it besides their own, so no rule of the existing stack changes.
+     */
+    readonly clientSecurityGroupId: string;
+  };
+}
+
 /** What you write in `cells.config.ts`. */
 export interface FleetInput {
   /** Application name, `[a-z][a-z0-9-]{1,20}`: prefixes stack, alarm and account names. */
@@ -319,6 +371,23 @@ export interface FleetInput {
    * @default - none
    */
   readonly cellResources?: CellExtension;
+  /**
+   * An existing service adopted as cell zero: the router goes in front of it with every bucket mapped
+   * to it, and its tenants move out into the factory's cells (docs/cell-zero.md).
+   * @default - no cell zero: a fleet built from nothing
+   */
+  readonly cellZero?: CellZeroConfig;
+}
+
+/** Cell zero with every default applied. */
+export interface CellZero {
+  readonly id: string;
+  readonly region: string;
+  readonly account: string;
+  readonly availabilityZones: readonly string[];
+  readonly vpc: { readonly id: string; readonly privateSubnetIds: readonly string[] };
+  readonly loadBalancer: { readonly arn: string; readonly listenerPort: number; readonly protocol: 'http' | 'https'; readonly healthCheckPath: string };
+  readonly database: { readonly host: string; readonly port: number; readonly name: string; readonly secretArn: string; readonly clientSecurityGroupId: string };
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -369,4 +438,6 @@ export interface Fleet {
   readonly capacity: Required<CapacityConfig>;
   /** See FleetInput.cellResources. */
   readonly cellResources?: CellExtension;
+  /** See FleetInput.cellZero. */
+  readonly cellZero?: CellZero;
 }

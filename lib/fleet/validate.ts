@@ -3,6 +3,7 @@ import {
   BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_CAPACITY, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
   CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem, tenantMaxConnOf,
 } from './defaults';
+import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
@@ -203,7 +204,7 @@ function routerProblems(input: FleetInput): string[] {
   if (bake !== undefined && (!isInt(bake) || bake < 0 || bake > BAKE_SECONDS_RANGE.max)) {
     problems.push(`router.publishBakeSeconds: ${bake} must be whole seconds from 0 to ${BAKE_SECONDS_RANGE.max}`);
   }
-  const cellCount = input.cells?.length ?? 0;
+  const cellCount = routedCellCount(input);
   const slots = router.slots ?? defaultRouterSlots(cellCount);
   if (router.slots !== undefined && (!isInt(router.slots) || router.slots < 2 || router.slots > MAX_ROUTER_SLOTS)) {
     problems.push(`router.slots: ${router.slots} must be an integer from 2 to ${MAX_ROUTER_SLOTS}`);
@@ -344,11 +345,15 @@ function waveProblems(input: FleetInput): string[] {
  */
 const CELL_ROLE_NAMES = [moverTaskRoleName, moverLauncherRoleName, bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName];
 
+/** Cells the routers reach: the factory's and cell zero, each with a slot, an interface endpoint and a name. */
+const routedCellCount = (input: FleetInput): number => (input.cells?.length ?? 0) + (input.cellZero ? 1 : 0);
+
 /** Names derived from `app` and the cell ids that would pass IAM's 64 characters: CDK would throw at synth. */
 function derivedNameProblems(input: FleetInput): string[] {
   if (typeof input.app !== 'string') return [];
   const limit = LIMITS.roleName.value;
-  return (input.cells ?? []).filter((c) => typeof c.id === 'string').flatMap((cell) => {
+  const ids = [...(input.cells ?? []), ...(input.cellZero ? [{ id: input.cellZero.id ?? DEFAULT_CELL_ZERO_ID }] : [])];
+  return ids.filter((c) => typeof c.id === 'string').flatMap((cell) => {
     const longest = CELL_ROLE_NAMES.map((name) => name(input.app, cell.id)).sort((a, b) => b.length - a.length)[0];
     if (longest.length <= limit) return [];
     return [`cell \`${cell.id}\`: its role \`${longest}\` is ${longest.length} characters, over IAM's ${limit} for a role name; \`app\` and a cell id may have ${limit - (longest.length - input.app.length - cell.id.length)} characters together: shorten the cell id or \`app\``];
@@ -368,7 +373,7 @@ function quotaProblems(input: FleetInput): string[] {
     return problems;
   }
   const granted = declared ?? endpointsLimit.value;
-  const cells = input.cells?.length ?? 0;
+  const cells = routedCellCount(input);
   if (cells > CELLS_PER_ENDPOINT_SUBNET) {
     problems.push(`cells: ${cells} cells need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`);
   }
@@ -488,6 +493,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...crossRegionProblems(Object.keys(input.regions ?? {})),
     ...quotaProblems(input),
     ...capacityProblems(input),
+    ...cellZeroProblems(input, fleetPartition(input), (input.cells ?? []).map((c) => c.account ?? accounts[c.id])),
   ];
 }
 
@@ -528,7 +534,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       keptVersions: input.router?.keptVersions ?? 20,
       certificateArns: input.router?.certificateArns ?? {},
       stalenessMinutes: input.router?.stalenessMinutes ?? 10,
-      slots: input.router?.slots ?? defaultRouterSlots(input.cells.length),
+      slots: input.router?.slots ?? defaultRouterSlots(routedCellCount(input)),
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
       tenantMaxConn: input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200),
@@ -536,6 +542,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },
     ...(input.cellResources ? { cellResources: input.cellResources } : {}),
+    ...(input.cellZero ? { cellZero: resolveCellZero(input) } : {}),
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization ? {
       organization: {

@@ -7,7 +7,8 @@ import { cellNamePrefix, cellStackName } from '../names';
  */
 export interface FleetFacts {
   readonly app: string;
-  readonly cells: readonly { readonly id: string; readonly account: string; readonly cidr: string }[];
+  /** `cidr` is undefined for cell zero: the factory does not own its network. */
+  readonly cells: readonly { readonly id: string; readonly account: string; readonly cidr?: string }[];
   readonly routerAccount: string;
   readonly toolingAccount: string;
 }
@@ -93,7 +94,7 @@ export function cellsOverlapping(facts: FleetFacts, self: string, cidr: string):
   const range = rangeOf(cidr);
   if (!range || range.prefix === 0) return [];
   return facts.cells.filter((c) => c.id !== self).filter((c) => {
-    const other = parseCidr(c.cidr);
+    const other = c.cidr === undefined ? undefined : parseCidr(c.cidr);
     return other !== undefined && cidrsOverlap(range, other);
   }).map((c) => c.id);
 }

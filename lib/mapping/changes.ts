@@ -74,6 +74,27 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
 }
 
 /**
+ * Version 1 of a fleet that adopts an existing service: every bucket on `holder` (cell zero), no
+ * override, so every key goes where it went before the router stood in front of it. The other cells
+ * are listed without buckets: tenants reach them by placement and moves.
+ */
+export function adoptionMapping(holder: InitialCell, cells: readonly InitialCell[], bucketCount: number, options: ChangeOptions): MappingDocument {
+  if (!isValidBucketCount(bucketCount)) throw new MappingChangeError(`bucketCount ${bucketCount} must be a power of two between 1024 and 1048576`);
+  if (holder.state !== 'active') throw new MappingChangeError(`cell zero \`${holder.id}\` must be active to hold every bucket`);
+  if (cells.some((c) => c.id === holder.id)) throw new MappingChangeError(`cell \`${holder.id}\` is listed twice`);
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    version: 1,
+    createdAt: options.now,
+    hash: HASH_NAME,
+    bucketCount,
+    cells: Object.fromEntries([...cells, holder].map((c) => [c.id, { endpoint: c.endpoint, state: c.state }])),
+    buckets: [{ from: 0, to: bucketCount - 1, cell: holder.id }],
+    overrides: { exact: {}, prefix: {} },
+  };
+}
+
+/**
  * Adds a cell. An `active` cell receives ⌊B/(n+1)⌋ or ⌈B/(n+1)⌉ buckets (n = cells holding buckets),
  * taken one at a time from whichever cell holds the most, from the top of its ranges: no bucket moves
  * anywhere except into the new cell. A `quarantine` cell is added without buckets.

@@ -1,4 +1,5 @@
 import { HandoffLane, MoverOp, MoverRequest } from './aws-layout';
+import { ContractGap } from './schema-contract';
 import { CellData, DeltaManifest, FenceState, MovedAwayRecord, RowHashes } from './cell-data';
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
@@ -45,6 +46,11 @@ export class EcsCellData implements CellData {
 
   public schemaVersion(): Promise<number> {
     return this.call('schemaVersion', {});
+  }
+
+  /** Read inside the cell by its mover task: the database is reachable only from there. */
+  public contractGaps(): Promise<ContractGap[]> {
+    return this.call('contractGaps', {});
   }
 
   public async exportDelta(subject: MoveSubject, since: string, _handoff: HandoffStore, prefix: string, _limiter?: RateLimiter): Promise<DeltaManifest> {

@@ -72,7 +72,7 @@ export interface MoverRequest {
 
 export const MOVER_OPS = [
   'schemaVersion', 'exportDelta', 'importDelta', 'clear', 'checksums', 'fence', 'unfence', 'clearMovedAway', 'blockingRecords', 'forget',
-  'rowHashes', 'exportQueue', 'importQueue', 'requeue',
+  'rowHashes', 'exportQueue', 'importQueue', 'requeue', 'contractGaps',
 ] as const;
 export type MoverOp = typeof MOVER_OPS[number];
 

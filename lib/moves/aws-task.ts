@@ -96,6 +96,7 @@ export async function performRequest(request: MoverRequest, cell: CellData, hand
   const a = request.args as Record<string, unknown> & { subject: MoveSubject };
   switch (request.op) {
     case 'schemaVersion': return cell.schemaVersion();
+    case 'contractGaps': return cell.contractGaps ? cell.contractGaps() : [];
     case 'exportDelta': {
       const limiter = request.copyRowsPerSecond ? new RateLimiter(request.copyRowsPerSecond, clock) : undefined;
       return cell.exportDelta(a.subject, String(a.since), handoff(request), String(a.prefix), limiter);

@@ -2,6 +2,7 @@ import { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../workload/transaction';
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
+import { ContractGap, contractGaps, readSchemaFacts } from './schema-contract';
 import { subjectBuckets } from './subject';
 import { Clock, MoveError, MoveSubject, TableChecksums, TableCounts } from './types';
 
@@ -56,6 +57,11 @@ export interface MovedAwayRecord {
 export interface CellData {
   readonly cell: string;
   schemaVersion(): Promise<number>;
+  /**
+   * What this cell's database lacks against the movable-schema contract (lib/moves/schema-contract.ts).
+   * Optional: a cell without it is trusted to be on the contract (the factory's cells run its migrations).
+   */
+  contractGaps?(): Promise<ContractGap[]>;
   /** Writes the subject's rows and tombstones with row_version in (since, …] to `prefix`; returns the manifest. */
   exportDelta(subject: MoveSubject, since: string, handoff: HandoffStore, prefix: string, limiter?: RateLimiter): Promise<DeltaManifest>;
   /** Applies a delta in one transaction: tombstones first, then upserts. Idempotent. */
@@ -189,6 +195,10 @@ export class PostgresCellData implements CellData {
       }
     }
     return rows.map((t) => ({ name: t.table_name, columns: t.columns }));
+  }
+
+  public async contractGaps(): Promise<ContractGap[]> {
+    return this.withClient(async (client) => contractGaps(await readSchemaFacts(client)));
   }
 
   public async schemaVersion(): Promise<number> {

@@ -8,3 +8,4 @@ export * from './routing-control';
 export * from './mover';
 export * from './plan';
 export * from './verify';
+export * from './schema-contract';

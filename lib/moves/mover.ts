@@ -1,4 +1,5 @@
 import { randomBytes } from 'crypto';
+import { contractRefusals } from './schema-contract';
 import { bucketOf } from '../mapping/hash';
 import { MappingDocument } from '../mapping/types';
 import { CellData, DeltaManifest } from './cell-data';
@@ -89,6 +90,11 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
   const [sourceVersion, targetVersion] = await Promise.all([deps.cell(source).schemaVersion(), deps.cell(request.target).schemaVersion()]);
   if (sourceVersion !== targetVersion) {
     throw new MoveError(`${source} is on schema version ${sourceVersion} and ${request.target} on ${targetVersion}: deploy the same workload version to both, then move`);
+  }
+  // A database the factory did not build (cell zero) may lack what the mover needs: refuse, naming it.
+  const refusals = contractRefusals((await deps.cell(source).contractGaps?.()) ?? []);
+  if (refusals.length > 0) {
+    throw new MoveError(`${what} cannot leave ${source}: its database does not meet the movable-schema contract (run \`cellctl cell-zero check\` for the fix of each):\n${refusals.map((r) => `  - ${r}`).join('\n')}`);
   }
   const subject = request.subject.kind === 'buckets' ? withOverrides(doc, request.subject, source) : request.subject;
   const blocking = await deps.cell(request.target).blockingRecords(subject);

@@ -12,6 +12,7 @@ import {
   routerGroupHealthAlarmName, stageProjectName,
 } from '../names';
 import { RouterGroupsStack, RouterGroupsStackProps, RouterStack, RouterStackProps } from '../router-stack';
+import { CellZeroStack, CellZeroStackProps } from '../cell-zero';
 import { Fleet } from '../fleet';
 import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
@@ -70,12 +71,28 @@ export interface RouterStageStacks {
   readonly rest: RouterGroupsStackProps;
 }
 
+/** A cdk.Stage holding cell zero's adoption stack (lib/cell-zero), in the existing stack's account. */
+export class CellZeroStage extends Stage {
+  public readonly stack: CellZeroStack;
+
+  constructor(scope: Construct, id: string, props: StageProps & { cellZero: CellZeroStackProps }) {
+    const { cellZero, ...stageProps } = props;
+    super(scope, id, { ...stageProps, env: { account: cellZero.account, region: cellZero.region } });
+    this.stack = new CellZeroStack(this, 'Adoption', cellZero);
+  }
+}
+
 export interface PipelineStackProps extends StackProps {
   readonly fleet: Fleet;
   /** The props of each cell's stack, by cell id (`cellStackPropsOf` in lib/app). */
   readonly cellStacks: Readonly<Record<string, CellStackProps>>;
   /** Each region's router stacks, by region (lib/app's `pipelineRoutersOf`). */
   readonly routers: Readonly<Record<string, RouterStageStacks>>;
+  /**
+   * Cell zero's adoption stack, deployed as a wave of its own before the cells' (docs/cell-zero.md).
+   * @default - no cell zero
+   */
+  readonly cellZero?: CellZeroStackProps;
 }
 
 /**
@@ -98,9 +115,11 @@ export class PipelineStack extends Stack {
   public readonly approvalStage?: string;
   /** Pipeline stage name → cells deployed by that stage, in plan order (one per wave). */
   public readonly stages: ReadonlyMap<string, readonly string[]>;
+  /** The stage deploying cell zero's adoption stack, before every wave, when the fleet adopts one. */
+  public readonly cellZeroStage?: string;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
-    const { fleet, cellStacks, ...stackProps } = props;
+    const { fleet, cellStacks, cellZero: zero, ...stackProps } = props;
     if (!fleet.pipeline) throw new Error('PipelineStack: the fleet has no `pipeline` section');
     const missing = fleet.cells.filter((c) => !cellStacks[c.id]).map((c) => c.id);
     if (missing.length > 0) throw new Error(`PipelineStack: cellStacks has no props for cell ${missing.join(', ')}; give every cell's (cellStackPropsOf)`);
@@ -161,6 +180,19 @@ export class PipelineStack extends Stack {
     const fingerprints: Record<string, string> = {};
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const firstRegular = this.plan.waves.find((w) => w.kind !== 'canary');
+    // Cell zero first, a wave of its own baked on its health alarm: the routers link it like a cell.
+    if (zero) {
+      const stage = new CellZeroStage(this, `cell-${zero.cellId}-adoption`, { cellZero: zero });
+      assertNoOpenFindings(stage.stack);
+      const protect = [{ stackName: stage.stack.stackName, account: zero.account, region: zero.region }];
+      const targets = [{ cell: zero.cellId, account: zero.account, region: zero.region, alarmName: cellHealthAlarmName(fleet.app, zero.cellId), roleName: zero.names.bakeWatcherRole }];
+      const name = `cell-${zero.cellId}-adoption`;
+      this.pipeline.addStage(stage, {
+        pre: [failedCreateStep(`clear-${name}`, protect, fleet.app, scripts)],
+        post: bakeSteps(this, `bake-${name}`, targets, fleet.waves.bakeSeconds.canary, protect, fleet.app, pipelineName, scripts),
+      });
+      this.cellZeroStage = name;
+    }
     for (const wave of this.plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
       const targets = cells.map((c) => ({
@@ -237,7 +269,7 @@ export class PipelineStack extends Stack {
         'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
       );
     }
-    applyStageConditions(this.pipeline.pipeline, [...stages.keys(), ...routerStages].map((stageName) => ({
+    applyStageConditions(this.pipeline.pipeline, [...(this.cellZeroStage ? [this.cellZeroStage] : []), ...stages.keys(), ...routerStages].map((stageName) => ({
       stageName,
       rollbackOnFailure: true,
       deploymentWindow: fleet.pipeline!.deploymentWindow,

@@ -1,0 +1,3 @@
+export * from './entry';
+export * from './alarms';
+export * from './adoption-stack';

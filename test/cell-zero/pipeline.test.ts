@@ -1,0 +1,56 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import { addPipeline, isolationChecksPropsOf } from '../../lib/app';
+import { Fleet, resolveFleet } from '../../lib/fleet';
+import { CellIsolationChecks } from '../../lib/isolation';
+import { PipelineStack } from '../../lib/pipeline';
+import { CELL_ZERO_ACCOUNT, cellZeroInput } from '../support/cell-zero';
+import { cdkApp } from '../support/fleet';
+
+interface CfnStage {
+  Name: string;
+  Actions: { Name: string; ActionTypeId: { Provider: string }; Configuration?: Record<string, unknown>; RoleArn?: unknown }[];
+  OnFailure?: { Result?: string };
+}
+
+describe('the pipeline of a fleet with a cell zero', () => {
+  let fleet: Fleet;
+  let stack: PipelineStack;
+  let stages: CfnStage[];
+  let template: Template;
+  beforeAll(() => {
+    const input = cellZeroInput();
+    fleet = resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'eu-1', 'us-1'].includes(c.id)) });
+    stack = addPipeline(cdkApp(), fleet, { audit: false });
+    template = Template.fromStack(stack);
+    stages = Object.values(template.findResources('AWS::CodePipeline::Pipeline'))[0].Properties.Stages;
+  });
+
+  it('deploys the adoption stack as a wave of its own, before the canary wave and the routers', () => {
+    const names = stages.map((s) => s.Name);
+    expect(stack.cellZeroStage).toBe('cell-zero-adoption');
+    expect(names.slice(0, 5)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets', 'cell-zero-adoption']);
+    expect(names.indexOf('cell-zero-adoption')).toBeLessThan(names.indexOf(`cell-${fleet.cells.find((c) => c.canary)!.id}`));
+    const zero = stages.find((s) => s.Name === 'cell-zero-adoption')!;
+    const deploys = zero.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation');
+    expect(deploys.map((a) => a.Configuration?.StackName)).toEqual(['orders-cell-zero-adoption']);
+    expect(JSON.stringify(deploys[0].RoleArn)).toContain(CELL_ZERO_ACCOUNT);
+    // Rolled back like any wave when it fails.
+    expect(zero.OnFailure?.Result).toBe('ROLLBACK');
+    // The pipeline may assume the bootstrap roles of cell zero's account, as of every cell's.
+    const grants = Object.values(template.findResources('AWS::IAM::Policy')).map((p) => JSON.stringify(p.Properties.PolicyDocument))
+      .filter((doc) => doc.includes('aws:ResourceAccount') && doc.includes('cdk-hnb659fds-deploy-role'));
+    expect(grants.some((doc) => doc.includes(CELL_ZERO_ACCOUNT))).toBe(true);
+  });
+
+  it('bakes it on cell zero\'s own health alarm, read through its bake watcher', () => {
+    const zero = stages.find((s) => s.Name === 'cell-zero-adoption')!;
+    const bake = zero.Actions.filter((a) => a.ActionTypeId.Provider === 'CodeBuild').map((a) => (a.Configuration?.ProjectName as { Ref: string }).Ref);
+    const sources = bake.map((ref) => JSON.stringify(template.toJSON().Resources[ref].Properties.Source));
+    expect(sources.some((s) => s.includes(`'zero ${CELL_ZERO_ACCOUNT} eu-west-1 orders-zero-health orders-zero-bake-watcher'`))).toBe(true);
+  });
+
+  it('keeps every wave watching only its own cells (CellIsolation CI5), cell zero\'s included', () => {
+    const report = new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack);
+    expect(report.violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI5'))).toEqual([]);
+  });
+});
