@@ -9,6 +9,7 @@ import { CellEndpointRecord } from '../cell/endpoint-record';
 import { CellKey } from '../cell/key';
 import { CellMover } from '../cell/mover';
 import { TagRawResources } from '../cell/cell-stack';
+import { cellZeroStackName } from '../names';
 import { AdoptionAlarms } from './alarms';
 import { AdoptionEntry } from './entry';
 
@@ -80,7 +81,6 @@ export interface CellZeroStackProps extends Omit<StackProps, 'env'> {
 }
 
 /** Stack name of cell zero's adoption stack: `<app>-cell-<id>-adoption`. */
-export const cellZeroStackName = (app: string, cellId: string) => `${app}-cell-${cellId}-adoption`;
 
 /**
  * Cell zero's adoption stack, in the existing stack's account and region: only what the routers and

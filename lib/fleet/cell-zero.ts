@@ -3,6 +3,7 @@
  * reaches (the factory's cells and cell zero). Pure: no CDK, no AWS SDK.
  */
 import { DEFAULT_CELL_ENDPOINT_TEMPLATE } from './defaults';
+import { CELL_ID } from './patterns';
 import { CellZero, Fleet, FleetInput } from './types';
 
 /** Cell zero's id when the fleet file gives none. */
@@ -10,7 +11,6 @@ export const DEFAULT_CELL_ZERO_ID = 'zero';
 /** PostgreSQL's own port: an existing database is rarely on the factory's 5433. */
 export const DEFAULT_CELL_ZERO_DATABASE_PORT = 5432;
 
-const CELL_ID = /^[a-z][a-z0-9-]{1,30}$/;
 const ACCOUNT_ID = /^\d{12}$/;
 const VPC_ID = /^vpc-[0-9a-f]{8,17}$/;
 const SUBNET_ID = /^subnet-[0-9a-f]{8,17}$/;

@@ -11,13 +11,11 @@ import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleN
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
 import { deploymentWindowProblems } from './deployment-window';
+import { APP_NAME, CELL_ID } from './patterns';
 
 const ACCOUNTS_FILE = 'cells.accounts.json';
 
-/** A cell id: it goes into every name of the cell (`<app>-<cell>-…`). */
-export const CELL_ID = /^[a-z][a-z0-9-]{1,30}$/;
-/** An application name: it prefixes every stack, alarm, role and account name. */
-export const APP_NAME = /^[a-z][a-z0-9-]{1,20}$/;
+export { APP_NAME, CELL_ID } from './patterns';
 const ACCOUNT_ID = /^\d{12}$/;
 const HEADER_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 const FARGATE_CPU = [256, 512, 1024, 2048, 4096, 8192, 16384];

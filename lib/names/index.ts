@@ -13,6 +13,9 @@ import { createHash } from 'crypto';
 /** Stack name of a cell: `<app>-cell-<id>`. */
 export const cellStackName = (app: string, cellId: string) => `${app}-cell-${cellId}`;
 
+/** Stack name of cell zero's adoption stack (what the factory adds in front of an existing service): `<app>-cell-<id>-adoption`. */
+export const cellZeroStackName = (app: string, cellId: string) => `${app}-cell-${cellId}-adoption`;
+
 /** Stack name of a region's routers: `<app>-router-<region>` (VPC, NLB, target groups, cell links, mapping bucket). */
 export const routerStackName = (app: string, region: string) => `${app}-router-${region}`;
 
