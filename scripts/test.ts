@@ -45,10 +45,16 @@ function aptInstall(packages: readonly string[]): boolean {
   return false;
 }
 
-/** pip into the system Python (Debian 12 and Ubuntu 24.04 mark it externally managed, hence the flag where plain pip refuses). */
+/**
+ * pip into the system Python. Debian 12 and Ubuntu 24.04 mark it externally managed (PEP 668: an
+ * EXTERNALLY-MANAGED file beside the standard library) and plain pip refuses there, so the flag that
+ * overrides it is given exactly there (older pips, as on Ubuntu 22.04, do not know the flag).
+ */
 function pipInstall(requirement: string): boolean {
   if (spawnSync('python3', ['-m', 'pip', '--version'], { stdio: 'ignore' }).status !== 0 && !aptInstall(['python3-pip'])) return false;
-  return sh('python3', ['-m', 'pip', 'install', '--quiet', requirement]) || sh('python3', ['-m', 'pip', 'install', '--quiet', '--break-system-packages', requirement]);
+  const managed = spawnSync('python3', ['-c', 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'], { encoding: 'utf8' });
+  const flag = managed.stdout?.trim() === 'True' ? ['--break-system-packages'] : [];
+  return sh('python3', ['-m', 'pip', 'install', '--quiet', ...flag, requirement]);
 }
 
 /** The prerequisites still missing after installing what can be installed here. */
