@@ -34,4 +34,19 @@ describe('test prerequisites per distribution', () => {
     const others = (ids: string[]) => prerequisitesFor(ids).filter((q) => q.name !== 'chromium').map((q) => installCommand(q, ''));
     expect(others(['ubuntu', 'debian'])).toEqual(others(['debian']));
   });
+
+  test('a chromium on PATH that does not run (the wrapper of a snap without snapd) is missing, with its own words', () => {
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin, { recursive: true });
+    fs.writeFileSync(path.join(bin, 'chromium'), '#!/bin/sh\necho "Command \'/usr/bin/chromium-browser\' requires the chromium snap to be installed." >&2\nexit 1\n', { mode: 0o755 });
+    const saved = process.env.PATH;
+    process.env.PATH = `${bin}:${saved}`;
+    try {
+      expect(chromium(['ubuntu', 'debian']).check()).toBe("`chromium --version` failed (exit 1): Command '/usr/bin/chromium-browser' requires the chromium snap to be installed.");
+      fs.writeFileSync(path.join(bin, 'chromium'), '#!/bin/sh\necho "Chromium 143.0.7499.169 built on Debian GNU/Linux 12 (bookworm)"\n', { mode: 0o755 });
+      expect(chromium(['debian']).check()).toBeUndefined();
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
 });

@@ -24,7 +24,8 @@ export interface Prerequisite {
   readonly manual?: string;
 }
 
-const onPath = (command: string): boolean => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore' }).status === 0;
+// `env: process.env` spelled out: under jest, child_process would otherwise see the PATH jest started with.
+const onPath = (command: string): boolean => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore', env: process.env }).status === 0;
 const allOnPath = (...commands: string[]) => (): string | undefined => {
   const missing = commands.filter((c) => !onPath(c));
   if (missing.length === 0) return undefined;
@@ -46,7 +47,7 @@ function haproxyCheck(): string | undefined {
  */
 function chromiumCheck(): string | undefined {
   if (!onPath('chromium')) return 'not found on PATH';
-  const run = spawnSync('chromium', ['--version'], { encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync('chromium', ['--version'], { encoding: 'utf8', timeout: 30_000, env: process.env });
   return run.status === 0 && /\d+\.\d+/.test(run.stdout ?? '') ? undefined : `\`chromium --version\` failed (exit ${run.status}): ${(run.stderr || run.stdout || '').trim().split('\n')[0]}`;
 }
 
