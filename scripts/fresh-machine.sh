@@ -14,8 +14,9 @@
 #   unit      npm run test:unit
 #   integration  npx jest over $FRESH_INTEGRATION (a subset: one file per prerequisite), one at a time
 #   containers   whether buildah and podman work in the root at all: imports a one-binary image,
-#                runs it with podman (runc) and with buildah run (chroot isolation); the image tests
-#                themselves (test/images/*) build stand-in base images with debootstrap and take long
+#                runs it with podman (runc, with lib/images' containers.conf) and with buildah run
+#                (chroot isolation); the image tests themselves (test/images/*) build stand-in base
+#                images with debootstrap and take long: run them with FRESH_INTEGRATION
 #
 # Environment: FRESH_ROOT (default /var/tmp/fresh-debian), FRESH_MIRROR (default
 # http://deb.debian.org/debian), FRESH_PYTHON_SITE (the site-packages to copy moto and cfn-lint from;
@@ -54,7 +55,8 @@ mount_all() {
   # A container's / is a mount point; podman and buildah remount it while unpacking a layer.
   mountpoint -q "$ROOT" || { mount --bind "$ROOT" "$ROOT"; MOUNTED+=("$ROOT"); }
   mount_into /proc -t proc proc
-  mount_into /sys -t sysfs sys
+  # /sys with the cgroup hierarchies below it, as a privileged container sees it (podman's runc needs them).
+  mount_into /sys --rbind /sys
   # /dev as a container runtime makes it: a tmpfs with the usual nodes, its own devpts, and a
   # /dev/shm of Docker's default 64 MB (chromium and PostgreSQL use it).
   if ! mountpoint -q "$ROOT/dev"; then
@@ -193,7 +195,8 @@ PY
     containers)
       mount_all
       timed "buildah and podman in the root" '
-        set -e; ctx=$(mktemp -d); mkdir -p "$ctx/sbin"; cp /sbin/ldconfig "$ctx/sbin/"
+        set -e; export CONTAINERS_CONF=$(npx tsx -e "console.log(require(\"./lib/images/podman\").containerEnv().CONTAINERS_CONF)")
+        ctx=$(mktemp -d); mkdir -p "$ctx/sbin"; cp /sbin/ldconfig "$ctx/sbin/"
         tar -C "$ctx" -c . | podman import -q - localhost/fresh-machine-probe >/dev/null; rm -rf "$ctx"
         podman run --rm --network host localhost/fresh-machine-probe /sbin/ldconfig --version | head -1
         c=$(buildah --isolation chroot from -q localhost/fresh-machine-probe)
