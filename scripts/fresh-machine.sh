@@ -13,10 +13,9 @@
 #   python    copies moto and cfn-lint from this machine's Python when PyPI cannot be reached (below)
 #   unit      npm run test:unit
 #   integration  npx jest over $FRESH_INTEGRATION (a subset: one file per prerequisite), one at a time
-#   containers   whether buildah and podman work in the root at all: imports a one-binary image,
-#                runs it with podman (runc, with lib/images' containers.conf) and with buildah run
-#                (chroot isolation); the image tests themselves (test/images/*) build stand-in base
-#                images with debootstrap and take long: run them with FRESH_INTEGRATION
+#   containers   whether buildah and podman work in the root at all, in seconds: imports a
+#                one-binary image, runs it with podman (runc, with lib/images' containers.conf) and
+#                with buildah run (chroot isolation)
 #
 # Environment: FRESH_ROOT (default /var/tmp/fresh-debian), FRESH_MIRROR (default
 # http://deb.debian.org/debian), FRESH_PYTHON_SITE (the site-packages to copy moto and cfn-lint from;
@@ -31,7 +30,7 @@ set -euo pipefail
 ROOT=${FRESH_ROOT:-/var/tmp/fresh-debian}
 MIRROR=${FRESH_MIRROR:-http://deb.debian.org/debian}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-INTEGRATION=${FRESH_INTEGRATION:-test/router/local.test.ts test/router/tls-zones.test.ts test/support/postgres.test.ts test/workload/credentials.test.ts test/local-fleet/port.test.ts test/audit/report.test.ts test/support/moto.test.ts test/accounts/moto.test.ts test/audit/cfn-lint.test.ts}
+INTEGRATION=${FRESH_INTEGRATION:-test/router/local.test.ts test/router/tls-zones.test.ts test/support/postgres.test.ts test/workload/credentials.test.ts test/local-fleet/port.test.ts test/audit/report.test.ts test/support/moto.test.ts test/accounts/moto.test.ts test/audit/cfn-lint.test.ts test/images/build.test.ts}
 STEPS=${*:-root node repo ci prereqs python unit integration containers}
 
 say() { printf '\n== fresh-machine: %s (%s)\n' "$*" "$(date -u +%H:%M:%S)" >&2; }
