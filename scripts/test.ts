@@ -26,7 +26,8 @@ const JEST = require.resolve('jest/bin/jest');
 const PART_ARGS: Record<Part, readonly string[]> = { unit: ['--maxWorkers=100%'], integration: ['--runInBand'] };
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
-const sh = (command: string, args: readonly string[]) => spawnSync(command, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+/** apt-get without questions; pip without its warning about running as root, which is the point here (an option older pips do not know, so set as an environment variable). */
+const sh = (command: string, args: readonly string[]) => spawnSync(command, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', PIP_ROOT_USER_ACTION: 'ignore' } }).status === 0;
 const onPath = (command: string) => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore' }).status === 0;
 
 /**
@@ -45,10 +46,16 @@ function aptInstall(packages: readonly string[]): boolean {
   return false;
 }
 
-/** pip into the system Python (Debian 12 and Ubuntu 24.04 mark it externally managed, hence the flag where plain pip refuses). */
+/**
+ * pip into the system Python. Debian 12 and Ubuntu 24.04 mark it externally managed (PEP 668: an
+ * EXTERNALLY-MANAGED file beside the standard library) and plain pip refuses there, so the flag that
+ * overrides it is given exactly there (older pips, as on Ubuntu 22.04, do not know the flag).
+ */
 function pipInstall(requirement: string): boolean {
   if (spawnSync('python3', ['-m', 'pip', '--version'], { stdio: 'ignore' }).status !== 0 && !aptInstall(['python3-pip'])) return false;
-  return sh('python3', ['-m', 'pip', 'install', '--quiet', requirement]) || sh('python3', ['-m', 'pip', 'install', '--quiet', '--break-system-packages', requirement]);
+  const managed = spawnSync('python3', ['-c', 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'], { encoding: 'utf8' });
+  const flag = managed.stdout?.trim() === 'True' ? ['--break-system-packages'] : [];
+  return sh('python3', ['-m', 'pip', 'install', '--quiet', ...flag, requirement]);
 }
 
 /** The prerequisites still missing after installing what can be installed here. */
@@ -58,7 +65,8 @@ function prerequisites(): Prerequisite[] {
   if (missing.length > 0 && canInstall) {
     const apt = missing.flatMap((p) => p.apt ?? []);
     const pip = missing.flatMap((p) => (p.pip ? [p.pip] : []));
-    say(`test prerequisites: installing ${[...apt, ...pip].join(' ')} (as root: apt-get${pip.length > 0 ? ', pip' : ''})`);
+    const tools = [...(apt.length > 0 ? ['apt-get'] : []), ...(pip.length > 0 ? ['pip'] : [])];
+    say(`test prerequisites: installing ${[...apt, ...pip].join(' ')} (as root: ${tools.join(', ')})`);
     // One install per prerequisite: a package the distribution lacks leaves the others installed.
     for (const p of missing) {
       if (p.apt) aptInstall(p.apt);
