@@ -14,7 +14,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { App, Stack, Stage } from 'aws-cdk-lib';
-import { cdkJsonContext, cellStacksOf, pipelineRoutersOf } from '../lib/app';
+import { cdkJsonContext, pipelineStackPropsOf } from '../lib/app';
 import { generateFleet, resolveFleet } from '../lib/fleet';
 import { pipelineStackName } from '../lib/names';
 import { PipelineStack } from '../lib/pipeline';
@@ -41,7 +41,7 @@ function largest(cells: number): { best: Record<Kind, { size: number; what: stri
   const fleet = resolveFleet(noOrg ? { ...generated, pipeline: { ...generated.pipeline!, organizationId: undefined } } : generated);
   const app = new App({ context: cdkJsonContext() });
   // The stack alone, without the size check addPipeline registers: this script measures past the limits.
-  const pipeline = new PipelineStack(app, pipelineStackName(fleet.app), { fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app) });
+  const pipeline = new PipelineStack(app, pipelineStackName(fleet.app), pipelineStackPropsOf(fleet));
   const stacks: Stack[] = [pipeline, ...Object.values(pipeline.pipeline.pipeline.crossRegionSupport).map((s) => s.stack)];
   const best: Record<Kind, { size: number; what: string }> = {
     'IAM statement': { size: 0, what: '' }, 'managed policy': { size: 0, what: '' }, 'role inline policies': { size: 0, what: '' }, 'bucket policy': { size: 0, what: '' }, 'key policy': { size: 0, what: '' }, 'pipeline template': { size: 0, what: '' },

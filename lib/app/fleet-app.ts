@@ -10,10 +10,11 @@ import { CellIsolationChecks } from '../isolation';
 import { PipelineStack } from '../pipeline';
 import { RouterGroupsStack, RouterStack } from '../router-stack';
 import { countAcknowledged } from './audit-summary';
-import { cellStackPropsOf, cellStacksOf } from './cell-props';
+import { cellStackPropsOf } from './cell-props';
+import { pipelineStackPropsOf } from './pipeline-props';
 import { isolationChecksPropsOf } from './isolation-props';
 import { cliSynthContext } from './context';
-import { pipelineRoutersOf, routerGroupsStackPropsOf, routerStackPropsOf } from './router-props';
+import { routerGroupsStackPropsOf, routerStackPropsOf } from './router-props';
 import { addLimitChecks } from './limit-checks';
 
 export interface FleetStacks {
@@ -33,10 +34,7 @@ export interface FleetStacks {
  * and every written template is checked against AWS's limits (lib/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
-  const stack = new PipelineStack(app, pipelineStackName(fleet.app), {
-    fleet, cellStacks: cellStacksOf(fleet), routers: pipelineRoutersOf(fleet), stackName: pipelineStackName(fleet.app),
-    ...(fleet.cellZero ? { cellZero: cellZeroStackProps(fleet) } : {}),
-  });
+  const stack = new PipelineStack(app, pipelineStackName(fleet.app), pipelineStackPropsOf(fleet));
   addLimitChecks(app, fleet.quotas);
   if (options.audit ?? true) addAuditGate(app, fleet);
   return stack;

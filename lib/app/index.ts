@@ -6,3 +6,4 @@ export * from './limit-checks';
 export * from './audit-summary';
 export * from './router-props';
 export * from './cell-zero-props';
+export * from './pipeline-props';

@@ -13,8 +13,8 @@ import {
 } from '../names';
 import { RouterGroupsStack, RouterGroupsStackProps, RouterStack, RouterStackProps } from '../router-stack';
 import { CellZeroStack, CellZeroStackProps } from '../cell-zero';
-import { Fleet } from '../fleet';
-import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STAGES, planWaves, WavePlan, WavePlanError } from '../waves';
+import { deploymentWindowProblems, PipelineSource } from '../fleet';
+import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STAGES, WaveKind, WavePlanError } from '../waves';
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_EXECUTION_ENV, BakeTarget, bakeVariables } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
@@ -82,17 +82,92 @@ export class CellZeroStage extends Stage {
   }
 }
 
-export interface PipelineStackProps extends StackProps {
-  readonly fleet: Fleet;
-  /** The props of each cell's stack, by cell id (`cellStackPropsOf` in lib/app). */
+/** Cells deployed by one pipeline stage, then watched for `bakeSeconds` (a `Wave` of `planWaves` is one). */
+export interface PipelineCellWave {
+  /** The stage's name (`wave-<index>-<kind>`); a one-cell wave's stage is named `cell-<id>` by CDK Pipelines. */
+  readonly name: string;
+  /** `canary` for the first wave(s); the manual approval, when asked for, goes before the first other one. */
+  readonly kind: WaveKind;
+  /** The ids of the cells it deploys: each has its stack's props in `cellStacks`. */
+  readonly cells: readonly string[];
+  /** Seconds the stage watches its cells' health alarms after the deploys. */
+  readonly bakeSeconds: number;
+}
+
+/** A region's router stage (a `RouterWave` of `planWaves` is one). */
+export interface PipelineRouterWave {
+  readonly name: string;
+  readonly region: string;
+  /** `canary`: the region's router stack and canary group's stack; `rest`: the stack of its other groups. */
+  readonly part: 'canary' | 'rest';
+  /** Seconds the stage watches the groups' health alarms after the deploys. */
+  readonly bakeSeconds: number;
+}
+
+/** The rollout order as data: `planWaves(fleet)` returns one. */
+export interface PipelineWavePlan {
+  /** Cell stages, in deploy order; every cell of `cellStacks` in exactly one. */
+  readonly waves: readonly PipelineCellWave[];
+  /** Router stages, after every cell stage (a router stack links every cell), in deploy order. */
+  readonly routerWaves: readonly PipelineRouterWave[];
+}
+
+/** Cell zero's adoption stack in the pipeline (docs/cell-zero.md). */
+export interface PipelineCellZero {
+  /** The adoption stack's props (`cellZeroStackProps` in lib/app). */
+  readonly stack: CellZeroStackProps;
+  /** Seconds its stage watches its health alarm after the deploy. */
+  readonly bakeSeconds: number;
+}
+
+/** A window the stages may start in: a CodePipeline DeploymentWindow expression, not an EventBridge `cron(...)`. */
+export interface PipelineDeploymentWindow {
+  /** Six fields and an optional year, seconds first (`* * 8-16 ? * MON-THU *`: 08:00-16:59 Monday to Thursday). */
+  readonly cron: string;
+  /** IANA time zone of `cron`. @default 'UTC' */
+  readonly timeZone?: string;
+}
+
+/**
+ * The pipeline's own props: plain values, no fleet file. lib/app's `pipelineStackPropsOf(fleet)`
+ * builds them from the fleet file; anything else may write them by hand.
+ */
+export interface PipelineStackProps extends Omit<StackProps, 'env'> {
+  /** The fleet's name: the pipeline's, its projects' and the roles' names start with it (lib/names). */
+  readonly app: string;
+  /** The account the pipeline lives in: every cell and router stack trusts it (their `toolingAccount`). */
+  readonly toolingAccount: string;
+  /** The pipeline's region. */
+  readonly region: string;
+  /** Where the pipeline gets the repository from: a connection to a repository host, or a zip in S3. */
+  readonly source: PipelineSource;
+  /** The rollout order: cell waves, then router waves (`planWaves`). */
+  readonly plan: PipelineWavePlan;
+  /** The props of each cell's stack, by cell id (`cellStacksOf` in lib/app); one per cell of `plan.waves`. */
   readonly cellStacks: Readonly<Record<string, CellStackProps>>;
-  /** Each region's router stacks, by region (lib/app's `pipelineRoutersOf`). */
+  /** Each region's router stacks, by region (lib/app's `pipelineRoutersOf`); one per region of `plan.routerWaves`. */
   readonly routers: Readonly<Record<string, RouterStageStacks>>;
   /**
-   * Cell zero's adoption stack, deployed as a wave of its own before the cells' (docs/cell-zero.md).
+   * Cell zero's adoption stack, deployed as a stage of its own before the cell waves (docs/cell-zero.md).
    * @default - no cell zero
    */
-  readonly cellZero?: CellZeroStackProps;
+  readonly cellZero?: PipelineCellZero;
+  /**
+   * A manual approval, in a stage of its own, before the first wave that is not a canary wave.
+   * @default false
+   */
+  readonly manualApproval?: boolean;
+  /**
+   * Every deploying stage (cell zero, cell waves, router waves) starts only inside this window.
+   * @default - no window: stages start whenever the stage before them succeeds
+   */
+  readonly deploymentWindow?: PipelineDeploymentWindow;
+  /**
+   * AWS Organizations id (`o-…`) of every account the pipeline deploys to: its roles assume the CDK
+   * bootstrap roles by name pattern in the organization, a policy of constant size (bootstrap-grants.ts).
+   * @default - the roles list the accounts of `cellStacks` and `routers` (about 15 characters each)
+   */
+  readonly organizationId?: string;
 }
 
 /**
@@ -107,7 +182,8 @@ export interface PipelineStackProps extends StackProps {
  * the stage, which rolls back and stops the pipeline.
  */
 export class PipelineStack extends Stack {
-  public readonly plan: WavePlan;
+  /** The rollout order it was built from. */
+  public readonly plan: PipelineWavePlan;
   public readonly pipeline: pipelines.CodePipeline;
   /** Router stage names, in order (one per region), after the cell waves. */
   public readonly routerStages: readonly string[];
@@ -119,19 +195,19 @@ export class PipelineStack extends Stack {
   public readonly cellZeroStage?: string;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
-    const { fleet, cellStacks, cellZero: zero, ...stackProps } = props;
-    if (!fleet.pipeline) throw new Error('PipelineStack: the fleet has no `pipeline` section');
-    const missing = fleet.cells.filter((c) => !cellStacks[c.id]).map((c) => c.id);
-    if (missing.length > 0) throw new Error(`PipelineStack: cellStacks has no props for cell ${missing.join(', ')}; give every cell's (cellStackPropsOf)`);
+    const {
+      app, toolingAccount, region, source, plan, cellStacks, routers, cellZero: zero, manualApproval, deploymentWindow, organizationId, ...stackProps
+    } = props;
+    const problems = pipelinePropsProblems(props);
+    if (problems.length > 0) throw new Error(`PipelineStack ${id}: ${problems.join('; ')}`);
     // Compact JSON: one deploy action per cell, so the template grows with the fleet (docs/performance.md).
-    super(scope, id, { suppressTemplateIndentation: true, ...stackProps, env: { account: fleet.accounts.tooling, region: fleet.pipeline.region } });
-    this.plan = planWaves(fleet);
-    const source = fleet.pipeline.source;
+    super(scope, id, { suppressTemplateIndentation: true, ...stackProps, env: { account: toolingAccount, region } });
+    this.plan = plan;
     const input = source.kind === 'connection'
       ? pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn })
       : pipelines.CodePipelineSource.s3(s3.Bucket.fromBucketName(this, 'SourceBucket', source.bucketName), source.objectKey);
 
-    const pipelineName = codePipelineName(fleet.app);
+    const pipelineName = codePipelineName(app);
     // Every CodeBuild project (synth, self-mutation, assets, bakes) logs here for a year, so a failed
     // bake or deploy can be read after the fact (Control Tower CT.CODEBUILD.PR.3). Kept when the stack
     // goes, so it has no fixed name: a re-created pipeline stack (or a retried failed create) makes a
@@ -178,39 +254,40 @@ export class PipelineStack extends Stack {
     const stages = new Map<string, readonly string[]>();
     // The cells' endpoint-service fingerprints: a router stack reads a cell's service name again when its changes.
     const fingerprints: Record<string, string> = {};
-    const byId = new Map(fleet.cells.map((c) => [c.id, c]));
-    const firstRegular = this.plan.waves.find((w) => w.kind !== 'canary');
+    const firstRegular = plan.waves.find((w) => w.kind !== 'canary');
     // Cell zero first, a wave of its own baked on its health alarm: the routers link it like a cell.
     if (zero) {
-      const stage = new CellZeroStage(this, `cell-${zero.cellId}-adoption`, { cellZero: zero });
+      const adoption = zero.stack;
+      const stage = new CellZeroStage(this, `cell-${adoption.cellId}-adoption`, { cellZero: adoption });
       assertNoOpenFindings(stage.stack);
-      const protect = [{ stackName: stage.stack.stackName, account: zero.account, region: zero.region }];
-      const targets = [{ cell: zero.cellId, account: zero.account, region: zero.region, alarmName: cellHealthAlarmName(fleet.app, zero.cellId), roleName: zero.names.bakeWatcherRole }];
-      const name = `cell-${zero.cellId}-adoption`;
+      const protect = [{ stackName: stage.stack.stackName, account: adoption.account, region: adoption.region }];
+      const targets = [{
+        cell: adoption.cellId, account: adoption.account, region: adoption.region, alarmName: cellHealthAlarmName(app, adoption.cellId), roleName: adoption.names.bakeWatcherRole,
+      }];
+      const name = `cell-${adoption.cellId}-adoption`;
       this.pipeline.addStage(stage, {
-        pre: [failedCreateStep(`clear-${name}`, protect, fleet.app, scripts)],
-        post: bakeSteps(this, `bake-${name}`, targets, fleet.waves.bakeSeconds.canary, protect, fleet.app, pipelineName, scripts),
+        pre: [failedCreateStep(`clear-${name}`, protect, app, scripts)],
+        post: bakeSteps(this, `bake-${name}`, targets, zero.bakeSeconds, protect, app, pipelineName, scripts),
       });
       this.cellZeroStage = name;
     }
-    for (const wave of this.plan.waves) {
-      const cells = wave.cells.map((id) => byId.get(id)!);
-      const targets = cells.map((c) => ({
-        cell: c.id, account: c.account, region: c.region, alarmName: cellHealthAlarmName(fleet.app, c.id), roleName: bakeWatcherRoleName(fleet.app, c.id),
+    for (const wave of plan.waves) {
+      const cellStages = wave.cells.map((cellId) => new CellStage(this, `cell-${cellId}`, { cellStack: cellStacks[cellId] }));
+      const targets = cellStages.map(({ cellId, stack }) => ({
+        cell: cellId, account: stack.account, region: stack.region, alarmName: cellHealthAlarmName(app, cellId), roleName: bakeWatcherRoleName(app, cellId),
       }));
-      const cellStages = cells.map((cell) => new CellStage(this, `cell-${cell.id}`, { cellStack: cellStacks[cell.id] }));
       for (const stage of cellStages) fingerprints[stage.cellId] = endpointServiceFingerprint(stage.stack.cell.entry);
       for (const stage of cellStages) assertNoOpenFindings(stage.stack);
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
       // protects the wave's stacks before it watches them (see protect.ts).
       const protect = cellStages.map((stage) => ({
         stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
-        deletionProtectorRole: cellDeletionProtectorRoleName(fleet.app, stage.cellId),
+        deletionProtectorRole: cellDeletionProtectorRoleName(app, stage.cellId),
       }));
-      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName, scripts);
+      const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, app, pipelineName, scripts);
       // The approval is a stage of its own before the wave: given outside the deployment window, the
       // wave still waits for its window; a rejection or timeout stops the pipeline without a rollback.
-      if (fleet.pipeline.manualApproval && wave === firstRegular) {
+      if (manualApproval && wave === firstRegular) {
         const name = `approve-${wave.name}`;
         this.pipeline.addWave(name, {
           post: [new pipelines.ManualApprovalStep(name, { comment: 'The canary wave deployed and baked; approve rolling out to the other cells' })],
@@ -218,10 +295,10 @@ export class PipelineStack extends Stack {
         this.approvalStage = name;
       }
       // Before the deploys: a stack whose first create failed is deleted so the deploy creates it again.
-      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app, scripts)], post: bakes });
+      const stageWave = this.pipeline.addWave(wave.name, { pre: [failedCreateStep(`clear-${wave.name}`, protect, app, scripts)], post: bakes });
       for (const stage of cellStages) stageWave.addStage(stage);
       // CDK Pipelines names a one-stage wave after its stage rather than the wave.
-      stages.set(cells.length === 1 ? `cell-${cells[0].id}` : wave.name, wave.cells);
+      stages.set(wave.cells.length === 1 ? `cell-${wave.cells[0]}` : wave.name, wave.cells);
     }
     this.stages = stages;
     // Routers after the cells, region by region: every cell's endpoint service exists before a
@@ -230,25 +307,26 @@ export class PipelineStack extends Stack {
     // the canary group's alarms; the second deploys the other groups and bakes on every group's
     // alarms before the next region's routers change.
     const routerStages: string[] = [];
-    for (const wave of this.plan.routerWaves) {
-      const stacks = props.routers[wave.region];
-      if (!stacks) throw new Error(`PipelineStack: routers has no stacks for ${wave.region}, a region of the wave plan; give one entry per region`);
+    for (const wave of plan.routerWaves) {
+      const stacks = routers[wave.region];
       const stage = new RouterStage(this, wave.name, wave.part === 'canary'
         ? { router: { ...stacks.router, cellEndpointFingerprints: fingerprints }, groups: stacks.canary }
         : { groups: stacks.rest });
       for (const stack of stage.stacks) assertNoOpenFindings(stack);
-      const watcherRole = routerBakeWatcherRoleName(fleet.app, wave.region);
-      const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms : fleet.router.groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(fleet.app, wave.region, g.name) }));
+      const watcherRole = routerBakeWatcherRoleName(app, wave.region);
+      // The canary part watches its group; the rest watches every group of the region, the canary's too.
+      const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms
+        : [...stacks.canary.groups, ...stacks.rest.groups].map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(app, wave.region, g.name) }));
       const targets = watched.map(({ group, alarmName }) => ({
-        cell: `router-${group}`, account: fleet.accounts.router, region: wave.region, alarmName, roleName: watcherRole,
+        cell: `router-${group}`, account: stage.groups.account, region: wave.region, alarmName, roleName: watcherRole,
       }));
       const protect = stage.stacks.map((stack) => ({
         stackName: stack.stackName, account: stack.account, region: stack.region,
-        ...(stack === stage.router ? { deletionProtectorRole: routerDeletionProtectorRoleName(fleet.app, wave.region) } : {}),
+        ...(stack === stage.router ? { deletionProtectorRole: routerDeletionProtectorRoleName(app, wave.region) } : {}),
       }));
       this.pipeline.addStage(stage, {
-        pre: [failedCreateStep(`clear-${wave.name}`, protect, fleet.app, scripts)],
-        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, fleet.app, pipelineName, scripts),
+        pre: [failedCreateStep(`clear-${wave.name}`, protect, app, scripts)],
+        post: bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, app, pipelineName, scripts),
       });
       routerStages.push(wave.name);
     }
@@ -257,9 +335,9 @@ export class PipelineStack extends Stack {
     this.pipeline.buildPipeline();
     // The pipeline and asset roles assume every environment's bootstrap roles: by pattern, in the
     // organization (or the fleet's accounts), not one ARN per environment (bootstrap-grants.ts).
-    grantBootstrapRolesByPattern(fleetWideRoles(this.pipeline), { organizationId: fleet.pipeline.organizationId });
+    grantBootstrapRolesByPattern(fleetWideRoles(this.pipeline), { organizationId });
     // The CodeBuild action role starts the stage steps' projects by one name pattern (stage-grants.ts).
-    grantStageProjectsByPattern(this.pipeline, fleet.app);
+    grantStageProjectsByPattern(this.pipeline, app);
     // One asset to hundreds of accounts: compact parallel publish commands, timeouts sized from the fleet.
     sizeAssetPublishing(this.pipeline);
     const stageCount = this.pipeline.pipeline.stages.length;
@@ -272,7 +350,7 @@ export class PipelineStack extends Stack {
     applyStageConditions(this.pipeline.pipeline, [...(this.cellZeroStage ? [this.cellZeroStage] : []), ...stages.keys(), ...routerStages].map((stageName) => ({
       stageName,
       rollbackOnFailure: true,
-      deploymentWindow: fleet.pipeline!.deploymentWindow,
+      deploymentWindow,
     })));
     if (source.kind === 'connection') grantCodeConnection(this, source.connectionArn);
     const supportStacks = Object.values(this.pipeline.pipeline.crossRegionSupport).map((support) => support.stack);
@@ -285,6 +363,34 @@ export class PipelineStack extends Stack {
     acknowledgePipelineFindings([this, ...supportStacks]);
     acknowledgeControlTower(this.pipeline.pipeline, denyGrantsExceptForAwsServices);
   }
+}
+
+/**
+ * What is wrong with `props`, each naming the prop and the fix; empty when they describe a pipeline:
+ * every wave's cell has its stack's props and is in one wave only, every cell given is deployed,
+ * every router wave's region has its stacks, the deployment window is a DeploymentWindow expression.
+ */
+export function pipelinePropsProblems(props: PipelineStackProps): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, string>();
+  for (const wave of props.plan.waves) {
+    if (wave.cells.length === 0) problems.push(`plan.waves: wave \`${wave.name}\` has no cells; drop it or give it one`);
+    for (const cellId of wave.cells) {
+      const earlier = seen.get(cellId);
+      if (earlier) problems.push(`plan.waves: cell \`${cellId}\` is in \`${earlier}\` and \`${wave.name}\`; put each cell in one wave`);
+      seen.set(cellId, wave.name);
+      const stack = props.cellStacks[cellId];
+      if (!stack) problems.push(`cellStacks has no props for cell \`${cellId}\` of \`${wave.name}\`; give every cell's (cellStackPropsOf)`);
+      else if (stack.cell.cellId !== cellId) problems.push(`cellStacks[\`${cellId}\`] holds cell \`${stack.cell.cellId}\`; key each cell's props by its own id`);
+    }
+  }
+  const unplanned = Object.keys(props.cellStacks).filter((cellId) => !seen.has(cellId));
+  if (unplanned.length > 0) problems.push(`cellStacks has cell ${unplanned.map((c) => `\`${c}\``).join(', ')} that no wave of plan.waves deploys; add it to a wave or drop its props`);
+  for (const region of new Set(props.plan.routerWaves.map((w) => w.region))) {
+    if (!props.routers[region]) problems.push(`routers has no stacks for ${region}, a region of plan.routerWaves; give one entry per region (pipelineRoutersOf)`);
+  }
+  if (props.deploymentWindow) problems.push(...deploymentWindowProblems(props.deploymentWindow.cron).map((p) => `deploymentWindow.cron: ${p}`));
+  return problems;
 }
 
 /**

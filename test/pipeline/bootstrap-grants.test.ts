@@ -1,5 +1,5 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { addPipeline, cellStacksOf, pipelineRoutersOf } from '../../lib/app';
+import { addPipeline, pipelineStackPropsOf } from '../../lib/app';
 import { Fleet } from '../../lib/fleet';
 import { policySize } from '../../lib/limits';
 import { parseBootstrapRoleArn, PipelineStack } from '../../lib/pipeline';
@@ -52,7 +52,7 @@ describe('the pipeline assumes bootstrap roles by pattern (the example fleet, th
     const small = twoCellFleet();
     noOrg = { ...small, pipeline: { ...small.pipeline!, organizationId: undefined } };
     const app = cdkApp();
-    withoutOrg = Template.fromStack(new PipelineStack(app, `${noOrg.app}-pipeline`, { fleet: noOrg, cellStacks: cellStacksOf(noOrg), routers: pipelineRoutersOf(noOrg), stackName: `${noOrg.app}-pipeline` }));
+    withoutOrg = Template.fromStack(new PipelineStack(app, `${noOrg.app}-pipeline`, pipelineStackPropsOf(noOrg)));
   });
 
   const regions = () => Object.keys(fleet.regions).sort();
