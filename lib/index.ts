@@ -13,7 +13,7 @@ export type * from './fleet/types';
 // the audit gate and AWS limit checks.
 export {
   addFleet, addPipeline, addAuditGate, auditSummary, cellPropsOf, cellStackPropsOf, cellStacksOf, formatAuditSummary, isolationChecksPropsOf,
-  pipelineRoutersOf, routerGroupsStackPropsOf, routerStackPropsOf,
+  pipelineRoutersOf, pipelineStackPropsOf, routerGroupsStackPropsOf, routerStackPropsOf,
 } from './app';
 export type { FleetStacks, PackSummary } from './app';
 
@@ -29,8 +29,10 @@ export { RouterStack, RouterGroupsStack, RouterGroup, MappingBucket } from './ro
 export type { RouterStackProps, RouterGroupsStackProps, RouterGroupProps, MappingBucketProps } from './router-stack';
 
 // The pipeline: cell waves, then the routers region by region.
-export { PipelineStack, CellStage, RouterStage } from './pipeline';
-export type { PipelineStackProps } from './pipeline';
+export { PipelineStack, CellStage, CellZeroStage, RouterStage, pipelinePropsProblems } from './pipeline';
+export type {
+  PipelineStackProps, PipelineWavePlan, PipelineCellWave, PipelineRouterWave, PipelineCellZero, PipelineDeploymentWindow, RouterStageStacks,
+} from './pipeline';
 export { planWaves, WavePlanError } from './waves';
 export type { Wave, WaveKind, WavePlan, RouterWave } from './waves';
 
