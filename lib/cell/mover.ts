@@ -1,4 +1,4 @@
-import { ArnFormat, Aws, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Aws, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -187,8 +187,10 @@ export class CellMover extends Construct implements ec2.IConnectable {
     this.launcher.addToPolicy(new iam.PolicyStatement({
       actions: ['ssm:GetParameter'], resources: [stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: parameterName.replace(/^\//, '') })],
     }));
-    // The acknowledgment id is a plain string (a token cannot key it): the partition of the cell's region.
-    const literalPartition = regionPartition(stack.region);
+    // The acknowledgment id is a plain string (a token cannot key it), spelled as cdk-nag prints the
+    // ARNs: the literal partition when formatArn wrote one (the partition-literals feature flag of
+    // cdk.json), `<AWS::Partition>` when it wrote the pseudo parameter (an app without that flag).
+    const literalPartition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : regionPartition(stack.region);
     for (const [resource, reason] of [
       [`arn:${literalPartition}:ecs:${stack.region}:${account}:task-definition/${family}:*`, 'Every revision of this cell\'s mover task definition (RunTask takes the family\'s latest), only in this cell\'s mover cluster.'],
       [`arn:${literalPartition}:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`, 'The mover tasks of this cell\'s mover cluster; their ids are made at run time.'],

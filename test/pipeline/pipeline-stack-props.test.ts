@@ -1,5 +1,7 @@
+import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
+import { BUNDLING_STACKS } from 'aws-cdk-lib/cx-api';
 import { CellStackProps } from '../../lib/cell';
 import { initialMapping } from '../../lib/mapping';
 import { pipelinePropsProblems, PipelineStack, PipelineStackProps, RouterStageStacks } from '../../lib/pipeline';
@@ -152,6 +154,13 @@ describe('PipelineStack from its own props (two cells, one region, no fleet file
     // The pipeline role's statement names every account deployed to; a stage step's, its stage's only.
     expect(conditions.map((accounts) => [accounts].flat().sort())).toContainEqual(given);
     expect([...new Set(conditions.flatMap((accounts) => [accounts].flat()))].sort()).toEqual(given);
+  });
+});
+
+describe('PipelineStack in an app without cdk.json (its feature flags at their defaults)', () => {
+  it('builds: every stage stack passes the cdk-nag gate with the ARNs CDK writes there (the partition as a pseudo parameter)', () => {
+    const stack = new PipelineStack(new App({ context: { [BUNDLING_STACKS]: [] } }), 'shop-pipeline', props());
+    expect(stack.routerStages).toHaveLength(2);
   });
 });
 
