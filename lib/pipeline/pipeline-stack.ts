@@ -344,7 +344,7 @@ export class PipelineStack extends Stack {
     if (stageCount > MAX_PIPELINE_STAGES) {
       throw new WavePlanError(
         `the pipeline has ${stageCount} stages (waves, router waves, the approval and ${FIXED_STAGES} fixed) but CodePipeline allows ${MAX_PIPELINE_STAGES}; ` +
-        'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
+        'put more cells in each wave of plan.waves (in the fleet file: raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves), or split the fleet across pipelines',
       );
     }
     applyStageConditions(this.pipeline.pipeline, [...(this.cellZeroStage ? [this.cellZeroStage] : []), ...stages.keys(), ...routerStages].map((stageName) => ({
