@@ -70,7 +70,8 @@ async function localInput(flags: CapacityFlags): Promise<CapacityInput> {
   const template = fleet.cells.find((c) => c.shapeName === shapeName);
   if (!template) throw new CliError(`--shape ${shapeName}: no cell of the fleet has that shape (shapes: ${[...new Set(fleet.cells.map((c) => c.shapeName))].join(', ')})`, EXIT.usage);
   const tested = positive(flags.testedRps, '--tested-rps') ?? template.shape.limits.requestsPerSecond;
-  const limits: CellLimits[] = Object.entries(mapping.cells).map(([cell, c]) => ({
+  // Cell zero, the existing service, is no factory cell: it takes no tenant (as in AWS, where only the fleet's cells are judged).
+  const limits: CellLimits[] = Object.entries(mapping.cells).filter(([cell]) => cell !== info.cellZero).map(([cell, c]) => ({
     cell, region: 'local', shape: shapeName, state: c.state, testedRps: tested, maxTenants: template.shape.limits.maxTenants, zones: template.availabilityZones.length,
   }));
   const api = new RuntimeApi(path.join(stateDir, 'router', 'admin.sock'));

@@ -33,8 +33,9 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
     .option('--fresh', 'throw the state directory away and start empty')
     .option('--test-faults', 'start the workloads with their fault hooks on (poison request, slow query): tests and benchmarks only')
     .option('--images', 'run the workloads and the router from the built images (buildah and podman, root) instead of from source')
+    .option('--cell-zero', "put the router in front of an existing service, cell zero: one more workload on its own PostgreSQL, outside the cells, holding every tenant (existing-1 …) in a database that lacks the movable-schema contract; the first mapping sends every bucket to it (docs/cell-zero.md). Its id: the config's cellZero.id, else zero")
     .option('--base-images <source>', 'with --images: `pull` the Dockerfiles\' base images from their registry, or build `local` stand-ins (debootstrap; no registry needed)', 'pull')
-    .action(async (action: string | undefined, flags: { cells?: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean; images?: boolean; baseImages: string }) => {
+    .action(async (action: string | undefined, flags: { cells?: string; port: string; stateDir: string; config: string; fresh?: boolean; testFaults?: boolean; images?: boolean; cellZero?: boolean; baseImages: string }) => {
       if (action !== undefined && action !== 'stop') throw new CliError(`fleet local ${action}: unknown; \`cellctl fleet local\` starts a fleet, \`cellctl fleet local stop\` stops one`, 2);
       if (action === 'stop') return stopFleet(io, flags.stateDir);
       if (flags.baseImages !== 'pull' && flags.baseImages !== 'local') throw new CliError(`--base-images ${flags.baseImages}: give pull or local`, 2);
@@ -43,12 +44,14 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
-      const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (flags.fresh ? undefined : readFleetFile(flags.stateDir)?.cells.length) ?? 4;
+      const before = flags.fresh ? undefined : readFleetFile(flags.stateDir);
+      const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (before ? before.cells.length - (before.cellZero ? 1 : 0) : undefined) ?? 4;
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../router') as typeof import('../router');
       if (!flags.images && !haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
       if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
       const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
+      const cellZero = flags.cellZero ? { id: config?.cellZero?.id ?? 'zero' } : undefined;
       let running;
       try {
         running = await startLocalFleet({
@@ -58,6 +61,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
           fresh: flags.fresh,
           testFaults: flags.testFaults,
           images: flags.images ? { baseImages: flags.baseImages } : undefined,
+          cellZero,
           partitionKey: config?.partitionKey,
           bucketCount: config?.bucketCount,
           healthCheckPath: config?.workload.healthCheckPath,
@@ -75,9 +79,14 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       io.out(`mapping     ${shortPath(running.mappingFile)}  (cellctl mapping … against it takes effect within a second)\n`);
       io.out(`state       ${running.fleetFile}\n\n`);
       io.out(formatTable(['cell', 'workload', 'database', 'share', 'log'], running.cells.map((c) => [
-        c.id, c.workloadUrl, `postgres://127.0.0.1:${c.database.port}/cell`, `${(((counts.get(c.id) ?? 0) / buckets) * 100).toFixed(1)}%`,
+        c.id === running.cellZero?.id ? `${c.id} (cell zero)` : c.id, c.workloadUrl, `postgres://127.0.0.1:${c.database.port}/cell`, `${(((counts.get(c.id) ?? 0) / buckets) * 100).toFixed(1)}%`,
         shortPath(path.join(running.stateDir, 'logs', `${c.id}.log`)),
       ])));
+      if (running.cellZero) {
+        io.out(`\ncell zero ${running.cellZero.id} is the existing service: every bucket routes to it. Make its database movable, then move tenants out:\n`);
+        io.out(`  cellctl cell-zero check --url ${running.cellZero.database.url('cell')} --sql > movable.sql\n`);
+        io.out(`  cellctl move tenant existing-1 --to cell-1 --local --state-dir ${shortPath(running.stateDir)}\n`);
+      }
       io.out(`\ntry: curl -H '${header}: acme' -d '{"name":"x"}' ${running.routerUrl}/v1/items\n`);
       io.out('Ctrl-C or SIGTERM stops the fleet (so does the end of the process that started it)\n');
       // PostgreSQL, the workloads and HAProxy each have a watchdog too: a SIGKILL here stops them as well.

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import { Command, Option } from 'commander';
 import { cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../fleet';
 import {
-  addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, formatProblems, guardChange,
+  addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, removeCell, formatProblems, guardChange,
   InvalidKeyError, lookup, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
 } from '../mapping';
@@ -71,7 +71,7 @@ function diffText(diff: MappingDiff, total: number): string {
   return text;
 }
 
-interface ChangeFlags {
+export interface ChangeFlags {
   readonly mapping: string;
   readonly out?: string;
   readonly force?: boolean;
@@ -148,7 +148,7 @@ function maxMoveShare(value: string): number {
  * Applies a change to the `--mapping` document and writes the result to `--out` (default: in place).
  * The result is validated and guarded first: nothing is written when it is invalid or refused.
  */
-function runChange(
+export function runChange(
   io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
   moves?: (doc: MappingDocument, options: ChangeOptions) => MappingDocument | undefined,
   guard?: (before: MappingDocument, after: MappingDocument) => 'change' | 'planned',
@@ -373,6 +373,10 @@ export function mappingCommand(io: CliIo): Command {
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`, then drain again); the mapping is not changed')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
     .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => drainCell(doc, id, o), () => undefined));
+
+  changeCommand(mapping, 'remove-cell', 'remove a cell nothing routes to (no bucket, no pin, no prefix): the routers drop it; refused while anything still routes there')
+    .argument('<id>', 'cell id')
+    .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => removeCell(doc, id, o)));
 
   const keyMove = (command: Command) => command
     .option('--plan <file>', 'write the tenant move to FILE (run it with `cellctl move plan FILE`; its flip pins the key); the mapping is not changed')

@@ -5,11 +5,12 @@ import * as path from 'path';
 import { pidRunning, watchChild, writeFileAtomic } from '../files';
 import { REPO_ROOT } from '../files/repo-root';
 import { PartitionKeySource } from '../fleet/types';
-import { initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
+import { adoptionMapping, bucketCounts, initialMapping, lookup, parseMapping, validateMapping } from '../mapping';
 import { LocalRouter, startLocalRouter } from '../router/local';
 import { RuntimeApi } from '../router/runtime-api';
 import { BaseImages, containerEnv, missingContainerTools, podman, podmanArgs } from '../images/podman';
 import { buildFleetImages, containerPrefix, FleetImages, fleetContainerFlags, removeFleetContainers, startImageRouter } from './images';
+import { ExistingData, makeExistingDatabase } from './cell-zero';
 import { assertPortFree, freeLoopbackPort, PostgresServer, setTreePriority, startPostgresServer } from './postgres';
 
 /** The database each cell's workload uses inside its own PostgreSQL cluster. */
@@ -35,6 +36,8 @@ export interface FleetFile {
   readonly controlSocket?: string;
   /** Run from images (`--images`): the image tags the workloads and the router run. */
   readonly images?: FleetImages;
+  /** With a cell zero (`--cell-zero`): its id; it is one of `cells` (the existing service, outside the factory's cells). */
+  readonly cellZero?: string;
 }
 
 export interface FleetFileCell {
@@ -84,6 +87,14 @@ export interface LocalFleetOptions {
    * @default - from source
    */
   readonly images?: { readonly baseImages: BaseImages };
+  /**
+   * Put the router in front of an existing service, cell zero (docs/cell-zero.md): one more reference
+   * workload on its own PostgreSQL, outside the factory's `cells`, whose database predates the
+   * movable-schema contract and holds `existing-1` … `existing-N` with their items; the first mapping
+   * sends every bucket to it.
+   * @default - no cell zero
+   */
+  readonly cellZero?: ExistingData & { readonly id: string };
 }
 
 /** One cell of the local fleet: its workload process and its PostgreSQL server. */
@@ -118,6 +129,8 @@ export interface LocalFleet {
   readonly router: LocalRouter | undefined;
   /** The images the fleet runs, with `images`. */
   readonly images: FleetImages | undefined;
+  /** Cell zero, the existing service (`cellZero`); also one of `cells`. */
+  readonly cellZero: LocalCell | undefined;
   cell(id: string): LocalCell;
   /**
    * Starts one more cell (its own PostgreSQL and workload, `cell-<n+1>`) in the running fleet and
@@ -199,7 +212,9 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   const slots = o.slots ?? Math.max(16, count + 1);
   const routing = { partitionKey, bucketCount, slots, zones: 3, cellMaxConn: o.cellMaxConn ?? 100, cellHealthCheckPath: healthCheckPath };
   const images = o.images ? await buildFleetImages(o.images.baseImages, routing, log) : undefined;
-  const reuse = !o.fresh && previous !== undefined && previous.cells.length === count;
+  const zeroId = o.cellZero?.id;
+  if (zeroId !== undefined && /^cell-\d+$/.test(zeroId)) throw new Error(`cell zero's id ${zeroId} is one the local fleet gives its own cells; give cell zero another (cellZero.id)`);
+  const reuse = !o.fresh && previous !== undefined && previous.cells.length === count + (zeroId ? 1 : 0) && previous.cellZero === zeroId;
   if (!reuse && fs.existsSync(stateDir)) {
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
     fs.rmSync(stateDir, { recursive: true, force: true });
@@ -261,12 +276,22 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
 
   try {
     // Reused: the cells fleet.json names (with any added to the running fleet); else cell-1 … cell-N.
-    const ids = reuse ? previous!.cells.map((c) => c.id) : Array.from({ length: count }, (_, i) => `cell-${i + 1}`);
+    // Cell zero (when there is one) first: the existing service.
+    const ids = reuse ? previous!.cells.map((c) => c.id) : [...(zeroId ? [zeroId] : []), ...Array.from({ length: count }, (_, i) => `cell-${i + 1}`)];
     for (const [i, id] of ids.entries()) await startCell(id, reuse ? previous!.cells[i] : undefined);
     await Promise.all(cells.map((c) => c.startWorkload()));
+    const zero = zeroId ? cells.find((c) => c.id === zeroId) : undefined;
+    if (zero && !reuse) {
+      const tenants = await makeExistingDatabase(zero.database.url(LOCAL_DATABASE), o.cellZero);
+      log(`${zeroId}: the existing service, ${tenants.length} tenants in its database, which lacks the movable-schema contract's row versions and tombstones`);
+    }
 
     if (!reuse || !fs.existsSync(mappingFile)) {
-      const doc = initialMapping(ids.map((id, i) => ({ id, state: 'active' as const, canary: false, endpoint: cells[i].workloadUrl })), bucketCount, { now: new Date().toISOString() });
+      const now = { now: new Date().toISOString() };
+      const listed = cells.map((c) => ({ id: c.id, state: 'active' as const, canary: false, endpoint: c.workloadUrl }));
+      const doc = zero
+        ? adoptionMapping(listed.find((c) => c.id === zero.id)!, listed.filter((c) => c.id !== zero.id), bucketCount, now)
+        : initialMapping(listed, bucketCount, now);
       const problems = validateMapping(doc);
       if (problems.length > 0) throw new Error(`the local fleet does not make a valid mapping: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
       writeFileAtomic(mappingFile, `${JSON.stringify(doc, null, 2)}\n`);
@@ -300,7 +325,8 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     // Ready once HAProxy's health checks see every cell up: one tenant of each cell is served there.
     const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
     if (!parsed.ok) throw new Error(`${mappingFile} is not a valid mapping; fix it (\`cellctl mapping validate ${mappingFile}\`) or start with --fresh`);
-    const probes = Object.keys(parsed.document.cells).filter((id) => parsed.document.cells[id].state === 'active').map((id) => {
+    const held = bucketCounts(parsed.document);
+    const probes = Object.keys(parsed.document.cells).filter((id) => parsed.document.cells[id].state === 'active' && (held.get(id) ?? 0) > 0).map((id) => {
       for (let n = 0; n < 100_000; n++) if (lookup(parsed.document, `probe-${n}`).cell === id) return { id, key: `probe-${n}` };
       return undefined;
     }).filter((p): p is { id: string; key: string } => p !== undefined);
@@ -326,6 +352,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         healthCheckPath,
         ...(control ? { controlSocket: control.socket } : {}),
         ...(images ? { images } : {}),
+        ...(zeroId ? { cellZero: zeroId } : {}),
         cells: cells.map((c) => ({
           id: c.id,
           workloadUrl: c.workloadUrl,
@@ -344,7 +371,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       // One at a time: each new cell takes the next id.
       const next = adding.then(async () => {
         const taken = new Set([...cells.map((c) => c.id), ...Object.keys(readMapping(mappingFile)?.cells ?? {})]);
-        let n = cells.length + 1;
+        let n = cells.filter((c) => c.id !== zeroId).length + 1;
         while (taken.has(`cell-${n}`)) n++;
         const id = `cell-${n}`;
         log(`adding ${id}`);
@@ -376,6 +403,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       cells,
       router,
       images,
+      cellZero: zero,
       cell: (id) => {
         const found = cells.find((c) => c.id === id);
         if (!found) throw new Error(`no cell ${id}; the local fleet has ${cells.map((c) => c.id).join(', ')}`);

@@ -134,7 +134,8 @@ export function addCell(doc: MappingDocument, cell: { id: string; endpoint: stri
 }
 
 /**
- * Drains a cell: its buckets go to the remaining bucket-holding active cells, fewest buckets first,
+ * Drains a cell: its buckets go to the remaining bucket-holding active cells (when it holds them all,
+ * as a cell zero does, to the other active cells no prefix override names), fewest buckets first,
  * in contiguous chunks; nothing else moves. The cell becomes `draining` and keeps its overrides
  * until they are moved too.
  */
@@ -142,7 +143,10 @@ export function drainCell(doc: MappingDocument, id: string, options: ChangeOptio
   requireCell(doc, id);
   if (doc.cells[id].state !== 'active') throw new MappingChangeError(`cell \`${id}\` is ${doc.cells[id].state}, not active; nothing to drain`);
   const counts = bucketCounts(doc);
-  const receivers = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active');
+  const holding = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active');
+  // A cell zero holds every bucket while the factory's cells hold none: they receive, except one a prefix names (the canary).
+  const prefixed = new Set(Object.values(doc.overrides.prefix));
+  const receivers = holding.length > 0 ? holding : Object.keys(doc.cells).filter((c) => c !== id && doc.cells[c].state === 'active' && !prefixed.has(c));
   const cells = { ...doc.cells, [id]: { ...doc.cells[id], state: 'draining' as const } };
   const draining = counts.get(id) ?? 0;
   if (draining === 0) return next(doc, options, { cells });
@@ -152,7 +156,7 @@ export function drainCell(doc: MappingDocument, id: string, options: ChangeOptio
   for (let given = 0; given < draining; given++) {
     let poorest = receivers[0];
     for (const c of receivers) {
-      if (counts.get(c)! + receive.get(c)! < counts.get(poorest)! + receive.get(poorest)!) poorest = c;
+      if ((counts.get(c) ?? 0) + receive.get(c)! < (counts.get(poorest) ?? 0) + receive.get(poorest)!) poorest = c;
     }
     receive.set(poorest, receive.get(poorest)! + 1);
   }
@@ -167,6 +171,44 @@ export function drainCell(doc: MappingDocument, id: string, options: ChangeOptio
     queue[q].left -= 1;
   }
   return next(doc, options, { cells, buckets: compressBuckets(expanded) });
+}
+
+/** What still routes to a cell: its buckets and the overrides (exact keys, prefixes) that name it. */
+export interface CellRoutes {
+  readonly buckets: number;
+  readonly exact: readonly string[];
+  readonly prefix: readonly string[];
+}
+
+export function routesTo(doc: MappingDocument, id: string): CellRoutes {
+  return {
+    buckets: bucketCounts(doc).get(id) ?? 0,
+    exact: Object.keys(doc.overrides.exact).filter((k) => doc.overrides.exact[k] === id),
+    prefix: Object.keys(doc.overrides.prefix).filter((p) => doc.overrides.prefix[p] === id),
+  };
+}
+
+/** `routesTo` in a few words: `12 buckets, pins acme, prefix internal-`, or undefined when nothing routes there. */
+export function routesText(routes: CellRoutes): string | undefined {
+  const parts = [
+    ...(routes.buckets > 0 ? [`${routes.buckets} bucket${routes.buckets === 1 ? '' : 's'}`] : []),
+    ...(routes.exact.length > 0 ? [`pin${routes.exact.length === 1 ? '' : 's'} ${routes.exact.slice(0, 5).join(', ')}${routes.exact.length > 5 ? ` and ${routes.exact.length - 5} more` : ''}`] : []),
+    ...(routes.prefix.length > 0 ? [`prefix${routes.prefix.length === 1 ? '' : 'es'} ${routes.prefix.join(', ')}`] : []),
+  ];
+  return parts.length > 0 ? parts.join(', ') : undefined;
+}
+
+/**
+ * Removes a cell nothing routes to any more (no bucket, no pin, no prefix): the routers drop their
+ * backend for it. A cell that still serves is refused, naming what still routes there.
+ */
+export function removeCell(doc: MappingDocument, id: string, options: ChangeOptions): MappingDocument {
+  requireCell(doc, id);
+  const still = routesText(routesTo(doc, id));
+  if (still) throw new MappingChangeError(`cell \`${id}\` still serves: ${still} route to it; move them to other cells first`);
+  const { [id]: _removed, ...cells } = doc.cells;
+  if (Object.keys(cells).length === 0) throw new MappingChangeError(`cell \`${id}\` is the mapping's only cell`);
+  return next(doc, options, { cells });
 }
 
 function withOverrides(doc: MappingDocument, options: ChangeOptions, overrides: Overrides): MappingDocument {

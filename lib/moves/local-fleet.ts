@@ -15,6 +15,8 @@ export interface LocalFleetInfo {
   /** The partition key header the routers read. @default x-tenant-id */
   readonly partitionHeader: string;
   readonly cells: Readonly<Record<string, CellDatabase>>;
+  /** Cell zero's id (`cellctl fleet local --cell-zero`): the existing service, not a factory cell. */
+  readonly cellZero?: string;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -66,7 +68,10 @@ export function readLocalFleet(stateDir: string): LocalFleetInfo {
   if (entries.length === 0) throw new MoveError(`${file}: no cells`);
   const cells: Record<string, CellDatabase> = {};
   for (const [id, cell] of entries) cells[id] = database(id, isObject(cell) ? cell.database ?? cell.db : undefined, file);
-  return { stateDir, mappingFile: path.resolve(stateDir, mapping), routerUrls, partitionHeader: String(header), cells };
+  return {
+    stateDir, mappingFile: path.resolve(stateDir, mapping), routerUrls, partitionHeader: String(header), cells,
+    ...(typeof doc.cellZero === 'string' ? { cellZero: doc.cellZero } : {}),
+  };
 }
 
 /**

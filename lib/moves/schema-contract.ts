@@ -1,5 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { MIGRATIONS } from '../workload/migrations';
+// Used at call time only (cell-data imports this module too).
+import { bucketSql } from './cell-data';
 
 /**
  * The movable-schema contract (lib/workload/migrations.ts, docs/workload.md) checked against a
@@ -117,9 +119,16 @@ export async function readSchemaFacts(client: Pool | PoolClient): Promise<Schema
   return { bookkeeping, movedAwayState: state.rows.length > 0, tables };
 }
 
-/** The reference workload's bookkeeping SQL: migration 1 (sequence, tombstones, moved-away, functions) and 4 (state). */
+/**
+ * The reference workload's bookkeeping SQL: migration 1 (sequence, tombstones, moved-away, functions)
+ * and 4 (state), made to skip what a database already has (one that holds some of it, such as a
+ * `cf_moved_away` its service already reads), so the script runs whole on it.
+ */
 function bookkeepingSql(): string {
-  return MIGRATIONS.filter((m) => m.version === 1 || m.version === 4).map((m) => m.sql.trim()).join('\n');
+  return MIGRATIONS.filter((m) => m.version === 1 || m.version === 4).map((m) => m.sql.trim()).join('\n')
+    .replace(/\bcreate (sequence|table|index) (?!if not exists)/g, 'create $1 if not exists ')
+    .replace(/\bcreate function /g, 'create or replace function ')
+    .replace(/\badd column (?!if not exists)/g, 'add column if not exists ');
 }
 
 /** What `facts` lack against the contract, database bookkeeping first, then table by table. */
@@ -203,4 +212,21 @@ function tableGaps(table: TableFacts): ContractGap[] {
 /** The required gaps, as the lines a refused move prints. */
 export function contractRefusals(gaps: readonly ContractGap[]): string[] {
   return gaps.filter((g) => g.level === 'required').map((g) => `${g.table ?? '(database)'}: ${g.missing}`);
+}
+
+/**
+ * The tenants that still have rows in this database and have not moved away (no `moved` record for
+ * the tenant or its bucket in `cf_moved_away`), sorted: what a cell zero still serves from its data.
+ */
+export async function tenantsLeft(client: Pool | PoolClient, bucketCount: number): Promise<string[]> {
+  const facts = await readSchemaFacts(client);
+  const tables = facts.tables.filter((t) => t.columns.tenant_id);
+  if (tables.length === 0) return [];
+  const bucket = bucketSql('t.tenant_id', bucketCount);
+  const moved = facts.bookkeeping.has('cf_moved_away')
+    ? `and not exists (select 1 from cf_moved_away m where ${facts.movedAwayState ? "m.state = 'moved' and " : ''}((m.kind = 'tenant' and m.value = t.tenant_id) or (m.kind = 'bucket' and m.value = ${bucket}::text)))`
+    : '';
+  const { rows } = await client.query<{ tenant_id: string }>(
+    tables.map((t) => `select distinct t.tenant_id from ${quote(t.name)} t where t.tenant_id is not null ${moved}`).join(' union ') + ' order by 1');
+  return rows.map((r) => r.tenant_id);
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import {
-  addCell, bucketCounts, diffMappings, drainCell, initialMapping, lookup, MappingChangeError, MappingDocument,
-  pinKey, quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
+  addCell, adoptionMapping, bucketCounts, diffMappings, drainCell, initialMapping, lookup, MappingChangeError, MappingDocument,
+  pinKey, quarantineKey, removeCell, removePrefix, routesTo, setPrefix, unpinKey, validateMapping,
 } from '../../lib/mapping';
 import { cells, NOW, sampleMapping } from '../support/mapping';
 
@@ -68,6 +68,33 @@ describe('drainCell', () => {
     const drained = drainCell(sampleMapping(), 'cell-1', NOW);
     expect(() => drainCell(drained, 'cell-1', NOW)).toThrow(/is draining, not active/);
     expect(() => drainCell(drained, 'ghost', NOW)).toThrow(/not in the mapping/);
+  });
+});
+
+describe('a cell zero leaving the mapping', () => {
+  const zero = { id: 'zero', endpoint: 'http://127.0.0.1:9999', state: 'active' as const };
+  const adopted = () => setPrefix(adoptionMapping(zero, cells(3, { canary: true }), 16384, NOW), 'internal-', 'canary', NOW);
+
+  it('drains onto the factory cells that hold no bucket yet, evenly, never onto the canary', () => {
+    const after = drainCell(adopted(), 'zero', NOW);
+    expect(validateMapping(after)).toEqual([]);
+    expect(Object.fromEntries(bucketCounts(after))).toEqual({ 'cell-1': 5462, 'cell-2': 5461, 'cell-3': 5461 });
+    expect(after.cells.zero.state).toBe('draining');
+  });
+
+  it('is removed once nothing routes to it, and refused while a bucket, a pin or a prefix does', () => {
+    const drained = drainCell(adopted(), 'zero', NOW);
+    // A drain keeps the cell's overrides.
+    const pinned = drainCell(pinKey(adopted(), 'acme', 'zero', NOW), 'zero', NOW);
+    expect(routesTo(pinned, 'zero')).toEqual({ buckets: 0, exact: ['acme'], prefix: [] });
+    expect(() => removeCell(pinned, 'zero', NOW)).toThrow(new MappingChangeError('cell `zero` still serves: pin acme route to it; move them to other cells first'));
+    expect(() => removeCell(adopted(), 'zero', NOW)).toThrow(/^cell `zero` still serves: 16384 buckets route to it/);
+    expect(() => removeCell(drainCell(setPrefix(adopted(), 'old-', 'zero', NOW), 'zero', NOW), 'zero', NOW)).toThrow(/still serves: prefix old- route to it/);
+    const removed = removeCell(drained, 'zero', NOW);
+    expect(validateMapping(removed, { previousVersion: drained.version })).toEqual([]);
+    expect(Object.keys(removed.cells)).toEqual(['canary', 'cell-1', 'cell-2', 'cell-3']);
+    expect(removed.buckets).toEqual(drained.buckets);
+    expect(() => removeCell(removed, 'zero', NOW)).toThrow(/`zero` is not in the mapping/);
   });
 });
 
