@@ -1,8 +1,8 @@
 /**
  * `cdk bootstrap` for every account and region the fleet deploys to: the tooling account in the
  * pipeline's region (the pipeline stack and its self-mutation), the router account in every region
- * (router stacks, their container images in the router account's ECR) and every cell's account in
- * its region. The router and cell environments trust the tooling account, whose pipeline assumes
+ * (router stacks, their container images in the router account's ECR), every cell's account in
+ * its region, and a cell zero's account in its region (its adoption stack). The router and cell environments trust the tooling account, whose pipeline assumes
  * their deploy and publishing roles. The pipeline's cross-region support stacks need no bootstrap of
  * their own: CDK deploys them with the pipeline region's roles (a bootstrapless synthesizer).
  */
@@ -19,6 +19,8 @@ export interface BootstrapFleet {
   readonly accounts: { readonly tooling: string; readonly router: string };
   readonly regions: Readonly<Record<string, unknown>>;
   readonly cells: readonly { readonly id: string; readonly account: string; readonly region: string }[];
+  /** An adopted existing stack: the factory deploys its adoption stack there. */
+  readonly cellZero?: { readonly id: string; readonly account: string; readonly region: string };
   readonly pipeline?: { readonly region: string };
 }
 
@@ -38,7 +40,7 @@ export function executionPolicyFor(policyArn: string, account: string): string {
   return policyArn.split(ACCOUNT_PLACEHOLDER).join(account);
 }
 
-/** One environment per account × region the fleet deploys to, tooling first, then routers, then cells. */
+/** One environment per account × region the fleet deploys to, tooling first, then routers, then cells, then cell zero. */
 export function bootstrapEnvironments(fleet: BootstrapFleet, options: { executionPolicyArn: string }): BootstrapEnvironment[] {
   const byEnvironment = new Map<string, { account: string; region: string; purposes: string[] }>();
   const add = (account: string, region: string, purpose: string) => {
@@ -50,6 +52,7 @@ export function bootstrapEnvironments(fleet: BootstrapFleet, options: { executio
   if (fleet.pipeline) add(fleet.accounts.tooling, fleet.pipeline.region, 'tooling');
   for (const region of Object.keys(fleet.regions)) add(fleet.accounts.router, region, 'router');
   for (const cell of fleet.cells) add(cell.account, cell.region, `cell ${cell.id}`);
+  if (fleet.cellZero) add(fleet.cellZero.account, fleet.cellZero.region, fleet.cellZero.id === 'zero' ? 'cell zero' : `cell zero ${fleet.cellZero.id}`);
   return [...byEnvironment.values()].map(({ account, region, purposes }) => ({
     account,
     region,

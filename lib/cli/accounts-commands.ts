@@ -89,7 +89,7 @@ export function accountsCommand(io: CliIo): Command {
 
   accounts
     .command('bootstrap')
-    .description('print (or --run) `cdk bootstrap` for every account and region the fleet deploys to: tooling, router and cell accounts; each trusts the tooling account')
+    .description('print (or --run) `cdk bootstrap` for every account and region the fleet deploys to: tooling, router and cell accounts, and cell zero\'s; each trusts the tooling account')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--run', 'run the commands one after the other, each as organization.roleName in its account, stopping at the first failure')
     .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')

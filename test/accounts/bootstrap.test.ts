@@ -34,6 +34,16 @@ describe('bootstrapEnvironments', () => {
     expect(environments.map((e) => e.purposes[0])).toEqual(['router', 'router', 'cell a', 'cell b']);
   });
 
+  it('bootstraps cell zero\'s account in its region, trusting the tooling account, after the cells', () => {
+    const environments = bootstrapEnvironments({ ...FLEET, cellZero: { id: 'zero', account: '555555555555', region: 'eu-west-1' } }, { executionPolicyArn: POLICY });
+    expect(environments.at(-1)).toEqual({
+      account: '555555555555', region: 'eu-west-1', purposes: ['cell zero'],
+      args: ['bootstrap', 'aws://555555555555/eu-west-1', '--trust', '999999999999', '--cloudformation-execution-policies', POLICY],
+    });
+    const named = bootstrapEnvironments({ ...FLEET, cellZero: { id: 'legacy', account: '111111111111', region: 'eu-west-1' } }, { executionPolicyArn: POLICY });
+    expect(named.find((e) => e.account === '111111111111')!.purposes).toEqual(['cell a', 'cell c', 'cell zero legacy']);
+  });
+
   it('gives each account its own customer-managed execution policy through {account}, and refuses another account\'s policy', () => {
     const environments = bootstrapEnvironments(FLEET, { executionPolicyArn: 'arn:aws:iam::{account}:policy/cdk-exec' });
     expect(environments.map((e) => e.args.at(-1))).toEqual(['999999999999', '888888888888', '888888888888', '111111111111', '222222222222'].map((a) => `arn:aws:iam::${a}:policy/cdk-exec`));

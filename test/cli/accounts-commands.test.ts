@@ -7,7 +7,8 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { cellctl } from '../support/cli';
 import { loadFleet, readAccountsFile } from '../../lib/fleet';
 import { fakeCdk, FakeCdk } from '../support/fake-cdk';
-import { REPO_ROOT, shippedConfigText } from '../support/fleet';
+import { configDirs, REPO_ROOT, shippedConfigText } from '../support/fleet';
+import { CELL_ZERO_ACCOUNT, withCellZero } from '../support/cell-zero';
 
 const org = mockClient(OrganizationsClient);
 
@@ -84,6 +85,15 @@ describe('cellctl accounts', () => {
     expect(printed.out).toContain('npx cdk bootstrap aws://333333333334/us-east-1 --trust 111111111111');
     // The commands still print (they are what to run), with a note that these accounts are examples.
     expect(printed.err).toMatch(/^note: 10 of these accounts are examples from the sample config: 111111111111 \(tooling\), 222222222222 \(router\), 8 cell accounts \(333333333330 … 333333333337\); put your tooling and router account ids in /);
+  });
+
+  const dirs = configDirs();
+  it('prints cell zero\'s account and region too (its adoption stack deploys there)', async () => {
+    const dir = dirs.config(withCellZero);
+    const printed = await cellctl('accounts', 'bootstrap', '--config', path.join(dir, 'cells.config.ts'));
+    const lines = printed.out.trim().split('\n');
+    expect(lines).toHaveLength(12);
+    expect(lines.at(-1)).toBe(`npx cdk bootstrap aws://${CELL_ZERO_ACCOUNT}/eu-west-1 --trust 111111111111 --cloudformation-execution-policies arn:aws:iam::aws:policy/AdministratorAccess    # cell zero`);
   });
 
   describe('--run', () => {
