@@ -51,7 +51,10 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
   const cells = fleet.cells.map((cell) => new CellStack(app, `cell-${cell.id}`, cellStackPropsOf(fleet, cell)));
   // Cell zero (docs/cell-zero.md): its adoption stack, before the routers that link it, like a cell.
   const cellZero = fleet.cellZero ? new CellZeroStack(app, `cell-${fleet.cellZero.id}-adoption`, cellZeroStackProps(fleet)) : undefined;
-  const cellEndpointFingerprints = Object.fromEntries(fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]));
+  const cellEndpointFingerprints = Object.fromEntries([
+    ...fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]),
+    ...(cellZero ? [[fleet.cellZero!.id, endpointServiceFingerprint(cellZero.entry)]] : []),
+  ]);
   const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, routerStackPropsOf(fleet, region, cellEndpointFingerprints)));
   // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
   const routerGroups = routers.flatMap((router) => {

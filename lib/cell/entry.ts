@@ -8,7 +8,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { assertAccountId } from './cross-account-read-role';
 import { DELETION_PROTECTION_AFTER_CREATE } from './data';
 import { LogBucket } from './log-bucket';
@@ -208,16 +208,24 @@ export class CellEntry extends Construct {
 }
 
 /**
+ * What the routers link: an endpoint service and the NLB it publishes, a cell's (`CellEntry`, whose
+ * NLB is `privateLink`) or cell zero's (`AdoptionEntry`, whose NLB is `loadBalancer`).
+ */
+export type EndpointServiceEntry = IConstruct & { readonly endpointService: IConstruct } & ({ readonly privateLink: IConstruct } | { readonly loadBalancer: IConstruct });
+
+/**
  * A fingerprint of what a cell's endpoint service name depends on: the endpoint service and the
  * PrivateLink NLB behind it as CloudFormation will see them (logical ids and properties, resolved
  * in the cell's stack). A change that can replace the service (and so change its name) changes the
  * fingerprint; the router stacks carry it in their lookup of the name, so CloudFormation runs the
  * lookup again exactly then (a custom resource whose properties never change is never updated).
  */
-export function endpointServiceFingerprint(entry: CellEntry): string {
+export function endpointServiceFingerprint(entry: EndpointServiceEntry): string {
   const stack = Stack.of(entry);
   const service = entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService);
-  const cfn = [service, entry.privateLink.node.defaultChild].map((child) => {
+  // A cell's entry also has a `loadBalancer` (its ALB): the service's NLB is `privateLink` there.
+  const nlb = 'privateLink' in entry ? entry.privateLink : entry.loadBalancer;
+  const cfn = [service, nlb.node.defaultChild].map((child) => {
     const render = (child as { _toCloudFormation?: () => unknown } | undefined)?._toCloudFormation;
     // aws-cdk-lib renders a resource's CloudFormation through this method; checked, so a change fails synth loudly.
     if (typeof render !== 'function') throw new Error('endpointServiceFingerprint: aws-cdk-lib no longer renders resources through _toCloudFormation(); update lib/cell/entry.ts');

@@ -259,6 +259,7 @@ export class PipelineStack extends Stack {
     if (zero) {
       const adoption = zero.stack;
       const stage = new CellZeroStage(this, `cell-${adoption.cellId}-adoption`, { cellZero: adoption });
+      fingerprints[adoption.cellId] = endpointServiceFingerprint(stage.stack.entry);
       assertNoOpenFindings(stage.stack);
       const protect = [{ stackName: stage.stack.stackName, account: adoption.account, region: adoption.region }];
       const targets = [{

@@ -6,6 +6,7 @@ import { addFleet } from '../../lib/app';
 import { endpointServiceFingerprint } from '../../lib/cell';
 import { Fleet } from '../../lib/fleet';
 import { cdkApp, twoCellFleet } from '../support/fleet';
+import { cellZeroFleet } from '../support/cell-zero';
 
 /**
  * A router region reads each cell's endpoint service name from the cell's account through a custom
@@ -57,5 +58,40 @@ describe('cell endpoint lookups follow the cell\'s endpoint service', () => {
     expect(endpointServiceFingerprint(entry)).not.toBe(second);
     // Another cell's is untouched.
     expect(endpointServiceFingerprint(stacks.cells[1].cell.entry)).toBe(fingerprints[1]);
+  });
+});
+
+/**
+ * Cell zero is linked like a cell: the routers' lookup of its adoption endpoint service carries that
+ * service's fingerprint, so an adoption endpoint service that is replaced is read again.
+ */
+describe('cell zero\'s endpoint lookup follows its adoption endpoint service', () => {
+  const zeroLookup = (stacks: ReturnType<typeof addFleet>) => {
+    const nested = stacks.routers[0].node.findAll().filter((c) => c.constructor.name === 'CellLinksStack') as unknown as import('aws-cdk-lib').NestedStack[];
+    return nested.flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
+      .find((r) => r.Properties.CellId === 'zero')?.Properties.Fingerprint as string | undefined;
+  };
+  let stacks: ReturnType<typeof addFleet>;
+  let first: string;
+  beforeAll(() => {
+    stacks = addFleet(cdkApp(), cellZeroFleet(), { audit: false });
+    first = endpointServiceFingerprint(stacks.cellZero!.entry);
+  });
+
+  it('puts the adoption entry\'s fingerprint in the router region\'s lookup of cell zero', () => {
+    expect(first).toMatch(/^[0-9a-f]{16}$/);
+    expect(zeroLookup(stacks)).toBe(first);
+    expect(endpointServiceFingerprint(addFleet(cdkApp(), cellZeroFleet(), { audit: false }).cellZero!.entry)).toBe(first);
+  });
+
+  it('changes with the adoption NLB or its endpoint service, not with the rest of the adoption stack', () => {
+    const fresh = addFleet(cdkApp(), cellZeroFleet(), { audit: false }).cellZero!;
+    (fresh.alarms.health.node.defaultChild as cloudwatch.CfnCompositeAlarm).actionsEnabled = false;
+    expect(endpointServiceFingerprint(fresh.entry)).toBe(first);
+    (fresh.entry.loadBalancer.node.defaultChild as elbv2.CfnLoadBalancer).scheme = 'internet-facing';
+    const second = endpointServiceFingerprint(fresh.entry);
+    expect(second).not.toBe(first);
+    (fresh.entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService) as ec2.CfnVPCEndpointService).acceptanceRequired = true;
+    expect(endpointServiceFingerprint(fresh.entry)).not.toBe(second);
   });
 });

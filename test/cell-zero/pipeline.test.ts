@@ -1,3 +1,4 @@
+import { NestedStack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { addPipeline, isolationChecksPropsOf } from '../../lib/app';
 import { Fleet, resolveFleet } from '../../lib/fleet';
@@ -40,6 +41,21 @@ describe('the pipeline of a fleet with a cell zero', () => {
     const grants = Object.values(template.findResources('AWS::IAM::Policy')).map((p) => JSON.stringify(p.Properties.PolicyDocument))
       .filter((doc) => doc.includes('aws:ResourceAccount') && doc.includes('cdk-hnb659fds-deploy-role'));
     expect(grants.some((doc) => doc.includes(CELL_ZERO_ACCOUNT))).toBe(true);
+  });
+
+  it('gives every router region\'s lookup of cell zero the adoption endpoint service\'s fingerprint, which follows that service', () => {
+    const lookups = (of: PipelineStack) => (of.node.findAll().filter((c) => c.constructor.name === 'CellLinksStack') as unknown as NestedStack[])
+      .flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
+      .map((r) => [r.Properties.CellId as string, r.Properties.Fingerprint as string] as const);
+    const before = lookups(stack);
+    const zero = new Set(before.filter(([cell]) => cell === 'zero').map(([, fingerprint]) => fingerprint));
+    expect(before.filter(([cell]) => cell === 'zero')).toHaveLength(Object.keys(fleet.regions).length);
+    expect([...zero]).toEqual([expect.stringMatching(/^[0-9a-f]{16}$/)]);
+    // The adoption NLB in other subnets: cell zero's service name is read again; the cells' are not.
+    const input = cellZeroInput({ vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0ddddddddddddddd4', 'subnet-0eeeeeeeeeeeeeee5'] } });
+    const moved = lookups(addPipeline(cdkApp(), resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'eu-1', 'us-1'].includes(c.id)) }), { audit: false }));
+    expect(moved.filter(([cell]) => cell === 'zero').every(([, fingerprint]) => !zero.has(fingerprint))).toBe(true);
+    expect(moved.filter(([cell]) => cell !== 'zero')).toEqual(before.filter(([cell]) => cell !== 'zero'));
   });
 
   it('bakes it on cell zero\'s own health alarm, read through its bake watcher', () => {
