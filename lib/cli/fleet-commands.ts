@@ -43,7 +43,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       const port = integer(flags.port, '--port', 0, 65535);
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
+      const { LOCAL_DATABASE, postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
       const before = flags.fresh ? undefined : readFleetFile(flags.stateDir);
       const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (before ? before.cells.length - (before.cellZero ? 1 : 0) : undefined) ?? 4;
       // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -83,9 +83,14 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
         shortPath(path.join(running.stateDir, 'logs', `${c.id}.log`)),
       ])));
       if (running.cellZero) {
-        io.out(`\ncell zero ${running.cellZero.id} is the existing service: every bucket routes to it. Make its database movable, then move tenants out:\n`);
-        io.out(`  cellctl cell-zero check --url ${running.cellZero.database.url('cell')} --sql > movable.sql\n`);
-        io.out(`  cellctl move tenant existing-1 --to cell-1 --local --state-dir ${shortPath(running.stateDir)}\n`);
+        const url = running.cellZero.database.url(LOCAL_DATABASE);
+        const local = `--local --state-dir ${shortPath(running.stateDir)}`;
+        io.out(`\n${running.cellZero.id} is cell zero, the existing service: every bucket routes to it. Make its database movable, move its tenants out, retire it (docs/cell-zero.md):\n`);
+        io.out(`  cellctl cell-zero check --url ${url}\n`);
+        io.out(`  cellctl cell-zero check --url ${url} --sql | psql ${url} -v ON_ERROR_STOP=1\n`);
+        io.out(`  cellctl move tenant existing-1 --to cell-1 ${local}\n`);
+        io.out(`  cellctl mapping drain ${running.cellZero.id} --mapping ${shortPath(running.mappingFile)} --plan drain-${running.cellZero.id}.json && cellctl move plan drain-${running.cellZero.id}.json ${local}\n`);
+        io.out(`  cellctl cell-zero retire ${local}\n`);
       }
       io.out(`\ntry: curl -H '${header}: acme' -d '{"name":"x"}' ${running.routerUrl}/v1/items\n`);
       io.out('Ctrl-C or SIGTERM stops the fleet (so does the end of the process that started it)\n');

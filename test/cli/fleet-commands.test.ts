@@ -173,3 +173,42 @@ test('cellctl fleet local refuses bad flags with the fix', async () => {
   expect(code).toBe(2);
   expect(err).toContain('--cells 0: give an integer from 1 to 64');
 }, 240_000);
+
+test('cellctl fleet local --cell-zero: cell zero holds every bucket and the existing tenants, prints the way out, and a restart keeps its data', async () => {
+  const dir = makeTempDir('cells-cli-zero-');
+  const stateDir = path.join(dir, 'state');
+  const start = async () => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cell-zero', '--port', '0', '--state-dir', stateDir, ...(fs.existsSync(stateDir) ? [] : ['--cells', '1'])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = { out: '', err: '', exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))), stop: async () => { child.kill('SIGTERM'); return run.exited; } };
+    child.stdout.on('data', (d: Buffer) => { run.out += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { run.err += d.toString(); });
+    await until('the fleet to start', async () => run.out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000).catch(async (error: Error) => {
+      await run.stop();
+      throw new Error(`${error.message}\nstdout:\n${run.out}\nstderr:\n${run.err}`);
+    });
+    return run;
+  };
+  try {
+    const first = await start();
+    const fleet = readFleetFile(stateDir)!;
+    expect(fleet.cellZero).toBe('zero');
+    expect(fleet.cells.map((c) => c.id)).toEqual(['zero', 'cell-1']);
+    expect(first.out).toMatch(/^zero \(cell zero\)\s+http:\/\/127\.0\.0\.1:\d+\s+postgres:\/\/127\.0\.0\.1:\d+\/cell\s+100\.0%/m);
+    expect(first.out).toMatch(/^cell-1\s+\S+\s+\S+\s+0\.0%/m);
+    expect(first.out).toContain(`  cellctl cell-zero check --url ${fleet.cells[0].database.url} --sql | psql ${fleet.cells[0].database.url} -v ON_ERROR_STOP=1\n`);
+    expect(first.out).toContain(`  cellctl cell-zero retire --local --state-dir ${stateDir}\n`);
+    const seeded = await api(fleet.routerUrl, 'GET', '/v1/items', 'existing-1');
+    expect([seeded.status, seeded.headers.get('x-cell'), seeded.body.items.length]).toEqual([200, 'zero', 5]);
+    expect(await first.stop()).toBe(0);
+
+    // Started again from the same state: the same cells, cell zero's database as it was (not seeded twice).
+    const second = await start();
+    expect(readFleetFile(stateDir)!.cells.map((c) => c.id)).toEqual(['zero', 'cell-1']);
+    const again = await api(readFleetFile(stateDir)!.routerUrl, 'GET', '/v1/items', 'existing-1');
+    expect([again.status, again.headers.get('x-cell'), again.body.items.length]).toEqual([200, 'zero', 5]);
+    expect(second.err).not.toContain('recreating');
+    expect(await second.stop()).toBe(0);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 240_000);
