@@ -37,7 +37,7 @@ const common = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.tsx?$': 'ts-jest' },
+  transform: { '^.+\\.tsx?$': '<rootDir>/test/support/transform.js' },
   // One temporary folder per run, removed at the end (test/support/tmpdir.ts).
   globalSetup: '<rootDir>/test/support/tmpdir.ts',
   globalTeardown: '<rootDir>/test/support/tmpdir-teardown.ts',

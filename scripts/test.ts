@@ -2,7 +2,8 @@
  * npm test | npm run test:unit | npm run test:integration | npm run test:prereqs [-- JEST ARGS]
  * (tsx scripts/test.ts all|unit|integration|prereqs [JEST ARGS])
  *
- *   all (npm test)  the prerequisites check, then the unit tests, then the integration tests
+ *   all (npm test)  the type check (`tsc --noEmit`, as `npm run build`), the prerequisites check,
+ *                   then the unit tests, then the integration tests
  *   unit            unit and synthesis tests, in parallel workers; they need nothing installed
  *   integration     the prerequisites check, then the tests that start real servers, one at a time
  *   prereqs         the prerequisites check alone
@@ -12,6 +13,8 @@
  * per missing program with the command that installs it, and the integration tests are not run
  * (the unit tests still are) and the exit status is 1. JEST ARGS go to each jest run; with
  * `--json --outputFile=FILE` the runs' results are merged into FILE, as one jest run would write it.
+ * jest strips types without checking them (test/support/transform.js): a type error fails `npm test`
+ * through the type check, which runs first and, failing, still lets the tests run and report.
  * docs/testing.md.
  */
 import { spawnSync } from 'child_process';
@@ -22,6 +25,7 @@ import { installCommand, Prerequisite, PREREQUISITES } from '../test/support/pre
 type Part = 'unit' | 'integration';
 const ROOT = path.join(__dirname, '..');
 const JEST = require.resolve('jest/bin/jest');
+const TSC = require.resolve('typescript/bin/tsc');
 /** Per part: unit files run in a worker per core; integration files one at a time, as they measure. */
 const PART_ARGS: Record<Part, readonly string[]> = { unit: ['--maxWorkers=100%'], integration: ['--runInBand'] };
 
@@ -151,13 +155,17 @@ function main(): number {
     say(`scripts/test.ts: unknown part \`${mode}\`; use all, unit, integration or prereqs`);
     return 2;
   }
+  let status = 0;
+  if (mode === 'all' && spawnSync(process.execPath, [TSC, '--noEmit', '-p', ROOT], { cwd: ROOT, stdio: 'inherit' }).status !== 0) {
+    say('type check failed (tsc --noEmit, above); the tests run anyway');
+    status = 1;
+  }
   const missing = mode === 'unit' ? [] : prerequisites();
   if (mode === 'prereqs') return missing.length > 0 ? 1 : 0;
   const { outputFile, rest } = splitOutputFile(jestArgs);
   const parts: Part[] = mode === 'all' ? ['unit', 'integration'] : [mode as Part];
   // `npm test -- test/a.test.ts`: the file is in one part only; the other finding none is no failure.
   const partArgs = mode === 'all' ? ['--passWithNoTests', ...rest] : rest;
-  let status = 0;
   const results: (JestResults | undefined)[] = [];
   let notRun = 0;
   for (const part of parts) {

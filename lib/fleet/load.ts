@@ -8,7 +8,7 @@ import { FleetConfigError, resolveFleet } from './validate';
 export const CONFIG_FILE_NAME = 'cells.config.ts';
 
 /**
- * Loads a TypeScript file. Under tsx or ts-jest `.ts` already loads; from compiled JavaScript (the
+ * Loads a TypeScript file. Under tsx or jest `.ts` already loads; from compiled JavaScript (the
  * `cellctl` bin) tsx's loader is registered on first use only, so commands that need no config
  * do not pay for it.
  */
