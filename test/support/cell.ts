@@ -1,7 +1,7 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import { cellPropsOf, cellStackPropsOf } from '../../lib/app';
+import { cellPropsOf, cellStackPropsOf } from '../../lib/app/cell-props';
 import { Cell, CellStack } from '../../lib/cell';
 import { Fleet } from '../../lib/fleet';
 import { cdkApp, exampleFleet } from './fleet';

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import { App } from 'aws-cdk-lib';
 import { BUNDLING_STACKS } from 'aws-cdk-lib/cx-api';
-import { cdkJsonContext } from '../../lib/app';
+import { cdkJsonContext } from '../../lib/app/context';
 import { Fleet, FleetInput, loadFleet, resolveFleet } from '../../lib/fleet';
 
 export const REPO_ROOT = path.join(__dirname, '..', '..');
