@@ -15,9 +15,9 @@
 import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { LoadResult, listening, median, pin, sleep, wrk } from './bench-load';
 import { adoptionMapping } from '../lib/mapping';
 import { PartitionKeySource } from '../lib/fleet';
 import { LocalRouter, RuntimeApi, startLocalRouter } from '../lib/router';
@@ -28,43 +28,6 @@ const CONNECTIONS = 16;
 const FAILURE_SECONDS = Number(process.env.BENCH_FAILURE_SECONDS ?? 4);
 const KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
 const SERVICE_PORT = 19101;
-const pin = (cpu: number, argv: string[]) => (spawnSync('taskset', ['--version']).status === 0 ? ['taskset', '-c', String(cpu), ...argv] : argv);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-interface Result { rps: number; p50: number; p99: number; errors: number }
-
-/** wrk, one thread, paced (each connection waits 0-4 ms at random), random tenant keys. */
-function wrk(dir: string, port: number): Result {
-  const script = path.join(dir, 'wrk.lua');
-  fs.writeFileSync(script, [
-    'math.randomseed(7)',
-    'request = function() return wrk.format(nil, "/items", { ["x-tenant-id"] = "tenant-" .. math.random(1, 100000) }) end',
-    'delay = function() return math.random(0, 4) end',
-    'done = function(summary, latency, requests)',
-    '  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))',
-    'end',
-  ].join('\n'));
-  const argv = pin(1, ['wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', `${DURATION}s`, '-s', script, `http://127.0.0.1:${port}/items`]);
-  const run = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
-  const line = /RESULT (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(run.stdout);
-  if (!line) throw new Error(`wrk failed: ${run.stderr || run.stdout}`);
-  const [requests, durationUs, p50Us, p99Us, errors] = line.slice(1).map(Number);
-  return { rps: Math.round(requests / (durationUs / 1e6)), p50: p50Us / 1000, p99: p99Us / 1000, errors };
-}
-
-async function listening(port: number, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
-    await sleep(100);
-  }
-}
 
 /** Status of one GET through `agent`, 0 when the connection failed or was cut. */
 function get(agent: http.Agent, port: number, key: string): Promise<number> {
@@ -117,7 +80,7 @@ async function startRouter(dir: string, name: string, port: number, mappingFile:
     mappingFile, port, partitionKey: KEY, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined,
     haproxyBinary: pinned, pollMs: 200, zones: 1, stateDir: path.join(dir, name), retryUnappliableMs: 1000,
   });
-  await listening(port);
+  await listening(port, 30_000);
   return router;
 }
 
@@ -135,7 +98,7 @@ async function main() {
   const service = `require('http').createServer((q, s) => { if (q.url === '/health') return s.end('ok'); s.writeHead(200, { 'content-type': 'application/json' }); s.end(JSON.stringify({ items: [], tenant: q.headers['x-tenant-id'] })); }).listen(${SERVICE_PORT}, '127.0.0.1')`;
   const argv = pin(1, [process.execPath, '-e', service]);
   processes.push(spawn(argv[0], argv.slice(1), { stdio: 'ignore' }));
-  await listening(SERVICE_PORT);
+  await listening(SERVICE_PORT, 30_000);
 
   const mappingFile = path.join(dir, 'mapping.json');
   const doc = adoptionMapping({ id: 'zero', endpoint: `http://127.0.0.1:${SERVICE_PORT}`, state: 'active' }, [], 16384, { now: new Date().toISOString() });
@@ -146,13 +109,14 @@ async function main() {
   await sleep(1000);
 
   // 1. Added latency, interleaved rounds.
-  const runs: Record<'direct' | 'router', Result[]> = { direct: [], router: [] };
+  const runs: Record<'direct' | 'router', LoadResult[]> = { direct: [], router: [] };
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of (round % 2 === 0 ? ['direct', 'router'] : ['router', 'direct']) as ('direct' | 'router')[]) {
-      runs[name].push(wrk(dir, name === 'direct' ? SERVICE_PORT : 19102));
+      // Paced: each connection waits 0-4 ms at random between requests.
+      runs[name].push(wrk({ dir, port: name === 'direct' ? SERVICE_PORT : 19102, connections: CONNECTIONS, seconds: DURATION, path: '/items', seed: 7, paceMs: 2 }));
     }
   }
-  const summary = (rs: Result[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) });
+  const summary = (rs: LoadResult[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) });
   const direct = summary(runs.direct);
   const routed = summary(runs.router);
   const out = (s: string) => process.stdout.write(`${s}\n`);

@@ -21,6 +21,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { LoadResult, listening, median, pin, sleep, wrk } from './bench-load';
 import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/mapping';
 import { PartitionKeySource, tenantMaxConnOf } from '../lib/fleet';
 import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/router';
@@ -29,41 +30,16 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const CONNECTIONS = 64;
 const KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
-const pin = (cpu: number, argv: string[]) => (spawnSync('taskset', ['--version']).status === 0 ? ['taskset', '-c', String(cpu), ...argv] : argv);
 
 function start(argv: string[]): ChildProcess {
   return spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
 }
 
-async function sleep(ms: number) {
-  await new Promise((r) => setTimeout(r, ms));
-}
-
-interface Result { rps: number; p50: number; p99: number; requests: number }
-
-/**
- * wrk against a port with a random tenant key per request. `paceMs` makes every connection wait a
- * random 0 to 2·paceMs milliseconds between requests, so `connections / paceMs` sets the offered
- * load. The wait is random so the connections drift apart: with one fixed wait they stay in step
- * and arrive as bursts of every connection at once, whose queueing then dominates the p99.
- */
-function wrk(dir: string, port: number, connections: number, paceMs?: number): Result {
-  const script = path.join(dir, `wrk-${port}-${connections}.lua`);
-  fs.writeFileSync(script, [
-    'math.randomseed(42)',
-    'request = function() return wrk.format(nil, "/", { ["x-tenant-id"] = "tenant-" .. math.random(1, 100000) }) end',
-    paceMs ? `delay = function() return math.random(0, ${2 * paceMs}) end` : '',
-    'done = function(summary, latency, requests)',
-    '  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))',
-    'end',
-  ].join('\n'));
-  const argv = pin(1, ['wrk', '-t', '1', '-c', String(connections), '-d', `${DURATION}s`, '-s', script, `http://127.0.0.1:${port}/`]);
-  const run = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
-  const line = /RESULT (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(run.stdout);
-  if (!line) throw new Error(`wrk failed: ${run.stderr || run.stdout}`);
-  const [requests, durationUs, p50Us, p99Us, errors] = line.slice(1).map(Number);
-  if (errors > 0) throw new Error(`load against :${port}: ${errors} errors or non-2xx`);
-  return { rps: Math.round(requests / (durationUs / 1e6)), p50: p50Us / 1000, p99: p99Us / 1000, requests };
+/** wrk against `port` with a random tenant key per request (scripts/bench-load.ts); any error or non-2xx fails the run. */
+function load(dir: string, port: number, connections: number, paceMs?: number): LoadResult {
+  const r = wrk({ dir, port, connections, seconds: DURATION, paceMs });
+  if (r.errors > 0) throw new Error(`load against :${port}: ${r.errors} errors or non-2xx`);
+  return r;
 }
 
 /** CPU time (user + system) a process has used, in microseconds. */
@@ -72,7 +48,6 @@ function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks, USER_HZ = 100
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 interface Target { readonly name: string; readonly port: number; readonly pid?: number }
 interface Summary { rps: number; p50: number; p99: number; cpuPerRequest?: number; runs: number[] }
@@ -82,11 +57,11 @@ interface Summary { rps: number; p50: number; p99: number; cpuPerRequest?: numbe
  * targets alike; ratios are then taken within a round.
  */
 function measure(dir: string, targets: readonly Target[], connections: number, paceMs?: number): Map<string, Summary> {
-  const runs = new Map<string, { r: Result; cpu?: number }[]>(targets.map((t) => [t.name, []]));
+  const runs = new Map<string, { r: LoadResult; cpu?: number }[]>(targets.map((t) => [t.name, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
       const before = t.pid === undefined ? 0 : cpuMicros(t.pid);
-      const r = wrk(dir, t.port, connections, paceMs);
+      const r = load(dir, t.port, connections, paceMs);
       runs.get(t.name)!.push({ r, cpu: t.pid === undefined ? undefined : (cpuMicros(t.pid) - before) / r.requests });
     }
   }
@@ -109,19 +84,6 @@ function copyRouter(stateDir: string, to: string, port: number, rules?: string):
   if (copy === config) throw new Error('could not derive a proxy from the router configuration');
   fs.writeFileSync(path.join(to, 'haproxy.cfg'), copy);
   return path.join(to, 'haproxy.cfg');
-}
-
-async function listening(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on :${port} after ${timeoutMs} ms`);
-    await sleep(200);
-  }
 }
 
 const CELL_MAX_CONN = 1000;
@@ -378,7 +340,7 @@ async function main() {
   const half = Math.round(plain.rps / 2);
   // Each paced connection sends one request per (2 ms + its latency): calibrate the connection
   // count on the plain proxy so the offered load really is half the maximum.
-  const calibration = wrk(dir, 19004, Math.max(1, Math.round((half * 2) / 1000)), 2);
+  const calibration = load(dir, 19004, Math.max(1, Math.round((half * 2) / 1000)), 2);
   const paced = Math.max(1, Math.round((half * 2) / 1000 * (half / calibration.rps)));
   const halfLoad = measure(dir, [{ name: 'plain', port: 19004 }, { name: 'router', port: 19003 }], paced, 2);
 
