@@ -61,6 +61,11 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
     return range;
   });
   const canary = cells.find((c) => c.canary);
+  return firstDocument(cells, bucketCount, buckets, canary ? { [CANARY_PREFIX]: canary.id } : {}, options);
+}
+
+/** A version 1 document: the cells listed in order, the given ranges and prefix overrides, no exact override. */
+function firstDocument(cells: readonly InitialCell[], bucketCount: number, buckets: MappingDocument['buckets'], prefix: Record<string, string>, options: ChangeOptions): MappingDocument {
   return {
     schemaVersion: SCHEMA_VERSION,
     version: 1,
@@ -69,7 +74,7 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
     bucketCount,
     cells: Object.fromEntries(cells.map((c) => [c.id, { endpoint: c.endpoint, state: c.state }])),
     buckets,
-    overrides: { exact: {}, prefix: canary ? { [CANARY_PREFIX]: canary.id } : {} },
+    overrides: { exact: {}, prefix },
   };
 }
 
@@ -82,16 +87,7 @@ export function adoptionMapping(holder: InitialCell, cells: readonly InitialCell
   if (!isValidBucketCount(bucketCount)) throw new MappingChangeError(`bucketCount ${bucketCount} must be a power of two between 1024 and 1048576`);
   if (holder.state !== 'active') throw new MappingChangeError(`cell zero \`${holder.id}\` must be active to hold every bucket`);
   if (cells.some((c) => c.id === holder.id)) throw new MappingChangeError(`cell \`${holder.id}\` is listed twice`);
-  return {
-    schemaVersion: SCHEMA_VERSION,
-    version: 1,
-    createdAt: options.now,
-    hash: HASH_NAME,
-    bucketCount,
-    cells: Object.fromEntries([...cells, holder].map((c) => [c.id, { endpoint: c.endpoint, state: c.state }])),
-    buckets: [{ from: 0, to: bucketCount - 1, cell: holder.id }],
-    overrides: { exact: {}, prefix: {} },
-  };
+  return firstDocument([...cells, holder], bucketCount, [{ from: 0, to: bucketCount - 1, cell: holder.id }], {}, options);
 }
 
 /**
