@@ -43,6 +43,8 @@ const common = {
   globalTeardown: '<rootDir>/test/support/tmpdir-teardown.ts',
   // No stack traces in construct metadata: a sixth of a synthesis's CPU (test/support/cdk-context.ts).
   setupFiles: ['<rootDir>/test/support/cdk-context.ts'],
+  // jest's runtime with V8's code cache kept between a worker's test files (test/support/runtime.js).
+  runtime: '<rootDir>/test/support/runtime.js',
   // `TEST_CPU_LOG=FILE npm run test:unit`: each file's CPU seconds, appended to FILE (test/support/cpu-log.ts).
   ...(process.env.TEST_CPU_LOG ? { setupFilesAfterEnv: ['<rootDir>/test/support/cpu-log.ts'] } : {}),
 };
