@@ -7,3 +7,18 @@ export async function cellctl(...argv: string[]): Promise<{ code: number; out: s
   const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
   return { code, out, err };
 }
+
+/**
+ * `cellctl` run in this process from the folder `cwd`, as an operator runs it there: its default
+ * `cells.config.ts` and the paths in its messages are relative to that folder. The working
+ * directory is restored afterwards (jest runs each test file in a process of its own).
+ */
+export async function cellctlIn(cwd: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const before = process.cwd();
+  process.chdir(cwd);
+  try {
+    return await cellctl(...argv);
+  } finally {
+    process.chdir(before);
+  }
+}
