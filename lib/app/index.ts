@@ -7,3 +7,4 @@ export * from './audit-summary';
 export * from './router-props';
 export * from './cell-zero-props';
 export * from './pipeline-props';
+export * from './synth';

@@ -1,0 +1,56 @@
+import { App } from 'aws-cdk-lib';
+import { CONFIG_FILE_NAME, FleetConfigError, loadFleet } from '../fleet';
+import { auditSummary, formatAuditSummary } from './audit-summary';
+import { stampFleet } from './fleet-app';
+
+export interface SynthFleetOptions {
+  /**
+   * The fleet file, relative to the working directory.
+   * @default 'cells.config.ts'
+   */
+  readonly config?: string;
+  /** Where the problems, a failure and the audit summary are written (stderr). */
+  readonly err: (text: string) => void;
+  /**
+   * Makes the app to synthesize into, once the fleet has loaded.
+   * @default an `App` with no props: its output folder and context from the CDK CLI's environment (`CDK_OUTDIR`, `CDK_CONTEXT_JSON`)
+   */
+  readonly app?: () => App;
+  /**
+   * Rethrows a failed synthesis with its stack trace instead of one line.
+   * @default false
+   */
+  readonly debug?: boolean;
+}
+
+/**
+ * The CDK app's work (bin/app.ts, as `npx cdk synth` runs it): loads the fleet, stamps it into an
+ * app, synthesizes it and ends with the audit summary. Returns the exit status: 1 for a config
+ * problem (the list of problems, never a stack trace; no app is made, nothing is synthesized) or a
+ * failed synthesis (one line), 0 otherwise.
+ */
+export function synthFleet(options: SynthFleetOptions): number {
+  let fleet;
+  try {
+    fleet = loadFleet(options.config ?? CONFIG_FILE_NAME);
+  } catch (error) {
+    // A config problem is the operator's to fix: the list of problems, never a stack trace.
+    if (!(error instanceof FleetConfigError)) throw error;
+    options.err(`${error.message}\n`);
+    return 1;
+  }
+  const app = options.app?.() ?? new App();
+  try {
+    // With a `pipeline` section the cells are deployed by the pipeline's waves; without it, directly.
+    stampFleet(app, fleet);
+    // Synthesize here (not at exit) to end with the audit summary: what the gate checked and let pass.
+    app.synth();
+  } catch (error) {
+    if (options.debug) throw error;
+    // A failed audit gate has printed its report above; the stack trace would bury it.
+    options.err(`synth failed: ${(error as Error).message.split('\n')[0]} (CELLS_DEBUG=1 shows the stack trace)\n`);
+    return 1;
+  }
+  options.err(`${formatAuditSummary(auditSummary(app))}\n`);
+  return 0;
+}
