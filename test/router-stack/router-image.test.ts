@@ -74,35 +74,54 @@ describe('router image assets, synthesized from fleets', () => {
   });
 });
 
+/** Text appended to a file of the copied source: file (relative to its root) → text. */
+type Edits = Readonly<Record<string, string>>;
+
 /**
  * Synthesizes the example fleet's canary router group from the source tree at `root` (its own
  * lib/, images/, cells.config.ts and a node_modules of its own: the image contexts are kept under
- * it), in a process of its own, and prints the router images.
+ * it) in a process of its own, once per step: each step first appends its edits to the copy's files,
+ * then loads the copy's lib/ and cells.config.ts afresh (their modules dropped from require's cache,
+ * aws-cdk-lib's asset hash cache cleared) and synthesizes. One process for all the steps: a process
+ * costs a TypeScript loader and aws-cdk-lib to start, and what a step reads is the source as edited.
  */
-function routerImagesFrom(root: string): RouterImages {
+function routerImagesFrom(root: string, steps: readonly Edits[]): RouterImages[] {
   const script = `
+    const fs = require('fs');
     const path = require('path');
     const root = ${JSON.stringify(root)};
     const { Template } = require(require.resolve('aws-cdk-lib/assertions', { paths: [root] }));
-    const { App } = require(require.resolve('aws-cdk-lib', { paths: [root] }));
-    const { loadFleet } = require(path.join(root, 'lib/fleet'));
-    const { cdkJsonContext, routerGroupsStackPropsOf } = require(path.join(root, 'lib/app'));
-    const { RouterGroupsStack } = require(path.join(root, 'lib/router-stack'));
+    const { App, AssetStaging } = require(require.resolve('aws-cdk-lib', { paths: [root] }));
     process.chdir(root);
-    // As test/support/fleet.ts's cdkApp: without aws-cdk-lib's built-in CloudFormation validation (seconds of CPU, warnings only).
-    const app = new App({ context: cdkJsonContext(), builtinCloudFormationValidation: false, outdir: require('fs').mkdtempSync(path.join(require('os').tmpdir(), 'router-image-out-')) });
-    const stack = new RouterGroupsStack(app, 'groups', routerGroupsStackPropsOf(loadFleet(path.join(root, 'cells.config.ts')), ${JSON.stringify(REGION)}, 'canary'));
-    const [task] = Object.values(Template.fromStack(stack).findResources('AWS::ECS::TaskDefinition'));
-    process.stdout.write(JSON.stringify({ containers: task.Properties.ContainerDefinitions, configs: stack.groups.map((g) => g.haproxyConfig) }));
+    const results = [];
+    for (const edits of ${JSON.stringify(steps)}) {
+      for (const [file, text] of Object.entries(edits)) fs.appendFileSync(path.join(root, file), text);
+      for (const file of Object.keys(require.cache)) {
+        if (file.startsWith(path.join(root, 'lib') + path.sep) || file === path.join(root, 'cells.config.ts')) delete require.cache[file];
+      }
+      AssetStaging.clearAssetHashCache();
+      const { loadFleet } = require(path.join(root, 'lib/fleet'));
+      const { cdkJsonContext, routerGroupsStackPropsOf } = require(path.join(root, 'lib/app'));
+      const { RouterGroupsStack } = require(path.join(root, 'lib/router-stack'));
+      // As test/support/fleet.ts's cdkApp: without aws-cdk-lib's built-in CloudFormation validation (seconds of CPU, warnings only).
+      const app = new App({ context: cdkJsonContext(), builtinCloudFormationValidation: false, outdir: fs.mkdtempSync(path.join(require('os').tmpdir(), 'router-image-out-')) });
+      const stack = new RouterGroupsStack(app, 'groups', routerGroupsStackPropsOf(loadFleet(path.join(root, 'cells.config.ts')), ${JSON.stringify(REGION)}, 'canary'));
+      const [task] = Object.values(Template.fromStack(stack).findResources('AWS::ECS::TaskDefinition'));
+      results.push({ containers: task.Properties.ContainerDefinitions, configs: stack.groups.map((g) => g.haproxyConfig) });
+      fs.rmSync(app.outdir, { recursive: true, force: true });
+    }
+    process.stdout.write(JSON.stringify(results));
   `;
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-image-script-')), 'synth.ts');
   fs.writeFileSync(file, script);
   const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx'), [file], { cwd: root, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
   if (r.status !== 0) throw new Error(`synth in ${root} failed: ${r.stderr}`);
-  const out = JSON.parse(r.stdout) as { containers: { Name: string; Image: unknown }[]; configs: string[] };
-  const tag = (name: string) => /:([0-9a-f]{64})"?\W*$/.exec(JSON.stringify(out.containers.find((c) => c.Name === name)!.Image))![1];
-  return { haproxy: tag('haproxy'), agent: tag('agent'), configs: out.configs };
+  const out = JSON.parse(r.stdout) as { containers: { Name: string; Image: unknown }[]; configs: string[] }[];
+  return out.map(({ containers, configs }) => {
+    const tag = (name: string) => /:([0-9a-f]{64})"?\W*$/.exec(JSON.stringify(containers.find((c) => c.Name === name)!.Image))![1];
+    return { haproxy: tag('haproxy'), agent: tag('agent'), configs };
+  });
 }
 
 /**
@@ -116,11 +135,9 @@ function copyOfSource(): string {
     fs.cpSync(path.join(REPO_ROOT, entry), path.join(copy, entry), { recursive: true });
   }
   fs.mkdirSync(path.join(copy, 'node_modules'));
-  for (const entry of fs.readdirSync(path.join(REPO_ROOT, 'node_modules'))) {
-    if (entry === '.cache') continue;
-    const r = spawnSync('cp', ['-al', path.join(REPO_ROOT, 'node_modules', entry), path.join(copy, 'node_modules', entry)]);
-    if (r.status !== 0) throw new Error(`copying node_modules/${entry}: ${r.stderr}`);
-  }
+  const entries = fs.readdirSync(path.join(REPO_ROOT, 'node_modules')).filter((e) => e !== '.cache').map((e) => path.join(REPO_ROOT, 'node_modules', e));
+  const r = spawnSync('cp', ['-al', ...entries, path.join(copy, 'node_modules')], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`copying node_modules: ${r.stderr}`);
   return copy;
 }
 
@@ -128,13 +145,14 @@ describe('router image assets, synthesized from an edited copy of the source', (
   let copy: string;
   let here: RouterImages;
   let edited: RouterImages;
+  let agentEdited: RouterImages;
   beforeAll(() => {
     copy = copyOfSource();
-    here = routerImagesFrom(copy);
     // A change to the cell constructs that any bundle importing them would carry (a side effect
-    // survives tree shaking).
-    for (const file of ['compute.ts', 'entry.ts', 'index.ts']) fs.appendFileSync(path.join(copy, 'lib', 'cell', file), `\nprocess.env.EDITED_${file.replace('.ts', '').toUpperCase()} ??= '1';\n`);
-    edited = routerImagesFrom(copy);
+    // survives tree shaking); then one to the agent's own source.
+    const cellEdit = Object.fromEntries(['compute.ts', 'entry.ts', 'index.ts'].map((file) => [path.join('lib', 'cell', file), `\nprocess.env.EDITED_${file.replace('.ts', '').toUpperCase()} ??= '1';\n`]));
+    const agentEdit = { [path.join('lib', 'router', 'agent.ts')]: "\nprocess.env.EDITED_AGENT ??= '1';\n" };
+    [here, edited, agentEdited] = routerImagesFrom(copy, [{}, cellEdit, agentEdit]);
   }, 600_000);
   afterAll(() => fs.rmSync(copy, { recursive: true, force: true }));
 
@@ -149,9 +167,7 @@ describe('router image assets, synthesized from an edited copy of the source', (
   });
 
   it('an edit of the agent\'s own source changes the agent image only', () => {
-    fs.appendFileSync(path.join(copy, 'lib', 'router', 'agent.ts'), `\nprocess.env.EDITED_AGENT ??= '1';\n`);
-    const agentEdited = routerImagesFrom(copy);
     expect(agentEdited.haproxy).toBe(here.haproxy);
     expect(agentEdited.agent).not.toBe(here.agent);
-  }, 600_000);
+  });
 });
