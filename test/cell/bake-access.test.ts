@@ -1,12 +1,19 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { CellBakeAccess } from '../../lib/cell/bake-access';
-import { FARGATE_CELL, synthCells } from '../support/cell';
+import { FARGATE_CELL, TestStack } from '../support/cell';
 
+/**
+ * The construct alone in a bare stack. That each cell stack holds one for the fleet's tooling
+ * account, and that each wave's bake step can assume exactly its cells' roles, is checked on the
+ * example fleet's pipeline by test/iam/runtime-calls.test.ts.
+ */
 describe('CellBakeAccess', () => {
   let template: Template;
   beforeAll(() => {
-    template = synthCells([FARGATE_CELL])[FARGATE_CELL].template;
+    const stack = new TestStack();
+    new CellBakeAccess(stack, 'BakeAccess', { roleName: `orders-${FARGATE_CELL}-bake-watcher`, toolingAccount: '111111111111' });
+    template = Template.fromStack(stack);
   });
 
   it('lets only the tooling account describe alarms (composite included) and do nothing else', () => {

@@ -1,5 +1,5 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { cellStackPropsOf } from '../../lib/app';
+import { cellStackPropsOf } from '../../lib/app/cell-props';
 import { CellStack } from '../../lib/cell';
 import { Fleet } from '../../lib/fleet';
 import { cellStackName } from '../../lib/names';

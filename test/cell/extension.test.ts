@@ -5,12 +5,13 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { cellStackPropsOf, isolationChecksPropsOf } from '../../lib/app';
+import { cellStackPropsOf } from '../../lib/app/cell-props';
+import { isolationChecksPropsOf } from '../../lib/app/isolation-props';
 import { CellExtension, CellStack } from '../../lib/cell';
 import { Fleet, FleetConfigError, resolveFleet } from '../../lib/fleet';
 import { CellIsolationChecks } from '../../lib/isolation';
 import { EC2_CELL, FARGATE_CELL, SynthesizedCell } from '../support/cell';
-import { cdkApp, exampleFleet, validInput } from '../support/fleet';
+import { cdkApp, smallExampleFleet, validInput } from '../support/fleet';
 import { findingsUnder } from '../support/findings';
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
@@ -30,8 +31,9 @@ const alarmId = (template: Template, name: string) => {
 };
 
 /**
- * One app, synthesized once: every cell of the example fleet, and two cells of a test fleet whose
- * hook breaks the rules. canary-eu gets a bucket that breaks AwsSolutions, a queue that loses its
+ * One app, synthesized once: the example fleet's two cell shapes (its Fargate and its EC2 cell, with
+ * the example's own hook), and two cells of a test fleet whose hook breaks the rules. (Every cell of
+ * the whole example passes both packs in test/isolation/pack.test.ts and test/app/fleet-app.test.ts.) canary-eu gets a bucket that breaks AwsSolutions, a queue that loses its
  * `cell` tag and a paging-only alarm; eu-1 gets a topic encrypted with the cell's key.
  */
 let fleet: Fleet;
@@ -39,7 +41,7 @@ let cells: Record<string, SynthesizedCell>;
 let testFleet: Fleet;
 let testCells: Record<string, SynthesizedCell>;
 beforeAll(() => {
-  fleet = exampleFleet();
+  fleet = smallExampleFleet([FARGATE_CELL, EC2_CELL]);
   const input = validInput();
   testFleet = resolveFleet({
     ...input,

@@ -4,7 +4,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import { MoveBucket } from '../../lib/router-stack/move-bucket';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet } from '../../lib/fleet';
-import { routerStackPropsOf } from '../../lib/app';
+import { routerStackPropsOf } from '../../lib/app/router-props';
 import { RouterStack } from '../../lib/router-stack';
 import { cdkApp, exampleFleet } from '../support/fleet';
 

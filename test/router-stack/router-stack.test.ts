@@ -6,7 +6,7 @@ import { Fleet, generateFleet, seedMapping } from '../../lib/fleet';
 import { lookup, validateMapping } from '../../lib/mapping';
 import { serializeMapping } from '../../lib/mapping-store';
 import { CELLS_PER_DASHBOARD, CELLS_PER_LINK_STACK, CONNECTION_USE_ALARM_PERCENT, CONNECTION_USE_STEPS, CONNECTION_USE_TARGET_PERCENT, RouterGroupsStack, RouterStack } from '../../lib/router-stack';
-import { routerGroupsOf, routerGroupsStackPropsOf, routerStackPropsOf } from '../../lib/app';
+import { routerGroupsOf, routerGroupsStackPropsOf, routerStackPropsOf } from '../../lib/app/router-props';
 import { routerParameters } from '../../lib/names';
 
 import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../lib/router';

@@ -67,17 +67,19 @@ export function resolve(input: FleetInput): Fleet {
 }
 
 /**
- * An App with the same feature flags as `npx cdk synth`, without two slow parts of a synthesis that
- * are not what a test checks (docs/testing.md): aws-cdk-lib's built-in CloudFormation validation (a
+ * An App with the same feature flags as `npx cdk synth`, without slow parts of a synthesis that are
+ * not what a test checks (docs/testing.md): aws-cdk-lib's built-in CloudFormation validation (a
  * WebAssembly rules engine, seconds to start and more per template, whose findings cdk.json makes
- * warnings; `npx cdk synth` still runs it), and, unless `bundling` is set, esbuild bundling of the
- * Lambda handlers (`aws:cdk:bundling-stacks` empty: the code asset points at the sources). A test of
- * the bundle itself asks for `bundling: true`.
+ * warnings; `npx cdk synth` still runs it), the construct tree file (`tree.json`, for construct tree
+ * viewers: every construct walked and every resource's properties resolved once more), and, unless
+ * `bundling` is set, esbuild bundling of the Lambda handlers (`aws:cdk:bundling-stacks` empty: the
+ * code asset points at the sources). A test of the bundle itself asks for `bundling: true`.
  */
 export function cdkApp(o: { readonly bundling?: boolean } = {}): App {
   return new App({
     context: { ...cdkJsonContext(), ...(o.bundling ? {} : { [BUNDLING_STACKS]: [] }) },
     builtinCloudFormationValidation: false,
+    treeMetadata: false,
   });
 }
 

@@ -297,8 +297,13 @@ export class PolicyWorld {
     return [...this.byArn.values()].filter((r) => r.type === type);
   }
 
+  /** Each resource's resolved properties, resolved once: the templates do not change once synthesized. */
+  private readonly resolvedProps = new Map<Resolved, Json>();
+
   private props(r: Resolved): Json {
-    return this.resolve(r.stack, r.stack.template.Resources[r.logicalId].Properties ?? {});
+    let props = this.resolvedProps.get(r);
+    if (props === undefined) this.resolvedProps.set(r, (props = this.resolve(r.stack, r.stack.template.Resources[r.logicalId].Properties ?? {})));
+    return props;
   }
 
   /** Every role the assembly creates. */
