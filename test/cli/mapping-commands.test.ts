@@ -301,12 +301,15 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
 
   it('reports an unreachable or failing bucket with exit 1', async () => {
     s3.fault({ status: 503, code: 'SlowDown' });
+    // One attempt: the SDK's retries of a 503 (its backoff, not cellctl's) would only add seconds.
+    process.env.AWS_MAX_ATTEMPTS = '1';
     try {
       const result = await cellctl('mapping', 'history', ...storeFlags());
       expect(result.code).toBe(1);
       expect(result.err).toMatch(/s3:\/\/orders-mappings-test\/groups\/canary\/mapping.json failed/);
     } finally {
       s3.fault(undefined);
+      delete process.env.AWS_MAX_ATTEMPTS;
     }
   });
 });

@@ -13,7 +13,9 @@ const record = (id: string, patch: Partial<MoveRecord> = {}): MoveRecord => ({
 /** Against s3rver behind the conditional-write layer that answers 412 as S3 does (test/support/s3). */
 describe('S3MoveStore', () => {
   let s3: LocalS3;
-  beforeAll(async () => { s3 = await startLocalS3('moves-test'); });
+  /** How far S3's clock is behind this machine's: a write made while it is 3 s dates its object 3 s back. */
+  let behindMs = 0;
+  beforeAll(async () => { s3 = await startLocalS3('moves-test', { now: () => Date.now() - behindMs }); });
   afterAll(async () => { await s3.stop(); });
 
   test('create once, replace only from the version read, list, audit entries in order', async () => {
@@ -54,11 +56,12 @@ describe('S3MoveStore', () => {
   test('a stale plan lock is deleted only if it is still the one judged stale (If-Match on its ETag)', async () => {
     const key = 'moves/.plan-lock';
     const direct = localS3Client(s3, 1);
-    // A lock left by a killed operator.
+    // A lock left by a killed operator 3 s ago: older than the stale limit below (2.5 s). S3's
+    // Last-Modified has whole seconds, so a fresh lock can look up to a second older than it is:
+    // B's lock (held for one request) stays well inside the limit.
+    behindMs = 3000;
     await direct.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: '{"killed":true}' }));
-    // Older than the stale limit below (2.5 s); S3's Last-Modified has whole seconds, so a fresh lock
-    // can look up to a second older than it is: B's lock (held for one request) stays well inside the limit.
-    await new Promise((r) => setTimeout(r, 2600));
+    behindMs = 0;
     const order: string[] = [];
     let bIn!: () => void;
     const bHolds = new Promise<void>((r) => (bIn = r));

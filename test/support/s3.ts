@@ -1,3 +1,4 @@
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as http from 'http';
 import { AddressInfo } from 'net';
@@ -37,13 +38,52 @@ export interface LocalS3 {
   stop(): Promise<void>;
 }
 
+export interface LocalS3Options {
+  /**
+   * S3's clock, in ms since the epoch: the Last-Modified an object gets when a PUT writes it (as a
+   * listing, GET and HEAD show it, whole seconds like S3's) and the Date of every answer. A test that
+   * judges a report's or a lock's age moves this clock instead of waiting real seconds. With it, the
+   * stand-in is also read-after-write consistent as S3 is: a PUT is answered once its object is
+   * written, and no request overlaps another (s3rver answers a PUT before its file is written and
+   * serves reads of a half-written file), so what such a test reads never depends on timing.
+   * @default this machine's clock (s3rver's own)
+   */
+  readonly now?: () => number;
+}
+
 /** S3's error body. */
 const s3Error = (code: string, message: string) => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`;
 
-export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
+export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Options = {}): Promise<LocalS3> {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 's3rver-'));
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }] });
   const { port: upstreamPort } = (await server.run()) as AddressInfo;
+  if (options.now) {
+    const store = server.store;
+    // s3rver's putObject, finishing the object's file before it returns, then dating it by S3's clock
+    // (its Last-Modified is the file's mtime).
+    store.putObject = async (object: { bucket: string; key: string; content: Buffer | NodeJS.ReadableStream; metadata: Record<string, string> }) => {
+      const chunks: Buffer[] = [];
+      if (Buffer.isBuffer(object.content)) chunks.push(object.content);
+      else for await (const chunk of object.content) chunks.push(Buffer.from(chunk));
+      const content = Buffer.concat(chunks);
+      const file = store.getResourcePath(object.bucket, object.key, 'object') as string;
+      await fs.promises.mkdir(path.dirname(file), { recursive: true });
+      await fs.promises.writeFile(file, content);
+      const md5 = crypto.createHash('md5').update(content).digest('hex');
+      await store.putMetadata(object.bucket, object.key, object.metadata, md5);
+      const at = options.now!() / 1000;
+      await fs.promises.utimes(file, at, at);
+      return { size: content.length, md5 };
+    };
+  }
+  /** With `options.now`, one request at a time: each holds this until its answer is sent (or its client gave up). */
+  let turn = Promise.resolve();
+  const inTurn = (res: http.ServerResponse) => {
+    const previous = turn;
+    turn = new Promise<void>((release) => res.on('close', release));
+    return previous;
+  };
   const upstream = `http://127.0.0.1:${upstreamPort}`;
   const requests: LocalS3['requests'] = [];
   const locks = new Map<string, Promise<void>>();
@@ -55,6 +95,8 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
     res.writeHead(403, { 'content-type': 'application/xml' });
     res.end(req.method === 'HEAD' ? undefined : s3Error('AccessDenied', 'Access Denied'));
   };
+  /** s3rver's answer headers, with S3's clock as their Date when the test sets one. */
+  const dated = (headers: http.IncomingHttpHeaders) => (options.now ? { ...headers, date: new Date(options.now()).toUTCString() } : headers);
   const forward = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse, missingIsDenied = false) => {
     const proxied = http.request(`${upstream}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
       if (answer.statusCode === 404 && missingIsDenied) {
@@ -63,7 +105,7 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
         return;
       }
       requests.push({ method: req.method!, path: req.url!, status: answer.statusCode! });
-      res.writeHead(answer.statusCode!, answer.headers);
+      res.writeHead(answer.statusCode!, dated(answer.headers));
       answer.pipe(res);
     });
     // An upstream hiccup becomes a 502 for this request, never an uncaught error in the test process.
@@ -81,7 +123,7 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
       answer.on('end', () => {
         const half = Buffer.concat(parts).subarray(0, Math.floor(Buffer.concat(parts).length / 2));
         requests.push({ method: 'GET', path: req.url!, status: answer.statusCode! });
-        res.writeHead(answer.statusCode!, { ...answer.headers, 'content-length': String(half.length) });
+        res.writeHead(answer.statusCode!, { ...dated(answer.headers), 'content-length': String(half.length) });
         res.end(half);
       });
     });
@@ -108,6 +150,11 @@ export async function startLocalS3(bucket = 'test-mappings'): Promise<LocalS3> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
+      if (options.now) {
+        await inTurn(res);
+        // The answers this layer writes itself (faults, 412, 403) carry S3's clock too.
+        res.setHeader('date', new Date(options.now()).toUTCString());
+      }
       if (fault === 'hang') return; // never answers: the client times out
       if (fault === 'torn' && req.method === 'GET') return forwardTorn(req, res);
       if (fault && fault !== 'torn') {
