@@ -9,7 +9,7 @@ import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
 import { assertNoOpenFindings, CFN_LINT_VERSION, PipelineStack, publishingTimeoutMinutes, STAGE_SCRIPTS_DIR, stageScripts } from '../../lib/pipeline';
 import { planWaves } from '../../lib/waves';
 import { fakeStackStatuses, runWithFakeAws } from '../support/fake-aws';
-import { cdkApp, exampleFleet, exampleInput, REPO_ROOT } from '../support/fleet';
+import { cdkApp, exampleFleet, exampleInput, REPO_ROOT, smallExampleFleet } from '../support/fleet';
 
 interface CfnStage {
   Name: string;
@@ -384,14 +384,15 @@ describe('PipelineStack on the example fleet', () => {
 
 describe('PipelineStack options and limits', () => {
   // One pipeline for the options below (synthesis is the slow part): no approval, no deployment
-  // window, and a group bake of a day.
+  // window, and a group bake of a day, on the example cut to four cells with one single-cell wave:
+  // a canary wave, a single-cell wave, a group wave of two cells, and both regions' router stages.
   let template: Template;
   beforeAll(() => {
-    const example = exampleFleet();
+    const example = smallExampleFleet(['canary-eu', 'eu-1', 'eu-2', 'us-1']);
     template = Template.fromStack(addPipeline(cdkApp(), {
       ...example,
       pipeline: { ...example.pipeline!, manualApproval: false, deploymentWindow: undefined },
-      waves: { ...example.waves, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } },
+      waves: { ...example.waves, singleCellWaves: 1, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } },
     }, { audit: false }));
   });
 
