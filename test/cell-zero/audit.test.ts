@@ -5,9 +5,11 @@ import { cellZeroInput } from '../support/cell-zero';
 import { cdkApp } from '../support/fleet';
 
 describe('a fleet adopting a cell zero, through the audit gate', () => {
+  // Cut to its canary cell (beside cell zero) and one cell in the other region: every kind of stack
+  // the gate covers (cells, the adoption stack, both regions' router and router group stacks).
   const fleetOf = () => {
     const input = cellZeroInput();
-    return resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'eu-1', 'us-1'].includes(c.id)) });
+    return resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'us-1'].includes(c.id)) });
   };
 
   it('synthesizes with the AwsSolutions and cell-isolation packs gating every stack, the adoption and router stacks included', () => {

@@ -13,14 +13,22 @@ interface CfnStage {
   OnFailure?: { Result?: string };
 }
 
+/**
+ * The example fleet adopting a cell zero, cut to its canary cell (eu-west-1, beside cell zero) and
+ * one cell in us-east-1: a cell wave after the adoption wave, and both regions' routers to link it.
+ */
+const fleetOf = (overrides: Parameters<typeof cellZeroInput>[0] = {}) => {
+  const input = cellZeroInput(overrides);
+  return resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'us-1'].includes(c.id)) });
+};
+
 describe('the pipeline of a fleet with a cell zero', () => {
   let fleet: Fleet;
   let stack: PipelineStack;
   let stages: CfnStage[];
   let template: Template;
   beforeAll(() => {
-    const input = cellZeroInput();
-    fleet = resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'eu-1', 'us-1'].includes(c.id)) });
+    fleet = fleetOf();
     stack = addPipeline(cdkApp(), fleet, { audit: false });
     template = Template.fromStack(stack);
     stages = Object.values(template.findResources('AWS::CodePipeline::Pipeline'))[0].Properties.Stages;
@@ -52,8 +60,7 @@ describe('the pipeline of a fleet with a cell zero', () => {
     expect(before.filter(([cell]) => cell === 'zero')).toHaveLength(Object.keys(fleet.regions).length);
     expect([...zero]).toEqual([expect.stringMatching(/^[0-9a-f]{16}$/)]);
     // The adoption NLB in other subnets: cell zero's service name is read again; the cells' are not.
-    const input = cellZeroInput({ vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0ddddddddddddddd4', 'subnet-0eeeeeeeeeeeeeee5'] } });
-    const moved = lookups(addPipeline(cdkApp(), resolveFleet({ ...input, cells: input.cells.filter((c) => ['canary-eu', 'eu-1', 'us-1'].includes(c.id)) }), { audit: false }));
+    const moved = lookups(addPipeline(cdkApp(), fleetOf({ vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0ddddddddddddddd4', 'subnet-0eeeeeeeeeeeeeee5'] } }), { audit: false }));
     expect(moved.filter(([cell]) => cell === 'zero').every(([, fingerprint]) => !zero.has(fingerprint))).toBe(true);
     expect(moved.filter(([cell]) => cell !== 'zero')).toEqual(before.filter(([cell]) => cell !== 'zero'));
   });
