@@ -18,10 +18,21 @@ const Runtime = require('jest-runtime').default;
  * its errors read as jest's.
  */
 const scripts = new Map();
+const dependencies = new Map();
 
 class CodeCachingRuntime extends Runtime {
   constructor(...args) {
     super(...args);
+    // A dependency's source read once per worker: node_modules does not change during a run, and jest
+    // does not transform it (its default transformIgnorePatterns), so each test file read it again.
+    const transformCache = this.transformCache;
+    const transform = transformCache.transform.bind(transformCache);
+    transformCache.transform = (filename, options) => {
+      if (!filename.includes('/node_modules/') || options?.isInternalModule) return transform(filename, options);
+      let code = dependencies.get(filename);
+      if (code === undefined) dependencies.set(filename, (code = transform(filename, options)));
+      return code;
+    };
     const executor = this.executor;
     const compile = executor.compile.bind(executor);
     executor.compile = (source, filename) => {
