@@ -20,9 +20,28 @@ const Runtime = require('jest-runtime').default;
 const scripts = new Map();
 const dependencies = new Map();
 
+/**
+ * Whether jest-runtime still has the internals this runtime wraps (jest 30's `transformCache.transform`
+ * and `executor.compile`). After a jest upgrade that changed them, tests run on jest's own runtime,
+ * slower, and this says so once per worker.
+ */
+let warned = false;
+function internalsAsExpected(runtime) {
+  const executor = runtime.executor;
+  const ok = typeof runtime.transformCache?.transform === 'function' && typeof executor?.compile === 'function'
+    && Array.isArray(executor.injectedModuleParameters) && typeof executor.dynamicImport === 'function'
+    && typeof executor.environment?.getVmContext === 'function' && typeof executor.resolution?.isCoreModule === 'function';
+  if (!ok && !warned) {
+    warned = true;
+    process.stderr.write("test/support/runtime.js: jest-runtime's internals are not the ones this runtime wraps (jest 30); running without the shared code cache\n");
+  }
+  return ok;
+}
+
 class CodeCachingRuntime extends Runtime {
   constructor(...args) {
     super(...args);
+    if (!internalsAsExpected(this)) return;
     // A dependency's source read once per worker: node_modules does not change during a run, and jest
     // does not transform it (its default transformIgnorePatterns), so each test file read it again.
     const transformCache = this.transformCache;
