@@ -4,9 +4,10 @@ import * as path from 'path';
 import { Stack, Stage } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import { addPipeline } from '../../lib/app';
+import { addPipeline, isolationChecksPropsOf } from '../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../lib/fleet';
 import { assertNoOpenFindings, CFN_LINT_VERSION, PipelineStack, publishingTimeoutMinutes, STAGE_SCRIPTS_DIR, stageScripts } from '../../lib/pipeline';
+import { CellIsolationChecks } from '../../lib/isolation';
 import { planWaves } from '../../lib/waves';
 import { fakeStackStatuses, runWithFakeAws } from '../support/fake-aws';
 import { cdkApp, exampleFleet, exampleInput, REPO_ROOT, smallExampleFleet } from '../support/fleet';
@@ -57,6 +58,13 @@ describe('PipelineStack on the example fleet', () => {
   });
 
   const waveStages = () => stages.slice(4, stages.length - stack.routerStages.length).filter((s) => s.Name !== stack.approvalStage);
+
+  // The one test of the whole example app against the cell-isolation pack (the pack's own rules and
+  // findings: test/isolation/pack.test.ts); every cell and router stack also passed the AwsSolutions
+  // gate of its pipeline stage while the pipeline was built.
+  it('passes the cell-isolation pack with no open finding: the pipeline, the router stages and every cell stack', () => {
+    expect(new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack.node.root).violations).toEqual([]);
+  });
 
   it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
     expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
