@@ -233,6 +233,24 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     started.length = 0;
   };
 
+  /**
+   * The loopback ports this fleet has given out (kept from fleet.json or picked). A workload's port is
+   * picked before its process binds it, so the OS can hand the same free port to the next pick.
+   */
+  const given = new Set<number>([
+    ...(o.port !== 0 ? [o.port] : reuse ? [previous!.routerPort] : []),
+    ...(reuse ? previous!.cells.flatMap((c) => [c.workloadPort, c.database.port]) : []),
+  ]);
+  const freePort = async (): Promise<number> => {
+    for (;;) {
+      const port = await freeLoopbackPort();
+      if (!given.has(port)) {
+        given.add(port);
+        return port;
+      }
+    }
+  };
+
   const cells: LocalCell[] = [];
   /** Starts cell `id`'s PostgreSQL server and supervised workload (not yet its workload process). */
   const startCell = async (id: string, before: FleetFileCell | undefined): Promise<LocalCell> => {
@@ -242,13 +260,13 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     const pgLog = fs.createWriteStream(path.join(stateDir, 'logs', `${id}-postgres.log`), { flags: 'a' });
     const database = await startPostgresServer({
       dataDir: path.join(cellDir, 'pgdata'),
-      port: before?.database.port ?? await freeLoopbackPort(),
+      port: before?.database.port ?? await freePort(),
       databases: [LOCAL_DATABASE],
       log: (line) => pgLog.write(`${line}\n`),
     });
     const stopDatabase = { stop: async () => { await database.stop(); pgLog.end(); } };
     started.push(stopDatabase);
-    const workloadPort = before?.workloadPort ?? await freeLoopbackPort();
+    const workloadPort = before?.workloadPort ?? await freePort();
     const cell = superviseWorkload({
       id, port: workloadPort, database, partitionKey, bucketCount, healthCheckPath,
       testFaults: o.testFaults ?? false,
@@ -297,7 +315,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       writeFileAtomic(mappingFile, `${JSON.stringify(doc, null, 2)}\n`);
     }
 
-    const routerPort = o.port === 0 ? (reuse ? previous!.routerPort : await freeLoopbackPort()) : o.port;
+    const routerPort = o.port === 0 ? (reuse ? previous!.routerPort : await freePort()) : o.port;
     const routerDir = path.join(stateDir, 'router');
     fs.mkdirSync(routerDir, { recursive: true });
     let router: LocalRouter | undefined;
