@@ -11,8 +11,9 @@ const Runtime = require('jest-runtime').default;
  * Here each module is compiled as a script wrapping it in jest's module function (the parameters
  * jest injects, in its order). The first time a file is compiled its script is kept; the next time
  * (the next test file in this worker), if the transformed source is the same string, the code cache
- * made from that script (the functions it compiled while it ran included) is handed to V8, which
- * checks it against the source and rejects it if they differ. Modules are still evaluated afresh in
+ * made from that script (the functions it compiled while it ran included) is handed to V8. The string
+ * comparison is the guard: V8 itself checks little more than the source's length (and its version
+ * and flags). Modules are still evaluated afresh in
  * each test file's own context: only the parsing and compiling is shared. What is not a plain
  * CommonJS body (a `#!` line, a syntax error, a Node.js core module) goes to jest's own compile, so
  * its errors read as jest's.
