@@ -3,7 +3,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import { defineFleet } from './lib/fleet';
+import { defineFleet } from './lib/domain/fleet';
 
 /**
  * The example fleet: two regions, one canary cell and seven regular cells.

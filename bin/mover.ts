@@ -1,12 +1,12 @@
 /**
  * The mover task of a cell (container entry point, images/mover): performs one step of a move
- * inside the cell and exits. See lib/moves/aws-task.ts for the environment and the exit codes.
+ * inside the cell and exits. See lib/operations/moves/aws-task.ts for the environment and the exit codes.
  */
 import { S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-// By module, not through lib/moves' index: the image bundles only what this file reaches.
-import { runMoverTask } from '../lib/moves/aws-task';
-import { systemClock } from '../lib/moves/types';
+// By module, not through lib/operations/moves' index: the image bundles only what this file reaches.
+import { runMoverTask } from '../lib/operations/moves/aws-task';
+import { systemClock } from '../lib/domain/moves/types';
 
 const secrets = new SecretsManagerClient({});
 runMoverTask(process.env, {

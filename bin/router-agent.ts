@@ -22,12 +22,12 @@
  */
 import { hostname } from 'os';
 import { S3Client } from '@aws-sdk/client-s3';
-// By module, not through lib/router's index: the agent image bundles what this file reaches.
-import { MappingAgent, runAgentLoop } from '../lib/router/agent';
-import { MappingApplier } from '../lib/router/apply';
-import { RuntimeApi } from '../lib/router/runtime-api';
-import { S3ServedReporter, SERVED_FRESHNESS_MS } from '../lib/router/served';
-import { FileMappingSource, S3MappingSource } from '../lib/router/sources';
+// By module, not through lib/runtime/router's index: the agent image bundles what this file reaches.
+import { MappingAgent, runAgentLoop } from '../lib/runtime/router/agent';
+import { MappingApplier } from '../lib/runtime/router/apply';
+import { RuntimeApi } from '../lib/runtime/router/runtime-api';
+import { S3ServedReporter, SERVED_FRESHNESS_MS } from '../lib/runtime/router/served';
+import { FileMappingSource, S3MappingSource } from '../lib/runtime/router/sources';
 
 function required(name: string): string {
   const value = process.env[name];

@@ -6,7 +6,7 @@
  * Exit code 2: a configuration error, which restarting the container does not fix.
  * SIGTERM: stops taking connections, finishes requests in flight, stops the consumer, exits 0.
  */
-import { startWorkload, WorkloadConfigError, workloadConfigFromEnv } from '../lib/workload';
+import { startWorkload, WorkloadConfigError, workloadConfigFromEnv } from '../lib/runtime/workload';
 
 async function main(): Promise<void> {
   let config;

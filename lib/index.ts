@@ -6,8 +6,8 @@
  */
 
 // The fleet file: define it, load and validate it (every problem listed before any construct is built).
-export { defineFleet, loadFleet, resolveFleet, fleetProblems, FleetConfigError } from './fleet';
-export type * from './fleet/types';
+export { defineFleet, loadFleet, resolveFleet, fleetProblems, FleetConfigError } from './domain/fleet';
+export type * from './domain/fleet/types';
 
 // The adapter: the fleet file made into the constructs' props, a whole fleet stamped into an app,
 // the audit gate and AWS limit checks.
@@ -18,24 +18,24 @@ export {
 export type { FleetStacks, PackSummary } from './app';
 
 // A cell with props of its own, and its building blocks.
-export { Cell, CellStack, CellAlarms, CellCompute, CellDashboard, CellData, CellEntry, CellKey, CellNetwork, CellQueues } from './cell';
+export { Cell, CellStack, CellAlarms, CellCompute, CellDashboard, CellData, CellEntry, CellKey, CellNetwork, CellQueues } from './constructs/cell';
 export type {
   CellProps, CellStackProps, CellNetworkOptions, CellComputeOptions, CellWorkloadOptions, CellDatabaseOptions, CellRoutingOptions,
   CellTestedLimits, CellAlarmSettings, CellAlarmOptions, CellBuildingBlocks, CellExtension,
-} from './cell';
+} from './constructs/cell';
 
 // The router: one stack per region, its groups, the mapping bucket they read.
-export { RouterStack, RouterGroupsStack, RouterGroup, MappingBucket } from './router-stack';
-export type { RouterStackProps, RouterGroupsStackProps, RouterGroupProps, MappingBucketProps } from './router-stack';
+export { RouterStack, RouterGroupsStack, RouterGroup, MappingBucket } from './constructs/router';
+export type { RouterStackProps, RouterGroupsStackProps, RouterGroupProps, MappingBucketProps } from './constructs/router';
 
 // The pipeline: cell waves, then the routers region by region.
-export { PipelineStack, CellStage, CellZeroStage, RouterStage, pipelinePropsProblems } from './pipeline';
+export { PipelineStack, CellStage, CellZeroStage, RouterStage, pipelinePropsProblems } from './constructs/pipeline';
 export type {
   PipelineStackProps, PipelineWavePlan, PipelineCellWave, PipelineRouterWave, PipelineCellZero, PipelineDeploymentWindow, RouterStageStacks,
-} from './pipeline';
-export { planWaves, WavePlanError } from './waves';
-export type { Wave, WaveKind, WavePlan, RouterWave } from './waves';
+} from './constructs/pipeline';
+export { planWaves, WavePlanError } from './domain/waves';
+export type { Wave, WaveKind, WavePlan, RouterWave } from './domain/waves';
 
 // The cell-isolation rules as a cdk-nag pack.
-export { CellIsolationChecks } from './isolation';
-export type { CellIsolationChecksProps } from './isolation';
+export { CellIsolationChecks } from './constructs/isolation';
+export type { CellIsolationChecksProps } from './constructs/isolation';

@@ -6,9 +6,9 @@
  */
 import * as fs from 'fs';
 import { auditFleet } from '../lib/app';
-import { failingPacks, formatText, renderHtml } from '../lib/audit';
-import { FleetConfigError, loadFleet } from '../lib/fleet';
-import { writeFileAtomic } from '../lib/files';
+import { failingPacks, formatText, renderHtml } from '../lib/app/audit';
+import { FleetConfigError, loadFleet } from '../lib/domain/fleet';
+import { writeFileAtomic } from '../lib/domain/files';
 
 function main(argv: readonly string[]): number {
   const reportAt = argv.indexOf('--report');

@@ -10,9 +10,9 @@ import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, NIST80053R5Checks } from 'cdk-nag';
 import { addFleet, addPipeline, cdkJsonContext, isolationChecksPropsOf } from '../lib/app';
-import { allStacks, ControlTowerChecks, controlTowerFindings, nagFindings } from '../lib/audit';
-import { generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
-import { CellIsolationChecks } from '../lib/isolation';
+import { allStacks, ControlTowerChecks, controlTowerFindings, nagFindings } from '../lib/app/audit';
+import { generateScaleFleet, loadFleet, resolveFleet } from '../lib/domain/fleet';
+import { CellIsolationChecks } from '../lib/constructs/isolation';
 
 function seconds<T>(f: () => T): [T, number] {
   const start = process.hrtime.bigint();

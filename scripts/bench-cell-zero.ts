@@ -18,9 +18,9 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { LoadResult, listening, median, pin, sleep, wrk } from './bench-load';
-import { adoptionMapping } from '../lib/mapping';
-import { PartitionKeySource } from '../lib/fleet';
-import { LocalRouter, RuntimeApi, startLocalRouter } from '../lib/router';
+import { adoptionMapping } from '../lib/domain/mapping';
+import { PartitionKeySource } from '../lib/domain/fleet';
+import { LocalRouter, RuntimeApi, startLocalRouter } from '../lib/runtime/router';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);

@@ -4,7 +4,7 @@
  * `lookup` key by key, both reported); add-cell on 65536 buckets < 50 ms;
  * parse + validate 65536 buckets with 100,000 exact overrides < 200 ms.
  */
-import { addCell, compileMapping, initialMapping, InitialCell, MappingDocument, parseMapping, pinKey } from '../lib/mapping';
+import { addCell, compileMapping, initialMapping, InitialCell, MappingDocument, parseMapping, pinKey } from '../lib/domain/mapping';
 
 const NOW = { now: new Date().toISOString() };
 const cells = (n: number): InitialCell[] => [

@@ -11,15 +11,15 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Client, Pool } from 'pg';
-import { bucketOf, compileMapping, createKeyHasher, initialMapping, MappingDocument, parseMapping } from '../lib/mapping';
+import { bucketOf, compileMapping, createKeyHasher, initialMapping, MappingDocument, parseMapping } from '../lib/domain/mapping';
 import {
   FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoverDeps, MoveSubject, planMove, runMove, systemClock,
-} from '../lib/moves';
-import { CellDatabase, PostgresCellData } from '../lib/moves/cell-data';
-import { routerVersionProbe } from '../lib/moves/local-fleet';
-import { freeLoopbackPort, startPostgresServer } from '../lib/local-fleet/postgres';
-import { startLocalRouter } from '../lib/router';
-import { migrate } from '../lib/workload/migrations';
+} from '../lib/operations/moves';
+import { CellDatabase, PostgresCellData } from '../lib/operations/moves/cell-data';
+import { routerVersionProbe } from '../lib/operations/moves/local-fleet';
+import { freeLoopbackPort, startPostgresServer } from '../lib/operations/local-fleet/postgres';
+import { startLocalRouter } from '../lib/runtime/router';
+import { migrate } from '../lib/runtime/workload/migrations';
 
 const BUCKETS = 16384;
 const TENANT_ROWS = Number(process.env.BENCH_ROWS ?? 100_000);

@@ -4,7 +4,7 @@
  * on a small document, then writes a document with BENCH_PINS exact pins (default 100,000) over the
  * file and waits until it is in force; reports each process's peak resident memory (VmHWM) before
  * and after, and what that makes per pin and per byte of the document. The limits in
- * lib/mapping/limits.ts (TASK_BYTES_PER_ENTRY, AGENT_BYTES_PER_DOCUMENT_BYTE) come from this.
+ * lib/domain/mapping/limits.ts (TASK_BYTES_PER_ENTRY, AGENT_BYTES_PER_DOCUMENT_BYTE) come from this.
  */
 import { spawn } from 'child_process';
 import * as fs from 'fs';
@@ -12,7 +12,7 @@ import * as http from 'http';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { initialMapping } from '../lib/mapping';
+import { initialMapping } from '../lib/domain/mapping';
 
 const PINS = Number(process.env.BENCH_PINS ?? 100_000);
 

@@ -22,9 +22,9 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { LoadResult, listening, median, pin, sleep, wrk } from './bench-load';
-import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/mapping';
-import { PartitionKeySource, tenantMaxConnOf } from '../lib/fleet';
-import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/router';
+import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/domain/mapping';
+import { PartitionKeySource, tenantMaxConnOf } from '../lib/domain/fleet';
+import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/runtime/router';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);

@@ -14,8 +14,8 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { addFleet, addPipeline, cliSynthContext } from '../lib/app';
-import { generateFleet, generateScaleFleet, loadFleet, resolveFleet } from '../lib/fleet';
-import { pipelineStackName } from '../lib/names';
+import { generateFleet, generateScaleFleet, loadFleet, resolveFleet } from '../lib/domain/fleet';
+import { pipelineStackName } from '../lib/domain/names';
 
 interface Result {
   readonly fleet: string;
@@ -45,7 +45,7 @@ function runOnce(count: number | undefined, regions: number | undefined): Result
   const started = process.hrtime.bigint();
   const app = new App({ outdir, context: cliSynthContext() });
   // The same choice as bin/app.ts: behind the pipeline when the fleet has one.
-  // Every check on: the audit packs and the AWS limits of every template (lib/limits).
+  // Every check on: the audit packs and the AWS limits of every template (lib/domain/limits).
   const pipeline = fleet.pipeline ? addPipeline(app, fleet) : undefined;
   if (!pipeline) addFleet(app, fleet);
   app.synth();

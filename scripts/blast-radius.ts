@@ -23,10 +23,10 @@ import * as path from 'path';
 import { parseArgs } from 'util';
 import {
   FAULT_LABELS, FAULTS, FaultKind, injectFault, markdownTable, renderSvg, ScenarioResult, startLocalFleet, steadyLoad, summarize, tenantsPerCell,
-} from '../lib/local-fleet';
-import { bucketCounts, lookup, parseMapping } from '../lib/mapping';
-import { MAP_FILES } from '../lib/router/haproxy-config';
-import { RuntimeApi } from '../lib/router/runtime-api';
+} from '../lib/operations/local-fleet';
+import { bucketCounts, lookup, parseMapping } from '../lib/domain/mapping';
+import { MAP_FILES } from '../lib/runtime/router/haproxy-config';
+import { RuntimeApi } from '../lib/runtime/router/runtime-api';
 
 const { values } = parseArgs({
   options: {

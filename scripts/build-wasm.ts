@@ -1,14 +1,14 @@
 /**
- * npm run build:wasm: compiles the SIMD SHA-256 kernel (lib/mapping/sha256-simd-wat.ts) into
- * lib/mapping/sha256-simd-wasm.ts, so that neither the CLI nor the tests need a compiler at run time.
+ * npm run build:wasm: compiles the SIMD SHA-256 kernel (lib/domain/mapping/sha256-simd-wat.ts) into
+ * lib/domain/mapping/sha256-simd-wasm.ts, so that neither the CLI nor the tests need a compiler at run time.
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { sha256SimdWat } from '../lib/mapping/sha256-simd-wat';
+import { sha256SimdWat } from '../lib/domain/mapping/sha256-simd-wat';
 
 async function main() {
   const bytes = await compileSha256Simd();
-  const out = path.join(__dirname, '..', 'lib', 'mapping', 'sha256-simd-wasm.ts');
+  const out = path.join(__dirname, '..', 'lib', 'domain', 'mapping', 'sha256-simd-wasm.ts');
   fs.writeFileSync(out, renderModule(bytes));
   process.stdout.write(`wrote ${path.relative(process.cwd(), out)} (${bytes.length} bytes of WebAssembly)\n`);
 }

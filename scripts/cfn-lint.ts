@@ -1,9 +1,9 @@
 /**
  * npm run lint:cfn [-- DIR]: cfn-lint over every template synth wrote to DIR (default cdk.out), nested
  * stacks and stage assemblies included. Prints each finding, open or acknowledged (by rule and
- * resource type, lib/audit/cfn-lint.ts), and exits 1 on any open one.
+ * resource type, lib/app/audit/cfn-lint.ts), and exits 1 on any open one.
  */
-import { cfnLintFindings, writtenTemplates } from '../lib/audit';
+import { cfnLintFindings, writtenTemplates } from '../lib/app/audit';
 
 const dir = process.argv[2] ?? 'cdk.out';
 const templates = writtenTemplates(dir);

@@ -1,10 +1,10 @@
-// Prints the build context directory of one of this repository's images (lib/images), made or
+// Prints the build context directory of one of this repository's images (lib/runtime/images), made or
 // reused: `docker build "$(npm run -s image-context -- router-agent)"`. router-haproxy's holds the
 // HAProxy configuration rendered for a fleet file's router, as synth renders it:
 // `npm run -s image-context -- router-haproxy [cells.config.ts]`.
-import { loadFleet } from '../lib/fleet';
-import { IMAGE_NAMES, imageContext, isImageName } from '../lib/images';
-import { routerRoutingOf, routerStateFiles, routerTaskConfig } from '../lib/router/task-config';
+import { loadFleet } from '../lib/domain/fleet';
+import { IMAGE_NAMES, imageContext, isImageName } from '../lib/runtime/images';
+import { routerRoutingOf, routerStateFiles, routerTaskConfig } from '../lib/runtime/router/task-config';
 
 const name = process.argv[2] ?? '';
 if (!isImageName(name)) {

@@ -2,7 +2,7 @@
  * How many cells one pipeline holds: synthesizes the pipeline for generated fleets of the given sizes
  * (the example config's regions and shapes, cells spread over them) and prints, per size, the
  * largest policy of each kind in the pipeline's templates, as CloudFormation would render it
- * (lib/limits), against its limit; then, from the two largest sizes, the cell
+ * (lib/domain/limits), against its limit; then, from the two largest sizes, the cell
  * count at which each limit is reached (every one of these grows linearly with the cell accounts).
  *
  *   npm run bench:pipeline-ceiling -- 20 70
@@ -15,10 +15,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { App, Stack, Stage } from 'aws-cdk-lib';
 import { cdkJsonContext, pipelineStackPropsOf } from '../lib/app';
-import { generateFleet, resolveFleet } from '../lib/fleet';
-import { pipelineStackName } from '../lib/names';
-import { PipelineStack } from '../lib/pipeline';
-import { describeFinding, LIMITS, policySize, templateFindings } from '../lib/limits';
+import { generateFleet, resolveFleet } from '../lib/domain/fleet';
+import { pipelineStackName } from '../lib/domain/names';
+import { PipelineStack } from '../lib/constructs/pipeline';
+import { describeFinding, LIMITS, policySize, templateFindings } from '../lib/domain/limits';
 
 type Kind = 'IAM statement' | 'managed policy' | 'role inline policies' | 'bucket policy' | 'key policy' | 'pipeline template';
 const LIMIT: Record<Kind, number> = {

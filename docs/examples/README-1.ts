@@ -1,7 +1,7 @@
 import { App } from 'aws-cdk-lib';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { addFleet, addPipeline } from './lib/app';
-import { loadFleet } from './lib/fleet';
+import { loadFleet } from './lib/domain/fleet';
 
 // The fleet file, validated: every problem is listed before any construct is built.
 const fleet = loadFleet('cells.config.ts');

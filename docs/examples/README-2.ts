@@ -1,9 +1,9 @@
 import { App } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { cellStackPropsOf, routerStackPropsOf } from './lib/app';
-import { CellStack } from './lib/cell';
-import { loadFleet } from './lib/fleet';
-import { RouterStack } from './lib/router-stack';
+import { CellStack } from './lib/constructs/cell';
+import { loadFleet } from './lib/domain/fleet';
+import { RouterStack } from './lib/constructs/router';
 
 const app = new App();
 new CellStack(app, 'cell-blue-1', {

@@ -1,6 +1,6 @@
 import { App, CfnOutput, Stack } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import { Cell } from './lib/cell';
+import { Cell } from './lib/constructs/cell';
 
 const app = new App();
 const stack = new Stack(app, 'shop-blue-1', { env: { account: '123456789012', region: 'eu-west-1' } });

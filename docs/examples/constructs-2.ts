@@ -1,6 +1,6 @@
 import { App } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import { CellStack } from './lib/cell';
+import { CellStack } from './lib/constructs/cell';
 
 const app = new App();
 new CellStack(app, 'cell-blue-1', {

@@ -1,6 +1,6 @@
 import { App } from 'aws-cdk-lib';
-import { initialMapping } from './lib/mapping';
-import { RouterGroupsStack, RouterStack } from './lib/router-stack';
+import { initialMapping } from './lib/domain/mapping';
+import { RouterGroupsStack, RouterStack } from './lib/constructs/router';
 
 const app = new App();
 const cells = [{ id: 'blue-1', region: 'eu-west-1', account: '123456789012', port: 80 }];

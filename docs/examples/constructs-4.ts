@@ -1,8 +1,8 @@
 import { App } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import { CellStackProps } from './lib/cell';
-import { initialMapping } from './lib/mapping';
-import { PipelineStack, RouterStageStacks } from './lib/pipeline';
+import { CellStackProps } from './lib/constructs/cell';
+import { initialMapping } from './lib/domain/mapping';
+import { PipelineStack, RouterStageStacks } from './lib/constructs/pipeline';
 
 const app = new App();
 const [tooling, routerAccount, region] = ['111111111111', '210987654321', 'eu-west-1'];

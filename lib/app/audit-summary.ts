@@ -14,7 +14,7 @@ const GATES = new WeakMap<App, { pack: NagPack; acknowledged: Set<string> }[]>()
 /**
  * Counts what `pack` acknowledges while the app synthesizes. cdk-nag 3 reports only open findings;
  * it calls its acknowledgment check only for non-compliant resources, so observing that check
- * counts the acknowledged findings (the same technique as `npm run audit`, lib/audit).
+ * counts the acknowledged findings (the same technique as `npm run audit`, lib/app/audit).
  */
 export function countAcknowledged(app: App, pack: NagPack): NagPack {
   // A finding is a rule on a resource; counted once however often the check runs for it.

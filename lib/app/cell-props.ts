@@ -1,10 +1,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import { CellProps, CellStackProps } from '../cell';
-import { Cell, Fleet } from '../fleet';
-import { REPO_ROOT } from '../files/repo-root';
-import { IMAGE_NAMES, imageContext, imageDockerfile } from '../images';
+import { CellProps, CellStackProps } from '../constructs/cell';
+import { Cell, Fleet } from '../domain/fleet';
+import { REPO_ROOT } from '../domain/files/repo-root';
+import { IMAGE_NAMES, imageContext, imageDockerfile } from '../runtime/images';
 
 /** `workload.image` values of this form build a Dockerfile of this repository (an ECR image asset). */
 export const IMAGE_ASSET_PREFIX = 'asset:';
@@ -18,7 +18,7 @@ export const WORKLOAD_IMAGE_DISPLAY_NAME = 'Cell/WorkloadImage';
  * The fleet file's `workload.image` as a container image: `asset:<Dockerfile>` builds that Dockerfile
  * of this repository (CDK publishes it to each cell account's bootstrap ECR repository), anything else
  * is a registry image. One of the repository's own images (the reference workload) builds from its
- * own context (lib/images), any other Dockerfile from the repository root.
+ * own context (lib/runtime/images), any other Dockerfile from the repository root.
  */
 export function workloadContainerImage(image: string): ecs.ContainerImage {
   if (!image.startsWith(IMAGE_ASSET_PREFIX)) return ecs.ContainerImage.fromRegistry(image);

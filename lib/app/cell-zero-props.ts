@@ -1,8 +1,8 @@
-import { CellZeroStackProps } from '../cell-zero';
-import { Fleet, loadBalancerFullName } from '../fleet';
-import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter } from '../names';
+import { CellZeroStackProps } from '../constructs/cell-zero';
+import { Fleet, loadBalancerFullName } from '../domain/fleet';
+import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter } from '../domain/names';
 
-/** The fleet file's `cellZero` as the adoption stack's props: the one place a Fleet meets lib/cell-zero. */
+/** The fleet file's `cellZero` as the adoption stack's props: the one place a Fleet meets lib/constructs/cell-zero. */
 export function cellZeroStackProps(fleet: Fleet): CellZeroStackProps {
   const zero = fleet.cellZero;
   if (!zero) throw new Error('cellZeroStackProps: the fleet declares no cellZero');

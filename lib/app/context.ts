@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { ANALYTICS_REPORTING_ENABLED_CONTEXT, PATH_METADATA_ENABLE_CONTEXT } from 'aws-cdk-lib/cx-api';
-import { packageRoot } from '../files/package-root';
+import { packageRoot } from '../domain/files/package-root';
 
 /**
  * The feature flags of `cdk.json`, so apps built outside the CDK CLI (tests, benchmarks, audit)

@@ -1,14 +1,14 @@
 import { App, Validations } from 'aws-cdk-lib';
-import { AuditReport, runAudit } from '../audit';
+import { AuditReport, runAudit } from './audit';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { CellStack, endpointServiceFingerprint } from '../cell';
-import { CellZeroStack } from '../cell-zero';
+import { CellStack, endpointServiceFingerprint } from '../constructs/cell';
+import { CellZeroStack } from '../constructs/cell-zero';
 import { cellZeroStackProps } from './cell-zero-props';
-import { Fleet } from '../fleet';
-import { pipelineStackName } from '../names';
-import { CellIsolationChecks } from '../isolation';
-import { PipelineStack } from '../pipeline';
-import { RouterGroupsStack, RouterStack } from '../router-stack';
+import { Fleet } from '../domain/fleet';
+import { pipelineStackName } from '../domain/names';
+import { CellIsolationChecks } from '../constructs/isolation';
+import { PipelineStack } from '../constructs/pipeline';
+import { RouterGroupsStack, RouterStack } from '../constructs/router';
 import { countAcknowledged } from './audit-summary';
 import { cellStackPropsOf } from './cell-props';
 import { pipelineStackPropsOf } from './pipeline-props';
@@ -31,7 +31,7 @@ export interface FleetStacks {
 /**
  * The fleet behind its delivery pipeline: one PipelineStack in the tooling account whose waves
  * deploy every cell's stack. AwsSolutions and cell-isolation checks run over the whole app, cell stages included,
- * and every written template is checked against AWS's limits (lib/limits).
+ * and every written template is checked against AWS's limits (lib/domain/limits).
  */
 export function addPipeline(app: App, fleet: Fleet, options: { audit?: boolean } = {}): PipelineStack {
   const stack = new PipelineStack(app, pipelineStackName(fleet.app), pipelineStackPropsOf(fleet));
@@ -75,7 +75,7 @@ export function stampFleet(app: App, fleet: Fleet, options: { audit?: boolean } 
   else addFleet(app, fleet, options);
 }
 
-/** `npm run audit`: every pack over the app `cdk synth` builds (lib/audit), synthesized once without the synth gate. */
+/** `npm run audit`: every pack over the app `cdk synth` builds (lib/app/audit), synthesized once without the synth gate. */
 export function auditFleet(fleet: Fleet, options: { now?: Date } = {}): AuditReport {
   const build = (outdir: string) => {
     const app = new App({ outdir, context: cliSynthContext() });

@@ -1,5 +1,5 @@
-import { Fleet } from '../fleet';
-import { CellIsolationChecksProps, FleetFacts, routerImageConfig } from '../isolation';
+import { Fleet } from '../domain/fleet';
+import { CellIsolationChecksProps, FleetFacts, routerImageConfig } from '../constructs/isolation';
 
 /** The fleet as the isolation rules see it: who owns which account, name and address range. */
 export function fleetFacts(fleet: Fleet): FleetFacts {

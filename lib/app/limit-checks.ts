@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { App, IPolicyValidationContext, IPolicyValidationPlugin, PolicyValidationPluginReport, Validations } from 'aws-cdk-lib';
-import { assemblyFindings, CfnTemplate, describeFinding, GrantedQuotas, LIMITS, LimitFinding, templateFindings, TemplateUnderCheck } from '../limits';
+import { assemblyFindings, CfnTemplate, describeFinding, GrantedQuotas, LIMITS, LimitFinding, templateFindings, TemplateUnderCheck } from '../domain/limits';
 
 /**
  * Where each nested stack template of a directory was written, by the hash its parent's TemplateURL
@@ -36,7 +36,7 @@ export function readTemplates(templatePath: string, stack: string, parent?: Temp
 
 /**
  * Fails synth when any written template of any stack (pipeline, routers, router groups, the routers'
- * nested link stacks, cells, cross-region support stacks) passes an AWS limit of lib/limits: the
+ * nested link stacks, cells, cross-region support stacks) passes an AWS limit of lib/domain/limits: the
  * stack, the resource, its size, the limit with its page, and the fix. CloudFormation, IAM, S3 and
  * the rest would otherwise refuse it at deploy time, in the pipeline, after earlier waves shipped.
  */

@@ -1,7 +1,7 @@
-import { Fleet } from '../fleet';
-import { pipelineStackName } from '../names';
-import { PipelineStackProps } from '../pipeline';
-import { planWaves } from '../waves';
+import { Fleet } from '../domain/fleet';
+import { pipelineStackName } from '../domain/names';
+import { PipelineStackProps } from '../constructs/pipeline';
+import { planWaves } from '../domain/waves';
 import { cellStacksOf } from './cell-props';
 import { cellZeroStackProps } from './cell-zero-props';
 import { pipelineRoutersOf } from './router-props';

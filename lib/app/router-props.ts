@@ -1,8 +1,8 @@
-import { cellZoneName, Fleet, routedCells, RouterGroupConfig, seedMapping } from '../fleet';
-import { RouterGroupsPart } from '../names';
-import { routerRoutingOf } from '../router/task-config';
-import { RouterStageStacks } from '../pipeline';
-import { RouterGroupsStackProps, RouterStackProps } from '../router-stack';
+import { cellZoneName, Fleet, routedCells, RouterGroupConfig, seedMapping } from '../domain/fleet';
+import { RouterGroupsPart } from '../domain/names';
+import { routerRoutingOf } from '../runtime/router/task-config';
+import { RouterStageStacks } from '../constructs/pipeline';
+import { RouterGroupsStackProps, RouterStackProps } from '../constructs/router';
 
 /*
  * The fleet file, translated into the router constructs' own props: the one place where the router

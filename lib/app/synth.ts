@@ -1,5 +1,5 @@
 import { App } from 'aws-cdk-lib';
-import { CONFIG_FILE_NAME, FleetConfigError, loadFleet } from '../fleet';
+import { CONFIG_FILE_NAME, FleetConfigError, loadFleet } from '../domain/fleet';
 import { auditSummary, formatAuditSummary } from './audit-summary';
 import { stampFleet } from './fleet-app';
 

@@ -1,8 +1,8 @@
 import { spawnSync } from 'child_process';
 import { Command } from 'commander';
 // The accounts module and the AWS SDK load when a command runs, not when cellctl starts (see bench:cli).
-import type { VendTarget } from '../accounts';
-import { cellAccounts, displayPath, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../fleet';
+import type { VendTarget } from '../adapters/accounts';
+import { cellAccounts, displayPath, FleetConfigError, fleetProblems, loadFleetInput, readAccountsFile, writeAccountsFile } from '../domain/fleet';
 import { fleetFrom, withConfig } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
 
@@ -31,7 +31,7 @@ export function accountsCommand(io: CliIo): Command {
     .option('--json', 'print the results as JSON')
     .action(async (flags: { config: string; dryRun?: boolean; json?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { ensureAccounts, MissingPermissionError } = require('../accounts') as typeof import('../accounts');
+      const { ensureAccounts, MissingPermissionError } = require('../adapters/accounts') as typeof import('../adapters/accounts');
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { OrganizationsClient } = require('@aws-sdk/client-organizations') as typeof import('@aws-sdk/client-organizations');
       const { input, accountsPath } = accountsInput(flags.config);
@@ -97,7 +97,7 @@ export function accountsCommand(io: CliIo): Command {
     .option('--allow-example-accounts', 'run even against the example account ids of the sample config (111111111111, 222222222222, 33333333333N, …)')
     .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean; allowExampleAccounts?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { BootstrapError, bootstrapEnvironments, exampleAccounts, organizationRoleCredentials, runBootstrap } = require('../accounts') as typeof import('../accounts');
+      const { BootstrapError, bootstrapEnvironments, exampleAccounts, organizationRoleCredentials, runBootstrap } = require('../adapters/accounts') as typeof import('../adapters/accounts');
       const fleet = fleetFrom(flags.config);
       let environments;
       try {
@@ -153,7 +153,7 @@ export function accountsCommand(io: CliIo): Command {
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .action((flags: { config: string }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { operatorPolicy } = require('../accounts') as typeof import('../accounts');
+      const { operatorPolicy } = require('../adapters/accounts') as typeof import('../adapters/accounts');
       const fleet = fleetFrom(flags.config);
       io.out(json(operatorPolicy({ roleName: fleet.organization?.roleName ?? 'OrganizationAccountAccessRole', partition: fleet.partition })));
     });

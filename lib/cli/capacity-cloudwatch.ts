@@ -1,7 +1,7 @@
 import type { CloudWatchClient, MetricDataQuery, MetricDataResult } from '@aws-sdk/client-cloudwatch';
-import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, computeReadingOf, PeriodPoints, PublishedMetric, SignalReading } from '../capacity/signals';
-import { CellLoad, TenantLoad } from '../capacity/types';
-import { isCredentialsError, NoCredentialsError } from '../aws/credentials';
+import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, computeReadingOf, PeriodPoints, PublishedMetric, SignalReading } from '../domain/capacity/signals';
+import { CellLoad, TenantLoad } from '../domain/capacity/types';
+import { isCredentialsError, NoCredentialsError } from '../adapters/aws/credentials';
 
 /** How throttled CloudWatch calls are retried. */
 interface Retrying {

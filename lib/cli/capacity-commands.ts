@@ -3,13 +3,13 @@ import { Command } from 'commander';
 import {
   CapacityPlan, capacityHtml, CELL_SIGNALS, CellCapacity, CellLimits, cellLimitsOf, CellLoad, CellSignalName, FleetCapacity, hotByCpu, judgeFleet, movePlanOf,
   parseSignalsRecord, place, planCapacity, SIGNAL_LABELS, signalPeakText, SignalReading, StatusCause,
-} from '../capacity';
-import { Fleet } from '../fleet';
-import { cellMetricsReaderRoleName, cellSignalsParameter } from '../names';
-import { keyProblem, lookup, MappingDocument } from '../mapping';
-import { readLocalFleet } from '../moves/local-fleet';
-import { cellLoadsOf, overWindow, readTenantRates } from '../router/tenant-rates';
-import { RuntimeApi } from '../router/runtime-api';
+} from '../domain/capacity';
+import { Fleet } from '../domain/fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter } from '../domain/names';
+import { keyProblem, lookup, MappingDocument } from '../domain/mapping';
+import { readLocalFleet } from '../operations/moves/local-fleet';
+import { cellLoadsOf, overWindow, readTenantRates } from '../runtime/router/tenant-rates';
+import { RuntimeApi } from '../runtime/router/runtime-api';
 import { fleetFrom } from './context';
 import { readMappingFile } from './mapping-commands';
 import { CliError, CliIo, EXIT, formatTable, json, writeFileAtomic } from './io';
@@ -102,7 +102,7 @@ async function awsInput(flags: CapacityFlags, progress: (line: string) => void):
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { readCellSignals, readRouterLoads } = require('./capacity-cloudwatch') as typeof import('./capacity-cloudwatch');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { assumedRole, ssmParameter } = require('../aws/assumed-role') as typeof import('../aws/assumed-role');
+  const { assumedRole, ssmParameter } = require('../adapters/aws/assumed-role') as typeof import('../adapters/aws/assumed-role');
   const clients = Object.keys(fleet.regions).map((region) => new CloudWatchClient({ region }));
   const cellClients = fleet.cells.map((cell) => {
     const role = `arn:${fleet.partition}:iam::${cell.account}:role/${cellMetricsReaderRoleName(fleet.app, cell.id)}`;

@@ -2,8 +2,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
 import { Pool } from 'pg';
-import { DEFAULT_MAX_MOVED_SHARE, removeCell, routesText, routesTo } from '../mapping';
-import { ContractGap, contractGaps, readSchemaFacts, SchemaFacts, tenantsLeft } from '../moves/schema-contract';
+import { DEFAULT_MAX_MOVED_SHARE, removeCell, routesText, routesTo } from '../domain/mapping';
+import { ContractGap, contractGaps, readSchemaFacts, SchemaFacts, tenantsLeft } from '../operations/moves/schema-contract';
 import { fleetFrom } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
 import { readMappingFile, runChange } from './mapping-commands';
@@ -74,7 +74,7 @@ export function cellZeroCommand(io: CliIo): Command {
     .option('--json', 'print the result as JSON')
     .action(async (flags: { mapping?: string; out?: string; id?: string; url?: string; local?: boolean; stateDir: string; config: string; json?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { readFleetFile } = require('../local-fleet') as typeof import('../local-fleet');
+      const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
       const local = flags.local ? readFleetFile(flags.stateDir) : undefined;
       if (flags.local && !local) throw new CliError(`${path.join(flags.stateDir, 'fleet.json')} not found: start the local fleet (\`cellctl fleet local --cell-zero\`), or pass --state-dir DIR where it keeps its state`);
       const id = flags.id ?? local?.cellZero ?? (fs.existsSync(flags.config) ? fleetFrom(flags.config).cellZero?.id : undefined);

@@ -1,7 +1,7 @@
 import * as path from 'path';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { Fleet, FleetConfigError, loadFleet } from '../fleet';
-import { mappingBucketParameter, routerStackName } from '../names';
+import { Fleet, FleetConfigError, loadFleet } from '../domain/fleet';
+import { mappingBucketParameter, routerStackName } from '../domain/names';
 import { CliError } from './io';
 
 /** Runs `load`, turning config problems (cells.config.ts, cells.accounts.json) into a CLI error (exit 1). */

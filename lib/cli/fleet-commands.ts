@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
-import { bucketCounts, parseMapping } from '../mapping';
+import { bucketCounts, parseMapping } from '../domain/mapping';
 import { fleetFrom } from './context';
 import { runUntilStopped } from './foreground';
 import { CliError, CliIo, formatTable } from './io';
@@ -43,11 +43,11 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       const port = integer(flags.port, '--port', 0, 65535);
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { LOCAL_DATABASE, postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../local-fleet') as typeof import('../local-fleet');
+      const { LOCAL_DATABASE, postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
       const before = flags.fresh ? undefined : readFleetFile(flags.stateDir);
       const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (before ? before.cells.length - (before.cellZero ? 1 : 0) : undefined) ?? 4;
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../router') as typeof import('../router');
+      const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../runtime/router') as typeof import('../runtime/router');
       if (!flags.images && !haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
       if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
       const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
@@ -112,7 +112,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
     .option('--json', 'print the new cell as JSON')
     .action(async (flags: { stateDir: string; json?: boolean }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { requestAddCell } = require('../local-fleet') as typeof import('../local-fleet');
+      const { requestAddCell } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
       let added;
       try {
         added = await requestAddCell(flags.stateDir);
@@ -141,9 +141,9 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
  */
 async function stopFleet(io: CliIo, stateDir: string): Promise<void> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { readFleetFile } = require('../local-fleet') as typeof import('../local-fleet');
+  const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { pidRunning } = require('../files') as typeof import('../files');
+  const { pidRunning } = require('../domain/files') as typeof import('../domain/files');
   const file = readFleetFile(stateDir);
   if (file?.pid && pidRunning(file.pid)) {
     io.err(`stopping the fleet (pid ${file.pid})…\n`);
@@ -156,7 +156,7 @@ async function stopFleet(io: CliIo, stateDir: string): Promise<void> {
   }
   if (file?.images) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { removeFleetContainers } = require('../local-fleet/images') as typeof import('../local-fleet/images');
+    const { removeFleetContainers } = require('../operations/local-fleet/images') as typeof import('../operations/local-fleet/images');
     const removed = await removeFleetContainers(stateDir);
     if (removed.length) io.err(`removed ${removed.length} containers left running: ${removed.join(', ')}\n`);
   }

@@ -1,5 +1,5 @@
 import * as fs from 'fs';
-import { writeFileAtomic as writeAtomic } from '../files';
+import { writeFileAtomic as writeAtomic } from '../domain/files';
 
 /** Where a command writes: stdout for results (tables or --json), stderr for progress and errors. */
 export interface CliIo {
@@ -32,7 +32,7 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   return `${cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n')}\n`;
 }
 
-/** Atomic write (see lib/files); a failure is an exit-1 CLI error and the old file stays whole. */
+/** Atomic write (see lib/domain/files); a failure is an exit-1 CLI error and the old file stays whole. */
 export function writeFileAtomic(file: string, text: string): void {
   try {
     writeAtomic(file, text);

@@ -1,14 +1,14 @@
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../fleet';
+import { cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../domain/fleet';
 import {
   addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, removeCell, formatProblems, guardChange,
   InvalidKeyError, lookup, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
   quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
-} from '../mapping';
+} from '../domain/mapping';
 // The mapping store (and the AWS SDK) load when a store command runs, not when cellctl starts.
-import type { MappingStore, PublishResult } from '../mapping-store';
-import { bucketMovePlan } from '../moves/plan';
+import type { MappingStore, PublishResult } from '../adapters/mapping-store';
+import { bucketMovePlan } from '../domain/moves/plan';
 import { fleetFrom, mappingBucketOf, s3Client } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } from './io';
 
@@ -228,7 +228,7 @@ function storeCommand(parent: Command, name: string, description: string): Comma
  */
 async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; fleet: Fleet; bakeSeconds: number }> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { MappingStore } = require('../mapping-store') as typeof import('../mapping-store');
+  const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
   const fleet = fleetFrom(flags.config);
   const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
   if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0) throw new CliError(`--bake ${flags.bake}: give whole seconds >= 0`, 2);
@@ -243,9 +243,9 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
   return { stores, fleet, bakeSeconds };
 }
 
-async function storeAction<T>(run: (store: typeof import('../mapping-store')) => Promise<T>): Promise<T> {
+async function storeAction<T>(run: (store: typeof import('../adapters/mapping-store')) => Promise<T>): Promise<T> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const module = require('../mapping-store') as typeof import('../mapping-store');
+  const module = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
   const { ConcurrentWriteError, PublishRefusedError, StoreError } = module;
   try {
     return await run(module);

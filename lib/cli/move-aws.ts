@@ -1,19 +1,19 @@
 import type { AwsCredentialIdentityProvider } from '@aws-sdk/types';
-import { Fleet, routedCells } from '../fleet';
-import { cellStackName, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, routerClusterParameter, routerServiceName, routerStackName } from '../names';
-import { assumedRole, ssmParameter } from '../aws/assumed-role';
-import { isCredentialsError, credentialsHint } from '../aws/credentials';
-import { EcsCellData } from '../moves/aws-cell';
-import { S3HandoffStore } from '../moves/aws-handoff';
-import { MoverTaskInfo } from '../moves/aws-layout';
-import { EcsMoverRunner, MoverCell } from '../moves/aws-runner';
-import { ecsRunningTasks, S3RoutingControl, servedReportProbe } from '../moves/aws-routing';
-import { S3MoveStore } from '../moves/s3-store';
-import { CellData } from '../moves/cell-data';
-import { MoveStore } from '../moves/store';
-import { Clock, MoveError } from '../moves/types';
-import { RoutingControl } from '../moves/routing-control';
-import { HandoffStore } from '../moves/handoff';
+import { Fleet, routedCells } from '../domain/fleet';
+import { cellStackName, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, routerClusterParameter, routerServiceName, routerStackName } from '../domain/names';
+import { assumedRole, ssmParameter } from '../adapters/aws/assumed-role';
+import { isCredentialsError, credentialsHint } from '../adapters/aws/credentials';
+import { EcsCellData } from '../operations/moves/aws-cell';
+import { S3HandoffStore } from '../operations/moves/aws-handoff';
+import { MoverTaskInfo } from '../domain/names/move-bucket';
+import { EcsMoverRunner, MoverCell } from '../operations/moves/aws-runner';
+import { ecsRunningTasks, S3RoutingControl, servedReportProbe } from '../operations/moves/aws-routing';
+import { S3MoveStore } from '../operations/moves/s3-store';
+import { CellData } from '../operations/moves/cell-data';
+import { MoveStore } from '../operations/moves/store';
+import { Clock, MoveError } from '../domain/moves/types';
+import { RoutingControl } from '../operations/moves/routing-control';
+import { HandoffStore } from '../operations/moves/handoff';
 
 /**
  * What `cellctl move` without `--local` works with: the fleet's move bucket (S3MoveStore for the
@@ -88,7 +88,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { ECSClient } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { MappingStore } = require('../mapping-store/store') as typeof import('../mapping-store/store');
+  const { MappingStore } = require('../adapters/mapping-store/store') as typeof import('../adapters/mapping-store/store');
   const home = fleet.router.homeRegion;
   const credentials = await operatorCredentials(fleet, home);
   const interruption = new AbortController();
@@ -116,7 +116,7 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const routing = new S3RoutingControl({
     stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress, signal: interruption.signal,
     timeoutMs: (options.routerTimeoutSeconds ?? 600) * 1000,
-    // Each router task reports the version it serves in its region's mapping bucket (lib/router/served.ts);
+    // Each router task reports the version it serves in its region's mapping bucket (lib/runtime/router/served.ts);
     // ECS says which tasks still run, so a task whose agent went quiet is waited for, not forgotten.
     probe: servedReportProbe(mappingBuckets, groups, { runningTasks: routerTasks }),
   });

@@ -5,10 +5,10 @@ import { Command } from 'commander';
 import {
   abortMove, describeSubject, FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoveConflictError, MoveError,
   MovePlan, MoverDeps, MoveRecord, MoveStore, MoveSubject, parseRanges, planMove, runMove, systemClock, tenantSubject,
-} from '../moves';
+} from '../operations/moves';
 // The PostgreSQL client loads when a move runs, not when cellctl starts (npm run bench:cli).
-import type { PostgresCellData } from '../moves/cell-data';
-import { readLocalFleet, routerVersionProbe } from '../moves/local-fleet';
+import type { PostgresCellData } from '../operations/moves/cell-data';
+import { readLocalFleet, routerVersionProbe } from '../operations/moves/local-fleet';
 import { fleetFrom } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText } from './io';
 
@@ -88,7 +88,7 @@ function localDeps(io: CliIo, flags: MoveFlags): OpenedDeps {
       const db = fleet.cells[id];
       if (!db) throw new MoveError(`cell ${id} is not in ${path.join(stateDir, 'fleet.json')} (cells: ${Object.keys(fleet.cells).join(', ')})`);
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { PostgresCellData: CellData } = require('../moves/cell-data') as typeof import('../moves/cell-data');
+      const { PostgresCellData: CellData } = require('../operations/moves/cell-data') as typeof import('../operations/moves/cell-data');
       if (!opened.has(id)) opened.set(id, new CellData(id, db, { bucketCount: bucketCount!, batchRows: 5000, clock: systemClock }));
       return opened.get(id)!;
     },

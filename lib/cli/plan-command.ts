@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { planWaves, WavePlanError } from '../waves';
+import { planWaves, WavePlanError } from '../domain/waves';
 import { fleetFrom } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
 

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { credentialsHint, isCredentialsError, NoCredentialsError } from '../aws';
-import { packageVersion } from '../files/package-root';
+import { credentialsHint, isCredentialsError, NoCredentialsError } from '../adapters/aws';
+import { packageVersion } from '../domain/files/package-root';
 import { CliError, CliIo, EXIT } from './io';
 import { accountsCommand } from './accounts-commands';
 import { mappingCommand } from './mapping-commands';

@@ -1,12 +1,12 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
-import { MAX_ROUTER_SLOTS } from '../fleet';
-import { parseMapping } from '../mapping';
+import { MAX_ROUTER_SLOTS } from '../domain/fleet';
+import { parseMapping } from '../domain/mapping';
 // The router module (agent, S3 source, AWS SDK) loads when a router command runs, not when cellctl starts.
-import type { LocalRouter } from '../router';
-import { connectionLimits, MAP_FILES, ROUTER_TASK_MEMORY_MIB } from '../router/haproxy-config';
-import { ROUTER_TASK_DEFAULTS, routerRoutingOf, routerStateFiles, routerTaskConfig } from '../router/task-config';
+import type { LocalRouter } from '../runtime/router';
+import { connectionLimits, MAP_FILES, ROUTER_TASK_MEMORY_MIB } from '../runtime/router/haproxy-config';
+import { ROUTER_TASK_DEFAULTS, routerRoutingOf, routerStateFiles, routerTaskConfig } from '../runtime/router/task-config';
 import { fleetFrom } from './context';
 import { runUntilStopped } from './foreground';
 import { CliError, CliIo, readText } from './io';
@@ -49,7 +49,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string; startTimeout?: string }) => {
       const parent = parentPid();
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = require('../router') as typeof import('../router');
+      const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = require('../runtime/router') as typeof import('../runtime/router');
       const listen = port(flags.port, '--port');
       const readyPort = flags.readyPort === undefined ? undefined : port(flags.readyPort, '--ready-port');
       if (!haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);

@@ -1,7 +1,7 @@
 import { Stack } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { cellPropsOf, cellStackPropsOf, REFERENCE_WORKLOAD_IMAGE, workloadContainerImage } from '../../lib/app';
-import { DEFAULT_ALARMS, Fleet } from '../../lib/fleet';
+import { DEFAULT_ALARMS, Fleet } from '../../lib/domain/fleet';
 import { EC2_CELL, FARGATE_CELL } from '../support/cell';
 import { exampleFleet } from '../support/fleet';
 

@@ -3,9 +3,9 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { addFleet, cellStackPropsOf, cellZeroStackProps } from '../../lib/app';
-import { CellStack, endpointServiceFingerprint } from '../../lib/cell';
-import { CellZeroStack } from '../../lib/cell-zero';
-import { Fleet, resolveFleet } from '../../lib/fleet';
+import { CellStack, endpointServiceFingerprint } from '../../lib/constructs/cell';
+import { CellZeroStack } from '../../lib/constructs/cell-zero';
+import { Fleet, resolveFleet } from '../../lib/domain/fleet';
 import { cdkApp, twoCellFleet } from '../support/fleet';
 import { cellZeroInput } from '../support/cell-zero';
 

@@ -4,7 +4,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { IConstruct } from 'constructs';
 import { addFleet, FleetStacks } from '../../lib/app';
-import { Fleet } from '../../lib/fleet';
+import { Fleet } from '../../lib/domain/fleet';
 import { cdkApp, smallExampleFleet } from '../support/fleet';
 
 function acknowledgedOn(root: IConstruct): { path: string; ids: string[]; construct: IConstruct }[] {
@@ -19,7 +19,7 @@ function acknowledgedOn(root: IConstruct): { path: string; ids: string[]; constr
  * The example fleet cut to four cells: a canary and a regular cell in each region, both compute and
  * database shapes (canary-eu: Fargate and Aurora; us-4: EC2 and RDS). What addFleet stamps is the
  * same per cell; the whole example's eight cells pass the AwsSolutions gate and the cell-isolation
- * pack in the example pipeline's tests (test/isolation/pack.test.ts).
+ * pack in the example pipeline's tests (test/constructs/isolation/pack.test.ts).
  */
 describe('addFleet on the example fleet (four of its cells)', () => {
   let fleet: Fleet;

@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { addPipeline } from '../../lib/app';
-import { Fleet, fleetProblems, FleetInput } from '../../lib/fleet';
+import { Fleet, fleetProblems, FleetInput } from '../../lib/domain/fleet';
 import { cdkApp, exampleFleet, REPO_ROOT, twoCellFleet, validInput } from '../support/fleet';
 
 /**
@@ -16,7 +16,7 @@ const GOVCLOUD: Record<string, { region: string; zones: string[] }> = {
 
 /**
  * The example fleet's two-cell cut (a cell of each shape, one per region) moved to the GovCloud (US)
- * regions. The fleet file cannot name them (the AZ-ID table in lib/fleet/regions.ts has no GovCloud
+ * regions. The fleet file cannot name them (the AZ-ID table in lib/domain/fleet/regions.ts has no GovCloud
  * rows: its source page lists none), so the validated fleet is moved after loading; what this
  * checks is the constructs.
  */

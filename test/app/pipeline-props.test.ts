@@ -1,6 +1,6 @@
 import { pipelineStackPropsOf } from '../../lib/app';
-import { resolveFleet } from '../../lib/fleet';
-import { planWaves } from '../../lib/waves';
+import { resolveFleet } from '../../lib/domain/fleet';
+import { planWaves } from '../../lib/domain/waves';
 import { CELL_ZERO_ACCOUNT, cellZeroInput } from '../support/cell-zero';
 import { exampleFleet } from '../support/fleet';
 

@@ -1,6 +1,6 @@
 import { pipelineRoutersOf, routerGroupsOf, routerGroupsStackPropsOf, routerStackPropsOf } from '../../lib/app';
-import { cellZoneName, seedMapping } from '../../lib/fleet';
-import { routerRoutingOf } from '../../lib/router/task-config';
+import { cellZoneName, seedMapping } from '../../lib/domain/fleet';
+import { routerRoutingOf } from '../../lib/runtime/router/task-config';
 import { exampleFleet } from '../support/fleet';
 
 describe('the router props adapter (fleet file → router constructs)', () => {

@@ -1,7 +1,7 @@
 /**
  * The scale docs/performance.md claims, proved: a generated fleet of 400 cells over four regions (100 per
  * region) behind the pipeline, synthesized once with every check on (AwsSolutions, CellIsolation, the
- * AWS limits of lib/limits on every template, nested stacks included). One pipeline holds about 480
+ * AWS limits of lib/domain/limits on every template, nested stacks included). One pipeline holds about 480
  * cells (a router stack's template reaches 1 MB first; docs/limits.md). About 5 to 7 minutes and 2 GB
  * on a 2-core machine; `npm run bench:synth -- --cells 400 --regions 4` measures the same synth.
  */
@@ -11,9 +11,9 @@ import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { addPipeline, cliSynthContext, readTemplates } from '../../lib/app';
-import { CFN_LINT_ACKNOWLEDGED, cfnLintFindings } from '../../lib/audit';
-import { Fleet, generateScaleFleet, resolveFleet } from '../../lib/fleet';
-import { assemblyFindings, templateFindings, TemplateUnderCheck } from '../../lib/limits';
+import { CFN_LINT_ACKNOWLEDGED, cfnLintFindings } from '../../lib/app/audit';
+import { Fleet, generateScaleFleet, resolveFleet } from '../../lib/domain/fleet';
+import { assemblyFindings, templateFindings, TemplateUnderCheck } from '../../lib/domain/limits';
 import { exampleInput } from '../support/fleet';
 
 const CELLS = 400;

@@ -2,7 +2,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { initialMapping } from '../../lib/mapping';
+import { initialMapping } from '../../lib/domain/mapping';
 import { REPO_ROOT } from '../support/fleet';
 
 /**

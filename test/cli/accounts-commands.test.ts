@@ -5,7 +5,7 @@ import { CreateAccountCommand, DescribeCreateAccountStatusCommand, ListAccountsC
 import { AssumeRoleCommand, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
 import { cellctl } from '../support/cli';
-import { loadFleet, readAccountsFile } from '../../lib/fleet';
+import { loadFleet, readAccountsFile } from '../../lib/domain/fleet';
 import { fakeCdk, FakeCdk } from '../support/fake-cdk';
 import { configDirs, REPO_ROOT, shippedConfigText } from '../support/fleet';
 import { CELL_ZERO_ACCOUNT, withCellZero } from '../support/cell-zero';

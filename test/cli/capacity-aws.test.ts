@@ -5,15 +5,15 @@ import { CloudWatchClient, GetMetricDataCommand, ListMetricsCommand } from '@aws
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
-import { Fleet } from '../../lib/fleet';
-import { cellMetricsReaderRoleName, cellSignalsParameter } from '../../lib/names';
-import { CellSignalsRecord, STATUS_COLOURS } from '../../lib/capacity';
+import { Fleet } from '../../lib/domain/fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter } from '../../lib/domain/names';
+import { CellSignalsRecord, STATUS_COLOURS } from '../../lib/domain/capacity';
 import { countColour, evaluateInPage, screenshot } from '../support/browser';
 import { cellctl } from '../support/cli';
-import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
+import { compileMapping, initialMapping, MappingDocument } from '../../lib/domain/mapping';
 import { exampleFleet } from '../support/fleet';
 
-/** The record a cell stack publishes (lib/cell/metrics-access.ts), with names as CloudFormation makes them. */
+/** The record a cell stack publishes (lib/constructs/cell/metrics-access.ts), with names as CloudFormation makes them. */
 const recordOf = (cell: string): CellSignalsRecord => ({
   schemaVersion: 2,
   signals: {

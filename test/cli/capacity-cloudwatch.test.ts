@@ -1,7 +1,7 @@
 import { CloudWatchClient, GetMetricDataCommand, GetMetricDataCommandInput, ListMetricsCommand, MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
 import { readCellSignals, readRouterLoads } from '../../lib/cli/capacity-cloudwatch';
-import { CellSignalsRecord } from '../../lib/capacity';
+import { CellSignalsRecord } from '../../lib/domain/capacity';
 
 /**
  * The CloudWatch path of `cellctl capacity`, against recorded GetMetricData / ListMetrics answers
@@ -130,7 +130,7 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
     cw.reset();
     slept.length = 0;
   });
-  /** What a Fargate + Aurora cell stack publishes (lib/cell/metrics-access.ts), with deployed names. */
+  /** What a Fargate + Aurora cell stack publishes (lib/constructs/cell/metrics-access.ts), with deployed names. */
   const record: CellSignalsRecord = {
     schemaVersion: 2,
     signals: {

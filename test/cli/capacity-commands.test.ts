@@ -3,14 +3,14 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { cellctl } from '../support/cli';
-import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
-import { CellDatabase } from '../../lib/moves/cell-data';
-import { LocalRouter, startLocalRouter } from '../../lib/router/local';
-import { TENANT_RATE_PERIOD_SECONDS } from '../../lib/router/haproxy-config';
+import { compileMapping, initialMapping, MappingDocument } from '../../lib/domain/mapping';
+import { CellDatabase } from '../../lib/operations/moves/cell-data';
+import { LocalRouter, startLocalRouter } from '../../lib/runtime/router/local';
+import { TENANT_RATE_PERIOD_SECONDS } from '../../lib/runtime/router/haproxy-config';
 import { FakeCell, onFreePorts, routed, startCell } from '../support/cells';
 import { countColour, rowsWithColour, screenshot } from '../support/browser';
-import { STATUS_COLOURS, TARGET_COLOUR } from '../../lib/capacity';
-import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
+import { STATUS_COLOURS, TARGET_COLOUR } from '../../lib/domain/capacity';
+import { PostgresServer, sql, startPostgres } from '../operations/moves/postgres-fixture';
 
 /**
  * `cellctl capacity|place --local` on a fleet.json as `cellctl fleet local` writes it: real

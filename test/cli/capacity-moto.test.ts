@@ -1,9 +1,9 @@
 import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { CellSignalsRecord } from '../../lib/capacity';
-import { Fleet } from '../../lib/fleet';
-import { cellMetricsReaderRoleName, cellSignalsParameter } from '../../lib/names';
+import { CellSignalsRecord } from '../../lib/domain/capacity';
+import { Fleet } from '../../lib/domain/fleet';
+import { cellMetricsReaderRoleName, cellSignalsParameter } from '../../lib/domain/names';
 import { cellctl } from '../support/cli';
 import { exampleFleet } from '../support/fleet';
 import { Moto, startMoto } from '../support/moto';

@@ -1,9 +1,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { cellctl } from '../support/cli';
-import { loadFleet, seedMapping } from '../../lib/fleet';
-import { MappingDocument } from '../../lib/mapping';
-import { serializeMapping } from '../../lib/mapping-store';
+import { loadFleet, seedMapping } from '../../lib/domain/fleet';
+import { MappingDocument } from '../../lib/domain/mapping';
+import { serializeMapping } from '../../lib/adapters/mapping-store';
 import { configDirs } from '../support/fleet';
 import { withCellZero } from '../support/cell-zero';
 

@@ -1,9 +1,9 @@
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { makeTempDir } from '../../lib/local-fleet/postgres';
-import { pidRunning } from '../../lib/files';
-import { readFleetFile, startLocalFleet } from '../../lib/local-fleet';
+import { makeTempDir } from '../../lib/operations/local-fleet/postgres';
+import { pidRunning } from '../../lib/domain/files';
+import { readFleetFile, startLocalFleet } from '../../lib/operations/local-fleet';
 import { until } from '../support/cells';
 import { api } from '../support/workload';
 

@@ -2,9 +2,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { cellctl } from '../support/cli';
-import { seedMapping } from '../../lib/fleet';
-import { bucketCounts, MappingDocument } from '../../lib/mapping';
-import { serializeMapping } from '../../lib/mapping-store';
+import { seedMapping } from '../../lib/domain/fleet';
+import { bucketCounts, MappingDocument } from '../../lib/domain/mapping';
+import { serializeMapping } from '../../lib/adapters/mapping-store';
 import { exampleFleet, REPO_ROOT } from '../support/fleet';
 import { LocalS3, startLocalS3 } from '../support/s3';
 

@@ -3,10 +3,10 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectC
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { awsMoveContext, AwsMoveContext } from '../../lib/cli/move-aws';
-import { Fleet } from '../../lib/fleet';
-import { MOVER_CONTAINER, MoverTaskInfo } from '../../lib/moves/aws-layout';
-import { mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter } from '../../lib/names';
-import { MoveRecord } from '../../lib/moves';
+import { Fleet } from '../../lib/domain/fleet';
+import { MOVER_CONTAINER, MoverTaskInfo } from '../../lib/domain/names/move-bucket';
+import { mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter } from '../../lib/domain/names';
+import { MoveRecord } from '../../lib/operations/moves';
 import { exampleFleet } from '../support/fleet';
 import { Moto, startMoto } from '../support/moto';
 

@@ -5,18 +5,18 @@ import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, AssumeRoleCommandInput, GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
 import { runCli } from '../../lib/cli';
-import { Fleet, seedMapping } from '../../lib/fleet';
-import { compileMapping } from '../../lib/mapping';
-import { MappingStore, publishMapping } from '../../lib/mapping-store';
-import { runMoverTask } from '../../lib/moves/aws-task';
-import { CellDatabase } from '../../lib/moves/cell-data';
-import { systemClock } from '../../lib/moves/types';
-import { mapContents, MappingAgent, MappingApplier, runAgentLoop, RuntimeApi, S3MappingSource, S3ServedReporter } from '../../lib/router';
-import { MappingDocument } from '../../lib/mapping';
+import { Fleet, seedMapping } from '../../lib/domain/fleet';
+import { compileMapping } from '../../lib/domain/mapping';
+import { MappingStore, publishMapping } from '../../lib/adapters/mapping-store';
+import { runMoverTask } from '../../lib/operations/moves/aws-task';
+import { CellDatabase } from '../../lib/operations/moves/cell-data';
+import { systemClock } from '../../lib/domain/moves/types';
+import { mapContents, MappingAgent, MappingApplier, runAgentLoop, RuntimeApi, S3MappingSource, S3ServedReporter } from '../../lib/runtime/router';
+import { MappingDocument } from '../../lib/domain/mapping';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
+import { PostgresServer, sql, startPostgres } from '../operations/moves/postgres-fixture';
 import { until } from '../support/cells';
 import { exampleFleet, REPO_ROOT } from '../support/fleet';
 import { LocalS3, localS3Client, startLocalS3 } from '../support/s3';
@@ -37,7 +37,7 @@ async function cellctlWith(signals: EventEmitter, ...argv: string[]): Promise<{ 
  * `cellctl move` without `--local`, as it runs against AWS: move records and hand-off in a real S3
  * stand-in (s3rver behind the conditional-write layer), every region's mapping bucket there too,
  * and each cell's mover task run by the ECS mock *in this process* with the real task entrypoint
- * (lib/moves/aws-task.ts) on a real PostgreSQL database per cell, reading its request from and
+ * (lib/operations/moves/aws-task.ts) on a real PostgreSQL database per cell, reading its request from and
  * writing its data and result to that S3. Every router group of both regions has two router
  * tasks' agents running here too (the real MappingAgent, its S3 source and its served-version
  * report, at the router task's own poll intervals, with HAProxy stood in): the move waits for their
@@ -163,7 +163,7 @@ describe('cellctl move (AWS fleet)', () => {
         QUEUE_URL: `https://sqs.eu-west-1.amazonaws.com/${account}/orders-${cell}-work`, ...env,
       }, {
         s3: () => localS3Client(s3), secret: async () => { throw new Error('no secret in this test'); }, clock: systemClock, log: () => undefined,
-        // The cell's SQS queue (its moto-backed test is test/moves/moto.test.ts): what was sent, and where.
+        // The cell's SQS queue (its moto-backed test is test/operations/moves/moto.test.ts): what was sent, and where.
         sendWork: async (queueUrl, bodies) => { requeued.push({ cell, queueUrl, bodies }); },
       });
       const request = JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString()) as { op: string };

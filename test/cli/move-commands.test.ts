@@ -2,12 +2,12 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { cellctl } from '../support/cli';
-import { compileMapping, initialMapping, MappingDocument } from '../../lib/mapping';
-import { CellDatabase } from '../../lib/moves/cell-data';
-import { LocalMoveStore, MoveRecord } from '../../lib/moves';
-import { LocalRouter, startLocalRouter } from '../../lib/router/local';
+import { compileMapping, initialMapping, MappingDocument } from '../../lib/domain/mapping';
+import { CellDatabase } from '../../lib/operations/moves/cell-data';
+import { LocalMoveStore, MoveRecord } from '../../lib/operations/moves';
+import { LocalRouter, startLocalRouter } from '../../lib/runtime/router/local';
 import { onFreePorts } from '../support/cells';
-import { PostgresServer, sql, startPostgres } from '../moves/postgres-fixture';
+import { PostgresServer, sql, startPostgres } from '../operations/moves/postgres-fixture';
 
 /**
  * `cellctl move --local` against a fleet.json as `cellctl fleet local` writes it: real PostgreSQL

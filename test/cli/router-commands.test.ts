@@ -3,12 +3,12 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
-import { initialMapping, lookup, pinKey } from '../../lib/mapping';
-import { pidRunning } from '../../lib/files';
-import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/router';
+import { initialMapping, lookup, pinKey } from '../../lib/domain/mapping';
+import { pidRunning } from '../../lib/domain/files';
+import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/runtime/router';
 import { freePort, routed, startCell, until } from '../support/cells';
-import { routerImageConfig } from '../../lib/isolation';
-import { HAPROXY_ADMIN, ROUTER_PORT, STATE_DIR } from '../../lib/router-stack';
+import { routerImageConfig } from '../../lib/constructs/isolation';
+import { HAPROXY_ADMIN, ROUTER_PORT, STATE_DIR } from '../../lib/constructs/router';
 import { exampleFleet, REPO_ROOT, shippedConfigText } from '../support/fleet';
 
 const BIN = path.join(REPO_ROOT, 'bin', 'cellctl.js');
@@ -201,7 +201,7 @@ describe('cellctl router', () => {
   it('config: with its defaults, prints what a router group renders into its image and the CellIsolation pack audits (one renderer)', () => {
     const result = spawnSync(process.execPath, [BIN, 'router', 'config'], { cwd: REPO_ROOT, encoding: 'utf8' });
     expect(result.status).toBe(0);
-    // RouterGroup.haproxyConfig is routerImageConfig's for the same fleet (test/router-stack/router-image.test.ts).
+    // RouterGroup.haproxyConfig is routerImageConfig's for the same fleet (test/constructs/router/router-image.test.ts).
     expect(result.stdout).toBe(routerImageConfig(exampleFleet()));
     // The task's own settings are the defaults.
     const task = spawnSync(process.execPath, [BIN, 'router', 'config', '--config', 'cells.config.ts', '--state-dir', STATE_DIR, '--admin-socket', HAPROXY_ADMIN, '--port', String(ROUTER_PORT)], { cwd: REPO_ROOT, encoding: 'utf8' });

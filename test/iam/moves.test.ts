@@ -1,18 +1,18 @@
 import { addFleet } from '../../lib/app';
-import { Fleet } from '../../lib/fleet';
-import { groupKey, versionKey } from '../../lib/mapping-store';
-import { handoffLanePrefix, taskRequestKey, taskResultKey } from '../../lib/moves/aws-layout';
+import { Fleet } from '../../lib/domain/fleet';
+import { groupKey, versionKey } from '../../lib/adapters/mapping-store';
+import { handoffLanePrefix, taskRequestKey, taskResultKey } from '../../lib/domain/names/move-bucket';
 import {
   mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, moverTaskRoleName, routerClusterParameter,
-} from '../../lib/names';
-import { servedKey, servedPrefix } from '../../lib/router/served';
+} from '../../lib/domain/names';
+import { servedKey, servedPrefix } from '../../lib/runtime/router/served';
 import { cdkApp, smallExampleFleet } from '../support/fleet';
 import { Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
 
 /**
  * The AWS side of moves against the synthesized policies (the example fleet's cell and router
  * stacks), evaluated by an IAM policy evaluator: every call the mover task, the launcher and the
- * operator make (keys built by lib/moves/aws-layout, as the code builds them) is allowed, and the
+ * operator make (keys built by lib/domain/names/move-bucket, as the code builds them) is allowed, and the
  * neighbours a cell must not reach are denied.
  */
 

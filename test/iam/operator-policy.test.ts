@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { operatorPolicy } from '../../lib/accounts';
+import { operatorPolicy } from '../../lib/adapters/accounts';
 import { runCli } from '../../lib/cli';
 import { REPO_ROOT } from '../support/fleet';
 import { outsider, PolicyWorld } from '../support/iam';
@@ -44,7 +44,7 @@ describe('IAM: the management account operator policy (cellctl accounts ensure, 
   const trustOf = (action: string) => (action === 'sts:AssumeRole' ? organizationRoleTrust : undefined);
 
   it('allows every call the vending and bootstrap code makes', async () => {
-    const calls = callsInSource('lib/accounts/vend.ts', 'lib/accounts/assume-role.ts')
+    const calls = callsInSource('lib/adapters/accounts/vend.ts', 'lib/adapters/accounts/assume-role.ts')
       // GetCallerIdentity needs no permission (STS API reference).
       .filter((c) => c !== 'sts:GetCallerIdentity');
     expect(calls).toEqual(Object.keys(sample).sort());

@@ -1,21 +1,21 @@
-import { bootstrapEnvironments } from '../../lib/accounts';
+import { bootstrapEnvironments } from '../../lib/adapters/accounts';
 import { addPipeline } from '../../lib/app';
-import { Fleet } from '../../lib/fleet';
+import { Fleet } from '../../lib/domain/fleet';
 import {
   bakeWatcherRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, mappingBucketParameter, routerTaskRoleName,
-} from '../../lib/names';
-import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/mapping-store';
-import { bakeCommands } from '../../lib/pipeline/bake';
-import { planWaves } from '../../lib/waves';
+} from '../../lib/domain/names';
+import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/adapters/mapping-store';
+import { bakeCommands } from '../../lib/constructs/pipeline/bake';
+import { planWaves } from '../../lib/domain/waves';
 import { cdkApp, smallExampleFleet } from '../support/fleet';
 import { bootstrapStack, Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
-import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/router/served';
+import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/runtime/router/served';
 
 /**
  * Every runtime call the project makes, evaluated against the synthesized identity and resource
  * policies (and the CDK bootstrap stacks `cellctl accounts bootstrap` creates) by an IAM policy
  * evaluator: each call is allowed, and its neighbours are denied. The calls come from the code
- * (key names from lib/mapping-store, the agent's bucket and group from the task definitions, the
+ * (key names from lib/adapters/mapping-store, the agent's bucket and group from the task definitions, the
  * bake step's AWS CLI calls from its commands), so a change there is checked here.
  */
 
@@ -97,7 +97,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, groupKey(group)), context: { 'aws:SecureTransport': 'false' }, expect: 'ExplicitlyDenied' as const },
         { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, groupKey(group)), expect: 'Denied' as const },
         { who, principal: role, action: 's3:DeleteObject', resource: bucketArn(bucket, versionKey(1)), expect: 'Denied' as const },
-        // Listing exactly its own pointer key tells "not published yet" from "denied" on S3's 403 (lib/router/sources.ts).
+        // Listing exactly its own pointer key tells "not published yet" from "denied" on S3's 403 (lib/runtime/router/sources.ts).
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': groupKey(group) }, expect: 'Allowed' as const },
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': GROUPS_PREFIX }, expect: 'Denied' as const },
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': '' }, expect: 'Denied' as const },
@@ -186,7 +186,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       expect(cliActions(bakeCommands(targets, wave.bakeSeconds).join('\n'))).toEqual(['cloudwatch:DescribeAlarms', 'codepipeline:GetPipelineExecution', 'sts:AssumeRole']);
       const bakeRole = tooling.find((r) => r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`));
       if (!bakeRole) throw new Error(`no bake role for ${wave.name} among ${tooling.map((r) => r.logicalId).join(', ')}`);
-      // The bake first reads its own execution, to tell a stage rollback from a rollout (lib/pipeline/bake.ts).
+      // The bake first reads its own execution, to tell a stage rollback from a rollout (lib/constructs/pipeline/bake.ts).
       const pipelineArn = `arn:aws:codepipeline:${fleet.pipeline!.region}:${fleet.accounts.tooling}:${fleet.app}-cells`;
       calls.push(
         { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:GetPipelineExecution', resource: pipelineArn, expect: 'Allowed' },
@@ -299,7 +299,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   // The bake step reads each cell's composite health alarm, and DescribeAlarms returns
   // composite alarms only when cloudwatch:DescribeAlarms is not scoped to alarm ARNs (API reference,
   // DescribeAlarms). The watcher role is scoped to its one alarm, so every bake reports "not found".
-  // Fixed: the watcher role allows cloudwatch:DescribeAlarms on `*` (lib/cell/bake-access.ts).
+  // Fixed: the watcher role allows cloudwatch:DescribeAlarms on `*` (lib/constructs/shared/bake-access.ts).
   it('gives each bake-watcher role DescribeAlarms unscoped, as composite alarms need', async () => {
     const calls: Call[] = fleet.cells.map((c) => ({
       who: `${c.id} bake-watcher`,
@@ -334,7 +334,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     }
     expect(missing).toEqual([]);
     // Each environment's publishing roles: the asset steps' roles may assume them (granted by pattern
-    // in the organization, lib/pipeline/bootstrap-grants.ts).
+    // in the organization, lib/constructs/pipeline/bootstrap-grants.ts).
     const files = toolingRoles.find((r) => /AssetsFileRole/.test(r.logicalId))!;
     const pipelineRole = toolingRoles.find((r) => /^PipelineRole[0-9A-F]{8}$/.test(r.logicalId))!;
     for (const cell of fleet.cells) {

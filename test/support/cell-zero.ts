@@ -1,4 +1,4 @@
-import { CellZeroConfig, Fleet, FleetInput, resolveFleet } from '../../lib/fleet';
+import { CellZeroConfig, Fleet, FleetInput, resolveFleet } from '../../lib/domain/fleet';
 import { validInput } from './fleet';
 
 export const CELL_ZERO_ACCOUNT = '555555555555';

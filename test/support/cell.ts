@@ -2,8 +2,8 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { cellPropsOf, cellStackPropsOf } from '../../lib/app/cell-props';
-import { Cell, CellStack } from '../../lib/cell';
-import { Fleet } from '../../lib/fleet';
+import { Cell, CellStack } from '../../lib/constructs/cell';
+import { Fleet } from '../../lib/domain/fleet';
 import { cdkApp, exampleFleet } from './fleet';
 
 export interface SynthesizedCell {

@@ -2,9 +2,9 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as net from 'net';
 import * as path from 'path';
-import type { LocalRouter } from '../../lib/router';
-import { HaproxyStartError } from '../../lib/router/local';
-import { RuntimeApi } from '../../lib/router/runtime-api';
+import type { LocalRouter } from '../../lib/runtime/router';
+import { HaproxyStartError } from '../../lib/runtime/router/local';
+import { RuntimeApi } from '../../lib/runtime/router/runtime-api';
 import { proxyV2Header } from './nlb';
 
 export type CellBehaviour = 'ok' | 'slow' | 'error' | 'close';

@@ -4,7 +4,7 @@ import * as os from 'os';
 import { App } from 'aws-cdk-lib';
 import { BUNDLING_STACKS } from 'aws-cdk-lib/cx-api';
 import { cdkJsonContext } from '../../lib/app/context';
-import { Fleet, FleetInput, loadFleet, resolveFleet } from '../../lib/fleet';
+import { Fleet, FleetInput, loadFleet, resolveFleet } from '../../lib/domain/fleet';
 
 export const REPO_ROOT = path.join(__dirname, '..', '..');
 
@@ -89,7 +89,7 @@ export function cdkApp(o: { readonly bundling?: boolean } = {}): App {
  */
 export function shippedConfigText(): string {
   return fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
-    .replace("from './lib/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'fleet'))}`)
+    .replace("from './lib/domain/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'domain', 'fleet'))}`)
     .replace(/from '(aws-cdk-lib(?:\/[^']*)?)'/g, (_, module: string) => `from ${JSON.stringify(require.resolve(module, { paths: [REPO_ROOT] }))}`);
 }
 

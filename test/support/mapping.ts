@@ -1,4 +1,4 @@
-import { initialMapping, InitialCell, MappingDocument } from '../../lib/mapping';
+import { initialMapping, InitialCell, MappingDocument } from '../../lib/domain/mapping';
 
 export const NOW = { now: '2026-11-29T16:00:00.000Z' };
 

@@ -1,6 +1,6 @@
 import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as http from 'http';
-import { watchChild } from '../../lib/files';
+import { watchChild } from '../../lib/domain/files';
 import { freePort, until } from './cells';
 
 /**

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Client, ClientConfig, Pool, PoolConfig } from 'pg';
-import { makeTempDir, PostgresServer, startPostgresServer } from '../../lib/local-fleet/postgres';
+import { makeTempDir, PostgresServer, startPostgresServer } from '../../lib/operations/local-fleet/postgres';
 
 /**
  * A throwaway real PostgreSQL server for a test file: its own cluster in a temp directory on a

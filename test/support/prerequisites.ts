@@ -1,7 +1,7 @@
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
-import { postgresBinDir } from '../../lib/local-fleet/postgres';
-import { CFN_LINT_VERSION, MIN_HAPROXY } from '../../lib/pipeline/synth';
+import { postgresBinDir } from '../../lib/operations/local-fleet/postgres';
+import { CFN_LINT_VERSION, MIN_HAPROXY } from '../../lib/constructs/pipeline/synth';
 
 /** The moto release the AWS-path tests run against (test/support/moto.ts). */
 export const MOTO_VERSION = '5.2.1';

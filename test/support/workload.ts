@@ -1,4 +1,4 @@
-import { WorkloadConfig } from '../../lib/workload';
+import { WorkloadConfig } from '../../lib/runtime/workload';
 import { TestPostgres } from './postgres';
 
 /** A workload config for one test database on the test server: loopback, port 0, the table queue. */

@@ -1,0 +1,100 @@
+import { DefaultStackSynthesizer } from 'aws-cdk-lib';
+import { regionPartition } from '../../domain/fleet/regions';
+import { partitionFunction, shellQuote } from './shell';
+
+/** A stack the pipeline deployed, to be termination-protected in its account and region. */
+export interface ProtectTarget {
+  readonly stackName: string;
+  readonly account: string;
+  readonly region: string;
+  /**
+   * The stack's role (`DeletionProtectionAccess`) that may switch deletion protection on for its load
+   * balancers and database.
+   * @default - the stack has none to protect
+   */
+  readonly deletionProtectorRole?: string;
+}
+
+/** The CDK bootstrap deploy role of an environment (default qualifier), which the pipeline already assumes to deploy. */
+export function deployRoleArn(account: string, region: string, qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string {
+  return `arn:${regionPartition(region)}:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
+}
+
+/**
+ * The shell expression of `deployRoleArn` from the shell variables `$account`, `$region` and
+ * `$cdk_qualifier` (and `stage_partition`, see `partitionFunction`): the steps list each stack's
+ * account and region once and derive the role, instead of writing its ARN per stack into the
+ * pipeline's template.
+ */
+export function deployRoleShell(): string {
+  return 'arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}';
+}
+
+
+
+/** The resource types the protect step switches deletion protection on for. */
+export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::RDS::DBCluster', 'AWS::RDS::DBInstance'] as const;
+
+/**
+ * Shell commands (bash, AWS CLI) that protect the stacks the pipeline just deployed.
+ *
+ * Termination protection: CodePipeline's CloudFormation action ignores the assembly's
+ * `terminationProtection` (aws/aws-cdk#17871: stacks deployed by CDK Pipelines stay unprotected), so
+ * the pipeline sets it after each deploy with `UpdateTerminationProtection` (CloudFormation API Reference,
+ * https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_UpdateTerminationProtection.html),
+ * through the environment's CDK bootstrap deploy role, whose policy allows
+ * `cloudformation:UpdateTerminationProtection` (CDK bootstrap template, `CliPermissions`) and which
+ * trusts the tooling account.
+ *
+ * Deletion protection, for a target with a `deletionProtectorRole`: the templates leave it out so a
+ * failed first create can roll back (see DeletionProtectionAccess); here the stack's load balancers
+ * and database, listed through the deploy role (`ListStackResources`, AWSCloudFormationReadOnlyAccess),
+ * get it through the stack's protector role: `deletion_protection.enabled` on each load balancer
+ * (ModifyLoadBalancerAttributes), `DeletionProtection` on the DB cluster (ModifyDBCluster; on Aurora
+ * it is a setting of the cluster, which ModifyDBInstance does not take for its instances) or on a DB
+ * instance outside a cluster (ModifyDBInstance).
+ *
+ * Idempotent: protecting a protected stack or resource changes nothing. Any failure fails the step,
+ * so a stack never silently stays unprotected.
+ */
+export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
+  if (targets.length === 0) return [];
+  return [...protectVariables(targets, qualifier), ...protectScript()];
+}
+
+/** The variables `protectScript` reads: the stacks to protect and the CDK bootstrap qualifier. */
+export function protectVariables(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
+  const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${t.deletionProtectorRole ?? '-'}`)).join(' ');
+  return [`protect_targets=(${list})`, `cdk_qualifier=${shellQuote(qualifier)}`];
+}
+
+/** The body of `protectCommands`, the same for every stage: the pipeline ships it once (stage-scripts.ts). */
+export function protectScript(): string[] {
+  const types = DELETION_PROTECTED_TYPES.map((t) => `ResourceType=='${t}'`).join(' || ');
+  return [
+    ...partitionFunction(),
+    'for target in "${protect_targets[@]}"; do',
+    '  read -r stack account region protector <<<"$target"',
+    `  role="${deployRoleShell()}"`,
+    '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
+    '  read -r key secret token <<<"$creds"',
+    '  AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation update-termination-protection --region "$region" --enable-termination-protection --stack-name "$stack" >/dev/null || { echo "protect: cannot enable termination protection on ${stack} in ${account}/${region}"; exit 1; }',
+    '  echo "protect: ${stack} (${account}/${region}) is termination-protected"',
+    '  [ "$protector" = - ] && continue',
+    `  resources=$(AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation list-stack-resources --region "$region" --stack-name "$stack" --query "StackResourceSummaries[?${types}].[ResourceType,PhysicalResourceId]" --output text) || { echo "protect: cannot list the resources of \${stack} in \${account}/\${region}"; exit 1; }`,
+    '  pcreds=$(aws sts assume-role --role-arn "arn:$(stage_partition "$region"):iam::${account}:role/${protector}" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${protector} in ${account}; was ${stack} deployed?"; exit 1; }',
+    '  read -r pkey psecret ptoken <<<"$pcreds"',
+    '  has_cluster=no; [[ "$resources" == *AWS::RDS::DBCluster* ]] && has_cluster=yes',
+    '  while read -r type id; do',
+    '    case "$type" in',
+    '      AWS::ElasticLoadBalancingV2::LoadBalancer) cmd=(elbv2 modify-load-balancer-attributes --load-balancer-arn "$id" --attributes Key=deletion_protection.enabled,Value=true) ;;',
+    '      AWS::RDS::DBCluster) cmd=(rds modify-db-cluster --db-cluster-identifier "$id" --deletion-protection --apply-immediately) ;;',
+    '      AWS::RDS::DBInstance) [ "$has_cluster" = yes ] && continue; cmd=(rds modify-db-instance --db-instance-identifier "$id" --deletion-protection --apply-immediately) ;;',
+    '      *) continue ;;',
+    '    esac',
+    '    AWS_ACCESS_KEY_ID="$pkey" AWS_SECRET_ACCESS_KEY="$psecret" AWS_SESSION_TOKEN="$ptoken" aws "${cmd[@]}" --region "$region" >/dev/null || { echo "protect: cannot enable deletion protection on ${id} of ${stack} in ${account}/${region}"; exit 1; }',
+    '    echo "protect: ${stack}: deletion protection on ${id}"',
+    '  done <<<"$resources"',
+    'done',
+  ];
+}

@@ -1,2 +1,0 @@
-export * from './asset';
-export * from './context';

@@ -1,0 +1,354 @@
+import { lookup as dnsLookup } from 'dns/promises';
+import { isIPv4 } from 'net';
+import { MappingDocument } from '../../domain/mapping';
+import { bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
+import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
+import { RuntimeApi } from './runtime-api';
+
+/** Map entries of a document, as HAProxy reads them (`key value` per line). */
+export interface MapContents {
+  readonly exact: readonly [string, string][];
+  readonly prefix: readonly [string, string][];
+  readonly buckets: readonly [string, string][];
+  readonly cells: readonly [string, string][];
+  readonly meta: readonly [string, string][];
+  readonly hosts: readonly [string, string][];
+}
+
+/**
+ * Expands a document into map entries; `slots` says which backend slot serves each cell. Route
+ * maps name slots, not cells, so HAProxy needs no second lookup per request. Frozen keys and
+ * buckets name the `frozen` backend (see freeze.ts).
+ */
+export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, number>): MapContents {
+  // One name string per slot, shared by every entry routed to it.
+  const names = new Map<string, string>();
+  const slotOf = (cell: string) => {
+    let name = names.get(cell);
+    if (name === undefined) {
+      const slot = slots.get(cell);
+      if (slot === undefined) throw new Error(`cell ${cell} has no backend slot`);
+      names.set(cell, (name = slotName(slot)));
+    }
+    return name;
+  };
+  const exact: [string, string][] = [];
+  forEachExactRoute(doc, (key, cell) => exact.push([key, cell === undefined ? FROZEN_BACKEND : slotOf(cell)]));
+  return {
+    exact,
+    prefix: Object.entries(doc.overrides.prefix).map(([prefix, cell]) => [prefix, slotOf(cell)]),
+    buckets: bucketRoutes(doc).flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)])),
+    cells: slotRegistry(slots),
+    meta: [['version', String(doc.version)]],
+    hosts: [...slots.entries()].filter(([cell]) => doc.cells[cell]).map(([cell, slot]) => [slotName(slot), endpointAddress(doc.cells[cell].endpoint).host]),
+  };
+}
+
+/** The cells map: slot → cell, the agent's record of which slot serves which cell. */
+function slotRegistry(slots: ReadonlyMap<string, number>): [string, string][] {
+  return [...slots.entries()].map(([cell, slot]) => [slotName(slot), cell]);
+}
+
+/** A map file's text in pieces of about 64 KiB, for a file written without holding its whole text. */
+export function* mapFileChunks(entries: readonly [string, string][]): Generator<string> {
+  let chunk = '';
+  for (const [k, v] of entries) {
+    chunk += `${k} ${v}\n`;
+    if (chunk.length >= 65536) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
+}
+
+/** A parsed cell endpoint. */
+export function endpointAddress(endpoint: string): { host: string; port: number; tls: boolean } {
+  const url = new URL(endpoint);
+  const tls = url.protocol === 'https:';
+  return { host: url.hostname, port: Number(url.port || (tls ? 443 : 80)), tls };
+}
+
+/** IPv4 networks a cell endpoint can never be in AWS: loopback, "this network", link-local (instance and task metadata). */
+export const FORBIDDEN_NETWORKS = ['127.0.0.0/8', '0.0.0.0/8', '169.254.0.0/16', '255.255.255.255/32'] as const;
+
+const ipNumber = (ip: string) => ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+
+/** Whether the IPv4 address `ip` lies in `cidr` (`10.0.1.0/24`). */
+export function inNetwork(ip: string, cidr: string): boolean {
+  const [base, bits] = cidr.split('/');
+  const size = 2 ** (32 - Number(bits ?? 32));
+  return Math.floor(ipNumber(ip) / size) === Math.floor(ipNumber(base) / size);
+}
+
+/** A document that is valid but cannot be applied here (an endpoint does not resolve, too few slots): rejected like an invalid one, before anything changes. */
+export class UnappliableDocumentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnappliableDocumentError';
+  }
+}
+
+const PAYLOAD_BYTES = 12 * 1024; // under HAProxy's default 16 KiB buffer, with room for the command line
+
+export interface ApplyOptions {
+  readonly stateDir: string;
+  /** Backend slots configured in HAProxy. */
+  readonly slots: number;
+  /** Servers per slot configured in HAProxy (one per zonal address of a cell's endpoint). @default 3 */
+  readonly zones?: number;
+  /** Resolves an endpoint host to all its IPv4 addresses (one per zone for an interface endpoint). @default DNS */
+  readonly resolve?: (host: string) => Promise<string[]>;
+  /** Networks of this router task's own zone (its subnet): addresses there are tried first. */
+  readonly localNetworks?: readonly string[];
+  /** Allow loopback and link-local cell addresses (cellctl router local and tests only). @default false */
+  readonly allowLoopback?: boolean;
+  /**
+   * Concurrent requests per cell (the fleet's `router.cellMaxConn`): split over the servers that have
+   * an address, so a cell whose endpoint has fewer zonal addresses than servers keeps its whole
+   * limit. @default the split HAProxy's configuration has (over every zone)
+   */
+  readonly cellMaxConn?: number;
+  /** How long to wait for a newly enabled cell's health check before committing. @default 3000 */
+  readonly healthWaitMs?: number;
+}
+
+/** Everything an apply needs, worked out before HAProxy is touched. */
+export interface ApplyPlan {
+  readonly doc: MappingDocument;
+  readonly before: ReadonlyMap<string, number>;
+  readonly slots: ReadonlyMap<string, number>;
+  /** Per cell: the addresses for servers z0, z1, … (own zone first), the port and whether it is TLS. */
+  readonly targets: ReadonlyMap<string, { readonly addresses: readonly string[]; readonly port: number; readonly tls: boolean }>;
+}
+
+async function dnsResolveAll(host: string): Promise<string[]> {
+  return (await dnsLookup(host, { all: true, family: 4 })).map((a) => a.address);
+}
+
+/**
+ * Drives a running HAProxy to `doc` without a reload: assigns backend slots to cells (keeping
+ * existing ones), points each slot's zonal servers at the addresses of its endpoint, then swaps every
+ * map atomically (prepare → add in chunks → check the staged count → commit) and reads every map back
+ * to verify what was committed. Everything that can fail on the document itself (an endpoint that does
+ * not resolve or resolves somewhere a cell cannot be, too few slots) is checked by `plan` before
+ * anything changes. A new cell always gets a slot no committed route names, and a removed cell's slot
+ * leaves service only after the routes moved away, so no request ever reaches a slot pointed at the
+ * wrong cell. Returns the slot assignment now in effect.
+ */
+export class MappingApplier {
+  constructor(private readonly api: RuntimeApi, private readonly options: ApplyOptions) {}
+
+  private get zones(): number {
+    return this.options.zones ?? 3;
+  }
+
+  private path(name: keyof typeof MAP_FILES): string {
+    return `${this.options.stateDir}/${MAP_FILES[name]}`;
+  }
+
+  /** The slot assignment HAProxy currently has (from its cells map, slot → cell). */
+  public async currentSlots(): Promise<Map<string, number>> {
+    const entries = await this.api.showMap(this.path('cells'));
+    return new Map([...entries].map(([slot, cell]) => [cell, Number(slot.replace(/^slot/, ''))]));
+  }
+
+  /** The mapping version HAProxy is serving, if any. */
+  public async currentVersion(): Promise<number | undefined> {
+    const version = (await this.api.showMap(this.path('meta'))).get('version');
+    return version === undefined ? undefined : Number(version);
+  }
+
+  /** All addresses of a cell's endpoint host, checked and ordered: this task's own zone first. */
+  public async addressesOf(cell: string, host: string): Promise<string[]> {
+    const resolve = this.options.resolve ?? dnsResolveAll;
+    let found: string[];
+    try {
+      found = await resolve(host);
+    } catch (error) {
+      throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} does not resolve (${(error as Error).message})`);
+    }
+    const addresses = [...new Set(found)].filter((a) => isIPv4(a)).sort();
+    if (addresses.length === 0) throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} has no IPv4 address`);
+    if (!this.options.allowLoopback) {
+      const bad = addresses.find((a) => FORBIDDEN_NETWORKS.some((n) => inNetwork(a, n)));
+      if (bad) throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} resolves to ${bad}, a loopback, link-local or metadata address no cell endpoint can have`);
+    }
+    const local = (a: string) => (this.options.localNetworks ?? []).some((n) => inNetwork(a, n));
+    return [...addresses.filter(local), ...addresses.filter((a) => !local(a))].slice(0, this.zones);
+  }
+
+  /** Checks `doc` against this router (slots, endpoints) without changing anything. */
+  public async plan(doc: MappingDocument): Promise<ApplyPlan> {
+    const before = await this.currentSlots();
+    const cells = Object.keys(doc.cells);
+    const slots = new Map<string, number>();
+    for (const cell of cells) if (before.has(cell)) slots.set(cell, before.get(cell)!);
+    const used = new Set([...before.values()]);
+    let next = 0;
+    for (const cell of cells.filter((c) => !slots.has(c))) {
+      while (used.has(next)) next++;
+      if (next >= this.options.slots) {
+        throw new UnappliableDocumentError(`the mapping needs ${cells.length} cells but this router has ${this.options.slots} backend slots (some still held by removed cells); raise router.slots in the fleet (or --slots of cellctl router local)`);
+      }
+      slots.set(cell, next);
+      used.add(next);
+    }
+    const targets = new Map<string, { addresses: string[]; port: number; tls: boolean }>();
+    await Promise.all(cells.map(async (cell) => {
+      const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
+      targets.set(cell, { addresses: await this.addressesOf(cell, host), port, tls });
+    }));
+    return { doc, before, slots, targets };
+  }
+
+  private async replaceMap(name: keyof typeof MAP_FILES, entries: readonly [string, string][]): Promise<void> {
+    const map = this.path(name);
+    const prepared = await this.api.send(`prepare map ${map}`);
+    const version = /New version created: (\d+)/.exec(prepared)?.[1];
+    if (!version) throw new Error(`HAProxy refused to prepare ${map}: ${prepared.trim()}`);
+    let chunk = '';
+    const flush = async () => {
+      if (chunk) await this.api.expectOk(`add map @${version} ${map} <<\n${chunk}\n`);
+      chunk = '';
+    };
+    for (const [key, value] of entries) {
+      chunk += `${key} ${value}\n`;
+      if (chunk.length >= PAYLOAD_BYTES) await flush();
+    }
+    await flush();
+    // Committing a version that received fewer entries than sent would silently drop routes.
+    let count = 0;
+    await this.api.sendLines(`show map @${version} ${map}`, (line) => { if (line.startsWith('0x')) count++; });
+    if (count !== entries.length) throw new Error(`${map}: staged ${count} entries, expected ${entries.length}; not committed`);
+    await this.api.expectOk(`commit map @${version} ${map}`);
+  }
+
+  /**
+   * Reads the map back as it streams in and compares it entry by entry, in order: HAProxy lists a
+   * map's entries in the order they were added, which is the order they were sent. Nothing of the
+   * answer is kept, so checking a map costs no memory in proportion to it.
+   */
+  private async verify(name: keyof typeof MAP_FILES, entries: readonly [string, string][]): Promise<void> {
+    let i = 0;
+    let wrong: string | undefined;
+    await this.api.sendLines(`show map ${this.path(name)}`, (line) => {
+      // "0x55d1c… key value"
+      if (!line.startsWith('0x')) return;
+      const first = line.indexOf(' ');
+      const second = line.indexOf(' ', first + 1);
+      const key = line.slice(first + 1, second);
+      const value = line.slice(second + 1);
+      const expected = entries[i++];
+      if (wrong === undefined && (expected === undefined || expected[0] !== key || expected[1] !== value)) wrong = `${key} → ${value}${expected ? ` where ${expected[0]} → ${expected[1]} was committed` : ', not committed'}`;
+    });
+    if (i !== entries.length || wrong) {
+      throw new Error(`${this.path(name)} does not hold what was committed (${i} entries, expected ${entries.length}${wrong ? `; ${wrong}` : ''})`);
+    }
+  }
+
+  private async waitUp(slot: number): Promise<boolean> {
+    const deadline = Date.now() + (this.options.healthWaitMs ?? 3000);
+    for (;;) {
+      if ((await this.api.stats()).some((r) => r.pxname === slotName(slot) && r.svname !== 'BACKEND' && r.svname !== 'FRONTEND' && r.status.startsWith('UP'))) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
+   * Points the zonal servers of `slot` at `target` (address, port, TLS on or off), enables servers
+   * that have an address and puts the others in maintenance. Returns whether a server was enabled.
+   */
+  private async pointSlot(slot: number, target: { addresses: readonly string[]; port: number; tls: boolean }, stats: Record<string, string>[]): Promise<boolean> {
+    let enabled = false;
+    const perServer = this.options.cellMaxConn === undefined ? undefined : Math.max(1, Math.ceil(this.options.cellMaxConn / target.addresses.length));
+    for (let z = 0; z < this.zones; z++) {
+      const server = `${slotName(slot)}/${zoneServer(z)}`;
+      const row = stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z));
+      const address = target.addresses[z];
+      if (address === undefined) {
+        if (!row?.status.startsWith('MAINT')) await this.api.expectOk(`set server ${server} state maint`);
+        continue;
+      }
+      await this.api.expectOk(`set server ${server} addr ${address} port ${target.port}`, /^\s*$|changed from|no need to change/i);
+      await this.api.expectOk(`set server ${server} ssl ${target.tls ? 'on' : 'off'}`, /^\s*$|ssl setting updated/i);
+      if (perServer !== undefined && Number(row?.slim) !== perServer) await this.api.expectOk(`set maxconn server ${server} ${perServer}`);
+      if (!row || row.status.startsWith('MAINT')) {
+        await this.api.expectOk(`set server ${server} state ready`);
+        enabled = true;
+      }
+    }
+    return enabled;
+  }
+
+  /**
+   * Re-resolves the endpoints of the cells in force and moves zonal servers whose addresses changed
+   * (an interface endpoint gained or lost a zone). Maps are untouched; a host that does not resolve
+   * keeps its current addresses. Returns the cells whose servers changed.
+   */
+  public async refreshAddresses(doc: MappingDocument): Promise<string[]> {
+    const slots = await this.currentSlots();
+    const stats = await this.api.stats();
+    const changed: string[] = [];
+    for (const [cell, slot] of slots) {
+      if (!doc.cells[cell]) continue;
+      const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
+      let addresses: string[];
+      try {
+        addresses = await this.addressesOf(cell, host);
+      } catch {
+        continue;
+      }
+      const current = Array.from({ length: this.zones }, (_, z) => stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z)))
+        .map((r) => (r && !r.status.startsWith('MAINT') ? r.addr?.replace(/:\d+$/, '') : undefined));
+      if (addresses.every((a, z) => current[z] === a) && current.filter(Boolean).length === addresses.length) continue;
+      await this.pointSlot(slot, { addresses, port, tls }, stats);
+      changed.push(cell);
+    }
+    return changed;
+  }
+
+  /** Checks (`plan`) and then applies `doc`. An `UnappliableDocumentError` means nothing was changed. */
+  public async apply(doc: MappingDocument): Promise<Applied> {
+    return this.execute(await this.plan(doc));
+  }
+
+  public async execute({ doc, before, slots, targets }: ApplyPlan): Promise<Applied> {
+    const cells = Object.keys(doc.cells);
+    // The registry and the hosts map first hold old and new cells (a crash here leaves no slot free
+    // that routes still name, and a TLS server enabled below already has its SNI), then the routes,
+    // then the exact cell set.
+    const union = new Map([...before, ...slots]);
+    const contents = mapContents(doc, slots);
+    const liveHosts = await this.api.showMap(this.path('hosts'));
+    const hosts = new Map([...liveHosts, ...contents.hosts]);
+    await this.replaceMap('hosts', [...hosts].filter(([slot]) => [...union.values()].some((s) => slotName(s) === slot)));
+    // Point every slot at its cell's current endpoint (a changed endpoint moves in place), and take
+    // servers out of maintenance: new cells, and every cell after a HAProxy restart.
+    const stats = await this.api.stats();
+    for (const cell of cells) {
+      const slot = slots.get(cell)!;
+      if (await this.pointSlot(slot, targets.get(cell)!, stats)) await this.waitUp(slot);
+    }
+    await this.replaceMap('cells', slotRegistry(union));
+    for (const name of ['exact', 'prefix', 'buckets', 'meta'] as const) {
+      await this.replaceMap(name, contents[name]);
+    }
+    await this.replaceMap('cells', contents.cells);
+    await this.replaceMap('hosts', contents.hosts);
+    for (const name of ['exact', 'prefix', 'buckets', 'cells', 'meta', 'hosts'] as const) await this.verify(name, contents[name]);
+    for (const [cell, slot] of before) {
+      if (!slots.has(cell)) {
+        for (let z = 0; z < this.zones; z++) await this.api.expectOk(`set server ${slotName(slot)}/${zoneServer(z)} state maint`);
+      }
+    }
+    return { slots: new Map(slots), contents };
+  }
+}
+
+/** What an apply put in force: the slot of each cell, and the maps' entries (the agent persists them as they are). */
+export interface Applied {
+  readonly slots: Map<string, number>;
+  readonly contents: MapContents;
+}

@@ -1,0 +1,556 @@
+// The fleet's modules by file, not its index: the index loads the TypeScript config loader (tsx),
+// which the agent's bundle must not carry.
+import { MAX_ROUTER_SLOTS } from '../../domain/fleet/defaults';
+import type { PartitionKeySource } from '../../domain/fleet/types';
+import { KEY_PATTERN, ROUTER_RESERVED_MIB, ROUTER_TASK_MEMORY_MIB } from '../../domain/mapping';
+import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
+
+/** Everything the generated HAProxy configuration depends on. */
+export interface HaproxyConfigOptions {
+  /** Where HAProxy listens for clients. */
+  readonly bind: { readonly address: string; readonly port: number };
+  /**
+   * Clients arrive through the NLB with a PROXY protocol v2 header (the target group's
+   * `proxy_protocol_v2.enabled`): `accept-proxy` on the bind, so HAProxy sees the client's address.
+   * The two go together: either alone breaks every connection. @default false
+   */
+  readonly acceptProxy?: boolean;
+  /**
+   * Readiness for the load balancer, served by HAProxy itself: 200 while a mapping is in force in this
+   * HAProxy, else 503. It survives an agent restart. It does not follow the connection count: a flood
+   * fills every task alike, and readiness failing on all of them at once would take the whole group
+   * out together (ECS replaces tasks the load balancer finds unhealthy); the per-client limits and
+   * scaling answer load instead.
+   */
+  readonly readyBind?: { readonly address: string; readonly port: number };
+  /** Runtime API socket (admin level) the agent drives HAProxy through. */
+  readonly adminSocket: string;
+  /** Directory holding the map files and the 503 error file. */
+  readonly stateDir: string;
+  readonly partitionKey: PartitionKeySource;
+  readonly bucketCount: number;
+  /** Backend slots: the most cells one mapping may reference. */
+  readonly slots: number;
+  /** Concurrent requests per cell (split across the cell's zonal servers); more wait in the cell's queue. */
+  readonly cellMaxConn: number;
+  /**
+   * Requests one tenant may have in flight through this router at once: a share of its cell's
+   * `cellMaxConn`, so one tenant's slow or numerous requests cannot take every slot of its cell.
+   * Its requests beyond it are answered 429 with Retry-After at once (`tenantMaxConnOf(cellMaxConn)`
+   * is half of the cell's slots). @default - no per-tenant cap
+   */
+  readonly tenantMaxConn?: number;
+  /** How long a request may wait in a saturated cell's queue before it gets 503. @default 1000 */
+  readonly queueTimeoutMs?: number;
+  /** Health-check path on every cell. */
+  readonly healthCheckPath: string;
+  /** Add `x-cell` and `x-mapping-version` to responses. @default false */
+  readonly debugHeaders?: boolean;
+  /** Prometheus exporter and stats page on this loopback port. */
+  readonly statsPort?: number;
+  /**
+   * Client connections the router frontend accepts (see `connectionLimits`); HAProxy's global
+   * `maxconn` is this plus `RESERVED_CONNECTIONS` for readiness, stats and the runtime API. @default 4000
+   */
+  readonly maxConn?: number;
+  /** The whole request (headers and body) must arrive within this time, else 408. @default 5000 */
+  readonly requestTimeoutMs?: number;
+  /**
+   * Largest request body, bytes. Bodies are buffered in the router before a cell slot is taken, so
+   * headers plus body must fit one buffer (`tune.bufsize` 16 KiB less the rewrite reserve). @default 8192
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * Requests with a missing or invalid key one client address may send per 10 s before they get 429;
+   * over twice this, while they are most of what the address sends, its new connections are refused.
+   * @default 100
+   */
+  readonly badKeysPer10s?: number;
+  /** Connections one client address (from the PROXY header behind the NLB) may hold at once; more are refused. @default maxConn / 20, at least 10 */
+  readonly maxConnPerClient?: number;
+  /** Requests one client address may send per 10 s; more get 429 until its rate falls. @default 20000 */
+  readonly requestsPerClientPer10s?: number;
+  /** Tenants whose bucket is kept (`KEY_CACHE_ENTRIES`), more than `maxConn`: beyond them the least recently seen are forgotten and computed again. @default KEY_CACHE_ENTRIES */
+  readonly keyCacheEntries?: number;
+  /** Client addresses whose connections and rates are tracked at once. @default CLIENT_TABLE_ENTRIES */
+  readonly clientTableEntries?: number;
+  /** Servers per cell backend: one per zonal address of the cell's endpoint. @default 3 */
+  readonly zones?: number;
+  /** CA bundle verifying `https://` cells. @default '@system-ca' (the system's trusted CAs) */
+  readonly caFile?: string;
+  /** Soft-stop limit: in-flight requests are cut this long after SIGUSR1; keep it below the ECS stop timeout. @default 25000 */
+  readonly hardStopAfterMs?: number;
+}
+
+/** Memory of a router task (HAProxy and the agent); its connection limits (`connectionLimits`) and the largest mapping it holds (`DOCUMENT_LIMITS`) follow from it. */
+export { ROUTER_TASK_MEMORY_MIB };
+
+/** The environment variable of HAProxy's configuration that says its bucket count (read by the agent with `show env`). */
+export const BUCKET_COUNT_ENV = 'CELL_BUCKET_COUNT';
+
+/**
+ * Tenants whose bucket a router keeps (the `keys` stick table: the key, up to 129 bytes, and the
+ * bucket + 1 in `gpt0`, about 256 bytes an entry: 32 MiB of the task's reserve). A key seen again
+ * costs a table lookup instead of SHA-256. When the table is full, HAProxy drops the least recently
+ * used entries that no request holds (it is larger than the connection limit, so there always are
+ * some: every valid key gets an entry); a dropped tenant's bucket is computed again on its next
+ * request.
+ */
+export const KEY_CACHE_ENTRIES = 128_000;
+
+/**
+ * Bytes of the partition key the router captures and routes by: one more than a valid key can have,
+ * so a longer (invalid) key is cut to a length the key check still refuses, never to a valid key.
+ */
+export const KEY_CAPTURE_LEN = 129;
+
+/** Client addresses tracked at once (the `clients` stick table, about 128 bytes an entry). */
+export const CLIENT_TABLE_ENTRIES = 100_000;
+
+export { tenantMaxConnOf } from '../../domain/fleet/defaults';
+
+/** The stick table of tenants' buckets and request rates. */
+export const KEY_TABLE = 'keys';
+
+/**
+ * Seconds over which the keys table counts each tenant's requests (`http_req_rate`): what
+ * `cellctl capacity` and the agent's per-cell tenant metrics read. The counter lives in the entry
+ * the bucket is cached in, so counting costs no second lookup.
+ */
+export const TENANT_RATE_PERIOD_SECONDS = 10;
+
+/** The stick table of client addresses: connections, request rate, bad-key rate (gpc0). */
+export const CLIENT_TABLE = 'clients';
+
+/** Where HAProxy serves readiness to the NLB's health check in a router task. */
+export const READY_PORT = 8081;
+
+/** Connections above the router frontend's limit kept for readiness checks, stats and the runtime API. */
+export const RESERVED_CONNECTIONS = 100;
+
+/**
+ * Memory one client connection may cost at worst: a stream's two 16 KiB buffers, the client and
+ * server connections, and a TLS session to the cell (OpenSSL keeps about 30 KiB per session).
+ */
+export const BYTES_PER_CONNECTION = 64 * 1024;
+
+/**
+ * Connection limits for a router task with `memoryMiB` (the agent and HAProxy's own footprint take
+ * `reservedMiB`): the router frontend's `maxConn`, and the file-descriptor limit HAProxy needs for it
+ * (two descriptors per proxied connection, plus the reserve and listeners).
+ */
+export function connectionLimits(memoryMiB: number, reservedMiB = ROUTER_RESERVED_MIB): { maxConn: number; nofile: number } {
+  const budget = (memoryMiB - reservedMiB) * 1024 * 1024;
+  if (budget <= 0) throw new Error(`a router task with ${memoryMiB} MiB has no memory for connections (${reservedMiB} MiB reserved)`);
+  const maxConn = Math.floor(budget / BYTES_PER_CONNECTION / 100) * 100;
+  return { maxConn, nofile: 2 * (maxConn + RESERVED_CONNECTIONS) + 1000 };
+}
+
+/** The header the router always sends the partition key in (the header the cell's WAF rate rule keys on for path- and host-keyed fleets). */
+export const ROUTED_KEY_HEADER = 'x-tenant-id';
+
+/**
+ * Client-sent headers the router removes: only the router may say which cell, which version, or who
+ * and where the client is. Every `x-forwarded-*` (for, proto, host, port, prefix, …), the other
+ * conventions for the client's address or the original URL, and every header whose name has an
+ * underscore (`x_tenant_id`): CGI-style servers and several frameworks read `x_tenant_id` and
+ * `x-tenant-id` as the same variable, so a client could hand the cell another tenant's key next to
+ * the one the router routed by.
+ */
+export const SPOOFABLE_HEADERS = [
+  'x-cell', 'x-mapping-version', 'forwarded', 'x-real-ip', 'x-client-ip', 'client-ip', 'true-client-ip', 'x-cluster-client-ip',
+  'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-original-url', 'x-original-uri',
+  'x-rewrite-url', 'x-original-host', 'x-host',
+] as const;
+
+/** The names `SPOOFABLE_HEADERS` removes, as one regular expression over header names (lower case, as HAProxy holds them). */
+export const SPOOFABLE_HEADER_PATTERN = `^(x-forwarded-|(${SPOOFABLE_HEADERS.join('|')})$|[^_]*_)`;
+
+/**
+ * Path forms refused for path-keyed fleets: dot segments (`/a/../b`, `/./`) and encoded dots,
+ * slashes and backslashes (`%2e`, `%2f`, `%5c`), and raw backslashes. A cell that normalizes
+ * paths would otherwise act for another tenant than the one the router routed by.
+ */
+export const UNSAFE_PATH_PATTERN = '(^|/)[.][.]?(/|$)|%2[eEfF]|%5[cC]|\\\\';
+
+/**
+ * Map files the agent fills at runtime (prepare / add / commit). Route maps name backend slots
+ * directly, so a request costs one lookup per step: `exact` (key → slot), `prefix` (prefix →
+ * slot), `buckets` (bucket ranges as IPv4 networks → slot, see `bucketNetworks`), `cells`
+ * (slot → cell: the agent's slot registry and the `x-cell` debug header), `meta` (version) and
+ * `hosts` (slot → the cell endpoint's host name: TLS SNI and certificate name for `https://` cells).
+ */
+export const MAP_FILES = {
+  exact: 'exact.map',
+  prefix: 'prefix.map',
+  buckets: 'buckets.map',
+  cells: 'cells.map',
+  meta: 'meta.map',
+  hosts: 'hosts.map',
+} as const;
+
+export const slotName = (slot: number) => `slot${slot}`;
+
+/** The servers of a slot: one per zonal address of the cell's endpoint (`z0` is tried first). */
+export const zoneServer = (zone: number) => `z${zone}`;
+
+/** Where requests with a missing or invalid key go: 400 with a JSON body saying which. */
+export const BAD_KEY_BACKEND = 'bad_key';
+
+/** Where requests go when no route matched: 503, no mapping loaded. */
+export const NO_MAPPING_BACKEND = 'no_mapping';
+
+/** The DESIGN.md bucket of the key on the left: first 4 bytes of SHA-256, big-endian, mod B. */
+export const bucketExpression = (bucketCount: number) => `sha2(256),bytes(0,4),hex,hex2i,and(${bucketCount - 1})`;
+
+/**
+ * A bucket range as IPv4 networks (`0.0.32.0/19`), for the `buckets` map: HAProxy casts the
+ * integer bucket to the address with the same value and finds its network by longest prefix.
+ * A range of n buckets becomes at most 2·log2(n) networks.
+ */
+export function bucketNetworks(from: number, to: number): string[] {
+  const out: string[] = [];
+  let at = from;
+  while (at <= to) {
+    let size = 1;
+    while (at % (size * 2) === 0 && at + size * 2 - 1 <= to) size *= 2;
+    out.push(`${(at >>> 24) & 255}.${(at >>> 16) & 255}.${(at >>> 8) & 255}.${at & 255}/${32 - Math.log2(size)}`);
+    at += size;
+  }
+  return out;
+}
+
+/** Where the agent saves `show servers state` after every apply. */
+export const SERVER_STATE_FILE = 'servers.state';
+
+/** The sample expression that extracts the partition key, per the fleet's key source. */
+export function keyFetch(source: PartitionKeySource): string {
+  switch (source.source) {
+    // fhdr: the whole value; hdr would split `a,b` at the comma and route it as `b`.
+    case 'header': return `req.fhdr(${source.name})`;
+    // path "/a/b/c": field 1 is empty, segment 1 is field 2.
+    case 'path': return `path,field(${source.segment + 1},/)`;
+    case 'host': return `req.fhdr(host),field(1,:),field(${source.label},.)`;
+  }
+}
+
+/** Where a client puts the partition key, per the fleet's key source: the bad-key 400s say it. */
+export function keyPlace(source: PartitionKeySource): string {
+  switch (source.source) {
+    case 'header': return `in the ${source.name} header`;
+    case 'path': return source.segment === 1 ? 'as the first path segment (/KEY/...)' : `as path segment ${source.segment} (counting from 1 after the leading /)`;
+    case 'host': return source.label === 1 ? 'as the first label of the Host header (KEY.example.com)' : `as label ${source.label} of the Host header (counting from 1 at the left)`;
+  }
+}
+
+/**
+ * The bad-key 400 bodies: what is wrong and where the key goes. Static strings rendered once, so a
+ * good request pays nothing for them.
+ */
+export function badKeyMessages(source: PartitionKeySource): { readonly missing: string; readonly invalid: string } {
+  const place = keyPlace(source);
+  return {
+    missing: `missing partition key: send it ${place}`,
+    invalid: `invalid partition key: send one key ${place}, 1 to 128 characters from A-Z a-z 0-9 . _ : @ -, starting with a letter or digit`,
+  };
+}
+
+function jsonError(status: number, error: string, message?: string): string {
+  // The body sits between single quotes, which HAProxy does not escape; none of these strings has one.
+  const body = JSON.stringify(message === undefined ? { error } : { error, message });
+  if (body.includes("'")) throw new Error(`router error body ${body} has a single quote, which the HAProxy configuration cannot carry`);
+  return `http-request return status ${status} content-type application/json string '${body}'`;
+}
+
+/**
+ * A cell's failures are logged one in this many while they come fast: while the cell has no server
+ * up, or more requests wait in its queue than it serves at once (most of them will get 503). Bad-key 400s are not logged (the metrics count them).
+ */
+export const LOG_SAMPLE_ONE_IN = 100;
+
+/**
+ * One JSON log line per logged request. No query string (it may carry personal data such as
+ * `?email=`), no client-sent header values, and the partition key only as the first 8 bytes of its
+ * SHA-256 (enough to group a tenant's failures, not to read the key); path-keyed fleets log no path,
+ * since the key is in it.
+ */
+export function logFormat(source: PartitionKeySource): string {
+  const fields = [
+    '"time":"%tr"', '"client":"%ci"', '"status":%ST', '"backend":"%b"', '"server":"%s"', '"method":"%HM"',
+    ...(source.source === 'path' ? [] : ['"path":"%{+E}HPO"']),
+    // The key as captured at request time (request headers are gone when the line is written), hashed only for lines written.
+    '"key_sha256":"%[capture.req.hdr(0),sha2(256),bytes(0,8),hex]"',
+    '"timers_ms":"%TR/%Tw/%Tc/%Tr/%Ta"', '"termination":"%tsc"', '"conns":"%ac/%fc/%bc/%sc"', '"queues":"%sq/%bq"', '"bytes":%B',
+  ];
+  return `{${fields.join(',')}}`;
+}
+
+function quote(text: string): string {
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * The HAProxy configuration of one router task. The data plane does everything per request:
+ * key extraction and validation (400 with a JSON body), the DESIGN.md bucket
+ * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
+ * agent swaps atomically at runtime, and one backend slot per cell with its own maxconn and a
+ * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
+ * never goes to a second cell. The hot path has no variables, one regex and three map lookups, since
+ * every rule costs throughput (`npm run bench:router`).
+ *
+ * At the edge: HTTP/1.1 only (`proto h1`: cleartext HTTP/2 would multiply requests per connection
+ * past the `maxconn` arithmetic); the whole request, body included, must arrive within
+ * `requestTimeoutMs` (408) and is buffered before a cell slot is taken, so a slow client holds a
+ * router connection, never a cell slot; bodies over `maxBodyBytes` (413) and chunked request bodies
+ * (411) are refused; client-sent `x-cell`, `x-mapping-version`, `forwarded`, `x-forwarded-*` are
+ * removed and the router sets `x-forwarded-for` (the client, from the PROXY header behind the NLB),
+ * `x-forwarded-proto` and the partition-key header the cell's WAF rate rule keys on; a client
+ * sending too many bad keys is throttled, then refused at connect.
+ */
+export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
+  if ((o.bucketCount & (o.bucketCount - 1)) !== 0 || o.bucketCount < 1 || o.bucketCount > 2 ** 20) {
+    throw new Error(`bucketCount ${o.bucketCount} must be a power of two up to 1048576`);
+  }
+  if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > MAX_ROUTER_SLOTS) throw new Error(`slots ${o.slots} must be 1-${MAX_ROUTER_SLOTS}`);
+  const zones = o.zones ?? 3;
+  if (!Number.isInteger(zones) || zones < 1 || zones > 6) throw new Error(`zones ${zones} must be 1-6 (servers per cell backend, one per zonal address)`);
+  const maxConn = o.maxConn ?? 4000;
+  const maxBody = o.maxBodyBytes ?? 8192;
+  if (maxBody < 0 || maxBody > 12 * 1024) throw new Error(`maxBodyBytes ${maxBody} must be 0-12288: headers and body must fit one 16 KiB buffer`);
+  const badKeys = o.badKeysPer10s ?? 100;
+  const perClient = o.maxConnPerClient ?? Math.max(10, Math.floor(maxConn / 20));
+  const perClientRate = o.requestsPerClientPer10s ?? 20_000;
+  const keyCache = o.keyCacheEntries ?? KEY_CACHE_ENTRIES;
+  if (!Number.isInteger(keyCache) || keyCache <= maxConn) {
+    throw new Error(`keyCacheEntries ${keyCache} must be a whole number above maxConn (${maxConn}): every request in flight holds its tenant's entry, and a new tenant needs one no request holds`);
+  }
+  const caFile = o.caFile ?? '@system-ca';
+  if (/\s/.test(caFile)) throw new Error(`caFile ${caFile}: a path without spaces`);
+  const map = (name: keyof typeof MAP_FILES) => `${o.stateDir}/${MAP_FILES[name]}`;
+  // The key is read from its capture (below) wherever it is used: a pointer to a copy made once,
+  // where reading the header again costs a search of the headers each time (about 500
+  // instructions, up to five times per request for a new tenant), and a variable an allocation.
+  const key = 'capture.req.hdr(0)';
+  const badKey = badKeyMessages(o.partitionKey);
+  const lines = [
+    'global',
+    `  maxconn ${maxConn + RESERVED_CONNECTIONS}`,
+    // The bucket count this configuration hashes keys into, for the agent (`show env`): it refuses a
+    // document made for another count instead of sending most keys to other cells.
+    `  setenv ${BUCKET_COUNT_ENV} ${o.bucketCount}`,
+    // A port already taken is an error at start, not shared (SO_REUSEPORT): a second router or local
+    // fleet on the same port would otherwise take a share of the first one's connections.
+    '  noreuseport',
+    // A unix socket in local mode; `ipv4@host:port` in a task, where the agent is another container.
+    o.adminSocket.startsWith('ipv4@') ? `  stats socket ${o.adminSocket} level admin` : `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
+    '  stats timeout 30s',
+    // Soft stop (SIGUSR1, the official image's STOPSIGNAL): listeners close, in-flight requests
+    // finish, then this cuts whatever is left, before the container runtime's SIGKILL.
+    `  hard-stop-after ${o.hardStopAfterMs ?? 25000}ms`,
+    // Default 16 KiB buffers: larger ones cost every request memory bandwidth (measured: about
+    // half the throughput at 64 KiB); map payloads are chunked below the buffer size instead.
+    '  log stdout format raw local0 info',
+    // No lookup cache: tenant keys are too many for it to hit, and every miss costs more than the
+    // lookup itself (measured: about 15% of the router's CPU per request with random keys).
+    '  tune.pattern.cache-size 0',
+    // Server addresses and states as the agent last set them: a restarted HAProxy routes at once.
+    `  server-state-file ${o.stateDir}/${SERVER_STATE_FILE}`,
+    '',
+    'defaults',
+    '  load-server-state-from-file global',
+    '  mode http',
+    '  log global',
+    '  option dontlognull',
+    // Log failures only (errors, timeouts, 5xx); per-request traffic is in the stats the agent exports.
+    '  option dontlog-normal',
+    '  timeout connect 2s',
+    '  timeout client 30s',
+    '  timeout server 30s',
+    `  timeout http-request ${o.requestTimeoutMs ?? 5000}ms`,
+    `  timeout queue ${o.queueTimeoutMs ?? 1000}ms`,
+    '  timeout http-keep-alive 10s',
+    '  retries 0',
+    '  option http-keep-alive',
+    '',
+  ];
+  if (o.statsPort !== undefined) {
+    lines.push(
+      'frontend stats',
+      `  bind 127.0.0.1:${o.statsPort}`,
+      '  no log',
+      '  maxconn 20',
+      '  http-request use-service prometheus-exporter if { path /metrics }',
+      '  stats enable',
+      '  stats uri /stats',
+      '',
+    );
+  }
+  if (o.readyBind) {
+    const version = `str(version),map(${map('meta')})`;
+    const json = (ready: boolean, extra: string) => `lf-string '{"ready":${ready},${extra}"connections":%[fe_conn(router)],"limit":${maxConn}}'`;
+    lines.push(
+      'frontend ready',
+      // The NLB sends the PROXY header on health-check connections too once the target group has
+      // proxy protocol on (NLB User Guide, target groups, proxy protocol): without accept-proxy
+      // the check gets 400 and no task ever turns healthy.
+      `  bind ${o.readyBind.address}:${o.readyBind.port}${o.acceptProxy ? ' accept-proxy' : ''}`,
+      '  maxconn 20',
+      '  no log',
+      `  http-request return status 503 content-type application/json ${json(false, '"reason":"no mapping in force",')} if !{ ${version} -m found }`,
+      `  http-request return status 200 content-type application/json ${json(true, `"version":%[${version}],`)}`,
+      '',
+    );
+  }
+  // Two key headers would make the key ambiguous.
+  const repeated = o.partitionKey.source === 'header' ? ` or { req.fhdr_cnt(${o.partitionKey.name}) gt 1 }` : '';
+  const refuse = (status: number, error: string, condition: string) => `  ${jsonError(status, error)} if ${condition}`;
+  const buckets = map('buckets');
+  lines.push(
+    'frontend router',
+    `  bind ${o.bind.address}:${o.bind.port} proto h1${o.acceptProxy ? ' accept-proxy' : ''}`,
+    `  maxconn ${maxConn}`,
+    `  log-format ${quote(logFormat(o.partitionKey))}`,
+    // The request body is read into the router's buffer before the request is routed: a slow
+    // body holds this connection (until `timeout http-request`: 408), never one of a cell's slots.
+    '  option http-buffer-request',
+    // The client's address (from the PROXY header behind the NLB) as the only x-forwarded-for (the
+    // client's own is removed below): HAProxy inserts it after the rules, 650 instructions per
+    // request less than `http-request set-header x-forwarded-for %[src]` (formatting the address
+    // is most of what either costs).
+    '  option forwardfor',
+    // Per client address, once per connection. `tcp-request session`, not `connection`: session
+    // rules run once the PROXY header is read, so `src` is the client, not the NLB.
+    `  tcp-request session track-sc1 src table ${CLIENT_TABLE}`,
+    `  tcp-request session reject if { sc1_conn_cur gt ${perClient} }`,
+    // A client over twice its bad-key budget is refused at connect while bad keys are most of what
+    // its address sends: an address shared by many clients (a NAT) that mostly sends good keys keeps
+    // its connections, and only its bad-key requests get 429 (in the bad-key backend).
+    '  tcp-request session set-var(sess.bad_keys) sc1_gpc0_rate',
+    `  tcp-request session reject if { var(sess.bad_keys) -m int gt ${badKeys * 2} } { sc1_http_req_rate,div(2),sub(sess.bad_keys) lt 0 }`,
+    `  http-request return status 429 content-type application/json string '{"error":"too many requests from this client address"}' hdr retry-after 10 if { sc1_http_req_rate gt ${perClientRate} }`,
+    refuse(411, 'chunked request bodies are not accepted; send content-length', '{ req.hdr(transfer-encoding) -m found }'),
+    // A body that did not fit the buffer (its length is more than what arrived) would stream to
+    // the cell at the client's pace.
+    '  http-request set-var(txn.body_len) req.body_len if { req.body_size gt 0 }',
+    refuse(413, `request body over ${maxBody} bytes`, `{ req.body_size gt ${maxBody} } or { var(txn.body_len) -m found } { req.body_size,sub(txn.body_len) gt 0 }`),
+    ...(o.partitionKey.source === 'path'
+      ? [refuse(400, 'dot segments and encoded separators are not allowed in the path', `{ path -m reg ${UNSAFE_PATH_PATTERN.replace(/\\/g, '\\\\')} }`)]
+      : []),
+    // The key every rule below reads (`capture.req.hdr(0)`) and the log line hashes: a copy of at
+    // most KEY_CAPTURE_LEN bytes. A header key is captured while the headers are parsed (`capture
+    // request header`: the last occurrence, and a repeated key header is refused anyway), about 700
+    // instructions per request less than the `http-request capture` action, which the path and host
+    // keys need.
+    o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len ${KEY_CAPTURE_LEN}` : `  http-request capture ${keyFetch(o.partitionKey)} len ${KEY_CAPTURE_LEN}`,
+    // x-forwarded-for is added after the rules (option forwardfor), x-forwarded-proto set below.
+    `  http-request del-header ${SPOOFABLE_HEADER_PATTERN} -m reg`,
+    // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's
+    // destination). Added, not set: the del-header above removed any the client sent, and
+    // set-header would search the headers for it again (about 200 instructions per request). One
+    // rule choosing the value costs less than two with fixed values and opposite conditions.
+    '  http-request add-header x-forwarded-proto %[dst_port,sub(443),bool,iif(http,https)]',
+    ...(o.partitionKey.source === 'header' ? [] : [`  http-request set-header ${ROUTED_KEY_HEADER} %[${key}]`]),
+    // The tenant's bucket, kept in its entry of the keys table (gpt0 = bucket + 1): the bucket depends
+    // only on the key and the bucket count, never on the mapping, so nothing ever invalidates it. A
+    // key seen before costs a table lookup; a new one the key check and SHA-256, once. Keys are held
+    // up to 129 bytes: a valid key has at most 128, so a longer (invalid) key never shares the entry
+    // of a valid one, and an entry's bucket is set only after its whole key passed the check.
+    `  http-request track-sc0 ${key} table ${KEY_TABLE}`,
+    `  http-request sc-set-gpt0(0) ${key},${bucketExpression(o.bucketCount)},add(1) if { sc0_get_gpt0 eq 0 } { ${key} -m reg ${KEY_PATTERN.source} }`,
+    // Fairness inside a cell: sc0_trackers is the number of requests tracking the tenant's entry now,
+    // this one included (the entry's reference count, nothing stored); above the tenant's share of
+    // its cell's slots the request is answered at once instead of taking a slot from its neighbours.
+    ...(o.tenantMaxConn === undefined ? [] : [
+      `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant"}' hdr retry-after 1 if { sc0_trackers gt ${o.tenantMaxConn} }`,
+    ]),
+    // A key with a bucket passed the check; any other one is checked (a missing key fails the regex:
+    // no sample), and which 400 to answer is worked out only on that path, in the bad-key backend.
+    `  use_backend ${BAD_KEY_BACKEND} if !{ sc0_get_gpt0 gt 0 } !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
+    // Exact, then longest prefix, then the bucket: each map names the cell's backend slot. The
+    // bucket is an integer below 2^20, which HAProxy casts to the IPv4 address with that value, so
+    // bucket ranges are stored as a few networks and found by one longest-prefix tree lookup.
+    // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
+    `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
+    `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
+    // Every valid key has its bucket in its entry (set above): the table holds more entries than
+    // the frontend has connections, and a connection's request holds one entry at most, so there is
+    // always an entry HAProxy can drop for a new key. (A rule computing the bucket for a key without
+    // an entry would cost every request about 300 instructions for a case that cannot arise.)
+    `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})]`,
+    // Nothing matched (no mapping loaded yet): use_backend with an empty name goes to the default.
+    `  default_backend ${NO_MAPPING_BACKEND}`,
+  );
+  if (o.debugHeaders) {
+    lines.push(
+      `  http-after-response set-header x-cell %[be_name,map(${map('cells')})] if { be_name,map(${map('cells')}) -m found }`,
+      `  http-after-response set-header x-mapping-version %[str(version),map(${map('meta')},none)]`,
+    );
+  }
+  lines.push(
+    '',
+    `backend ${KEY_TABLE}`,
+    `  stick-table type string len 129 size ${keyCache} expire 30m store gpt0,http_req_rate(${TENANT_RATE_PERIOD_SECONDS}s)`,
+    '',
+    `backend ${CLIENT_TABLE}`,
+    // gpc0: the client's bad-key requests (counted in the bad-key backend).
+    `  stick-table type ip size ${o.clientTableEntries ?? CLIENT_TABLE_ENTRIES} expire 60s store conn_cur,http_req_rate(10s),gpc0,gpc0_rate(10s)`,
+    '',
+    `backend ${BAD_KEY_BACKEND}`,
+    // Per client address: bad-key requests over the last 10 s. Over the budget: 429 and close.
+    '  http-request sc-inc-gpc0(1)',
+    `  http-request return status 429 content-type application/json string '{"error":"too many requests with a missing or invalid partition key"}' hdr retry-after 10 hdr connection close if { sc1_gpc0_rate gt ${badKeys} }`,
+    `  ${jsonError(400, 'missing partition key', badKey.missing)} if !{ ${key} -m found } or { ${key} -m len 0 }`,
+    `  ${jsonError(400, 'invalid partition key', badKey.invalid)}`,
+    '',
+    `backend ${NO_MAPPING_BACKEND}`,
+    // Never true; keeps the cells, version and hosts maps loaded so the agent can update them either way.
+    `  http-request set-var(txn.unused) str(version),map(${map('meta')},none),map(${map('cells')}),map(${map('hosts')}) if FALSE`,
+    `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5`,
+  );
+  lines.push(
+    '',
+    // Keys a move is copying (contract 3): the agent routes them here through the maps.
+    `backend ${FROZEN_BACKEND}`,
+    `  http-request return status 503 content-type application/json hdr retry-after ${FROZEN_RETRY_AFTER_SECONDS} hdr cache-control no-store string '{"error":"frozen","message":"this tenant is moving to another cell; retry in a second","retryAfterSeconds":${FROZEN_RETRY_AFTER_SECONDS}}'`,
+  );
+  lines.push('');
+  const check = `option httpchk GET ${o.healthCheckPath}`;
+  const perZone = Math.max(1, Math.ceil(o.cellMaxConn / zones));
+  for (let slot = 0; slot < o.slots; slot++) {
+    lines.push(
+      `backend ${slotName(slot)}`,
+      // z0 first, up to its maxconn, then z1…: the agent puts the router task's own zone first.
+      '  balance first',
+      `  ${check}`,
+      '  http-check expect status 200-399',
+      `  errorfile 503 ${o.stateDir}/503.http`,
+      // A down or saturated cell's 503s come fast: log a sample (see LOG_SAMPLE_ONE_IN).
+      `  http-request set-log-level silent if { nbsrv eq 0 } { rand(${LOG_SAMPLE_ONE_IN}) gt 0 } or { queue gt ${o.cellMaxConn} } { rand(${LOG_SAMPLE_ONE_IN}) gt 0 }`,
+      // TLS settings every server can switch on at runtime (`set server … ssl on`) when its cell is
+      // `https://`: the certificate must chain to `caFile` and name the endpoint's host (the SNI,
+      // from the hosts map; HAProxy verifies the certificate against the SNI it sent).
+      `  default-server ssl verify required ca-file ${caFile} sni be_name,map(${map('hosts')}) check inter 1s fall 2 rise 1 maxconn ${perZone}`,
+      // Unassigned servers stay in maintenance; the agent sets the addresses and enables them.
+      ...Array.from({ length: zones }, (_, z) => `  server ${zoneServer(z)} 127.0.0.1:1 disabled no-ssl`),
+      '',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+const ERROR_503_BODY = '{"error":"cell unavailable or saturated; retry later"}';
+
+/**
+ * The response HAProxy sends when a cell's queue times out or the cell is down. Keep-alive (an
+ * exact content-length, no `connection: close`): a flooded cell's clients do not reconnect for
+ * every rejected request, which would cost the router CPU that healthy cells need.
+ */
+export const ERROR_503 = [
+  'HTTP/1.1 503 Service Unavailable',
+  'content-type: application/json',
+  'retry-after: 1',
+  'cache-control: no-store',
+  `content-length: ${Buffer.byteLength(ERROR_503_BODY)}`,
+  '',
+  ERROR_503_BODY,
+].join('\r\n');

@@ -1,0 +1,103 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import { initialMapping } from '../../../lib/domain/mapping';
+import { LocalRouter, renderHaproxyConfig, routerRoutingOf, routerTaskOptions, startLocalRouter, tenantMaxConnOf } from '../../../lib/runtime/router';
+import { exampleFleet } from '../../support/fleet';
+import { FakeCell, onFreePorts, startCell } from '../../support/cells';
+
+/** One request; resolves with its status and Retry-After (status 0 on a socket error). */
+function send(agent: http.Agent, port: number, tenant: string): Promise<{ status: number; retryAfter?: string }> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/', agent, headers: { 'x-tenant-id': tenant } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined }));
+    });
+    req.on('error', () => resolve({ status: 0 }));
+  });
+}
+
+describe('the per-tenant cap in a router task', () => {
+  it('is rendered from the fleet\'s router.tenantMaxConn, half of the cell\'s slots unless the fleet says otherwise', () => {
+    const fleet = exampleFleet();
+    expect(fleet.router.tenantMaxConn).toBe(tenantMaxConnOf(fleet.router.cellMaxConn));
+    expect(renderHaproxyConfig(routerTaskOptions(routerRoutingOf(fleet)))).toContain(`hdr retry-after 1 if { sc0_trackers gt ${fleet.router.cellMaxConn / 2} }`);
+    const capped = renderHaproxyConfig(routerTaskOptions({ ...routerRoutingOf(fleet), tenantMaxConn: 100 }));
+    expect(capped).toContain(`hdr retry-after 1 if { sc0_trackers gt 100 }`);
+  });
+});
+
+/**
+ * One tenant holding many slow requests on a cell (a share of the cell's router slots each): its
+ * neighbour on the same cell keeps every request answered, because the tenant's requests beyond its
+ * share are answered 429 + Retry-After at once. The same load through a router without the cap
+ * shows the neighbour losing requests, so the test can fail.
+ */
+describe('fairness inside a cell: a per-tenant cap on concurrent requests', () => {
+  let cell: FakeCell;
+  const routers: LocalRouter[] = [];
+  let dir: string;
+
+  beforeAll(async () => {
+    cell = await startCell('cell-a');
+    cell.behaviour = 'slow';
+    cell.delayMs = 1500;
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-'));
+    fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })));
+  });
+  afterAll(async () => {
+    await Promise.all(routers.map((r) => r.stop()));
+    await cell.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (tenantMaxConn: number | undefined) => onFreePorts(1, async ([port]) => {
+    // 24 slots for the cell, split over 3 zonal servers; a saturated cell queues for 1 s, then 503.
+    const router = await startLocalRouter({
+      mappingFile: path.join(dir, 'mapping.json'), port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
+      healthCheckPath: '/health', log: () => undefined, pollMs: 200, cellMaxConn: 24, queueTimeoutMs: 1000, ...(tenantMaxConn ? { tenantMaxConn } : {}),
+    });
+    routers.push(router);
+    return { router, port };
+  });
+
+  /**
+   * The heavy tenant keeps 80 slow requests in flight (a new wave as each ends) while its neighbour
+   * sends 30 requests, 10 at a time (within its own share).
+   */
+  async function contention(port: number) {
+    const agent = new http.Agent({ keepAlive: false, maxSockets: 200 });
+    let done = false;
+    const heavy: { status: number; retryAfter?: string }[] = [];
+    const pressure = (async () => {
+      while (!done) heavy.push(...await Promise.all(Array.from({ length: 80 }, () => send(agent, port, 'heavy'))));
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    const neighbour: { status: number }[] = [];
+    for (let wave = 0; wave < 3; wave++) neighbour.push(...await Promise.all(Array.from({ length: 10 }, () => send(agent, port, 'neighbour'))));
+    done = true;
+    await pressure;
+    agent.destroy();
+    return { heavy, neighbour };
+  }
+
+  it('answers the heavy tenant\'s excess 429 with Retry-After and keeps its neighbour at 100% success', async () => {
+    const { port } = await start(tenantMaxConnOf(24));
+    const { heavy, neighbour } = await contention(port);
+    expect(neighbour.filter((r) => r.status !== 200)).toEqual([]);
+    expect(neighbour).toHaveLength(30);
+    // Half of the cell's 24 slots: of each wave of 80, 12 of the heavy tenant's requests are served
+    // and the rest refused at once with Retry-After; none waits in the cell's queue into a 503.
+    const refused = heavy.filter((r) => r.status === 429);
+    expect(heavy.filter((r) => r.status === 200).length).toBe(12 * (heavy.length / 80));
+    expect(refused.length).toBe(68 * (heavy.length / 80));
+    expect(refused.every((r) => r.retryAfter === '1')).toBe(true);
+  });
+
+  it('without the cap, the same load takes the neighbour\'s slots (the test can fail)', async () => {
+    const { port } = await start(undefined);
+    const { neighbour } = await contention(port);
+    expect(neighbour.filter((r) => r.status === 503).length).toBeGreaterThan(0);
+  });
+});

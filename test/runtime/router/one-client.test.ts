@@ -1,0 +1,200 @@
+import * as fs from 'fs';
+import * as http from 'http';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { initialMapping, lookup, MappingDocument } from '../../../lib/domain/mapping';
+import { CLIENT_TABLE, LocalRouter, RuntimeApi, startLocalRouter } from '../../../lib/runtime/router';
+import { FakeCell, onFreePorts, percentile, startCell, startProxyProtocolForwarder, until } from '../../support/cells';
+
+/**
+ * One client must not take the router from the others, through a stand-in for the NLB that sends a
+ * PROXY v2 header naming each client by the loopback address it connects from (127.0.0.9 is client
+ * 198.51.100.9): what the router counts per client is the address from that header, as behind the
+ * real NLB, not the NLB's own address. Each attack runs while another tenant, from another client,
+ * keeps sending requests; its success must stay at 100% and its p99 within 2x of its baseline
+ * (baselines under 10 ms count as 10 ms: a loaded 2-core machine moves a few-millisecond p99 by
+ * more than 2x on its own).
+ */
+const NOW = { now: '2026-11-29T16:00:00.000Z' };
+const MAX_CONN = 200;
+const PER_CLIENT = 20;
+const PER_CLIENT_RATE = 1000;
+const BAD_KEYS = 20;
+const VICTIM = '127.0.0.7';
+
+interface Answer { status: number; ms: number; body: string }
+
+/** One request through the stand-in from `from` (a loopback address: the client it stands for). */
+function request(port: number, from: string, headers: http.OutgoingHttpHeaders, agent?: http.Agent): Promise<Answer> {
+  const started = process.hrtime.bigint();
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/', headers, agent: agent ?? false, localAddress: from }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode!, body, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+    });
+    req.on('error', () => resolve({ status: 0, body: '', ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+    req.end();
+  });
+}
+
+describe('one client against the router, behind an NLB stand-in sending PROXY v2', () => {
+  let cells: FakeCell[];
+  let router: LocalRouter;
+  let nlb: { port: number; close(): Promise<void> };
+  let doc: MappingDocument;
+  let dir: string;
+  let api: RuntimeApi;
+  const victimKey = 'victim-tenant';
+
+  /** The victim tenant's requests, one at a time on two keep-alive connections, 10 per second each (half its rate limit), for `ms`. */
+  async function victim(ms: number): Promise<Answer[]> {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 2, localAddress: VICTIM });
+    const answers: Answer[] = [];
+    const until = Date.now() + ms;
+    try {
+      await Promise.all([0, 1].map(async () => {
+        while (Date.now() < until) {
+          answers.push(await request(nlb.port, VICTIM, { 'x-tenant-id': victimKey }, agent));
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }));
+    } finally {
+      agent.destroy();
+    }
+    return answers;
+  }
+
+  /** The victim's success and p99 under `attack` against its baseline just before. */
+  async function underAttack(attack: (stop: () => boolean) => Promise<unknown>, ms = 3000): Promise<{ baseline: number; attacked: Answer[] }> {
+    const baseline = percentile((await victim(2000)).map((a) => a.ms), 99);
+    let stopped = false;
+    const running = attack(() => stopped);
+    await new Promise((r) => setTimeout(r, 300));
+    const attacked = await victim(ms);
+    stopped = true;
+    await running;
+    return { baseline, attacked };
+  }
+
+  function expectUnharmed({ baseline, attacked }: { baseline: number; attacked: Answer[] }): void {
+    expect(attacked.length).toBeGreaterThan(20);
+    expect(attacked.filter((a) => a.status !== 200)).toEqual([]);
+    expect(percentile(attacked.map((a) => a.ms), 99)).toBeLessThanOrEqual(2 * Math.max(baseline, 10));
+  }
+
+  beforeAll(async () => {
+    cells = await Promise.all(['cell-a', 'cell-b'].map((name) => startCell(name)));
+    doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'one-client-'));
+    const mappingFile = path.join(dir, 'mapping.json');
+    fs.writeFileSync(mappingFile, JSON.stringify(doc));
+    router = await onFreePorts(1, ([port]) => startLocalRouter({
+      mappingFile, port, acceptProxy: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
+      log: () => undefined, pollMs: 200, maxConn: MAX_CONN, maxConnPerClient: PER_CLIENT, requestsPerClientPer10s: PER_CLIENT_RATE, badKeysPer10s: BAD_KEYS,
+      requestTimeoutMs: 3000,
+    }));
+    nlb = await startProxyProtocolForwarder(Number(/bind 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(router.stateDir, 'haproxy.cfg'), 'utf8'))![1]), 'by-source');
+    api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+    await until('the victim served', async () => (await request(nlb.port, VICTIM, { 'x-tenant-id': victimKey })).status === 200, 60_000);
+  });
+  afterAll(async () => {
+    await nlb?.close();
+    await router?.stop();
+    await Promise.all(cells.map((c) => c.close()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('counts each client by the address in the PROXY header, not the NLB\'s', async () => {
+    await request(nlb.port, '127.0.0.21', { 'x-tenant-id': 'who-1' });
+    await request(nlb.port, '127.0.0.22', { 'x-tenant-id': 'who-2' });
+    const table = await api.send(`show table ${CLIENT_TABLE}`);
+    expect(table).toContain('key=198.51.100.21');
+    expect(table).toContain('key=198.51.100.22');
+    expect(table).not.toContain('key=127.0.0.1 ');
+  });
+
+  it('one client holding idle and trickling connections (slowloris) gets no more than its share; another tenant is unharmed', async () => {
+    const held: net.Socket[] = [];
+    const result = await underAttack(async (stopped) => {
+      // Three times the per-client limit: half idle, half sending a header byte now and then.
+      for (let i = 0; i < 3 * PER_CLIENT && !stopped(); i++) {
+        const socket = net.createConnection({ host: '127.0.0.1', port: nlb.port, localAddress: '127.0.0.9' });
+        socket.on('error', () => undefined);
+        held.push(socket);
+        if (i % 2 === 0) socket.write('GET / HTTP/1.1\r\nhost: x\r\n');
+      }
+      while (!stopped()) {
+        held.forEach((s) => s.writable && s.write('x'));
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    });
+    const attacker = Number(/conn_cur=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key 198.51.100.9`))?.[1] ?? 0);
+    held.forEach((s) => s.destroy());
+    expectUnharmed(result);
+    expect(attacker).toBeLessThanOrEqual(PER_CLIENT + 1);
+  }, 60_000);
+
+  it('one client over its request rate gets 429; another tenant is unharmed', async () => {
+    const statuses: number[] = [];
+    const result = await underAttack(async (stopped) => {
+      // About 600 requests a second, six times its limit (the load generator shares this process and
+      // machine with the victim: an unpaced flood would measure the test's own event loop).
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 4, localAddress: '127.0.0.10' });
+      await Promise.all(Array.from({ length: 4 }, async () => {
+        while (!stopped()) {
+          statuses.push((await request(nlb.port, '127.0.0.10', { 'x-tenant-id': 'flooder' }, agent)).status);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }));
+      agent.destroy();
+    });
+    expectUnharmed(result);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(PER_CLIENT_RATE + 10);
+    expect(statuses.length).toBeGreaterThan(PER_CLIENT_RATE);
+  }, 60_000);
+
+  it('refuses at connect a client sending mostly bad keys, not an address (a NAT) whose clients mostly send good ones; another tenant is unharmed', async () => {
+    const flood: number[] = [];
+    const nat: { good: number[]; bad: number[] } = { good: [], bad: [] };
+    const result = await underAttack(async (stopped) => {
+      const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      await Promise.all([
+        // About 100 bad keys a second, each on a new connection.
+        (async () => { while (!stopped()) { flood.push((await request(nlb.port, '127.0.0.11', { 'x-tenant-id': 'bad key' })).status); await pause(10); } })(),
+        // Behind one NAT address, under its request limit: two clients sending good keys, one sending
+        // bad keys (a third of what the address sends, more than twice the bad-key budget in all).
+        ...[0, 1].map((worker) => (async () => {
+          for (let i = 0; !stopped(); i++) nat.good.push((await request(nlb.port, '127.0.0.12', { 'x-tenant-id': `nat-${worker}-${i % 50}` })).status);
+        })()),
+        (async () => { while (!stopped()) nat.bad.push((await request(nlb.port, '127.0.0.12', { 'x-tenant-id': 'bad key' })).status); })(),
+      ]);
+    }, 6000);
+    expectUnharmed(result);
+    // The flooder: 400s, then 429s, then its connections refused (no HTTP answer).
+    expect(flood.slice(0, BAD_KEYS)).toEqual(Array(BAD_KEYS).fill(400));
+    expect(flood).toContain(429);
+    expect(flood.at(-1)).toBe(0);
+    // The NAT address: over the bad-key budget too, yet every good request served.
+    expect(nat.bad.length).toBeGreaterThan(2 * BAD_KEYS);
+    expect(nat.bad).toContain(429);
+    expect(nat.good.filter((s) => s !== 200)).toEqual([]);
+  }, 60_000);
+
+  it('removes every client-sent forwarding and identity header, underscore variants of the key included, and sets its own', async () => {
+    const key = Array.from({ length: 100 }, (_, i) => `hdr-${i}`).find((k) => lookup(doc, k).cell === 'cell-b')!;
+    const spoofed = {
+      'x-tenant-id': key, x_tenant_id: 'someone-else', 'x-forwarded-for': '203.0.113.1', 'x-forwarded-host': 'evil.example', 'x-forwarded-port': '1',
+      'x-forwarded-proto': 'http', 'x-forwarded-prefix': '/admin', 'x-real-ip': '203.0.113.2', 'x-original-url': '/admin', 'x-rewrite-url': '/admin',
+      'true-client-ip': '203.0.113.3', forwarded: 'for=203.0.113.4', 'x-cell': 'cell-a', 'x-mapping-version': '9', 'x-client-ip': '203.0.113.5', 'x-custom': 'kept',
+    };
+    expect((await request(nlb.port, '127.0.0.13', spoofed)).status).toBe(200);
+    const seen = cells[1].lastHeaders!;
+    for (const name of Object.keys(spoofed).filter((h) => !['x-tenant-id', 'x-forwarded-for', 'x-forwarded-proto', 'x-custom'].includes(h))) {
+      expect([name, seen[name]]).toEqual([name, undefined]);
+    }
+    expect(seen).toMatchObject({ 'x-tenant-id': key, 'x-forwarded-for': '198.51.100.13', 'x-forwarded-proto': 'https', 'x-custom': 'kept' });
+  });
+});
