@@ -23,7 +23,7 @@ function seconds<T>(f: () => T): [T, number] {
 const at = process.argv.indexOf('--cells');
 const configPath = path.resolve('cells.config.ts');
 const fleet = at < 0 ? loadFleet(configPath) : resolveFleet(generateScaleFleet(
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
   (require(configPath) as { default: Parameters<typeof generateScaleFleet>[0] }).default, Number(process.argv[at + 1]), 2));
 const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-'));
 try {

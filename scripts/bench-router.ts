@@ -79,8 +79,8 @@ function copyRouter(stateDir: string, to: string, port: number, rules?: string):
   fs.cpSync(stateDir, to, { recursive: true, filter: (f) => !f.endsWith('.sock') });
   const config = fs.readFileSync(path.join(to, 'haproxy.cfg'), 'utf8').split(stateDir).join(to);
   const copy = rules === undefined
-    ? config.replace(/(frontend router\n  bind )[^\n]*\n/, `$1127.0.0.1:${port}\n`)
-    : config.replace(/(frontend router\n  bind )[^\n]*\n[\s\S]*?\n\n/, `$1127.0.0.1:${port}\n${rules}\n\n`);
+    ? config.replace(/(frontend router\n {2}bind )[^\n]*\n/, `$1127.0.0.1:${port}\n`)
+    : config.replace(/(frontend router\n {2}bind )[^\n]*\n[\s\S]*?\n\n/, `$1127.0.0.1:${port}\n${rules}\n\n`);
   if (copy === config) throw new Error('could not derive a proxy from the router configuration');
   fs.writeFileSync(path.join(to, 'haproxy.cfg'), copy);
   return path.join(to, 'haproxy.cfg');
@@ -234,7 +234,7 @@ async function countOnce(dir: string, name: string, config: string, port: number
 async function ruleCosts(dir: string, stateDir: string, bucketOnly: (to: string) => string): Promise<void> {
   if (spawnSync('valgrind', ['--version']).error) throw new Error('BENCH_RULES needs valgrind: apt-get install -y valgrind');
   const config = fs.readFileSync(path.join(stateDir, 'haproxy.cfg'), 'utf8');
-  const frontend = /frontend router\n  bind [^\n]*\n([\s\S]*?)\n\n/.exec(config)![1].split('\n');
+  const frontend = /frontend router\n {2}bind [^\n]*\n([\s\S]*?)\n\n/.exec(config)![1].split('\n');
   let port = 19100;
   const count = async (name: string, rules?: (to: string) => string) => {
     const to = path.join(dir, `rules-${port}`);

@@ -37,7 +37,7 @@ function runOnce(count: number | undefined, regions: number | undefined): Result
   const fleet = count === undefined
     ? loadFleet(configPath)
     : (() => {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
         const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
         return resolveFleet(generateScaleFleet(input, count, regions ?? Object.keys(input.regions).length));
       })();

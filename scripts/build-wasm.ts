@@ -15,7 +15,7 @@ async function main() {
 
 /** Compiles the kernel's text format with wabt (a dev dependency: only this build and its test use it). */
 export async function compileSha256Simd(): Promise<Uint8Array> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS package without type declarations
   const wabt = await (require('wabt') as () => Promise<{ parseWat(name: string, text: string, features?: object): { toBinary(o: object): { buffer: Uint8Array }; destroy(): void } }>)();
   const module = wabt.parseWat('sha256-simd.wat', sha256SimdWat(), { simd: true });
   try {

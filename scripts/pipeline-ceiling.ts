@@ -34,7 +34,7 @@ const LIMIT: Record<Kind, number> = {
 };
 
 function largest(cells: number): { best: Record<Kind, { size: number; what: string }>; over: string[] } {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
   const input = (require(path.join(__dirname, '..', 'cells.config.ts')) as { default: Parameters<typeof generateFleet>[0] }).default;
   // The interface-endpoint quota such a fleet needs granted (docs/limits.md), declared.
   const generated = { ...generateFleet(input, cells), quotas: { interfaceEndpointsPerVpc: Math.max(50, cells) } };

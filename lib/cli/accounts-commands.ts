@@ -30,9 +30,9 @@ export function accountsCommand(io: CliIo): Command {
     .option('--dry-run', 'say what would be done; only read-only Organizations calls')
     .option('--json', 'print the results as JSON')
     .action(async (flags: { config: string; dryRun?: boolean; json?: boolean }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { ensureAccounts, MissingPermissionError } = require('../adapters/accounts') as typeof import('../adapters/accounts');
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { OrganizationsClient } = require('@aws-sdk/client-organizations') as typeof import('@aws-sdk/client-organizations');
       const { input, accountsPath } = accountsInput(flags.config);
       const org = input.organization;
@@ -96,7 +96,7 @@ export function accountsCommand(io: CliIo): Command {
     .option('--json', 'print the commands as JSON')
     .option('--allow-example-accounts', 'run even against the example account ids of the sample config (111111111111, 222222222222, 33333333333N, …)')
     .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean; allowExampleAccounts?: boolean }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { BootstrapError, bootstrapEnvironments, exampleAccounts, organizationRoleCredentials, runBootstrap } = require('../adapters/accounts') as typeof import('../adapters/accounts');
       const fleet = fleetFrom(flags.config);
       let environments;
@@ -118,7 +118,7 @@ export function accountsCommand(io: CliIo): Command {
           : `${environments.map((e) => `${[...launcher, ...e.args].join(' ')}    # ${e.purposes.join(', ')}`).join('\n')}\n`);
         return;
       }
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
       const sts = new STSClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fleet.pipeline?.region ?? Object.keys(fleet.regions)[0] });
       try {
@@ -152,7 +152,7 @@ export function accountsCommand(io: CliIo): Command {
     .description('print the IAM policy `accounts ensure` and `accounts bootstrap --run` need in the management account')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .action((flags: { config: string }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { operatorPolicy } = require('../adapters/accounts') as typeof import('../adapters/accounts');
       const fleet = fleetFrom(flags.config);
       io.out(json(operatorPolicy({ roleName: fleet.organization?.roleName ?? 'OrganizationAccountAccessRole', partition: fleet.partition })));

@@ -56,7 +56,7 @@ async function sendRetrying<T>(o: Retrying, client: Pick<CloudWatchClient, 'send
 
 /** Every page of one GetMetricData question, results merged by id. */
 async function metricData(o: Retrying, client: Pick<CloudWatchClient, 'send'>, queries: MetricDataQuery[], start: Date, end: Date): Promise<Map<string, Map<number, number>>> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { GetMetricDataCommand } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   const series = new Map<string, Map<number, number>>();
   // GetMetricData takes at most 500 queries per call.
@@ -79,7 +79,7 @@ async function metricData(o: Retrying, client: Pick<CloudWatchClient, 'send'>, q
 
 /** Tenants a cell's routers reported by name in the window (ListMetrics, every page). */
 async function reportedTenants(o: RouterMetricsOptions, client: Pick<CloudWatchClient, 'send'>, cell: string): Promise<string[]> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { ListMetricsCommand } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   const tenants = new Set<string>();
   let token: string | undefined;

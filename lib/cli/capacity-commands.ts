@@ -97,11 +97,11 @@ async function localInput(flags: CapacityFlags): Promise<CapacityInput> {
 async function awsInput(flags: CapacityFlags, progress: (line: string) => void): Promise<CapacityInput> {
   const fleet: Fleet = fleetFrom(flags.config);
   const window = positive(flags.window, '--window', true)!;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { CloudWatchClient } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { readCellSignals, readRouterLoads } = require('./capacity-cloudwatch') as typeof import('./capacity-cloudwatch');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { assumedRole, ssmParameter } = require('../adapters/aws/assumed-role') as typeof import('../adapters/aws/assumed-role');
   const clients = Object.keys(fleet.regions).map((region) => new CloudWatchClient({ region }));
   const cellClients = fleet.cells.map((cell) => {

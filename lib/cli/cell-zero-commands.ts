@@ -73,7 +73,7 @@ export function cellZeroCommand(io: CliIo): Command {
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--json', 'print the result as JSON')
     .action(async (flags: { mapping?: string; out?: string; id?: string; url?: string; local?: boolean; stateDir: string; config: string; json?: boolean }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
       const local = flags.local ? readFleetFile(flags.stateDir) : undefined;
       if (flags.local && !local) throw new CliError(`${path.join(flags.stateDir, 'fleet.json')} not found: start the local fleet (\`cellctl fleet local --cell-zero\`), or pass --state-dir DIR where it keeps its state`);

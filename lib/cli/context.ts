@@ -30,7 +30,7 @@ export interface S3Options {
  */
 export function s3Client(options: S3Options, fallbackRegion: string): S3Client {
   // Loaded here, not at start: the SDK alone takes longer to load than the whole CLI (bench:cli).
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { S3Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fallbackRegion;
   return new S3Client({ region, forcePathStyle: options.forcePathStyle ?? false });
@@ -42,7 +42,7 @@ export function s3Client(options: S3Options, fallbackRegion: string): S3Client {
  */
 export async function mappingBucketOf(fleet: Fleet, region: string): Promise<string> {
   const name = mappingBucketParameter(fleet.app);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { GetParameterCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
   const ssm = new SSMClient({ region });
   try {

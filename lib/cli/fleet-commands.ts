@@ -42,11 +42,11 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
       const parent = parentPid();
       const port = integer(flags.port, '--port', 0, 65535);
       // The local fleet (PostgreSQL client) and the router load when the command runs, not when cellctl starts.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { LOCAL_DATABASE, postgresBinDir, POSTGRES_INSTALL_HINT, readFleetFile, startLocalFleet } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
       const before = flags.fresh ? undefined : readFleetFile(flags.stateDir);
       const cells = flags.cells !== undefined ? integer(flags.cells, '--cells', 1, 64) : (before ? before.cells.length - (before.cellZero ? 1 : 0) : undefined) ?? 4;
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { HAPROXY_INSTALL_HINT, haproxyVersion } = require('../runtime/router') as typeof import('../runtime/router');
       if (!flags.images && !haproxyVersion()) throw new CliError(`haproxy is not installed (or not on PATH); ${HAPROXY_INSTALL_HINT}`);
       if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
@@ -111,7 +111,7 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
     .option('--state-dir <dir>', 'the running fleet\'s state directory', '.cells-local')
     .option('--json', 'print the new cell as JSON')
     .action(async (flags: { stateDir: string; json?: boolean }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { requestAddCell } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
       let added;
       try {
@@ -140,9 +140,9 @@ export function fleetCommand(io: CliIo, signals: NodeJS.EventEmitter = process, 
  * without cleanup). Nothing running is not an error.
  */
 async function stopFleet(io: CliIo, stateDir: string): Promise<void> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { pidRunning } = require('../domain/files') as typeof import('../domain/files');
   const file = readFleetFile(stateDir);
   if (file?.pid && pidRunning(file.pid)) {
@@ -155,7 +155,7 @@ async function stopFleet(io: CliIo, stateDir: string): Promise<void> {
     }
   }
   if (file?.images) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
     const { removeFleetContainers } = require('../operations/local-fleet/images') as typeof import('../operations/local-fleet/images');
     const removed = await removeFleetContainers(stateDir);
     if (removed.length) io.err(`removed ${removed.length} containers left running: ${removed.join(', ')}\n`);

@@ -227,7 +227,7 @@ function storeCommand(parent: Command, name: string, description: string): Comma
  * history and rollback read from.
  */
 async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; fleet: Fleet; bakeSeconds: number }> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
   const fleet = fleetFrom(flags.config);
   const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
@@ -244,7 +244,7 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
 }
 
 async function storeAction<T>(run: (store: typeof import('../adapters/mapping-store')) => Promise<T>): Promise<T> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const module = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
   const { ConcurrentWriteError, PublishRefusedError, StoreError } = module;
   try {

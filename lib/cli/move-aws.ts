@@ -54,7 +54,7 @@ const moveError = (message: string) => new MoveError(message);
  * that role assumed (operators of the router or the tooling account may).
  */
 async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCredentialIdentityProvider | undefined> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { GetCallerIdentityCommand, STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
   const sts = new STSClient({ region });
   let arn: string;
@@ -83,11 +83,11 @@ const parameter = (name: string, region: string, credentials: AwsCredentialIdent
   ssmParameter(name, region, credentials, missing, moveError);
 
 export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Promise<AwsMoveContext> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { S3Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { ECSClient } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { MappingStore } = require('../adapters/mapping-store/store') as typeof import('../adapters/mapping-store/store');
   const home = fleet.router.homeRegion;
   const credentials = await operatorCredentials(fleet, home);

@@ -47,7 +47,7 @@ interface OpenedDeps {
 async function awsDeps(io: CliIo, flags: MoveFlags): Promise<OpenedDeps> {
   const copyRowsPerSecond = copyRateOf(flags);
   const fleet = fleetFrom(flags.config ?? 'cells.config.ts');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { awsMoveContext } = require('./move-aws') as typeof import('./move-aws');
   const progress = (line: string) => io.err(`${line}\n`);
   const context = await awsMoveContext(fleet, { movesBucket: flags.movesBucket, copyRowsPerSecond, clock: systemClock, progress });
@@ -87,7 +87,7 @@ function localDeps(io: CliIo, flags: MoveFlags): OpenedDeps {
     cell: (id) => {
       const db = fleet.cells[id];
       if (!db) throw new MoveError(`cell ${id} is not in ${path.join(stateDir, 'fleet.json')} (cells: ${Object.keys(fleet.cells).join(', ')})`);
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { PostgresCellData: CellData } = require('../operations/moves/cell-data') as typeof import('../operations/moves/cell-data');
       if (!opened.has(id)) opened.set(id, new CellData(id, db, { bucketCount: bucketCount!, batchRows: 5000, clock: systemClock }));
       return opened.get(id)!;

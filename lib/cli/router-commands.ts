@@ -48,7 +48,7 @@ export function routerCommand(io: CliIo, signals: NodeJS.EventEmitter = process,
     .option('--start-timeout <seconds>', 'how long HAProxy may take to start (default: 10 s plus 1 s per MiB of maps it loads)')
     .action(async (flags: { mapping: string; port: string; debugHeaders?: boolean; config: string; slots?: string; caFile?: string; readyPort?: string; startTimeout?: string }) => {
       const parent = parentPid();
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { HAPROXY_INSTALL_HINT, HaproxyStartError, haproxyVersion, startLocalRouter } = require('../runtime/router') as typeof import('../runtime/router');
       const listen = port(flags.port, '--port');
       const readyPort = flags.readyPort === undefined ? undefined : port(flags.readyPort, '--ready-port');

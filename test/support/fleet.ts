@@ -49,7 +49,7 @@ export function twoCellFleet(): Fleet {
 
 /** The shipped config object itself, for tests that edit it. */
 export function exampleInput(): FleetInput {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
   return (require(path.join(REPO_ROOT, 'cells.config.ts')) as { default: FleetInput }).default;
 }
 

@@ -4,7 +4,7 @@ import * as path from 'path';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import * as cxapi from 'aws-cdk-lib/cx-api';
 // js-yaml comes with aws-cdk-lib's tooling; only the CDK bootstrap template is YAML.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS package without type declarations
 const yaml = require('js-yaml') as { load(text: string): unknown };
 
 /**
@@ -16,7 +16,7 @@ const yaml = require('js-yaml') as { load(text: string): unknown };
  * evaluated by @cloud-copilot/iam-simulate (AGPL-3.0: a devDependency used by tests only, never shipped).
  */
 
-type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = any;  
 export type PolicyDocument = { Version?: string; Statement: Json[] };
 export type Decision = 'Allowed' | 'ExplicitlyDenied' | 'ImplicitlyDenied';
 

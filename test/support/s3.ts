@@ -5,7 +5,7 @@ import { AddressInfo } from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { S3Client } from '@aws-sdk/client-s3';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS package without type declarations
 const S3rver = require('s3rver');
 
 /**

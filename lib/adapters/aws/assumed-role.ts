@@ -20,7 +20,7 @@ export function assumedRole(roleArn: string, sessionName: string, base: AwsCrede
   let cached: AwsCredentialIdentity | undefined;
   return async () => {
     if (cached?.expiration && cached.expiration.getTime() - Date.now() > EARLY_REFRESH_MS) return cached;
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
     const { AssumeRoleCommand, STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
     const sts = new STSClient({ region, ...(base ? { credentials: base } : {}) });
     let answer;
@@ -41,7 +41,7 @@ export function assumedRole(roleArn: string, sessionName: string, base: AwsCrede
 
 /** The value of SSM parameter `name` in `region`; `missing` says what to do when it does not exist. */
 export async function ssmParameter(name: string, region: string, credentials: AwsCredentialIdentityProvider | undefined, missing: string, errorOf: ErrorOf = plain): Promise<string> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { GetParameterCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
   const ssm = new SSMClient({ region, ...(credentials ? { credentials } : {}) });
   let value: string | undefined;

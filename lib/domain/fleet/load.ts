@@ -16,9 +16,9 @@ function requireConfig(file: string): unknown {
   // Node's own loader lists '.js'; Jest's require shows an empty object and loads .ts through its
   // transform. (An environment variable would leak into the processes tests start.)
   const nodeLoader = require.extensions !== undefined && '.js' in require.extensions;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx is registered only when a .ts fleet file is loaded under plain node
   if (file.endsWith('.ts') && nodeLoader && !require.extensions['.ts']) require('tsx/cjs/api').register();
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
   return require(file);
 }
 

@@ -29,7 +29,7 @@ export type ValueSpec =
 
 export type FieldSpec = ValueSpec & { readonly optional?: boolean };
 
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- `{}` is what an all-optional Pick accepts: the test for an optional key
 type IsOptional<T, K extends keyof T> = {} extends Pick<T, K> ? true : false;
 
 /** Every key of `T`, each marked optional exactly when the type makes it optional. */

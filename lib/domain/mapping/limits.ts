@@ -69,7 +69,6 @@ export function documentEntries(doc: { overrides?: unknown; buckets?: unknown; f
 /** Own keys of an object; for-in, since Object.keys on a 100,000-key object allocates an array as large. */
 function countKeys(o: Record<string, unknown>): number {
   let n = 0;
-  // eslint-disable-next-line guard-for-in
   for (const _key in o) n++;
   return n;
 }

@@ -223,7 +223,7 @@ export interface ServedReportProbeOptions {
 
 /** The ids (last part of the ARN) of the tasks ECS runs for `service` in `cluster`. */
 export async function ecsRunningTasks(ecs: import('@aws-sdk/client-ecs').ECSClient, cluster: string, service: string): Promise<ReadonlySet<string>> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { ListTasksCommand } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
   const ids = new Set<string>();
   let token: string | undefined;
@@ -260,7 +260,7 @@ export function servedReportProbe(
   }
   const cache = new Map<string, { etag: string; report: ReturnType<typeof parseServedReport> }>();
   return async () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
     const { GetObjectCommand, ListObjectsV2Command } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
     const read = async (s3: S3Client, bucket: string, key: string, etag: string) => {
       const cached = cache.get(`${bucket}/${key}`);

@@ -71,7 +71,7 @@ export class EcsMoverRunner implements MoverTaskRunner {
    */
   public stopAll(reason: string): Promise<{ stopped: string[]; failed: string[] }> {
     this.stopping ??= (async () => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { StopTaskCommand } = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
       // A RunTask already sent: its task is stopped too, once ECS has named it.
       await Promise.all([...this.starting]);
@@ -111,7 +111,7 @@ export class EcsMoverRunner implements MoverTaskRunner {
   }
 
   public async run(request: MoverRequest): Promise<unknown> {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
     const ecsApi = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
     const cell = this.cellOf(request.cell);
     if (this.o.signal?.aborted) throw this.interrupted();
@@ -175,7 +175,7 @@ export class EcsMoverRunner implements MoverTaskRunner {
   }
 
   private async watch(running: RunningTask, info: MoverTaskInfo, resultKey: string): Promise<unknown> {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
     const ecsApi = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
     const { cell, ecs, taskArn } = running;
     const task = { taskArn };

@@ -36,7 +36,7 @@ const SQS_BATCH = 10;
 
 /** Sends `bodies` to the SQS queue at `queueUrl`, 10 at a time; any message SQS did not take fails the call (a retry sends all again). */
 export async function sendToSqs(queueUrl: string, bodies: readonly string[]): Promise<void> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { SendMessageBatchCommand, SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
   const sqs = new SQSClient({});
   try {

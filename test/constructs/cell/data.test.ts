@@ -48,7 +48,7 @@ describe('CellData', () => {
   });
 
   it('defaults to a version both RDS and Aurora list in aws-cdk-lib and that validation accepts', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- read as a plain object: the test looks its version constants up by name
     const { AuroraPostgresEngineVersion, PostgresEngineVersion } = require('aws-cdk-lib/aws-rds');
     const key = `VER_${DEFAULT_POSTGRES_VERSION.replace('.', '_')}`;
     expect(PostgresEngineVersion[key]?.postgresFullVersion).toBe(DEFAULT_POSTGRES_VERSION);

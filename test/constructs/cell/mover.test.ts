@@ -3,7 +3,7 @@ import { Fleet } from '../../../lib/domain/fleet';
 import { BareCell, EC2_CELL, FARGATE_CELL, synthBareCells } from '../../support/cell';
 import { exampleFleet } from '../../support/fleet';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;  
 
 describe('CellMover (in every cell stack)', () => {
   let fleet: Fleet;

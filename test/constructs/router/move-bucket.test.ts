@@ -8,7 +8,7 @@ import { routerStackPropsOf } from '../../../lib/app/router-props';
 import { RouterStack } from '../../../lib/constructs/router';
 import { cdkApp, exampleFleet } from '../../support/fleet';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;  
 
 describe('MoveBucket (in the first region\'s router stack)', () => {
   let fleet: Fleet;
