@@ -21,9 +21,17 @@ module.exports = {
     layer('domain', [], 'The domain (fleet model, mapping, waves, capacity, limits, names, files, what a move is) imports only the domain.'),
     layer('adapters', ['domain'], 'Adapters to AWS and stores import the domain (and the AWS SDK).'),
     layer('runtime', ['domain', 'adapters'], 'What ships in images and functions: the router agent, the workload, the handlers, the image recipes.'),
-    layer('operations', ['domain', 'adapters', 'runtime'], 'What runs on an operator\'s machine: the move engine, the local fleet.'),
-    layer('constructs', ['domain', 'adapters', 'runtime'], 'The CDK constructs: they render the runtime\'s configuration and bundle it; nothing operational.'),
-    layer('app', ['domain', 'adapters', 'runtime', 'operations', 'constructs'], 'The one adapter from the fleet file to the constructs, and the audit.'),
+    layer('operations', ['domain', 'adapters', 'runtime'], "What runs on an operator's machine: the move engine, the local fleet."),
+    layer(
+      'constructs',
+      ['domain', 'adapters', 'runtime'],
+      "The CDK constructs: they render the runtime's configuration and bundle it; nothing operational.",
+    ),
+    layer(
+      'app',
+      ['domain', 'adapters', 'runtime', 'operations', 'constructs'],
+      'The one adapter from the fleet file to the constructs, and the audit.',
+    ),
     layer('cli', ['domain', 'adapters', 'runtime', 'operations'], 'cellctl loads without CDK: no constructs, no app.'),
     {
       name: 'cdk-only-in-constructs-and-app',

@@ -102,15 +102,19 @@ export default defineFleet({
     });
     // Exactly what the workload does (the table's grantReadWriteData adds kms:ReEncrypt* and
     // kms:GenerateDataKey*, wildcards AwsSolutions-IAM5 flags); the key only through DynamoDB.
-    cell.workloadRole.addToPrincipalPolicy(new iam.PolicyStatement({
-      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
-      resources: [table.tableArn],
-    }));
-    cell.workloadRole.addToPrincipalPolicy(new iam.PolicyStatement({
-      actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'],
-      resources: [cell.encryptionKey.keyArn],
-      conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Stack.of(cell.scope).region}.amazonaws.com` } },
-    }));
+    cell.workloadRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+        resources: [table.tableArn],
+      }),
+    );
+    cell.workloadRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:DescribeKey'],
+        resources: [cell.encryptionKey.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `dynamodb.${Stack.of(cell.scope).region}.amazonaws.com` } },
+      }),
+    );
     cell.addWorkloadEnvironment('IDEMPOTENCY_TABLE', table.tableName);
     const minute = Duration.minutes(1);
     const throttles = new cloudwatch.Alarm(cell.scope, 'IdempotencyThrottles', {

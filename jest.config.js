@@ -27,8 +27,9 @@ function testFiles(dir) {
   });
 }
 
-const integration = testFiles(path.join(__dirname, 'test'))
-  .filter((file) => INTEGRATION_MARKERS.some(([, marker]) => marker.test(fs.readFileSync(file, 'utf8'))));
+const integration = testFiles(path.join(__dirname, 'test')).filter((file) =>
+  INTEGRATION_MARKERS.some(([, marker]) => marker.test(fs.readFileSync(file, 'utf8'))),
+);
 
 /** `<rootDir>/test/a/b.test.ts` as a path regex that matches that file only. */
 const exactly = (file) => `^${path.resolve(file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;

@@ -17,7 +17,10 @@ runMoverTask(process.env, {
     return SecretString;
   },
   clock: systemClock,
-}).then((code) => process.exit(code), (error: Error) => {
-  process.stderr.write(`mover: ${error.stack ?? error.message}\n`);
-  process.exit(2);
-});
+}).then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    process.stderr.write(`mover: ${error.stack ?? error.message}\n`);
+    process.exit(2);
+  },
+);

@@ -60,11 +60,14 @@ const reportWhy = ` (moves count a served report older than ${SERVED_FRESHNESS_M
  * Interface endpoints of the cells sit in the same subnets, so an address in it is in this task's zone.
  */
 async function zoneCidrs(): Promise<string[]> {
-  if (process.env.ZONE_CIDRS) return process.env.ZONE_CIDRS.split(',').map((c) => c.trim()).filter(Boolean);
+  if (process.env.ZONE_CIDRS)
+    return process.env.ZONE_CIDRS.split(',')
+      .map((c) => c.trim())
+      .filter(Boolean);
   const uri = process.env.ECS_CONTAINER_METADATA_URI_V4;
   if (!uri) return [];
   try {
-    const metadata = await (await fetch(uri, { signal: AbortSignal.timeout(2000) })).json() as { Networks?: { IPv4SubnetCIDRBlock?: string }[] };
+    const metadata = (await (await fetch(uri, { signal: AbortSignal.timeout(2000) })).json()) as { Networks?: { IPv4SubnetCIDRBlock?: string }[] };
     return (metadata.Networks ?? []).map((n) => n.IPv4SubnetCIDRBlock).filter((c): c is string => !!c);
   } catch (error) {
     process.stdout.write(`${JSON.stringify({ level: 'warn', event: 'zone-unknown', error: (error as Error).message })}\n`);
@@ -82,14 +85,18 @@ async function taskId(): Promise<string> {
   const uri = process.env.ECS_CONTAINER_METADATA_URI_V4;
   if (uri) {
     try {
-      const task = await (await fetch(`${uri}/task`, { signal: AbortSignal.timeout(2000) })).json() as { TaskARN?: string };
+      const task = (await (await fetch(`${uri}/task`, { signal: AbortSignal.timeout(2000) })).json()) as { TaskARN?: string };
       const id = task.TaskARN?.split('/').pop();
       if (id) return id;
     } catch (error) {
       process.stdout.write(`${JSON.stringify({ level: 'warn', event: 'task-id-unknown', error: (error as Error).message })}\n`);
     }
   }
-  return hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 128) || 'unknown';
+  return (
+    hostname()
+      .replace(/[^A-Za-z0-9_.-]/g, '-')
+      .slice(0, 128) || 'unknown'
+  );
 }
 
 async function main(): Promise<void> {
@@ -101,7 +108,9 @@ async function main(): Promise<void> {
   const localNetworks = await zoneCidrs();
   const s3 = new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' });
   const emit = (line: string) => process.stdout.write(`${line}\n`);
-  const served = mappingFile ? undefined : new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: seconds('REPORT_SECONDS', '10', reportLimit, reportWhy) * 1000, emit });
+  const served = mappingFile
+    ? undefined
+    : new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: seconds('REPORT_SECONDS', '10', reportLimit, reportWhy) * 1000, emit });
   const agent = new MappingAgent({
     api,
     source: mappingFile ? new FileMappingSource(mappingFile) : new S3MappingSource(s3, bucket, group),
@@ -122,12 +131,18 @@ async function main(): Promise<void> {
   agent.loadLastKnownGood();
   const server = agent.healthServer().listen(Number(env('HEALTH_PORT', '8082')));
   // While a move's freeze is in force its flip comes within seconds: the loop polls faster until it has.
-  const poll = runAgentLoop(agent, { pollMs: seconds('POLL_SECONDS', '5', reportLimit, reportWhy) * 1000, freezePollMs: Number(env('FREEZE_POLL_MS', '250')) });
+  const poll = runAgentLoop(agent, {
+    pollMs: seconds('POLL_SECONDS', '5', reportLimit, reportWhy) * 1000,
+    freezePollMs: Number(env('FREEZE_POLL_MS', '250')),
+  });
   let stopping = false;
-  const metrics = setInterval(() => {
-    void agent.metrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
-    void agent.tenantMetrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
-  }, Number(env('METRICS_SECONDS', '60')) * 1000);
+  const metrics = setInterval(
+    () => {
+      void agent.metrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
+      void agent.tenantMetrics().then((lines) => lines.forEach((l) => process.stdout.write(`${l}\n`)));
+    },
+    Number(env('METRICS_SECONDS', '60')) * 1000,
+  );
   const stop = () => {
     if (stopping) return;
     stopping = true;

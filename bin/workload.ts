@@ -25,7 +25,10 @@ async function main(): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    void running.close().then(() => process.exit(0), () => process.exit(1));
+    void running.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

@@ -12,16 +12,37 @@ export type * from './domain/fleet/types';
 // The adapter: the fleet file made into the constructs' props, a whole fleet stamped into an app,
 // the audit gate and AWS limit checks.
 export {
-  addFleet, addPipeline, addAuditGate, auditSummary, cellPropsOf, cellStackPropsOf, cellStacksOf, formatAuditSummary, isolationChecksPropsOf,
-  pipelineRoutersOf, pipelineStackPropsOf, routerGroupsStackPropsOf, routerStackPropsOf,
+  addFleet,
+  addPipeline,
+  addAuditGate,
+  auditSummary,
+  cellPropsOf,
+  cellStackPropsOf,
+  cellStacksOf,
+  formatAuditSummary,
+  isolationChecksPropsOf,
+  pipelineRoutersOf,
+  pipelineStackPropsOf,
+  routerGroupsStackPropsOf,
+  routerStackPropsOf,
 } from './app';
 export type { FleetStacks, PackSummary } from './app';
 
 // A cell with props of its own, and its building blocks.
 export { Cell, CellStack, CellAlarms, CellCompute, CellDashboard, CellData, CellEntry, CellKey, CellNetwork, CellQueues } from './constructs/cell';
 export type {
-  CellProps, CellStackProps, CellNetworkOptions, CellComputeOptions, CellWorkloadOptions, CellDatabaseOptions, CellRoutingOptions,
-  CellTestedLimits, CellAlarmSettings, CellAlarmOptions, CellBuildingBlocks, CellExtension,
+  CellProps,
+  CellStackProps,
+  CellNetworkOptions,
+  CellComputeOptions,
+  CellWorkloadOptions,
+  CellDatabaseOptions,
+  CellRoutingOptions,
+  CellTestedLimits,
+  CellAlarmSettings,
+  CellAlarmOptions,
+  CellBuildingBlocks,
+  CellExtension,
 } from './constructs/cell';
 
 // The router: one stack per region, its groups, the mapping bucket they read.
@@ -31,7 +52,13 @@ export type { RouterStackProps, RouterGroupsStackProps, RouterGroupProps, Mappin
 // The pipeline: cell waves, then the routers region by region.
 export { PipelineStack, CellStage, CellZeroStage, RouterStage, pipelinePropsProblems } from './constructs/pipeline';
 export type {
-  PipelineStackProps, PipelineWavePlan, PipelineCellWave, PipelineRouterWave, PipelineCellZero, PipelineDeploymentWindow, RouterStageStacks,
+  PipelineStackProps,
+  PipelineWavePlan,
+  PipelineCellWave,
+  PipelineRouterWave,
+  PipelineCellZero,
+  PipelineDeploymentWindow,
+  RouterStageStacks,
 } from './constructs/pipeline';
 export { planWaves, WavePlanError } from './domain/waves';
 export type { Wave, WaveKind, WavePlan, RouterWave } from './domain/waves';

@@ -22,9 +22,17 @@ function seconds<T>(f: () => T): [T, number] {
 
 const at = process.argv.indexOf('--cells');
 const configPath = path.resolve('cells.config.ts');
-const fleet = at < 0 ? loadFleet(configPath) : resolveFleet(generateScaleFleet(
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
-  (require(configPath) as { default: Parameters<typeof generateScaleFleet>[0] }).default, Number(process.argv[at + 1]), 2));
+const fleet =
+  at < 0
+    ? loadFleet(configPath)
+    : resolveFleet(
+        generateScaleFleet(
+          // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
+          (require(configPath) as { default: Parameters<typeof generateScaleFleet>[0] }).default,
+          Number(process.argv[at + 1]),
+          2,
+        ),
+      );
 const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-audit-'));
 try {
   const app = new App({ outdir, context: cdkJsonContext() });
@@ -41,7 +49,9 @@ try {
     const [findings, s] = seconds(run);
     rows.push([name, s, findings.length]);
   }
-  process.stdout.write(`fleet: ${fleet.cells.length} cells, ${stacks} stacks; construct ${build.toFixed(1)} s, synth without packs ${synth.toFixed(1)} s\n`);
+  process.stdout.write(
+    `fleet: ${fleet.cells.length} cells, ${stacks} stacks; construct ${build.toFixed(1)} s, synth without packs ${synth.toFixed(1)} s\n`,
+  );
   process.stdout.write('| pack | seconds | per stack (s) | findings |\n|---|---|---|---|\n');
   for (const [name, s, n] of rows) process.stdout.write(`| ${name} | ${s.toFixed(1)} | ${(s / stacks).toFixed(2)} | ${n} |\n`);
   process.stdout.write(`machine: ${os.cpus().length} cores, node ${process.version}\n`);

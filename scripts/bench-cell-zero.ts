@@ -43,7 +43,9 @@ function get(agent: http.Agent, port: number, key: string): Promise<number> {
   });
 }
 
-interface Tally { readonly [status: string]: number }
+interface Tally {
+  readonly [status: string]: number;
+}
 
 /**
  * `workers` clients with keep-alive for `seconds`, each request to `portOf(i)`; `during` runs one
@@ -70,15 +72,27 @@ async function underLoad(workers: number, seconds: number, portOf: (i: number) =
   return tallies;
 }
 
-const show = (t: Tally | undefined) => Object.entries(t ?? {}).map(([s, n]) => `${s === '0' ? 'failed' : s}: ${n}`).join(', ');
+const show = (t: Tally | undefined) =>
+  Object.entries(t ?? {})
+    .map(([s, n]) => `${s === '0' ? 'failed' : s}: ${n}`)
+    .join(', ');
 
 async function startRouter(dir: string, name: string, port: number, mappingFile: string): Promise<LocalRouter> {
   const pinned = path.join(dir, 'haproxy-cpu0');
   if (!fs.existsSync(pinned)) fs.writeFileSync(pinned, `#!/bin/sh\nexec ${pin(0, ['haproxy']).join(' ')} "$@"\n`, { mode: 0o755 });
   fs.mkdirSync(path.join(dir, name), { recursive: true });
   const router = await startLocalRouter({
-    mappingFile, port, partitionKey: KEY, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined,
-    haproxyBinary: pinned, pollMs: 200, zones: 1, stateDir: path.join(dir, name), retryUnappliableMs: 1000,
+    mappingFile,
+    port,
+    partitionKey: KEY,
+    bucketCount: 16384,
+    healthCheckPath: '/health',
+    log: () => undefined,
+    haproxyBinary: pinned,
+    pollMs: 200,
+    zones: 1,
+    stateDir: path.join(dir, name),
+    retryUnappliableMs: 1000,
   });
   await listening(port, 30_000);
   return router;
@@ -91,7 +105,13 @@ async function main() {
   const haproxyPids: number[] = [];
   process.on('exit', () => {
     processes.forEach((p) => p.kill('SIGKILL'));
-    haproxyPids.forEach((pid) => { try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ } });
+    haproxyPids.forEach((pid) => {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    });
     fs.rmSync(dir, { recursive: true, force: true });
   });
   // The existing service, in its own process on CPU 1.
@@ -101,7 +121,9 @@ async function main() {
   await listening(SERVICE_PORT, 30_000);
 
   const mappingFile = path.join(dir, 'mapping.json');
-  const doc = adoptionMapping({ id: 'zero', endpoint: `http://127.0.0.1:${SERVICE_PORT}`, state: 'active' }, [], 16384, { now: new Date().toISOString() });
+  const doc = adoptionMapping({ id: 'zero', endpoint: `http://127.0.0.1:${SERVICE_PORT}`, state: 'active' }, [], 16384, {
+    now: new Date().toISOString(),
+  });
   fs.writeFileSync(mappingFile, JSON.stringify(doc));
   const a = await startRouter(dir, 'group-a', 19102, mappingFile);
   const pidA = Number((await new RuntimeApi(path.join(a.stateDir, 'admin.sock')).info()).Pid);
@@ -113,37 +135,69 @@ async function main() {
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of (round % 2 === 0 ? ['direct', 'router'] : ['router', 'direct']) as ('direct' | 'router')[]) {
       // Paced: each connection waits 0-4 ms at random between requests.
-      runs[name].push(wrk({ dir, port: name === 'direct' ? SERVICE_PORT : 19102, connections: CONNECTIONS, seconds: DURATION, path: '/items', seed: 7, paceMs: 2 }));
+      runs[name].push(
+        wrk({ dir, port: name === 'direct' ? SERVICE_PORT : 19102, connections: CONNECTIONS, seconds: DURATION, path: '/items', seed: 7, paceMs: 2 }),
+      );
     }
   }
-  const summary = (rs: LoadResult[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) });
+  const summary = (rs: LoadResult[]) => ({
+    rps: median(rs.map((r) => r.rps)),
+    p50: median(rs.map((r) => r.p50)),
+    p99: median(rs.map((r) => r.p99)),
+    errors: rs.reduce((n, r) => n + r.errors, 0),
+  });
   const direct = summary(runs.direct);
   const routed = summary(runs.router);
   const out = (s: string) => process.stdout.write(`${s}\n`);
-  out(`wrk, 1 thread, ${CONNECTIONS} connections each waiting 0-4 ms at random between requests, ${ROUNDS} interleaved rounds of ${DURATION} s, random tenant keys; router on CPU 0, wrk and the service on CPU 1; ${os.cpus().length} cores`);
+  out(
+    `wrk, 1 thread, ${CONNECTIONS} connections each waiting 0-4 ms at random between requests, ${ROUNDS} interleaved rounds of ${DURATION} s, random tenant keys; router on CPU 0, wrk and the service on CPU 1; ${os.cpus().length} cores`,
+  );
   out('path                    req/s    p50 ms   p99 ms   errors');
-  for (const [name, s] of [['direct to the service', direct], ['through the router', routed]] as const) {
+  for (const [name, s] of [
+    ['direct to the service', direct],
+    ['through the router', routed],
+  ] as const) {
     out(`${name.padEnd(22)}  ${String(s.rps).padStart(6)}   ${s.p50.toFixed(2).padStart(6)}   ${s.p99.toFixed(2).padStart(6)}   ${s.errors}`);
   }
   out(`added by the router: p50 +${(routed.p50 - direct.p50).toFixed(2)} ms, p99 +${(routed.p99 - direct.p99).toFixed(2)} ms`);
 
   // 2. Failures, under load through the router.
   out(`\nfailures, ${CONNECTIONS} keep-alive clients through the router for ${FAILURE_SECONDS} s each, the failure injected after 1 s:`);
-  const invalid = await underLoad(CONNECTIONS, FAILURE_SECONDS, () => 19102, async () => {
-    fs.writeFileSync(mappingFile, '{"schemaVersion": 1, "version": 99, "cells": {');
-    await sleep(1000);
-    fs.rmSync(mappingFile);
-  });
+  const invalid = await underLoad(
+    CONNECTIONS,
+    FAILURE_SECONDS,
+    () => 19102,
+    async () => {
+      fs.writeFileSync(mappingFile, '{"schemaVersion": 1, "version": 99, "cells": {');
+      await sleep(1000);
+      fs.rmSync(mappingFile);
+    },
+  );
   out(`mapping source fails (invalid document, then none): ${show(invalid.get(19102))}`);
   fs.writeFileSync(mappingFile, JSON.stringify(doc));
-  const agentStopped = await underLoad(CONNECTIONS, FAILURE_SECONDS, () => 19102, async () => { a.stopAgent(); });
+  const agentStopped = await underLoad(
+    CONNECTIONS,
+    FAILURE_SECONDS,
+    () => 19102,
+    async () => {
+      a.stopAgent();
+    },
+  );
   out(`mapping agent stops (HAProxy keeps its maps): ${show(agentStopped.get(19102))}`);
   a.startAgent();
 
   const b = await startRouter(dir, 'group-b', 19103, mappingFile);
   haproxyPids.push(Number((await new RuntimeApi(path.join(b.stateDir, 'admin.sock')).info()).Pid));
   await sleep(1000);
-  const groups = await underLoad(CONNECTIONS, FAILURE_SECONDS, (i) => (i % 2 === 0 ? 19102 : 19103), async () => { a.stopAgent(); process.kill(pidA, 'SIGKILL'); });
+  const groups = await underLoad(
+    CONNECTIONS,
+    FAILURE_SECONDS,
+    (i) => (i % 2 === 0 ? 19102 : 19103),
+    async () => {
+      a.stopAgent();
+      process.kill(pidA, 'SIGKILL');
+    },
+  );
   out(`one router group dies (group a's HAProxy killed; clients keep sending to both, as the NLB does until its health check marks it down):`);
   out(`  to group a: ${show(groups.get(19102))}`);
   out(`  to group b: ${show(groups.get(19103))}`);
@@ -151,7 +205,10 @@ async function main() {
   await Promise.race([b.stop(), sleep(10_000)]);
 }
 
-main().then(() => process.exit(0), (error) => {
-  process.stderr.write(`bench:cell-zero: ${(error as Error).message}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`bench:cell-zero: ${(error as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -44,8 +44,14 @@ try {
   ];
   // Node's own start-up, to tell the CLI's cost from a busy machine's.
   const bare = measure([process.execPath, '-e', '0'], process.env);
-  const row = (name: string, how: string, t: { median: number; max: number }, target = '') =>
-    [name, how, t.median.toFixed(0), t.max.toFixed(0), (t.median - bare.median).toFixed(0), target];
+  const row = (name: string, how: string, t: { median: number; max: number }, target = '') => [
+    name,
+    how,
+    t.median.toFixed(0),
+    t.max.toFixed(0),
+    (t.median - bare.median).toFixed(0),
+    target,
+  ];
   const rows: string[][] = [];
   for (const [name, args] of commands) {
     const fast = measure([process.execPath, BIN, ...args], compiled);
@@ -55,14 +61,21 @@ try {
   }
   // npm run: npm's own start-up on top; without -s it also prints a banner on stdout, which breaks `--json | jq`.
   // The script exists only in this copy of package.json (`npm run --prefix` reads it from the temporary folder).
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'bench-cli', private: true, scripts: { cellctl: `node ${JSON.stringify(BIN)}` } }));
-  rows.push(row('cellctl --help', 'npm run -s cellctl -- (compiled)', measure(['npm', 'run', '-s', '--prefix', dir, 'cellctl', '--', '--help'], compiled, 5)));
+  fs.writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name: 'bench-cli', private: true, scripts: { cellctl: `node ${JSON.stringify(BIN)}` } }),
+  );
+  rows.push(
+    row('cellctl --help', 'npm run -s cellctl -- (compiled)', measure(['npm', 'run', '-s', '--prefix', dir, 'cellctl', '--', '--help'], compiled, 5)),
+  );
   rows.push(row('cellctl --help', 'npx cellctl (compiled)', measure(['npx', '--no-install', 'cellctl', '--help'], compiled, 3)));
   rows.push(row('node -e 0', 'Node alone', bare));
   console.log('| command | how | median (ms) | slowest (ms) | median above Node alone (ms) | under 500 ms |');
   console.log('|---|---|---|---|---|---|');
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);
-  console.log(`runs: ${RUNS} after one warm-up (npx: 3, from source and npm run: 5); node ${process.version}; ${os.cpus().length} cores; load average ${os.loadavg()[0].toFixed(1)}`);
+  console.log(
+    `runs: ${RUNS} after one warm-up (npx: 3, from source and npm run: 5); node ${process.version}; ${os.cpus().length} cores; load average ${os.loadavg()[0].toFixed(1)}`,
+  );
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -13,7 +13,15 @@ import * as path from 'path';
 import { Client, Pool } from 'pg';
 import { bucketOf, compileMapping, createKeyHasher, initialMapping, MappingDocument, parseMapping } from '../lib/domain/mapping';
 import {
-  FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoverDeps, MoveSubject, planMove, runMove, systemClock,
+  FileRoutingControl,
+  forgetMove,
+  LocalHandoffStore,
+  LocalMoveStore,
+  MoverDeps,
+  MoveSubject,
+  planMove,
+  runMove,
+  systemClock,
 } from '../lib/operations/moves';
 import { CellDatabase, PostgresCellData } from '../lib/operations/moves/cell-data';
 import { routerVersionProbe } from '../lib/operations/moves/local-fleet';
@@ -42,11 +50,26 @@ async function main(): Promise<void> {
     await pool.end();
   }
   const mappingFile = path.join(dir, 'mapping.json');
-  fs.writeFileSync(mappingFile, JSON.stringify(initialMapping(['cell-a', 'cell-b'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${1 + i}`, state: 'active' as const })), BUCKETS, { now: new Date().toISOString() })));
+  fs.writeFileSync(
+    mappingFile,
+    JSON.stringify(
+      initialMapping(
+        ['cell-a', 'cell-b'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${1 + i}`, state: 'active' as const })),
+        BUCKETS,
+        { now: new Date().toISOString() },
+      ),
+    ),
+  );
   const port = await freeLoopbackPort();
   const router = await startLocalRouter({
-    mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: BUCKETS,
-    healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+    mappingFile,
+    port,
+    debugHeaders: true,
+    partitionKey: { source: 'header', name: 'x-tenant-id' },
+    bucketCount: BUCKETS,
+    healthCheckPath: '/health',
+    log: () => undefined,
+    pollMs: 100,
   });
   const mapping = (): MappingDocument => {
     const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
@@ -83,7 +106,10 @@ async function main(): Promise<void> {
     const c = await client(compileMapping(doc).lookup(tenant).cell);
     await c.query('begin');
     await c.query('lock table cf_moved_away in share mode');
-    const { rows } = await c.query(`select 1 from cf_moved_away where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = $2)`, [tenant, String(bucketOf(tenant, BUCKETS))]);
+    const { rows } = await c.query(`select 1 from cf_moved_away where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = $2)`, [
+      tenant,
+      String(bucketOf(tenant, BUCKETS)),
+    ]);
     if (rows.length > 0) {
       await c.query('rollback');
       return 'moved';
@@ -97,7 +123,10 @@ async function main(): Promise<void> {
     const tenant = 'bench-tenant';
     let home = compileMapping(mapping()).lookup(tenant).cell;
     const setup = await client(home);
-    await setup.query(`insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('n', g, 'pad', repeat('x', 100)) from generate_series(1, $2::int) g`, [tenant, TENANT_ROWS]);
+    await setup.query(
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('n', g, 'pad', repeat('x', 100)) from generate_series(1, $2::int) g`,
+      [tenant, TENANT_ROWS],
+    );
     process.stderr.write(`${TENANT_ROWS} rows for ${tenant} on ${home}; ${MOVES} moves while it writes ${WRITES_PER_SECOND}/s\n`);
 
     let stop = false;
@@ -138,7 +167,11 @@ async function main(): Promise<void> {
     const tenants: string[] = [];
     for (let i = 0; tenants.length < 1000; i++) if (hash(`bt-${i}`) % BUCKETS === bucket) tenants.push(`bt-${i}`);
     const owner = compileMapping(doc).lookup(tenants[0]).cell;
-    await (await client(owner)).query(`insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, '{}' from unnest($1::text[]) t, generate_series(1, 10)`, [tenants]);
+    await (
+      await client(owner)
+    ).query(`insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, '{}' from unnest($1::text[]) t, generate_series(1, 10)`, [
+      tenants,
+    ]);
     const subject: MoveSubject = { kind: 'buckets', ranges: [range] };
     const b0 = Date.now();
     const bucketMove = await planMove(deps, { subject, target: owner === 'cell-a' ? 'cell-b' : 'cell-a', reason: 'bench bucket' });
@@ -147,10 +180,18 @@ async function main(): Promise<void> {
 
     const rows: [string, string, string][] = [
       ['rows copied per second (clone of 100,000 rows, median)', `${Math.round(pct(cloneRates, 50)).toLocaleString('en-US')}`, ''],
-      [`freeze window p50 / p99 (${MOVES} moves, ${TENANT_ROWS.toLocaleString('en-US')} rows, ${WRITES_PER_SECOND} writes/s)`, `${pct(freezes, 50)} / ${pct(freezes, 99)} ms`, 'p99 < 1 s'],
+      [
+        `freeze window p50 / p99 (${MOVES} moves, ${TENANT_ROWS.toLocaleString('en-US')} rows, ${WRITES_PER_SECOND} writes/s)`,
+        `${pct(freezes, 50)} / ${pct(freezes, 99)} ms`,
+        'p99 < 1 s',
+      ],
       ['whole move (plan → unfrozen), median', `${pct(totals, 50)} ms`, ''],
       ['writes during the moves: acknowledged / refused frozen / refused moved', `${outcomes.ok} / ${outcomes.frozen} / ${outcomes.moved}`, ''],
-      ['bucket holding 1,000 tenants (10 rows each), plan → unfrozen', `${bucketMs} ms (${bucketDone.rowsCopied} rows, frozen ${Date.parse(bucketDone.unfrozenAt!) - Date.parse(bucketDone.frozenAt!)} ms)`, ''],
+      [
+        'bucket holding 1,000 tenants (10 rows each), plan → unfrozen',
+        `${bucketMs} ms (${bucketDone.rowsCopied} rows, frozen ${Date.parse(bucketDone.unfrozenAt!) - Date.parse(bucketDone.frozenAt!)} ms)`,
+        '',
+      ],
     ];
     process.stdout.write(`| measure | result | target |\n| --- | --- | --- |\n${rows.map((r) => `| ${r.join(' | ')} |`).join('\n')}\n`);
   } finally {

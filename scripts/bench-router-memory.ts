@@ -29,10 +29,12 @@ async function freePort(): Promise<number> {
 
 function version(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
-    http.get({ host: '127.0.0.1', port, path: '/', headers: { 'x-tenant-id': 'probe' } }, (res) => {
-      res.resume();
-      resolve(res.headers['x-mapping-version'] ? Number(res.headers['x-mapping-version']) : undefined);
-    }).on('error', () => resolve(undefined));
+    http
+      .get({ host: '127.0.0.1', port, path: '/', headers: { 'x-tenant-id': 'probe' } }, (res) => {
+        res.resume();
+        resolve(res.headers['x-mapping-version'] ? Number(res.headers['x-mapping-version']) : undefined);
+      })
+      .on('error', () => resolve(undefined));
   });
 }
 
@@ -46,7 +48,11 @@ async function main(): Promise<void> {
   const file = path.join(dir, 'mapping.json');
   fs.writeFileSync(file, JSON.stringify(small));
   const port = await freePort();
-  const cli = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'cellctl.js'), 'router', 'local', '--mapping', file, '--port', String(port), '--debug-headers'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const cli = spawn(
+    process.execPath,
+    [path.join(__dirname, '..', 'bin', 'cellctl.js'), 'router', 'local', '--mapping', file, '--port', String(port), '--debug-headers'],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
   try {
     const started = await new Promise<string>((resolve, reject) => {
       let out = '';
@@ -74,9 +80,16 @@ async function main(): Promise<void> {
     const bytes = Buffer.byteLength(text);
     const mib = (kib: number) => (kib / 1024).toFixed(1);
     process.stdout.write(`document: ${PINS} pins, ${(bytes / 1048576).toFixed(1)} MiB of JSON; applied in ${applyMs} ms\n`);
-    process.stdout.write('| process | peak before (MiB) | peak after (MiB) | added | per pin (bytes) | per document byte |\n|---|---|---|---|---|---|\n');
-    for (const [name, b, a] of [['agent (cellctl router local)', before.agent, after.agent], ['HAProxy', before.haproxy, after.haproxy]] as const) {
-      process.stdout.write(`| ${name} | ${mib(b)} | ${mib(a)} | ${mib(a - b)} | ${Math.round(((a - b) * 1024) / PINS)} | ${(((a - b) * 1024) / bytes).toFixed(2)} |\n`);
+    process.stdout.write(
+      '| process | peak before (MiB) | peak after (MiB) | added | per pin (bytes) | per document byte |\n|---|---|---|---|---|---|\n',
+    );
+    for (const [name, b, a] of [
+      ['agent (cellctl router local)', before.agent, after.agent],
+      ['HAProxy', before.haproxy, after.haproxy],
+    ] as const) {
+      process.stdout.write(
+        `| ${name} | ${mib(b)} | ${mib(a)} | ${mib(a - b)} | ${Math.round(((a - b) * 1024) / PINS)} | ${(((a - b) * 1024) / bytes).toFixed(2)} |\n`,
+      );
     }
     process.stdout.write(`HAProxy resident after the apply: ${mib(after.haproxyNow)} MiB (before ${mib(before.haproxyNow)})\n`);
   } finally {
@@ -87,7 +100,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (error) => {
-  process.stderr.write(`${(error as Error).stack}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${(error as Error).stack}\n`);
+    process.exit(1);
+  },
+);

@@ -48,9 +48,18 @@ function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks, USER_HZ = 100
 }
 
-
-interface Target { readonly name: string; readonly port: number; readonly pid?: number }
-interface Summary { rps: number; p50: number; p99: number; cpuPerRequest?: number; runs: number[] }
+interface Target {
+  readonly name: string;
+  readonly port: number;
+  readonly pid?: number;
+}
+interface Summary {
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuPerRequest?: number;
+  runs: number[];
+}
 
 /**
  * Each target once per round, in alternating order (ABBA), so slow spells of the machine hit all
@@ -65,10 +74,18 @@ function measure(dir: string, targets: readonly Target[], connections: number, p
       runs.get(t.name)!.push({ r, cpu: t.pid === undefined ? undefined : (cpuMicros(t.pid) - before) / r.requests });
     }
   }
-  return new Map([...runs].map(([name, rs]) => [name, {
-    rps: median(rs.map((x) => x.r.rps)), p50: median(rs.map((x) => x.r.p50)), p99: median(rs.map((x) => x.r.p99)),
-    cpuPerRequest: rs[0].cpu === undefined ? undefined : median(rs.map((x) => x.cpu!)), runs: rs.map((x) => x.r.rps),
-  }]));
+  return new Map(
+    [...runs].map(([name, rs]) => [
+      name,
+      {
+        rps: median(rs.map((x) => x.r.rps)),
+        p50: median(rs.map((x) => x.r.p50)),
+        p99: median(rs.map((x) => x.r.p99)),
+        cpuPerRequest: rs[0].cpu === undefined ? undefined : median(rs.map((x) => x.cpu!)),
+        runs: rs.map((x) => x.r.rps),
+      },
+    ]),
+  );
 }
 
 /**
@@ -78,9 +95,10 @@ function measure(dir: string, targets: readonly Target[], connections: number, p
 function copyRouter(stateDir: string, to: string, port: number, rules?: string): string {
   fs.cpSync(stateDir, to, { recursive: true, filter: (f) => !f.endsWith('.sock') });
   const config = fs.readFileSync(path.join(to, 'haproxy.cfg'), 'utf8').split(stateDir).join(to);
-  const copy = rules === undefined
-    ? config.replace(/(frontend router\n {2}bind )[^\n]*\n/, `$1127.0.0.1:${port}\n`)
-    : config.replace(/(frontend router\n {2}bind )[^\n]*\n[\s\S]*?\n\n/, `$1127.0.0.1:${port}\n${rules}\n\n`);
+  const copy =
+    rules === undefined
+      ? config.replace(/(frontend router\n {2}bind )[^\n]*\n/, `$1127.0.0.1:${port}\n`)
+      : config.replace(/(frontend router\n {2}bind )[^\n]*\n[\s\S]*?\n\n/, `$1127.0.0.1:${port}\n${rules}\n\n`);
   if (copy === config) throw new Error('could not derive a proxy from the router configuration');
   fs.writeFileSync(path.join(to, 'haproxy.cfg'), copy);
   return path.join(to, 'haproxy.cfg');
@@ -103,22 +121,33 @@ const COUNTED_PER_CONNECTION = Number(process.env.BENCH_COUNTED ?? 2400);
  */
 class CountingClient {
   static async connect(port: number, connections: number): Promise<CountingClient> {
-    const sockets = await Promise.all(Array.from({ length: connections }, () => new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
-      socket.once('error', reject);
-    })));
+    const sockets = await Promise.all(
+      Array.from(
+        { length: connections },
+        () =>
+          new Promise<net.Socket>((resolve, reject) => {
+            const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+            socket.once('error', reject);
+          }),
+      ),
+    );
     return new CountingClient(port, sockets);
   }
 
   private seed = 42;
 
-  private constructor(private readonly port: number, private readonly sockets: net.Socket[]) {}
+  private constructor(
+    private readonly port: number,
+    private readonly sockets: net.Socket[],
+  ) {}
 
   /** `perConnection` requests on every connection, one at a time per connection; each must be a 200. */
   async send(perConnection: number): Promise<void> {
-    await Promise.all(this.sockets.map(async (socket) => {
-      for (let i = 0; i < perConnection; i++) await this.request(socket, `tenant-${1 + Math.floor(this.random() * TENANTS)}`);
-    }));
+    await Promise.all(
+      this.sockets.map(async (socket) => {
+        for (let i = 0; i < perConnection; i++) await this.request(socket, `tenant-${1 + Math.floor(this.random() * TENANTS)}`);
+      }),
+    );
   }
 
   /** One request for every tenant, in order, on the first connection (BENCH_WARM=1: counted requests then meet only tenants seen before). */
@@ -173,14 +202,19 @@ async function instructionsPerRequest(dir: string, name: string, config: string,
     const counted = await countOnce(dir, `${name}${attempt > 1 ? `-${attempt}` : ''}`, config, port);
     const requests = COUNTED_CONNECTIONS * COUNTED_PER_CONNECTION;
     if (counted.streams === requests) return counted.instructions / requests;
-    process.stderr.write(`${name}: the callgrind dump holds ${counted.streams} streams for ${requests} requests (callgrind_control too late on a loaded machine); counting again\n`);
+    process.stderr.write(
+      `${name}: the callgrind dump holds ${counted.streams} streams for ${requests} requests (callgrind_control too late on a loaded machine); counting again\n`,
+    );
     if (attempt === 3) throw new Error(`${name}: no clean callgrind count in 3 attempts`);
   }
 }
 
 /** Streams HAProxy started in a callgrind dump: the calls to `stream_new`, one per request on a keep-alive connection. */
 function streamsIn(file: string): number {
-  const tree = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=yes', '--tree=caller', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
+  const tree = spawnSync('callgrind_annotate', ['--threshold=100', '--inclusive=yes', '--tree=caller', file], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  }).stdout;
   const block = tree.split(/\n\s*\n/).find((b) => /\*\s+\S*:stream_new \[/.test(b)) ?? '';
   return [...block.matchAll(/^\s*[\d,]+ \([^)]*\)\s+<.*\(([\d,]+)x\)/gm)].reduce((n, m) => n + Number(m[1].replace(/,/g, '')), 0);
 }
@@ -192,9 +226,13 @@ async function countOnce(dir: string, name: string, config: string, port: number
   // Health checks run on a timer, not per request: counted, they would add a share that depends on
   // how fast the loaded machine let the requests through, so the counted copies have none (each
   // server keeps the state the agent left in the server-state file).
-  fs.writeFileSync(config, fs.readFileSync(config, 'utf8')
-    .replace(/timeout http-request \d+ms/, 'timeout http-request 120000ms')
-    .replace(/ check inter \S+ fall \d+ rise \d+/g, ''));
+  fs.writeFileSync(
+    config,
+    fs
+      .readFileSync(config, 'utf8')
+      .replace(/timeout http-request \d+ms/, 'timeout http-request 120000ms')
+      .replace(/ check inter \S+ fall \d+ rise \d+/g, ''),
+  );
   const valgrind = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'haproxy', '-f', config, '-db'], { stdio: 'ignore' });
   try {
     await listening(port, 180_000);
@@ -211,7 +249,8 @@ async function countOnce(dir: string, name: string, config: string, port: number
     }
     if (!fs.existsSync(`${out}.1`)) return { instructions: 0, streams: 0 };
     // BENCH_CALLGRIND_DIR=DIR: keep each count's callgrind output there, for callgrind_annotate.
-    if (process.env.BENCH_CALLGRIND_DIR) fs.copyFileSync(`${out}.1`, path.join(process.env.BENCH_CALLGRIND_DIR, `callgrind-${name}-${TENANTS}${process.env.BENCH_WARM ? '-warm' : ''}`));
+    if (process.env.BENCH_CALLGRIND_DIR)
+      fs.copyFileSync(`${out}.1`, path.join(process.env.BENCH_CALLGRIND_DIR, `callgrind-${name}-${TENANTS}${process.env.BENCH_WARM ? '-warm' : ''}`));
     const summary = /^summary: (\d+)$/m.exec(fs.readFileSync(`${out}.1`, 'utf8'));
     if (!summary) throw new Error(`no callgrind summary in ${out}.1`);
     const streams = streamsIn(`${out}.1`);
@@ -249,9 +288,19 @@ async function ruleCosts(dir: string, stateDir: string, bucketOnly: (to: string)
   for (const [i, line] of frontend.entries()) {
     // The bucket kept in gpt0 is the route of a key seen before: without the line setting it, requests have
     // none; the key's capture is what every rule reads the key from.
-    if (/^\s*(maxconn|use_backend|default_backend|capture request header)\b|sc-set-gpt0|track-sc0|http-request capture/.test(line) || (only && !only.test(line))) continue;
+    if (
+      /^\s*(maxconn|use_backend|default_backend|capture request header)\b|sc-set-gpt0|track-sc0|http-request capture/.test(line) ||
+      (only && !only.test(line))
+    )
+      continue;
     // A line whose removal leaves no clean count (the log-format line: its dumps hold no stream) is reported, not fatal.
-    const without = await count(`without-${i}`, (to) => frontend.filter((_, j) => j !== i).join('\n').split(stateDir).join(to)).catch((e: Error) => {
+    const without = await count(`without-${i}`, (to) =>
+      frontend
+        .filter((_, j) => j !== i)
+        .join('\n')
+        .split(stateDir)
+        .join(to),
+    ).catch((e: Error) => {
       process.stderr.write(`not counted: ${e.message}\n`);
       return NaN;
     });
@@ -260,16 +309,23 @@ async function ruleCosts(dir: string, stateDir: string, bucketOnly: (to: string)
   }
   if (!routerOnly) rows.push(['floor', await count('floor', bucketOnly)], ['plain', await count('plain', () => '  default_backend slot0')]);
   process.stdout.write('| configuration | instructions/request | the line costs |\n|---|---|---|\n');
-  for (const [name, n] of rows) process.stdout.write(`| ${name} | ${Math.round(n)} | ${name.startsWith('without') ? Math.round(router - n) : ''} |\n`);
+  for (const [name, n] of rows)
+    process.stdout.write(`| ${name} | ${Math.round(n)} | ${name.startsWith('without') ? Math.round(router - n) : ''} |\n`);
 }
 
 async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-router-'));
   // The backend: an HAProxy answering 200 itself, so the backend is never the bottleneck.
   const backendCfg = path.join(dir, 'backend.cfg');
-  fs.writeFileSync(backendCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\nfrontend f\n  bind 127.0.0.1:19001\n  bind 127.0.0.2:19001\n  bind 127.0.0.3:19001\n  bind 127.0.0.4:19001\n  http-request return status 200 content-type text/plain string ok\n');
+  fs.writeFileSync(
+    backendCfg,
+    'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\nfrontend f\n  bind 127.0.0.1:19001\n  bind 127.0.0.2:19001\n  bind 127.0.0.3:19001\n  bind 127.0.0.4:19001\n  http-request return status 200 content-type text/plain string ok\n',
+  );
   const plainCfg = path.join(dir, 'plain.cfg');
-  fs.writeFileSync(plainCfg, 'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\n  option http-keep-alive\nfrontend f\n  bind 127.0.0.1:19002\n  default_backend b\nbackend b\n  server s 127.0.0.1:19001 maxconn 1000\n');
+  fs.writeFileSync(
+    plainCfg,
+    'global\n  maxconn 4000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 2s\n  option http-keep-alive\nfrontend f\n  bind 127.0.0.1:19002\n  default_backend b\nbackend b\n  server s 127.0.0.1:19001 maxconn 1000\n',
+  );
   const processes = [start(pin(1, ['haproxy', '-f', backendCfg, '-db'])), start(pin(0, ['haproxy', '-f', plainCfg, '-db']))];
   // Whatever happens, leave no HAProxy behind.
   process.on('exit', () => {
@@ -277,17 +333,23 @@ async function main() {
     // The configurations, maps and callgrind outputs (several MB per counted configuration).
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  let doc: MappingDocument = initialMapping([
-    // One backend on four loopback addresses: a mapping's cells each have their own endpoint.
-    { id: 'canary', endpoint: 'http://127.0.0.1:19001', state: 'active', canary: true },
-    ...['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.${i + 2}:19001`, state: 'active' as const })),
-  ], 16384, { now: new Date().toISOString() });
+  let doc: MappingDocument = initialMapping(
+    [
+      // One backend on four loopback addresses: a mapping's cells each have their own endpoint.
+      { id: 'canary', endpoint: 'http://127.0.0.1:19001', state: 'active', canary: true },
+      ...['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.${i + 2}:19001`, state: 'active' as const })),
+    ],
+    16384,
+    { now: new Date().toISOString() },
+  );
   doc = pinKey(doc, 'vip-1', 'cell-a', { now: doc.createdAt });
   // BENCH_FREEZE=1: moves' freezes in force (100 frozen tenants and 4 frozen buckets the load never
   // sends), to measure what the freeze costs everyone else.
   if (process.env.BENCH_FREEZE) {
     const sent = new Set(Array.from({ length: 100_000 }, (_, i) => bucketOf(`tenant-${i + 1}`, doc.bucketCount)));
-    const unsent = Array.from({ length: doc.bucketCount }, (_, b) => b).filter((b) => !sent.has(b)).slice(0, 4);
+    const unsent = Array.from({ length: doc.bucketCount }, (_, b) => b)
+      .filter((b) => !sent.has(b))
+      .slice(0, 4);
     doc = { ...doc, freeze: { exact: Array.from({ length: 100 }, (_, i) => `moving-${i}`), buckets: unsent.map((b) => ({ from: b, to: b })) } };
   }
   const mappingFile = path.join(dir, 'mapping.json');
@@ -296,8 +358,14 @@ async function main() {
   const pinned = path.join(dir, 'haproxy-cpu0');
   fs.writeFileSync(pinned, `#!/bin/sh\nexec ${pin(0, ['haproxy']).join(' ')} "$@"\n`, { mode: 0o755 });
   const router = await startLocalRouter({
-    mappingFile, port: 19003, partitionKey: KEY, bucketCount: 16384, healthCheckPath: '/', log: () => undefined,
-    cellMaxConn: CELL_MAX_CONN, haproxyBinary: pinned,
+    mappingFile,
+    port: 19003,
+    partitionKey: KEY,
+    bucketCount: 16384,
+    healthCheckPath: '/',
+    log: () => undefined,
+    cellMaxConn: CELL_MAX_CONN,
+    haproxyBinary: pinned,
     // The per-tenant cap on requests in flight, as a fleet has it by default (half the cell's slots);
     // BENCH_TENANT_MAX_CONN=N another cap, 0 none (BENCH_RULES=sc0_trackers costs its line).
     ...(TENANT_MAX_CONN > 0 ? { tenantMaxConn: TENANT_MAX_CONN } : {}),
@@ -314,7 +382,8 @@ async function main() {
   processes.push(same);
   // The floor: a frontend that only computes the DESIGN.md bucket and looks it up (no key check, no
   // overrides). Only what the router does beyond this can a configuration still make cheaper.
-  const bucketOnly = (to: string) => `  use_backend %[${keyFetch(KEY)},${bucketExpression(16384)},map_ip(${to}/${MAP_FILES.buckets})]\n  default_backend ${NO_MAPPING_BACKEND}`;
+  const bucketOnly = (to: string) =>
+    `  use_backend %[${keyFetch(KEY)},${bucketExpression(16384)},map_ip(${to}/${MAP_FILES.buckets})]\n  default_backend ${NO_MAPPING_BACKEND}`;
   const floorCfg = copyRouter(router.stateDir, path.join(dir, 'floor'), 19007, bucketOnly(path.join(dir, 'floor')));
   const floor = start(pin(0, ['haproxy', '-f', floorCfg, '-db']));
   processes.push(floor);
@@ -327,13 +396,17 @@ async function main() {
     processes.forEach((p) => p.kill('SIGTERM'));
     return;
   }
-  const full = measure(dir, [
-    { name: 'direct', port: 19001 },
-    { name: 'plain-min', port: 19002, pid: processes[1].pid },
-    { name: 'plain', port: 19004, pid: same.pid },
-    { name: 'router', port: 19003, pid: routerPid },
-    { name: 'floor', port: 19007, pid: floor.pid },
-  ], CONNECTIONS);
+  const full = measure(
+    dir,
+    [
+      { name: 'direct', port: 19001 },
+      { name: 'plain-min', port: 19002, pid: processes[1].pid },
+      { name: 'plain', port: 19004, pid: same.pid },
+      { name: 'router', port: 19003, pid: routerPid },
+      { name: 'floor', port: 19007, pid: floor.pid },
+    ],
+    CONNECTIONS,
+  );
   const plain = full.get('plain')!;
   const routed = full.get('router')!;
   // Half of the plain proxy's maximum: connections each waiting 2 ms on average between requests.
@@ -341,8 +414,16 @@ async function main() {
   // Each paced connection sends one request per (2 ms + its latency): calibrate the connection
   // count on the plain proxy so the offered load really is half the maximum.
   const calibration = load(dir, 19004, Math.max(1, Math.round((half * 2) / 1000)), 2);
-  const paced = Math.max(1, Math.round((half * 2) / 1000 * (half / calibration.rps)));
-  const halfLoad = measure(dir, [{ name: 'plain', port: 19004 }, { name: 'router', port: 19003 }], paced, 2);
+  const paced = Math.max(1, Math.round(((half * 2) / 1000) * (half / calibration.rps)));
+  const halfLoad = measure(
+    dir,
+    [
+      { name: 'plain', port: 19004 },
+      { name: 'router', port: 19003 },
+    ],
+    paced,
+    2,
+  );
 
   // The same two configurations under callgrind, each on its own port: instructions per request.
   let instructions: { plain: number; router: number; floor: number } | undefined;
@@ -384,20 +465,37 @@ async function main() {
   for (const [name, r] of rows) process.stdout.write(`| ${name} | ${r.rps} | ${r.p50} | ${r.p99} | ${us(r.cpuPerRequest)} | ${r.runs.join(' ')} |\n`);
   const minimal = full.get('plain-min')!;
   const perRound = routed.runs.map((rps, i) => rps / plain.runs[i]);
-  process.stdout.write(`\nrouter / plain throughput: ${median(perRound).toFixed(2)}x, median of the per-round ratios (target >= 0.85x); rounds: ${perRound.map((r) => r.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(
+    `\nrouter / plain throughput: ${median(perRound).toFixed(2)}x, median of the per-round ratios (target >= 0.85x); rounds: ${perRound.map((r) => r.toFixed(2)).join(' ')}\n`,
+  );
   const floorRounds = full.get('floor')!.runs.map((rps, i) => rps / plain.runs[i]);
-  process.stdout.write(`floor / plain throughput: ${median(floorRounds).toFixed(2)}x (what computing the DESIGN.md bucket alone leaves); CPU per request ${(full.get('floor')!.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x\n`);
-  process.stdout.write(`ratio of the medians: ${(routed.rps / plain.rps).toFixed(2)}x; against the minimal plain proxy ${(routed.rps / minimal.rps).toFixed(2)}x\n`);
-  process.stdout.write(`router / plain CPU per request: ${(routed.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x (${us(routed.cpuPerRequest)} vs ${us(plain.cpuPerRequest)} µs)\n`);
-  process.stdout.write(instructions
-    ? `user-space instructions per request (callgrind): router ${Math.round(instructions.router)}, floor ${Math.round(instructions.floor)}, plain ${Math.round(instructions.plain)} (router ${(instructions.router / instructions.plain).toFixed(2)}x, floor ${(instructions.floor / instructions.plain).toFixed(2)}x the plain proxy; router ${(instructions.router / instructions.floor).toFixed(3)}x the floor, target <= 1.12x)\n`
-    : 'user-space instructions per request: skipped, valgrind is not installed (apt-get install -y valgrind)\n');
-  process.stdout.write(`p99 added at half load: ${(halfLoad.get('router')!.p99 - halfLoad.get('plain')!.p99).toFixed(2)} ms over the plain proxy (target < 1 ms)\n`);
+  process.stdout.write(
+    `floor / plain throughput: ${median(floorRounds).toFixed(2)}x (what computing the DESIGN.md bucket alone leaves); CPU per request ${(full.get('floor')!.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x\n`,
+  );
+  process.stdout.write(
+    `ratio of the medians: ${(routed.rps / plain.rps).toFixed(2)}x; against the minimal plain proxy ${(routed.rps / minimal.rps).toFixed(2)}x\n`,
+  );
+  process.stdout.write(
+    `router / plain CPU per request: ${(routed.cpuPerRequest! / plain.cpuPerRequest!).toFixed(2)}x (${us(routed.cpuPerRequest)} vs ${us(plain.cpuPerRequest)} µs)\n`,
+  );
+  process.stdout.write(
+    instructions
+      ? `user-space instructions per request (callgrind): router ${Math.round(instructions.router)}, floor ${Math.round(instructions.floor)}, plain ${Math.round(instructions.plain)} (router ${(instructions.router / instructions.plain).toFixed(2)}x, floor ${(instructions.floor / instructions.plain).toFixed(2)}x the plain proxy; router ${(instructions.router / instructions.floor).toFixed(3)}x the floor, target <= 1.12x)\n`
+      : 'user-space instructions per request: skipped, valgrind is not installed (apt-get install -y valgrind)\n',
+  );
+  process.stdout.write(
+    `p99 added at half load: ${(halfLoad.get('router')!.p99 - halfLoad.get('plain')!.p99).toFixed(2)} ms over the plain proxy (target < 1 ms)\n`,
+  );
   process.stdout.write(`apply 16384 buckets + 10,000 overrides: ${applyMs.toFixed(0)} ms (target < 1000 ms)\n`);
-  process.stdout.write(`wrk, 1 thread, ${CONNECTIONS} connections (paced runs: ${paced} connections, each waiting 0-4 ms at random between requests), ${ROUNDS} interleaved rounds of ${DURATION} s, random tenant keys; proxies pinned to CPU 0, wrk and backend to CPU 1; ${os.cpus().length} cores\n`);
+  process.stdout.write(
+    `wrk, 1 thread, ${CONNECTIONS} connections (paced runs: ${paced} connections, each waiting 0-4 ms at random between requests), ${ROUNDS} interleaved rounds of ${DURATION} s, random tenant keys; proxies pinned to CPU 0, wrk and backend to CPU 1; ${os.cpus().length} cores\n`,
+  );
 }
 
-main().then(() => process.exit(0), (error) => {
-  process.stderr.write(`${(error as Error).stack}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${(error as Error).stack}\n`);
+    process.exit(1);
+  },
+);

@@ -34,13 +34,14 @@ function argValue(name: string): string | undefined {
 
 function runOnce(count: number | undefined, regions: number | undefined): Result {
   const configPath = path.resolve('cells.config.ts');
-  const fleet = count === undefined
-    ? loadFleet(configPath)
-    : (() => {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
-        const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
-        return resolveFleet(generateScaleFleet(input, count, regions ?? Object.keys(input.regions).length));
-      })();
+  const fleet =
+    count === undefined
+      ? loadFleet(configPath)
+      : (() => {
+          // eslint-disable-next-line @typescript-eslint/no-require-imports -- the fleet file is loaded by its path, at run time
+          const input = (require(configPath) as { default: Parameters<typeof generateFleet>[0] }).default;
+          return resolveFleet(generateScaleFleet(input, count, regions ?? Object.keys(input.regions).length));
+        })();
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-synth-'));
   const started = process.hrtime.bigint();
   const app = new App({ outdir, context: cliSynthContext() });
@@ -50,9 +51,21 @@ function runOnce(count: number | undefined, regions: number | undefined): Result
   if (!pipeline) addFleet(app, fleet);
   app.synth();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const templates = [outdir, ...fs.readdirSync(outdir).filter((d) => d.startsWith('assembly-')).map((d) => path.join(outdir, d))]
-    .flatMap((dir) => fs.readdirSync(dir).filter((f) => f.endsWith('.template.json')).map((f) => path.join(dir, f)));
-  const cellTemplates = templates.filter((f) => !f.endsWith(`${pipelineStackName(fleet.app)}.template.json`) && !path.basename(f).startsWith('cross-region'));
+  const templates = [
+    outdir,
+    ...fs
+      .readdirSync(outdir)
+      .filter((d) => d.startsWith('assembly-'))
+      .map((d) => path.join(outdir, d)),
+  ].flatMap((dir) =>
+    fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.template.json'))
+      .map((f) => path.join(dir, f)),
+  );
+  const cellTemplates = templates.filter(
+    (f) => !f.endsWith(`${pipelineStackName(fleet.app)}.template.json`) && !path.basename(f).startsWith('cross-region'),
+  );
   const largest = Math.max(...cellTemplates.map((f) => fs.statSync(f).size));
   const pipelineTemplate = templates.find((f) => f.endsWith(`${pipelineStackName(fleet.app)}.template.json`));
   const pipelineBytes = pipelineTemplate ? fs.statSync(pipelineTemplate).size : undefined;
@@ -74,11 +87,15 @@ function table(): void {
     const out = execFileSync(process.execPath, [...process.execArgv, __filename, ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 20 });
     rows.push(JSON.parse(out.trim().split('\n').pop()!) as Result);
   }
-  process.stdout.write('| fleet | cells | synth + audit (s) | ms per cell | marginal ms per added cell | peak RSS (MiB) | largest cell or router template (KiB) | pipeline template (KiB) |\n|---|---|---|---|---|---|---|---|\n');
+  process.stdout.write(
+    '| fleet | cells | synth + audit (s) | ms per cell | marginal ms per added cell | peak RSS (MiB) | largest cell or router template (KiB) | pipeline template (KiB) |\n|---|---|---|---|---|---|---|---|\n',
+  );
   rows.forEach((r, i) => {
     // Cost of one more cell, from the previous row: flat means stamping scales linearly.
     const marginal = i === 0 ? '–' : String(Math.round(((r.seconds - rows[i - 1].seconds) * 1000) / (r.cells - rows[i - 1].cells)));
-    process.stdout.write(`| ${r.fleet} | ${r.cells} | ${r.seconds} | ${r.msPerCell} | ${marginal} | ${r.peakMiB} | ${r.templateKiB} | ${r.pipelineTemplateKiB ?? '-'} |\n`);
+    process.stdout.write(
+      `| ${r.fleet} | ${r.cells} | ${r.seconds} | ${r.msPerCell} | ${marginal} | ${r.peakMiB} | ${r.templateKiB} | ${r.pipelineTemplateKiB ?? '-'} |\n`,
+    );
   });
   process.stdout.write(`machine: ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}\n`);
 }

@@ -22,7 +22,17 @@ import * as os from 'os';
 import * as path from 'path';
 import { parseArgs } from 'util';
 import {
-  FAULT_LABELS, FAULTS, FaultKind, injectFault, markdownTable, renderSvg, ScenarioResult, startLocalFleet, steadyLoad, summarize, tenantsPerCell,
+  FAULT_LABELS,
+  FAULTS,
+  FaultKind,
+  injectFault,
+  markdownTable,
+  renderSvg,
+  ScenarioResult,
+  startLocalFleet,
+  steadyLoad,
+  summarize,
+  tenantsPerCell,
 } from '../lib/operations/local-fleet';
 import { bucketCounts, lookup, parseMapping } from '../lib/domain/mapping';
 import { MAP_FILES } from '../lib/runtime/router/haproxy-config';
@@ -49,16 +59,27 @@ if (unknown.length > 0) {
   process.stderr.write(`blast-radius: --only ${unknown.join(',')}: unknown fault; give a comma-separated list of ${FAULTS.join(', ')}\n`);
   process.exit(2);
 }
-for (const [name, value] of [['cells', sizes], ['seconds', [seconds]], ['per-cell', [perCell]], ['concurrency', [concurrency]]] as const) {
+for (const [name, value] of [
+  ['cells', sizes],
+  ['seconds', [seconds]],
+  ['per-cell', [perCell]],
+  ['concurrency', [concurrency]],
+] as const) {
   if (value.some((v) => !Number.isFinite(v) || v <= 0)) {
-    process.stderr.write(`blast-radius: --${name} ${values[name]}: give a positive number${name === 'cells' ? ' (or a comma-separated list, e.g. 4,8)' : ''}\n`);
+    process.stderr.write(
+      `blast-radius: --${name} ${values[name]}: give a positive number${name === 'cells' ? ' (or a comma-separated list, e.g. 4,8)' : ''}\n`,
+    );
     process.exit(2);
   }
 }
 /** CPU priority of the faulty cell's processes and of the flood (see the header comment). */
 const isolatedNice = values['shared-cpu'] ? undefined : 19;
 const header = 'x-tenant-id';
-const loadAverage = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const loadAverage = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function measure(cells: number): Promise<{ results: ScenarioResult[]; baselineP99: number }> {
@@ -80,13 +101,15 @@ async function measure(cells: number): Promise<{ results: ScenarioResult[]; base
     // The poison and flood tenants live in the faulty cell but are not part of the measured load.
     let n = 0;
     const extraTenant = (prefix: string) => {
-      for (;; n++) if (lookup(doc, `${prefix}-${n}`).cell === faulty.id) return `${prefix}-${n++}`;
+      for (; ; n++) if (lookup(doc, `${prefix}-${n}`).cell === faulty.id) return `${prefix}-${n++}`;
     };
     const poisonTenant = extraTenant('poison');
     const floodTenant = extraTenant('flood');
 
     if (isolatedNice !== undefined) faulty.setPriority(isolatedNice);
-    log(`${cells} cells: ${faulty.id}'s workload and database ${isolatedNice === undefined ? 'at the same CPU priority as everything else (--shared-cpu)' : `at nice ${isolatedNice}, the flood from its own process at nice ${isolatedNice} (each standing in for its own machine)`}`);
+    log(
+      `${cells} cells: ${faulty.id}'s workload and database ${isolatedNice === undefined ? 'at the same CPU priority as everything else (--shared-cpu)' : `at nice ${isolatedNice}, the flood from its own process at nice ${isolatedNice} (each standing in for its own machine)`}`,
+    );
     // The router's queue for the faulty cell: its peak in each window shows whether a flood saturated it.
     const api = new RuntimeApi(path.join(fleet.router!.stateDir, 'admin.sock'));
     const faultySlot = [...(await api.showMap(path.join(fleet.router!.stateDir, MAP_FILES.cells)))].find(([, cell]) => cell === faulty.id)?.[0];
@@ -96,18 +119,33 @@ async function measure(cells: number): Promise<{ results: ScenarioResult[]; base
     const results: ScenarioResult[] = [];
     const run = async (fault: FaultKind) => {
       log(`${cells} cells: ${FAULT_LABELS[fault]} in ${faulty.id} for ${seconds} s (load average ${loadAverage()})`);
-      const end = await injectFault(fault, faulty, { routerUrl: fleet.routerUrl, header, tenantInCell: fault === 'poison-request' ? poisonTenant : floodTenant, floodNice: isolatedNice });
+      const end = await injectFault(fault, faulty, {
+        routerUrl: fleet.routerUrl,
+        header,
+        tenantInCell: fault === 'poison-request' ? poisonTenant : floodTenant,
+        floodNice: isolatedNice,
+      });
       // Resets the peaks (queue, sessions), not the totals.
       await api.send('clear counters');
       const samples = await steadyLoad({ routerUrl: fleet.routerUrl, header, tenants, concurrency, seconds });
       const queuePeak = Number((await api.stats()).find((r) => r.pxname === faultySlot && r.svname === 'BACKEND')?.qmax ?? NaN);
       const outcome = await end();
-      const result: ScenarioResult = { ...summarize(fault, cells, faulty.id, keyspaceShare, cellTenants, samples, seconds), ...outcome, cellQueuePeak: queuePeak };
+      const result: ScenarioResult = {
+        ...summarize(fault, cells, faulty.id, keyspaceShare, cellTenants, samples, seconds),
+        ...outcome,
+        cellQueuePeak: queuePeak,
+      };
       results.push(result);
-      log(`  affected ${(result.affectedShare * 100).toFixed(1)}% (expected ${(result.expectedShare * 100).toFixed(1)}%), others: ${result.othersWithErrors} tenants with errors, p99 ${result.othersP99Ms.toFixed(1)} ms, ${result.requests} requests; router queue for ${faulty.id} peaked at ${queuePeak}`);
+      log(
+        `  affected ${(result.affectedShare * 100).toFixed(1)}% (expected ${(result.expectedShare * 100).toFixed(1)}%), others: ${result.othersWithErrors} tenants with errors, p99 ${result.othersP99Ms.toFixed(1)} ms, ${result.requests} requests; router queue for ${faulty.id} peaked at ${queuePeak}`,
+      );
       if (outcome.flood) {
-        const served = Object.entries(outcome.flood.statuses).filter(([status]) => /^2/.test(status)).reduce((n, [, c]) => n + c, 0);
-        log(`  the flood: ${outcome.flood.requests} requests from ${outcome.flood.clients} clients, ${served} served, ${outcome.flood.statuses['503'] ?? 0} refused with 503, ${outcome.flood.statuses['0'] ?? 0} failed at the socket`);
+        const served = Object.entries(outcome.flood.statuses)
+          .filter(([status]) => /^2/.test(status))
+          .reduce((n, [, c]) => n + c, 0);
+        log(
+          `  the flood: ${outcome.flood.requests} requests from ${outcome.flood.clients} clients, ${served} served, ${outcome.flood.statuses['503'] ?? 0} refused with 503, ${outcome.flood.statuses['0'] ?? 0} failed at the socket`,
+        );
       }
       // Recovered before the next fault: every tenant of the faulty cell is served again.
       // Generous: a restart at nice 19 on a busy machine is slow, and this wait is not measured.
@@ -140,7 +178,10 @@ async function main(): Promise<void> {
   process.stdout.write(`${table}\n`);
   fs.mkdirSync(values.out!, { recursive: true });
   fs.writeFileSync(path.join(values.out!, 'blast-radius.svg'), renderSvg(all, baseline));
-  fs.writeFileSync(path.join(values.out!, 'blast-radius.json'), `${JSON.stringify({ measuredAt: new Date().toISOString(), loadAverageAtEnd: loadAverage(), faultyCellNice: isolatedNice ?? 0, floodNice: isolatedNice ?? 0, seconds, perCell, concurrency, machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}`, results: all }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(values.out!, 'blast-radius.json'),
+    `${JSON.stringify({ measuredAt: new Date().toISOString(), loadAverageAtEnd: loadAverage(), faultyCellNice: isolatedNice ?? 0, floodNice: isolatedNice ?? 0, seconds, perCell, concurrency, machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}`, results: all }, null, 2)}\n`,
+  );
   process.stderr.write(`wrote ${path.join(values.out!, 'blast-radius.svg')} and blast-radius.json\n`);
 }
 

@@ -15,8 +15,12 @@ async function main() {
 
 /** Compiles the kernel's text format with wabt (a dev dependency: only this build and its test use it). */
 export async function compileSha256Simd(): Promise<Uint8Array> {
+  type Wabt = () => Promise<{
+    parseWat(name: string, text: string, features?: object): { toBinary(o: object): { buffer: Uint8Array }; destroy(): void };
+  }>;
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS package without type declarations
-  const wabt = await (require('wabt') as () => Promise<{ parseWat(name: string, text: string, features?: object): { toBinary(o: object): { buffer: Uint8Array }; destroy(): void } }>)();
+  const loadWabt = require('wabt') as Wabt;
+  const wabt = await loadWabt();
   const module = wabt.parseWat('sha256-simd.wat', sha256SimdWat(), { simd: true });
   try {
     return module.toBinary({ log: false, write_debug_names: false }).buffer;

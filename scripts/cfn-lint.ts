@@ -15,7 +15,8 @@ const findings = cfnLintFindings(templates);
 const open = findings.filter((f) => !f.acknowledgement);
 for (const f of open) process.stdout.write(`OPEN ${f.rule} ${f.stack} ${f.resource}: ${f.description}\n`);
 const acknowledged = new Map<string, number>();
-for (const f of findings.filter((x) => x.acknowledgement)) acknowledged.set(f.acknowledgement!.at, (acknowledged.get(f.acknowledgement!.at) ?? 0) + 1);
+for (const f of findings.filter((x) => x.acknowledgement))
+  acknowledged.set(f.acknowledgement!.at, (acknowledged.get(f.acknowledgement!.at) ?? 0) + 1);
 for (const [at, n] of acknowledged) process.stdout.write(`acknowledged ${n} × ${at}\n`);
 process.stdout.write(`cfn-lint: ${templates.length} templates, ${open.length} open, ${findings.length - open.length} acknowledged\n`);
 process.exit(open.length > 0 ? 1 : 0);

@@ -52,7 +52,12 @@ function compiled(dir) {
     return entry.name.endsWith('.js') ? [relative(out, file).replace(/\.js$/, '.ts')] : [];
   });
 }
-const sources = Object.fromEntries(compiled(out).filter((s) => existsSync(join(root, s))).sort().map((s) => [s, statSync(join(root, s)).mtimeMs]));
+const sources = Object.fromEntries(
+  compiled(out)
+    .filter((s) => existsSync(join(root, s)))
+    .sort()
+    .map((s) => [s, statSync(join(root, s)).mtimeMs]),
+);
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, 'sources.json'), `${JSON.stringify({ sources }, null, 1)}\n`);
 process.stderr.write(`compile: compiled ${Object.keys(sources).length} files to ${relative(root, out)}\n`);

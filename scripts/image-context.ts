@@ -12,7 +12,8 @@ if (!isImageName(name)) {
   process.exit(2);
 }
 try {
-  const rendered = name === 'router-haproxy' ? routerStateFiles(routerTaskConfig(routerRoutingOf(loadFleet(process.argv[3] ?? 'cells.config.ts')))) : undefined;
+  const rendered =
+    name === 'router-haproxy' ? routerStateFiles(routerTaskConfig(routerRoutingOf(loadFleet(process.argv[3] ?? 'cells.config.ts')))) : undefined;
   process.stdout.write(`${imageContext(name, { rendered })}\n`);
 } catch (error) {
   process.stderr.write(`image-context: ${(error as Error).message}\n`);

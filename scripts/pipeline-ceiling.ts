@@ -44,12 +44,21 @@ function largest(cells: number): { best: Record<Kind, { size: number; what: stri
   const pipeline = new PipelineStack(app, pipelineStackName(fleet.app), pipelineStackPropsOf(fleet));
   const stacks: Stack[] = [pipeline, ...Object.values(pipeline.pipeline.pipeline.crossRegionSupport).map((s) => s.stack)];
   const best: Record<Kind, { size: number; what: string }> = {
-    'IAM statement': { size: 0, what: '' }, 'managed policy': { size: 0, what: '' }, 'role inline policies': { size: 0, what: '' }, 'bucket policy': { size: 0, what: '' }, 'key policy': { size: 0, what: '' }, 'pipeline template': { size: 0, what: '' },
+    'IAM statement': { size: 0, what: '' },
+    'managed policy': { size: 0, what: '' },
+    'role inline policies': { size: 0, what: '' },
+    'bucket policy': { size: 0, what: '' },
+    'key policy': { size: 0, what: '' },
+    'pipeline template': { size: 0, what: '' },
   };
   const over: string[] = [];
-  const note = (kind: Kind, size: number, what: string) => { if (size > best[kind].size) best[kind] = { size, what }; };
+  const note = (kind: Kind, size: number, what: string) => {
+    if (size > best[kind].size) best[kind] = { size, what };
+  };
   for (const stack of stacks) {
-    const template = (Stage.of(stack) ?? app).synth().getStackArtifact(stack.artifactId).template as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
+    const template = (Stage.of(stack) ?? app).synth().getStackArtifact(stack.artifactId).template as {
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    };
     const bytes = fs.statSync(path.join(app.outdir, stack.templateFile)).size;
     over.push(...templateFindings({ stack: stack.stackName, template, bytes }).map(describeFinding));
     if (stack === pipeline) note('pipeline template', bytes, stack.stackName);
@@ -62,7 +71,9 @@ function largest(cells: number): { best: Record<Kind, { size: number; what: stri
       }
       if (r.Type === 'AWS::S3::BucketPolicy') note('bucket policy', policySize(p.PolicyDocument), `${stack.stackName}/${id}`);
       if (r.Type === 'AWS::KMS::Key') note('key policy', policySize(p.KeyPolicy), `${stack.stackName}/${id}`);
-      if (r.Type === 'AWS::IAM::Policy') for (const role of (p.Roles as unknown[]) ?? []) inline.set(JSON.stringify(role), (inline.get(JSON.stringify(role)) ?? 0) + policySize(p.PolicyDocument));
+      if (r.Type === 'AWS::IAM::Policy')
+        for (const role of (p.Roles as unknown[]) ?? [])
+          inline.set(JSON.stringify(role), (inline.get(JSON.stringify(role)) ?? 0) + policySize(p.PolicyDocument));
     }
     for (const [role, size] of inline) note('role inline policies', size, `${stack.stackName} ${role}`);
   }
@@ -70,7 +81,11 @@ function largest(cells: number): { best: Record<Kind, { size: number; what: stri
 }
 
 const noOrg = process.argv.includes('--no-org');
-const sizes = process.argv.slice(2).filter((a) => a !== '--no-org').map(Number).filter((n) => n > 0);
+const sizes = process.argv
+  .slice(2)
+  .filter((a) => a !== '--no-org')
+  .map(Number)
+  .filter((n) => n > 0);
 if (sizes.length < 2) {
   console.error('usage: npm run bench:pipeline-ceiling -- <cells> <cells> [...]  (at least two fleet sizes)');
   process.exit(2);
@@ -78,8 +93,10 @@ if (sizes.length < 2) {
 const rows = sizes.map((cells) => {
   const started = Date.now();
   const { best: result, over } = largest(cells);
-  console.log(`${cells} cells (${((Date.now() - started) / 1000).toFixed(0)} s): ${over.length === 0 ? 'deployable' : `NOT deployable: ${over.join('; ')}`}\n  ` +
-    (Object.keys(LIMIT) as Kind[]).map((k) => `${k} ${result[k].size}/${LIMIT[k]}`).join(', '));
+  console.log(
+    `${cells} cells (${((Date.now() - started) / 1000).toFixed(0)} s): ${over.length === 0 ? 'deployable' : `NOT deployable: ${over.join('; ')}`}\n  ` +
+      (Object.keys(LIMIT) as Kind[]).map((k) => `${k} ${result[k].size}/${LIMIT[k]}`).join(', '),
+  );
   return { cells, result };
 });
 const [a, b] = rows.slice(-2);
@@ -87,5 +104,7 @@ console.log('\nlimit                 largest at ' + `${a.cells} / ${b.cells} cel
 for (const kind of Object.keys(LIMIT) as Kind[]) {
   const perCell = (b.result[kind].size - a.result[kind].size) / (b.cells - a.cells);
   const at = perCell > 0 ? Math.floor(a.cells + (LIMIT[kind] - a.result[kind].size) / perCell) : Infinity;
-  console.log(`${kind.padEnd(21)} ${String(a.result[kind].size).padStart(6)} / ${String(b.result[kind].size).padStart(6)}   ${perCell.toFixed(1).padStart(14)}   ${at === Infinity ? 'not growing' : `${at} cells`} (${b.result[kind].what})`);
+  console.log(
+    `${kind.padEnd(21)} ${String(a.result[kind].size).padStart(6)} / ${String(b.result[kind].size).padStart(6)}   ${perCell.toFixed(1).padStart(14)}   ${at === Infinity ? 'not growing' : `${at} cells`} (${b.result[kind].what})`,
+  );
 }

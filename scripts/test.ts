@@ -31,7 +31,11 @@ const PART_ARGS: Record<Part, readonly string[]> = { unit: ['--maxWorkers=100%']
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 /** apt-get without questions; pip without its warning about running as root, which is the point here (an option older pips do not know, so set as an environment variable). */
-const sh = (command: string, args: readonly string[]) => spawnSync(command, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', PIP_ROOT_USER_ACTION: 'ignore' } }).status === 0;
+const sh = (command: string, args: readonly string[]) =>
+  spawnSync(command, args, {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', PIP_ROOT_USER_ACTION: 'ignore' },
+  }).status === 0;
 const onPath = (command: string) => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore' }).status === 0;
 
 /**
@@ -57,7 +61,11 @@ function aptInstall(packages: readonly string[]): boolean {
  */
 function pipInstall(requirement: string): boolean {
   if (spawnSync('python3', ['-m', 'pip', '--version'], { stdio: 'ignore' }).status !== 0 && !aptInstall(['python3-pip'])) return false;
-  const managed = spawnSync('python3', ['-c', 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'], { encoding: 'utf8' });
+  const managed = spawnSync(
+    'python3',
+    ['-c', 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'],
+    { encoding: 'utf8' },
+  );
   const flag = managed.stdout?.trim() === 'True' ? ['--break-system-packages'] : [];
   return sh('python3', ['-m', 'pip', 'install', '--quiet', ...flag, requirement]);
 }
@@ -78,7 +86,10 @@ function prerequisites(): Prerequisite[] {
     }
   }
   const still = PREREQUISITES.map((p) => ({ p, wrong: p.check() })).filter((x) => x.wrong !== undefined);
-  for (const { p, wrong } of still) say(`test prerequisite missing: ${p.name} (${wrong}), for ${p.usedBy}; install it with: ${installCommand(p, process.getuid?.() === 0 ? '' : 'sudo ')}`);
+  for (const { p, wrong } of still)
+    say(
+      `test prerequisite missing: ${p.name} (${wrong}), for ${p.usedBy}; install it with: ${installCommand(p, process.getuid?.() === 0 ? '' : 'sudo ')}`,
+    );
   if (still.length === 0) say(`test prerequisites: ${PREREQUISITES.map((p) => p.name).join(', ')} present`);
   return still.map((x) => x.p);
 }
@@ -105,7 +116,10 @@ interface JestResults {
 function runJest(part: Part, args: readonly string[], outputFile?: string): { status: number; results?: JestResults } {
   const out = outputFile && `${outputFile}.${part}`;
   if (out) fs.rmSync(out, { force: true });
-  const run = spawnSync(process.execPath, [JEST, '--selectProjects', part, ...PART_ARGS[part], ...args, ...(out ? [`--outputFile=${out}`] : [])], { cwd: ROOT, stdio: 'inherit' });
+  const run = spawnSync(process.execPath, [JEST, '--selectProjects', part, ...PART_ARGS[part], ...args, ...(out ? [`--outputFile=${out}`] : [])], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   if (!out) return { status: run.status ?? 1 };
   let results: JestResults | undefined;
   try {

@@ -12,7 +12,10 @@ const ROOT = path.join(__dirname, '..');
 const DEPCRUISE = path.join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
 
 function cruise(root: string): { status: number | null; out: string } {
-  const run = spawnSync(process.execPath, [DEPCRUISE, 'lib', '--config', '.dependency-cruiser.cjs', '--output-type', 'err-long'], { cwd: root, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [DEPCRUISE, 'lib', '--config', '.dependency-cruiser.cjs', '--output-type', 'err-long'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   return { status: run.status, out: `${run.stdout}${run.stderr}` };
 }
 
@@ -20,12 +23,16 @@ describe('the layers of lib/', () => {
   let copy: string;
   beforeAll(() => {
     copy = fs.mkdtempSync(path.join(os.tmpdir(), 'cell-factory-layers-'));
-    for (const entry of ['lib', 'tsconfig.json', '.dependency-cruiser.cjs']) fs.cpSync(path.join(ROOT, entry), path.join(copy, entry), { recursive: true });
+    for (const entry of ['lib', 'tsconfig.json', '.dependency-cruiser.cjs'])
+      fs.cpSync(path.join(ROOT, entry), path.join(copy, entry), { recursive: true });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'));
     const write = (file: string, text: string) => fs.appendFileSync(path.join(copy, 'lib', file), text);
     // The domain reaching up into a construct, once at run time and once for a type only.
     write('domain/waves/plan.ts', "\nimport { CellStack } from '../../constructs/cell/cell-stack';\nexport const backImport = CellStack;\n");
-    write('domain/mapping/types.ts', "\nimport type { RouterGroupProps } from '../../constructs/router/router-group';\nexport type BackType = RouterGroupProps;\n");
+    write(
+      'domain/mapping/types.ts',
+      "\nimport type { RouterGroupProps } from '../../constructs/router/router-group';\nexport type BackType = RouterGroupProps;\n",
+    );
     // The CLI loading CDK, and a circle inside one layer.
     write('cli/io.ts', "\nimport { App } from 'aws-cdk-lib';\nexport const cdkInCli = App;\n");
     write('domain/names/index.ts', "\nimport { planWaves } from '../waves/plan';\nexport const circle = planWaves;\n");

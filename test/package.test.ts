@@ -14,13 +14,16 @@ import { REPO_ROOT } from './support/fleet';
  * once per run; npm reaches the registry, preferring its cache.
  */
 const PACKAGE = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
-const versionOf = (name: string) => (JSON.parse(fs.readFileSync(require.resolve(`${name}/package.json`, { paths: [REPO_ROOT] }), 'utf8')) as { version: string }).version;
+const versionOf = (name: string) =>
+  (JSON.parse(fs.readFileSync(require.resolve(`${name}/package.json`, { paths: [REPO_ROOT] }), 'utf8')) as { version: string }).version;
 
 /** Runs a command to completion; its output in the failure when it fails. */
 function run(command: string, args: readonly string[], options: SpawnSyncOptions & { cwd: string }): string {
   const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...options });
   if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} (in ${options.cwd}) exited ${result.status ?? result.signal}:\n${String(result.stdout).slice(-4000)}\n${String(result.stderr).slice(-4000)}`);
+    throw new Error(
+      `${command} ${args.join(' ')} (in ${options.cwd}) exited ${result.status ?? result.signal}:\n${String(result.stdout).slice(-4000)}\n${String(result.stderr).slice(-4000)}`,
+    );
   }
   return String(result.stdout);
 }
@@ -35,8 +38,9 @@ function exampleApp(): string {
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string, sub = ''): string[] {
-  return fs.readdirSync(path.join(dir, sub), { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? filesUnder(dir, path.join(sub, e.name)) : [path.join(sub, e.name)]);
+  return fs
+    .readdirSync(path.join(dir, sub), { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? filesUnder(dir, path.join(sub, e.name)) : [path.join(sub, e.name)]));
 }
 
 interface AssetManifest {
@@ -49,26 +53,57 @@ describe('the packed package in a fresh CDK app', () => {
   let app: string;
   let installed: string;
   let out: string;
-  const template = (stack: string) => JSON.parse(fs.readFileSync(path.join(out, `${stack}.template.json`), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
+  const template = (stack: string) =>
+    JSON.parse(fs.readFileSync(path.join(out, `${stack}.template.json`), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+    };
   const assets = (stack: string) => JSON.parse(fs.readFileSync(path.join(out, `${stack}.assets.json`), 'utf8')) as AssetManifest;
 
   beforeAll(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'package-'));
     // `npm pack` compiles first (the prepare script, failing on an error under pack).
-    const [packed] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', work], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] })) as { filename: string }[];
+    const [packed] = JSON.parse(
+      run('npm', ['pack', '--json', '--pack-destination', work], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] }),
+    ) as { filename: string }[];
     app = path.join(work, 'app');
     fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({
-      name: 'my-cells', private: true,
-      dependencies: { [PACKAGE.name]: `file:${path.join(work, packed.filename)}`, 'aws-cdk-lib': versionOf('aws-cdk-lib'), constructs: versionOf('constructs') },
-    }, null, 2));
+    fs.writeFileSync(
+      path.join(app, 'package.json'),
+      JSON.stringify(
+        {
+          name: 'my-cells',
+          private: true,
+          dependencies: {
+            [PACKAGE.name]: `file:${path.join(work, packed.filename)}`,
+            'aws-cdk-lib': versionOf('aws-cdk-lib'),
+            constructs: versionOf('constructs'),
+          },
+        },
+        null,
+        2,
+      ),
+    );
     run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
     installed = path.join(app, 'node_modules', PACKAGE.name);
 
     fs.writeFileSync(path.join(app, 'app.ts'), exampleApp());
     fs.writeFileSync(path.join(app, 'cdk.json'), JSON.stringify({ app: 'node app.js', context: CURRENTLY_RECOMMENDED_FLAGS }, null, 2));
     // The package's types against the app, as the app's own build would check them.
-    run(process.execPath, [require.resolve('typescript/bin/tsc', { paths: [REPO_ROOT] }), '--strict', '--target', 'es2022', '--module', 'commonjs', '--esModuleInterop', '--skipLibCheck', 'app.ts'], { cwd: app });
+    run(
+      process.execPath,
+      [
+        require.resolve('typescript/bin/tsc', { paths: [REPO_ROOT] }),
+        '--strict',
+        '--target',
+        'es2022',
+        '--module',
+        'commonjs',
+        '--esModuleInterop',
+        '--skipLibCheck',
+        'app.ts',
+      ],
+      { cwd: app },
+    );
     // What `cdk synth` does with cdk.json: the context and the output folder in the environment.
     out = path.join(app, 'cdk.out');
     const cdkJson = JSON.parse(fs.readFileSync(path.join(app, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
@@ -78,7 +113,16 @@ describe('the packed package in a fresh CDK app', () => {
 
   it('installs compiled JavaScript and .d.ts, no TypeScript sources, with aws-cdk-lib and constructs from the app', () => {
     const files = filesUnder(installed).filter((f) => !f.startsWith(`node_modules${path.sep}`));
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'bin/cellctl.js', 'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/bin/cellctl.js', 'images/router-haproxy/Dockerfile']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'bin/cellctl.js',
+        'dist/lib/index.js',
+        'dist/lib/index.d.ts',
+        'dist/bin/cellctl.js',
+        'images/router-haproxy/Dockerfile',
+      ]),
+    );
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     // The peer dependencies resolve to the app's copies: one aws-cdk-lib, so `instanceof` and
     // Stack.of work between the app's constructs and the package's.
@@ -87,39 +131,61 @@ describe('the packed package in a fresh CDK app', () => {
   });
 
   it('opens the curated entry point only', () => {
-    const resolve = (request: string) => spawnSync(process.execPath, ['-e', `require.resolve(${JSON.stringify(request)})`], { cwd: app, encoding: 'utf8' });
+    const resolve = (request: string) =>
+      spawnSync(process.execPath, ['-e', `require.resolve(${JSON.stringify(request)})`], { cwd: app, encoding: 'utf8' });
     expect(resolve(PACKAGE.name).status).toBe(0);
     const internal = resolve(`${PACKAGE.name}/dist/lib/cli`);
     expect(internal.status).not.toBe(0);
     expect(internal.stderr).toContain('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
-  it('synthesizes the cells with the app\'s own workload image, and the region\'s router', () => {
-    expect(fs.readdirSync(out).filter((f) => f.endsWith('.template.json')).sort()).toEqual(expect.arrayContaining([
-      'cell-canary.template.json', 'cell-eu-1.template.json', 'router-eu-west-1.template.json',
-      'router-eu-west-1-canary-group.template.json', 'router-eu-west-1-groups.template.json',
-    ]));
+  it("synthesizes the cells with the app's own workload image, and the region's router", () => {
+    expect(
+      fs
+        .readdirSync(out)
+        .filter((f) => f.endsWith('.template.json'))
+        .sort(),
+    ).toEqual(
+      expect.arrayContaining([
+        'cell-canary.template.json',
+        'cell-eu-1.template.json',
+        'router-eu-west-1.template.json',
+        'router-eu-west-1-canary-group.template.json',
+        'router-eu-west-1-groups.template.json',
+      ]),
+    );
     for (const cell of ['canary', 'eu-1']) {
-      const images = Object.values(template(`cell-${cell}`).Resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition')
+      const images = Object.values(template(`cell-${cell}`).Resources)
+        .filter((r) => r.Type === 'AWS::ECS::TaskDefinition')
         .flatMap((r) => (r.Properties!.ContainerDefinitions as { Image: unknown }[]).map((c) => c.Image));
       expect(images).toContainEqual('public.ecr.aws/nginx/nginx:stable');
     }
     const router = template('router-eu-west-1');
-    expect(Object.values(router.Resources).filter((r) => r.Type === 'AWS::ElasticLoadBalancingV2::LoadBalancer').map((r) => r.Properties!.Type)).toEqual(['network']);
+    expect(
+      Object.values(router.Resources)
+        .filter((r) => r.Type === 'AWS::ElasticLoadBalancingV2::LoadBalancer')
+        .map((r) => r.Properties!.Type),
+    ).toEqual(['network']);
   });
 
-  it('builds the router and mover images and the router\'s Lambda handlers from what the package holds', () => {
-    const contexts = [...Object.values(assets('router-eu-west-1-canary-group').dockerImages ?? {}), ...Object.values(assets('cell-canary').dockerImages ?? {})]
-      .map((image) => fs.readdirSync(path.join(out, image.source.directory)).sort());
+  it("builds the router and mover images and the router's Lambda handlers from what the package holds", () => {
+    const contexts = [
+      ...Object.values(assets('router-eu-west-1-canary-group').dockerImages ?? {}),
+      ...Object.values(assets('cell-canary').dockerImages ?? {}),
+    ].map((image) => fs.readdirSync(path.join(out, image.source.directory)).sort());
     // router-haproxy (its configuration rendered at synth), router-agent and mover, each bundled from dist/bin.
-    expect(contexts).toEqual(expect.arrayContaining([
-      expect.arrayContaining(['Dockerfile', 'haproxy.cfg']),
-      ['Dockerfile', 'router-agent.js'],
-      ['Dockerfile', 'mover.js', 'rds-ca-bundle.pem'],
-    ]));
+    expect(contexts).toEqual(
+      expect.arrayContaining([
+        expect.arrayContaining(['Dockerfile', 'haproxy.cfg']),
+        ['Dockerfile', 'router-agent.js'],
+        ['Dockerfile', 'mover.js', 'rds-ca-bundle.pem'],
+      ]),
+    );
     // The two custom-resource handlers, bundled by esbuild with the AWS SDK from the app's node_modules.
-    const bundles = Object.values(assets('router-eu-west-1').files ?? {}).map((f) => path.join(out, f.source.path))
-      .filter((p) => fs.statSync(p).isDirectory()).map((dir) => fs.readFileSync(path.join(dir, 'index.js'), 'utf8'));
+    const bundles = Object.values(assets('router-eu-west-1').files ?? {})
+      .map((f) => path.join(out, f.source.path))
+      .filter((p) => fs.statSync(p).isDirectory())
+      .map((dir) => fs.readFileSync(path.join(dir, 'index.js'), 'utf8'));
     // The mapping seed writes with If-None-Match (an SDK that knows it is inside); the endpoint
     // lookup reads the cell's SSM parameter.
     expect(bundles.filter((b) => b.includes('IfNoneMatch') && b.includes('PutObjectCommand'))).toHaveLength(1);

@@ -12,10 +12,21 @@ import { configDirs, REPO_ROOT } from './support/fleet';
  * running its command. Every relative link resolves, and the TypeScript examples are the files of
  * docs/examples that the type check compiles.
  */
-const PAGES = ['README.md', ...fs.readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...fs
+    .readdirSync(path.join(REPO_ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 const TEXT = new Map(PAGES.map((page) => [page, fs.readFileSync(path.join(REPO_ROOT, page), 'utf8')] as const));
 
-interface Example { readonly page: string; readonly command: string; readonly expected: readonly string[] }
+interface Example {
+  readonly page: string;
+  readonly command: string;
+  readonly expected: readonly string[];
+}
 
 /** How the docs run cellctl: `node bin/cellctl.js` starts fastest after `npm ci` (docs/cli.md); `npx cellctl` works too. */
 const CELLCTL = /^(node bin\/cellctl\.js|npx cellctl) /;
@@ -26,10 +37,12 @@ const FENCED = /^```([a-z]*)\n([\s\S]*?)^```$/gm;
 const PACKAGE_NAME = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { name: string }).name;
 
 function examples(): Example[] {
-  return PAGES.flatMap((page) => [...TEXT.get(page)!.matchAll(FENCED)]
-    .map((m) => m[2].replace(/\n$/, '').split('\n'))
-    .filter((lines) => /^\$ (node bin\/cellctl\.js |npx cellctl |npx cdk synth)/.test(lines[0]))
-    .map((lines) => ({ page, command: lines[0].slice(2), expected: lines.slice(1) })));
+  return PAGES.flatMap((page) =>
+    [...TEXT.get(page)!.matchAll(FENCED)]
+      .map((m) => m[2].replace(/\n$/, '').split('\n'))
+      .filter((lines) => /^\$ (node bin\/cellctl\.js |npx cellctl |npx cdk synth)/.test(lines[0]))
+      .map((lines) => ({ page, command: lines[0].slice(2), expected: lines.slice(1) })),
+  );
 }
 
 /** Whether `actual` matches `expected`, where a `…` line in `expected` matches any run of lines. */
@@ -44,7 +57,10 @@ function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const result = new Set<string>();
   for (const [, heading] of markdown.replace(FENCED, '').matchAll(/^#{1,6} +(.+?) *#*$/gm)) {
-    const base = heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = heading
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     result.add(n === 0 ? base : `${base}-${n}`);
@@ -65,14 +81,20 @@ describe('the documentation examples', () => {
   afterAll(() => process.chdir(cwd));
 
   it('covers the plan, bootstrap and validation examples', () => {
-    expect(examples().map((e) => cellctlCommand(e.command))).toEqual(expect.arrayContaining([
-      'npx cdk synth', 'cellctl plan', 'cellctl accounts bootstrap', 'cellctl accounts bootstrap --run',
-    ]));
+    expect(examples().map((e) => cellctlCommand(e.command))).toEqual(
+      expect.arrayContaining(['npx cdk synth', 'cellctl plan', 'cellctl accounts bootstrap', 'cellctl accounts bootstrap --run']),
+    );
   });
 
-  it.each(examples().filter((e) => CELLCTL.test(e.command)).map((e) => [e.command, e.page, e] as const))('`%s` prints what %s shows', async (_command, _page, example) => {
+  it.each(
+    examples()
+      .filter((e) => CELLCTL.test(e.command))
+      .map((e) => [e.command, e.page, e] as const),
+  )('`%s` prints what %s shows', async (_command, _page, example) => {
     let printed = '';
-    const append = (text: string) => { printed += text; };
+    const append = (text: string) => {
+      printed += text;
+    };
     // stdout and stderr in the order they are written, as a terminal shows them.
     const code = await runCli(cellctlCommand(example.command).split(' ').slice(1), { out: append, err: append });
     const actual = printed.replace(/\n$/, '').split('\n');
@@ -86,12 +108,24 @@ describe('the documentation examples', () => {
     const [example] = synthExamples;
     const accounts = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), 'utf8'));
     delete accounts.cells['eu-3'];
-    const dir = dirs.config((t) => t.replace("id: 'eu-2', region: 'eu-west-1', cidr: '10.0.32.0/20'", "id: 'eu-2', region: 'eu-west-1', cidr: '10.0.16.0/21'"), JSON.stringify(accounts));
+    const dir = dirs.config(
+      (t) => t.replace("id: 'eu-2', region: 'eu-west-1', cidr: '10.0.32.0/20'", "id: 'eu-2', region: 'eu-west-1', cidr: '10.0.16.0/21'"),
+      JSON.stringify(accounts),
+    );
     // What bin/app.ts runs, in this process from the config's folder (test/bin/app.test.ts starts bin/app.ts itself).
     let stderr = '';
     process.chdir(dir);
     try {
-      expect(synthFleet({ err: (text) => { stderr += text; }, app: () => { throw new Error('an app made from a config with problems'); } })).toBe(1);
+      expect(
+        synthFleet({
+          err: (text) => {
+            stderr += text;
+          },
+          app: () => {
+            throw new Error('an app made from a config with problems');
+          },
+        }),
+      ).toBe(1);
     } finally {
       process.chdir(REPO_ROOT);
     }
@@ -112,8 +146,12 @@ describe('the documentation links', () => {
     expect(broken).toEqual([]);
   });
 
-  it('the anchor rule is GitHub\'s', () => {
-    expect([...anchors('# A `b` (c, d)\n## A `b` (c, d)\n### Synth: `npm run bench:synth`\n')]).toEqual(['a-b-c-d', 'a-b-c-d-1', 'synth-npm-run-benchsynth']);
+  it("the anchor rule is GitHub's", () => {
+    expect([...anchors('# A `b` (c, d)\n## A `b` (c, d)\n### Synth: `npm run bench:synth`\n')]).toEqual([
+      'a-b-c-d',
+      'a-b-c-d-1',
+      'synth-npm-run-benchsynth',
+    ]);
     expect(relativeLinks('[x](a.md) [y](https://e.com) `[z](no.md)` ![i](b.svg)\n```\n[c](code.md)\n```\n')).toEqual(['a.md', 'b.svg']);
   });
 });
@@ -137,11 +175,22 @@ describe('the TypeScript examples of the README and the docs', () => {
 
   it('each is a file of docs/examples, which the type check compiles', () => {
     // On a difference: copy the page's block into its file (or the file into the page), then `npm run build`.
-    const inPages = Object.fromEntries(PAGES.flatMap((page) => examplesOf(page).map((text, i) => [`${path.basename(page, '.md')}-${i + 1}.ts`, text] as const)));
-    const files = Object.fromEntries(fs.readdirSync(EXAMPLES).filter((f) => f.endsWith('.ts')).map((f) => [f, fs.readFileSync(path.join(EXAMPLES, f), 'utf8')] as const));
+    const inPages = Object.fromEntries(
+      PAGES.flatMap((page) => examplesOf(page).map((text, i) => [`${path.basename(page, '.md')}-${i + 1}.ts`, text] as const)),
+    );
+    const files = Object.fromEntries(
+      fs
+        .readdirSync(EXAMPLES)
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => [f, fs.readFileSync(path.join(EXAMPLES, f), 'utf8')] as const),
+    );
     expect(files).toEqual(inPages);
     const config = ts.parseJsonConfigFileContent(ts.readConfigFile(path.join(REPO_ROOT, 'tsconfig.json'), ts.sys.readFile).config, ts.sys, REPO_ROOT);
-    expect(Object.keys(files).map((f) => path.join(EXAMPLES, f)).filter((f) => !config.fileNames.includes(f))).toEqual([]);
+    expect(
+      Object.keys(files)
+        .map((f) => path.join(EXAMPLES, f))
+        .filter((f) => !config.fileNames.includes(f)),
+    ).toEqual([]);
     // docs/package.md's app imports the package by its name.
     expect(config.options.paths?.[PACKAGE_NAME]).toEqual(['./lib/index.ts']);
   });

@@ -24,7 +24,9 @@ export function workloadContainerImage(image: string): ecs.ContainerImage {
   if (!image.startsWith(IMAGE_ASSET_PREFIX)) return ecs.ContainerImage.fromRegistry(image);
   const file = image.slice(IMAGE_ASSET_PREFIX.length);
   if (!fs.existsSync(path.join(REPO_ROOT, file))) {
-    throw new Error(`workload.image ${image}: no ${file} in the repository; give a path to a Dockerfile relative to the repository root, or a registry image`);
+    throw new Error(
+      `workload.image ${image}: no ${file} in the repository; give a path to a Dockerfile relative to the repository root, or a registry image`,
+    );
   }
   const own = IMAGE_NAMES.find((name) => imageDockerfile(name) === path.normalize(file));
   // The name the pipeline's asset-publishing step and `cdk deploy` show: one for every cell's copy of the image.
@@ -38,7 +40,9 @@ export function workloadContainerImage(image: string): ecs.ContainerImage {
  */
 export function cellPropsOf(fleet: Fleet, cell: Cell): CellProps {
   if (!fleet.cells.some((c) => c.id === cell.id)) {
-    throw new Error(`cell \`${cell.id}\` is not part of fleet \`${fleet.app}\`; pass one of fleet.cells (${fleet.cells.map((c) => c.id).join(', ')})`);
+    throw new Error(
+      `cell \`${cell.id}\` is not part of fleet \`${fleet.app}\`; pass one of fleet.cells (${fleet.cells.map((c) => c.id).join(', ')})`,
+    );
   }
   const { shape } = cell;
   return {

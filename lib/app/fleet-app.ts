@@ -55,7 +55,9 @@ export function addFleet(app: App, fleet: Fleet, options: { audit?: boolean } = 
     ...fleet.cells.map((cell, i) => [cell.id, endpointServiceFingerprint(cells[i].cell.entry)]),
     ...(cellZero ? [[fleet.cellZero!.id, endpointServiceFingerprint(cellZero.entry)]] : []),
   ]);
-  const routers = Object.keys(fleet.regions).map((region) => new RouterStack(app, `router-${region}`, routerStackPropsOf(fleet, region, cellEndpointFingerprints)));
+  const routers = Object.keys(fleet.regions).map(
+    (region) => new RouterStack(app, `router-${region}`, routerStackPropsOf(fleet, region, cellEndpointFingerprints)),
+  );
   // Without a pipeline (`cdk deploy --all`) the order is the same: router stack, canary group, other groups.
   const routerGroups = routers.flatMap((router) => {
     const canary = new RouterGroupsStack(app, `router-${router.region}-canary-group`, routerGroupsStackPropsOf(fleet, router.region, 'canary'));
@@ -91,5 +93,8 @@ export function auditFleet(fleet: Fleet, options: { now?: Date } = {}): AuditRep
  * finding fails `cdk synth`. Control Tower and NIST 800-53 run in `npm run audit` (docs/audit.md).
  */
 export function addAuditGate(app: App, fleet: Fleet): void {
-  Validations.of(app).addPlugins(countAcknowledged(app, new AwsSolutionsChecks(app)), countAcknowledged(app, new CellIsolationChecks(app, isolationChecksPropsOf(fleet))));
+  Validations.of(app).addPlugins(
+    countAcknowledged(app, new AwsSolutionsChecks(app)),
+    countAcknowledged(app, new CellIsolationChecks(app, isolationChecksPropsOf(fleet))),
+  );
 }

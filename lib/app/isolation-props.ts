@@ -6,7 +6,10 @@ export function fleetFacts(fleet: Fleet): FleetFacts {
   return {
     app: fleet.app,
     // Cell zero is a cell to every rule, without a range: its VPC is the existing stack's, not the factory's.
-    cells: [...fleet.cells.map((c) => ({ id: c.id, account: c.account, cidr: c.cidr })), ...(fleet.cellZero ? [{ id: fleet.cellZero.id, account: fleet.cellZero.account }] : [])],
+    cells: [
+      ...fleet.cells.map((c) => ({ id: c.id, account: c.account, cidr: c.cidr })),
+      ...(fleet.cellZero ? [{ id: fleet.cellZero.id, account: fleet.cellZero.account }] : []),
+    ],
     routerAccount: fleet.accounts.router,
     toolingAccount: fleet.accounts.tooling,
   };

@@ -1,7 +1,16 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { App, IPolicyValidationContext, IPolicyValidationPlugin, PolicyValidationPluginReport, Validations } from 'aws-cdk-lib';
-import { assemblyFindings, CfnTemplate, describeFinding, GrantedQuotas, LIMITS, LimitFinding, templateFindings, TemplateUnderCheck } from '../domain/limits';
+import {
+  assemblyFindings,
+  CfnTemplate,
+  describeFinding,
+  GrantedQuotas,
+  LIMITS,
+  LimitFinding,
+  templateFindings,
+  TemplateUnderCheck,
+} from '../domain/limits';
 
 /**
  * Where each nested stack template of a directory was written, by the hash its parent's TemplateURL
@@ -20,14 +29,28 @@ function nestedTemplatesByHash(dir: string): Map<string, string> {
 }
 
 /** A written template and, recursively, the nested stacks' templates it deploys (written beside it). */
-export function readTemplates(templatePath: string, stack: string, parent?: TemplateUnderCheck['parent'], nested = nestedTemplatesByHash(path.dirname(templatePath))): TemplateUnderCheck[] {
+export function readTemplates(
+  templatePath: string,
+  stack: string,
+  parent?: TemplateUnderCheck['parent'],
+  nested = nestedTemplatesByHash(path.dirname(templatePath)),
+): TemplateUnderCheck[] {
   const text = fs.readFileSync(templatePath, 'utf8');
-  const self: TemplateUnderCheck = { stack, template: JSON.parse(text) as CfnTemplate, bytes: Buffer.byteLength(text), ...(parent ? { parent } : {}) };
+  const self: TemplateUnderCheck = {
+    stack,
+    template: JSON.parse(text) as CfnTemplate,
+    bytes: Buffer.byteLength(text),
+    ...(parent ? { parent } : {}),
+  };
   const children = Object.entries(self.template.Resources ?? {})
     .filter(([, r]) => r.Type === 'AWS::CloudFormation::Stack')
     .flatMap(([id, r]) => {
       const hash = /([0-9a-f]{64})\.json/.exec(JSON.stringify(r.Properties?.TemplateURL ?? ''))?.[1];
-      const file = (hash && nested.get(hash)) ?? (typeof r.Metadata?.['aws:asset:path'] === 'string' ? path.join(path.dirname(templatePath), String(r.Metadata['aws:asset:path'])) : undefined);
+      const file =
+        (hash && nested.get(hash)) ??
+        (typeof r.Metadata?.['aws:asset:path'] === 'string'
+          ? path.join(path.dirname(templatePath), String(r.Metadata['aws:asset:path']))
+          : undefined);
       if (!file) throw new Error(`${stack}: nested stack ${id} has no template beside ${templatePath}; the limit checks cannot read it`);
       return readTemplates(file, `${stack}/${id}`, { template: self, resource: id }, nested);
     });
@@ -47,10 +70,13 @@ export class AwsLimitChecks implements IPolicyValidationPlugin {
   constructor(private readonly quotas: GrantedQuotas = {}) {}
 
   public validate(context: IPolicyValidationContext): PolicyValidationPluginReport {
-    const byPath = new Map<string, TemplateUnderCheck[]>(context.stackTemplates.map((t) => [t.templatePath, readTemplates(t.templatePath, t.stackConstructPath)]));
+    const byPath = new Map<string, TemplateUnderCheck[]>(
+      context.stackTemplates.map((t) => [t.templatePath, readTemplates(t.templatePath, t.stackConstructPath)]),
+    );
     const all = [...byPath.values()].flat();
     const findings: LimitFinding[] = [...all.flatMap((t) => templateFindings(t, this.quotas)), ...assemblyFindings(all, this.quotas)];
-    const templatePathOf = (f: LimitFinding) => context.stackTemplates.find((t) => f.stack === t.stackConstructPath || f.stack.startsWith(`${t.stackConstructPath}/`));
+    const templatePathOf = (f: LimitFinding) =>
+      context.stackTemplates.find((t) => f.stack === t.stackConstructPath || f.stack.startsWith(`${t.stackConstructPath}/`));
     const violations = findings.map((f) => {
       const owner = templatePathOf(f);
       return {

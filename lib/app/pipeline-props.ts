@@ -13,7 +13,10 @@ import { pipelineRoutersOf } from './router-props';
  */
 export function pipelineStackPropsOf(fleet: Fleet): PipelineStackProps {
   const { pipeline } = fleet;
-  if (!pipeline) throw new Error(`fleet \`${fleet.app}\` has no \`pipeline\` section; add one (docs/pipeline.md) or stamp the stacks without a pipeline (addFleet)`);
+  if (!pipeline)
+    throw new Error(
+      `fleet \`${fleet.app}\` has no \`pipeline\` section; add one (docs/pipeline.md) or stamp the stacks without a pipeline (addFleet)`,
+    );
   return {
     app: fleet.app,
     toolingAccount: fleet.accounts.tooling,

@@ -57,9 +57,14 @@ export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: Rou
 
 /** Every region's router stacks, for the pipeline's router stages. */
 export function pipelineRoutersOf(fleet: Fleet): Readonly<Record<string, RouterStageStacks>> {
-  return Object.fromEntries(Object.keys(fleet.regions).map((region) => [region, {
-    router: routerStackPropsOf(fleet, region),
-    canary: routerGroupsStackPropsOf(fleet, region, 'canary'),
-    rest: routerGroupsStackPropsOf(fleet, region, 'rest'),
-  }]));
+  return Object.fromEntries(
+    Object.keys(fleet.regions).map((region) => [
+      region,
+      {
+        router: routerStackPropsOf(fleet, region),
+        canary: routerGroupsStackPropsOf(fleet, region, 'canary'),
+        rest: routerGroupsStackPropsOf(fleet, region, 'rest'),
+      },
+    ]),
+  );
 }

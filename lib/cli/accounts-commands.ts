@@ -62,7 +62,14 @@ export function accountsCommand(io: CliIo): Command {
       } finally {
         client.destroy();
       }
-      io.out(flags.json ? json(results) : formatTable(['cell', 'action', 'account', 'reason'], results.map((r) => [r.cell, r.action, r.accountId ?? '-', r.reason ?? ''])));
+      io.out(
+        flags.json
+          ? json(results)
+          : formatTable(
+              ['cell', 'action', 'account', 'reason'],
+              results.map((r) => [r.cell, r.action, r.accountId ?? '-', r.reason ?? '']),
+            ),
+      );
       const failed = results.filter((r) => r.action === 'failed');
       if (failed.length > 0) throw new CliError(flags.json ? '' : `${failed.length} cell(s) failed: ${failed.map((r) => r.cell).join(', ')}`);
     });
@@ -80,28 +87,45 @@ export function accountsCommand(io: CliIo): Command {
           cell: cell.id,
           account: cell.account ?? record?.accountId ?? null,
           organizationalUnit: record?.organizationalUnit ?? null,
-          status: cell.account ? 'CONFIG' : record?.status ?? 'MISSING',
+          status: cell.account ? 'CONFIG' : (record?.status ?? 'MISSING'),
           ...(record?.failureReason ? { failureReason: record.failureReason } : {}),
         };
       });
-      io.out(flags.json ? json(rows) : formatTable(['cell', 'account', 'ou', 'status'], rows.map((r) => [r.cell, r.account ?? '-', r.organizationalUnit ?? '-', r.failureReason ? `${r.status} (${r.failureReason})` : r.status])));
+      io.out(
+        flags.json
+          ? json(rows)
+          : formatTable(
+              ['cell', 'account', 'ou', 'status'],
+              rows.map((r) => [
+                r.cell,
+                r.account ?? '-',
+                r.organizationalUnit ?? '-',
+                r.failureReason ? `${r.status} (${r.failureReason})` : r.status,
+              ]),
+            ),
+      );
     });
 
   accounts
     .command('bootstrap')
-    .description('print (or --run) `cdk bootstrap` for every account and region the fleet deploys to: tooling, router and cell accounts, and cell zero\'s; each trusts the tooling account')
+    .description(
+      "print (or --run) `cdk bootstrap` for every account and region the fleet deploys to: tooling, router and cell accounts, and cell zero's; each trusts the tooling account",
+    )
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--run', 'run the commands one after the other, each as organization.roleName in its account, stopping at the first failure')
     .option('--cdk <command>', 'how to invoke the CDK CLI', 'npx cdk')
     .option('--json', 'print the commands as JSON')
     .option('--allow-example-accounts', 'run even against the example account ids of the sample config (111111111111, 222222222222, 33333333333N, …)')
     .action(async (flags: { config: string; run?: boolean; cdk: string; json?: boolean; allowExampleAccounts?: boolean }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
-      const { BootstrapError, bootstrapEnvironments, exampleAccounts, organizationRoleCredentials, runBootstrap } = require('../adapters/accounts') as typeof import('../adapters/accounts');
+      const { BootstrapError, bootstrapEnvironments, exampleAccounts, organizationRoleCredentials, runBootstrap } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
+        require('../adapters/accounts') as typeof import('../adapters/accounts');
       const fleet = fleetFrom(flags.config);
       let environments;
       try {
-        environments = bootstrapEnvironments(fleet, { executionPolicyArn: fleet.organization?.executionPolicyArn ?? `arn:${fleet.partition}:iam::aws:policy/AdministratorAccess` });
+        environments = bootstrapEnvironments(fleet, {
+          executionPolicyArn: fleet.organization?.executionPolicyArn ?? `arn:${fleet.partition}:iam::aws:policy/AdministratorAccess`,
+        });
       } catch (error) {
         throw new CliError((error as Error).message);
       }
@@ -109,24 +133,33 @@ export function accountsCommand(io: CliIo): Command {
       const examples = exampleAccounts(environments);
       const fix = `put your tooling and router account ids in ${flags.config} (\`accounts.tooling\`, \`accounts.router\`) and vend the cell accounts with \`cellctl accounts ensure\` (remove the shipped cells.accounts.json first)`;
       if (examples.count > 0 && flags.run && !flags.allowExampleAccounts) {
-        throw new CliError(`refusing to bootstrap the example account ids of the sample config: ${examples.summary}; ${fix}; if these really are your accounts, add --allow-example-accounts`);
+        throw new CliError(
+          `refusing to bootstrap the example account ids of the sample config: ${examples.summary}; ${fix}; if these really are your accounts, add --allow-example-accounts`,
+        );
       }
-      if (examples.count > 0 && !flags.run) io.err(`note: ${examples.count} of these accounts are examples from the sample config: ${examples.summary}; ${fix}\n`);
+      if (examples.count > 0 && !flags.run)
+        io.err(`note: ${examples.count} of these accounts are examples from the sample config: ${examples.summary}; ${fix}\n`);
       if (!flags.run) {
-        io.out(flags.json
-          ? json(environments.map((e) => ({ account: e.account, region: e.region, purposes: e.purposes, command: [...launcher, ...e.args] })))
-          : `${environments.map((e) => `${[...launcher, ...e.args].join(' ')}    # ${e.purposes.join(', ')}`).join('\n')}\n`);
+        io.out(
+          flags.json
+            ? json(environments.map((e) => ({ account: e.account, region: e.region, purposes: e.purposes, command: [...launcher, ...e.args] })))
+            : `${environments.map((e) => `${[...launcher, ...e.args].join(' ')}    # ${e.purposes.join(', ')}`).join('\n')}\n`,
+        );
         return;
       }
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
       const { STSClient } = require('@aws-sdk/client-sts') as typeof import('@aws-sdk/client-sts');
-      const sts = new STSClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fleet.pipeline?.region ?? Object.keys(fleet.regions)[0] });
+      const sts = new STSClient({
+        region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? fleet.pipeline?.region ?? Object.keys(fleet.regions)[0],
+      });
       try {
         let credentialsFor;
         try {
           credentialsFor = await organizationRoleCredentials(sts, fleet.organization?.roleName ?? 'OrganizationAccountAccessRole');
         } catch (error) {
-          throw new CliError(`cannot tell which account you are in (STS GetCallerIdentity: ${(error as Error).name}: ${(error as Error).message}); configure credentials of the organization's management account (AWS_PROFILE, or the standard credential chain)`);
+          throw new CliError(
+            `cannot tell which account you are in (STS GetCallerIdentity: ${(error as Error).name}: ${(error as Error).message}); configure credentials of the organization's management account (AWS_PROFILE, or the standard credential chain)`,
+          );
         }
         await runBootstrap(environments, {
           launcher,

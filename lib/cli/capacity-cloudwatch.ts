@@ -1,5 +1,13 @@
 import type { CloudWatchClient, MetricDataQuery, MetricDataResult } from '@aws-sdk/client-cloudwatch';
-import { CELL_SIGNALS, CellSignalReadings, CellSignalsRecord, computeReadingOf, PeriodPoints, PublishedMetric, SignalReading } from '../domain/capacity/signals';
+import {
+  CELL_SIGNALS,
+  CellSignalReadings,
+  CellSignalsRecord,
+  computeReadingOf,
+  PeriodPoints,
+  PublishedMetric,
+  SignalReading,
+} from '../domain/capacity/signals';
 import { CellLoad, TenantLoad } from '../domain/capacity/types';
 import { isCredentialsError, NoCredentialsError } from '../adapters/aws/credentials';
 
@@ -45,7 +53,9 @@ async function sendRetrying<T>(o: Retrying, client: Pick<CloudWatchClient, 'send
     } catch (error) {
       const name = (error as Error).name;
       if (!THROTTLED.has(name) || attempt >= attempts) {
-        throw new Error(`CloudWatch ${what}: ${name}: ${(error as Error).message}${THROTTLED.has(name) ? ` (still throttled after ${attempts} attempts; try again, or a shorter --window)` : ''}`);
+        throw new Error(
+          `CloudWatch ${what}: ${name}: ${(error as Error).message}${THROTTLED.has(name) ? ` (still throttled after ${attempts} attempts; try again, or a shorter --window)` : ''}`,
+        );
       }
       const delay = Math.min(20_000, 1000 * 2 ** (attempt - 1));
       o.progress?.(`CloudWatch ${what}: throttled, retrying in ${delay / 1000} s (attempt ${attempt + 1}/${attempts})`);
@@ -55,7 +65,13 @@ async function sendRetrying<T>(o: Retrying, client: Pick<CloudWatchClient, 'send
 }
 
 /** Every page of one GetMetricData question, results merged by id. */
-async function metricData(o: Retrying, client: Pick<CloudWatchClient, 'send'>, queries: MetricDataQuery[], start: Date, end: Date): Promise<Map<string, Map<number, number>>> {
+async function metricData(
+  o: Retrying,
+  client: Pick<CloudWatchClient, 'send'>,
+  queries: MetricDataQuery[],
+  start: Date,
+  end: Date,
+): Promise<Map<string, Map<number, number>>> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { GetMetricDataCommand } = require('@aws-sdk/client-cloudwatch') as typeof import('@aws-sdk/client-cloudwatch');
   const series = new Map<string, Map<number, number>>();
@@ -63,9 +79,18 @@ async function metricData(o: Retrying, client: Pick<CloudWatchClient, 'send'>, q
   for (let i = 0; i < queries.length; i += 500) {
     let token: string | undefined;
     do {
-      const answer = await sendRetrying<{ MetricDataResults?: MetricDataResult[]; NextToken?: string }>(o, client, new GetMetricDataCommand({
-        MetricDataQueries: queries.slice(i, i + 500), StartTime: start, EndTime: end, ScanBy: 'TimestampAscending', NextToken: token,
-      }), 'GetMetricData');
+      const answer = await sendRetrying<{ MetricDataResults?: MetricDataResult[]; NextToken?: string }>(
+        o,
+        client,
+        new GetMetricDataCommand({
+          MetricDataQueries: queries.slice(i, i + 500),
+          StartTime: start,
+          EndTime: end,
+          ScanBy: 'TimestampAscending',
+          NextToken: token,
+        }),
+        'GetMetricData',
+      );
       for (const r of answer.MetricDataResults ?? []) {
         const points = series.get(r.Id!) ?? new Map<number, number>();
         (r.Timestamps ?? []).forEach((t, j) => points.set(new Date(t).getTime(), (points.get(new Date(t).getTime()) ?? 0) + (r.Values?.[j] ?? 0)));
@@ -84,9 +109,18 @@ async function reportedTenants(o: RouterMetricsOptions, client: Pick<CloudWatchC
   const tenants = new Set<string>();
   let token: string | undefined;
   do {
-    const answer = await sendRetrying<{ Metrics?: { Dimensions?: { Name?: string; Value?: string }[] }[]; NextToken?: string }>(o, client, new ListMetricsCommand({
-      Namespace: NAMESPACE, MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: cell }], RecentlyActive: 'PT3H', NextToken: token,
-    }), 'ListMetrics');
+    const answer = await sendRetrying<{ Metrics?: { Dimensions?: { Name?: string; Value?: string }[] }[]; NextToken?: string }>(
+      o,
+      client,
+      new ListMetricsCommand({
+        Namespace: NAMESPACE,
+        MetricName: 'TenantRequestsPerSecond',
+        Dimensions: [{ Name: 'Cell', Value: cell }],
+        RecentlyActive: 'PT3H',
+        NextToken: token,
+      }),
+      'ListMetrics',
+    );
     for (const m of answer.Metrics ?? []) {
       const tenant = m.Dimensions?.find((d) => d.Name === 'Tenant')?.Value;
       if (tenant) tenants.add(tenant);
@@ -135,13 +169,21 @@ export async function readRouterLoads(o: RouterMetricsOptions): Promise<CellLoad
   for (const client of o.clients) {
     const queries: MetricDataQuery[] = [];
     o.cells.forEach((cell, i) => {
-      o.groups.forEach((group, j) => queries.push({ Id: id('req', i, j), MetricStat: stat('Requests', { RouterGroup: group, Cell: cell }, 'Sum'), ReturnData: true }));
+      o.groups.forEach((group, j) =>
+        queries.push({ Id: id('req', i, j), MetricStat: stat('Requests', { RouterGroup: group, Cell: cell }, 'Sum'), ReturnData: true }),
+      );
       queries.push({ Id: id('act', i), MetricStat: stat('ActiveTenants', { Cell: cell }, 'Maximum'), ReturnData: true });
     });
     const names = await Promise.all(o.cells.map((cell) => reportedTenants(o, client, cell)));
-    o.cells.forEach((cell, i) => names[i].forEach((tenant, k) => queries.push({
-      Id: id('ten', i, k), MetricStat: stat('TenantRequestsPerSecond', { Cell: cell, Tenant: tenant }, 'Sum'), ReturnData: true,
-    })));
+    o.cells.forEach((cell, i) =>
+      names[i].forEach((tenant, k) =>
+        queries.push({
+          Id: id('ten', i, k),
+          MetricStat: stat('TenantRequestsPerSecond', { Cell: cell, Tenant: tenant }, 'Sum'),
+          ReturnData: true,
+        }),
+      ),
+    );
     const series = await metricData(o, client, queries, start, end);
     o.cells.forEach((cell, i) => {
       const r = requests.get(cell) ?? new Map<number, number>();
@@ -164,10 +206,13 @@ export async function readRouterLoads(o: RouterMetricsOptions): Promise<CellLoad
     const rps = counts.map(([, n]) => n / period);
     const last = (m: Map<number, number>) => [...m].sort((a, b) => a[0] - b[0]).pop()?.[1] ?? 0;
     // Each task reports its rate every `report` seconds: a period's Sum holds period/report reports per task.
-    const tenants: TenantLoad[] = [...tenantRates.get(cell)!].map(([tenant, points]) => {
-      const values = [...points].sort((a, b) => a[0] - b[0]).map(([, v]) => (v * report) / period);
-      return { tenant, rps: values[values.length - 1] ?? 0, peakRps: Math.max(0, ...values) };
-    }).filter((t) => t.peakRps > 0).sort((a, b) => b.peakRps - a.peakRps || a.tenant.localeCompare(b.tenant));
+    const tenants: TenantLoad[] = [...tenantRates.get(cell)!]
+      .map(([tenant, points]) => {
+        const values = [...points].sort((a, b) => a[0] - b[0]).map(([, v]) => (v * report) / period);
+        return { tenant, rps: values[values.length - 1] ?? 0, peakRps: Math.max(0, ...values) };
+      })
+      .filter((t) => t.peakRps > 0)
+      .sort((a, b) => b.peakRps - a.peakRps || a.tenant.localeCompare(b.tenant));
     return {
       cell,
       currentRps: rps[rps.length - 1] ?? 0,
@@ -214,29 +259,44 @@ export async function readCellSignals(o: CellSignalsOptions): Promise<CellSignal
   const { start, end, periods } = windowOf(o.now, o.windowMinutes, period);
   const query = (queryId: string, m: PublishedMetric): MetricDataQuery => ({
     Id: queryId,
-    MetricStat: { Metric: { Namespace: m.namespace, MetricName: m.metricName, Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })) }, Period: period, Stat: m.statistic },
+    MetricStat: {
+      Metric: {
+        Namespace: m.namespace,
+        MetricName: m.metricName,
+        Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })),
+      },
+      Period: period,
+      Stat: m.statistic,
+    },
     ReturnData: true,
   });
   const whole = (points: Map<number, number> | undefined) => wholePeriods(points, end, period);
-  return Promise.all(o.sources.map(async (source): Promise<CellSignalsResult> => {
-    try {
-      const record = await source.record();
-      const names = CELL_SIGNALS.filter((name) => record.signals[name]);
-      const compute = record.signals.computeCpu;
-      const queries = [
-        ...names.map((name) => query(name.toLowerCase(), record.signals[name]!)),
-        ...(compute ? [query('computerunning', compute.running)] : []),
-      ];
-      const series = await metricData(o, source.client, queries, start, end);
-      const signals = Object.fromEntries(names.map((name) => [name, name === 'computeCpu'
-        ? computeReadingOf(whole(series.get('computecpu')), whole(series.get('computerunning')), compute!.maximum, compute!.unit, periods)
-        : readingOf(whole(series.get(name.toLowerCase())), periods)]));
-      return { cell: source.cell, signals };
-    } catch (error) {
-      if (isCredentialsError(error) || error instanceof NoCredentialsError) throw error;
-      return { cell: source.cell, error: (error as Error).message.split('\n')[0] };
-    }
-  }));
+  return Promise.all(
+    o.sources.map(async (source): Promise<CellSignalsResult> => {
+      try {
+        const record = await source.record();
+        const names = CELL_SIGNALS.filter((name) => record.signals[name]);
+        const compute = record.signals.computeCpu;
+        const queries = [
+          ...names.map((name) => query(name.toLowerCase(), record.signals[name]!)),
+          ...(compute ? [query('computerunning', compute.running)] : []),
+        ];
+        const series = await metricData(o, source.client, queries, start, end);
+        const signals = Object.fromEntries(
+          names.map((name) => [
+            name,
+            name === 'computeCpu'
+              ? computeReadingOf(whole(series.get('computecpu')), whole(series.get('computerunning')), compute!.maximum, compute!.unit, periods)
+              : readingOf(whole(series.get(name.toLowerCase())), periods),
+          ]),
+        );
+        return { cell: source.cell, signals };
+      } catch (error) {
+        if (isCredentialsError(error) || error instanceof NoCredentialsError) throw error;
+        return { cell: source.cell, error: (error as Error).message.split('\n')[0] };
+      }
+    }),
+  );
 }
 
 /** The points of whole periods (a period that has not ended left out), in time order. */

@@ -50,10 +50,13 @@ export async function mappingBucketOf(fleet: Fleet, region: string): Promise<str
     if (!Parameter?.Value) throw new Error('empty value');
     return Parameter.Value;
   } catch (error) {
-    const hint = (error as Error).name === 'ParameterNotFound'
-      ? `the router stack of ${region} (${routerStackName(fleet.app, region)}) is not deployed yet in account ${fleet.accounts.router}`
-      : 'check the credentials (the publisher role may read it) and AWS_REGION';
-    throw new CliError(`cannot find the mapping bucket of ${region}: SSM ${name} in ${region}: ${(error as Error).name}: ${(error as Error).message}; ${hint}, or pass --bucket NAME`);
+    const hint =
+      (error as Error).name === 'ParameterNotFound'
+        ? `the router stack of ${region} (${routerStackName(fleet.app, region)}) is not deployed yet in account ${fleet.accounts.router}`
+        : 'check the credentials (the publisher role may read it) and AWS_REGION';
+    throw new CliError(
+      `cannot find the mapping bucket of ${region}: SSM ${name} in ${region}: ${(error as Error).name}: ${(error as Error).message}; ${hint}, or pass --bucket NAME`,
+    );
   } finally {
     ssm.destroy();
   }

@@ -19,7 +19,10 @@ export const EXIT = { ok: 0, invalid: 1, usage: 2 } as const;
 
 /** A failure the operator can fix; `exitCode` 1 for bad input, 2 for bad usage. */
 export class CliError extends Error {
-  constructor(message: string, public readonly exitCode: number = EXIT.invalid) {
+  constructor(
+    message: string,
+    public readonly exitCode: number = EXIT.invalid,
+  ) {
     super(message);
     this.name = 'CliError';
   }

@@ -2,9 +2,28 @@ import * as fs from 'fs';
 import { Command, Option } from 'commander';
 import { cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../domain/fleet';
 import {
-  addCell, bucketCounts, ChangeOptions, DEFAULT_MAX_MOVED_SHARE, diffMappings, drainCell, removeCell, formatProblems, guardChange,
-  InvalidKeyError, lookup, lookupMany, MappingChangeError, MappingDiff, MappingDocument, parseMapping, pinKey,
-  quarantineKey, removePrefix, setPrefix, unpinKey, validateMapping,
+  addCell,
+  bucketCounts,
+  ChangeOptions,
+  DEFAULT_MAX_MOVED_SHARE,
+  diffMappings,
+  drainCell,
+  removeCell,
+  formatProblems,
+  guardChange,
+  InvalidKeyError,
+  lookup,
+  lookupMany,
+  MappingChangeError,
+  MappingDiff,
+  MappingDocument,
+  parseMapping,
+  pinKey,
+  quarantineKey,
+  removePrefix,
+  setPrefix,
+  unpinKey,
+  validateMapping,
 } from '../domain/mapping';
 // The mapping store (and the AWS SDK) load when a store command runs, not when cellctl starts.
 import type { MappingStore, PublishResult } from '../adapters/mapping-store';
@@ -16,7 +35,9 @@ import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } f
 function endpointFromFleet(configPath: string, id: string): string {
   const fleet = fleetFrom(configPath);
   if (!fleet.cells.some((c) => c.id === id)) {
-    throw new CliError(`cell \`${id}\` is not in ${configPath}; add it there and push (the pipeline deploys it and links the routers), or pass --endpoint URL for a cell outside the fleet`);
+    throw new CliError(
+      `cell \`${id}\` is not in ${configPath}; add it there and push (the pipeline deploys it and links the routers), or pass --endpoint URL for a cell outside the fleet`,
+    );
   }
   return cellEndpoint(fleet, id);
 }
@@ -46,9 +67,11 @@ export function readEndpoints(file: string, cellIds: readonly string[]): Record<
   const problems: string[] = [];
   for (const [id, url] of Object.entries(parsed)) {
     if (!cellIds.includes(id)) problems.push(`\`${id}\` is not a cell of the fleet${suggestion(id, cellIds).replace('known keys', 'cells')}`);
-    else if (typeof url !== 'string' || !/^https?:\/\/[^\s/]+/.test(url)) problems.push(`${id}: ${JSON.stringify(url)} is not an http(s) URL such as http://10.0.0.5:8080`);
+    else if (typeof url !== 'string' || !/^https?:\/\/[^\s/]+/.test(url))
+      problems.push(`${id}: ${JSON.stringify(url)} is not an http(s) URL such as http://10.0.0.5:8080`);
   }
-  if (problems.length > 0) throw new CliError(`${file} has ${problems.length} problem(s); nothing written:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  if (problems.length > 0)
+    throw new CliError(`${file} has ${problems.length} problem(s); nothing written:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return parsed as Record<string, string>;
 }
 
@@ -61,9 +84,16 @@ function diffText(diff: MappingDiff, total: number): string {
   if (diff.prefixShare > 0) {
     text += `prefix overrides changed: they cover ${(diff.prefixShare * 100).toFixed(2)}% of all valid keys (${(diff.movedShare * 100).toFixed(2)}% moved in all, against the guard); tenants sharing a prefix can be far more\n`;
   }
-  if (diff.moves.length > 0) text += formatTable(['from', 'to', 'buckets', 'share'], diff.moves.map((m) => [m.from, m.to, m.buckets, share(m.buckets, total)]));
+  if (diff.moves.length > 0)
+    text += formatTable(
+      ['from', 'to', 'buckets', 'share'],
+      diff.moves.map((m) => [m.from, m.to, m.buckets, share(m.buckets, total)]),
+    );
   if (diff.overrides.length > 0) {
-    text += formatTable(['override', 'key', 'before', 'after'], diff.overrides.map((o) => [o.kind, o.key, o.before ?? '-', o.after ?? '-']));
+    text += formatTable(
+      ['override', 'key', 'before', 'after'],
+      diff.overrides.map((o) => [o.kind, o.key, o.before ?? '-', o.after ?? '-']),
+    );
   }
   for (const c of diff.stateChanges) text += `cell ${c.cell}: ${c.before} -> ${c.after}\n`;
   for (const c of diff.cellsAdded) text += `cell ${c}: added\n`;
@@ -89,14 +119,23 @@ export interface ChangeFlags {
  * only gains what the moves need (a new cell, without buckets yet); with `--routing-only` the
  * buckets are re-routed without their data, said loudly on stderr.
  */
-function bucketMoveMode(io: CliIo, flags: ChangeFlags, before: MappingDocument, after: MappingDocument, beforeMoves: () => MappingDocument | undefined): MappingDocument | undefined {
+function bucketMoveMode(
+  io: CliIo,
+  flags: ChangeFlags,
+  before: MappingDocument,
+  after: MappingDocument,
+  beforeMoves: () => MappingDocument | undefined,
+): MappingDocument | undefined {
   const plan = bucketMovePlan(before, after);
   if (plan.moves.length === 0) return after;
   const buckets = plan.moves.reduce((n, m) => n + ('bucketCount' in m ? m.bucketCount : 0), 0);
   if (flags.plan && flags.routingOnly) throw new CliError('give --plan FILE or --routing-only, not both', EXIT.usage);
   if (flags.routingOnly) return after; // runChange warns once the document is written
   if (!flags.plan) {
-    throw new CliError(`this change re-routes ${buckets} buckets (${plan.moves.length} cell pairs); their data must move with them: pass --plan FILE to write the bucket moves (then run \`cellctl move plan FILE\`), or --routing-only for a stateless workload`, EXIT.usage);
+    throw new CliError(
+      `this change re-routes ${buckets} buckets (${plan.moves.length} cell pairs); their data must move with them: pass --plan FILE to write the bucket moves (then run \`cellctl move plan FILE\`), or --routing-only for a stateless workload`,
+      EXIT.usage,
+    );
   }
   writeFileAtomic(flags.plan, `${JSON.stringify(plan, null, 2)}\n`);
   io.err(`wrote ${flags.plan}: ${plan.moves.length} bucket moves (${buckets} buckets); run \`cellctl move plan ${flags.plan}\`\n`);
@@ -115,11 +154,16 @@ function keyMoveMode(io: CliIo, flags: ChangeFlags, before: MappingDocument, aft
   if (from === to) return 'change';
   if (flags.plan && flags.routingOnly) throw new CliError('give --plan FILE or --routing-only, not both', EXIT.usage);
   if (flags.routingOnly) {
-    io.err(`ROUTING ONLY: key ${key} now routes to ${to} WITHOUT its data (its rows stay on ${from}). Only a stateless workload may do this; to move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`);
+    io.err(
+      `ROUTING ONLY: key ${key} now routes to ${to} WITHOUT its data (its rows stay on ${from}). Only a stateless workload may do this; to move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`,
+    );
     return 'change';
   }
   if (!flags.plan) {
-    throw new CliError(`this change routes key ${key} from ${from} to ${to}; its data must move with it: pass --plan FILE to write the tenant move (then run \`cellctl move plan FILE\`, which pins it), or --routing-only for a stateless workload`, EXIT.usage);
+    throw new CliError(
+      `this change routes key ${key} from ${from} to ${to}; its data must move with it: pass --plan FILE to write the tenant move (then run \`cellctl move plan FILE\`, which pins it), or --routing-only for a stateless workload`,
+      EXIT.usage,
+    );
   }
   writeFileAtomic(flags.plan, `${JSON.stringify({ mappingVersion: before.version, moves: [{ tenant: key, from, to }] }, null, 2)}\n`);
   io.err(`wrote ${flags.plan}: a tenant move (${key}: ${from} -> ${to}); run \`cellctl move plan ${flags.plan}\`\n`);
@@ -135,7 +179,10 @@ function prefixMoveMode(io: CliIo, flags: ChangeFlags, prefix: string): void {
     io.err(`ROUTING ONLY: every key starting with ${prefix} now routes by the new rule WITHOUT its data. Only a stateless workload may do this.\n`);
     return;
   }
-  throw new CliError(`a prefix re-routes every key starting with ${prefix}, without its data: move those tenants first (\`cellctl move tenant KEY --to CELL\`, which pins each), or pass --routing-only for a stateless workload`, EXIT.usage);
+  throw new CliError(
+    `a prefix re-routes every key starting with ${prefix}, without its data: move those tenants first (\`cellctl move tenant KEY --to CELL\`, which pins each), or pass --routing-only for a stateless workload`,
+    EXIT.usage,
+  );
 }
 
 function maxMoveShare(value: string): number {
@@ -149,7 +196,9 @@ function maxMoveShare(value: string): number {
  * The result is validated and guarded first: nothing is written when it is invalid or refused.
  */
 export function runChange(
-  io: CliIo, flags: ChangeFlags, change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
+  io: CliIo,
+  flags: ChangeFlags,
+  change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
   moves?: (doc: MappingDocument, options: ChangeOptions) => MappingDocument | undefined,
   guard?: (before: MappingDocument, after: MappingDocument) => 'change' | 'planned',
 ): void {
@@ -162,13 +211,21 @@ export function runChange(
     if (moves) {
       const instead = bucketMoveMode(io, flags, before, after, () => moves(before, options));
       if (instead === undefined) {
-        io.out(flags.json ? json({ file: null, version: before.version, plan: flags.plan }) : `${flags.mapping} unchanged (v${before.version}); the plan moves the buckets\n`);
+        io.out(
+          flags.json
+            ? json({ file: null, version: before.version, plan: flags.plan })
+            : `${flags.mapping} unchanged (v${before.version}); the plan moves the buckets\n`,
+        );
         return;
       }
       after = instead;
     }
     if (guard && guard(before, after) === 'planned') {
-      io.out(flags.json ? json({ file: null, version: before.version, plan: flags.plan }) : `${flags.mapping} unchanged (v${before.version}); the plan moves the tenant\n`);
+      io.out(
+        flags.json
+          ? json({ file: null, version: before.version, plan: flags.plan })
+          : `${flags.mapping} unchanged (v${before.version}); the plan moves the tenant\n`,
+      );
       return;
     }
   } catch (error) {
@@ -183,7 +240,9 @@ export function runChange(
   writeFileAtomic(out, `${JSON.stringify(after, null, 2)}\n`);
   const diff = diffMappings(before, after);
   if (flags.routingOnly && diff.bucketsMoved > 0 && moves) {
-    io.err(`ROUTING ONLY: ${diff.bucketsMoved} buckets now route to another cell WITHOUT their data. Only a stateless workload may do this; on a stateful one those tenants lose sight of their rows. To move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`);
+    io.err(
+      `ROUTING ONLY: ${diff.bucketsMoved} buckets now route to another cell WITHOUT their data. Only a stateless workload may do this; on a stateful one those tenants lose sight of their rows. To move the data, use --plan FILE and \`cellctl move plan FILE\`.\n`,
+    );
   }
   io.out(flags.json ? json({ file: out, version: after.version, diff }) : `${diffText(diff, after.bucketCount)}wrote ${out} (v${after.version})\n`);
 }
@@ -236,10 +295,12 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
     const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, fleet.router.homeRegion);
     return { stores: [new MappingStore(client, flags.bucket)], fleet, bakeSeconds };
   }
-  const stores = await Promise.all(Object.keys(fleet.regions).map(async (region) => {
-    const bucket = await mappingBucketOf(fleet, region);
-    return new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle, region }, region), bucket);
-  }));
+  const stores = await Promise.all(
+    Object.keys(fleet.regions).map(async (region) => {
+      const bucket = await mappingBucketOf(fleet, region);
+      return new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle, region }, region), bucket);
+    }),
+  );
   return { stores, fleet, bakeSeconds };
 }
 
@@ -250,7 +311,8 @@ async function storeAction<T>(run: (store: typeof import('../adapters/mapping-st
   try {
     return await run(module);
   } catch (error) {
-    if (error instanceof PublishRefusedError || error instanceof ConcurrentWriteError || error instanceof StoreError) throw new CliError(error.message);
+    if (error instanceof PublishRefusedError || error instanceof ConcurrentWriteError || error instanceof StoreError)
+      throw new CliError(error.message);
     throw error;
   }
 }
@@ -265,7 +327,10 @@ const MAPPING_OPTION = ['--mapping <file>', 'the mapping document'] as const;
 /** The document of `--mapping FILE` or of the FILE argument; exactly one of them. */
 function mappingFileOf(command: string, argument: string | undefined, option: string | undefined): string {
   if (argument !== undefined && option !== undefined && argument !== option) {
-    throw new CliError(`give the mapping document once: \`cellctl mapping ${command} --mapping FILE\` (got ${argument} and --mapping ${option})`, EXIT.usage);
+    throw new CliError(
+      `give the mapping document once: \`cellctl mapping ${command} --mapping FILE\` (got ${argument} and --mapping ${option})`,
+      EXIT.usage,
+    );
   }
   const file = option ?? argument;
   if (file === undefined) throw new CliError(`no mapping document: \`cellctl mapping ${command} --mapping FILE\``, EXIT.usage);
@@ -273,7 +338,10 @@ function mappingFileOf(command: string, argument: string | undefined, option: st
 }
 
 function publishText(result: PublishResult): string {
-  return formatTable(['group', 'before', 'after', 'status'], result.groups.map((g) => [g.group, g.previousVersion === undefined ? '-' : `v${g.previousVersion}`, `v${result.version}`, g.status]));
+  return formatTable(
+    ['group', 'before', 'after', 'status'],
+    result.groups.map((g) => [g.group, g.previousVersion === undefined ? '-' : `v${g.previousVersion}`, `v${result.version}`, g.status]),
+  );
 }
 
 /** `cellctl mapping …`: build, inspect, change and publish the partition-key → cell mapping. */
@@ -282,7 +350,9 @@ export function mappingCommand(io: CliIo): Command {
 
   mapping
     .command('init')
-    .description('create version 1 from the fleet: buckets spread over active regular cells, internal- tenants on the canary (with a cell zero: every bucket on it)')
+    .description(
+      'create version 1 from the fleet: buckets spread over active regular cells, internal- tenants on the canary (with a cell zero: every bucket on it)',
+    )
     .requiredOption('--out <file>', 'where to write the document')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--endpoints <file>', 'JSON object of cell id → endpoint URL (default: router.cellEndpointTemplate, as the router stacks seed it)')
@@ -291,14 +361,26 @@ export function mappingCommand(io: CliIo): Command {
     .action((flags: { out: string; config: string; endpoints?: string; force?: boolean; json?: boolean }) => {
       if (fs.existsSync(flags.out) && !flags.force) throw new CliError(`${flags.out} exists; pass --force to overwrite it`);
       const fleet = fleetFrom(flags.config);
-      const endpoints = flags.endpoints ? readEndpoints(flags.endpoints, routedCells(fleet).map((c) => c.id)) : {};
+      const endpoints = flags.endpoints
+        ? readEndpoints(
+            flags.endpoints,
+            routedCells(fleet).map((c) => c.id),
+          )
+        : {};
       // Without --endpoints, exactly the document the router stacks seed (so publishing it is a no-op).
       const seed = seedMapping(fleet);
-      const doc = { ...seed, cells: Object.fromEntries(Object.entries(seed.cells).map(([id, c]) => [id, { ...c, endpoint: endpoints[id] ?? c.endpoint }])) };
+      const doc = {
+        ...seed,
+        cells: Object.fromEntries(Object.entries(seed.cells).map(([id, c]) => [id, { ...c, endpoint: endpoints[id] ?? c.endpoint }])),
+      };
       const problems = validateMapping(doc);
       if (problems.length > 0) throw new CliError(`the fleet does not make a valid mapping; nothing written:\n${formatProblems(problems)}`);
       writeFileAtomic(flags.out, `${JSON.stringify(doc, null, 2)}\n`);
-      io.out(flags.json ? json({ file: flags.out, version: doc.version }) : `wrote ${flags.out} (v1, ${doc.bucketCount} buckets over ${doc.buckets.length} cells)\n`);
+      io.out(
+        flags.json
+          ? json({ file: flags.out, version: doc.version })
+          : `wrote ${flags.out} (v1, ${doc.bucketCount} buckets over ${doc.buckets.length} cells)\n`,
+      );
     });
 
   mapping
@@ -311,17 +393,27 @@ export function mappingCommand(io: CliIo): Command {
       const doc = readMappingFile(mappingFileOf('show', argument, flags.mapping));
       const counts = bucketCounts(doc);
       const rows = Object.entries(doc.cells).map(([id, c]) => ({
-        cell: id, state: c.state, endpoint: c.endpoint, buckets: counts.get(id) ?? 0, share: (counts.get(id) ?? 0) / doc.bucketCount,
+        cell: id,
+        state: c.state,
+        endpoint: c.endpoint,
+        buckets: counts.get(id) ?? 0,
+        share: (counts.get(id) ?? 0) / doc.bucketCount,
         exact: Object.values(doc.overrides.exact).filter((x) => x === id).length,
-        prefixes: Object.entries(doc.overrides.prefix).filter(([, x]) => x === id).map(([p]) => p),
+        prefixes: Object.entries(doc.overrides.prefix)
+          .filter(([, x]) => x === id)
+          .map(([p]) => p),
       }));
       if (flags.json) {
         io.out(json({ version: doc.version, createdAt: doc.createdAt, bucketCount: doc.bucketCount, cells: rows }));
         return;
       }
       io.out(`version ${doc.version} (${doc.createdAt}), ${doc.bucketCount} buckets\n`);
-      io.out(formatTable(['cell', 'state', 'buckets', 'share', 'pinned keys', 'prefixes', 'endpoint'],
-        rows.map((r) => [r.cell, r.state, r.buckets, share(r.buckets, doc.bucketCount), r.exact, r.prefixes.join(',') || '-', r.endpoint])));
+      io.out(
+        formatTable(
+          ['cell', 'state', 'buckets', 'share', 'pinned keys', 'prefixes', 'endpoint'],
+          rows.map((r) => [r.cell, r.state, r.buckets, share(r.buckets, doc.bucketCount), r.exact, r.prefixes.join(',') || '-', r.endpoint]),
+        ),
+      );
     });
 
   mapping
@@ -332,64 +424,127 @@ export function mappingCommand(io: CliIo): Command {
     .option('--keys <file>', 'route every key of this file (one per line; blank lines skipped) instead of one key')
     .option('--json', 'print {"key","bucket","cell","via"} (with --keys, one such line per key)')
     .action((key: string | undefined, flags: { mapping: string; keys?: string; json?: boolean }) => {
-      if ((key === undefined) === (flags.keys === undefined)) throw new CliError('give either a key or --keys FILE: `cellctl mapping where KEY --mapping FILE`', EXIT.usage);
-      const keys = key !== undefined ? [key] : readText(flags.keys!).split(/\r?\n/).filter((line) => line !== '');
+      if ((key === undefined) === (flags.keys === undefined))
+        throw new CliError('give either a key or --keys FILE: `cellctl mapping where KEY --mapping FILE`', EXIT.usage);
+      const keys =
+        key !== undefined
+          ? [key]
+          : readText(flags.keys!)
+              .split(/\r?\n/)
+              .filter((line) => line !== '');
       const doc = readMappingFile(flags.mapping);
       let results;
       try {
         results = lookupMany(doc, keys);
       } catch (error) {
-        if (error instanceof InvalidKeyError) throw new CliError(`invalid key${flags.keys ? ` in ${flags.keys}` : ''}: ${error.message}; nothing routed`);
+        if (error instanceof InvalidKeyError)
+          throw new CliError(`invalid key${flags.keys ? ` in ${flags.keys}` : ''}: ${error.message}; nothing routed`);
         throw error;
       }
       if (flags.json) {
         io.out(results.map((r) => `${JSON.stringify(r)}\n`).join(''));
         return;
       }
-      io.out(formatTable(['key', 'bucket', 'cell', 'via'], results.map((r) => [r.key, r.bucket, r.cell, r.via])));
+      io.out(
+        formatTable(
+          ['key', 'bucket', 'cell', 'via'],
+          results.map((r) => [r.key, r.bucket, r.cell, r.via]),
+        ),
+      );
       if (flags.keys) {
         const perCell = new Map<string, number>();
         for (const r of results) perCell.set(r.cell, (perCell.get(r.cell) ?? 0) + 1);
-        io.out(`\n${formatTable(['cell', 'keys'], [...perCell].sort((a, b) => a[0].localeCompare(b[0])))}`);
+        io.out(
+          `\n${formatTable(
+            ['cell', 'keys'],
+            [...perCell].sort((a, b) => a[0].localeCompare(b[0])),
+          )}`,
+        );
       }
     });
 
   changeCommand(mapping, 'add-cell', 'add a cell: it takes an even share of buckets from the others, nothing else moves')
     .argument('<id>', 'cell id (in cells.config.ts)')
-    .option('--endpoint <url>', "the cell's endpoint as the routers reach it (default: from the fleet, router.cellEndpointTemplate, which the router stacks name)")
+    .option(
+      '--endpoint <url>',
+      "the cell's endpoint as the routers reach it (default: from the fleet, router.cellEndpointTemplate, which the router stacks name)",
+    )
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--quarantine', 'add a quarantine cell (no buckets; takes quarantined keys)')
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`); the mapping gains the cell without buckets')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
     .action((id: string, flags: ChangeFlags & { endpoint?: string; config: string; quarantine?: boolean }) => {
-      const cell = { id, endpoint: flags.endpoint ?? endpointFromFleet(flags.config, id), state: flags.quarantine ? 'quarantine' as const : 'active' as const };
-      runChange(io, flags, (doc, o) => addCell(doc, cell, o), (doc, o) => ({
-        ...doc, version: doc.version + 1, createdAt: o.now, cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state } },
-      }));
+      const cell = {
+        id,
+        endpoint: flags.endpoint ?? endpointFromFleet(flags.config, id),
+        state: flags.quarantine ? ('quarantine' as const) : ('active' as const),
+      };
+      runChange(
+        io,
+        flags,
+        (doc, o) => addCell(doc, cell, o),
+        (doc, o) => ({
+          ...doc,
+          version: doc.version + 1,
+          createdAt: o.now,
+          cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state } },
+        }),
+      );
     });
 
   changeCommand(mapping, 'drain', 'drain a cell: its buckets spread over the other cells; it becomes draining')
     .argument('<id>', 'cell id')
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`, then drain again); the mapping is not changed')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
-    .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => drainCell(doc, id, o), () => undefined));
+    .action((id: string, flags: ChangeFlags) =>
+      runChange(
+        io,
+        flags,
+        (doc, o) => drainCell(doc, id, o),
+        () => undefined,
+      ),
+    );
 
-  changeCommand(mapping, 'remove-cell', 'remove a cell nothing routes to (no bucket, no pin, no prefix): the routers drop it; refused while anything still routes there')
+  changeCommand(
+    mapping,
+    'remove-cell',
+    'remove a cell nothing routes to (no bucket, no pin, no prefix): the routers drop it; refused while anything still routes there',
+  )
     .argument('<id>', 'cell id')
     .action((id: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => removeCell(doc, id, o)));
 
-  const keyMove = (command: Command) => command
-    .option('--plan <file>', 'write the tenant move to FILE (run it with `cellctl move plan FILE`; its flip pins the key); the mapping is not changed')
-    .option('--routing-only', 're-route the key without moving its data (stateless workloads only)');
+  const keyMove = (command: Command) =>
+    command
+      .option(
+        '--plan <file>',
+        'write the tenant move to FILE (run it with `cellctl move plan FILE`; its flip pins the key); the mapping is not changed',
+      )
+      .option('--routing-only', 're-route the key without moving its data (stateless workloads only)');
 
   keyMove(changeCommand(mapping, 'pin', 'pin one exact key to a cell'))
     .argument('<key>', 'partition key')
     .argument('<cell>', 'cell id')
-    .action((key: string, cell: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => pinKey(doc, key, cell, o), undefined, (b, a) => keyMoveMode(io, flags, b, a, key)));
+    .action((key: string, cell: string, flags: ChangeFlags) =>
+      runChange(
+        io,
+        flags,
+        (doc, o) => pinKey(doc, key, cell, o),
+        undefined,
+        (b, a) => keyMoveMode(io, flags, b, a, key),
+      ),
+    );
 
   keyMove(changeCommand(mapping, 'unpin', 'remove an exact pin'))
     .argument('<key>', 'partition key')
-    .action((key: string, flags: ChangeFlags) => runChange(io, flags, (doc, o) => unpinKey(doc, key, o), undefined, (b, a) => keyMoveMode(io, flags, b, a, key)));
+    .action((key: string, flags: ChangeFlags) =>
+      runChange(
+        io,
+        flags,
+        (doc, o) => unpinKey(doc, key, o),
+        undefined,
+        (b, a) => keyMoveMode(io, flags, b, a, key),
+      ),
+    );
 
   changeCommand(mapping, 'prefix', 'send every key with a prefix to a cell (or --remove the prefix override)')
     .argument('<prefix>', 'key prefix')
@@ -398,16 +553,30 @@ export function mappingCommand(io: CliIo): Command {
     .option('--routing-only', 're-route the keys without moving their data (stateless workloads only)')
     .action((prefix: string, cell: string | undefined, flags: ChangeFlags & { remove?: boolean }) => {
       if (!flags.remove && cell === undefined) throw new CliError('give a CELL, or --remove to delete the prefix override', 2);
-      runChange(io, flags, (doc, o) => (flags.remove ? removePrefix(doc, prefix, o) : setPrefix(doc, prefix, cell!, o)), undefined, () => {
-        prefixMoveMode(io, flags, prefix);
-        return 'change';
-      });
+      runChange(
+        io,
+        flags,
+        (doc, o) => (flags.remove ? removePrefix(doc, prefix, o) : setPrefix(doc, prefix, cell!, o)),
+        undefined,
+        () => {
+          prefixMoveMode(io, flags, prefix);
+          return 'change';
+        },
+      );
     });
 
   keyMove(changeCommand(mapping, 'quarantine', "pin a key to the quarantine cell (the mapping's only one, or --cell)"))
     .argument('<key>', 'partition key')
     .option('--cell <id>', 'quarantine cell')
-    .action((key: string, flags: ChangeFlags & { cell?: string }) => runChange(io, flags, (doc, o) => quarantineKey(doc, key, { ...o, cell: flags.cell }), undefined, (b, a) => keyMoveMode(io, flags, b, a, key)));
+    .action((key: string, flags: ChangeFlags & { cell?: string }) =>
+      runChange(
+        io,
+        flags,
+        (doc, o) => quarantineKey(doc, key, { ...o, cell: flags.cell }),
+        undefined,
+        (b, a) => keyMoveMode(io, flags, b, a, key),
+      ),
+    );
 
   mapping
     .command('validate')
@@ -424,7 +593,10 @@ export function mappingCommand(io: CliIo): Command {
       const parsed = parseMapping(text, { previousVersion, bucketCount: fleetFrom(flags.config).bucketCount });
       if (flags.json) io.out(json({ valid: parsed.ok, problems: parsed.ok ? [] : parsed.problems }));
       if (!parsed.ok) throw new CliError(flags.json ? '' : `${file} is not a valid mapping:\n${formatProblems(parsed.problems)}`);
-      if (!flags.json) io.out(`${file}: valid (v${parsed.document.version}, ${parsed.document.bucketCount} buckets, ${Object.keys(parsed.document.cells).length} cells)\n`);
+      if (!flags.json)
+        io.out(
+          `${file}: valid (v${parsed.document.version}, ${parsed.document.bucketCount} buckets, ${Object.keys(parsed.document.cells).length} cells)\n`,
+        );
     });
 
   mapping
@@ -445,40 +617,71 @@ export function mappingCommand(io: CliIo): Command {
       }
       const before = readMappingFile(oldFile);
       const after = readMappingFile(newFile);
-      if (before.bucketCount !== after.bucketCount) throw new CliError(`bucketCount differs (${before.bucketCount} vs ${after.bucketCount}): every key would move`);
+      if (before.bucketCount !== after.bucketCount)
+        throw new CliError(`bucketCount differs (${before.bucketCount} vs ${after.bucketCount}): every key would move`);
       const diff = diffMappings(before, after);
       io.out(flags.json ? json(diff) : diffText(diff, after.bucketCount));
     });
 
-  storeCommand(mapping, 'publish', 'publish to the mapping bucket: mappings/v<version>.json, then each router group in order with a bake after the first')
+  storeCommand(
+    mapping,
+    'publish',
+    'publish to the mapping bucket: mappings/v<version>.json, then each router group in order with a bake after the first',
+  )
     .option(...MAPPING_OPTION)
     .argument('[file]', 'the mapping document (same as --mapping FILE)')
     .option('--group <name>', 'publish to this router group only')
-    .action((argument: string | undefined, flags: StoreFlags & { mapping?: string }) => storeAction(async ({ publishMapping }) => {
-      const doc = readMappingFile(mappingFileOf('publish', argument, flags.mapping));
-      const { stores, fleet, bakeSeconds } = await openStores(flags);
-      const result = await publishMapping(stores, doc, {
-        groups: fleet.router.groups.map((g) => g.name), onlyGroup: flags.group, bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, progress: (line) => io.err(`${line}\n`),
-      });
-      io.out(flags.json ? json(result) : publishText(result));
-    }));
+    .action((argument: string | undefined, flags: StoreFlags & { mapping?: string }) =>
+      storeAction(async ({ publishMapping }) => {
+        const doc = readMappingFile(mappingFileOf('publish', argument, flags.mapping));
+        const { stores, fleet, bakeSeconds } = await openStores(flags);
+        const result = await publishMapping(stores, doc, {
+          groups: fleet.router.groups.map((g) => g.name),
+          onlyGroup: flags.group,
+          bakeSeconds,
+          routerSlots: fleet.router.slots,
+          bucketCount: fleet.bucketCount,
+          progress: (line) => io.err(`${line}\n`),
+        });
+        io.out(flags.json ? json(result) : publishText(result));
+      }),
+    );
 
-  storeCommand(mapping, 'rollback', 'put the previous version back on every router group (published as a new version)')
-    .action((flags: StoreFlags) => storeAction(async ({ rollbackMapping }) => {
+  storeCommand(mapping, 'rollback', 'put the previous version back on every router group (published as a new version)').action((flags: StoreFlags) =>
+    storeAction(async ({ rollbackMapping }) => {
       const { stores, fleet, bakeSeconds } = await openStores(flags);
       const result = await rollbackMapping(stores, {
-        groups: fleet.router.groups.map((g) => g.name), bakeSeconds, routerSlots: fleet.router.slots, bucketCount: fleet.bucketCount, now: new Date().toISOString(), progress: (line) => io.err(`${line}\n`),
+        groups: fleet.router.groups.map((g) => g.name),
+        bakeSeconds,
+        routerSlots: fleet.router.slots,
+        bucketCount: fleet.bucketCount,
+        now: new Date().toISOString(),
+        progress: (line) => io.err(`${line}\n`),
       });
       io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
-    }));
+    }),
+  );
 
   storeCommand(mapping, 'history', 'published versions, newest first, and which router group is on which')
     .addOption(new Option('--limit <n>', 'versions to show').default('20'))
-    .action((flags: StoreFlags & { limit: string }) => storeAction(async ({ mappingHistory }) => {
-      const { stores, fleet } = await openStores(flags);
-      const entries = await mappingHistory(stores[0], fleet.router.groups.map((g) => g.name), Number(flags.limit));
-      io.out(flags.json ? json(entries) : formatTable(['version', 'created', 'groups'], entries.map((e) => [`v${e.version}`, e.createdAt ?? '?', e.groups.join(',') || '-'])));
-    }));
+    .action((flags: StoreFlags & { limit: string }) =>
+      storeAction(async ({ mappingHistory }) => {
+        const { stores, fleet } = await openStores(flags);
+        const entries = await mappingHistory(
+          stores[0],
+          fleet.router.groups.map((g) => g.name),
+          Number(flags.limit),
+        );
+        io.out(
+          flags.json
+            ? json(entries)
+            : formatTable(
+                ['version', 'created', 'groups'],
+                entries.map((e) => [`v${e.version}`, e.createdAt ?? '?', e.groups.join(',') || '-']),
+              ),
+        );
+      }),
+    );
 
   return mapping;
 }

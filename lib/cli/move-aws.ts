@@ -1,6 +1,16 @@
 import type { AwsCredentialIdentityProvider } from '@aws-sdk/types';
 import { Fleet, routedCells } from '../domain/fleet';
-import { cellStackName, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, moverLauncherRoleName, moverParameter, routerClusterParameter, routerServiceName, routerStackName } from '../domain/names';
+import {
+  cellStackName,
+  mappingBucketParameter,
+  moveBucketParameter,
+  moveOperatorRoleName,
+  moverLauncherRoleName,
+  moverParameter,
+  routerClusterParameter,
+  routerServiceName,
+  routerStackName,
+} from '../domain/names';
 import { assumedRole, ssmParameter } from '../adapters/aws/assumed-role';
 import { isCredentialsError, credentialsHint } from '../adapters/aws/credentials';
 import { EcsCellData } from '../operations/moves/aws-cell';
@@ -74,7 +84,9 @@ async function operatorCredentials(fleet: Fleet, region: string): Promise<AwsCre
   try {
     await provider();
   } catch (error) {
-    throw new MoveError(`${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${fleet.router.homeRegion}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`);
+    throw new MoveError(
+      `${(error as Error).message}; cellctl move runs as ${roleArn} (in the router stack of ${fleet.router.homeRegion}), which operators of the router account (${fleet.accounts.router}) and the tooling account (${fleet.accounts.tooling}) may assume; you are ${arn}`,
+    );
   }
   return provider;
 }
@@ -94,49 +106,87 @@ export async function awsMoveContext(fleet: Fleet, options: AwsMoveOptions): Pro
   const interruption = new AbortController();
   const withCredentials = credentials ? { credentials } : {};
   const pathStyle = process.env.S3_FORCE_PATH_STYLE === 'true';
-  const bucket = options.movesBucket ?? await parameter(moveBucketParameter(fleet.app), home, credentials,
-    `the fleet has no move bucket yet; deploy ${routerStackName(fleet.app, home)} (it creates the move bucket and the operator role), or pass --moves-bucket NAME`);
+  const bucket =
+    options.movesBucket ??
+    (await parameter(
+      moveBucketParameter(fleet.app),
+      home,
+      credentials,
+      `the fleet has no move bucket yet; deploy ${routerStackName(fleet.app, home)} (it creates the move bucket and the operator role), or pass --moves-bucket NAME`,
+    ));
   const s3 = new S3Client({ region: home, forcePathStyle: pathStyle, ...withCredentials });
   const store = new S3MoveStore(s3, bucket);
   const regions = Object.keys(fleet.regions);
-  const mappingBuckets = await Promise.all(regions.map(async (region) => ({
-    region,
-    s3: new S3Client({ region, forcePathStyle: pathStyle, ...withCredentials }),
-    bucket: await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${routerStackName(fleet.app, region)} first`),
-  })));
+  const mappingBuckets = await Promise.all(
+    regions.map(async (region) => ({
+      region,
+      s3: new S3Client({ region, forcePathStyle: pathStyle, ...withCredentials }),
+      bucket: await parameter(mappingBucketParameter(fleet.app), region, credentials, `deploy ${routerStackName(fleet.app, region)} first`),
+    })),
+  );
   const stores = mappingBuckets.map(({ s3: client, bucket: name }) => new MappingStore(client, name));
   const clusters = new Map<string, Promise<string>>();
   const ecsByRegion = new Map<string, InstanceType<typeof ECSClient>>();
   const routerTasks = async (region: string, group: string) => {
-    if (!clusters.has(region)) clusters.set(region, parameter(routerClusterParameter(fleet.app), region, credentials, `deploy ${routerStackName(fleet.app, region)} first`));
+    if (!clusters.has(region))
+      clusters.set(region, parameter(routerClusterParameter(fleet.app), region, credentials, `deploy ${routerStackName(fleet.app, region)} first`));
     if (!ecsByRegion.has(region)) ecsByRegion.set(region, new ECSClient({ region, ...withCredentials }));
     return ecsRunningTasks(ecsByRegion.get(region)!, await clusters.get(region)!, routerServiceName(fleet.app, region, group));
   };
   const groups = fleet.router.groups.map((g) => g.name);
   const routing = new S3RoutingControl({
-    stores, groups, routerSlots: fleet.router.slots, clock: options.clock, progress: options.progress, signal: interruption.signal,
+    stores,
+    groups,
+    routerSlots: fleet.router.slots,
+    clock: options.clock,
+    progress: options.progress,
+    signal: interruption.signal,
     timeoutMs: (options.routerTimeoutSeconds ?? 600) * 1000,
     // Each router task reports the version it serves in its region's mapping bucket (lib/runtime/router/served.ts);
     // ECS says which tasks still run, so a task whose agent went quiet is waited for, not forgotten.
     probe: servedReportProbe(mappingBuckets, groups, { runningTasks: routerTasks }),
   });
   // Cell zero too (docs/cell-zero.md): its adoption stack runs the same mover task behind the same launcher role.
-  const cells: Record<string, MoverCell> = Object.fromEntries(routedCells(fleet).map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]));
+  const cells: Record<string, MoverCell> = Object.fromEntries(
+    routedCells(fleet).map((c) => [c.id, { id: c.id, account: c.account, region: c.region }]),
+  );
   const launchers = new Map<string, AwsCredentialIdentityProvider>();
   const launcher = (cell: MoverCell) => {
     if (!launchers.has(cell.id)) {
-      launchers.set(cell.id, assumedRole(`arn:${fleet.partition}:iam::${cell.account}:role/${moverLauncherRoleName(fleet.app, cell.id)}`, `cellctl-move-${cell.id}`.slice(0, 64), credentials, cell.region, moveError));
+      launchers.set(
+        cell.id,
+        assumedRole(
+          `arn:${fleet.partition}:iam::${cell.account}:role/${moverLauncherRoleName(fleet.app, cell.id)}`,
+          `cellctl-move-${cell.id}`.slice(0, 64),
+          credentials,
+          cell.region,
+          moveError,
+        ),
+      );
     }
     return launchers.get(cell.id)!;
   };
   const infos = new Map<string, Promise<MoverTaskInfo>>();
   const runner = new EcsMoverRunner({
-    s3, bucket, bucketRegion: home, cells, clock: options.clock, progress: options.progress, signal: interruption.signal,
+    s3,
+    bucket,
+    bucketRegion: home,
+    cells,
+    clock: options.clock,
+    progress: options.progress,
+    signal: interruption.signal,
     ecs: (cell) => new ECSClient({ region: cell.region, credentials: launcher(cell) }),
     taskInfo: (cell) => {
       if (!infos.has(cell.id)) {
-        infos.set(cell.id, parameter(moverParameter(fleet.app, cell.id), cell.region, launcher(cell), `the cell stack ${cellStackName(fleet.app, cell.id)} has no mover yet; deploy the cells (the pipeline's cell waves) first`)
-          .then((text) => JSON.parse(text) as MoverTaskInfo));
+        infos.set(
+          cell.id,
+          parameter(
+            moverParameter(fleet.app, cell.id),
+            cell.region,
+            launcher(cell),
+            `the cell stack ${cellStackName(fleet.app, cell.id)} has no mover yet; deploy the cells (the pipeline's cell waves) first`,
+          ).then((text) => JSON.parse(text) as MoverTaskInfo),
+        );
       }
       return infos.get(cell.id)!;
     },

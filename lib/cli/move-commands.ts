@@ -3,8 +3,24 @@ import * as os from 'os';
 import * as path from 'path';
 import { Command } from 'commander';
 import {
-  abortMove, describeSubject, FileRoutingControl, forgetMove, LocalHandoffStore, LocalMoveStore, MoveConflictError, MoveError,
-  MovePlan, MoverDeps, MoveRecord, MoveStore, MoveSubject, parseRanges, planMove, runMove, systemClock, tenantSubject,
+  abortMove,
+  describeSubject,
+  FileRoutingControl,
+  forgetMove,
+  LocalHandoffStore,
+  LocalMoveStore,
+  MoveConflictError,
+  MoveError,
+  MovePlan,
+  MoverDeps,
+  MoveRecord,
+  MoveStore,
+  MoveSubject,
+  parseRanges,
+  planMove,
+  runMove,
+  systemClock,
+  tenantSubject,
 } from '../operations/moves';
 // The PostgreSQL client loads when a move runs, not when cellctl starts (npm run bench:cli).
 import type { PostgresCellData } from '../operations/moves/cell-data';
@@ -28,7 +44,8 @@ export const DEFAULT_LOCAL_STATE_DIR = '.cells-local';
 /** Stores, cells and routing of the running local fleet; `close` ends the database pools. */
 function copyRateOf(flags: MoveFlags): number | undefined {
   const copyRowsPerSecond = flags.copyRate === undefined ? undefined : Number(flags.copyRate);
-  if (copyRowsPerSecond !== undefined && !(copyRowsPerSecond > 0)) throw new CliError(`--copy-rate ${flags.copyRate}: give rows per second > 0`, EXIT.usage);
+  if (copyRowsPerSecond !== undefined && !(copyRowsPerSecond > 0))
+    throw new CliError(`--copy-rate ${flags.copyRate}: give rows per second > 0`, EXIT.usage);
   return copyRowsPerSecond;
 }
 
@@ -134,19 +151,30 @@ async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, 
   // The move this command drives (the last one it created, changed or audited).
   let current: string | undefined;
   const store = opened.deps.store;
-  const deps: MoverDeps = interrupt ? {
-    ...opened.deps,
-    store: {
-      description: store.description,
-      create: async (record) => { current = record.id; return store.create(record); },
-      read: (id) => store.read(id),
-      replace: async (record, tag) => { current = record.id; return store.replace(record, tag); },
-      list: () => store.list(),
-      appendAudit: async (id, entry) => { current = id; return store.appendAudit(id, entry); },
-      readAudit: (id) => store.readAudit(id),
-      withPlanLock: (b) => store.withPlanLock(b),
-    },
-  } : opened.deps;
+  const deps: MoverDeps = interrupt
+    ? {
+        ...opened.deps,
+        store: {
+          description: store.description,
+          create: async (record) => {
+            current = record.id;
+            return store.create(record);
+          },
+          read: (id) => store.read(id),
+          replace: async (record, tag) => {
+            current = record.id;
+            return store.replace(record, tag);
+          },
+          list: () => store.list(),
+          appendAudit: async (id, entry) => {
+            current = id;
+            return store.appendAudit(id, entry);
+          },
+          readAudit: (id) => store.readAudit(id),
+          withPlanLock: (b) => store.withPlanLock(b),
+        },
+      }
+    : opened.deps;
   const signals = io.signals ?? process;
   let onSignal: ((signal: NodeJS.Signals) => void) | undefined;
   let handling = false;
@@ -166,14 +194,24 @@ async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, 
           const id = current;
           const record = await store.read(id).catch(() => undefined);
           where = record ? ` at step ${record.record.completed}` : '';
-          await store.appendAudit(id, {
-            at: deps.clock.now().toISOString(), actor: deps.actor, event: 'interrupted',
-            detail: { signal, completed: record?.record.completed, stoppedTasks: stopped, ...(failed.length > 0 ? { notStopped: failed } : {}) },
-          }).catch((error: Error) => io.err(`could not record the interruption in ${id}'s audit log: ${error.message}\n`));
+          await store
+            .appendAudit(id, {
+              at: deps.clock.now().toISOString(),
+              actor: deps.actor,
+              event: 'interrupted',
+              detail: { signal, completed: record?.record.completed, stoppedTasks: stopped, ...(failed.length > 0 ? { notStopped: failed } : {}) },
+            })
+            .catch((error: Error) => io.err(`could not record the interruption in ${id}'s audit log: ${error.message}\n`));
         }
-        const tasks = stopped.length > 0 ? `stopped mover task${stopped.length > 1 ? 's' : ''} ${stopped.map((a) => a.split('/').pop()).join(', ')}` : 'no mover task was running';
-        const notStopped = failed.length > 0 ? `; could NOT stop ${failed.join(', ')}: stop ${failed.length > 1 ? 'them' : 'it'} in the cell's ECS console` : '';
-        const next = current ? `; move ${current} stays${where}: \`cellctl move resume ${current}\` continues it (or \`cellctl move abort ${current}\`)` : '';
+        const tasks =
+          stopped.length > 0
+            ? `stopped mover task${stopped.length > 1 ? 's' : ''} ${stopped.map((a) => a.split('/').pop()).join(', ')}`
+            : 'no mover task was running';
+        const notStopped =
+          failed.length > 0 ? `; could NOT stop ${failed.join(', ')}: stop ${failed.length > 1 ? 'them' : 'it'} in the cell's ECS console` : '';
+        const next = current
+          ? `; move ${current} stays${where}: \`cellctl move resume ${current}\` continues it (or \`cellctl move abort ${current}\`)`
+          : '';
         reject(new CliError(`interrupted by ${signal}: ${tasks}${notStopped}${next}`, EXIT_INTERRUPTED));
       })().catch(reject);
     };
@@ -184,7 +222,13 @@ async function withDeps<T>(io: CliIo, flags: MoveFlags, body: (deps: MoverDeps, 
   try {
     const ran = (async () => body(deps, await bucketCount()))();
     // Once a signal arrived, the outcome is the interruption's (the body fails with it meanwhile).
-    return await Promise.race([ran.then((value) => (handling ? interrupted : value), (error) => (handling ? interrupted : Promise.reject(error))), interrupted]);
+    return await Promise.race([
+      ran.then(
+        (value) => (handling ? interrupted : value),
+        (error) => (handling ? interrupted : Promise.reject(error)),
+      ),
+      interrupted,
+    ]);
   } catch (error) {
     if (error instanceof MoveError || error instanceof MoveConflictError) throw new CliError(error.message);
     throw error;
@@ -206,13 +250,23 @@ async function withStore<T>(io: CliIo, flags: MoveFlags, body: (store: MoveStore
   if (!flags.local) return withDeps(io, flags, (deps) => body(deps.store));
   const stateDir = path.resolve(flags.stateDir);
   if (!fs.existsSync(path.join(stateDir, 'fleet.json')) && !fs.existsSync(path.join(stateDir, 'moves'))) {
-    throw new CliError(`${path.join(stateDir, 'fleet.json')} not found: start the local fleet (\`cellctl fleet local\`), or pass --state-dir DIR where it keeps its state`);
+    throw new CliError(
+      `${path.join(stateDir, 'fleet.json')} not found: start the local fleet (\`cellctl fleet local\`), or pass --state-dir DIR where it keeps its state`,
+    );
   }
   return body(new LocalMoveStore(path.join(stateDir, 'moves')));
 }
 
 function summary(r: MoveRecord): string[] {
-  return [r.id, describeSubject(r.subject), `${r.source} -> ${r.target}`, r.status, r.completed, String(r.rowsCopied), r.lastError ? `error: ${r.lastError}` : ''];
+  return [
+    r.id,
+    describeSubject(r.subject),
+    `${r.source} -> ${r.target}`,
+    r.status,
+    r.completed,
+    String(r.rowsCopied),
+    r.lastError ? `error: ${r.lastError}` : '',
+  ];
 }
 
 function moveCommonOptions(command: Command): Command {
@@ -232,7 +286,11 @@ function startCommand(parent: Command, name: string, description: string): Comma
     .option('--plan-only', 'record the move without running it (run it with `cellctl move resume ID`)');
 }
 
-async function start(io: CliIo, flags: MoveFlags & { to: string; reason: string; planOnly?: boolean }, subject: (bucketCount: number) => MoveSubject): Promise<void> {
+async function start(
+  io: CliIo,
+  flags: MoveFlags & { to: string; reason: string; planOnly?: boolean },
+  subject: (bucketCount: number) => MoveSubject,
+): Promise<void> {
   await withDeps(io, flags, async (deps, bucketCount) => {
     const planned = await planMove(deps, { subject: subject(bucketCount), target: flags.to, reason: flags.reason });
     const record = flags.planOnly ? planned : await runMove(deps, planned.id);
@@ -251,7 +309,9 @@ function subjectOrUsage<T>(make: () => T): T {
 
 /** `cellctl move …`: move tenants and buckets between cells. */
 export function moveCommand(io: CliIo): Command {
-  const move = new Command('move').description('move a tenant or buckets to another cell: clone, catch up, freeze, sync, verify, flip, unfreeze, forget');
+  const move = new Command('move').description(
+    'move a tenant or buckets to another cell: clone, catch up, freeze, sync, verify, flip, unfreeze, forget',
+  );
 
   startCommand(move, 'tenant', 'move one tenant to another cell')
     .argument('<tenant>', 'tenant id (partition key)')
@@ -261,86 +321,119 @@ export function moveCommand(io: CliIo): Command {
     .argument('<ranges>', 'bucket ranges: N or N-M, comma-separated')
     .action((ranges: string, flags) => start(io, flags, (count) => subjectOrUsage(() => ({ kind: 'buckets', ranges: parseRanges(ranges, count) }))));
 
-  moveCommonOptions(move.command('plan').description('run the bucket moves of a plan file (written by `cellctl mapping add-cell|drain --plan FILE`), one after another'))
+  moveCommonOptions(
+    move
+      .command('plan')
+      .description('run the bucket moves of a plan file (written by `cellctl mapping add-cell|drain --plan FILE`), one after another'),
+  )
     .argument('<file>', 'plan file')
-    .option('--reason <text>', 'why (kept in each move\'s audit log)', '')
+    .option('--reason <text>', "why (kept in each move's audit log)", '')
     .option('--copy-rate <rows>', 'rows per second the copy may take (default 20000)')
-    .action((file: string, flags: MoveFlags & { reason: string }) => withDeps(io, flags, async (deps, bucketCount) => {
-      const plan = readPlan(file);
-      const done: MoveRecord[] = [];
-      const sizes = plan.moves.map((m) => ('tenant' in m ? 0 : parseRanges(m.buckets, bucketCount).reduce((n, r) => n + r.to - r.from + 1, 0)));
-      const totalBuckets = sizes.reduce((a, b) => a + b, 0);
-      const started = Date.now();
-      let bucketsDone = 0;
-      let rows = 0;
-      for (const [i, step] of plan.moves.entries()) {
-        const subject: MoveSubject = 'tenant' in step ? subjectOrUsage(() => tenantSubject(step.tenant)) : { kind: 'buckets', ranges: parseRanges(step.buckets, bucketCount) };
-        // A plan run again skips what already moved (the record exists and is past the flip).
-        const existing = (await deps.store.list()).find((m) => m.status !== 'aborted' && m.target === step.to && describeSubject(m.subject) === describeSubject(subject));
-        const record = existing ?? await planMove(deps, { subject, target: step.to, reason: flags.reason || `plan ${path.basename(file)}` });
-        const result = record.status === 'active' ? await runMove(deps, record.id) : record;
-        done.push(result);
-        bucketsDone += sizes[i];
-        rows += result.rowsCopied;
-        const seconds = (Date.now() - started) / 1000;
-        const left = bucketsDone < totalBuckets ? `, about ${Math.ceil((seconds / bucketsDone) * (totalBuckets - bucketsDone))} s left` : '';
-        io.err(`plan ${i + 1}/${plan.moves.length}: ${'tenant' in step ? `tenant ${step.tenant}` : `buckets ${step.buckets}`} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); `
-          + `${bucketsDone}/${totalBuckets} buckets, ${rows} rows in ${Math.round(seconds)} s (${Math.round(rows / Math.max(seconds, 0.001))} rows/s)${left}\n`);
-      }
-      io.out(flags.json ? json(done) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], done.map(summary)));
-    }));
+    .action((file: string, flags: MoveFlags & { reason: string }) =>
+      withDeps(io, flags, async (deps, bucketCount) => {
+        const plan = readPlan(file);
+        const done: MoveRecord[] = [];
+        const sizes = plan.moves.map((m) => ('tenant' in m ? 0 : parseRanges(m.buckets, bucketCount).reduce((n, r) => n + r.to - r.from + 1, 0)));
+        const totalBuckets = sizes.reduce((a, b) => a + b, 0);
+        const started = Date.now();
+        let bucketsDone = 0;
+        let rows = 0;
+        for (const [i, step] of plan.moves.entries()) {
+          const subject: MoveSubject =
+            'tenant' in step ? subjectOrUsage(() => tenantSubject(step.tenant)) : { kind: 'buckets', ranges: parseRanges(step.buckets, bucketCount) };
+          // A plan run again skips what already moved (the record exists and is past the flip).
+          const existing = (await deps.store.list()).find(
+            (m) => m.status !== 'aborted' && m.target === step.to && describeSubject(m.subject) === describeSubject(subject),
+          );
+          const record = existing ?? (await planMove(deps, { subject, target: step.to, reason: flags.reason || `plan ${path.basename(file)}` }));
+          const result = record.status === 'active' ? await runMove(deps, record.id) : record;
+          done.push(result);
+          bucketsDone += sizes[i];
+          rows += result.rowsCopied;
+          const seconds = (Date.now() - started) / 1000;
+          const left = bucketsDone < totalBuckets ? `, about ${Math.ceil((seconds / bucketsDone) * (totalBuckets - bucketsDone))} s left` : '';
+          io.err(
+            `plan ${i + 1}/${plan.moves.length}: ${'tenant' in step ? `tenant ${step.tenant}` : `buckets ${step.buckets}`} -> ${step.to}: ${result.status} (${result.rowsCopied} rows); ` +
+              `${bucketsDone}/${totalBuckets} buckets, ${rows} rows in ${Math.round(seconds)} s (${Math.round(rows / Math.max(seconds, 0.001))} rows/s)${left}\n`,
+          );
+        }
+        io.out(flags.json ? json(done) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], done.map(summary)));
+      }),
+    );
 
-  moveCommonOptions(move.command('list').description('every move, newest last (with --local, also while the local fleet is stopped)'))
-    .action((flags: MoveFlags) => withStore(io, flags, async (store) => {
-      const moves = await store.list();
-      moves.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-      io.out(flags.json ? json(moves) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], moves.map(summary)));
-    }));
+  moveCommonOptions(move.command('list').description('every move, newest last (with --local, also while the local fleet is stopped)')).action(
+    (flags: MoveFlags) =>
+      withStore(io, flags, async (store) => {
+        const moves = await store.list();
+        moves.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+        io.out(flags.json ? json(moves) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], moves.map(summary)));
+      }),
+  );
 
   moveCommonOptions(move.command('show').description("a move's state and its audit log (with --local, also while the local fleet is stopped)"))
     .argument('<id>', 'move id')
-    .action((id: string, flags: MoveFlags) => withStore(io, flags, async (store) => {
-      const stored = await store.read(id);
-      if (!stored) throw new CliError(`no move ${id} in ${store.description}; \`cellctl move list${flags.local ? ' --local' : ''}\` shows the moves`);
-      const log = await store.readAudit(id);
-      if (flags.json) {
-        io.out(json({ move: stored.record, audit: log }));
-        return;
-      }
-      const r = stored.record;
-      io.out(`${r.id}: ${describeSubject(r.subject)} ${r.source} -> ${r.target}, ${r.status} at ${r.completed}; ${r.rowsCopied} rows copied in ${r.rounds} catch-up rounds\n`);
-      if (r.reason) io.out(`reason: ${r.reason}\n`);
-      if (r.freezeMs !== undefined) io.out(`frozen for ${r.freezeMs} ms (${r.frozenAt} to ${r.unfrozenAt})\n`);
-      if (r.sourceRowsDeleted !== undefined) io.out(`source copy deleted: ${r.sourceRowsDeleted} rows\n`);
-      if (r.forgetAfter && r.status === 'retained') io.out(`source copy kept until ${r.forgetAfter}\n`);
-      if (r.lastError) io.out(`last error: ${r.lastError}\n`);
-      io.out(formatTable(['at', 'actor', 'event', 'detail'], log.map((e) => [e.at, e.actor, e.event, e.detail ? JSON.stringify(e.detail) : ''])));
-    }));
+    .action((id: string, flags: MoveFlags) =>
+      withStore(io, flags, async (store) => {
+        const stored = await store.read(id);
+        if (!stored)
+          throw new CliError(`no move ${id} in ${store.description}; \`cellctl move list${flags.local ? ' --local' : ''}\` shows the moves`);
+        const log = await store.readAudit(id);
+        if (flags.json) {
+          io.out(json({ move: stored.record, audit: log }));
+          return;
+        }
+        const r = stored.record;
+        io.out(
+          `${r.id}: ${describeSubject(r.subject)} ${r.source} -> ${r.target}, ${r.status} at ${r.completed}; ${r.rowsCopied} rows copied in ${r.rounds} catch-up rounds\n`,
+        );
+        if (r.reason) io.out(`reason: ${r.reason}\n`);
+        if (r.freezeMs !== undefined) io.out(`frozen for ${r.freezeMs} ms (${r.frozenAt} to ${r.unfrozenAt})\n`);
+        if (r.sourceRowsDeleted !== undefined) io.out(`source copy deleted: ${r.sourceRowsDeleted} rows\n`);
+        if (r.forgetAfter && r.status === 'retained') io.out(`source copy kept until ${r.forgetAfter}\n`);
+        if (r.lastError) io.out(`last error: ${r.lastError}\n`);
+        io.out(
+          formatTable(
+            ['at', 'actor', 'event', 'detail'],
+            log.map((e) => [e.at, e.actor, e.event, e.detail ? JSON.stringify(e.detail) : '']),
+          ),
+        );
+      }),
+    );
 
   moveCommonOptions(move.command('resume').description('run a move from its last completed step (after a crash or --plan-only)'))
     .argument('<id>', 'move id')
     .option('--copy-rate <rows>', 'rows per second the copy may take (default 20000)')
-    .action((id: string, flags: MoveFlags) => withDeps(io, flags, async (deps) => {
-      const record = await runMove(deps, id);
-      io.out(flags.json ? json(record) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], [summary(record)]));
-    }));
+    .action((id: string, flags: MoveFlags) =>
+      withDeps(io, flags, async (deps) => {
+        const record = await runMove(deps, id);
+        io.out(flags.json ? json(record) : formatTable(['move', 'subject', 'cells', 'status', 'step', 'rows', ''], [summary(record)]));
+      }),
+    );
 
   moveCommonOptions(move.command('abort').description('undo a move that has not flipped: target copy deleted, freeze lifted'))
     .argument('<id>', 'move id')
     .option('--reason <text>', 'why (kept in the audit log)', '')
-    .action((id: string, flags: MoveFlags & { reason: string }) => withDeps(io, flags, async (deps) => {
-      const record = await abortMove(deps, id, flags.reason);
-      io.out(flags.json ? json(record) : `${id}: aborted; ${describeSubject(record.subject)} stays on ${record.source}\n`);
-    }));
+    .action((id: string, flags: MoveFlags & { reason: string }) =>
+      withDeps(io, flags, async (deps) => {
+        const record = await abortMove(deps, id, flags.reason);
+        io.out(flags.json ? json(record) : `${id}: aborted; ${describeSubject(record.subject)} stays on ${record.source}\n`);
+      }),
+    );
 
   moveCommonOptions(move.command('forget').description('delete the source copy of a finished move once its retention has passed'))
     .argument('<id>', 'move id')
     .option('--now', 'do not wait for the retention')
-    .action((id: string, flags: MoveFlags & { now?: boolean }) => withDeps(io, flags, async (deps) => {
-      const record = await forgetMove(deps, id, flags.now ?? false);
-      const deleted = record.sourceRowsDeleted === undefined ? '' : ` (${record.sourceRowsDeleted} rows)`;
-      io.out(flags.json ? json(record) : `${id}: ${record.status === 'finished' ? `source copy on ${record.source} deleted${deleted}` : record.status}\n`);
-    }));
+    .action((id: string, flags: MoveFlags & { now?: boolean }) =>
+      withDeps(io, flags, async (deps) => {
+        const record = await forgetMove(deps, id, flags.now ?? false);
+        const deleted = record.sourceRowsDeleted === undefined ? '' : ` (${record.sourceRowsDeleted} rows)`;
+        io.out(
+          flags.json
+            ? json(record)
+            : `${id}: ${record.status === 'finished' ? `source copy on ${record.source} deleted${deleted}` : record.status}\n`,
+        );
+      }),
+    );
 
   return move;
 }
@@ -353,8 +446,17 @@ function readPlan(file: string): MovePlan {
     if (error instanceof CliError) throw error;
     throw new CliError(`${file}: not valid JSON (${(error as Error).message})`);
   }
-  if (!Array.isArray(plan?.moves) || plan.moves.some((m) => (typeof (m as { buckets?: unknown })?.buckets !== 'string' && typeof (m as { tenant?: unknown })?.tenant !== 'string') || typeof m?.to !== 'string')) {
-    throw new CliError(`${file}: not a move plan; expected {"moves": [{"buckets": "0-15", "from": "cell-1", "to": "cell-5"}, …]} as \`cellctl mapping add-cell --plan\` writes`);
+  if (
+    !Array.isArray(plan?.moves) ||
+    plan.moves.some(
+      (m) =>
+        (typeof (m as { buckets?: unknown })?.buckets !== 'string' && typeof (m as { tenant?: unknown })?.tenant !== 'string') ||
+        typeof m?.to !== 'string',
+    )
+  ) {
+    throw new CliError(
+      `${file}: not a move plan; expected {"moves": [{"buckets": "0-15", "from": "cell-1", "to": "cell-5"}, …]} as \`cellctl mapping add-cell --plan\` writes`,
+    );
   }
   return plan;
 }

@@ -30,11 +30,28 @@ export function planCommand(io: CliIo): Command {
         io.out(json(plan));
         return;
       }
-      io.out(formatTable(['wave', 'kind', 'cells', 'regions', 'bake', 'exposed'], plan.waves.map((w) => [
-        w.name, w.kind, w.cells.join(','), w.regions.join(','), duration(w.bakeSeconds), `${w.cumulativeCells}/${fleet.cells.length} (${(w.cumulativeShare * 100).toFixed(1)}%)`,
-      ])));
+      io.out(
+        formatTable(
+          ['wave', 'kind', 'cells', 'regions', 'bake', 'exposed'],
+          plan.waves.map((w) => [
+            w.name,
+            w.kind,
+            w.cells.join(','),
+            w.regions.join(','),
+            duration(w.bakeSeconds),
+            `${w.cumulativeCells}/${fleet.cells.length} (${(w.cumulativeShare * 100).toFixed(1)}%)`,
+          ]),
+        ),
+      );
       io.out('\nthen the routers, region by region (canary group first in each):\n');
-      io.out(formatTable(['wave', 'region', 'bake'], plan.routerWaves.map((w) => [w.name, w.region, duration(w.bakeSeconds)])));
-      io.out(`\nminimum end-to-end rollout: ${duration(plan.minimumRolloutSeconds)} of bake across ${plan.waves.length} cell waves and ${plan.routerWaves.length} router waves, plus deployment time\n`);
+      io.out(
+        formatTable(
+          ['wave', 'region', 'bake'],
+          plan.routerWaves.map((w) => [w.name, w.region, duration(w.bakeSeconds)]),
+        ),
+      );
+      io.out(
+        `\nminimum end-to-end rollout: ${duration(plan.minimumRolloutSeconds)} of bake across ${plan.waves.length} cell waves and ${plan.routerWaves.length} router waves, plus deployment time\n`,
+      );
     });
 }

@@ -30,7 +30,10 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(cellZeroCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
-    command.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) }).showHelpAfterError('(run with --help for usage)');
+    command
+      .exitOverride()
+      .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
+      .showHelpAfterError('(run with --help for usage)');
     command.commands.forEach(apply);
   };
   program.commands.forEach(apply);
@@ -64,7 +67,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     // Unexpected: still one line; the stack only when asked for.
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    io.err(process.env.CELLCTL_DEBUG ? `error: ${(error as Error).stack ?? String(error)}\n` : `error: ${message} (set CELLCTL_DEBUG=1 for the stack trace)\n`);
+    io.err(
+      process.env.CELLCTL_DEBUG
+        ? `error: ${(error as Error).stack ?? String(error)}\n`
+        : `error: ${message} (set CELLCTL_DEBUG=1 for the stack trace)\n`,
+    );
     return EXIT.invalid;
   }
 }

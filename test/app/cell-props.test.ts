@@ -36,7 +36,7 @@ describe('cellPropsOf: the fleet file as cell props', () => {
     expect(fleet.alarms).not.toBe(DEFAULT_ALARMS);
   });
 
-  it('puts the cell stack into the cell\'s own account and region, with the fleet\'s tooling account', () => {
+  it("puts the cell stack into the cell's own account and region, with the fleet's tooling account", () => {
     const model = cell(FARGATE_CELL);
     const props = cellStackPropsOf(fleet, model);
     expect(props.env).toEqual({ account: model.account, region: model.region });
@@ -65,6 +65,8 @@ describe('workloadContainerImage: `workload.image` as a container image', () => 
   });
 
   it('says which Dockerfile is missing', () => {
-    expect(() => workloadContainerImage('asset:images/nothing/Dockerfile')).toThrow(/workload.image asset:images\/nothing\/Dockerfile: no images\/nothing\/Dockerfile in the repository/);
+    expect(() => workloadContainerImage('asset:images/nothing/Dockerfile')).toThrow(
+      /workload.image asset:images\/nothing\/Dockerfile: no images\/nothing\/Dockerfile in the repository/,
+    );
   });
 });

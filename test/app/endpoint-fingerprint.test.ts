@@ -30,9 +30,14 @@ beforeAll(() => {
   stacks = addFleet(cdkApp(), fleet, { audit: false });
   fingerprints = stacks.cells.map((c) => endpointServiceFingerprint(c.cell.entry));
   zeroFingerprint = endpointServiceFingerprint(stacks.cellZero!.entry);
-  const nested = stacks.routers[0].node.findAll().filter((c) => c.constructor.name === 'CellLinksStack') as unknown as import('aws-cdk-lib').NestedStack[];
-  lookups = Object.fromEntries(nested.flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
-    .map((r) => [r.Properties.CellId as string, r.Properties.Fingerprint as string]));
+  const nested = stacks.routers[0].node
+    .findAll()
+    .filter((c) => c.constructor.name === 'CellLinksStack') as unknown as import('aws-cdk-lib').NestedStack[];
+  lookups = Object.fromEntries(
+    nested
+      .flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
+      .map((r) => [r.Properties.CellId as string, r.Properties.Fingerprint as string]),
+  );
 });
 
 /**
@@ -41,8 +46,8 @@ beforeAll(() => {
  * carries the cell's endpoint-service fingerprint: a change that can replace the service re-reads
  * the name in every router region; anything else leaves the lookup alone.
  */
-describe('cell endpoint lookups follow the cell\'s endpoint service', () => {
-  it('gives every cell a fingerprint that the same fleet reproduces, and puts it in each router region\'s lookup', () => {
+describe("cell endpoint lookups follow the cell's endpoint service", () => {
+  it("gives every cell a fingerprint that the same fleet reproduces, and puts it in each router region's lookup", () => {
     expect(fleet.cells.map((c) => c.region)).toEqual(['eu-west-1', 'us-east-1']);
     for (const [i, cell] of fleet.cells.entries()) {
       expect(fingerprints[i]).toMatch(/^[0-9a-f]{16}$/);
@@ -74,11 +79,11 @@ describe('cell endpoint lookups follow the cell\'s endpoint service', () => {
  * Cell zero is linked like a cell: the routers' lookup of its adoption endpoint service carries that
  * service's fingerprint, so an adoption endpoint service that is replaced is read again.
  */
-describe('cell zero\'s endpoint lookup follows its adoption endpoint service', () => {
+describe("cell zero's endpoint lookup follows its adoption endpoint service", () => {
   /** Cell zero's adoption stack built again on its own, as addFleet builds it. */
   const adoptionAgain = () => new CellZeroStack(cdkApp(), `cell-${fleet.cellZero!.id}-adoption`, cellZeroStackProps(fleet));
 
-  it('puts the adoption entry\'s fingerprint in the router region\'s lookup of cell zero', () => {
+  it("puts the adoption entry's fingerprint in the router region's lookup of cell zero", () => {
     expect(zeroFingerprint).toMatch(/^[0-9a-f]{16}$/);
     expect(lookups[fleet.cellZero!.id]).toBe(zeroFingerprint);
     expect(endpointServiceFingerprint(adoptionAgain().entry)).toBe(zeroFingerprint);
@@ -93,7 +98,8 @@ describe('cell zero\'s endpoint lookup follows its adoption endpoint service', (
     (fresh.entry.loadBalancer.node.defaultChild as elbv2.CfnLoadBalancer).scheme = 'internet-facing';
     const second = endpointServiceFingerprint(fresh.entry);
     expect(second).not.toBe(first);
-    (fresh.entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService) as ec2.CfnVPCEndpointService).acceptanceRequired = true;
+    (fresh.entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService) as ec2.CfnVPCEndpointService).acceptanceRequired =
+      true;
     expect(endpointServiceFingerprint(fresh.entry)).not.toBe(second);
   });
 });

@@ -8,11 +8,13 @@ import { Fleet } from '../../lib/domain/fleet';
 import { cdkApp, smallExampleFleet } from '../support/fleet';
 
 function acknowledgedOn(root: IConstruct): { path: string; ids: string[]; construct: IConstruct }[] {
-  return root.node.findAll().flatMap((construct) =>
-    construct.node.metadata
-      .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-      .map((m) => ({ path: construct.node.path, ids: Object.keys(m.data as object), construct })),
-  );
+  return root.node
+    .findAll()
+    .flatMap((construct) =>
+      construct.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .map((m) => ({ path: construct.node.path, ids: Object.keys(m.data as object), construct })),
+    );
 }
 
 /**
@@ -38,9 +40,14 @@ describe('addFleet on the example fleet (four of its cells)', () => {
   });
 
   it('stamps one router stack per region, in the router account', () => {
-    expect(stacks.routers.map((s) => `${s.stackName} ${s.account}/${s.region}`)).toEqual(['orders-router-eu-west-1 222222222222/eu-west-1', 'orders-router-us-east-1 222222222222/us-east-1']);
+    expect(stacks.routers.map((s) => `${s.stackName} ${s.account}/${s.region}`)).toEqual([
+      'orders-router-eu-west-1 222222222222/eu-west-1',
+      'orders-router-us-east-1 222222222222/us-east-1',
+    ]);
     // Each region's groups in two stacks after it: the canary group, then the others (`cdk deploy --all` order).
-    expect(stacks.routerGroups.map((s) => `${s.stackName} ${s.account}/${s.region} after ${s.dependencies.map((d) => d.stackName).join(',')}`)).toEqual([
+    expect(
+      stacks.routerGroups.map((s) => `${s.stackName} ${s.account}/${s.region} after ${s.dependencies.map((d) => d.stackName).join(',')}`),
+    ).toEqual([
       'orders-router-eu-west-1-canary-group 222222222222/eu-west-1 after orders-router-eu-west-1',
       'orders-router-eu-west-1-groups 222222222222/eu-west-1 after orders-router-eu-west-1-canary-group',
       'orders-router-us-east-1-canary-group 222222222222/us-east-1 after orders-router-us-east-1',
@@ -51,7 +58,10 @@ describe('addFleet on the example fleet (four of its cells)', () => {
   it('has zero unacknowledged AwsSolutions findings in every stack', () => {
     for (const stack of [...stacks.cells, ...stacks.routers, ...stacks.routerGroups]) {
       const report = new AwsSolutionsChecks().validateScope(stack);
-      expect([stack.stackName, report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)]).toEqual([stack.stackName, []]);
+      expect([stack.stackName, report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)]).toEqual([
+        stack.stackName,
+        [],
+      ]);
     }
   });
 
@@ -63,7 +73,9 @@ describe('addFleet on the example fleet (four of its cells)', () => {
       // Inside the cell's constructs, or on the Lambda of a stack-wide CDK provider (the default
       // security group's), which CDK places directly under the stack.
       if (!/\/Custom::[A-Za-z]+Provider\/Handler$/.test(ack.path)) expect(ack.path.split('/').length).toBeGreaterThanOrEqual(4);
-      for (const reason of Object.values((ack.construct.node.metadata.find((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)!.data) as Record<string, string>)) {
+      for (const reason of Object.values(
+        ack.construct.node.metadata.find((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)!.data as Record<string, string>,
+      )) {
         expect(reason.length).toBeGreaterThan(40);
       }
     }
@@ -82,7 +94,8 @@ describe('addFleet on the example fleet (four of its cells)', () => {
   });
 
   it('gives every cell a distinct VPC CIDR', () => {
-    const cidrs = [...templates.values()].map((json) => (JSON.parse(json).Resources as Record<string, { Type: string; Properties: { CidrBlock?: string } }>))
+    const cidrs = [...templates.values()]
+      .map((json) => JSON.parse(json).Resources as Record<string, { Type: string; Properties: { CidrBlock?: string } }>)
       .map((resources) => Object.values(resources).find((r) => r.Type === 'AWS::EC2::VPC')!.Properties.CidrBlock);
     expect(new Set(cidrs).size).toBe(fleet.cells.length);
     expect(cidrs).toEqual(fleet.cells.map((c) => c.cidr));

@@ -11,26 +11,41 @@ describe('AwsLimitChecks: synth fails where AWS would refuse the deploy', () => 
     const app = cdkApp();
     const stack = new Stack(app, 'crowded');
     const role = new iam.Role(stack, 'Role', { assumedBy: new iam.AccountRootPrincipal() });
-    new iam.ManagedPolicy(stack, 'Big', { roles: [role], statements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: roleArns(150) })] });
+    new iam.ManagedPolicy(stack, 'Big', {
+      roles: [role],
+      statements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: roleArns(150) })],
+    });
     addLimitChecks(app);
-    expect(() => app.synth()).toThrow(/ERROR crowded: Big\w+ policy document is \d{4} characters; IAM managed policy document \(whitespace not counted\) is at most 6144 \(https:\/\/docs\.aws\.amazon\.com\/IAM\/latest\/UserGuide\/reference_iam-quotas\.html\) \(AwsLimits\)[\s\S]*Suggested fix: grant by name pattern bounded by the organization/);
+    expect(() => app.synth()).toThrow(
+      /ERROR crowded: Big\w+ policy document is \d{4} characters; IAM managed policy document \(whitespace not counted\) is at most 6144 \(https:\/\/docs\.aws\.amazon\.com\/IAM\/latest\/UserGuide\/reference_iam-quotas\.html\) \(AwsLimits\)[\s\S]*Suggested fix: grant by name pattern bounded by the organization/,
+    );
   });
 
-  it('counts the interface endpoints nested stacks put in their parent\'s VPC against the quota declared', () => {
+  it("counts the interface endpoints nested stacks put in their parent's VPC against the quota declared", () => {
     const build = (quota?: number) => {
       const app = cdkApp();
       const stack = new Stack(app, 'router', { env: { account: '222222222222', region: 'eu-west-1' } });
-      const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 0, subnetConfiguration: [{ name: 'p', subnetType: ec2.SubnetType.PRIVATE_ISOLATED }] });
+      const vpc = new ec2.Vpc(stack, 'Vpc', {
+        maxAzs: 2,
+        natGateways: 0,
+        subnetConfiguration: [{ name: 'p', subnetType: ec2.SubnetType.PRIVATE_ISOLATED }],
+      });
       for (const part of [0, 1]) {
         const nested = new NestedStack(stack, `Links${part}`);
         for (let i = 0; i < 30; i++) {
-          new ec2.InterfaceVpcEndpoint(nested, `Cell${i}`, { vpc, service: new ec2.InterfaceVpcEndpointService(`com.amazonaws.vpce.eu-west-1.vpce-svc-${part}${i}`), privateDnsEnabled: false });
+          new ec2.InterfaceVpcEndpoint(nested, `Cell${i}`, {
+            vpc,
+            service: new ec2.InterfaceVpcEndpointService(`com.amazonaws.vpce.eu-west-1.vpce-svc-${part}${i}`),
+            privateDnsEnabled: false,
+          });
         }
       }
       addLimitChecks(app, quota === undefined ? {} : { interfaceEndpointsPerVpc: quota });
       return app;
     };
-    expect(() => build().synth()).toThrow(/ERROR router: VPC Vpc\w+ interface endpoints is 60 count; interface and Gateway Load Balancer endpoints per VPC is at most 50 \(the quota declared; adjustable\)/);
+    expect(() => build().synth()).toThrow(
+      /ERROR router: VPC Vpc\w+ interface endpoints is 60 count; interface and Gateway Load Balancer endpoints per VPC is at most 50 \(the quota declared; adjustable\)/,
+    );
     expect(() => build(60).synth()).not.toThrow();
   });
 

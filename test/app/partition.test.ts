@@ -37,7 +37,12 @@ function govCloudFleet(): Fleet {
     pipeline: fleet.pipeline && {
       ...fleet.pipeline,
       region: to(fleet.pipeline.region),
-      source: { kind: 'connection', connectionArn: `arn:aws-us-gov:codeconnections:us-gov-west-1:${fleet.accounts.tooling}:connection/00000000-0000-0000-0000-000000000000`, repository: 'example-org/orders-cells', branch: 'main' },
+      source: {
+        kind: 'connection',
+        connectionArn: `arn:aws-us-gov:codeconnections:us-gov-west-1:${fleet.accounts.tooling}:connection/00000000-0000-0000-0000-000000000000`,
+        repository: 'example-org/orders-cells',
+        branch: 'main',
+      },
     },
     organization: fleet.organization && { ...fleet.organization, executionPolicyArn: 'arn:aws-us-gov:iam::aws:policy/AdministratorAccess' },
   };
@@ -72,15 +77,24 @@ describe('a fleet in the aws-us-gov partition', () => {
   it('synthesizes every stack with no ARN of the standard partition', () => {
     // Each cell's stage, each region's router stages, the pipeline.
     const files = [...written.keys()];
-    const stages = [...fleet.cells.map((c) => `cell-${c.id}`), ...Object.keys(fleet.regions).flatMap((r) => [`routers-${r}`, `routers-${r}-canary-group`])];
+    const stages = [
+      ...fleet.cells.map((c) => `cell-${c.id}`),
+      ...Object.keys(fleet.regions).flatMap((r) => [`routers-${r}`, `routers-${r}-canary-group`]),
+    ];
     expect(stages.filter((stage) => !files.some((f) => f.startsWith(`assembly-${fleet.app}-pipeline-${stage}/`)))).toEqual([]);
     expect(files).toContain(`${fleet.app}-pipeline.template.json`);
     // Mappings are tables keyed by partition (CDK's secret rotation lists its application's ARN in
     // each partition and picks the stack's); what a resource uses is outside them.
     const used = (text: string) => JSON.stringify({ ...(JSON.parse(text) as Record<string, unknown>), Mappings: undefined });
-    const standard = [...written].filter(([, text]) => used(text).includes('arn:aws:')).map(([file, text]) => `${file}: ${/.{0,80}arn:aws:.{0,80}/.exec(used(text))![0]}`);
+    const standard = [...written]
+      .filter(([, text]) => used(text).includes('arn:aws:'))
+      .map(([file, text]) => `${file}: ${/.{0,80}arn:aws:.{0,80}/.exec(used(text))![0]}`);
     expect(standard).toEqual([]);
-    expect([...written.values()].some((text) => /"Fn::FindInMap":\["[A-Za-z0-9]*SARMapping[A-Za-z0-9]*",\{"Ref":"AWS::Partition"\}/.test(JSON.stringify(JSON.parse(text))))).toBe(true);
+    expect(
+      [...written.values()].some((text) =>
+        /"Fn::FindInMap":\["[A-Za-z0-9]*SARMapping[A-Za-z0-9]*",\{"Ref":"AWS::Partition"\}/.test(JSON.stringify(JSON.parse(text))),
+      ),
+    ).toBe(true);
   });
 
   it('writes its ARNs in its own partition (literals where the region is known)', () => {
@@ -90,7 +104,7 @@ describe('a fleet in the aws-us-gov partition', () => {
   });
 });
 
-describe('the fleet file\'s partition', () => {
+describe("the fleet file's partition", () => {
   const problems = (input: FleetInput) => fleetProblems(input);
 
   it('defaults to aws, and a fleet of standard regions validates', () => {
@@ -99,24 +113,30 @@ describe('the fleet file\'s partition', () => {
   });
 
   it('is one of aws, aws-cn, aws-us-gov', () => {
-    expect(problems({ ...validInput(), partition: 'aws-iso' as FleetInput['partition'] })).toEqual(["partition must be 'aws' or 'aws-cn' or 'aws-us-gov', got the string 'aws-iso'"]);
+    expect(problems({ ...validInput(), partition: 'aws-iso' as FleetInput['partition'] })).toEqual([
+      "partition must be 'aws' or 'aws-cn' or 'aws-us-gov', got the string 'aws-iso'",
+    ]);
   });
 
   it('holds every region of the fleet', () => {
-    expect(problems({ ...validInput(), partition: 'aws-us-gov' })).toEqual(expect.arrayContaining([
-      'region `eu-west-1`: in partition aws, not the fleet\'s aws-us-gov; use regions of one partition',
-      'region `us-east-1`: in partition aws, not the fleet\'s aws-us-gov; use regions of one partition',
-    ]));
+    expect(problems({ ...validInput(), partition: 'aws-us-gov' })).toEqual(
+      expect.arrayContaining([
+        "region `eu-west-1`: in partition aws, not the fleet's aws-us-gov; use regions of one partition",
+        "region `us-east-1`: in partition aws, not the fleet's aws-us-gov; use regions of one partition",
+      ]),
+    );
     const input = validInput();
     expect(problems({ ...input, regions: { ...input.regions, 'us-gov-west-1': { availabilityZones: ['usgw1-az1', 'usgw1-az2'] } } })).toContain(
-      'region `us-gov-west-1`: in partition aws-us-gov, not the fleet\'s aws; set `partition: \'aws-us-gov\'` if every region is there, or use regions of one partition',
+      "region `us-gov-west-1`: in partition aws-us-gov, not the fleet's aws; set `partition: 'aws-us-gov'` if every region is there, or use regions of one partition",
     );
   });
 
-  it('is the partition the fleet\'s ARNs must be in', () => {
+  it("is the partition the fleet's ARNs must be in", () => {
     const input = validInput();
     const gov = { ...input, partition: 'aws-us-gov' as const };
-    expect(problems({ ...input, organization: { ...input.organization!, executionPolicyArn: 'arn:aws-us-gov:iam::aws:policy/AdministratorAccess' } })).toContain(
+    expect(
+      problems({ ...input, organization: { ...input.organization!, executionPolicyArn: 'arn:aws-us-gov:iam::aws:policy/AdministratorAccess' } }),
+    ).toContain(
       'organization.executionPolicyArn: `arn:aws-us-gov:iam::aws:policy/AdministratorAccess` is not an IAM policy ARN (arn:aws:iam::aws:policy/NAME, or arn:aws:iam::{account}:policy/NAME for a policy created in every account)',
     );
     expect(problems(gov).filter((p) => p.startsWith('pipeline.source.connectionArn'))).toEqual([
@@ -134,9 +154,11 @@ describe('the source', () => {
         const file = path.join(d, entry.name);
         if (entry.isDirectory()) walk(file);
         else if (entry.name.endsWith('.ts')) {
-          fs.readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-            if (line.includes('arn:aws:')) found.push(`${path.relative(REPO_ROOT, file)}:${i + 1}: ${line.trim()}`);
-          });
+          fs.readFileSync(file, 'utf8')
+            .split('\n')
+            .forEach((line, i) => {
+              if (line.includes('arn:aws:')) found.push(`${path.relative(REPO_ROOT, file)}:${i + 1}: ${line.trim()}`);
+            });
         }
       }
     };
@@ -144,7 +166,7 @@ describe('the source', () => {
     return found;
   }
 
-  it('has no literal standard-partition ARN in lib/ or bin/ (build ARNs with Stack.formatArn, or the fleet\'s or region\'s partition)', () => {
+  it("has no literal standard-partition ARN in lib/ or bin/ (build ARNs with Stack.formatArn, or the fleet's or region's partition)", () => {
     expect([...standardArns(path.join(REPO_ROOT, 'lib')), ...standardArns(path.join(REPO_ROOT, 'bin'))]).toEqual([]);
   });
 });

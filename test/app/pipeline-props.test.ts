@@ -9,8 +9,13 @@ describe('pipelineStackPropsOf', () => {
     const fleet = exampleFleet();
     const props = pipelineStackPropsOf(fleet);
     expect(props).toMatchObject({
-      app: 'orders', toolingAccount: fleet.accounts.tooling, region: fleet.pipeline!.region, stackName: 'orders-pipeline', source: fleet.pipeline!.source,
-      manualApproval: true, deploymentWindow: fleet.pipeline!.deploymentWindow,
+      app: 'orders',
+      toolingAccount: fleet.accounts.tooling,
+      region: fleet.pipeline!.region,
+      stackName: 'orders-pipeline',
+      source: fleet.pipeline!.source,
+      manualApproval: true,
+      deploymentWindow: fleet.pipeline!.deploymentWindow,
     });
     expect(props.plan).toEqual(planWaves(fleet));
     expect(Object.keys(props.cellStacks)).toEqual(fleet.cells.map((c) => c.id));
@@ -27,6 +32,8 @@ describe('pipelineStackPropsOf', () => {
 
   it('refuses a fleet without a pipeline section, saying what to do instead', () => {
     const fleet = exampleFleet();
-    expect(() => pipelineStackPropsOf({ ...fleet, pipeline: undefined })).toThrow('fleet `orders` has no `pipeline` section; add one (docs/pipeline.md) or stamp the stacks without a pipeline (addFleet)');
+    expect(() => pipelineStackPropsOf({ ...fleet, pipeline: undefined })).toThrow(
+      'fleet `orders` has no `pipeline` section; add one (docs/pipeline.md) or stamp the stacks without a pipeline (addFleet)',
+    );
   });
 });

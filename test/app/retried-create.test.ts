@@ -39,11 +39,22 @@ describe('a retried first create', () => {
     const all: Stack[] = [pipeline, ...support].flatMap((s) => [s, ...s.node.findAll().filter((c): c is Stack => c instanceof Stack && c !== s)]);
     const names = all.map((s) => s.stackName);
     // Every cell's stack, and every region's router stack and router group stacks.
-    expect(names).toEqual(expect.arrayContaining([...fleet.cells.map((c) => `${fleet.app}-cell-${c.id}`), ...Object.keys(fleet.regions).map((r) => `${fleet.app}-router-${r}`)]));
-    for (const region of Object.keys(fleet.regions)) expect(names.filter((n) => n.startsWith(`${fleet.app}-router-${region}-`)).length).toBeGreaterThan(0);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        ...fleet.cells.map((c) => `${fleet.app}-cell-${c.id}`),
+        ...Object.keys(fleet.regions).map((r) => `${fleet.app}-router-${r}`),
+      ]),
+    );
+    for (const region of Object.keys(fleet.regions))
+      expect(names.filter((n) => n.startsWith(`${fleet.app}-router-${region}-`)).length).toBeGreaterThan(0);
     const blocking: string[] = [];
     for (const stack of all) {
-      for (const [id, resource] of Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }>)) {
+      for (const [id, resource] of Object.entries(
+        Template.fromStack(stack).toJSON().Resources as Record<
+          string,
+          { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }
+        >,
+      )) {
         const property = NAME_PROPERTIES[resource.Type];
         const name = property ? resource.Properties?.[property] : undefined;
         if (resource.DeletionPolicy !== 'Retain' || name === undefined) continue;

@@ -45,7 +45,7 @@ describe(`${CELLS} cells over ${REGIONS} regions behind one pipeline`, () => {
     expect(fleet.quotas.interfaceEndpointsPerVpc).toBe(CELLS);
   });
 
-  it('writes every stack: each cell, each region\'s router stack with its nested link stacks and two group stacks, the pipeline and its support stacks', () => {
+  it("writes every stack: each cell, each region's router stack with its nested link stacks and two group stacks, the pipeline and its support stacks", () => {
     const names = assembly.stacksRecursively.map((s) => s.stackName);
     expect(names.filter((n) => /^orders-cell-cell-\d+$/.test(n))).toHaveLength(CELLS);
     expect(names.filter((n) => /^orders-router-[a-z0-9-]+$/.test(n) && !/-groups$|-canary-group$/.test(n))).toHaveLength(REGIONS);
@@ -59,21 +59,36 @@ describe(`${CELLS} cells over ${REGIONS} regions behind one pipeline`, () => {
   });
 
   it('gives every router VPC one interface endpoint per cell of the fleet, within the declared quota', () => {
-    const endpoints = templates.filter((t) => /\/CellLinks\d+NestedStack/.test(t.stack))
+    const endpoints = templates
+      .filter((t) => /\/CellLinks\d+NestedStack/.test(t.stack))
       .flatMap((t) => Object.values(t.template.Resources ?? {}).filter((r) => r.Type === 'AWS::EC2::VPCEndpoint'));
     expect(endpoints).toHaveLength(REGIONS * CELLS);
     expect(assemblyFindings(templates, { interfaceEndpointsPerVpc: CELLS - 1 })).toHaveLength(REGIONS);
   });
 
-  it('passes cfn-lint, acknowledged findings only, on a template of every kind (cells are stamped alike: one per region)', () => {
-    const oneCellPerRegion = Object.keys(fleet.regions).map((region) => fleet.cells.find((c) => c.region === region)!.id);
-    const sample = [...new Set(templates.filter((t) => !/cell-cell-\d+/.test(t.stack) || oneCellPerRegion.some((id) => t.stack.includes(`cell-${id}/`)))
-      .map((t) => t.stack))];
-    const files = assembly.stacksRecursively.filter((s) => sample.includes(s.hierarchicalId)).map((s) => s.templateFullPath);
-    // The nested link stacks are written beside their router stack's template.
-    const nested = files.flatMap((f) => fs.readdirSync(path.dirname(f)).filter((n) => n.endsWith('.nested.template.json')).map((n) => path.join(path.dirname(f), n)));
-    const findings = cfnLintFindings([...new Set([...files, ...nested])]);
-    expect(findings.filter((f) => !f.acknowledgement).map((f) => `${f.rule} ${f.stack} ${f.resource}: ${f.description}`)).toEqual([]);
-    expect(CFN_LINT_ACKNOWLEDGED.length).toBeGreaterThan(0);
-  }, 20 * 60_000);
+  it(
+    'passes cfn-lint, acknowledged findings only, on a template of every kind (cells are stamped alike: one per region)',
+    () => {
+      const oneCellPerRegion = Object.keys(fleet.regions).map((region) => fleet.cells.find((c) => c.region === region)!.id);
+      const sample = [
+        ...new Set(
+          templates
+            .filter((t) => !/cell-cell-\d+/.test(t.stack) || oneCellPerRegion.some((id) => t.stack.includes(`cell-${id}/`)))
+            .map((t) => t.stack),
+        ),
+      ];
+      const files = assembly.stacksRecursively.filter((s) => sample.includes(s.hierarchicalId)).map((s) => s.templateFullPath);
+      // The nested link stacks are written beside their router stack's template.
+      const nested = files.flatMap((f) =>
+        fs
+          .readdirSync(path.dirname(f))
+          .filter((n) => n.endsWith('.nested.template.json'))
+          .map((n) => path.join(path.dirname(f), n)),
+      );
+      const findings = cfnLintFindings([...new Set([...files, ...nested])]);
+      expect(findings.filter((f) => !f.acknowledgement).map((f) => `${f.rule} ${f.stack} ${f.resource}: ${f.description}`)).toEqual([]);
+      expect(CFN_LINT_ACKNOWLEDGED.length).toBeGreaterThan(0);
+    },
+    20 * 60_000,
+  );
 });

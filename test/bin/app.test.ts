@@ -11,7 +11,11 @@ import { cdkApp, configDir, configDirs, REPO_ROOT } from '../support/fleet';
  * config with a typo. bin/app.ts hands its work to lib/app's synthFleet, run here in this process
  * from the config's folder; one process of bin/app.ts itself checks what only a process shows.
  */
-interface Synth { readonly status: number; readonly stderr: string; readonly app?: App }
+interface Synth {
+  readonly status: number;
+  readonly stderr: string;
+  readonly app?: App;
+}
 
 /** synthFleet from the folder `cwd`, as `npx cdk synth` there; `app` is the app it made, if it made one. */
 function synth(cwd: string, config?: string): Synth {
@@ -20,7 +24,13 @@ function synth(cwd: string, config?: string): Synth {
   let stderr = '';
   let app: App | undefined;
   try {
-    const status = synthFleet({ config, err: (text) => { stderr += text; }, app: () => (app = cdkApp()) });
+    const status = synthFleet({
+      config,
+      err: (text) => {
+        stderr += text;
+      },
+      app: () => (app = cdkApp()),
+    });
     return { status, stderr, app };
   } finally {
     process.chdir(before);
@@ -32,20 +42,31 @@ describe('synth with a bad config', () => {
 
   it('the entry point in a process of its own, the config named by CELLS_CONFIG: exit 1, the problems on stderr, nothing on stdout, no cloud assembly', () => {
     const d = dir();
-    fs.writeFileSync(path.join(d, 'typo.config.ts'), fs.readFileSync(path.join(d, 'cells.config.ts'), 'utf8').replace('  pipeline: {', '  pipline: {'));
+    fs.writeFileSync(
+      path.join(d, 'typo.config.ts'),
+      fs.readFileSync(path.join(d, 'cells.config.ts'), 'utf8').replace('  pipeline: {', '  pipline: {'),
+    );
     const outdir = path.join(d, 'cdk.out');
     const result = spawnSync(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'app.ts')], {
-      cwd: d, encoding: 'utf8', env: { ...process.env, CDK_OUTDIR: outdir, CELLS_CONFIG: 'typo.config.ts' },
+      cwd: d,
+      encoding: 'utf8',
+      env: { ...process.env, CDK_OUTDIR: outdir, CELLS_CONFIG: 'typo.config.ts' },
     });
     expect({ status: result.status, stdout: result.stdout, stderr: result.stderr }).toEqual({
-      status: 1, stdout: '', stderr: 'typo.config.ts has 1 problem(s):\n  - unknown key `pipline`; did you mean `pipeline`?\n',
+      status: 1,
+      stdout: '',
+      stderr: 'typo.config.ts has 1 problem(s):\n  - unknown key `pipline`; did you mean `pipeline`?\n',
     });
     expect(fs.existsSync(outdir)).toBe(false);
   });
 
   it('a typo: the problems with a did-you-mean, and no cell stacks synthesized instead of the pipeline', () => {
     const result = synth(dir((t) => t.replace('  pipeline: {', '  pipline: {')));
-    expect(result).toEqual({ status: 1, stderr: 'cells.config.ts has 1 problem(s):\n  - unknown key `pipline`; did you mean `pipeline`?\n', app: undefined });
+    expect(result).toEqual({
+      status: 1,
+      stderr: 'cells.config.ts has 1 problem(s):\n  - unknown key `pipline`; did you mean `pipeline`?\n',
+      app: undefined,
+    });
   });
 
   it('a syntax error: file:line:col and the message', () => {
@@ -58,12 +79,14 @@ describe('synth with a bad config', () => {
     const d = dir((t) => t.replace('cpu: 1024,', "cpu: '1024' as unknown as number,").replace("{ id: 'eu-3', region: 'eu-west-1',", "{ id: 'eu-3',"));
     const result = synth(d);
     expect([result.status, result.app]).toEqual([1, undefined]);
-    expect(result.stderr).toBe([
-      'cells.config.ts has 2 problem(s):',
-      "  - shape `standard`: cpu must be a number, got the string '1024' (write 1024 without quotes)",
-      '  - cell `eu-3`: missing `region`',
-      '',
-    ].join('\n'));
+    expect(result.stderr).toBe(
+      [
+        'cells.config.ts has 2 problem(s):',
+        "  - shape `standard`: cpu must be a number, got the string '1024' (write 1024 without quotes)",
+        '  - cell `eu-3`: missing `region`',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('a truncated cells.accounts.json: one line naming it', () => {
@@ -76,8 +99,10 @@ describe('synth with a bad config', () => {
   it('no cells.config.ts: one line', () => {
     const result = synth(empty('synth-empty-'));
     expect(result).toEqual({
-      status: 1, app: undefined,
-      stderr: 'cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n',
+      status: 1,
+      app: undefined,
+      stderr:
+        'cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n',
     });
   });
 });
@@ -87,16 +112,22 @@ describe('synth of a good config', () => {
     const d = configDir();
     try {
       // Two cells and no pipeline keep this synth short.
-      fs.writeFileSync(path.join(d, 'small.config.ts'), [
-        `import example from ${JSON.stringify(path.join(d, 'cells.config.ts'))};`,
-        "export default { ...example, pipeline: undefined, cells: example.cells.filter((c) => ['canary-eu', 'eu-1'].includes(c.id)) };",
-      ].join('\n'));
+      fs.writeFileSync(
+        path.join(d, 'small.config.ts'),
+        [
+          `import example from ${JSON.stringify(path.join(d, 'cells.config.ts'))};`,
+          "export default { ...example, pipeline: undefined, cells: example.cells.filter((c) => ['canary-eu', 'eu-1'].includes(c.id)) };",
+        ].join('\n'),
+      );
       // The app as cdkApp() makes it: cdk.json's feature flags, no Lambda handler bundled and without
       // aws-cdk-lib's built-in CloudFormation validation (the audit summary comes from the templates).
       const result = synth(d, 'small.config.ts');
       expect([result.status, result.stderr]).toEqual([0, expect.any(String)]);
       const lines = result.stderr.trimEnd().split('\n');
-      const summary = /^audit: AwsSolutions 0 open, (\d+) acknowledged; CellIsolation 0 open, (\d+) acknowledged \(npm run audit: per rule, with NIST 800-53 rev 5\)$/.exec(lines.at(-1)!);
+      const summary =
+        /^audit: AwsSolutions 0 open, (\d+) acknowledged; CellIsolation 0 open, (\d+) acknowledged \(npm run audit: per rule, with NIST 800-53 rev 5\)$/.exec(
+          lines.at(-1)!,
+        );
       expect([lines.at(-1), summary]).toEqual([lines.at(-1), expect.anything()]);
       // Each cell acknowledges at least S1 (its access-log bucket) and IAM4 (RDS monitoring role).
       expect(Number(summary![1])).toBeGreaterThanOrEqual(4);

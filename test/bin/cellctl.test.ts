@@ -28,7 +28,11 @@ describe('bin/cellctl.js', () => {
     fs.writeFileSync(path.join(dir, 'dist', 'sources.json'), JSON.stringify({ sources: { 'bin/cellctl.ts': fs.statSync(file).mtimeMs } }));
   };
   const run = (env: NodeJS.ProcessEnv = {}) =>
-    spawnSync(process.execPath, [path.join(dir, 'bin', 'cellctl.js')], { cwd: dir, encoding: 'utf8', env: { ...process.env, CELLCTL_FROM_SOURCE: '', ...env } }).stdout;
+    spawnSync(process.execPath, [path.join(dir, 'bin', 'cellctl.js')], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, CELLCTL_FROM_SOURCE: '', ...env },
+    }).stdout;
 
   it('runs the compiled code while its sources are as they were built', () => {
     record();
@@ -70,10 +74,17 @@ describe('cellctl start-up', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-modules-'));
     const out = path.join(dir, 'modules.json');
     try {
-      const run = spawnSync(process.execPath, ['--require', 'tsx/cjs', '-e',
-        `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));` +
-        `process.argv = [process.argv[0], 'cellctl', ...${JSON.stringify(args)}]; require('./bin/cellctl.ts');`,
-      ], { cwd: REPO_ROOT, encoding: 'utf8' });
+      const run = spawnSync(
+        process.execPath,
+        [
+          '--require',
+          'tsx/cjs',
+          '-e',
+          `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));` +
+            `process.argv = [process.argv[0], 'cellctl', ...${JSON.stringify(args)}]; require('./bin/cellctl.ts');`,
+        ],
+        { cwd: REPO_ROOT, encoding: 'utf8' },
+      );
       expect([run.status, run.stderr]).toEqual([0, '']);
       return JSON.parse(fs.readFileSync(out, 'utf8')) as string[];
     } finally {
@@ -83,7 +94,16 @@ describe('cellctl start-up', () => {
 
   it('--help and mapping where load neither the AWS SDK nor the CDK', () => {
     const mapping = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-where-')), 'm.json');
-    fs.writeFileSync(mapping, JSON.stringify(initialMapping(['cell-a', 'cell-b'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${9001 + i}`, state: 'active' as const })), 1024, { now: '2026-11-29T16:00:00.000Z' })));
+    fs.writeFileSync(
+      mapping,
+      JSON.stringify(
+        initialMapping(
+          ['cell-a', 'cell-b'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${9001 + i}`, state: 'active' as const })),
+          1024,
+          { now: '2026-11-29T16:00:00.000Z' },
+        ),
+      ),
+    );
     for (const args of [['--help'], ['mapping', 'where', 'tenant-1', '--mapping', mapping]]) {
       const heavy = loaded(...args).filter((file) => /node_modules\/(@aws-sdk|@smithy|aws-cdk-lib)\//.test(file));
       expect([args.join(' '), heavy]).toEqual([args.join(' '), []]);

@@ -18,14 +18,32 @@ const recordOf = (cell: string): CellSignalsRecord => ({
   schemaVersion: 2,
   signals: {
     computeCpu: {
-      namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` },
-      running: { namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` } },
+      namespace: 'AWS/ECS',
+      metricName: 'CPUUtilization',
+      statistic: 'Average',
+      dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` },
+      running: {
+        namespace: 'ECS/ContainerInsights',
+        metricName: 'RunningTaskCount',
+        statistic: 'Average',
+        dimensions: { ClusterName: `${cell}-Cluster`, ServiceName: `${cell}-Service` },
+      },
       maximum: 10,
       unit: 'tasks',
     },
     databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: `${cell}-db` } },
-    databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: `${cell}-db` } },
-    queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: `${cell}-Work` } },
+    databaseConnections: {
+      namespace: 'AWS/RDS',
+      metricName: 'DatabaseConnections',
+      statistic: 'Average',
+      dimensions: { DBClusterIdentifier: `${cell}-db` },
+    },
+    queueAgeSeconds: {
+      namespace: 'AWS/SQS',
+      metricName: 'ApproximateAgeOfOldestMessage',
+      statistic: 'Maximum',
+      dimensions: { QueueName: `${cell}-Work` },
+    },
   },
 });
 
@@ -65,12 +83,18 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
 
   beforeAll(() => {
     fleet = exampleFleet();
-    doc = initialMapping(fleet.cells.map((c) => ({ id: c.id, endpoint: `http://${c.id}.internal`, state: 'active' as const, canary: c.canary })), fleet.bucketCount, { now: '2026-12-01T00:00:00Z' });
+    doc = initialMapping(
+      fleet.cells.map((c) => ({ id: c.id, endpoint: `http://${c.id}.internal`, state: 'active' as const, canary: c.canary })),
+      fleet.bucketCount,
+      { now: '2026-12-01T00:00:00Z' },
+    );
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'capacity-aws-'));
     mappingFile = path.join(dir, 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
     const compiled = compileMapping(doc);
-    const on = (cell: string, prefix: string) => { for (let i = 0; ; i++) if (compiled.lookup(`${prefix}${i}`).cell === cell) return `${prefix}${i}`; };
+    const on = (cell: string, prefix: string) => {
+      for (let i = 0; ; i++) if (compiled.lookup(`${prefix}${i}`).cell === cell) return `${prefix}${i}`;
+    };
     acme = on('eu-1', 'acme-');
     globex = on('eu-1', 'globex-');
   });
@@ -85,8 +109,11 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     hotCompute.clear();
     sts.on(AssumeRoleCommand).callsFake((input) => {
       const cell = fleet.cells.find((c) => input.RoleArn === `arn:aws:iam::${c.account}:role/${cellMetricsReaderRoleName(fleet.app, c.id)}`);
-      if (!cell || undeployed.has(cell.id)) throw Object.assign(new Error(`User is not authorized to perform: sts:AssumeRole on resource: ${input.RoleArn}`), { name: 'AccessDenied' });
-      return { Credentials: { AccessKeyId: keyOf(cell.account), SecretAccessKey: 's', SessionToken: 't', Expiration: new Date(Date.now() + 3600_000) } };
+      if (!cell || undeployed.has(cell.id))
+        throw Object.assign(new Error(`User is not authorized to perform: sts:AssumeRole on resource: ${input.RoleArn}`), { name: 'AccessDenied' });
+      return {
+        Credentials: { AccessKeyId: keyOf(cell.account), SecretAccessKey: 's', SessionToken: 't', Expiration: new Date(Date.now() + 3600_000) },
+      };
     });
     ssm.on(GetParameterCommand).callsFake(async (input, getClient) => {
       const client = getClient();
@@ -96,9 +123,17 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
       return { Parameter: { Name: input.Name, Value: JSON.stringify(recordOf(cell.id)) } };
     });
     cw.on(ListMetricsCommand).callsFake((input) => ({
-      Metrics: input.Dimensions[0].Value === 'eu-1'
-        ? [acme, globex].map((t) => ({ Namespace: 'CellRouter', MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: 'eu-1' }, { Name: 'Tenant', Value: t }] }))
-        : [],
+      Metrics:
+        input.Dimensions[0].Value === 'eu-1'
+          ? [acme, globex].map((t) => ({
+              Namespace: 'CellRouter',
+              MetricName: 'TenantRequestsPerSecond',
+              Dimensions: [
+                { Name: 'Cell', Value: 'eu-1' },
+                { Name: 'Tenant', Value: t },
+              ],
+            }))
+          : [],
     }));
     // The eu-west-1 routers saw the traffic (the first region asked); us-east-1's saw none.
     cw.on(GetMetricDataCommand).callsFake(async (input, getClient) => {
@@ -121,32 +156,58 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
         };
         return {
           MetricDataResults: input.MetricDataQueries.map((q: { Id: string }) => ({
-            Id: q.Id, StatusCode: 'Complete', Timestamps: values[q.Id] ? minutes : [], Values: values[q.Id] ?? [],
+            Id: q.Id,
+            StatusCode: 'Complete',
+            Timestamps: values[q.Id] ? minutes : [],
+            Values: values[q.Id] ?? [],
           })),
         };
       }
       return {
-        MetricDataResults: input.MetricDataQueries.map((q: { Id: string; MetricStat: { Metric: { MetricName: string; Dimensions: { Name: string; Value: string }[] } } }) => {
-          const dims = Object.fromEntries(q.MetricStat.Metric.Dimensions.map((d) => [d.Name, d.Value]));
-          const value = region !== 'eu-west-1' ? undefined
-            : q.MetricStat.Metric.MetricName === 'Requests' && dims.RouterGroup === 'main' && dims.Cell in perMinute ? perMinute[dims.Cell] * 60
-            : q.MetricStat.Metric.MetricName === 'ActiveTenants' ? (dims.Cell === 'eu-1' ? 40 : 5)
-            : q.MetricStat.Metric.MetricName === 'TenantRequestsPerSecond' ? (dims.Tenant === acme ? 700 : 300)
-            : undefined;
-          return { Id: q.Id, StatusCode: 'Complete', Timestamps: value === undefined ? [] : minutes, Values: value === undefined ? [] : minutes.map(() => value) };
-        }),
+        MetricDataResults: input.MetricDataQueries.map(
+          (q: { Id: string; MetricStat: { Metric: { MetricName: string; Dimensions: { Name: string; Value: string }[] } } }) => {
+            const dims = Object.fromEntries(q.MetricStat.Metric.Dimensions.map((d) => [d.Name, d.Value]));
+            const value =
+              region !== 'eu-west-1'
+                ? undefined
+                : q.MetricStat.Metric.MetricName === 'Requests' && dims.RouterGroup === 'main' && dims.Cell in perMinute
+                  ? perMinute[dims.Cell] * 60
+                  : q.MetricStat.Metric.MetricName === 'ActiveTenants'
+                    ? dims.Cell === 'eu-1'
+                      ? 40
+                      : 5
+                    : q.MetricStat.Metric.MetricName === 'TenantRequestsPerSecond'
+                      ? dims.Tenant === acme
+                        ? 700
+                        : 300
+                      : undefined;
+            return {
+              Id: q.Id,
+              StatusCode: 'Complete',
+              Timestamps: value === undefined ? [] : minutes,
+              Values: value === undefined ? [] : minutes.map(() => value),
+            };
+          },
+        ),
       };
     });
   });
 
-  it('judges every cell of the fleet from the routers\' metrics', async () => {
+  it("judges every cell of the fleet from the routers' metrics", async () => {
     const result = await cellctl('capacity', '--json', '--window', '10');
     expect([result.code, result.err]).toEqual([0, '']);
     const fleet = JSON.parse(result.out);
     expect(fleet.cells.map((c: { cell: string }) => c.cell)).toEqual(exampleFleet().cells.map((c) => c.id));
     expect(fleet.cells.find((c: { cell: string }) => c.cell === 'eu-1')).toMatchObject({
-      status: 'hot', peakRps: 1500, currentRps: 1500, testedRps: 2000, targetRps: 1000, activeTenants: 40, maxTenants: 500,
-      largestTenant: { tenant: acme, peakRps: 700 }, missingPeriods: 0,
+      status: 'hot',
+      peakRps: 1500,
+      currentRps: 1500,
+      testedRps: 2000,
+      targetRps: 1000,
+      activeTenants: 40,
+      maxTenants: 500,
+      largestTenant: { tenant: acme, peakRps: 700 },
+      missingPeriods: 0,
     });
     expect(fleet.cells.find((c: { cell: string }) => c.cell === 'us-2')).toMatchObject({ status: 'ok', peakRps: 0, missingPeriods: 10 });
     expect(fleet.largeTenants).toEqual([{ tenant: acme, cell: 'eu-1', peakRps: 700, shareOfTarget: 0.7 }]);
@@ -174,32 +235,48 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   it('places a large tenant by best fit and names the pin', async () => {
     const placed = await cellctl('place', 'initech', '--expected-rps', '750', '--region', 'eu-west-1', '--mapping', mappingFile, '--window', '10');
     expect([placed.code, placed.err]).toEqual([0, '']);
-    expect(placed.out).toBe('eu-2: best fit under its target, 950 of 1000 req/s after (48% of tested)\n'
-      + 'pin it there (the move copies its rows, none for a new tenant, then pins it):\n'
-      + `  cellctl mapping pin initech eu-2 --mapping ${mappingFile} --plan place-initech.json && cellctl move plan place-initech.json\n`);
+    expect(placed.out).toBe(
+      'eu-2: best fit under its target, 950 of 1000 req/s after (48% of tested)\n' +
+        'pin it there (the move copies its rows, none for a new tenant, then pins it):\n' +
+        `  cellctl mapping pin initech eu-2 --mapping ${mappingFile} --plan place-initech.json && cellctl move plan place-initech.json\n`,
+    );
     const tooBig = await cellctl('place', 'megacorp', '--expected-rps', '1200', '--window', '10');
     expect(tooBig.out).toMatch(/^megacorp at 1200 req\/s is above the target of every cell that may take it \(1000 req\/s\)/);
   });
 
-  it('reads each cell\'s own signals in its account and region through its metrics reader role, and judges a cell hot by its database CPU', async () => {
+  it("reads each cell's own signals in its account and region through its metrics reader role, and judges a cell hot by its database CPU", async () => {
     undeployed.add('us-2');
     hotDatabase.add('eu-2');
     hotCompute.add('us-1');
     const result = await cellctl('capacity', '--json', '--window', '10');
     expect(result.code).toBe(0);
     // The unreadable cell is named on stderr, once, with the role and the reason.
-    expect(result.err).toBe(`us-2: its own signals were not read: cannot assume arn:aws:iam::${fleet.cells.find((c) => c.id === 'us-2')!.account}:role/orders-us-2-metrics-reader (AccessDenied: User is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::${fleet.cells.find((c) => c.id === 'us-2')!.account}:role/orders-us-2-metrics-reader)\n`);
-    const assumed = sts.commandCalls(AssumeRoleCommand).map((c) => c.args[0].input.RoleArn).sort();
+    expect(result.err).toBe(
+      `us-2: its own signals were not read: cannot assume arn:aws:iam::${fleet.cells.find((c) => c.id === 'us-2')!.account}:role/orders-us-2-metrics-reader (AccessDenied: User is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::${fleet.cells.find((c) => c.id === 'us-2')!.account}:role/orders-us-2-metrics-reader)\n`,
+    );
+    const assumed = sts
+      .commandCalls(AssumeRoleCommand)
+      .map((c) => c.args[0].input.RoleArn)
+      .sort();
     expect(assumed).toEqual(fleet.cells.map((c) => `arn:aws:iam::${c.account}:role/orders-${c.id}-metrics-reader`).sort());
     for (const cell of fleet.cells.filter((c) => c.id !== 'us-2')) {
-      expect(signed.filter((s) => s.cell === cell.id).map((s) => [s.service, s.key, s.region]).sort())
-        .toEqual([['cloudwatch', keyOf(cell.account), cell.region], ['ssm', keyOf(cell.account), cell.region]]);
+      expect(
+        signed
+          .filter((s) => s.cell === cell.id)
+          .map((s) => [s.service, s.key, s.region])
+          .sort(),
+      ).toEqual([
+        ['cloudwatch', keyOf(cell.account), cell.region],
+        ['ssm', keyOf(cell.account), cell.region],
+      ]);
     }
     const judged = JSON.parse(result.out);
     const cell = (id: string) => judged.cells.find((c: { cell: string }) => c.cell === id);
     // Ten whole minutes: 2 of 10 tasks at 60% CPU (the scaling target: not hot), database CPU 80 at the fifth; no queue data at all.
     expect(cell('eu-2')).toMatchObject({
-      status: 'hot', statusBy: ['databaseCpu'], utilisation: 0.1,
+      status: 'hot',
+      statusBy: ['databaseCpu'],
+      utilisation: 0.1,
       signals: {
         computeCpu: { current: 12, peak: 12, missingPeriods: 0, maximum: 10, unit: 'tasks', peakRunning: 2, peakCpu: 60 },
         databaseCpu: { current: 35, peak: 80, missingPeriods: 0 },
@@ -210,13 +287,18 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     expect(cell('eu-1')).toMatchObject({ status: 'hot', statusBy: ['rate'] });
     expect(cell('us-1')).toMatchObject({ status: 'hot', statusBy: ['computeCpu'], signals: { computeCpu: { peakRunning: 9, peakCpu: 70 } } });
     expect(cell('us-1').signals.computeCpu.peak).toBeCloseTo(63);
-    expect(cell('us-2')).toMatchObject({ status: 'ok', signalsError: expect.stringMatching(/^cannot assume .*orders-us-2-metrics-reader \(AccessDenied/) });
+    expect(cell('us-2')).toMatchObject({
+      status: 'ok',
+      signalsError: expect.stringMatching(/^cannot assume .*orders-us-2-metrics-reader \(AccessDenied/),
+    });
     expect(cell('us-2').signals).toBeUndefined();
 
     undeployed.add('us-2');
     const text = await cellctl('capacity', '--window', '10');
     expect(text.out).toMatch(/\beu-2 .* 12% of max \(2 of 10 tasks at 60% CPU\) +80% +42 +missing +hot \(database CPU 80%\)/);
-    expect(text.out).toMatch(/\bus-1 .* 63% of max \(9 of 10 tasks at 70% CPU\) +30% +42 +missing +hot \(compute used 63% of max \(9 of 10 tasks at 70% CPU\)\)/);
+    expect(text.out).toMatch(
+      /\bus-1 .* 63% of max \(9 of 10 tasks at 70% CPU\) +30% +42 +missing +hot \(compute used 63% of max \(9 of 10 tasks at 70% CPU\)\)/,
+    );
     expect(text.out).toContain('us-1 is hot by compute used (above 50%) while its rate is under its target');
     expect(text.out).toMatch(/\bus-2 .* unread +unread +unread +unread +ok/);
     expect(text.out).toContain('eu-2 is hot by database CPU (above 50%) while its rate is under its target');
@@ -226,7 +308,8 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
   it('never plans a move or places a tenant onto a cell hot by its CPU', async () => {
     // 300 req/s in eu-west-1: only eu-2 has the room under its rate target (eu-3 is small: 250), so
     // with its database hot no cell takes it.
-    const place = () => cellctl('place', 'initech', '--expected-rps', '300', '--region', 'eu-west-1', '--mapping', mappingFile, '--window', '10', '--json');
+    const place = () =>
+      cellctl('place', 'initech', '--expected-rps', '300', '--region', 'eu-west-1', '--mapping', mappingFile, '--window', '10', '--json');
     expect(JSON.parse((await place()).out)).toMatchObject({ kind: 'fits', cell: 'eu-2' });
     hotDatabase.add('eu-2');
     expect(JSON.parse((await place()).out)).toMatchObject({ kind: 'no-room' });
@@ -238,7 +321,7 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     expect(plan.capacity.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
   });
 
-  it('writes a page that shows each cell\'s signals, missing ones as missing, and the signal that made a cell hot (checked in chromium)', async () => {
+  it("writes a page that shows each cell's signals, missing ones as missing, and the signal that made a cell hot (checked in chromium)", async () => {
     undeployed.add('us-2');
     hotDatabase.add('eu-2');
     hotCompute.add('us-1');

@@ -12,15 +12,23 @@ const minute = (m: number) => new Date(Date.UTC(2026, 11, 1, 12, m));
 
 /** Recorded series, by metric and dimensions: timestamp minute → value. */
 type Recorded = Record<string, Record<number, number>>;
-const keyOf = (q: MetricDataQuery) => `${q.MetricStat!.Metric!.MetricName}|${q.MetricStat!.Metric!.Dimensions!.map((d) => `${d.Name}=${d.Value}`).join(',')}|${q.MetricStat!.Stat}`;
+const keyOf = (q: MetricDataQuery) =>
+  `${q.MetricStat!.Metric!.MetricName}|${q.MetricStat!.Metric!.Dimensions!.map((d) => `${d.Name}=${d.Value}`).join(',')}|${q.MetricStat!.Stat}`;
 
 function answer(recorded: Recorded, input: GetMetricDataCommandInput) {
   return {
     MetricDataResults: input.MetricDataQueries!.map((q) => {
-      const points = Object.entries(recorded[keyOf(q)] ?? {}).map(([m, v]) => [minute(Number(m)), v] as const)
+      const points = Object.entries(recorded[keyOf(q)] ?? {})
+        .map(([m, v]) => [minute(Number(m)), v] as const)
         // Not cut at EndTime: the reader itself must leave out a period that has not ended.
         .filter(([t]) => t >= input.StartTime!);
-      return { Id: q.Id, Label: q.MetricStat!.Metric!.MetricName, Timestamps: points.map(([t]) => t), Values: points.map(([, v]) => v), StatusCode: 'Complete' as const };
+      return {
+        Id: q.Id,
+        Label: q.MetricStat!.Metric!.MetricName,
+        Timestamps: points.map(([t]) => t),
+        Values: points.map(([, v]) => v),
+        StatusCode: 'Complete' as const,
+      };
     }),
   };
 }
@@ -29,7 +37,14 @@ describe('readRouterLoads (CloudWatch)', () => {
   const cw = mockClient(CloudWatchClient);
   const slept: number[] = [];
   const options = (clients: CloudWatchClient[]) => ({
-    clients, cells: ['eu-1', 'eu-2'], groups: ['canary', 'main'], windowMinutes: 5, now: NOW, sleep: async (ms: number) => { slept.push(ms); },
+    clients,
+    cells: ['eu-1', 'eu-2'],
+    groups: ['canary', 'main'],
+    windowMinutes: 5,
+    now: NOW,
+    sleep: async (ms: number) => {
+      slept.push(ms);
+    },
   });
   beforeEach(() => {
     cw.reset();
@@ -49,10 +64,27 @@ describe('readRouterLoads (CloudWatch)', () => {
     'TenantRequestsPerSecond|Cell=eu-1,Tenant=globex|Sum': { 2: 5, 4: 4 },
   };
   const listed = (cell: string) => ({
-    Metrics: cell === 'eu-1'
-      ? [{ Namespace: 'CellRouter', MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: 'eu-1' }, { Name: 'Tenant', Value: 'acme' }] },
-        { Namespace: 'CellRouter', MetricName: 'TenantRequestsPerSecond', Dimensions: [{ Name: 'Cell', Value: 'eu-1' }, { Name: 'Tenant', Value: 'globex' }] }]
-      : [],
+    Metrics:
+      cell === 'eu-1'
+        ? [
+            {
+              Namespace: 'CellRouter',
+              MetricName: 'TenantRequestsPerSecond',
+              Dimensions: [
+                { Name: 'Cell', Value: 'eu-1' },
+                { Name: 'Tenant', Value: 'acme' },
+              ],
+            },
+            {
+              Namespace: 'CellRouter',
+              MetricName: 'TenantRequestsPerSecond',
+              Dimensions: [
+                { Name: 'Cell', Value: 'eu-1' },
+                { Name: 'Tenant', Value: 'globex' },
+              ],
+            },
+          ]
+        : [],
   });
 
   it('sums router groups per whole period, leaves out the partial period, takes current and peak, and names the top tenants', async () => {
@@ -63,14 +95,21 @@ describe('readRouterLoads (CloudWatch)', () => {
     expect([get.StartTime, get.EndTime]).toEqual([minute(0), minute(5)]);
     expect(loads).toEqual([
       {
-        cell: 'eu-1', currentRps: 30, peakRps: 100, activeTenants: 38, missingPeriods: 0,
-        topTenants: [{ tenant: 'acme', rps: 25, peakRps: 70 }, { tenant: 'globex', rps: 4, peakRps: 5 }],
+        cell: 'eu-1',
+        currentRps: 30,
+        peakRps: 100,
+        activeTenants: 38,
+        missingPeriods: 0,
+        topTenants: [
+          { tenant: 'acme', rps: 25, peakRps: 70 },
+          { tenant: 'globex', rps: 4, peakRps: 5 },
+        ],
       },
       { cell: 'eu-2', currentRps: 15, peakRps: 20, activeTenants: 7, missingPeriods: 2, topTenants: [] },
     ]);
   });
 
-  it('adds up every region\'s routers', async () => {
+  it("adds up every region's routers", async () => {
     cw.on(ListMetricsCommand).resolves({ Metrics: [] });
     cw.on(GetMetricDataCommand).callsFake((input) => answer(recorded, input));
     const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' }), new CloudWatchClient({ region: 'us-east-1' })]));
@@ -84,7 +123,12 @@ describe('readRouterLoads (CloudWatch)', () => {
       const full = answer(recorded, input);
       page += 1;
       // The first page holds the first two minutes, the second the rest, under the same ids.
-      const split = (first: boolean) => full.MetricDataResults.map((r) => ({ ...r, Timestamps: r.Timestamps.filter((t) => (t < minute(2)) === first), Values: r.Values.filter((_, i) => (r.Timestamps[i] < minute(2)) === first) }));
+      const split = (first: boolean) =>
+        full.MetricDataResults.map((r) => ({
+          ...r,
+          Timestamps: r.Timestamps.filter((t) => t < minute(2) === first),
+          Values: r.Values.filter((_, i) => r.Timestamps[i] < minute(2) === first),
+        }));
       return input.NextToken ? { MetricDataResults: split(false) } : { MetricDataResults: split(true), NextToken: 'page-2' };
     });
     const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
@@ -95,7 +139,10 @@ describe('readRouterLoads (CloudWatch)', () => {
   it('retries throttling with backoff, then says what failed', async () => {
     const throttled = Object.assign(new Error('Rate exceeded'), { name: 'Throttling' });
     cw.on(ListMetricsCommand).resolves({ Metrics: [] });
-    cw.on(GetMetricDataCommand).rejectsOnce(throttled).rejectsOnce(throttled).callsFake((input) => answer(recorded, input));
+    cw.on(GetMetricDataCommand)
+      .rejectsOnce(throttled)
+      .rejectsOnce(throttled)
+      .callsFake((input) => answer(recorded, input));
     const loads = await readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]));
     expect(slept).toEqual([1000, 2000]);
     expect(loads[0].peakRps).toBe(100);
@@ -104,14 +151,17 @@ describe('readRouterLoads (CloudWatch)', () => {
     slept.length = 0;
     cw.on(ListMetricsCommand).resolves({ Metrics: [] });
     cw.on(GetMetricDataCommand).rejects(throttled);
-    await expect(readRouterLoads({ ...options([new CloudWatchClient({ region: 'eu-west-1' })]), attempts: 3 }))
-      .rejects.toThrow('CloudWatch GetMetricData: Throttling: Rate exceeded (still throttled after 3 attempts; try again, or a shorter --window)');
+    await expect(readRouterLoads({ ...options([new CloudWatchClient({ region: 'eu-west-1' })]), attempts: 3 })).rejects.toThrow(
+      'CloudWatch GetMetricData: Throttling: Rate exceeded (still throttled after 3 attempts; try again, or a shorter --window)',
+    );
     expect(slept).toEqual([1000, 2000]);
   });
 
   it('does not retry an access error', async () => {
     cw.on(ListMetricsCommand).rejects(Object.assign(new Error('User is not authorized to perform cloudwatch:ListMetrics'), { name: 'AccessDenied' }));
-    await expect(readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]))).rejects.toThrow(/^CloudWatch ListMetrics: AccessDenied: User is not authorized/);
+    await expect(readRouterLoads(options([new CloudWatchClient({ region: 'eu-west-1' })]))).rejects.toThrow(
+      /^CloudWatch ListMetrics: AccessDenied: User is not authorized/,
+    );
     expect(slept).toEqual([]);
   });
 
@@ -123,7 +173,7 @@ describe('readRouterLoads (CloudWatch)', () => {
   });
 });
 
-describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
+describe("readCellSignals (CloudWatch in each cell's account)", () => {
   const cw = mockClient(CloudWatchClient);
   const slept: number[] = [];
   beforeEach(() => {
@@ -135,20 +185,50 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
     schemaVersion: 2,
     signals: {
       computeCpu: {
-        namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' },
-        running: { namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' } },
+        namespace: 'AWS/ECS',
+        metricName: 'CPUUtilization',
+        statistic: 'Average',
+        dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' },
+        running: {
+          namespace: 'ECS/ContainerInsights',
+          metricName: 'RunningTaskCount',
+          statistic: 'Average',
+          dimensions: { ClusterName: 'orders-cell-eu-1-Cluster1', ServiceName: 'orders-cell-eu-1-Service2' },
+        },
         maximum: 10,
         unit: 'tasks',
       },
-      databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' } },
-      databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' } },
-      queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: 'orders-cell-eu-1-Work4' } },
+      databaseCpu: {
+        namespace: 'AWS/RDS',
+        metricName: 'CPUUtilization',
+        statistic: 'Average',
+        dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' },
+      },
+      databaseConnections: {
+        namespace: 'AWS/RDS',
+        metricName: 'DatabaseConnections',
+        statistic: 'Average',
+        dimensions: { DBClusterIdentifier: 'orders-cell-eu-1-cluster3' },
+      },
+      queueAgeSeconds: {
+        namespace: 'AWS/SQS',
+        metricName: 'ApproximateAgeOfOldestMessage',
+        statistic: 'Maximum',
+        dimensions: { QueueName: 'orders-cell-eu-1-Work4' },
+      },
     },
   };
   const recorded: Recorded = {
     // 12:00-12:04 whole minutes; 12:05 has not ended (partial) and must not count, however high.
     // The service scales out at 60% CPU: its average stays near it while tasks are added.
-    'CPUUtilization|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': { 0: 58, 1: 61, 2: 72, 3: 60, 4: 59, 5: 99 },
+    'CPUUtilization|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': {
+      0: 58,
+      1: 61,
+      2: 72,
+      3: 60,
+      4: 59,
+      5: 99,
+    },
     // Container Insights had no point at 12:02: that minute is missing for the compute, however high its CPU.
     'RunningTaskCount|ClusterName=orders-cell-eu-1-Cluster1,ServiceName=orders-cell-eu-1-Service2|Average': { 0: 2, 1: 3, 3: 4, 4: 4, 5: 10 },
     // The database reported nothing at 12:01 and 12:02: missing periods, not zero CPU.
@@ -157,7 +237,12 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
     // No queue data at all (an idle queue reports nothing): missing, never 0.
   };
   const options = (client: CloudWatchClient) => ({
-    sources: [{ cell: 'eu-1', client, record: async () => record }], windowMinutes: 5, now: NOW, sleep: async (ms: number) => { slept.push(ms); },
+    sources: [{ cell: 'eu-1', client, record: async () => record }],
+    windowMinutes: 5,
+    now: NOW,
+    sleep: async (ms: number) => {
+      slept.push(ms);
+    },
   });
 
   it('reads every signal with its statistic over whole periods: current and peak, missing periods, no data as missing', async () => {
@@ -166,14 +251,26 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
     const get = cw.commandCalls(GetMetricDataCommand)[0].args[0].input;
     expect([get.StartTime, get.EndTime]).toEqual([minute(0), minute(5)]);
     expect(get.MetricDataQueries!.map((q) => [q.MetricStat!.Metric!.Namespace, q.MetricStat!.Stat, q.MetricStat!.Period])).toEqual([
-      ['AWS/ECS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/RDS', 'Average', 60], ['AWS/SQS', 'Maximum', 60], ['ECS/ContainerInsights', 'Average', 60],
+      ['AWS/ECS', 'Average', 60],
+      ['AWS/RDS', 'Average', 60],
+      ['AWS/RDS', 'Average', 60],
+      ['AWS/SQS', 'Maximum', 60],
+      ['ECS/ContainerInsights', 'Average', 60],
     ]);
     expect(result).toEqual({
       cell: 'eu-1',
       signals: {
         // The share of the 10 tasks the cell may have: 4 at 60% at 12:03 (24%), 4 at 59% last (23.6%).
         computeCpu: {
-          current: 23.6, peak: 24, missingPeriods: 1, maximum: 10, unit: 'tasks', peakRunning: 4, peakCpu: 60, currentRunning: 4, currentCpu: 59,
+          current: 23.6,
+          peak: 24,
+          missingPeriods: 1,
+          maximum: 10,
+          unit: 'tasks',
+          peakRunning: 4,
+          peakCpu: 60,
+          currentRunning: 4,
+          currentCpu: 59,
         },
         databaseCpu: { current: 58, peak: 61, missingPeriods: 2 },
         databaseConnections: { current: 130, peak: 140, missingPeriods: 0 },
@@ -192,7 +289,9 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
 
   it('retries a throttled cell with backoff; a cell still throttled, or whose record cannot be read, gets its error while the others are read', async () => {
     const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
-    cw.on(GetMetricDataCommand).rejectsOnce(throttled).callsFake((input) => answer(recorded, input));
+    cw.on(GetMetricDataCommand)
+      .rejectsOnce(throttled)
+      .callsFake((input) => answer(recorded, input));
     const [ok] = await readCellSignals(options(new CloudWatchClient({ region: 'eu-west-1' })));
     expect(slept).toEqual([1000]);
     expect(ok).toMatchObject({ signals: { computeCpu: { peak: 24 } } });
@@ -204,26 +303,50 @@ describe('readCellSignals (CloudWatch in each cell\'s account)', () => {
       if (input.MetricDataQueries[0].MetricStat.Metric.Dimensions[0].Value === 'throttled-cluster') throw throttled;
       return answer(recorded, input);
     });
-    const busy = { ...record, signals: { computeCpu: { ...record.signals.computeCpu!, dimensions: { ClusterName: 'throttled-cluster', ServiceName: 's' } } } };
+    const busy = {
+      ...record,
+      signals: { computeCpu: { ...record.signals.computeCpu!, dimensions: { ClusterName: 'throttled-cluster', ServiceName: 's' } } },
+    };
     const results = await readCellSignals({
       ...options(client),
       attempts: 2,
       sources: [
         { cell: 'eu-1', client, record: async () => record },
         { cell: 'eu-2', client, record: async () => busy },
-        { cell: 'eu-3', client, record: async () => { throw new Error('cannot assume arn:aws:iam::333333333333:role/orders-eu-3-metrics-reader (AccessDenied: not authorized)'); } },
+        {
+          cell: 'eu-3',
+          client,
+          record: async () => {
+            throw new Error('cannot assume arn:aws:iam::333333333333:role/orders-eu-3-metrics-reader (AccessDenied: not authorized)');
+          },
+        },
       ],
     });
     expect(results).toEqual([
       { cell: 'eu-1', signals: expect.objectContaining({ databaseCpu: { current: 58, peak: 61, missingPeriods: 2 } }) },
-      { cell: 'eu-2', error: 'CloudWatch GetMetricData: ThrottlingException: Rate exceeded (still throttled after 2 attempts; try again, or a shorter --window)' },
+      {
+        cell: 'eu-2',
+        error: 'CloudWatch GetMetricData: ThrottlingException: Rate exceeded (still throttled after 2 attempts; try again, or a shorter --window)',
+      },
       { cell: 'eu-3', error: 'cannot assume arn:aws:iam::333333333333:role/orders-eu-3-metrics-reader (AccessDenied: not authorized)' },
     ]);
   });
 
-  it('stops at an error of the operator\'s own credentials instead of reporting it once per cell', async () => {
+  it("stops at an error of the operator's own credentials instead of reporting it once per cell", async () => {
     const expired = Object.assign(new Error('The security token included in the request is expired'), { name: 'ExpiredTokenException' });
-    await expect(readCellSignals({ ...options(new CloudWatchClient({ region: 'eu-west-1' })), sources: [{ cell: 'eu-1', client: new CloudWatchClient({ region: 'eu-west-1' }), record: async () => { throw expired; } }] }))
-      .rejects.toBe(expired);
+    await expect(
+      readCellSignals({
+        ...options(new CloudWatchClient({ region: 'eu-west-1' })),
+        sources: [
+          {
+            cell: 'eu-1',
+            client: new CloudWatchClient({ region: 'eu-west-1' }),
+            record: async () => {
+              throw expired;
+            },
+          },
+        ],
+      }),
+    ).rejects.toBe(expired);
   });
 });

@@ -42,9 +42,11 @@ describe('cellctl capacity --local, with skewed load', () => {
   /** Requests within the rate period: the heavy tenant 6 req/s, each light one 0.6 req/s. */
   const sendLoad = async () => {
     const sends: [string, number][] = [[heavy, 10 * 6], ...light.map((t): [string, number] => [t, 6])];
-    await Promise.all(sends.map(async ([tenant, n]) => {
-      for (let i = 0; i < n; i++) expect((await routed(agent, port, tenant)).status).toBe(200);
-    }));
+    await Promise.all(
+      sends.map(async ([tenant, n]) => {
+        for (let i = 0; i < n; i++) expect((await routed(agent, port, tenant)).status).toBe(200);
+      }),
+    );
   };
 
   beforeAll(async () => {
@@ -53,23 +55,45 @@ describe('cellctl capacity --local, with skewed load', () => {
     cells = await Promise.all(['cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
     for (const cell of cells) dbs[cell.name] = await pg.createDatabase(`cap_${cell.name.replace('-', '_')}`);
     mappingFile = path.join(dir, 'mapping.json');
-    fs.writeFileSync(mappingFile, JSON.stringify(initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 1024, { now: new Date().toISOString() })));
+    fs.writeFileSync(
+      mappingFile,
+      JSON.stringify(
+        initialMapping(
+          cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })),
+          1024,
+          { now: new Date().toISOString() },
+        ),
+      ),
+    );
     fs.mkdirSync(path.join(dir, 'router'));
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-        healthCheckPath: '/health', log: () => undefined, pollMs: 100, stateDir: path.join(dir, 'router'),
+        mappingFile,
+        port,
+        debugHeaders: true,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 100,
+        stateDir: path.join(dir, 'router'),
       });
     });
-    fs.writeFileSync(path.join(dir, 'fleet.json'), JSON.stringify({
-      mappingFile: 'mapping.json',
-      routerUrl: `http://127.0.0.1:${port}`,
-      cells: Object.fromEntries(Object.entries(dbs).map(([id, db]) => [id, { database: db }])),
-    }));
+    fs.writeFileSync(
+      path.join(dir, 'fleet.json'),
+      JSON.stringify({
+        mappingFile: 'mapping.json',
+        routerUrl: `http://127.0.0.1:${port}`,
+        cells: Object.fromEntries(Object.entries(dbs).map(([id, db]) => [id, { database: db }])),
+      }),
+    );
     heavy = tenantsOn('cell-a', 1, 'heavy-')[0];
     light = [...tenantsOn('cell-a', 8, 'a-'), ...tenantsOn('cell-b', 2, 'b-'), ...tenantsOn('cell-c', 2, 'c-')];
-    await sql(dbs['cell-a'], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, '${heavy}', jsonb_build_object('n', g) from generate_series(1, 500) g`);
+    await sql(
+      dbs['cell-a'],
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, '${heavy}', jsonb_build_object('n', g) from generate_series(1, 500) g`,
+    );
   });
   afterAll(async () => {
     agent.destroy();
@@ -126,7 +150,9 @@ describe('cellctl capacity --local, with skewed load', () => {
     expect([placed.code, placed.err]).toEqual([0, '']);
     const answer = JSON.parse(placed.out);
     expect(answer).toMatchObject({ kind: 'fits', tenant: 'newcomer' });
-    expect(answer.command).toBe(`cellctl mapping pin newcomer ${answer.cell} --mapping ${mappingFile} --plan place-newcomer.json && cellctl move plan place-newcomer.json --local`);
+    expect(answer.command).toBe(
+      `cellctl mapping pin newcomer ${answer.cell} --mapping ${mappingFile} --plan place-newcomer.json && cellctl move plan place-newcomer.json --local`,
+    );
     const big = await cellctl('place', 'giant', '--expected-rps', '11', ...local());
     expect(big.out).toMatch(/^giant at 11\.0 req\/s is above the target of every cell that may take it \(10\.0 req\/s\)/);
     const bad = await cellctl('place', 'bad key', '--expected-rps', '1', ...local());
@@ -146,7 +172,9 @@ describe('cellctl capacity --local, with skewed load', () => {
     const picture = screenshot(file, path.join(dir, 'capacity.png'), 1400, 900);
     if (process.env.KEEP_CAPACITY_SCREENSHOT) fs.copyFileSync(path.join(dir, 'capacity.png'), process.env.KEEP_CAPACITY_SCREENSHOT);
     // Three bars (one per cell) and a target line crossing each.
-    expect(countColour(picture, STATUS_COLOURS.ok) + countColour(picture, STATUS_COLOURS.hot) + countColour(picture, STATUS_COLOURS.full)).toBeGreaterThan(3 * 200);
+    expect(
+      countColour(picture, STATUS_COLOURS.ok) + countColour(picture, STATUS_COLOURS.hot) + countColour(picture, STATUS_COLOURS.full),
+    ).toBeGreaterThan(3 * 200);
     expect(rowsWithColour(picture, TARGET_COLOUR).length).toBeGreaterThan(3 * 20);
   });
 

@@ -24,7 +24,7 @@ describe('cellctl mapping init with a cell zero', () => {
     expect(JSON.parse(where.out)).toMatchObject({ cell: 'zero', via: 'bucket' });
   });
 
-  it('takes cell zero\'s endpoint from --endpoints like any cell\'s', async () => {
+  it("takes cell zero's endpoint from --endpoints like any cell's", async () => {
     const dir = dirs.config(withCellZero);
     const endpoints = path.join(dir, 'endpoints.json');
     fs.writeFileSync(endpoints, JSON.stringify({ zero: 'http://127.0.0.1:8080' }));

@@ -12,11 +12,19 @@ const ROOT = path.join(__dirname, '..', '..');
 test('cellctl fleet local: prints the router, mapping and cells, serves the documented curl, and SIGTERM stops every process', async () => {
   const dir = makeTempDir('cells-cli-fleet-');
   const stateDir = path.join(dir, 'state');
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let err = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
     await until('the fleet to start', async () => out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000);
@@ -26,7 +34,11 @@ test('cellctl fleet local: prints the router, mapping and cells, serves the docu
     expect(out).toMatch(/cell-1\s+http:\/\/127\.0\.0\.1:\d+\s+postgres:\/\/127\.0\.0\.1:\d+\/cell\s+\d+\.\d%/);
     expect(out).toContain(`curl -H 'x-tenant-id: acme' -d '{"name":"x"}' ${fleet.routerUrl}/v1/items`);
     // What the curl of docs/getting-started.md sends (form-encoded content type) through the router.
-    const response = await fetch(`${fleet.routerUrl}/v1/items`, { method: 'POST', headers: { 'x-tenant-id': 'acme', 'content-type': 'application/x-www-form-urlencoded' }, body: '{"name":"x"}' });
+    const response = await fetch(`${fleet.routerUrl}/v1/items`, {
+      method: 'POST',
+      headers: { 'x-tenant-id': 'acme', 'content-type': 'application/x-www-form-urlencoded' },
+      body: '{"name":"x"}',
+    });
     expect(response.status).toBe(201);
     expect(response.headers.get('x-cell')).toMatch(/^cell-[12]$/);
     const pids = fleet.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
@@ -81,10 +93,32 @@ function commandLine(pid: number): string {
 async function fleetUnderShell(prefix: string) {
   const dir = makeTempDir(prefix);
   const stateDir = path.join(dir, 'state');
-  const shell = spawn('sh', ['-c', '"$@" & echo "fleet pid $!"; wait', 'sh', process.execPath, path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const shell = spawn(
+    'sh',
+    [
+      '-c',
+      '"$@" & echo "fleet pid $!"; wait',
+      'sh',
+      process.execPath,
+      path.join(ROOT, 'bin', 'cellctl.js'),
+      'fleet',
+      'local',
+      '--cells',
+      '2',
+      '--port',
+      '0',
+      '--state-dir',
+      stateDir,
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  shell.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  shell.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  shell.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  shell.stderr.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   await until('the fleet to start', async () => out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000);
   const fleetPid = Number(/fleet pid (\d+)/.exec(out)![1]);
   const fleet = readFleetFile(stateDir)!;
@@ -95,7 +129,13 @@ async function fleetUnderShell(prefix: string) {
   expect(started.filter((pid) => /haproxy/.test(commandLine(pid)))).toHaveLength(1);
   expect(started.filter((pid) => /cell-watchdog/.test(commandLine(pid)))).toHaveLength(2 * 2 + 1);
   return {
-    dir, stateDir, shell, fleetPid, fleet, started, output: () => out,
+    dir,
+    stateDir,
+    shell,
+    fleetPid,
+    fleet,
+    started,
+    output: () => out,
     cleanUp: () => {
       for (const pid of [fleetPid, ...started]) if (pidRunning(pid)) process.kill(pid, 'SIGKILL');
       shell.kill('SIGKILL');
@@ -115,7 +155,12 @@ test('cellctl fleet local stops, every process it started included, when the pro
     await until('every process the fleet started to exit', async () => !r.started.some(pidRunning), 60_000);
     expect((await api(r.fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(0);
   } catch (error) {
-    throw new Error(`${(error as Error).message}\noutput:\n${r.output()}\nstill running: ${r.started.filter(pidRunning).map((p) => `${p} ${commandLine(p)}`).join('; ')}`);
+    throw new Error(
+      `${(error as Error).message}\noutput:\n${r.output()}\nstill running: ${r.started
+        .filter(pidRunning)
+        .map((p) => `${p} ${commandLine(p)}`)
+        .join('; ')}`,
+    );
   } finally {
     r.cleanUp();
   }
@@ -128,7 +173,12 @@ test('a SIGKILLed cellctl fleet local leaves nothing running: a watchdog stops e
     await until('every process the fleet started to exit', async () => !r.started.some(pidRunning), 60_000);
     expect((await api(r.fleet.routerUrl, 'GET', '/v1/items', 'acme')).status).toBe(0);
   } catch (error) {
-    throw new Error(`${(error as Error).message}\nstill running: ${r.started.filter(pidRunning).map((p) => `${p} ${commandLine(p)}`).join('; ')}`);
+    throw new Error(
+      `${(error as Error).message}\nstill running: ${r.started
+        .filter(pidRunning)
+        .map((p) => `${p} ${commandLine(p)}`)
+        .join('; ')}`,
+    );
   } finally {
     r.cleanUp();
   }
@@ -137,9 +187,15 @@ test('a SIGKILLed cellctl fleet local leaves nothing running: a watchdog stops e
 test('a fleet whose cellctl and watchdogs were SIGKILLed is cleaned up by the next start, which reuses its state', async () => {
   const dir = makeTempDir('cells-cli-orphans-');
   const stateDir = path.join(dir, 'state');
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '2', '--port', '0', '--state-dir', stateDir],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
+  );
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let fleet: Awaited<ReturnType<typeof startLocalFleet>> | undefined;
   try {
@@ -166,9 +222,14 @@ test('a fleet whose cellctl and watchdogs were SIGKILLed is cleaned up by the ne
 }, 240_000);
 
 test('cellctl fleet local refuses bad flags with the fix', async () => {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cells', '0'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
-  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   expect(code).toBe(2);
   expect(err).toContain('--cells 0: give an integer from 1 to 64');
@@ -178,10 +239,36 @@ test('cellctl fleet local --cell-zero: cell zero holds every bucket and the exis
   const dir = makeTempDir('cells-cli-zero-');
   const stateDir = path.join(dir, 'state');
   const start = async () => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'cellctl.js'), 'fleet', 'local', '--cell-zero', '--port', '0', '--state-dir', stateDir, ...(fs.existsSync(stateDir) ? [] : ['--cells', '1'])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    const run = { out: '', err: '', exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))), stop: async () => { child.kill('SIGTERM'); return run.exited; } };
-    child.stdout.on('data', (d: Buffer) => { run.out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { run.err += d.toString(); });
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(ROOT, 'bin', 'cellctl.js'),
+        'fleet',
+        'local',
+        '--cell-zero',
+        '--port',
+        '0',
+        '--state-dir',
+        stateDir,
+        ...(fs.existsSync(stateDir) ? [] : ['--cells', '1']),
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const run = {
+      out: '',
+      err: '',
+      exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))),
+      stop: async () => {
+        child.kill('SIGTERM');
+        return run.exited;
+      },
+    };
+    child.stdout.on('data', (d: Buffer) => {
+      run.out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      run.err += d.toString();
+    });
     await until('the fleet to start', async () => run.out.includes('Ctrl-C or SIGTERM stops the fleet'), 90_000).catch(async (error: Error) => {
       await run.stop();
       throw new Error(`${error.message}\nstdout:\n${run.out}\nstderr:\n${run.err}`);
@@ -195,7 +282,9 @@ test('cellctl fleet local --cell-zero: cell zero holds every bucket and the exis
     expect(fleet.cells.map((c) => c.id)).toEqual(['zero', 'cell-1']);
     expect(first.out).toMatch(/^zero \(cell zero\)\s+http:\/\/127\.0\.0\.1:\d+\s+postgres:\/\/127\.0\.0\.1:\d+\/cell\s+100\.0%/m);
     expect(first.out).toMatch(/^cell-1\s+\S+\s+\S+\s+0\.0%/m);
-    expect(first.out).toContain(`  cellctl cell-zero check --url ${fleet.cells[0].database.url} --sql | psql ${fleet.cells[0].database.url} -v ON_ERROR_STOP=1\n`);
+    expect(first.out).toContain(
+      `  cellctl cell-zero check --url ${fleet.cells[0].database.url} --sql | psql ${fleet.cells[0].database.url} -v ON_ERROR_STOP=1\n`,
+    );
     expect(first.out).toContain(`  cellctl cell-zero retire --local --state-dir ${stateDir}\n`);
     const seeded = await api(fleet.routerUrl, 'GET', '/v1/items', 'existing-1');
     expect([seeded.status, seeded.headers.get('x-cell'), seeded.body.items.length]).toEqual([200, 'zero', 5]);

@@ -49,7 +49,10 @@ describe('cellctl mapping (files)', () => {
     fs.writeFileSync(file, `${keys.join('\n')}\n\ninternal-smoke\n`);
     const result = await cellctl('mapping', 'where', '--keys', file, '--mapping', v1, '--json');
     expect(result.code).toBe(0);
-    const lines = result.out.trim().split('\n').map((l) => JSON.parse(l) as { key: string; cell: string; via: string });
+    const lines = result.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { key: string; cell: string; via: string });
     expect(lines.map((l) => l.key)).toEqual([...keys, 'internal-smoke']);
     for (const key of ['tenant-0', 'tenant-299', 'internal-smoke']) {
       const one = JSON.parse((await cellctl('mapping', 'where', key, '--mapping', v1, '--json')).out);
@@ -81,7 +84,19 @@ describe('cellctl mapping (files)', () => {
 
   it('add-cell writes a new version where only the new cell gains buckets', async () => {
     const v2 = path.join(dir, 'v2.json');
-    const result = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.orders.cells.internal', '--mapping', v1, '--out', v2, '--json', '--routing-only');
+    const result = await cellctl(
+      'mapping',
+      'add-cell',
+      'eu-4',
+      '--endpoint',
+      'https://eu-4.orders.cells.internal',
+      '--mapping',
+      v1,
+      '--out',
+      v2,
+      '--json',
+      '--routing-only',
+    );
     expect(result.code).toBe(0);
     expect(result.err).toMatch(/^ROUTING ONLY: 2048 buckets now route to another cell WITHOUT their data/);
     const { diff } = JSON.parse(result.out);
@@ -91,7 +106,17 @@ describe('cellctl mapping (files)', () => {
   });
 
   it('add-cell and drain that re-route buckets need --plan FILE (bucket moves) or --routing-only', async () => {
-    const refused = await cellctl('mapping', 'add-cell', 'eu-4', '--endpoint', 'https://eu-4.example', '--mapping', v1, '--out', path.join(dir, 'nope.json'));
+    const refused = await cellctl(
+      'mapping',
+      'add-cell',
+      'eu-4',
+      '--endpoint',
+      'https://eu-4.example',
+      '--mapping',
+      v1,
+      '--out',
+      path.join(dir, 'nope.json'),
+    );
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/re-routes 2048 buckets .*pass --plan FILE .*or --routing-only for a stateless workload/);
     expect(fs.existsSync(path.join(dir, 'nope.json'))).toBe(false);
@@ -136,13 +161,20 @@ describe('cellctl mapping (files)', () => {
     const before = fs.readFileSync(file, 'utf8');
     const doc = read(v1);
     const key = 'tenant-7';
-    const home = (await cellctl('mapping', 'where', key, '--mapping', file, '--json'));
+    const home = await cellctl('mapping', 'where', key, '--mapping', file, '--json');
     const from = JSON.parse(home.out).cell as string;
     const other = Object.keys(doc.cells).find((c) => c !== from && doc.cells[c].state === 'active' && !c.startsWith('canary'))!;
-    for (const step of [['pin', key, other], ['prefix', 'tenant-', other]]) {
+    for (const step of [
+      ['pin', key, other],
+      ['prefix', 'tenant-', other],
+    ]) {
       const refused = await cellctl('mapping', ...step, '--mapping', file);
       expect([step.join(' '), refused.code, refused.err.trim().split('\n').length]).toEqual([step.join(' '), 2, 1]);
-      expect(refused.err).toMatch(step[0] === 'pin' ? new RegExp(`routes key ${key} from ${from} to ${other}; its data must move with it: pass --plan FILE`) : /a prefix re-routes every key starting with tenant-, without its data/);
+      expect(refused.err).toMatch(
+        step[0] === 'pin'
+          ? new RegExp(`routes key ${key} from ${from} to ${other}; its data must move with it: pass --plan FILE`)
+          : /a prefix re-routes every key starting with tenant-, without its data/,
+      );
     }
     expect(fs.readFileSync(file, 'utf8')).toBe(before);
     // Pinning a key to the cell it is already on moves nothing: no flag needed.
@@ -159,12 +191,48 @@ describe('cellctl mapping (files)', () => {
     const small = path.join(dir, 'small.json');
     const out = path.join(dir, 'refused.json');
     const doc = read(v1);
-    fs.writeFileSync(small, JSON.stringify({ ...doc, buckets: [{ from: 0, to: 8191, cell: 'eu-1' }, { from: 8192, to: 16383, cell: 'eu-2' }] }));
-    const refused = await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out, '--routing-only');
+    fs.writeFileSync(
+      small,
+      JSON.stringify({
+        ...doc,
+        buckets: [
+          { from: 0, to: 8191, cell: 'eu-1' },
+          { from: 8192, to: 16383, cell: 'eu-2' },
+        ],
+      }),
+    );
+    const refused = await cellctl(
+      'mapping',
+      'add-cell',
+      'eu-9',
+      '--endpoint',
+      'https://eu-9.example',
+      '--mapping',
+      small,
+      '--out',
+      out,
+      '--routing-only',
+    );
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/change refused; nothing written:\n {2}- moves 33\.3% of the keyspace/);
     expect(fs.existsSync(out)).toBe(false);
-    expect((await cellctl('mapping', 'add-cell', 'eu-9', '--endpoint', 'https://eu-9.example', '--mapping', small, '--out', out, '--force', '--routing-only')).code).toBe(0);
+    expect(
+      (
+        await cellctl(
+          'mapping',
+          'add-cell',
+          'eu-9',
+          '--endpoint',
+          'https://eu-9.example',
+          '--mapping',
+          small,
+          '--out',
+          out,
+          '--force',
+          '--routing-only',
+        )
+      ).code,
+    ).toBe(0);
     expect(fs.existsSync(out)).toBe(true);
   });
 
@@ -193,7 +261,10 @@ describe('cellctl mapping (files)', () => {
 
   it('a change that fails writes nothing and exits 1', async () => {
     const before = fs.readFileSync(v1, 'utf8');
-    expect(await cellctl('mapping', 'pin', 'tenant-1', 'ghost', '--mapping', v1)).toMatchObject({ code: 1, err: expect.stringContaining('not in the mapping') });
+    expect(await cellctl('mapping', 'pin', 'tenant-1', 'ghost', '--mapping', v1)).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('not in the mapping'),
+    });
     expect(fs.readFileSync(v1, 'utf8')).toBe(before);
   });
 
@@ -221,8 +292,10 @@ describe('cellctl mapping (files)', () => {
     for (const command of ['show', 'where', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine', 'validate', 'diff', 'publish']) {
       expect([command, await help(command)]).toEqual([command, expect.stringContaining('--mapping <file>')]);
     }
-    for (const command of ['init', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine']) expect([command, await help(command)]).toEqual([command, expect.stringContaining('--out <file>')]);
-    for (const command of ['init', 'add-cell', 'validate', 'publish', 'rollback', 'history']) expect([command, await help(command)]).toEqual([command, expect.stringContaining('--config <file>')]);
+    for (const command of ['init', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine'])
+      expect([command, await help(command)]).toEqual([command, expect.stringContaining('--out <file>')]);
+    for (const command of ['init', 'add-cell', 'validate', 'publish', 'rollback', 'history'])
+      expect([command, await help(command)]).toEqual([command, expect.stringContaining('--config <file>')]);
     // The document as an argument reads the same file.
     const v2 = path.join(dir, 'v2.json');
     expect((await cellctl('mapping', 'show', v1, '--json')).out).toBe((await cellctl('mapping', 'show', '--mapping', v1, '--json')).out);
@@ -230,9 +303,18 @@ describe('cellctl mapping (files)', () => {
     expect((await cellctl('mapping', 'diff', v1, v2)).out).toBe((await cellctl('mapping', 'diff', '--previous', v1, '--mapping', v2)).out);
     // Missing or doubled: a usage error naming the form.
     expect(await cellctl('mapping', 'show')).toMatchObject({ code: 2, err: 'error: no mapping document: `cellctl mapping show --mapping FILE`\n' });
-    expect(await cellctl('mapping', 'validate', v1, '--mapping', v2)).toMatchObject({ code: 2, err: expect.stringContaining('give the mapping document once: `cellctl mapping validate --mapping FILE`') });
-    expect(await cellctl('mapping', 'diff', v1)).toMatchObject({ code: 2, err: 'error: give the two documents as `cellctl mapping diff --previous OLD --mapping NEW`\n' });
-    expect(await cellctl('mapping', 'where', 'tenant-1')).toMatchObject({ code: 2, err: expect.stringContaining("required option '--mapping <file>' not specified") });
+    expect(await cellctl('mapping', 'validate', v1, '--mapping', v2)).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('give the mapping document once: `cellctl mapping validate --mapping FILE`'),
+    });
+    expect(await cellctl('mapping', 'diff', v1)).toMatchObject({
+      code: 2,
+      err: 'error: give the two documents as `cellctl mapping diff --previous OLD --mapping NEW`\n',
+    });
+    expect(await cellctl('mapping', 'where', 'tenant-1')).toMatchObject({
+      code: 2,
+      err: expect.stringContaining("required option '--mapping <file>' not specified"),
+    });
   });
 
   it('exits 2 on usage errors', async () => {
@@ -243,7 +325,22 @@ describe('cellctl mapping (files)', () => {
   });
 
   it('has --help everywhere', async () => {
-    for (const command of ['init', 'show', 'where', 'add-cell', 'drain', 'pin', 'unpin', 'prefix', 'quarantine', 'validate', 'diff', 'publish', 'rollback', 'history']) {
+    for (const command of [
+      'init',
+      'show',
+      'where',
+      'add-cell',
+      'drain',
+      'pin',
+      'unpin',
+      'prefix',
+      'quarantine',
+      'validate',
+      'diff',
+      'publish',
+      'rollback',
+      'history',
+    ]) {
       const result = await cellctl('mapping', command, '--help');
       expect([command, result.code, result.out.startsWith('Usage: cellctl mapping')]).toEqual([command, 0, true]);
     }
@@ -256,7 +353,12 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
   const saved = { ...process.env };
   beforeAll(async () => {
     s3 = await startLocalS3('orders-mappings-test');
-    Object.assign(process.env, { AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' });
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL_S3: s3.endpoint,
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      AWS_REGION: 'us-east-1',
+    });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-s3-'));
   });
   afterAll(async () => {
@@ -278,7 +380,11 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
     expect(first.err).toContain('wrote mappings/v1.json');
     // Progress goes to stderr (stdout stays the JSON above): each step, each group with its place in the order.
     expect(first.err.split('\n').filter((l) => !l.startsWith('note:'))).toEqual([
-      'checking 2 router group(s) before writing anything', 'wrote mappings/v1.json', 'group canary (1/2): v- -> v1', 'group main (2/2): v- -> v1', '',
+      'checking 2 router group(s) before writing anything',
+      'wrote mappings/v1.json',
+      'group canary (1/2): v- -> v1',
+      'group main (2/2): v- -> v1',
+      '',
     ]);
 
     const canaryOnly = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags(), '--group', 'canary');
@@ -296,7 +402,11 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
     expect(rollback.out).toContain('restored the content of v1 as v3');
 
     const history = JSON.parse((await cellctl('mapping', 'history', ...storeFlags(), '--json')).out);
-    expect(history.map((h: { version: number; groups: string[] }) => [h.version, h.groups])).toEqual([[3, ['canary', 'main']], [2, []], [1, []]]);
+    expect(history.map((h: { version: number; groups: string[] }) => [h.version, h.groups])).toEqual([
+      [3, ['canary', 'main']],
+      [2, []],
+      [1, []],
+    ]);
   });
 
   it('reports an unreachable or failing bucket with exit 1', async () => {

@@ -1,4 +1,11 @@
-import { CreateClusterCommand, DescribeTasksCommand, ECSClient, ListTasksCommand, RegisterTaskDefinitionCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
+import {
+  CreateClusterCommand,
+  DescribeTasksCommand,
+  ECSClient,
+  ListTasksCommand,
+  RegisterTaskDefinitionCommand,
+  StopTaskCommand,
+} from '@aws-sdk/client-ecs';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
@@ -22,7 +29,14 @@ describe('cellctl move on AWS, against moto', () => {
   let moto: Moto;
   let fleet: Fleet;
   const saved: Record<string, string | undefined> = {};
-  const ENV = { AWS_ENDPOINT_URL: '', AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing', S3_FORCE_PATH_STYLE: 'true', AWS_PROFILE: undefined, AWS_SESSION_TOKEN: undefined };
+  const ENV = {
+    AWS_ENDPOINT_URL: '',
+    AWS_ACCESS_KEY_ID: 'testing',
+    AWS_SECRET_ACCESS_KEY: 'testing',
+    S3_FORCE_PATH_STYLE: 'true',
+    AWS_PROFILE: undefined,
+    AWS_SESSION_TOKEN: undefined,
+  };
 
   /** SDK clients acting in `account` (an assumed role there), in `region`. */
   const as = async (account: string, role: string, region: string) => {
@@ -31,16 +45,26 @@ describe('cellctl move on AWS, against moto', () => {
     sts.destroy();
     const credentials = { accessKeyId: c!.AccessKeyId!, secretAccessKey: c!.SecretAccessKey!, sessionToken: c!.SessionToken };
     const config = { region, endpoint: moto.endpoint, credentials };
-    return { s3: new S3Client({ ...config, forcePathStyle: true }), ssm: new SSMClient(config), ecs: new ECSClient(config), accessKeyId: credentials.accessKeyId };
+    return {
+      s3: new S3Client({ ...config, forcePathStyle: true }),
+      ssm: new SSMClient(config),
+      ecs: new ECSClient(config),
+      accessKeyId: credentials.accessKeyId,
+    };
   };
   type Clients = Awaited<ReturnType<typeof as>>;
-  const destroy = (c: Clients | undefined) => { if (c) for (const client of [c.s3, c.ssm, c.ecs]) client.destroy(); };
+  const destroy = (c: Clients | undefined) => {
+    if (c) for (const client of [c.s3, c.ssm, c.ecs]) client.destroy();
+  };
 
   /** An EC2 Query API call to moto as `clients`' account (this project has no EC2 client); the text of the answer. */
   const ec2 = async (clients: Clients, region: string, params: Record<string, string>) => {
     const response = await fetch(moto.endpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `AWS4-HMAC-SHA256 Credential=${clients.accessKeyId}/20261201/${region}/ec2/aws4_request, SignedHeaders=host, Signature=0` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `AWS4-HMAC-SHA256 Credential=${clients.accessKeyId}/20261201/${region}/ec2/aws4_request, SignedHeaders=host, Signature=0`,
+      },
       body: new URLSearchParams({ Version: '2016-11-15', ...params }),
     });
     const text = await response.text();
@@ -70,25 +94,46 @@ describe('cellctl move on AWS, against moto', () => {
     for (const region of Object.keys(fleet.regions)) {
       const r = await as(fleet.accounts.router, moveOperatorRoleName(fleet.app), region);
       const bucket = `orders-mappings-${region}-abcdef012345`;
-      await r.s3.send(new CreateBucketCommand({ Bucket: bucket, ...(region === 'us-east-1' ? {} : { CreateBucketConfiguration: { LocationConstraint: region as 'eu-west-1' } }) }));
+      await r.s3.send(
+        new CreateBucketCommand({
+          Bucket: bucket,
+          ...(region === 'us-east-1' ? {} : { CreateBucketConfiguration: { LocationConstraint: region as 'eu-west-1' } }),
+        }),
+      );
       await r.ssm.send(new PutParameterCommand({ Name: mappingBucketParameter(fleet.app), Value: bucket, Type: 'String' }));
     }
     // What a cell stack makes, in the cell's account: the mover cluster, task definition and parameter.
     const cell = fleet.cells.find((c) => c.id === 'eu-1')!;
     source = await as(cell.account, moverLauncherRoleName(fleet.app, cell.id), cell.region);
     await source.ecs.send(new CreateClusterCommand({ clusterName: 'orders-eu-1-mover' }));
-    await source.ecs.send(new RegisterTaskDefinitionCommand({
-      // moto 5.2 sums the containers' own memory to place a task (a TypeError without it); Fargate takes the task's.
-      family: 'orders-eu-1-mover', requiresCompatibilities: ['FARGATE'], networkMode: 'awsvpc', cpu: '256', memory: '512',
-      containerDefinitions: [{ name: MOVER_CONTAINER, image: 'mover:latest', essential: true, memory: 512 }],
-    }));
+    await source.ecs.send(
+      new RegisterTaskDefinitionCommand({
+        // moto 5.2 sums the containers' own memory to place a task (a TypeError without it); Fargate takes the task's.
+        family: 'orders-eu-1-mover',
+        requiresCompatibilities: ['FARGATE'],
+        networkMode: 'awsvpc',
+        cpu: '256',
+        memory: '512',
+        containerDefinitions: [{ name: MOVER_CONTAINER, image: 'mover:latest', essential: true, memory: 512 }],
+      }),
+    );
     // The cell's private subnet and the mover's security group (moto checks that RunTask's exist).
     const vpc = /<vpcId>([^<]+)/.exec(await ec2(source, cell.region, { Action: 'CreateVpc', CidrBlock: cell.cidr }))![1];
     // DNS hostnames on, as in a cell VPC (aws-cdk-lib's default); moto 5.2.1 fails RunTask of an awsvpc task in a VPC without them.
     await ec2(source, cell.region, { Action: 'ModifyVpcAttribute', VpcId: vpc, 'EnableDnsHostnames.Value': 'true' });
-    const subnet = /<subnetId>([^<]+)/.exec(await ec2(source, cell.region, { Action: 'CreateSubnet', VpcId: vpc, CidrBlock: cell.cidr.replace(/\/\d+$/, '/24') }))![1];
-    const group = /<groupId>([^<]+)/.exec(await ec2(source, cell.region, { Action: 'CreateSecurityGroup', VpcId: vpc, GroupName: 'mover', GroupDescription: 'mover' }))![1];
-    info = { cluster: 'orders-eu-1-mover', taskDefinition: 'orders-eu-1-mover', container: MOVER_CONTAINER, subnets: [subnet], securityGroups: [group] };
+    const subnet = /<subnetId>([^<]+)/.exec(
+      await ec2(source, cell.region, { Action: 'CreateSubnet', VpcId: vpc, CidrBlock: cell.cidr.replace(/\/\d+$/, '/24') }),
+    )![1];
+    const group = /<groupId>([^<]+)/.exec(
+      await ec2(source, cell.region, { Action: 'CreateSecurityGroup', VpcId: vpc, GroupName: 'mover', GroupDescription: 'mover' }),
+    )![1];
+    info = {
+      cluster: 'orders-eu-1-mover',
+      taskDefinition: 'orders-eu-1-mover',
+      container: MOVER_CONTAINER,
+      subnets: [subnet],
+      securityGroups: [group],
+    };
     await source.ssm.send(new PutParameterCommand({ Name: moverParameter(fleet.app, 'eu-1'), Value: JSON.stringify(info), Type: 'String' }));
     context = await awsMoveContext(fleet, { clock: { now: () => new Date(), sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 50))) } });
   }, 60_000);
@@ -104,12 +149,24 @@ describe('cellctl move on AWS, against moto', () => {
   });
 
   const record = (id: string): MoveRecord => ({
-    id, subject: { kind: 'tenant', tenant: 'acme' }, source: 'eu-1', target: 'eu-2', bucketCount: 16384, reason: '', actor: 't',
-    createdAt: '2026-11-30T00:00:00Z', status: 'active', completed: 'planned', watermark: '0', rounds: 0, rowsCopied: 0,
-    mappingVersions: {}, updatedAt: '2026-11-30T00:00:00Z',
+    id,
+    subject: { kind: 'tenant', tenant: 'acme' },
+    source: 'eu-1',
+    target: 'eu-2',
+    bucketCount: 16384,
+    reason: '',
+    actor: 't',
+    createdAt: '2026-11-30T00:00:00Z',
+    status: 'active',
+    completed: 'planned',
+    watermark: '0',
+    rounds: 0,
+    rowsCopied: 0,
+    mappingVersions: {},
+    updatedAt: '2026-11-30T00:00:00Z',
   });
 
-  it('keeps move records in the router account\'s move bucket, found through SSM, as the assumed operator role', async () => {
+  it("keeps move records in the router account's move bucket, found through SSM, as the assumed operator role", async () => {
     expect(context.description).toBe(`s3://${MOVES_BUCKET}`);
     const created = await context.store.create(record('m-moto-1'));
     await expect(context.store.create(record('m-moto-1'))).rejects.toThrow(/m-moto-1/);
@@ -121,7 +178,10 @@ describe('cellctl move on AWS, against moto', () => {
     expect((await context.store.readAudit('m-moto-1')).map((e) => e.event)).toEqual(['planned']);
     // Written as the assumed operator role of the router account (moto keeps one global bucket namespace and enforces no IAM, so this shows the wiring, not the grant).
     const listed = await router.s3.send(new ListObjectsV2Command({ Bucket: MOVES_BUCKET, Prefix: 'moves/m-moto-1/' }));
-    expect((listed.Contents ?? []).map((o) => o.Key)).toEqual([expect.stringMatching(/^moves\/m-moto-1\/audit\/20261130T000001000Z-[0-9a-f]+\.json$/), 'moves/m-moto-1/move.json']);
+    expect((listed.Contents ?? []).map((o) => o.Key)).toEqual([
+      expect.stringMatching(/^moves\/m-moto-1\/audit\/20261130T000001000Z-[0-9a-f]+\.json$/),
+      'moves/m-moto-1/move.json',
+    ]);
   });
 
   it("runs a cell's mover with ECS RunTask in the cell's account: request in, task started with the request's keys, result out", async () => {
@@ -135,9 +195,17 @@ describe('cellctl move on AWS, against moto', () => {
         const requests = (pending.Contents ?? []).map((o) => o.Key!).filter((k) => k.endsWith('/request.json') && !answered.includes(k));
         if (requests.length > 0 && (tasks.taskArns ?? []).length > 0) {
           for (const key of requests) {
-            const request = JSON.parse(await (await router.s3.send(new GetObjectCommand({ Bucket: MOVES_BUCKET, Key: key }))).Body!.transformToString());
+            const request = JSON.parse(
+              await (await router.s3.send(new GetObjectCommand({ Bucket: MOVES_BUCKET, Key: key }))).Body!.transformToString(),
+            );
             expect(request).toMatchObject({ op: 'schemaVersion', cell: 'eu-1' });
-            await router.s3.send(new PutObjectCommand({ Bucket: MOVES_BUCKET, Key: key.replace(/request\.json$/, 'result.json'), Body: JSON.stringify({ ok: true, value: 7 }) }));
+            await router.s3.send(
+              new PutObjectCommand({
+                Bucket: MOVES_BUCKET,
+                Key: key.replace(/request\.json$/, 'result.json'),
+                Body: JSON.stringify({ ok: true, value: 7 }),
+              }),
+            );
             answered.push(key);
           }
           for (const task of tasks.taskArns!) await source.ecs.send(new StopTaskCommand({ cluster: info.cluster, task, reason: 'done' }));
@@ -147,7 +215,11 @@ describe('cellctl move on AWS, against moto', () => {
     })();
     try {
       const cell = context.cell('eu-1', 16384);
-      expect(await cell.schemaVersion().catch((e) => { throw new Error(`${e.message}\n${moto.log().slice(-3000)}`); })).toBe(7);
+      expect(
+        await cell.schemaVersion().catch((e) => {
+          throw new Error(`${e.message}\n${moto.log().slice(-3000)}`);
+        }),
+      ).toBe(7);
     } finally {
       stop = true;
       await mover;
@@ -161,8 +233,14 @@ describe('cellctl move on AWS, against moto', () => {
     const [task] = (await source.ecs.send(new DescribeTasksCommand({ cluster: info.cluster, tasks: stopped.taskArns }))).tasks!;
     expect(task).toMatchObject({ launchType: 'FARGATE', startedBy: 'cellctl-move' });
     expect(JSON.stringify(task.attachments)).toContain(info.subnets[0]);
-    const environment = Object.fromEntries(task.overrides!.containerOverrides!.find((o) => o.name === MOVER_CONTAINER)!.environment!.map((e) => [e.name, e.value]));
-    expect(environment).toEqual({ MOVE_BUCKET: MOVES_BUCKET, MOVE_BUCKET_REGION: 'eu-west-1', MOVE_REQUEST_KEY: answered[0], MOVE_RESULT_KEY: answered[0].replace(/request\.json$/, 'result.json') });
+    const environment = Object.fromEntries(
+      task.overrides!.containerOverrides!.find((o) => o.name === MOVER_CONTAINER)!.environment!.map((e) => [e.name, e.value]),
+    );
+    expect(environment).toEqual({
+      MOVE_BUCKET: MOVES_BUCKET,
+      MOVE_BUCKET_REGION: 'eu-west-1',
+      MOVE_REQUEST_KEY: answered[0],
+      MOVE_RESULT_KEY: answered[0].replace(/request\.json$/, 'result.json'),
+    });
   });
-
 });

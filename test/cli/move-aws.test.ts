@@ -1,4 +1,14 @@
-import { DescribeTasksCommand, DescribeTasksCommandInput, ECSClient, ListTasksCommand, ListTasksCommandInput, RunTaskCommand, RunTaskCommandInput, StopTaskCommand, StopTaskCommandInput } from '@aws-sdk/client-ecs';
+import {
+  DescribeTasksCommand,
+  DescribeTasksCommandInput,
+  ECSClient,
+  ListTasksCommand,
+  ListTasksCommandInput,
+  RunTaskCommand,
+  RunTaskCommandInput,
+  StopTaskCommand,
+  StopTaskCommandInput,
+} from '@aws-sdk/client-ecs';
 import { EventEmitter } from 'events';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -29,7 +39,15 @@ async function cellctl(...argv: string[]): Promise<{ code: number; out: string; 
 async function cellctlWith(signals: EventEmitter, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; }, signals });
+  const code = await runCli(argv, {
+    out: (s) => {
+      out += s;
+    },
+    err: (s) => {
+      err += s;
+    },
+    signals,
+  });
   return { code, out, err };
 }
 
@@ -79,7 +97,12 @@ describe('cellctl move (AWS fleet)', () => {
     pg = await startPostgres();
     for (const cell of [source, target]) dbs[cell] = await pg.createDatabase(`aws_${cell.replace(/-/g, '_')}`);
     Object.assign(process.env, {
-      AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'eu-west-1', CELLCTL_ACTOR: 'alice',
+      AWS_ENDPOINT_URL_S3: s3.endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      AWS_REGION: 'eu-west-1',
+      CELLCTL_ACTOR: 'alice',
     });
     // Two router tasks per group and region, as AWS runs them (bin/router-agent.ts): poll every 5 s,
     // every 250 ms while a freeze is in force, a report of the version in force after every poll.
@@ -89,7 +112,12 @@ describe('cellctl move (AWS fleet)', () => {
           const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'move-aws-router-'));
           stateDirs.push(stateDir);
           let inForce: number | undefined;
-          const api = { info: async () => ({ Pid: '1' }), send: async () => '', stats: async () => [], env: async () => String(fleet.bucketCount) } as unknown as RuntimeApi;
+          const api = {
+            info: async () => ({ Pid: '1' }),
+            send: async () => '',
+            stats: async () => [],
+            env: async () => String(fleet.bucketCount),
+          } as unknown as RuntimeApi;
           const applier = {
             currentVersion: async () => inForce,
             currentSlots: async () => new Map<string, number>(),
@@ -101,7 +129,11 @@ describe('cellctl move (AWS fleet)', () => {
             },
           } as unknown as MappingApplier;
           const agent = new MappingAgent({
-            api, applier, stateDir, group, emit: () => undefined,
+            api,
+            applier,
+            stateDir,
+            group,
+            emit: () => undefined,
             source: new S3MappingSource(localS3Client(s3), bucket, group),
             served: new S3ServedReporter(localS3Client(s3), bucket, group, `${region}-${group}-${n}`),
           });
@@ -122,12 +154,18 @@ describe('cellctl move (AWS fleet)', () => {
   /** Tasks of `hang`'s op start and keep running until StopTask (each one is recorded with the role that stopped it). */
   const hanging: { taskArn: string; cell: string; stopped?: { cluster: string; reason: string; accessKeyId: string } }[] = [];
   function mockAws(options: { movesBucket?: boolean; caller?: string; hang?: string } = {}) {
-    sts.reset(); ssm.reset(); ecs.reset();
-    sts.on(GetCallerIdentityCommand).resolves({ Arn: options.caller ?? 'arn:aws:sts::222222222222:assumed-role/orders-move-operator/alice', Account: '222222222222' });
+    sts.reset();
+    ssm.reset();
+    ecs.reset();
+    sts
+      .on(GetCallerIdentityCommand)
+      .resolves({ Arn: options.caller ?? 'arn:aws:sts::222222222222:assumed-role/orders-move-operator/alice', Account: '222222222222' });
     // The stand-in S3 takes its own key; the mocked sessions hand it out.
     sts.on(AssumeRoleCommand).callsFake((input: AssumeRoleCommandInput) => {
       assumed.push(input.RoleArn!);
-      return { Credentials: { AccessKeyId: 'S3RVER', SecretAccessKey: 'S3RVER', SessionToken: 'session', Expiration: new Date(Date.now() + 3600_000) } };
+      return {
+        Credentials: { AccessKeyId: 'S3RVER', SecretAccessKey: 'S3RVER', SessionToken: 'session', Expiration: new Date(Date.now() + 3600_000) },
+      };
     });
     ssm.on(GetParameterCommand).callsFake(async (input: { Name: string }, getClient: () => SSMClient) => {
       const region = await getClient().config.region();
@@ -138,7 +176,18 @@ describe('cellctl move (AWS fleet)', () => {
       if (input.Name === '/orders/router/mapping-bucket') return { Parameter: { Value: mappingBuckets[region] } };
       if (input.Name === '/orders/router/cluster-name') return { Parameter: { Value: `orders-router-${region}` } };
       const cell = /^\/orders\/cell\/(.+)\/mover$/.exec(input.Name)?.[1];
-      if (cell) return { Parameter: { Value: JSON.stringify({ cluster: `mover-${cell}`, taskDefinition: `orders-${cell}-mover`, container: 'Mover', subnets: ['subnet-1'], securityGroups: ['sg-1'] }) } };
+      if (cell)
+        return {
+          Parameter: {
+            Value: JSON.stringify({
+              cluster: `mover-${cell}`,
+              taskDefinition: `orders-${cell}-mover`,
+              container: 'Mover',
+              subnets: ['subnet-1'],
+              securityGroups: ['sg-1'],
+            }),
+          },
+        };
       throw Object.assign(new Error(`no parameter ${input.Name}`), { name: 'ParameterNotFound' });
     });
     const exits = new Map<string, number>();
@@ -148,7 +197,9 @@ describe('cellctl move (AWS fleet)', () => {
       await getClient().config.credentials();
       const env = Object.fromEntries(input.overrides!.containerOverrides![0].environment!.map((e) => [e.name!, e.value!]));
       if (options.hang) {
-        const asked = JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString()) as { op: string };
+        const asked = JSON.parse(
+          await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString(),
+        ) as { op: string };
         if (asked.op === options.hang) {
           const taskArn = `arn:aws:ecs:eu-west-1:${fleet.cells.find((c) => c.id === cell)!.account}:task/mover-${cell}/hanging-${hanging.length}`;
           hanging.push({ taskArn, cell });
@@ -158,15 +209,34 @@ describe('cellctl move (AWS fleet)', () => {
       const db = dbs[cell];
       // The task definition's environment (CellMover), the overrides, and the local database's credentials in place of the secret.
       const account = fleet.cells.find((c) => c.id === cell)!.account;
-      const exit = await runMoverTask({
-        CELL_ID: cell, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password, AWS_REGION: 'eu-west-1',
-        QUEUE_URL: `https://sqs.eu-west-1.amazonaws.com/${account}/orders-${cell}-work`, ...env,
-      }, {
-        s3: () => localS3Client(s3), secret: async () => { throw new Error('no secret in this test'); }, clock: systemClock, log: () => undefined,
-        // The cell's SQS queue (its moto-backed test is test/operations/moves/moto.test.ts): what was sent, and where.
-        sendWork: async (queueUrl, bodies) => { requeued.push({ cell, queueUrl, bodies }); },
-      });
-      const request = JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString()) as { op: string };
+      const exit = await runMoverTask(
+        {
+          CELL_ID: cell,
+          DB_HOST: db.host,
+          DB_PORT: String(db.port),
+          DB_NAME: db.database,
+          DB_USER: db.user,
+          DB_PASSWORD: db.password,
+          AWS_REGION: 'eu-west-1',
+          QUEUE_URL: `https://sqs.eu-west-1.amazonaws.com/${account}/orders-${cell}-work`,
+          ...env,
+        },
+        {
+          s3: () => localS3Client(s3),
+          secret: async () => {
+            throw new Error('no secret in this test');
+          },
+          clock: systemClock,
+          log: () => undefined,
+          // The cell's SQS queue (its moto-backed test is test/operations/moves/moto.test.ts): what was sent, and where.
+          sendWork: async (queueUrl, bodies) => {
+            requeued.push({ cell, queueUrl, bodies });
+          },
+        },
+      );
+      const request = JSON.parse(
+        await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: env.MOVE_REQUEST_KEY }))).Body!.transformToString(),
+      ) as { op: string };
       ran.push({ cell, op: request.op, exit, env });
       const taskArn = `arn:aws:ecs:eu-west-1:${fleet.cells.find((c) => c.id === cell)!.account}:task/mover-${cell}/${ran.length}`;
       exits.set(taskArn, exit);
@@ -181,8 +251,27 @@ describe('cellctl move (AWS fleet)', () => {
     });
     ecs.on(DescribeTasksCommand).callsFake(async (input: DescribeTasksCommandInput) => {
       const hung = hanging.find((h) => h.taskArn === input.tasks![0]);
-      if (hung) return { tasks: [{ taskArn: hung.taskArn, lastStatus: hung.stopped ? 'STOPPED' : 'RUNNING', stoppedReason: hung.stopped?.reason, containers: [{ name: 'Mover', exitCode: hung.stopped ? 143 : undefined }] }] };
-      return { tasks: [{ taskArn: input.tasks![0], lastStatus: 'STOPPED', stoppedReason: 'Essential container in task exited', containers: [{ name: 'Mover', exitCode: exits.get(input.tasks![0]) }] }] };
+      if (hung)
+        return {
+          tasks: [
+            {
+              taskArn: hung.taskArn,
+              lastStatus: hung.stopped ? 'STOPPED' : 'RUNNING',
+              stoppedReason: hung.stopped?.reason,
+              containers: [{ name: 'Mover', exitCode: hung.stopped ? 143 : undefined }],
+            },
+          ],
+        };
+      return {
+        tasks: [
+          {
+            taskArn: input.tasks![0],
+            lastStatus: 'STOPPED',
+            stoppedReason: 'Essential container in task exited',
+            containers: [{ name: 'Mover', exitCode: exits.get(input.tasks![0]) }],
+          },
+        ],
+      };
     });
     ecs.on(StopTaskCommand).callsFake(async (input: StopTaskCommandInput, getClient: () => ECSClient) => {
       const hung = hanging.find((h) => h.taskArn === input.task);
@@ -194,14 +283,28 @@ describe('cellctl move (AWS fleet)', () => {
     });
   }
 
-  it('moves a tenant between cells of two regions: mover tasks in each cell, records and hand-off in the move bucket, freeze and flip in every region\'s mapping', async () => {
+  it("moves a tenant between cells of two regions: mover tasks in each cell, records and hand-off in the move bucket, freeze and flip in every region's mapping", async () => {
     mockAws();
-    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('n', g) from generate_series(1, 321) g`);
-    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('n', g) from generate_series(1, 5) g`);
+    await sql(
+      dbs[source],
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('n', g) from generate_series(1, 321) g`,
+    );
+    await sql(
+      dbs[source],
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('n', g) from generate_series(1, 5) g`,
+    );
     const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', '--config', config);
     expect([moved.code, moved.err]).toEqual([0, expect.stringMatching(/; frozen for \d+ ms;/)]);
     const record = JSON.parse(moved.out);
-    expect(record).toMatchObject({ source, target, status: 'retained', completed: 'unfrozen', rowsCopied: 321, actor: 'alice', freezeMs: expect.any(Number) });
+    expect(record).toMatchObject({
+      source,
+      target,
+      status: 'retained',
+      completed: 'unfrozen',
+      rowsCopied: 321,
+      actor: 'alice',
+      freezeMs: expect.any(Number),
+    });
     // The rows are in the target, the other tenant stayed; the source refuses acme from now on (its fence).
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(321);
@@ -223,10 +326,14 @@ describe('cellctl move (AWS fleet)', () => {
     expect(new Set(ran.filter((r) => r.op === 'importDelta').map((r) => r.cell))).toEqual(new Set([target]));
     expect(ran.every((r) => r.exit === 0)).toBe(true);
     // Through each cell's launcher role; the operator was not assumed (the caller is it).
-    expect(new Set(assumed)).toEqual(new Set([source, target].map((c) => `arn:aws:iam::${fleet.cells.find((x) => x.id === c)!.account}:role/orders-${c}-mover-launcher`)));
+    expect(new Set(assumed)).toEqual(
+      new Set([source, target].map((c) => `arn:aws:iam::${fleet.cells.find((x) => x.id === c)!.account}:role/orders-${c}-mover-launcher`)),
+    );
     // The hand-off data lives in the move's lane, keyed by the two accounts.
     const accounts = [source, target].map((c) => fleet.cells.find((x) => x.id === c)!.account);
-    const keys = ((await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []).map((o) => o.Key!);
+    const keys = (
+      (await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []
+    ).map((o) => o.Key!);
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.every((k) => k.startsWith(`handoff/${record.id}/from=${accounts[0]}/to=${accounts[1]}/`))).toBe(true);
     // show: the audit log in the move bucket.
@@ -238,7 +345,9 @@ describe('cellctl move (AWS fleet)', () => {
     expect([forgotten.code, JSON.parse(forgotten.out)]).toEqual([0, expect.objectContaining({ status: 'finished', sourceRowsDeleted: 321 })]);
     expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(0);
     expect((await sql<{ n: number }>(dbs[source], `select count(*)::int as n from items where tenant_id = 'other'`))[0].n).toBe(5);
-    expect((await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []).toEqual([]);
+    expect((await localS3Client(s3).send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `handoff/${record.id}/` }))).Contents ?? []).toEqual(
+      [],
+    );
     const listed = await cellctl('move', 'list', '--json', '--config', config);
     expect(JSON.parse(listed.out).map((m: { id: string }) => m.id)).toEqual([record.id]);
   });
@@ -247,19 +356,27 @@ describe('cellctl move (AWS fleet)', () => {
     mockAws({ hang: 'exportDelta' });
     const seed = compileMapping(seedMapping(fleet));
     const tenant = Array.from({ length: 500 }, (_, i) => `sig${i}`).find((t) => seed.lookup(t).cell === source)!;
-    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, '${tenant}', jsonb_build_object('n', g) from generate_series(1, 40) g`);
+    await sql(
+      dbs[source],
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, '${tenant}', jsonb_build_object('n', g) from generate_series(1, 40) g`,
+    );
     const signals = new EventEmitter();
     const running = cellctlWith(signals, 'move', 'tenant', tenant, '--to', target, '--json', '--config', config);
     // The clone's export runs in the source's mover task, which keeps running until stopped.
-    await until('the source\'s export task to start', async () => hanging.length === 1, 60_000);
+    await until("the source's export task to start", async () => hanging.length === 1, 60_000);
     assumed.length = 0;
     signals.emit('SIGINT', 'SIGINT');
     const interrupted = await running;
     const id = /move (m-[a-z0-9-]+) stays/.exec(interrupted.err)?.[1];
     expect([interrupted.code, interrupted.out]).toEqual([130, '']);
-    expect(interrupted.err).toMatch(new RegExp(`interrupted by SIGINT: stopped mover task hanging-0; move ${id} stays at step planned: \`cellctl move resume ${id}\` continues it`));
+    expect(interrupted.err).toMatch(
+      new RegExp(`interrupted by SIGINT: stopped mover task hanging-0; move ${id} stays at step planned: \`cellctl move resume ${id}\` continues it`),
+    );
     // Stopped in the source's mover cluster, through its launcher role (the session STS handed out for it).
-    expect(hanging[0]).toMatchObject({ cell: source, stopped: { cluster: `mover-${source}`, reason: 'cellctl move was interrupted (SIGINT)', accessKeyId: 'S3RVER' } });
+    expect(hanging[0]).toMatchObject({
+      cell: source,
+      stopped: { cluster: `mover-${source}`, reason: 'cellctl move was interrupted (SIGINT)', accessKeyId: 'S3RVER' },
+    });
     // No task was started after the signal.
     expect(hanging).toHaveLength(1);
     // The audit log says so: who, when, which step, which task.
@@ -268,14 +385,21 @@ describe('cellctl move (AWS fleet)', () => {
     // objects once more; the S3 stand-in (s3rver) serves an object being written half-written,
     // which S3 never does. Read until a read sees whole documents.
     let shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
-    await until('move show to read whole documents', async () => {
-      if (shownRun.err !== '') shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
-      return shownRun.err === '';
-    }, 30_000);
+    await until(
+      'move show to read whole documents',
+      async () => {
+        if (shownRun.err !== '') shownRun = await cellctl('move', 'show', id!, '--json', '--config', config);
+        return shownRun.err === '';
+      },
+      30_000,
+    );
     expect(shownRun.err).toBe('');
     const shown = JSON.parse(shownRun.out);
     expect(shown.move.status).toBe('active');
-    expect(shown.audit.find((e: { event: string }) => e.event === 'interrupted')).toMatchObject({ actor: 'alice', detail: { signal: 'SIGINT', completed: 'planned', stoppedTasks: [hanging[0].taskArn] } });
+    expect(shown.audit.find((e: { event: string }) => e.event === 'interrupted')).toMatchObject({
+      actor: 'alice',
+      detail: { signal: 'SIGINT', completed: 'planned', stoppedTasks: [hanging[0].taskArn] },
+    });
     // resume continues: the move finishes, the rows are on the target.
     mockAws();
     const resumed = await cellctl('move', 'resume', id!, '--json', '--config', config);
@@ -283,7 +407,7 @@ describe('cellctl move (AWS fleet)', () => {
     expect((await sql<{ n: number }>(dbs[target], `select count(*)::int as n from items where tenant_id = '${tenant}'`))[0].n).toBe(40);
   });
 
-  it('stops with the cell\'s own error when a mover task fails, and resumes from that step', async () => {
+  it("stops with the cell's own error when a mover task fails, and resumes from that step", async () => {
     mockAws();
     // The target lost a table the source has: its import refuses the delta (a MoveError inside the task).
     const seed = compileMapping(seedMapping(fleet));
@@ -303,15 +427,26 @@ describe('cellctl move (AWS fleet)', () => {
   it('says what is missing: the move bucket not deployed, no credentials, the operator role not assumable', async () => {
     mockAws({ movesBucket: false });
     const nobucket = await cellctl('move', 'list', '--config', config);
-    expect([nobucket.code, nobucket.err]).toEqual([1, expect.stringMatching(/\/orders\/moves\/bucket in eu-west-1 not found: the fleet has no move bucket yet; deploy orders-router-eu-west-1 .*--moves-bucket/)]);
+    expect([nobucket.code, nobucket.err]).toEqual([
+      1,
+      expect.stringMatching(
+        /\/orders\/moves\/bucket in eu-west-1 not found: the fleet has no move bucket yet; deploy orders-router-eu-west-1 .*--moves-bucket/,
+      ),
+    ]);
     mockAws();
-    sts.on(GetCallerIdentityCommand).rejects(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }));
+    sts
+      .on(GetCallerIdentityCommand)
+      .rejects(Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' }));
     const nocreds = await cellctl('move', 'list', '--config', config);
     expect([nocreds.code, nocreds.err]).toEqual([1, expect.stringMatching(/need AWS credentials: no usable AWS credentials/)]);
     mockAws({ caller: 'arn:aws:sts::444444444444:assumed-role/Someone/bob' });
     sts.on(AssumeRoleCommand).rejects(Object.assign(new Error('not authorized to perform sts:AssumeRole'), { name: 'AccessDenied' }));
     const denied = await cellctl('move', 'list', '--config', config);
-    expect([denied.code, denied.err]).toEqual([1, expect.stringMatching(/cannot assume arn:aws:iam::222222222222:role\/orders-move-operator .*operators of the router account .* you are arn:aws:sts::444444444444:assumed-role\/Someone\/bob/)]);
+    expect([denied.code, denied.err]).toEqual([
+      1,
+      expect.stringMatching(
+        /cannot assume arn:aws:iam::222222222222:role\/orders-move-operator .*operators of the router account .* you are arn:aws:sts::444444444444:assumed-role\/Someone\/bob/,
+      ),
+    ]);
   });
-
 });

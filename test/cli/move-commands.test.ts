@@ -28,20 +28,33 @@ describe('cellctl move --local', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cells-local-'));
     for (const cell of ['cell-a', 'cell-b', 'cell-c', 'cell-d']) dbs[cell] = await pg.createDatabase(`cli_${cell.replace('-', '_')}`);
     mappingFile = path.join(dir, 'mapping.json');
-    const doc = initialMapping(['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${29000 + i}`, state: 'active' as const })), 1024, { now: new Date().toISOString() });
+    const doc = initialMapping(
+      ['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${29000 + i}`, state: 'active' as const })),
+      1024,
+      { now: new Date().toISOString() },
+    );
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-        healthCheckPath: '/health', log: () => undefined, pollMs: 100,
+        mappingFile,
+        port,
+        debugHeaders: true,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 100,
       });
     });
-    fs.writeFileSync(path.join(dir, 'fleet.json'), JSON.stringify({
-      mappingFile: 'mapping.json',
-      routerUrl: `http://127.0.0.1:${port}`,
-      cells: Object.fromEntries(Object.entries(dbs).map(([id, db]) => [id, { database: db }])),
-    }));
+    fs.writeFileSync(
+      path.join(dir, 'fleet.json'),
+      JSON.stringify({
+        mappingFile: 'mapping.json',
+        routerUrl: `http://127.0.0.1:${port}`,
+        cells: Object.fromEntries(Object.entries(dbs).map(([id, db]) => [id, { database: db }])),
+      }),
+    );
   });
   afterAll(async () => {
     await router?.stop();
@@ -52,7 +65,10 @@ describe('cellctl move --local', () => {
   it('moves a tenant, lists it, shows its audit log, and forgets the source copy', async () => {
     const source = compileMapping(mapping()).lookup('acme').cell;
     const target = source === 'cell-b' ? 'cell-c' : 'cell-b';
-    await sql(dbs[source], `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'n' || g) from generate_series(1, 1234) g`);
+    await sql(
+      dbs[source],
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'n' || g) from generate_series(1, 1234) g`,
+    );
     const moved = await cellctl('move', 'tenant', 'acme', '--to', target, '--reason', 'rebalance', '--json', ...local());
     expect(moved.code).toBe(0);
     // --json: stdout is the one result document; progress went to stderr, ending with the freeze time.
@@ -60,7 +76,9 @@ describe('cellctl move --local', () => {
     expect(record).toMatchObject({ status: 'retained', source, target, rowsCopied: 1234, reason: 'rebalance', freezeMs: expect.any(Number) });
     expect(record.freezeMs).toBe(Date.parse(record.unfrozenAt) - Date.parse(record.frozenAt));
     expect(moved.err).toMatch(new RegExp(`^planned ${record.id}: tenant acme ${source} -> ${target}$`, 'm'));
-    expect(moved.err).toMatch(new RegExp(`^${record.id}: tenant acme now served by ${target}; frozen for ${record.freezeMs} ms; source copy kept until `, 'm'));
+    expect(moved.err).toMatch(
+      new RegExp(`^${record.id}: tenant acme now served by ${target}; frozen for ${record.freezeMs} ms; source copy kept until `, 'm'),
+    );
     expect(compileMapping(mapping()).lookup('acme').cell).toBe(target);
     // The command returned once the router served the unfreeze (x-mapping-version of a keyless 400).
     const served = await fetch(`http://127.0.0.1:${port}/`);
@@ -89,7 +107,12 @@ describe('cellctl move --local', () => {
     const planned = await cellctl('move', 'buckets', '0-3', '--to', other, '--plan-only', '--json', ...local());
     expect(planned.code).toBe(0);
     const record = JSON.parse(planned.out);
-    expect(record).toMatchObject({ status: 'active', completed: 'planned', source: owner, subject: { kind: 'buckets', ranges: [{ from: 0, to: 3 }] } });
+    expect(record).toMatchObject({
+      status: 'active',
+      completed: 'planned',
+      source: owner,
+      subject: { kind: 'buckets', ranges: [{ from: 0, to: 3 }] },
+    });
     const aborted = await cellctl('move', 'abort', record.id, ...local());
     expect([aborted.code, aborted.out]).toEqual([0, `${record.id}: aborted; buckets 0-3 stays on ${owner}\n`]);
   });
@@ -98,9 +121,17 @@ describe('cellctl move --local', () => {
     const tenants = Array.from({ length: 300 }, (_, i) => `p${i}`);
     // acme is pinned (the first test moved it): its rows stay where it is pinned, whatever its bucket does.
     const acmeCell = compileMapping(mapping()).lookup('acme').cell;
-    await sql(dbs[acmeCell], `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'still here'::text))`);
+    await sql(
+      dbs[acmeCell],
+      `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'still here'::text))`,
+    );
     const doc = compileMapping(mapping());
-    for (const t of tenants) await sql(dbs[doc.lookup(t).cell], `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', 'x'::text))`, [t]);
+    for (const t of tenants)
+      await sql(
+        dbs[doc.lookup(t).cell],
+        `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', 'x'::text))`,
+        [t],
+      );
     const plan = path.join(dir, 'add.plan.json');
     const added = await cellctl('mapping', 'add-cell', 'cell-d', '--endpoint', 'http://127.0.0.1:29003', '--mapping', mappingFile, '--plan', plan);
     expect(added.code).toBe(0);
@@ -120,7 +151,10 @@ describe('cellctl move --local', () => {
     // Forgetting the bucket moves deletes the moved tenants' source copies, never the pinned tenant's rows.
     for (const m of moves as unknown as { id: string }[]) {
       const forgot = await cellctl('move', 'forget', m.id, '--now', '--json', ...local());
-      expect([forgot.code, JSON.parse(forgot.out)]).toEqual([0, expect.objectContaining({ status: 'finished', sourceRowsDeleted: expect.any(Number) })]);
+      expect([forgot.code, JSON.parse(forgot.out)]).toEqual([
+        0,
+        expect.objectContaining({ status: 'finished', sourceRowsDeleted: expect.any(Number) }),
+      ]);
     }
     expect((await sql<{ n: number }>(dbs[acmeCell], `select count(*)::int as n from items where tenant_id = 'acme'`))[0].n).toBe(1235);
     for (const cell of ['cell-a', 'cell-b', 'cell-c']) {
@@ -129,7 +163,9 @@ describe('cellctl move --local', () => {
     }
     // On a terminal (no --json): progress per move with buckets and rows done, rate and time left (these moves ran above, so they are finished).
     const text = await cellctl('move', 'plan', plan, ...local());
-    expect(text.err).toMatch(/^plan 1\/3: buckets \S+ -> cell-d: finished \(\d+ rows\); \d+\/256 buckets, \d+ rows in \d+ s \(\d+ rows\/s\), about \d+ s left$/m);
+    expect(text.err).toMatch(
+      /^plan 1\/3: buckets \S+ -> cell-d: finished \(\d+ rows\); \d+\/256 buckets, \d+ rows in \d+ s \(\d+ rows\/s\), about \d+ s left$/m,
+    );
     expect(text.err).toMatch(/^plan 3\/3: .* 256\/256 buckets, .*rows\/s\)$/m);
     // Running the plan again moves nothing twice.
     const again = await cellctl('move', 'plan', plan, '--json', ...local());
@@ -140,13 +176,36 @@ describe('cellctl move --local', () => {
     const stopped = fs.mkdtempSync(path.join(os.tmpdir(), 'cells-stopped-'));
     try {
       // As `cellctl fleet local` leaves it once stopped: fleet.json with pid 0, databases and router down.
-      fs.writeFileSync(path.join(stopped, 'fleet.json'), JSON.stringify({ pid: 0, mappingFile: 'mapping.json', routerUrl: 'http://127.0.0.1:1', cells: { 'cell-a': { database: 'postgres://u:p@127.0.0.1:1/cell' } } }));
+      fs.writeFileSync(
+        path.join(stopped, 'fleet.json'),
+        JSON.stringify({
+          pid: 0,
+          mappingFile: 'mapping.json',
+          routerUrl: 'http://127.0.0.1:1',
+          cells: { 'cell-a': { database: 'postgres://u:p@127.0.0.1:1/cell' } },
+        }),
+      );
       const store = new LocalMoveStore(path.join(stopped, 'moves'));
       const at = '2026-12-01T10:00:00.000Z';
       const record: MoveRecord = {
-        id: 'm-20261201-100000-acme', subject: { kind: 'tenant', tenant: 'acme' }, source: 'cell-a', target: 'cell-b', bucketCount: 1024, reason: 'rebalance',
-        actor: 'alice', createdAt: at, status: 'retained', completed: 'unfrozen', watermark: '9', rounds: 2, rowsCopied: 12, frozenAt: at,
-        unfrozenAt: '2026-12-01T10:00:01.250Z', freezeMs: 1250, mappingVersions: { freeze: 2, flip: 3 }, updatedAt: at,
+        id: 'm-20261201-100000-acme',
+        subject: { kind: 'tenant', tenant: 'acme' },
+        source: 'cell-a',
+        target: 'cell-b',
+        bucketCount: 1024,
+        reason: 'rebalance',
+        actor: 'alice',
+        createdAt: at,
+        status: 'retained',
+        completed: 'unfrozen',
+        watermark: '9',
+        rounds: 2,
+        rowsCopied: 12,
+        frozenAt: at,
+        unfrozenAt: '2026-12-01T10:00:01.250Z',
+        freezeMs: 1250,
+        mappingVersions: { freeze: 2, flip: 3 },
+        updatedAt: at,
       };
       await store.create(record);
       await store.appendAudit(record.id, { at, actor: 'alice', event: 'unfrozen', detail: { freezeMs: 1250 } });
@@ -155,7 +214,9 @@ describe('cellctl move --local', () => {
       expect([list.code, JSON.parse(list.out)]).toEqual([0, [record]]);
       const show = await cellctl('move', 'show', record.id, ...flags);
       expect([show.code, show.err]).toEqual([0, '']);
-      expect(show.out).toMatch(/^m-20261201-100000-acme: tenant acme cell-a -> cell-b, retained at unfrozen; 12 rows copied in 2 catch-up rounds\nreason: rebalance\nfrozen for 1250 ms/);
+      expect(show.out).toMatch(
+        /^m-20261201-100000-acme: tenant acme cell-a -> cell-b, retained at unfrozen; 12 rows copied in 2 catch-up rounds\nreason: rebalance\nfrozen for 1250 ms/,
+      );
       expect(show.out).toMatch(/unfrozen\s+\{"freezeMs":1250\}/);
       // What changes a move still needs the running fleet, and says so.
       const resume = await cellctl('move', 'resume', record.id, ...flags);

@@ -12,7 +12,9 @@ describe('cellctl plan', () => {
     expect(result.out).toMatch(/wave-1-canary\s+canary\s+canary-eu\s+eu-west-1\s+1h\s+1\/8 \(12\.5%\)/);
     expect(result.out).toMatch(/wave-5-group\s+group\s+us-2,us-3,us-4\s+us-east-1\s+15m\s+8\/8 \(100\.0%\)/);
     expect(result.out).toContain('minimum end-to-end rollout: 5h of bake across 5 cell waves and 4 router waves');
-    expect(result.out).toMatch(/wave-5-group[^\n]*\n\nthen the routers[^\n]*\n[^\n]*\nrouters-eu-west-1-canary-group\s+eu-west-1\s+1h\nrouters-eu-west-1\s+eu-west-1\s+30m\nrouters-us-east-1-canary-group\s+us-east-1\s+30m\nrouters-us-east-1\s+us-east-1\s+30m/);
+    expect(result.out).toMatch(
+      /wave-5-group[^\n]*\n\nthen the routers[^\n]*\n[^\n]*\nrouters-eu-west-1-canary-group\s+eu-west-1\s+1h\nrouters-eu-west-1\s+eu-west-1\s+30m\nrouters-us-east-1-canary-group\s+us-east-1\s+30m\nrouters-us-east-1\s+us-east-1\s+30m/,
+    );
   });
 
   it('prints JSON with --json', async () => {

@@ -49,8 +49,16 @@ describe('the cellctl executable', () => {
 
   it('a config that does not load: exit 1, one line on stderr, nothing on stdout (a process: the compiled CLI loads cells.config.ts through tsx)', async () => {
     const d = dirs.config((t) => t.replace("app: 'orders',", "app: 'orders',,"));
-    const line = fs.readFileSync(path.join(d, 'cells.config.ts'), 'utf8').split('\n').findIndex((l) => l.includes("'orders',,")) + 1;
-    expect(await spawnCellctl({}, d, 'plan')).toEqual({ code: 1, stdout: '', stderr: `error: cells.config.ts:${line}:17: Expected identifier but found ","\n` });
+    const line =
+      fs
+        .readFileSync(path.join(d, 'cells.config.ts'), 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes("'orders',,")) + 1;
+    expect(await spawnCellctl({}, d, 'plan')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: cells.config.ts:${line}:17: Expected identifier but found ","\n`,
+    });
   });
 
   it('exits 0 for --help, 1 for invalid input, 2 for usage errors', async () => {
@@ -86,7 +94,11 @@ describe('cellctl errors are one line, or one list', () => {
 
   it('a syntax error in cells.config.ts: file:line:col and the message', async () => {
     const d = dir((t) => t.replace("app: 'orders',", "app: 'orders',,"));
-    const line = fs.readFileSync(path.join(d, 'cells.config.ts'), 'utf8').split('\n').findIndex((l) => l.includes("'orders',,")) + 1;
+    const line =
+      fs
+        .readFileSync(path.join(d, 'cells.config.ts'), 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes("'orders',,")) + 1;
     const result = await cellctlIn(d, 'plan');
     expect(result.code).toBe(1);
     expect(result.err).toBe(`error: cells.config.ts:${line}:17: Expected identifier but found ","\n`);
@@ -103,12 +115,14 @@ describe('cellctl errors are one line, or one list', () => {
     const d = dir((t) => t.replace('  pipeline: {', '  pipline: {').replace('errorRatePercent: 2', 'errorRatePercnt: 0.5'));
     const result = await cellctlIn(d, 'plan');
     expect(result.code).toBe(1);
-    expect(result.err).toBe([
-      'error: cells.config.ts has 2 problem(s):',
-      '  - unknown key `pipline`; did you mean `pipeline`?',
-      '  - alarms: unknown key `errorRatePercnt`; did you mean `errorRatePercent`?',
-      '',
-    ].join('\n'));
+    expect(result.err).toBe(
+      [
+        'error: cells.config.ts has 2 problem(s):',
+        '  - unknown key `pipline`; did you mean `pipeline`?',
+        '  - alarms: unknown key `errorRatePercnt`; did you mean `errorRatePercent`?',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('a truncated cells.accounts.json: one line naming the file', async () => {
@@ -124,12 +138,17 @@ describe('cellctl errors are one line, or one list', () => {
   it('no cells.config.ts: one line saying where to run from', async () => {
     const result = await cellctlIn(empty('cellctl-empty-'), 'plan');
     expect(result.code).toBe(1);
-    expect(result.err).toBe('error: cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n');
+    expect(result.err).toBe(
+      'error: cells.config.ts: not found; run from the project root (where cells.config.ts is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)\n',
+    );
   });
 
   it('mapping init --endpoints: malformed JSON, the wrong shape, an unknown cell id or a bad URL are refused, nothing written', async () => {
     const d = dir();
-    const write = (name: string, text: string) => { fs.writeFileSync(path.join(d, name), text); return name; };
+    const write = (name: string, text: string) => {
+      fs.writeFileSync(path.join(d, name), text);
+      return name;
+    };
     const init = (endpoints: string) => cellctlIn(d, 'mapping', 'init', '--out', 'm.json', '--endpoints', endpoints);
     const malformed = await init(write('bad.json', '{"eu-1": "http://a"'));
     expect(malformed.code).toBe(1);
@@ -138,12 +157,14 @@ describe('cellctl errors are one line, or one list', () => {
     expect(list.err).toBe('error: list.json: expected a JSON object of cell id → endpoint URL, such as {"eu-1": "http://10.0.0.5:8080"}\n');
     const wrong = await init(write('wrong.json', JSON.stringify({ 'eu-l': 'http://10.0.0.5:8080', 'eu-2': 8080 })));
     expect(wrong.code).toBe(1);
-    expect(wrong.err).toBe([
-      'error: wrong.json has 2 problem(s); nothing written:',
-      '  - `eu-l` is not a cell of the fleet; did you mean `eu-1`?',
-      '  - eu-2: 8080 is not an http(s) URL such as http://10.0.0.5:8080',
-      '',
-    ].join('\n'));
+    expect(wrong.err).toBe(
+      [
+        'error: wrong.json has 2 problem(s); nothing written:',
+        '  - `eu-l` is not a cell of the fleet; did you mean `eu-1`?',
+        '  - eu-2: 8080 is not an http(s) URL such as http://10.0.0.5:8080',
+        '',
+      ].join('\n'),
+    );
     expect(fs.existsSync(path.join(d, 'm.json'))).toBe(false);
     const good = await init(write('good.json', JSON.stringify({ 'eu-1': 'http://127.0.0.1:9001' })));
     expect(good.code).toBe(0);
@@ -162,18 +183,33 @@ describe('cellctl and AWS: one line each, with the fix', () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cellctl-home-'));
     try {
       const env = {
-        HOME: home, AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_SESSION_TOKEN: '', AWS_PROFILE: '', AWS_REGION: 'us-east-1',
-        AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: path.join(home, 'none'), AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'none'),
-        AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '', AWS_CONTAINER_CREDENTIALS_FULL_URI: '', AWS_WEB_IDENTITY_TOKEN_FILE: '',
+        HOME: home,
+        AWS_ACCESS_KEY_ID: '',
+        AWS_SECRET_ACCESS_KEY: '',
+        AWS_SESSION_TOKEN: '',
+        AWS_PROFILE: '',
+        AWS_REGION: 'us-east-1',
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_CONFIG_FILE: path.join(home, 'none'),
+        AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'none'),
+        AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '',
+        AWS_CONTAINER_CREDENTIALS_FULL_URI: '',
+        AWS_WEB_IDENTITY_TOKEN_FILE: '',
       };
       const result = await spawnCellctl(env, d, 'accounts', 'ensure', '--dry-run');
       expect(result.code).toBe(1);
       const lines = result.stderr.trimEnd().split('\n');
       const errors = lines.filter((l) => l.startsWith('error:'));
-      expect(errors).toEqual([expect.stringMatching(/^error: no usable AWS credentials \(no AWS_PROFILE set: .+\); set AWS_PROFILE to a profile of the right account, or run `aws sso login` if its session expired$/)]);
+      expect(errors).toEqual([
+        expect.stringMatching(
+          /^error: no usable AWS credentials \(no AWS_PROFILE set: .+\); set AWS_PROFILE to a profile of the right account, or run `aws sso login` if its session expired$/,
+        ),
+      ]);
       expect(result.stderr).not.toContain('NodeVersionSupportWarning');
       expect(lines.filter((l) => !l.startsWith('error:'))).toEqual(
-        Number(process.versions.node.split('.')[0]) < 22 ? [expect.stringMatching(/^note: AWS SDK releases after early January 2027 need Node 22 or newer; this is Node v/)] : [],
+        Number(process.versions.node.split('.')[0]) < 22
+          ? [expect.stringMatching(/^note: AWS SDK releases after early January 2027 need Node 22 or newer; this is Node v/)]
+          : [],
       );
     } finally {
       fs.rmSync(d, { recursive: true, force: true });

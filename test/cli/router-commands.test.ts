@@ -17,13 +17,19 @@ const NOW = { now: '2026-11-29T16:00:00.000Z' };
 describe('cellctl router', () => {
   it('local: serves the mapping file, follows its changes, and stops cleanly on SIGTERM', async () => {
     const cells = await Promise.all(['cell-a', 'cell-b'].map((name) => startCell(name)));
-    const doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    const doc = initialMapping(
+      cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })),
+      16384,
+      NOW,
+    );
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(doc));
     const port = await freePort();
     const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port), '--debug-headers'], { cwd: REPO_ROOT });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     child.stderr.resume();
     const agent = new http.Agent({ keepAlive: false });
     try {
@@ -53,10 +59,18 @@ describe('cellctl router', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 16384, NOW)));
     const port = await freePort();
-    const shell = spawn('sh', ['-c', '"$@" & echo "router pid $!"; wait', 'sh', process.execPath, BIN, 'router', 'local', '--mapping', file, '--port', String(port)], { cwd: REPO_ROOT });
+    const shell = spawn(
+      'sh',
+      ['-c', '"$@" & echo "router pid $!"; wait', 'sh', process.execPath, BIN, 'router', 'local', '--mapping', file, '--port', String(port)],
+      { cwd: REPO_ROOT },
+    );
     let out = '';
-    shell.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    shell.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    shell.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    shell.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     await until('the router to listen', async () => out.includes('router listening'), 60_000);
     const router = Number(/router pid (\d+)/.exec(out)![1]);
     const haproxy = Number(/HAProxy pid (\d+)/.exec(out)![1]);
@@ -105,22 +119,31 @@ describe('cellctl router', () => {
     const port = await freePort();
     const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port)], { cwd: REPO_ROOT });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const lines = (event: string) => out.split('\n').filter((l) => l.includes(`"event":"${event}"`));
     try {
       await until('the router to listen', async () => out.includes('router listening'), 60_000);
       fs.writeFileSync(file, JSON.stringify({ ...pinKey(doc, 'tenant-7', 'cell-a', NOW), version: 1 })); // edited, version not raised
       await until('the ignored edit reported', async () => lines('ignored').length > 0, 60_000);
       // The mapping `init` writes by default names AWS endpoints, which do not resolve here.
-      fs.writeFileSync(file, JSON.stringify({ ...doc, version: 2, cells: { 'cell-a': { ...doc.cells['cell-a'], endpoint: 'http://cell-a.orders.cells.invalid:8080' } } }));
+      fs.writeFileSync(
+        file,
+        JSON.stringify({ ...doc, version: 2, cells: { 'cell-a': { ...doc.cells['cell-a'], endpoint: 'http://cell-a.orders.cells.invalid:8080' } } }),
+      );
       await until('the unresolvable endpoint reported', async () => lines('rejected').length > 0, 60_000);
       await new Promise((r) => setTimeout(r, 3000)); // six more polls
       expect(lines('ignored')).toHaveLength(1);
       expect(lines('ignored')[0]).toContain('its version 1 is the version in force; raise `version`');
       expect(lines('rejected')).toHaveLength(1);
       expect(JSON.parse(lines('rejected')[0])).toMatchObject({
-        version: 2, keptVersion: 1, hint: expect.stringContaining('`cellctl mapping init --endpoints FILE --force`'),
+        version: 2,
+        keptVersion: 1,
+        hint: expect.stringContaining('`cellctl mapping init --endpoints FILE --force`'),
         problems: [{ message: expect.stringContaining('endpoint host cell-a.orders.cells.invalid does not resolve') }],
       });
     } finally {
@@ -139,11 +162,18 @@ describe('cellctl router', () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-tmp-'));
     try {
       const result = await new Promise<{ status: number | null; stderr: string; stdout: string }>((resolve) => {
-        const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port)], { cwd: REPO_ROOT, env: { ...process.env, TMPDIR: tmp } });
+        const child = spawn(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', String(port)], {
+          cwd: REPO_ROOT,
+          env: { ...process.env, TMPDIR: tmp },
+        });
         let stdout = '';
         let stderr = '';
-        child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-        child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d.toString();
+        });
+        child.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+        });
         child.on('exit', (status) => resolve({ status, stdout, stderr }));
       });
       expect(result.status).toBe(1);
@@ -159,7 +189,10 @@ describe('cellctl router', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     const cells = ['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${9001 + i}`, state: 'active' as const }));
     fs.writeFileSync(file, JSON.stringify(initialMapping(cells, 16384, NOW)));
-    const result = spawnSync(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', '18999', '--slots', '2'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', '18999', '--slots', '2'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('--slots 2: the mapping names 3 cells; give at least 3');
   });
@@ -168,7 +201,9 @@ describe('cellctl router', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-cli-')), 'mapping.json');
     fs.writeFileSync(file, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: 'http://127.0.0.1:9001', state: 'active' }], 16384, NOW)));
     const result = spawnSync(process.execPath, [BIN, 'router', 'local', '--mapping', file, '--port', '18999'], {
-      cwd: REPO_ROOT, encoding: 'utf8', env: { ...process.env, PATH: path.dirname(process.execPath) },
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, PATH: path.dirname(process.execPath) },
     });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('haproxy is not installed');
@@ -179,7 +214,16 @@ describe('cellctl router', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-config-'));
     const result = spawnSync(process.execPath, [BIN, 'router', 'config', '--state-dir', dir, '--out-dir', dir], { cwd: REPO_ROOT, encoding: 'utf8' });
     expect(result.status).toBe(0);
-    expect(fs.readdirSync(dir).sort()).toEqual(['503.http', 'buckets.map', 'cells.map', 'exact.map', 'haproxy.cfg', 'hosts.map', 'meta.map', 'prefix.map']);
+    expect(fs.readdirSync(dir).sort()).toEqual([
+      '503.http',
+      'buckets.map',
+      'cells.map',
+      'exact.map',
+      'haproxy.cfg',
+      'hosts.map',
+      'meta.map',
+      'prefix.map',
+    ]);
     const check = spawnSync('haproxy', ['-c', '-f', path.join(dir, 'haproxy.cfg')], { encoding: 'utf8' });
     expect(check.status).toBe(0);
     const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
@@ -204,7 +248,23 @@ describe('cellctl router', () => {
     // RouterGroup.haproxyConfig is routerImageConfig's for the same fleet (test/constructs/router/router-image.test.ts).
     expect(result.stdout).toBe(routerImageConfig(exampleFleet()));
     // The task's own settings are the defaults.
-    const task = spawnSync(process.execPath, [BIN, 'router', 'config', '--config', 'cells.config.ts', '--state-dir', STATE_DIR, '--admin-socket', HAPROXY_ADMIN, '--port', String(ROUTER_PORT)], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const task = spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'router',
+        'config',
+        '--config',
+        'cells.config.ts',
+        '--state-dir',
+        STATE_DIR,
+        '--admin-socket',
+        HAPROXY_ADMIN,
+        '--port',
+        String(ROUTER_PORT),
+      ],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
+    );
     expect(task.stdout).toBe(result.stdout);
   });
 
@@ -215,7 +275,11 @@ describe('cellctl router', () => {
       .replace('queueTimeoutMs: 1000,', 'queueTimeoutMs: 250,');
     fs.writeFileSync(path.join(dir, 'cells.config.ts'), source);
     fs.copyFileSync(path.join(REPO_ROOT, 'cells.accounts.json'), path.join(dir, 'cells.accounts.json'));
-    const result = spawnSync(process.execPath, [BIN, 'router', 'config', '--config', path.join(dir, 'cells.config.ts'), '--state-dir', dir, '--out-dir', dir], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const result = spawnSync(
+      process.execPath,
+      [BIN, 'router', 'config', '--config', path.join(dir, 'cells.config.ts'), '--state-dir', dir, '--out-dir', dir],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
+    );
     expect([result.status, result.stderr]).toEqual([0, expect.any(String)]);
     const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(20);

@@ -33,14 +33,20 @@ describe('IAM: the management account operator policy (cellctl accounts ensure, 
   // A sample resource per call (actions without resource types take `*`).
   const sample: Record<string, { resource: string; context?: Record<string, string | string[]> }> = {
     'organizations:ListAccounts': { resource: '*' },
-    'organizations:CreateAccount': { resource: '*', context: { 'aws:TagKeys': ['cell', 'app'], 'aws:RequestTag/cell': 'eu-1', 'aws:RequestTag/app': 'orders' } },
+    'organizations:CreateAccount': {
+      resource: '*',
+      context: { 'aws:TagKeys': ['cell', 'app'], 'aws:RequestTag/cell': 'eu-1', 'aws:RequestTag/app': 'orders' },
+    },
     'organizations:DescribeCreateAccountStatus': { resource: '*' },
     'organizations:ListParents': { resource: ORG_ACCOUNT('333333333330') },
     'organizations:MoveAccount': { resource: ORG_ACCOUNT('333333333330') },
     'sts:AssumeRole': { resource: `arn:aws:iam::333333333330:role/${ROLE}` },
   };
   // The trust of the role Organizations creates in every account it vends: the management account.
-  const organizationRoleTrust = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${MANAGEMENT}:root` }, Action: 'sts:AssumeRole' }] };
+  const organizationRoleTrust = {
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${MANAGEMENT}:root` }, Action: 'sts:AssumeRole' }],
+  };
   const trustOf = (action: string) => (action === 'sts:AssumeRole' ? organizationRoleTrust : undefined);
 
   it('allows every call the vending and bootstrap code makes', async () => {
@@ -48,7 +54,12 @@ describe('IAM: the management account operator policy (cellctl accounts ensure, 
       // GetCallerIdentity needs no permission (STS API reference).
       .filter((c) => c !== 'sts:GetCallerIdentity');
     expect(calls).toEqual(Object.keys(sample).sort());
-    const decisions = await Promise.all(calls.map(async (call) => `${call} ${await world.decide(operator, call, sample[call].resource, sample[call].context as Record<string, string>, trustOf(call))}`));
+    const decisions = await Promise.all(
+      calls.map(
+        async (call) =>
+          `${call} ${await world.decide(operator, call, sample[call].resource, sample[call].context as Record<string, string>, trustOf(call))}`,
+      ),
+    );
     expect(decisions).toEqual(calls.map((c) => `${c} Allowed`));
   });
 
@@ -62,13 +73,23 @@ describe('IAM: the management account operator policy (cellctl accounts ensure, 
       ['sts:AssumeRole', 'arn:aws:iam::333333333330:role/cdk-hnb659fds-cfn-exec-role-333333333330-eu-west-1'],
       ['iam:CreateRole', `arn:aws:iam::${MANAGEMENT}:role/anything`],
     ];
-    const decisions = await Promise.all(denied.map(async ([action, resource, context]) => `${action} ${await world.decide(operator, action, resource, context as Record<string, string>, trustOf(action))}`));
+    const decisions = await Promise.all(
+      denied.map(
+        async ([action, resource, context]) =>
+          `${action} ${await world.decide(operator, action, resource, context as Record<string, string>, trustOf(action))}`,
+      ),
+    );
     expect(decisions.filter((d) => d.endsWith(' Allowed'))).toEqual([]);
   });
 
   it('is printed by cellctl accounts policy with the configured role name', async () => {
     let out = '';
-    const code = await runCli(['accounts', 'policy', '--config', path.join(REPO_ROOT, 'cells.config.ts')], { out: (s) => { out += s; }, err: () => undefined });
+    const code = await runCli(['accounts', 'policy', '--config', path.join(REPO_ROOT, 'cells.config.ts')], {
+      out: (s) => {
+        out += s;
+      },
+      err: () => undefined,
+    });
     expect(code).toBe(0);
     expect(JSON.parse(out)).toEqual(operatorPolicy({ roleName: ROLE }));
   });

@@ -2,7 +2,13 @@ import { bootstrapEnvironments } from '../../lib/adapters/accounts';
 import { addPipeline } from '../../lib/app';
 import { Fleet } from '../../lib/domain/fleet';
 import {
-  bakeWatcherRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, mappingBucketParameter, routerTaskRoleName,
+  bakeWatcherRoleName,
+  cellEndpointReaderRoleName,
+  cellEndpointServiceParameter,
+  cellMetricsReaderRoleName,
+  cellSignalsParameter,
+  mappingBucketParameter,
+  routerTaskRoleName,
 } from '../../lib/domain/names';
 import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/adapters/mapping-store';
 import { bakeCommands } from '../../lib/constructs/pipeline/bake';
@@ -20,7 +26,14 @@ import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/runtime/router
  */
 
 type Principal = Parameters<PolicyWorld['decide']>[0];
-interface Call { who: string; principal: Principal; action: string; resource: string; context?: Record<string, string | undefined>; expect: Decision | 'Denied' }
+interface Call {
+  who: string;
+  principal: Principal;
+  action: string;
+  resource: string;
+  context?: Record<string, string | undefined>;
+  expect: Decision | 'Denied';
+}
 
 /** Evaluates every call and lists the ones whose answer differs, so a failure names each call. */
 async function mismatches(world: PolicyWorld, calls: readonly Call[]): Promise<string[]> {
@@ -29,7 +42,10 @@ async function mismatches(world: PolicyWorld, calls: readonly Call[]): Promise<s
     const context = Object.fromEntries(Object.entries(call.context ?? {}).filter((e): e is [string, string] => e[1] !== undefined));
     const got = await world.decide(call.principal, call.action, call.resource, context);
     const ok = call.expect === 'Denied' ? got !== 'Allowed' : got === call.expect;
-    if (!ok) wrong.push(`${call.who}: ${call.action} ${call.resource}${call.context ? ` ${JSON.stringify(call.context)}` : ''} -> ${got}, expected ${call.expect}`);
+    if (!ok)
+      wrong.push(
+        `${call.who}: ${call.action} ${call.resource}${call.context ? ` ${JSON.stringify(call.context)}` : ''} -> ${got}, expected ${call.expect}`,
+      );
   }
   return wrong;
 }
@@ -38,7 +54,12 @@ async function mismatches(world: PolicyWorld, calls: readonly Call[]): Promise<s
 function cliActions(script: string): string[] {
   const actions = new Set<string>();
   for (const [, service, operation] of script.matchAll(/\baws (\w[\w-]*) ([a-z][a-z-]+)/g)) {
-    actions.add(`${service}:${operation.split('-').map((w) => w[0].toUpperCase() + w.slice(1)).join('')}`);
+    actions.add(
+      `${service}:${operation
+        .split('-')
+        .map((w) => w[0].toUpperCase() + w.slice(1))
+        .join('')}`,
+    );
   }
   return [...actions].sort();
 }
@@ -61,23 +82,48 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     const deployed = deployedTemplates(app.synth());
     stackNames = deployed.map((s) => ({ name: s.stackName, account: s.account, region: s.region }));
     // The bootstrap stacks, exactly as `cellctl accounts bootstrap` would create them.
-    const bootstrapped = bootstrapEnvironments(fleet, { executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess' })
-      .map((e) => bootstrapStack(e.account, e.region, { TrustedAccounts: trustArgs(e.args), CloudFormationExecutionPolicies: e.args.at(-1)! }));
+    const bootstrapped = bootstrapEnvironments(fleet, { executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess' }).map((e) =>
+      bootstrapStack(e.account, e.region, { TrustedAccounts: trustArgs(e.args), CloudFormationExecutionPolicies: e.args.at(-1)! }),
+    );
     // Every account of the fleet is in the example organization (pipeline.organizationId); 999999999999 is not.
     const members = [fleet.accounts.tooling, fleet.accounts.router, ...fleet.cells.map((c) => c.account)];
-    world = new PolicyWorld([...deployed, ...bootstrapped, bootstrapStack(OUTSIDER, 'eu-west-1', { TrustedAccounts: fleet.accounts.tooling, CloudFormationExecutionPolicies: 'arn:aws:iam::aws:policy/AdministratorAccess' })], { id: fleet.pipeline!.organizationId!, accounts: members });
+    world = new PolicyWorld(
+      [
+        ...deployed,
+        ...bootstrapped,
+        bootstrapStack(OUTSIDER, 'eu-west-1', {
+          TrustedAccounts: fleet.accounts.tooling,
+          CloudFormationExecutionPolicies: 'arn:aws:iam::aws:policy/AdministratorAccess',
+        }),
+      ],
+      { id: fleet.pipeline!.organizationId!, accounts: members },
+    );
     agents = world.resourcesOf('AWS::ECS::TaskDefinition').flatMap((task) => {
-      const env = Object.fromEntries((task.properties.ContainerDefinitions as { Environment?: { Name: string; Value: string }[] }[])
-        .flatMap((c) => c.Environment ?? []).map((e) => [e.Name, e.Value]));
+      const env = Object.fromEntries(
+        (task.properties.ContainerDefinitions as { Environment?: { Name: string; Value: string }[] }[])
+          .flatMap((c) => c.Environment ?? [])
+          .map((e) => [e.Name, e.Value]),
+      );
       if (!env.MAPPING_BUCKET) return [];
-      return [{ region: task.stack.region, group: env.ROUTER_GROUP, bucket: env.MAPPING_BUCKET, role: world.role(world.arnOf(task.stack.stackName, task.stack.template.Resources[task.logicalId].Properties.TaskRoleArn)) }];
+      return [
+        {
+          region: task.stack.region,
+          group: env.ROUTER_GROUP,
+          bucket: env.MAPPING_BUCKET,
+          role: world.role(world.arnOf(task.stack.stackName, task.stack.template.Resources[task.logicalId].Properties.TaskRoleArn)),
+        },
+      ];
     });
   });
 
   const bucketArn = (bucket: string, key?: string) => `arn:aws:s3:::${bucket}${key === undefined ? '' : `/${key}`}`;
 
   it('finds one agent per router group and region, each reading a bucket in the router account', () => {
-    expect(agents.map((a) => `${a.region}/${a.group}`).sort()).toEqual(Object.keys(fleet.regions).flatMap((r) => fleet.router.groups.map((g) => `${r}/${g.name}`)).sort());
+    expect(agents.map((a) => `${a.region}/${a.group}`).sort()).toEqual(
+      Object.keys(fleet.regions)
+        .flatMap((r) => fleet.router.groups.map((g) => `${r}/${g.name}`))
+        .sort(),
+    );
     for (const agent of agents) expect(world.ownerOf(bucketArn(agent.bucket))).toBe(fleet.accounts.router);
   });
 
@@ -85,30 +131,70 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   // one's S3 ("every router reaches every cell").
   it('has every agent read a mapping bucket in its own region', () => {
     const regionOf = (bucket: string) => world.resourcesOf('AWS::S3::Bucket').find((b) => b.name === bucket)?.stack.region;
-    expect(agents.filter((a) => regionOf(a.bucket) !== a.region).map((a) => `${a.region}/${a.group} reads ${a.bucket} in ${regionOf(a.bucket)}`)).toEqual([]);
+    expect(
+      agents.filter((a) => regionOf(a.bucket) !== a.region).map((a) => `${a.region}/${a.group} reads ${a.bucket} in ${regionOf(a.bucket)}`),
+    ).toEqual([]);
   });
 
-  it('lets each router group\'s agent read its own pointer and list exactly its key, and not another group\'s, nor write, delete or list anything else', async () => {
+  it("lets each router group's agent read its own pointer and list exactly its key, and not another group's, nor write, delete or list anything else", async () => {
     const calls: Call[] = agents.flatMap(({ region, group, bucket, role }) => {
       const who = `agent ${region}/${group}`;
       return [
         { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, groupKey(group)), expect: 'Allowed' as const },
-        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, groupKey(other.name)), expect: 'Denied' as const })),
-        { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, groupKey(group)), context: { 'aws:SecureTransport': 'false' }, expect: 'ExplicitlyDenied' as const },
+        ...fleet.router.groups
+          .filter((g) => g.name !== group)
+          .map((other) => ({
+            who,
+            principal: role,
+            action: 's3:GetObject',
+            resource: bucketArn(bucket, groupKey(other.name)),
+            expect: 'Denied' as const,
+          })),
+        {
+          who,
+          principal: role,
+          action: 's3:GetObject',
+          resource: bucketArn(bucket, groupKey(group)),
+          context: { 'aws:SecureTransport': 'false' },
+          expect: 'ExplicitlyDenied' as const,
+        },
         { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, groupKey(group)), expect: 'Denied' as const },
         { who, principal: role, action: 's3:DeleteObject', resource: bucketArn(bucket, versionKey(1)), expect: 'Denied' as const },
         // Listing exactly its own pointer key tells "not published yet" from "denied" on S3's 403 (lib/runtime/router/sources.ts).
-        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': groupKey(group) }, expect: 'Allowed' as const },
-        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': GROUPS_PREFIX }, expect: 'Denied' as const },
+        {
+          who,
+          principal: role,
+          action: 's3:ListBucket',
+          resource: bucketArn(bucket),
+          context: { 's3:prefix': groupKey(group) },
+          expect: 'Allowed' as const,
+        },
+        {
+          who,
+          principal: role,
+          action: 's3:ListBucket',
+          resource: bucketArn(bucket),
+          context: { 's3:prefix': GROUPS_PREFIX },
+          expect: 'Denied' as const,
+        },
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': '' }, expect: 'Denied' as const },
         { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), expect: 'Denied' as const },
-        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': groupKey(other.name) }, expect: 'Denied' as const })),
+        ...fleet.router.groups
+          .filter((g) => g.name !== group)
+          .map((other) => ({
+            who,
+            principal: role,
+            action: 's3:ListBucket',
+            resource: bucketArn(bucket),
+            context: { 's3:prefix': groupKey(other.name) },
+            expect: 'Denied' as const,
+          })),
       ];
     });
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  it('lets each router group\'s tasks write their served-version reports under its own served/ prefix only, and nobody else write there', async () => {
+  it("lets each router group's tasks write their served-version reports under its own served/ prefix only, and nobody else write there", async () => {
     const admin = outsider(`arn:aws:iam::${fleet.accounts.router}:role/Admin`, [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }]);
     const publisher = world.role(`arn:aws:iam::${fleet.accounts.router}:role/${fleet.app}-mapping-publisher`);
     // Each group's task role has the name its region's bucket policy gives as that group's only writer.
@@ -117,20 +203,74 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       const who = `agent ${region}/${group}`;
       const otherRegion = agents.find((a) => a.region !== region && a.group === group)!;
       return [
-        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(group, '0123456789abcdef0123456789abcdef')), expect: 'Allowed' as const },
+        {
+          who,
+          principal: role,
+          action: 's3:PutObject',
+          resource: bucketArn(bucket, servedKey(group, '0123456789abcdef0123456789abcdef')),
+          expect: 'Allowed' as const,
+        },
         // Neighbours: another group's reports, anything else of the bucket, deleting, the other region's bucket under another group.
-        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(other.name, 'task-1')), expect: 'ExplicitlyDenied' as const })),
-        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, `${SERVED_PREFIX}unknown/task-1.json`), expect: 'Denied' as const },
-        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, `${servedPrefix(group)}task-1.json`), context: { 'aws:SecureTransport': 'false' }, expect: 'ExplicitlyDenied' as const },
+        ...fleet.router.groups
+          .filter((g) => g.name !== group)
+          .map((other) => ({
+            who,
+            principal: role,
+            action: 's3:PutObject',
+            resource: bucketArn(bucket, servedKey(other.name, 'task-1')),
+            expect: 'ExplicitlyDenied' as const,
+          })),
+        {
+          who,
+          principal: role,
+          action: 's3:PutObject',
+          resource: bucketArn(bucket, `${SERVED_PREFIX}unknown/task-1.json`),
+          expect: 'Denied' as const,
+        },
+        {
+          who,
+          principal: role,
+          action: 's3:PutObject',
+          resource: bucketArn(bucket, `${servedPrefix(group)}task-1.json`),
+          context: { 'aws:SecureTransport': 'false' },
+          expect: 'ExplicitlyDenied' as const,
+        },
         { who, principal: role, action: 's3:DeleteObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'Denied' as const },
         { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, 'served-elsewhere.json'), expect: 'Denied' as const },
         { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'Denied' as const },
-        { who, principal: role, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': servedPrefix(group) }, expect: 'Denied' as const },
-        ...fleet.router.groups.filter((g) => g.name !== group).map((other) => ({ who, principal: role, action: 's3:PutObject', resource: bucketArn(otherRegion.bucket, servedKey(other.name, 'task-1')), expect: 'Denied' as const })),
+        {
+          who,
+          principal: role,
+          action: 's3:ListBucket',
+          resource: bucketArn(bucket),
+          context: { 's3:prefix': servedPrefix(group) },
+          expect: 'Denied' as const,
+        },
+        ...fleet.router.groups
+          .filter((g) => g.name !== group)
+          .map((other) => ({
+            who,
+            principal: role,
+            action: 's3:PutObject',
+            resource: bucketArn(otherRegion.bucket, servedKey(other.name, 'task-1')),
+            expect: 'Denied' as const,
+          })),
         // Whatever their own policies say, nobody but the group's tasks writes its reports: not an
         // administrator of the router account, not the mapping writers.
-        { who: 'an administrator of the router account', principal: admin, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'ExplicitlyDenied' as const },
-        { who: 'the publisher', principal: publisher, action: 's3:PutObject', resource: bucketArn(bucket, servedKey(group, 'task-1')), expect: 'Denied' as const },
+        {
+          who: 'an administrator of the router account',
+          principal: admin,
+          action: 's3:PutObject',
+          resource: bucketArn(bucket, servedKey(group, 'task-1')),
+          expect: 'ExplicitlyDenied' as const,
+        },
+        {
+          who: 'the publisher',
+          principal: publisher,
+          action: 's3:PutObject',
+          resource: bucketArn(bucket, servedKey(group, 'task-1')),
+          expect: 'Denied' as const,
+        },
       ];
     });
     expect(await mismatches(world, calls)).toEqual([]);
@@ -144,17 +284,51 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     const calls: Call[] = buckets.flatMap((bucket) => [
       // MappingStore: GetObject / HeadObject (s3:GetObject), conditional PutObject, ListObjectsV2
       // of the versions and of a key whose read was refused (S3's 403 for a missing key).
-      ...keys.flatMap((key) => (['s3:GetObject', 's3:PutObject'] as const).map((action) => ({ who, principal: publisher, action, resource: bucketArn(bucket, key), expect: 'Allowed' as const }))),
-      ...[VERSIONS_PREFIX, ...keys].map((prefix) => ({ who, principal: publisher, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': prefix }, expect: 'Allowed' as const })),
+      ...keys.flatMap((key) =>
+        (['s3:GetObject', 's3:PutObject'] as const).map((action) => ({
+          who,
+          principal: publisher,
+          action,
+          resource: bucketArn(bucket, key),
+          expect: 'Allowed' as const,
+        })),
+      ),
+      ...[VERSIONS_PREFIX, ...keys].map((prefix) => ({
+        who,
+        principal: publisher,
+        action: 's3:ListBucket',
+        resource: bucketArn(bucket),
+        context: { 's3:prefix': prefix },
+        expect: 'Allowed' as const,
+      })),
       // Neighbours: no deletes, nothing outside the two prefixes, no listing of the whole bucket, no bucket changes.
       { who, principal: publisher, action: 's3:DeleteObject', resource: bucketArn(bucket, versionKey(1)), expect: 'Denied' as const },
-      { who, principal: publisher, action: 's3:DeleteObjectVersion', resource: bucketArn(bucket, groupKey(fleet.router.groups[0].name)), expect: 'Denied' as const },
+      {
+        who,
+        principal: publisher,
+        action: 's3:DeleteObjectVersion',
+        resource: bucketArn(bucket, groupKey(fleet.router.groups[0].name)),
+        expect: 'Denied' as const,
+      },
       { who, principal: publisher, action: 's3:PutObject', resource: bucketArn(bucket, 'elsewhere/mapping.json'), expect: 'Denied' as const },
       { who, principal: publisher, action: 's3:ListBucket', resource: bucketArn(bucket), context: { 's3:prefix': '' }, expect: 'Denied' as const },
       { who, principal: publisher, action: 's3:PutBucketPolicy', resource: bucketArn(bucket), expect: 'Denied' as const },
-      { who, principal: publisher, action: 's3:PutObject', resource: bucketArn(bucket, versionKey(1)), context: { 'aws:SecureTransport': 'false' }, expect: 'ExplicitlyDenied' as const },
+      {
+        who,
+        principal: publisher,
+        action: 's3:PutObject',
+        resource: bucketArn(bucket, versionKey(1)),
+        context: { 'aws:SecureTransport': 'false' },
+        expect: 'ExplicitlyDenied' as const,
+      },
       // Whatever its own policy says, nobody else in the router account writes a document.
-      { who: 'an administrator of the router account', principal: outsider(`arn:aws:iam::${fleet.accounts.router}:role/Admin`, [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }]), action: 's3:PutObject', resource: bucketArn(bucket, groupKey(fleet.router.groups[0].name)), expect: 'ExplicitlyDenied' as const },
+      {
+        who: 'an administrator of the router account',
+        principal: outsider(`arn:aws:iam::${fleet.accounts.router}:role/Admin`, [{ Effect: 'Allow', Action: 's3:*', Resource: '*' }]),
+        action: 's3:PutObject',
+        resource: bucketArn(bucket, groupKey(fleet.router.groups[0].name)),
+        expect: 'ExplicitlyDenied' as const,
+      },
     ]);
     expect(new Set(calls.filter((c) => c.expect === 'Allowed').map((c) => c.action))).toEqual(new Set(PUBLISHER_ACTIONS));
     // cellctl finds each region's bucket by its SSM parameter.
@@ -163,16 +337,23 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       calls.push({ who, principal: publisher, action: 'ssm:GetParameter', resource: parameter, expect: 'Allowed' });
       calls.push({ who, principal: publisher, action: 'ssm:PutParameter', resource: parameter, expect: 'Denied' });
     }
-    const assume = (account: string): Principal => outsider(`arn:aws:iam::${account}:role/operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]);
+    const assume = (account: string): Principal =>
+      outsider(`arn:aws:iam::${account}:role/operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]);
     calls.push(
-      { who: 'an operator in the router account', principal: assume(fleet.accounts.router), action: 'sts:AssumeRole', resource: publisher.arn, expect: 'Allowed' },
+      {
+        who: 'an operator in the router account',
+        principal: assume(fleet.accounts.router),
+        action: 'sts:AssumeRole',
+        resource: publisher.arn,
+        expect: 'Allowed',
+      },
       { who: 'the tooling account', principal: assume(fleet.accounts.tooling), action: 'sts:AssumeRole', resource: publisher.arn, expect: 'Denied' },
       { who: 'a cell account', principal: assume(fleet.cells[0].account), action: 'sts:AssumeRole', resource: publisher.arn, expect: 'Denied' },
     );
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  it('lets each wave\'s bake step assume exactly its cells\' bake-watcher roles and read their health alarms', async () => {
+  it("lets each wave's bake step assume exactly its cells' bake-watcher roles and read their health alarms", async () => {
     const plan = planWaves(fleet);
     const byId = new Map(fleet.cells.map((c) => [c.id, c]));
     const tooling = world.roles().filter((r) => r.account === fleet.accounts.tooling);
@@ -180,17 +361,33 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     for (const wave of plan.waves) {
       const targets = wave.cells.map((id) => {
         const c = byId.get(id)!;
-        return { cell: id, account: c.account, region: c.region, alarmName: `${fleet.app}-${id}-health`, roleName: bakeWatcherRoleName(fleet.app, id) };
+        return {
+          cell: id,
+          account: c.account,
+          region: c.region,
+          alarmName: `${fleet.app}-${id}-health`,
+          roleName: bakeWatcherRoleName(fleet.app, id),
+        };
       });
       // The actions come from the bake step's own script.
-      expect(cliActions(bakeCommands(targets, wave.bakeSeconds).join('\n'))).toEqual(['cloudwatch:DescribeAlarms', 'codepipeline:GetPipelineExecution', 'sts:AssumeRole']);
+      expect(cliActions(bakeCommands(targets, wave.bakeSeconds).join('\n'))).toEqual([
+        'cloudwatch:DescribeAlarms',
+        'codepipeline:GetPipelineExecution',
+        'sts:AssumeRole',
+      ]);
       const bakeRole = tooling.find((r) => r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`));
       if (!bakeRole) throw new Error(`no bake role for ${wave.name} among ${tooling.map((r) => r.logicalId).join(', ')}`);
       // The bake first reads its own execution, to tell a stage rollback from a rollout (lib/constructs/pipeline/bake.ts).
       const pipelineArn = `arn:aws:codepipeline:${fleet.pipeline!.region}:${fleet.accounts.tooling}:${fleet.app}-cells`;
       calls.push(
         { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:GetPipelineExecution', resource: pipelineArn, expect: 'Allowed' },
-        { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:GetPipelineExecution', resource: `${pipelineArn}-other`, expect: 'Denied' },
+        {
+          who: `bake ${wave.name}`,
+          principal: bakeRole,
+          action: 'codepipeline:GetPipelineExecution',
+          resource: `${pipelineArn}-other`,
+          expect: 'Denied',
+        },
         { who: `bake ${wave.name}`, principal: bakeRole, action: 'codepipeline:StartPipelineExecution', resource: pipelineArn, expect: 'Denied' },
       );
       for (const t of targets) {
@@ -203,7 +400,15 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
           { who, principal: watcher, action: 'cloudwatch:DescribeAlarms', resource: alarm, expect: 'Allowed' },
           { who, principal: watcher, action: 'cloudwatch:SetAlarmState', resource: alarm, expect: 'Denied' },
           { who, principal: watcher, action: 'cloudwatch:DeleteAlarms', resource: alarm, expect: 'Denied' },
-          { who: `an admin of another cell's account, for ${t.cell}`, principal: outsider(`arn:aws:iam::${fleet.cells.find((c) => c.account !== t.account)!.account}:role/Admin`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: watcherArn, expect: 'Denied' },
+          {
+            who: `an admin of another cell's account, for ${t.cell}`,
+            principal: outsider(`arn:aws:iam::${fleet.cells.find((c) => c.account !== t.account)!.account}:role/Admin`, [
+              { Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' },
+            ]),
+            action: 'sts:AssumeRole',
+            resource: watcherArn,
+            expect: 'Denied',
+          },
         );
         // No other role of the tooling account may assume it: only this wave's bake step.
         for (const other of tooling.filter((r) => !r.name.startsWith('cdk-') && !r.logicalId.includes(`bake${wave.name.replace(/-/g, '')}`))) {
@@ -214,7 +419,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  it('lets each router wave\'s bake step read only its region\'s router group health alarms', async () => {
+  it("lets each router wave's bake step read only its region's router group health alarms", async () => {
     const tooling = world.roles().filter((r) => r.account === fleet.accounts.tooling && !r.name.startsWith('cdk-'));
     const calls: Call[] = [];
     for (const wave of planWaves(fleet).routerWaves) {
@@ -239,58 +444,126 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       // Neither another region's router bakes nor any cell wave's bake may assume this region's watcher.
       const region = `bakerouters${wave.region.replace(/-/g, '')}`;
       for (const other of tooling.filter((r) => /bake/.test(r.logicalId) && !r.logicalId.includes(region))) {
-        calls.push({ who: `${other.logicalId} for ${wave.region}`, principal: other, action: 'sts:AssumeRole', resource: watcher.arn, expect: 'Denied' });
+        calls.push({
+          who: `${other.logicalId} for ${wave.region}`,
+          principal: other,
+          action: 'sts:AssumeRole',
+          resource: watcher.arn,
+          expect: 'Denied',
+        });
       }
     }
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  it('lets each router stack read every cell\'s endpoint service name through that cell\'s reader role, and nothing else', async () => {
+  it("lets each router stack read every cell's endpoint service name through that cell's reader role, and nothing else", async () => {
     const routerRoles = world.roles().filter((r) => r.account === fleet.accounts.router && r.stack.startsWith(`${fleet.app}-router-`));
     const calls: Call[] = [];
     const readers: string[] = [];
     for (const cell of fleet.cells) {
       const readerArn = `arn:aws:iam::${cell.account}:role/${cellEndpointReaderRoleName(fleet.app, cell.id)}`;
       const reader = world.role(readerArn);
-      const parameter = (id: string, account = cell.account, region = cell.region) => `arn:aws:ssm:${region}:${account}:parameter/${cellEndpointServiceParameter(fleet.app, id).replace(/^\//, '')}`;
+      const parameter = (id: string, account = cell.account, region = cell.region) =>
+        `arn:aws:ssm:${region}:${account}:parameter/${cellEndpointServiceParameter(fleet.app, id).replace(/^\//, '')}`;
       // Which roles of the router account may assume it: the stacks' custom resource must be one.
-      const allowed = (await Promise.all(routerRoles.map(async (r) => [r, await world.decide(r, 'sts:AssumeRole', readerArn)] as const))).filter(([, d]) => d === 'Allowed').map(([r]) => r);
+      const allowed = (await Promise.all(routerRoles.map(async (r) => [r, await world.decide(r, 'sts:AssumeRole', readerArn)] as const)))
+        .filter(([, d]) => d === 'Allowed')
+        .map(([r]) => r);
       if (allowed.length === 0) readers.push(`${cell.id}: no role of the router stacks may assume ${readerArn}`);
-      readers.push(...allowed.filter((r) => /TaskRole|ExecutionRole/.test(r.logicalId)).map((r) => `${cell.id}: the router task role ${r.name} may assume ${readerArn}`));
+      readers.push(
+        ...allowed
+          .filter((r) => /TaskRole|ExecutionRole/.test(r.logicalId))
+          .map((r) => `${cell.id}: the router task role ${r.name} may assume ${readerArn}`),
+      );
       const other = fleet.cells.find((c) => c.account !== cell.account)!;
       calls.push(
         { who: `${cell.id} reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(cell.id), expect: 'Allowed' },
         { who: `${cell.id} reader`, principal: reader, action: 'ssm:PutParameter', resource: parameter(cell.id), expect: 'Denied' },
-        { who: `${cell.id} reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(other.id, other.account, other.region), expect: 'Denied' },
-        { who: `${cell.id} reader`, principal: reader, action: 'secretsmanager:GetSecretValue', resource: world.resourcesOf('AWS::SecretsManager::Secret').find((x) => x.stack.account === cell.account)!.arn, expect: 'Denied' },
-        { who: `another cell's account, for ${cell.id}`, principal: outsider(`arn:aws:iam::${other.account}:role/${fleet.app}-router-x`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: readerArn, expect: 'Denied' },
+        {
+          who: `${cell.id} reader`,
+          principal: reader,
+          action: 'ssm:GetParameter',
+          resource: parameter(other.id, other.account, other.region),
+          expect: 'Denied',
+        },
+        {
+          who: `${cell.id} reader`,
+          principal: reader,
+          action: 'secretsmanager:GetSecretValue',
+          resource: world.resourcesOf('AWS::SecretsManager::Secret').find((x) => x.stack.account === cell.account)!.arn,
+          expect: 'Denied',
+        },
+        {
+          who: `another cell's account, for ${cell.id}`,
+          principal: outsider(`arn:aws:iam::${other.account}:role/${fleet.app}-router-x`, [
+            { Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' },
+          ]),
+          action: 'sts:AssumeRole',
+          resource: readerArn,
+          expect: 'Denied',
+        },
       );
     }
     expect(readers).toEqual([]);
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
-  it('lets an operator of the router account read each cell\'s signals through that cell\'s metrics reader role, and the reader nothing else', async () => {
+  it("lets an operator of the router account read each cell's signals through that cell's metrics reader role, and the reader nothing else", async () => {
     // The operator's own identity (docs/capacity.md): sts:AssumeRole on the readers, nothing in the cells.
-    const operator = outsider(`arn:aws:iam::${fleet.accounts.router}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: `arn:aws:iam::*:role/${fleet.app}-*-metrics-reader` }]);
+    const operator = outsider(`arn:aws:iam::${fleet.accounts.router}:role/capacity-operator`, [
+      { Effect: 'Allow', Action: 'sts:AssumeRole', Resource: `arn:aws:iam::*:role/${fleet.app}-*-metrics-reader` },
+    ]);
     const calls: Call[] = [];
     for (const cell of fleet.cells) {
       const readerArn = `arn:aws:iam::${cell.account}:role/${cellMetricsReaderRoleName(fleet.app, cell.id)}`;
       const reader = world.role(readerArn);
-      const parameter = (id: string, account = cell.account, region = cell.region) => `arn:aws:ssm:${region}:${account}:parameter/${cellSignalsParameter(fleet.app, id).replace(/^\//, '')}`;
+      const parameter = (id: string, account = cell.account, region = cell.region) =>
+        `arn:aws:ssm:${region}:${account}:parameter/${cellSignalsParameter(fleet.app, id).replace(/^\//, '')}`;
       const other = fleet.cells.find((c) => c.account !== cell.account)!;
       calls.push(
         { who: 'router-account operator', principal: operator, action: 'sts:AssumeRole', resource: readerArn, expect: 'Allowed' },
         { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(cell.id), expect: 'Allowed' },
         { who: `${cell.id} metrics reader`, principal: reader, action: 'cloudwatch:GetMetricData', resource: '*', expect: 'Allowed' },
         { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:PutParameter', resource: parameter(cell.id), expect: 'Denied' },
-        { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:GetParameter', resource: parameter(other.id, other.account, other.region), expect: 'Denied' },
-        { who: `${cell.id} metrics reader`, principal: reader, action: 'ssm:GetParameter', resource: `arn:aws:ssm:${cell.region}:${cell.account}:parameter/${cellEndpointServiceParameter(fleet.app, cell.id).replace(/^\//, '')}`, expect: 'Denied' },
+        {
+          who: `${cell.id} metrics reader`,
+          principal: reader,
+          action: 'ssm:GetParameter',
+          resource: parameter(other.id, other.account, other.region),
+          expect: 'Denied',
+        },
+        {
+          who: `${cell.id} metrics reader`,
+          principal: reader,
+          action: 'ssm:GetParameter',
+          resource: `arn:aws:ssm:${cell.region}:${cell.account}:parameter/${cellEndpointServiceParameter(fleet.app, cell.id).replace(/^\//, '')}`,
+          expect: 'Denied',
+        },
         { who: `${cell.id} metrics reader`, principal: reader, action: 'cloudwatch:PutMetricData', resource: '*', expect: 'Denied' },
         { who: `${cell.id} metrics reader`, principal: reader, action: 'cloudwatch:DescribeAlarms', resource: '*', expect: 'Denied' },
-        { who: `${cell.id} metrics reader`, principal: reader, action: 'secretsmanager:GetSecretValue', resource: world.resourcesOf('AWS::SecretsManager::Secret').find((x) => x.stack.account === cell.account)!.arn, expect: 'Denied' },
-        { who: `another cell's account, for ${cell.id}`, principal: outsider(`arn:aws:iam::${other.account}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: readerArn, expect: 'Denied' },
-        { who: `the tooling account, for ${cell.id}`, principal: outsider(`arn:aws:iam::${fleet.accounts.tooling}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: readerArn, expect: 'Denied' },
+        {
+          who: `${cell.id} metrics reader`,
+          principal: reader,
+          action: 'secretsmanager:GetSecretValue',
+          resource: world.resourcesOf('AWS::SecretsManager::Secret').find((x) => x.stack.account === cell.account)!.arn,
+          expect: 'Denied',
+        },
+        {
+          who: `another cell's account, for ${cell.id}`,
+          principal: outsider(`arn:aws:iam::${other.account}:role/capacity-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]),
+          action: 'sts:AssumeRole',
+          resource: readerArn,
+          expect: 'Denied',
+        },
+        {
+          who: `the tooling account, for ${cell.id}`,
+          principal: outsider(`arn:aws:iam::${fleet.accounts.tooling}:role/capacity-operator`, [
+            { Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' },
+          ]),
+          action: 'sts:AssumeRole',
+          resource: readerArn,
+          expect: 'Denied',
+        },
       );
     }
     expect(await mismatches(world, calls)).toEqual([]);
@@ -321,15 +594,30 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         // The support stacks of other regions use the pipeline region's roles (bootstrapless).
         const region = stack.account === fleet.accounts.tooling ? fleet.pipeline!.region : stack.region;
         const arn = `arn:aws:iam::${stack.account}:role/cdk-hnb659fds-${kind}-role-${stack.account}-${region}`;
-        if (!world.hasRole(arn)) { missing.push(`${stack.name}: ${arn} (not bootstrapped)`); continue; }
+        if (!world.hasRole(arn)) {
+          missing.push(`${stack.name}: ${arn} (not bootstrapped)`);
+          continue;
+        }
         if (stack.account === fleet.accounts.tooling) continue;
         const who = `${stack.name} ${kind}`;
         // Some role of the pipeline may assume it (CodePipeline for deploys, the asset steps for publishing).
         const allowed = await Promise.all(toolingRoles.map((r) => world.decide(r, 'sts:AssumeRole', arn)));
         if (kind === 'deploy' && !allowed.includes('Allowed')) missing.push(`${who}: no pipeline role may assume ${arn}`);
         const otherCell = fleet.cells.find((c) => c.account !== stack.account)!.account;
-        calls.push({ who: `${who}, from another cell's account`, principal: outsider(`arn:aws:iam::${otherCell}:role/Admin`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: arn, expect: 'Denied' });
-        calls.push({ who: `${who}, from the tooling account`, principal: outsider(`arn:aws:iam::${fleet.accounts.tooling}:role/Any`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]), action: 'sts:AssumeRole', resource: arn, expect: 'Allowed' });
+        calls.push({
+          who: `${who}, from another cell's account`,
+          principal: outsider(`arn:aws:iam::${otherCell}:role/Admin`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]),
+          action: 'sts:AssumeRole',
+          resource: arn,
+          expect: 'Denied',
+        });
+        calls.push({
+          who: `${who}, from the tooling account`,
+          principal: outsider(`arn:aws:iam::${fleet.accounts.tooling}:role/Any`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]),
+          action: 'sts:AssumeRole',
+          resource: arn,
+          expect: 'Allowed',
+        });
       }
     }
     expect(missing).toEqual([]);
@@ -338,33 +626,73 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     const files = toolingRoles.find((r) => /AssetsFileRole/.test(r.logicalId))!;
     const pipelineRole = toolingRoles.find((r) => /^PipelineRole[0-9A-F]{8}$/.test(r.logicalId))!;
     for (const cell of fleet.cells) {
-      calls.push({ who: `${cell.id} deploy, by the pipeline role`, principal: pipelineRole, action: 'sts:AssumeRole', resource: `arn:aws:iam::${cell.account}:role/cdk-hnb659fds-deploy-role-${cell.account}-${cell.region}`, expect: 'Allowed' });
-      calls.push({ who: `${cell.id} files`, principal: files, action: 'sts:AssumeRole', resource: `arn:aws:iam::${cell.account}:role/cdk-hnb659fds-file-publishing-role-${cell.account}-${cell.region}`, expect: 'Allowed' });
+      calls.push({
+        who: `${cell.id} deploy, by the pipeline role`,
+        principal: pipelineRole,
+        action: 'sts:AssumeRole',
+        resource: `arn:aws:iam::${cell.account}:role/cdk-hnb659fds-deploy-role-${cell.account}-${cell.region}`,
+        expect: 'Allowed',
+      });
+      calls.push({
+        who: `${cell.id} files`,
+        principal: files,
+        action: 'sts:AssumeRole',
+        resource: `arn:aws:iam::${cell.account}:role/cdk-hnb659fds-file-publishing-role-${cell.account}-${cell.region}`,
+        expect: 'Allowed',
+      });
     }
     // The router stacks' images: the pipeline's asset step publishes them with the router account's image-publishing role.
     const images = toolingRoles.find((r) => /AssetsDocker/.test(r.logicalId));
     for (const region of Object.keys(fleet.regions)) {
-      calls.push({ who: `images for ${region}`, principal: images!, action: 'sts:AssumeRole', resource: `arn:aws:iam::${fleet.accounts.router}:role/cdk-hnb659fds-image-publishing-role-${fleet.accounts.router}-${region}`, expect: 'Allowed' });
+      calls.push({
+        who: `images for ${region}`,
+        principal: images!,
+        action: 'sts:AssumeRole',
+        resource: `arn:aws:iam::${fleet.accounts.router}:role/cdk-hnb659fds-image-publishing-role-${fleet.accounts.router}-${region}`,
+        expect: 'Allowed',
+      });
     }
     expect(await mismatches(world, calls)).toEqual([]);
   });
 
   // The pipeline's roles name the bootstrap roles by pattern, not every environment's role ARN; the
   // organization condition is what keeps them inside the fleet.
-  it('keeps the pipeline\'s bootstrap-role patterns inside the organization and on the bootstrap roles the pipeline uses', async () => {
+  it("keeps the pipeline's bootstrap-role patterns inside the organization and on the bootstrap roles the pipeline uses", async () => {
     const toolingRoles = world.roles().filter((r) => r.account === fleet.accounts.tooling && !r.name.startsWith('cdk-'));
     const pipelineRole = toolingRoles.find((r) => /^PipelineRole[0-9A-F]{8}$/.test(r.logicalId))!;
     const files = toolingRoles.find((r) => /AssetsFileRole/.test(r.logicalId))!;
     const images = toolingRoles.find((r) => /AssetsDockerRole/.test(r.logicalId))!;
     const cell = fleet.cells[0];
-    const bootstrapRole = (account: string, kind: string, region = 'eu-west-1') => `arn:aws:iam::${account}:role/cdk-hnb659fds-${kind}-role-${account}-${region}`;
+    const bootstrapRole = (account: string, kind: string, region = 'eu-west-1') =>
+      `arn:aws:iam::${account}:role/cdk-hnb659fds-${kind}-role-${account}-${region}`;
     // A role that trusts the tooling account, so only the caller's identity policy decides.
-    const trustsTooling = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` }, Action: 'sts:AssumeRole' }] };
+    const trustsTooling = {
+      Version: '2012-10-17',
+      Statement: [{ Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` }, Action: 'sts:AssumeRole' }],
+    };
     const calls: Call[] = [
       // An account outside the organization, bootstrapped trusting the tooling account: its roles match the patterns, the condition refuses them.
-      { who: 'outsider deploy role', principal: pipelineRole, action: 'sts:AssumeRole', resource: bootstrapRole(OUTSIDER, 'deploy'), expect: 'Denied' },
-      { who: 'outsider file-publishing role', principal: files, action: 'sts:AssumeRole', resource: bootstrapRole(OUTSIDER, 'file-publishing'), expect: 'Denied' },
-      { who: 'outsider image-publishing role', principal: images, action: 'sts:AssumeRole', resource: bootstrapRole(OUTSIDER, 'image-publishing'), expect: 'Denied' },
+      {
+        who: 'outsider deploy role',
+        principal: pipelineRole,
+        action: 'sts:AssumeRole',
+        resource: bootstrapRole(OUTSIDER, 'deploy'),
+        expect: 'Denied',
+      },
+      {
+        who: 'outsider file-publishing role',
+        principal: files,
+        action: 'sts:AssumeRole',
+        resource: bootstrapRole(OUTSIDER, 'file-publishing'),
+        expect: 'Denied',
+      },
+      {
+        who: 'outsider image-publishing role',
+        principal: images,
+        action: 'sts:AssumeRole',
+        resource: bootstrapRole(OUTSIDER, 'image-publishing'),
+        expect: 'Denied',
+      },
     ];
     const decided: string[] = await mismatches(world, calls);
     // Inside the organization: only the kind of bootstrap role each role uses, and no other role of a cell.
@@ -375,7 +703,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
       ['file role, deploy role', files, bootstrapRole(cell.account, 'deploy', cell.region)],
       ['image role, deploy role', images, bootstrapRole(cell.account, 'deploy', cell.region)],
       ['pipeline role, a region the fleet does not use', pipelineRole, bootstrapRole(cell.account, 'deploy', 'ap-southeast-2')],
-      ['pipeline role, the cell\'s bake watcher', pipelineRole, `arn:aws:iam::${cell.account}:role/${bakeWatcherRoleName(fleet.app, cell.id)}`],
+      ["pipeline role, the cell's bake watcher", pipelineRole, `arn:aws:iam::${cell.account}:role/${bakeWatcherRoleName(fleet.app, cell.id)}`],
     ] as const) {
       const got = await world.decide(principal, 'sts:AssumeRole', arn, {}, trustsTooling);
       if (got === 'Allowed') decided.push(`${who}: ${arn} -> Allowed, expected Denied`);
@@ -386,7 +714,7 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     expect(member).toBe('Allowed');
   });
 
-  it('lets nothing in one cell\'s account touch another cell\'s resources, nor the routers\' task roles touch a cell', async () => {
+  it("lets nothing in one cell's account touch another cell's resources, nor the routers' task roles touch a cell", async () => {
     const touches: Record<string, string> = {
       'AWS::SecretsManager::Secret': 'secretsmanager:GetSecretValue',
       'AWS::SQS::Queue': 'sqs:SendMessage',
@@ -398,20 +726,33 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
     };
     const cellStack = (id: string) => `${fleet.app}-cell-${id}`;
     const rolesOf = (stack: string) => world.roles().filter((r) => r.stack === stack);
-    const resourcesOf = (stack: string) => Object.entries(touches).flatMap(([type, action]) => world.resourcesOf(type).filter((r) => r.stack.stackName === stack).map((r) => ({ arn: r.arn, action })));
+    const resourcesOf = (stack: string) =>
+      Object.entries(touches).flatMap(([type, action]) =>
+        world
+          .resourcesOf(type)
+          .filter((r) => r.stack.stackName === stack)
+          .map((r) => ({ arn: r.arn, action })),
+      );
     // Pairs across and within regions, both directions.
     const ids = fleet.cells.map((c) => c.id);
-    const pairs = [[ids[0], ids[1]], [ids[1], ids[0]], [ids[1], ids[ids.length - 1]], [ids[ids.length - 1], ids[0]]];
+    const pairs = [
+      [ids[0], ids[1]],
+      [ids[1], ids[0]],
+      [ids[1], ids[ids.length - 1]],
+      [ids[ids.length - 1], ids[0]],
+    ];
     const calls: Call[] = [];
     for (const [from, to] of pairs) {
       const targets = resourcesOf(cellStack(to));
       expect(targets.length).toBeGreaterThan(5);
       for (const role of rolesOf(cellStack(from))) {
-        for (const target of targets) calls.push({ who: `${role.name}`, principal: role, action: target.action, resource: target.arn, expect: 'Denied' });
+        for (const target of targets)
+          calls.push({ who: `${role.name}`, principal: role, action: target.action, resource: target.arn, expect: 'Denied' });
       }
     }
     for (const agent of agents) {
-      for (const target of resourcesOf(cellStack(ids[0]))) calls.push({ who: agent.role.name, principal: agent.role, action: target.action, resource: target.arn, expect: 'Denied' });
+      for (const target of resourcesOf(cellStack(ids[0])))
+        calls.push({ who: agent.role.name, principal: agent.role, action: target.action, resource: target.arn, expect: 'Denied' });
     }
     expect(await mismatches(world, calls)).toEqual([]);
   });

@@ -15,11 +15,25 @@ export interface Picture {
 export function screenshot(file: string, out: string, width = 1400, height = 1100): Picture {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'chromium-profile-'));
   try {
-    const run = spawnSync('chromium', [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--hide-scrollbars', `--user-data-dir=${profile}`,
-      `--window-size=${width},${height}`, `--screenshot=${out}`, `file://${file}`,
-    ], { encoding: 'utf8', timeout: 120_000 });
+    const run = spawnSync(
+      'chromium',
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--hide-scrollbars',
+        `--user-data-dir=${profile}`,
+        `--window-size=${width},${height}`,
+        `--screenshot=${out}`,
+        `file://${file}`,
+      ],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
     if (!fs.existsSync(out)) throw new Error(`chromium wrote no screenshot (exit ${run.status}): ${run.stderr}`);
   } finally {
     fs.rmSync(profile, { recursive: true, force: true });
@@ -38,10 +52,24 @@ export function evaluateInPage<T>(file: string, expression: string, width = 1400
     const probe = `<script>document.documentElement.setAttribute('data-probe', btoa(unescape(encodeURIComponent(JSON.stringify((() => (${expression}))())))));</script>`;
     const page = path.join(dir, path.basename(file));
     fs.writeFileSync(page, fs.readFileSync(file, 'utf8').replace(/<\/body>/, `${probe}</body>`));
-    const run = spawnSync('chromium', [
-      '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--hide-scrollbars', `--user-data-dir=${path.join(dir, 'profile')}`, `--window-size=${width},${height}`, '--dump-dom', `file://${page}`,
-    ], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+    const run = spawnSync(
+      'chromium',
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--hide-scrollbars',
+        `--user-data-dir=${path.join(dir, 'profile')}`,
+        `--window-size=${width},${height}`,
+        '--dump-dom',
+        `file://${page}`,
+      ],
+      { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+    );
     const encoded = /data-probe="([A-Za-z0-9+/=]*)"/.exec(run.stdout ?? '')?.[1];
     if (encoded === undefined) throw new Error(`chromium returned no result for ${expression} (exit ${run.status}): ${run.stderr}`);
     return JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as T;
@@ -66,7 +94,8 @@ export function decodePng(png: Buffer): Picture {
       width = body.readUInt32BE(0);
       height = body.readUInt32BE(4);
       const [depth, colour, , , interlace] = [body[8], body[9], body[10], body[11], body[12]];
-      if (depth !== 8 || interlace !== 0 || (colour !== 2 && colour !== 6)) throw new Error(`unsupported PNG: depth ${depth}, colour ${colour}, interlace ${interlace}`);
+      if (depth !== 8 || interlace !== 0 || (colour !== 2 && colour !== 6))
+        throw new Error(`unsupported PNG: depth ${depth}, colour ${colour}, interlace ${interlace}`);
       channels = colour === 6 ? 4 : 3;
     } else if (type === 'IDAT') {
       data.push(body);

@@ -9,7 +9,10 @@ export function cellZeroConfig(overrides: Partial<CellZeroConfig> = {}): CellZer
     region: 'eu-west-1',
     account: CELL_ZERO_ACCOUNT,
     vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0aaaaaaaaaaaaaaa1', 'subnet-0bbbbbbbbbbbbbbb2', 'subnet-0ccccccccccccccc3'] },
-    loadBalancer: { arn: `arn:aws:elasticloadbalancing:eu-west-1:${CELL_ZERO_ACCOUNT}:loadbalancer/app/orders-prod/50dc6c495c0c9188`, listenerPort: 8080 },
+    loadBalancer: {
+      arn: `arn:aws:elasticloadbalancing:eu-west-1:${CELL_ZERO_ACCOUNT}:loadbalancer/app/orders-prod/50dc6c495c0c9188`,
+      listenerPort: 8080,
+    },
     database: {
       host: 'orders-prod.cluster-abc.eu-west-1.rds.amazonaws.com',
       name: 'orders',

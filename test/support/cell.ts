@@ -35,13 +35,19 @@ export interface BareCell {
  * one app, from the props the app gives it (`cellPropsOf`). The workload is a registry image unless
  * `fleetImage`: no image asset to stage for tests that are not about the image.
  */
-export function synthBareCells(ids: readonly string[], fleet: Fleet = exampleFleet(), o: { readonly fleetImage?: boolean } = {}): Record<string, BareCell> {
+export function synthBareCells(
+  ids: readonly string[],
+  fleet: Fleet = exampleFleet(),
+  o: { readonly fleetImage?: boolean } = {},
+): Record<string, BareCell> {
   const app = cdkApp();
   const cells = ids.map((id) => {
     const model = fleet.cells.find((c) => c.id === id);
     if (!model) throw new Error(`no cell ${id} in the fleet`);
     const props = cellPropsOf(fleet, model);
-    const workload = o.fleetImage ? props.workload : { ...props.workload, image: ecs.ContainerImage.fromRegistry('public.ecr.aws/nginx/nginx:latest') };
+    const workload = o.fleetImage
+      ? props.workload
+      : { ...props.workload, image: ecs.ContainerImage.fromRegistry('public.ecr.aws/nginx/nginx:latest') };
     const stack = new Stack(app, `cell-${id}`, { env: { account: model.account, region: model.region } });
     return { stack, cell: new Cell(stack, 'Cell', { ...props, workload }) };
   });

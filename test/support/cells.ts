@@ -51,7 +51,11 @@ export async function startCell(name: string, port = 0): Promise<FakeCell> {
   return Object.assign(cell, {
     port: bound,
     endpoint: `http://127.0.0.1:${bound}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   });
 }
 
@@ -71,14 +75,27 @@ export async function until(what: string, check: () => Promise<boolean>, ms: num
  */
 export async function untilCellChecked(router: LocalRouter, cell: string, status: 'UP' | 'DOWN', address?: string): Promise<void> {
   const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
-  await until(`cell ${cell}${address ? ` at ${address}` : ''} checked ${status}`, async () => {
-    const cells = await api.send(`show map ${path.join(router.stateDir, 'cells.map')}`);
-    const slot = cells.split('\n').map((l) => l.trim().split(' ')).find((f) => f[2] === cell)?.[1];
-    if (!slot) return false;
-    const servers = (await api.stats()).filter((r) => r.pxname === slot && r.svname !== 'BACKEND' && r.svname !== 'FRONTEND' && r.status !== 'MAINT'
-      && (address === undefined || r.addr?.split(':')[0] === address));
-    return servers.length > 0 && servers.every((r) => r.status === status);
-  }, 60_000);
+  await until(
+    `cell ${cell}${address ? ` at ${address}` : ''} checked ${status}`,
+    async () => {
+      const cells = await api.send(`show map ${path.join(router.stateDir, 'cells.map')}`);
+      const slot = cells
+        .split('\n')
+        .map((l) => l.trim().split(' '))
+        .find((f) => f[2] === cell)?.[1];
+      if (!slot) return false;
+      const servers = (await api.stats()).filter(
+        (r) =>
+          r.pxname === slot &&
+          r.svname !== 'BACKEND' &&
+          r.svname !== 'FRONTEND' &&
+          r.status !== 'MAINT' &&
+          (address === undefined || r.addr?.split(':')[0] === address),
+      );
+      return servers.length > 0 && servers.every((r) => r.status === status);
+    },
+    60_000,
+  );
 }
 
 /** A free TCP port on loopback. */
@@ -109,11 +126,13 @@ export async function onFreePorts<T>(n: number, start: (ports: number[]) => Prom
  * on one port would both start and share the connections).
  */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: n }, async () => {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return server;
-  }));
+  const servers = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const server = net.createServer();
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return server;
+    }),
+  );
   const ports = servers.map((s) => (s.address() as AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   return ports;
@@ -136,20 +155,27 @@ export interface RoutedResponse {
 export function routed(agent: http.Agent, port: number, key: string | readonly string[] | undefined, path = '/'): Promise<RoutedResponse> {
   const started = process.hrtime.bigint();
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path, agent, headers: key === undefined ? {} : { 'x-tenant-id': key as string | string[] } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({
-        status: res.statusCode!,
-        cell: res.headers['x-cell'] as string | undefined,
-        version: res.headers['x-mapping-version'] ? Number(res.headers['x-mapping-version']) : undefined,
-        servedBy: res.headers['x-served-by'] as string | undefined,
-        retryAfter: res.headers['retry-after'] as string | undefined,
-        body,
-        ms: Number(process.hrtime.bigint() - started) / 1e6,
-      }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path, agent, headers: key === undefined ? {} : { 'x-tenant-id': key as string | string[] } },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => {
+          body += d;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            cell: res.headers['x-cell'] as string | undefined,
+            version: res.headers['x-mapping-version'] ? Number(res.headers['x-mapping-version']) : undefined,
+            servedBy: res.headers['x-served-by'] as string | undefined,
+            retryAfter: res.headers['retry-after'] as string | undefined,
+            body,
+            ms: Number(process.hrtime.bigint() - started) / 1e6,
+          }),
+        );
+      },
+    );
     req.on('error', () => resolve({ status: 0, body: '', ms: Number(process.hrtime.bigint() - started) / 1e6 }));
     req.end();
   });
@@ -159,13 +185,15 @@ export function routed(agent: http.Agent, port: number, key: string | readonly s
 export async function load<T>(concurrency: number, durationMs: number, worker: (i: number) => Promise<T>): Promise<T[]> {
   const until = Date.now() + durationMs;
   const results: T[] = [];
-  await Promise.all(Array.from({ length: concurrency }, async (_, loop) => {
-    let i = loop;
-    while (Date.now() < until) {
-      results.push(await worker(i));
-      i += concurrency;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, loop) => {
+      let i = loop;
+      while (Date.now() < until) {
+        results.push(await worker(i));
+        i += concurrency;
+      }
+    }),
+  );
   return results;
 }
 
@@ -181,25 +209,37 @@ export function percentile(values: readonly number[], p: number): number {
  * `proxy_protocol_v2.enabled` does).
  */
 export async function startProxyProtocolForwarder(
-  targetPort: number, fixedClient: { address: string; port: number } | 'by-source' = { address: '198.51.100.7', port: 40000 }, listenerPort = 443,
+  targetPort: number,
+  fixedClient: { address: string; port: number } | 'by-source' = { address: '198.51.100.7', port: 40000 },
+  listenerPort = 443,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((downstream) => {
     // 'by-source': each client named by the loopback address it connects from (127.0.0.9 → 198.51.100.9), so a test can be many clients.
-    const client = fixedClient === 'by-source'
-      ? { address: `198.51.100.${downstream.remoteAddress!.split('.').pop()}`, port: downstream.remotePort! }
-      : fixedClient;
+    const client =
+      fixedClient === 'by-source'
+        ? { address: `198.51.100.${downstream.remoteAddress!.split('.').pop()}`, port: downstream.remotePort! }
+        : fixedClient;
     const upstream = net.createConnection({ host: '127.0.0.1', port: targetPort });
     sockets.add(downstream).add(upstream);
     upstream.write(proxyV2Header(client, listenerPort));
     downstream.pipe(upstream).pipe(downstream);
-    const close = () => { downstream.destroy(); upstream.destroy(); sockets.delete(downstream); sockets.delete(upstream); };
+    const close = () => {
+      downstream.destroy();
+      upstream.destroy();
+      sockets.delete(downstream);
+      sockets.delete(upstream);
+    };
     downstream.on('error', close).on('close', close);
     upstream.on('error', close).on('close', close);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => { sockets.forEach((s) => s.destroy()); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        sockets.forEach((s) => s.destroy());
+        server.close(() => resolve());
+      }),
   };
 }

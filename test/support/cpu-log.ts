@@ -20,5 +20,8 @@ const started = Date.now();
 afterAll(() => {
   const own = process.cpuUsage(cpu);
   const file = path.relative(path.join(__dirname, '..', '..'), expect.getState().testPath ?? '');
-  fs.appendFileSync(LOG, `${((own.user + own.system) / 1e6).toFixed(2)}\t${(children() - childCpu).toFixed(2)}\t${((Date.now() - started) / 1000).toFixed(1)}\t${file}\n`);
+  fs.appendFileSync(
+    LOG,
+    `${((own.user + own.system) / 1e6).toFixed(2)}\t${(children() - childCpu).toFixed(2)}\t${((Date.now() - started) / 1000).toFixed(1)}\t${file}\n`,
+  );
 });

@@ -23,7 +23,9 @@ type Json = Record<string, unknown>;
 /** The resources of `type` in a stack's synthesized template. */
 export function resourcesOf(assembly: CloudAssembly, stackName: string, type: string): Json[] {
   const template = assembly.getStackByName(stackName).template as { Resources: Record<string, { Type: string; Properties: Json }> };
-  return Object.values(template.Resources).filter((r) => r.Type === type).map((r) => r.Properties);
+  return Object.values(template.Resources)
+    .filter((r) => r.Type === type)
+    .map((r) => r.Properties);
 }
 
 /** The image asset hash a container definition's `Image` names (`…:<hash>`). */
@@ -71,8 +73,15 @@ export interface RunContainerOptions {
 
 /** This process's [soft, hard] limit named `title` in /proc/self/limits ('Max open files'); Infinity when unlimited. */
 function hostLimit(title: string): [number, number] {
-  const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith(title))!;
-  const [soft, hard] = line.slice(title.length).trim().split(/\s+/).map((v) => (v === 'unlimited' ? Infinity : Number(v)));
+  const line = fs
+    .readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(title))!;
+  const [soft, hard] = line
+    .slice(title.length)
+    .trim()
+    .split(/\s+/)
+    .map((v) => (v === 'unlimited' ? Infinity : Number(v)));
   return [soft, hard];
 }
 
@@ -109,7 +118,10 @@ export async function runContainer(o: RunContainerOptions): Promise<void> {
   if (r.status !== 0) throw new ContainerStepError(`container ${o.def.Name}: podman run: ${lastError(r.stderr)}`);
 }
 
-export interface ContainerState { readonly running: boolean; readonly exitCode: number }
+export interface ContainerState {
+  readonly running: boolean;
+  readonly exitCode: number;
+}
 
 export async function containerState(name: string): Promise<ContainerState> {
   const r = await podman(['inspect', name, '--format', '{{.State.Running}} {{.State.ExitCode}}']);
@@ -155,9 +167,15 @@ export async function untilTaskHealthy(nlb: NlbStandIn, port: number, containers
   while (nlb.state(port) !== 'healthy') {
     for (const name of containers) {
       const state = await containerState(name);
-      if (!state.running) throw new ContainerStepError(`router task: container ${name} exited ${state.exitCode} before the task was healthy: ${await lastLogLine(name)}`);
+      if (!state.running)
+        throw new ContainerStepError(
+          `router task: container ${name} exited ${state.exitCode} before the task was healthy: ${await lastLogLine(name)}`,
+        );
     }
-    if (Date.now() > deadline) throw new ContainerStepError(`router task: not healthy through the NLB stand-in after ${timeoutMs / 1000} s; last health check: ${nlb.lastCheck(port)}`);
+    if (Date.now() > deadline)
+      throw new ContainerStepError(
+        `router task: not healthy through the NLB stand-in after ${timeoutMs / 1000} s; last health check: ${nlb.lastCheck(port)}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }

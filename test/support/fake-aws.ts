@@ -33,16 +33,28 @@ export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswer
   try {
     const log = path.join(dir, 'calls.log');
     const fake = path.join(dir, 'aws');
-    fs.writeFileSync(fake, [
-      '#!/usr/bin/env bash',
-      `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
-      ...(answers.first ?? []),
-      'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}" | head -n1) SECRET TOKEN"; exit 0; fi',
-      answers.otherwise,
-    ].join('\n'), { mode: 0o755 });
+    fs.writeFileSync(
+      fake,
+      [
+        '#!/usr/bin/env bash',
+        `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
+        ...(answers.first ?? []),
+        'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}" | head -n1) SECRET TOKEN"; exit 0; fi',
+        answers.otherwise,
+      ].join('\n'),
+      { mode: 0o755 },
+    );
     const { BASH_ENV: _bashEnv, ENV: _env, ...clean } = env;
-    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...script].join('\n')], { encoding: 'utf8', env: clean, cwd });
-    return { status: result.status, out: result.stdout + result.stderr, calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [] };
+    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...script].join('\n')], {
+      encoding: 'utf8',
+      env: clean,
+      cwd,
+    });
+    return {
+      status: result.status,
+      out: result.stdout + result.stderr,
+      calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [],
+    };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -58,10 +70,10 @@ export function fakeStackStatuses(dir: string, statuses: Record<string, readonly
   for (const [stack, answers] of Object.entries(statuses)) fs.writeFileSync(path.join(dir, stack), answers.join('\n') + '\n');
   return [
     'stack=$(echo "$*" | sed -n "s/.*--stack-name \\([^ ]*\\).*/\\1/p")',
-    `if [ "$2" = describe-stacks ]; then f=${JSON.stringify(dir)}/$stack; [ -f "$f" ] || f=/dev/null; line=$(head -n1 "$f"); [ "$(wc -l <"$f")" -gt 1 ] && sed -i 1d "$f";`
-      + ' if [ -z "$line" ] || [ "$line" = NONE ]; then echo "An error occurred (ValidationError) when calling the DescribeStacks operation: Stack with id $stack does not exist" >&2; exit 254; fi;'
-      + ' if [ "$line" = ERROR ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi;'
-      + ' echo "$line"; exit 0; fi',
+    `if [ "$2" = describe-stacks ]; then f=${JSON.stringify(dir)}/$stack; [ -f "$f" ] || f=/dev/null; line=$(head -n1 "$f"); [ "$(wc -l <"$f")" -gt 1 ] && sed -i 1d "$f";` +
+      ' if [ -z "$line" ] || [ "$line" = NONE ]; then echo "An error occurred (ValidationError) when calling the DescribeStacks operation: Stack with id $stack does not exist" >&2; exit 254; fi;' +
+      ' if [ "$line" = ERROR ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi;' +
+      ' echo "$line"; exit 0; fi',
     failDelete ? 'if [ "$2" = delete-stack ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi' : ':',
   ];
 }

@@ -27,19 +27,23 @@ export function fakeCdk(): FakeCdk {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-cdk-'));
   const log = path.join(dir, 'calls.log');
   const script = path.join(dir, 'cdk');
-  fs.writeFileSync(script, [
-    `printf '%s\\t%s\\t%s\\t%s\\t%s\\n' "$*" "$AWS_ACCESS_KEY_ID" "$AWS_SESSION_TOKEN" "$AWS_PROFILE" "$AWS_REGION" >> ${JSON.stringify(log)}`,
-    'echo "fake cdk $*"',
-    'if [ -n "$FAKE_CDK_FAIL" ] && [ "$2" = "$FAKE_CDK_FAIL" ]; then echo "fake cdk: failing $2" >&2; exit 3; fi',
-    'exit 0',
-    '',
-  ].join('\n'));
+  fs.writeFileSync(
+    script,
+    [
+      `printf '%s\\t%s\\t%s\\t%s\\t%s\\n' "$*" "$AWS_ACCESS_KEY_ID" "$AWS_SESSION_TOKEN" "$AWS_PROFILE" "$AWS_REGION" >> ${JSON.stringify(log)}`,
+      'echo "fake cdk $*"',
+      'if [ -n "$FAKE_CDK_FAIL" ] && [ "$2" = "$FAKE_CDK_FAIL" ]; then echo "fake cdk: failing $2" >&2; exit 3; fi',
+      'exit 0',
+      '',
+    ].join('\n'),
+  );
   return {
     launcher: ['/usr/bin/env', '-u', 'BASH_ENV', '/bin/bash', '--norc', '--noprofile', script],
-    calls: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []).map((line) => {
-      const [args, accessKeyId, sessionToken, profile, region] = line.split('\t');
-      return { args: args.split(' '), accessKeyId, sessionToken, profile, region };
-    }),
+    calls: () =>
+      (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []).map((line) => {
+        const [args, accessKeyId, sessionToken, profile, region] = line.split('\t');
+        return { args: args.split(' '), accessKeyId, sessionToken, profile, region };
+      }),
     remove: () => fs.rmSync(dir, { recursive: true, force: true }),
   };
 }

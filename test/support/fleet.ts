@@ -21,7 +21,8 @@ export function exampleFleet(): Fleet {
 export function smallExampleFleet(ids: readonly string[] = ['canary-eu', 'eu-1', 'us-1']): Fleet {
   const fleet = exampleFleet();
   const cells = fleet.cells.filter((c) => ids.includes(c.id));
-  if (cells.length !== ids.length) throw new Error(`smallExampleFleet: the example fleet has no cell ${ids.filter((id) => !cells.some((c) => c.id === id)).join(', ')}`);
+  if (cells.length !== ids.length)
+    throw new Error(`smallExampleFleet: the example fleet has no cell ${ids.filter((id) => !cells.some((c) => c.id === id)).join(', ')}`);
   return { ...fleet, cells };
 }
 
@@ -88,7 +89,8 @@ export function cdkApp(o: { readonly bundling?: boolean } = {}): App {
  * that folder has no `lib/` beside it and no node_modules to resolve `aws-cdk-lib` from.
  */
 export function shippedConfigText(): string {
-  return fs.readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
+  return fs
+    .readFileSync(path.join(REPO_ROOT, 'cells.config.ts'), 'utf8')
     .replace("from './lib/domain/fleet'", `from ${JSON.stringify(path.join(REPO_ROOT, 'lib', 'domain', 'fleet'))}`)
     .replace(/from '(aws-cdk-lib(?:\/[^']*)?)'/g, (_, module: string) => `from ${JSON.stringify(require.resolve(module, { paths: [REPO_ROOT] }))}`);
 }
@@ -112,7 +114,10 @@ export function configDir(edit: (text: string) => string = (t) => t, accounts?: 
 export function configDirs(): { config: typeof configDir; empty: (prefix: string) => string } {
   const dirs: string[] = [];
   afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
-  const kept = (d: string) => { dirs.push(d); return d; };
+  const kept = (d: string) => {
+    dirs.push(d);
+    return d;
+  };
   return {
     config: (edit, accounts) => kept(configDir(edit, accounts)),
     empty: (prefix) => kept(fs.mkdtempSync(path.join(os.tmpdir(), prefix))),

@@ -16,7 +16,7 @@ const yaml = require('js-yaml') as { load(text: string): unknown };
  * evaluated by @cloud-copilot/iam-simulate (AGPL-3.0: a devDependency used by tests only, never shipped).
  */
 
-type Json = any;  
+type Json = any;
 export type PolicyDocument = { Version?: string; Statement: Json[] };
 export type Decision = 'Allowed' | 'ExplicitlyDenied' | 'ImplicitlyDenied';
 
@@ -72,7 +72,11 @@ export function bootstrapStack(account: string, region: string, parameters: Reco
 }
 
 /** A stable stand-in for the UUID CloudFormation gives a stack (its StackId's last part). */
-const fakeUuid = (seed: string) => createHash('sha256').update(seed).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*$/, '$1-$2-$3-$4-$5');
+const fakeUuid = (seed: string) =>
+  createHash('sha256')
+    .update(seed)
+    .digest('hex')
+    .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*$/, '$1-$2-$3-$4-$5');
 
 const lowerName = (stack: string, logicalId: string) => `${stack}-${logicalId}`.toLowerCase().slice(0, 63);
 
@@ -87,7 +91,10 @@ export class PolicyWorld {
    * `aws:PrincipalOrgID` in the request context (IAM sets them when the resource's, or the caller's,
    * account is in an organization).
    */
-  constructor(public readonly stacks: readonly DeployedTemplate[], private readonly organization?: { readonly id: string; readonly accounts: readonly string[] }) {
+  constructor(
+    public readonly stacks: readonly DeployedTemplate[],
+    private readonly organization?: { readonly id: string; readonly accounts: readonly string[] },
+  ) {
     for (const stack of stacks) {
       for (const output of Object.values<Json>(stack.template.Outputs ?? {})) {
         if (output.Export?.Name) this.exportsByName.set(String(this.resolve(stack, output.Export.Name)), { stack, value: output.Value });
@@ -126,7 +133,11 @@ export class PolicyWorld {
       const writer = this.ssmWriter(stack, String(value));
       return writer ? this.resolve(writer.stack, writer.value) : `ssm:${value}`;
     }
-    if (declared.Type === 'CommaDelimitedList' || String(declared.Type).startsWith('List<')) return String(value).split(',').map((v) => v.trim()).filter(Boolean);
+    if (declared.Type === 'CommaDelimitedList' || String(declared.Type).startsWith('List<'))
+      return String(value)
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean);
     return String(value);
   }
 
@@ -235,14 +246,22 @@ export class PolicyWorld {
         switch (k) {
           case 'Ref': {
             switch (arg) {
-              case 'AWS::AccountId': return stack.account;
-              case 'AWS::Region': return stack.region;
-              case 'AWS::Partition': return PARTITION;
-              case 'AWS::URLSuffix': return 'amazonaws.com';
-              case 'AWS::StackName': return stack.stackName;
-              case 'AWS::StackId': return `arn:${PARTITION}:cloudformation:${stack.region}:${stack.account}:stack/${stack.stackName}/${fakeUuid(`${stack.account}/${stack.region}/${stack.stackName}`)}`;
-              case 'AWS::NotificationARNs': return [];
-              case 'AWS::NoValue': return NO_VALUE;
+              case 'AWS::AccountId':
+                return stack.account;
+              case 'AWS::Region':
+                return stack.region;
+              case 'AWS::Partition':
+                return PARTITION;
+              case 'AWS::URLSuffix':
+                return 'amazonaws.com';
+              case 'AWS::StackName':
+                return stack.stackName;
+              case 'AWS::StackId':
+                return `arn:${PARTITION}:cloudformation:${stack.region}:${stack.account}:stack/${stack.stackName}/${fakeUuid(`${stack.account}/${stack.region}/${stack.stackName}`)}`;
+              case 'AWS::NotificationARNs':
+                return [];
+              case 'AWS::NoValue':
+                return NO_VALUE;
               default:
                 if (stack.template.Resources?.[arg]) return this.resource(stack, arg).ref;
                 return this.parameter(stack, arg);
@@ -255,15 +274,24 @@ export class PolicyWorld {
             if (['QueueName', 'TopicName', 'Name', 'RoleId'].includes(attribute)) return r.name;
             return `${r.ref}.${attribute}`;
           }
-          case 'Fn::Join': return go(arg[1]).map(String).join(arg[0]);
-          case 'Fn::Select': return go(arg[1])[Number(go(arg[0]))];
-          case 'Fn::Split': return String(go(arg[1])).split(arg[0]);
-          case 'Fn::If': return go(this.condition(stack, arg[0]) ? arg[1] : arg[2]);
-          case 'Fn::Equals': return JSON.stringify(go(arg[0])) === JSON.stringify(go(arg[1]));
-          case 'Fn::Not': return !go(arg[0]);
-          case 'Fn::And': return arg.every((c: Json) => go(c));
-          case 'Fn::Or': return arg.some((c: Json) => go(c));
-          case 'Condition': return this.condition(stack, arg);
+          case 'Fn::Join':
+            return go(arg[1]).map(String).join(arg[0]);
+          case 'Fn::Select':
+            return go(arg[1])[Number(go(arg[0]))];
+          case 'Fn::Split':
+            return String(go(arg[1])).split(arg[0]);
+          case 'Fn::If':
+            return go(this.condition(stack, arg[0]) ? arg[1] : arg[2]);
+          case 'Fn::Equals':
+            return JSON.stringify(go(arg[0])) === JSON.stringify(go(arg[1]));
+          case 'Fn::Not':
+            return !go(arg[0]);
+          case 'Fn::And':
+            return arg.every((c: Json) => go(c));
+          case 'Fn::Or':
+            return arg.some((c: Json) => go(c));
+          case 'Condition':
+            return this.condition(stack, arg);
           case 'Fn::ImportValue': {
             const found = this.exportsByName.get(String(go(arg)));
             if (!found) throw new Error(`${stack.stackName}: no export ${go(arg)}`);
@@ -316,7 +344,12 @@ export class PolicyWorld {
     const r = this.byArn.get(arn);
     if (!r || r.type !== 'AWS::IAM::Role') {
       const account = arn.split(':')[4];
-      throw new Error(`no role ${arn} in the synthesized templates (roles in ${account}: ${this.roles().filter((x) => x.account === account).map((x) => x.name).join(', ')})`);
+      throw new Error(
+        `no role ${arn} in the synthesized templates (roles in ${account}: ${this.roles()
+          .filter((x) => x.account === account)
+          .map((x) => x.name)
+          .join(', ')})`,
+      );
     }
     return this.roleView(r);
   }
@@ -342,7 +375,10 @@ export class PolicyWorld {
 
   private roleView(role: Resolved): RoleView {
     const props = this.props(role);
-    const policies: { name: string; policy: PolicyDocument }[] = (props.Policies ?? []).map((p: Json) => ({ name: `${role.name}/${p.PolicyName}`, policy: p.PolicyDocument }));
+    const policies: { name: string; policy: PolicyDocument }[] = (props.Policies ?? []).map((p: Json) => ({
+      name: `${role.name}/${p.PolicyName}`,
+      policy: p.PolicyDocument,
+    }));
     const awsManaged: string[] = [];
     for (const arn of props.ManagedPolicyArns ?? []) {
       const managed = this.byArn.get(String(arn));
@@ -353,7 +389,15 @@ export class PolicyWorld {
     for (const r of [...this.all('AWS::IAM::Policy'), ...this.all('AWS::IAM::ManagedPolicy')].filter(attachedTo)) {
       policies.push({ name: `${r.stack.stackName}/${r.logicalId}`, policy: this.props(r).PolicyDocument });
     }
-    return { arn: role.arn, name: role.name, account: role.stack.account, stack: role.stack.stackName, logicalId: role.logicalId, identityPolicies: policies, awsManagedPolicies: awsManaged };
+    return {
+      arn: role.arn,
+      name: role.name,
+      account: role.stack.account,
+      stack: role.stack.stackName,
+      logicalId: role.logicalId,
+      identityPolicies: policies,
+      awsManagedPolicies: awsManaged,
+    };
   }
 
   /** The resource policy S3, KMS, SQS, SNS, Secrets Manager or IAM (trust) evaluates for `arn`. */
@@ -367,15 +411,20 @@ export class PolicyWorld {
     if (!target) return undefined;
     const props = this.props(target);
     switch (target.type) {
-      case 'AWS::IAM::Role': return action.startsWith('sts:') ? props.AssumeRolePolicyDocument : undefined;
-      case 'AWS::KMS::Key': return props.KeyPolicy;
-      case 'AWS::SQS::Queue': return this.attachedPolicy('AWS::SQS::QueuePolicy', 'Queues', target.ref);
-      case 'AWS::SNS::Topic': return this.attachedPolicy('AWS::SNS::TopicPolicy', 'Topics', target.ref);
+      case 'AWS::IAM::Role':
+        return action.startsWith('sts:') ? props.AssumeRolePolicyDocument : undefined;
+      case 'AWS::KMS::Key':
+        return props.KeyPolicy;
+      case 'AWS::SQS::Queue':
+        return this.attachedPolicy('AWS::SQS::QueuePolicy', 'Queues', target.ref);
+      case 'AWS::SNS::Topic':
+        return this.attachedPolicy('AWS::SNS::TopicPolicy', 'Topics', target.ref);
       case 'AWS::SecretsManager::Secret': {
         const p = this.all('AWS::SecretsManager::ResourcePolicy').find((x) => this.props(x).SecretId === target.ref);
         return p && this.props(p).ResourcePolicy;
       }
-      default: return undefined;
+      default:
+        return undefined;
     }
   }
 
@@ -411,28 +460,31 @@ export class PolicyWorld {
   ): Promise<Decision> {
     const resourcePolicy = externalResourcePolicy ?? this.resourcePolicy(resource, action);
     const owner = resource === '*' ? principal.account : externalResourcePolicy ? resource.split(':')[4] : this.ownerOf(resource);
-    const response = await runSimulation({
-      identityPolicies: principal.identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
-      serviceControlPolicies: [],
-      resourceControlPolicies: [],
-      ...(resourcePolicy ? { resourcePolicy } : {}),
-      request: {
-        action,
-        principal: principal.arn,
-        resource: { accountId: owner, resource },
-        contextVariables: {
-          'aws:PrincipalArn': principal.arn,
-          'aws:PrincipalAccount': principal.account,
-          'aws:SecureTransport': 'true',
-          // Global keys IAM puts in every request context (IAM User Guide, AWS global condition context keys).
-          'aws:ResourceAccount': owner,
-          ...(this.organization?.accounts.includes(owner) ? { 'aws:ResourceOrgID': this.organization.id } : {}),
-          ...(this.organization?.accounts.includes(principal.account) ? { 'aws:PrincipalOrgID': this.organization.id } : {}),
-          ...(action.startsWith('s3:') ? { 's3:ResourceAccount': this.ownerOf(resource) } : {}),
-          ...context,
+    const response = await runSimulation(
+      {
+        identityPolicies: principal.identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
+        serviceControlPolicies: [],
+        resourceControlPolicies: [],
+        ...(resourcePolicy ? { resourcePolicy } : {}),
+        request: {
+          action,
+          principal: principal.arn,
+          resource: { accountId: owner, resource },
+          contextVariables: {
+            'aws:PrincipalArn': principal.arn,
+            'aws:PrincipalAccount': principal.account,
+            'aws:SecureTransport': 'true',
+            // Global keys IAM puts in every request context (IAM User Guide, AWS global condition context keys).
+            'aws:ResourceAccount': owner,
+            ...(this.organization?.accounts.includes(owner) ? { 'aws:ResourceOrgID': this.organization.id } : {}),
+            ...(this.organization?.accounts.includes(principal.account) ? { 'aws:PrincipalOrgID': this.organization.id } : {}),
+            ...(action.startsWith('s3:') ? { 's3:ResourceAccount': this.ownerOf(resource) } : {}),
+            ...context,
+          },
         },
-      },
-    } as Json, {});
+      } as Json,
+      {},
+    );
     if (response.resultType === 'error') throw new Error(`iam-simulate refused ${action} on ${resource}: ${JSON.stringify(response.errors)}`);
     return response.overallResult as Decision;
   }

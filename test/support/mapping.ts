@@ -3,7 +3,11 @@ import { initialMapping, InitialCell, MappingDocument } from '../../lib/domain/m
 export const NOW = { now: '2026-11-29T16:00:00.000Z' };
 
 export function cells(n: number, options: { canary?: boolean } = {}): InitialCell[] {
-  const list: InitialCell[] = Array.from({ length: n }, (_, i) => ({ id: `cell-${i + 1}`, endpoint: `http://127.0.0.1:${9001 + i}`, state: 'active' as const }));
+  const list: InitialCell[] = Array.from({ length: n }, (_, i) => ({
+    id: `cell-${i + 1}`,
+    endpoint: `http://127.0.0.1:${9001 + i}`,
+    state: 'active' as const,
+  }));
   return options.canary ? [{ id: 'canary', endpoint: 'http://127.0.0.1:9000', state: 'active', canary: true }, ...list] : list;
 }
 

@@ -26,8 +26,9 @@ export interface Moto {
 /** The account moto acts in for credentials that are not an assumed role's. */
 export const MOTO_ACCOUNT = '123456789012';
 
-export const MOTO_INSTALL_HINT = 'moto_server not found on PATH: these tests run the AWS paths against moto 5.2 (Python 3): '
-  + "install it with `pip install 'moto[server]==5.2.1'` (or `apt-get install python3-moto` where the distribution has 5.x)";
+export const MOTO_INSTALL_HINT =
+  'moto_server not found on PATH: these tests run the AWS paths against moto 5.2 (Python 3): ' +
+  "install it with `pip install 'moto[server]==5.2.1'` (or `apt-get install python3-moto` where the distribution has 5.x)";
 
 /** Client options every AWS SDK client needs to talk to moto. */
 export function motoClientConfig(moto: Moto, region = 'us-east-1') {
@@ -36,7 +37,10 @@ export function motoClientConfig(moto: Moto, region = 'us-east-1') {
 
 function request(url: string, method: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
+    const req = http.request(url, { method }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
     req.on('error', reject);
     req.end();
   });
@@ -56,14 +60,25 @@ export async function startMoto(options: { readonly command?: string } = {}): Pr
     watchChild(child, { signal: 'TERM', killAfterMs: 5_000 });
     let stderr = '';
     let exited = false;
-    child.stderr!.on('data', (c: Buffer) => { stderr = (stderr + c.toString()).slice(-16000); });
-    const exit = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr = (stderr + c.toString()).slice(-16000);
+    });
+    const exit = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        exited = true;
+        resolve();
+      }),
+    );
     const endpoint = `http://127.0.0.1:${port}`;
     try {
-      await until(`moto_server on port ${port}`, async () => {
-        if (exited) throw new Error('exited');
-        return (await request(`${endpoint}/moto-api/`, 'GET')) === 200;
-      }, 30_000);
+      await until(
+        `moto_server on port ${port}`,
+        async () => {
+          if (exited) throw new Error('exited');
+          return (await request(`${endpoint}/moto-api/`, 'GET')) === 200;
+        },
+        30_000,
+      );
     } catch (error) {
       child.kill('SIGKILL');
       await exit;
@@ -73,7 +88,11 @@ export async function startMoto(options: { readonly command?: string } = {}): Pr
     return {
       endpoint,
       pid: child.pid!,
-      log: () => stderr.split('\n').filter((l) => !/^127\.0\.0\.1 - - /.test(l)).join('\n'),
+      log: () =>
+        stderr
+          .split('\n')
+          .filter((l) => !/^127\.0\.0\.1 - - /.test(l))
+          .join('\n'),
       reset: async () => {
         const status = await request(`${endpoint}/moto-api/reset`, 'POST');
         if (status !== 200) throw new Error(`moto reset answered ${status}`);

@@ -43,8 +43,12 @@ export function proxyV2Header(client = { address: '198.51.100.7', port: 40000 },
   header[12] = 0x21; // version 2, PROXY
   header[13] = 0x11; // TCP over IPv4
   header.writeUInt16BE(12, 14);
-  client.address.split('.').forEach((octet, i) => { header[16 + i] = Number(octet); });
-  destination.split('.').forEach((octet, i) => { header[20 + i] = Number(octet); });
+  client.address.split('.').forEach((octet, i) => {
+    header[16 + i] = Number(octet);
+  });
+  destination.split('.').forEach((octet, i) => {
+    header[20 + i] = Number(octet);
+  });
   header.writeUInt16BE(client.port, 24);
   header.writeUInt16BE(listenerPort, 26);
   return header;
@@ -54,18 +58,30 @@ export function proxyV2Header(client = { address: '198.51.100.7', port: 40000 },
  * One HTTP GET as the NLB's health checker sends it: a new connection, the PROXY v2 header first when
  * `proxy` (as it is once the target group has proxy protocol on), `Connection: close`.
  */
-export function healthCheckGet(port: number, path: string, o: { proxy: boolean; timeoutMs: number; host?: string }): Promise<{ status: number; body: string }> {
+export function healthCheckGet(
+  port: number,
+  path: string,
+  o: { proxy: boolean; timeoutMs: number; host?: string },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const socket = net.createConnection({ host: o.host ?? '127.0.0.1', port });
     let data = '';
-    const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no answer within ${o.timeoutMs} ms`)); }, o.timeoutMs);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer within ${o.timeoutMs} ms`));
+    }, o.timeoutMs);
     socket.on('connect', () => {
       // The health checker's own address: a private address of the load balancer in the subnet.
       if (o.proxy) socket.write(proxyV2Header({ address: '10.0.0.9', port: 51000 }, port, '10.0.0.1'));
       socket.write(`GET ${path} HTTP/1.1\r\nHost: 10.0.0.1:${port}\r\nUser-Agent: ELB-HealthChecker/2.0\r\nConnection: close\r\n\r\n`);
     });
-    socket.on('data', (d: Buffer) => { data += d.toString('latin1'); });
-    socket.on('error', (error) => { clearTimeout(timer); reject(error); });
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+    });
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
     socket.on('close', () => {
       clearTimeout(timer);
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(data);

@@ -3,8 +3,12 @@ import { startTestPostgres, TestPostgres, testClient, testPool } from './postgre
 
 describe('test clients and pools when a test stops the server', () => {
   let pg: TestPostgres;
-  beforeAll(async () => { pg = await startTestPostgres(); });
-  afterAll(async () => { await pg?.destroy(); });
+  beforeAll(async () => {
+    pg = await startTestPostgres();
+  });
+  afterAll(async () => {
+    await pg?.destroy();
+  });
 
   it("an idle client and a pool's idle connection take the shutdown's 57P01 without failing the run; the client's next query still fails", async () => {
     const { host, port, user, password } = pg.server;

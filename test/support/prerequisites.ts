@@ -25,12 +25,15 @@ export interface Prerequisite {
 }
 
 // `env: process.env` spelled out: under jest, child_process would otherwise see the PATH jest started with.
-const onPath = (command: string): boolean => spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore', env: process.env }).status === 0;
-const allOnPath = (...commands: string[]) => (): string | undefined => {
-  const missing = commands.filter((c) => !onPath(c));
-  if (missing.length === 0) return undefined;
-  return missing.length === commands.length && commands.length === 1 ? 'not found on PATH' : `${missing.join(', ')} not found on PATH`;
-};
+const onPath = (command: string): boolean =>
+  spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { stdio: 'ignore', env: process.env }).status === 0;
+const allOnPath =
+  (...commands: string[]) =>
+  (): string | undefined => {
+    const missing = commands.filter((c) => !onPath(c));
+    if (missing.length === 0) return undefined;
+    return missing.length === commands.length && commands.length === 1 ? 'not found on PATH' : `${missing.join(', ')} not found on PATH`;
+  };
 
 function haproxyCheck(): string | undefined {
   if (!onPath('haproxy')) return 'not found on PATH';
@@ -48,7 +51,9 @@ function haproxyCheck(): string | undefined {
 function chromiumCheck(): string | undefined {
   if (!onPath('chromium')) return 'not found on PATH';
   const run = spawnSync('chromium', ['--version'], { encoding: 'utf8', timeout: 30_000, env: process.env });
-  return run.status === 0 && /\d+\.\d+/.test(run.stdout ?? '') ? undefined : `\`chromium --version\` failed (exit ${run.status}): ${(run.stderr || run.stdout || '').trim().split('\n')[0]}`;
+  return run.status === 0 && /\d+\.\d+/.test(run.stdout ?? '')
+    ? undefined
+    : `\`chromium --version\` failed (exit ${run.status}): ${(run.stderr || run.stdout || '').trim().split('\n')[0]}`;
 }
 
 /** ID and ID_LIKE of /etc/os-release: ['debian'] on Debian, ['ubuntu', 'debian'] on Ubuntu. */
@@ -71,22 +76,36 @@ export function prerequisitesFor(distribution: readonly string[]): Prerequisite[
   const chromiumSnap = distribution.includes('ubuntu');
   return [
     { name: 'haproxy', usedBy: 'the router, CLI and local-fleet tests', check: haproxyCheck, apt: ['haproxy'] },
-    { name: 'openssl', usedBy: 'the router\'s TLS-to-cells test and the PostgreSQL TLS tests', check: allOnPath('openssl'), apt: ['openssl'] },
+    { name: 'openssl', usedBy: "the router's TLS-to-cells test and the PostgreSQL TLS tests", check: allOnPath('openssl'), apt: ['openssl'] },
     {
-      name: 'postgresql', usedBy: 'the workload, local-fleet and move tests (initdb and postgres from /usr/lib/postgresql/<version>/bin)',
-      check: () => (postgresBinDir() ? undefined : 'no initdb and postgres under /usr/lib/postgresql/*/bin (or PG_BIN)'), apt: ['postgresql'],
+      name: 'postgresql',
+      usedBy: 'the workload, local-fleet and move tests (initdb and postgres from /usr/lib/postgresql/<version>/bin)',
+      check: () => (postgresBinDir() ? undefined : 'no initdb and postgres under /usr/lib/postgresql/*/bin (or PG_BIN)'),
+      apt: ['postgresql'],
     },
     {
-      name: 'chromium', usedBy: 'the audit report test (a headless browser looks at the HTML report)', check: chromiumCheck,
+      name: 'chromium',
+      usedBy: 'the audit report test (a headless browser looks at the HTML report)',
+      check: chromiumCheck,
       ...(chromiumSnap
-        ? { manual: 'snap install chromium (Ubuntu has Chromium only as a snap, which needs snapd; in a container, put Google Chrome on PATH as chromium instead)' }
+        ? {
+            manual:
+              'snap install chromium (Ubuntu has Chromium only as a snap, which needs snapd; in a container, put Google Chrome on PATH as chromium instead)',
+          }
         : { apt: ['chromium'] }),
     },
     {
-      name: 'buildah, podman, runc, debootstrap', usedBy: 'the image tests (docs/images.md)',
-      check: allOnPath('buildah', 'podman', 'runc', 'debootstrap'), apt: ['buildah', 'podman', 'runc', 'debootstrap'],
+      name: 'buildah, podman, runc, debootstrap',
+      usedBy: 'the image tests (docs/images.md)',
+      check: allOnPath('buildah', 'podman', 'runc', 'debootstrap'),
+      apt: ['buildah', 'podman', 'runc', 'debootstrap'],
     },
-    { name: 'moto_server', usedBy: 'the AWS-path tests (an AWS emulator written apart from this project)', check: allOnPath('moto_server'), pip: `moto[server]==${MOTO_VERSION}` },
+    {
+      name: 'moto_server',
+      usedBy: 'the AWS-path tests (an AWS emulator written apart from this project)',
+      check: allOnPath('moto_server'),
+      pip: `moto[server]==${MOTO_VERSION}`,
+    },
     { name: 'cfn-lint', usedBy: 'the cfn-lint, audit and scale tests', check: allOnPath('cfn-lint'), pip: `cfn-lint==${CFN_LINT_VERSION}` },
   ];
 }

@@ -29,12 +29,18 @@ const dependencies = new Map();
 let warned = false;
 function internalsAsExpected(runtime) {
   const executor = runtime.executor;
-  const ok = typeof runtime.transformCache?.transform === 'function' && typeof executor?.compile === 'function'
-    && Array.isArray(executor.injectedModuleParameters) && typeof executor.dynamicImport === 'function'
-    && typeof executor.environment?.getVmContext === 'function' && typeof executor.resolution?.isCoreModule === 'function';
+  const ok =
+    typeof runtime.transformCache?.transform === 'function' &&
+    typeof executor?.compile === 'function' &&
+    Array.isArray(executor.injectedModuleParameters) &&
+    typeof executor.dynamicImport === 'function' &&
+    typeof executor.environment?.getVmContext === 'function' &&
+    typeof executor.resolution?.isCoreModule === 'function';
   if (!ok && !warned) {
     warned = true;
-    process.stderr.write("test/support/runtime.js: jest-runtime's internals are not the ones this runtime wraps (jest 30); running without the shared code cache\n");
+    process.stderr.write(
+      "test/support/runtime.js: jest-runtime's internals are not the ones this runtime wraps (jest 30); running without the shared code cache\n",
+    );
   }
   return ok;
 }

@@ -52,7 +52,8 @@ export interface LocalS3Options {
 }
 
 /** S3's error body. */
-const s3Error = (code: string, message: string) => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`;
+const s3Error = (code: string, message: string) =>
+  `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`;
 
 export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Options = {}): Promise<LocalS3> {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 's3rver-'));
@@ -130,14 +131,15 @@ export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Opt
     proxied.on('error', () => res.destroy());
     proxied.end();
   };
-  const head = (url: string) => new Promise<{ status: number; etag?: string }>((resolve, reject) => {
-    const probe = http.request(`${upstream}${url}`, { method: 'HEAD' }, (answer) => {
-      answer.resume();
-      resolve({ status: answer.statusCode!, etag: answer.headers.etag as string | undefined });
+  const head = (url: string) =>
+    new Promise<{ status: number; etag?: string }>((resolve, reject) => {
+      const probe = http.request(`${upstream}${url}`, { method: 'HEAD' }, (answer) => {
+        answer.resume();
+        resolve({ status: answer.statusCode!, etag: answer.headers.etag as string | undefined });
+      });
+      probe.on('error', reject);
+      probe.end();
     });
-    probe.on('error', reject);
-    probe.end();
-  });
   const reject412 = (req: http.IncomingMessage, res: http.ServerResponse) => {
     requests.push({ method: req.method!, path: req.url!, status: 412 });
     res.writeHead(412, { 'content-type': 'application/xml' });
@@ -180,7 +182,10 @@ export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Opt
       const previous = locks.get(key) ?? Promise.resolve();
       let release!: () => void;
       const mine = new Promise<void>((r) => (release = r));
-      locks.set(key, previous.then(() => mine));
+      locks.set(
+        key,
+        previous.then(() => mine),
+      );
       await previous;
       try {
         // An unsigned probe: s3rver serves anonymous reads on loopback.
@@ -212,10 +217,17 @@ export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Opt
     endpoint: `http://127.0.0.1:${port}`,
     bucket,
     requests,
-    fault: (kind) => { fault = kind; },
-    listPermission: (rule) => { mayList = rule; },
+    fault: (kind) => {
+      fault = kind;
+    },
+    listPermission: (rule) => {
+      mayList = rule;
+    },
     stop: async () => {
-      await new Promise<void>((resolve) => { proxy.closeAllConnections(); proxy.close(() => resolve()); });
+      await new Promise<void>((resolve) => {
+        proxy.closeAllConnections();
+        proxy.close(() => resolve());
+      });
       await server.close();
       fs.rmSync(directory, { recursive: true, force: true });
     },
@@ -224,5 +236,11 @@ export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Opt
 
 /** An SDK client for the local server (path-style, its fixed credentials). `maxAttempts` 1: no retries. */
 export function localS3Client(s3: LocalS3, maxAttempts?: number): S3Client {
-  return new S3Client({ endpoint: s3.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, maxAttempts });
+  return new S3Client({
+    endpoint: s3.endpoint,
+    forcePathStyle: true,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    maxAttempts,
+  });
 }

@@ -20,7 +20,10 @@ const OPTIONS = {
   supported: { 'dynamic-import': false },
 };
 /** What a cached result depends on besides the file: esbuild, these options, this file. */
-const SALT = crypto.createHash('sha256').update(`${version}\0${JSON.stringify(OPTIONS)}\0${fs.readFileSync(__filename, 'utf8')}`).digest('hex');
+const SALT = crypto
+  .createHash('sha256')
+  .update(`${version}\0${JSON.stringify(OPTIONS)}\0${fs.readFileSync(__filename, 'utf8')}`)
+  .digest('hex');
 
 module.exports = {
   process(source, filename) {

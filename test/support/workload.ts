@@ -35,12 +35,23 @@ export interface ApiResponse {
  * One request to a workload (or the router) with `tenant` in x-tenant-id (omitted when undefined);
  * status 0 when the connection failed or was cut (a crashed process).
  */
-export async function api(base: string, method: string, path: string, tenant?: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
+export async function api(
+  base: string,
+  method: string,
+  path: string,
+  tenant?: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<ApiResponse> {
   let response: Response;
   try {
     response = await fetch(`${base}${path}`, {
       method,
-      headers: { ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        ...(tenant === undefined ? {} : { 'x-tenant-id': tenant }),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
   } catch (error) {

@@ -7,7 +7,10 @@ import { AccountCredentials } from './bootstrap';
  * trusted by the management account). The caller's own account needs no role: undefined means
  * "use the caller's credentials".
  */
-export async function organizationRoleCredentials(sts: STSClient, roleName: string): Promise<(account: string) => Promise<AccountCredentials | undefined>> {
+export async function organizationRoleCredentials(
+  sts: STSClient,
+  roleName: string,
+): Promise<(account: string) => Promise<AccountCredentials | undefined>> {
   const caller = await sts.send(new GetCallerIdentityCommand({}));
   const partition = caller.Arn?.split(':')[1] ?? 'aws';
   return async (account) => {
@@ -17,7 +20,9 @@ export async function organizationRoleCredentials(sts: STSClient, roleName: stri
     try {
       answer = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: `cellctl-bootstrap-${account}` }));
     } catch (error) {
-      throw new Error(`cannot assume ${roleArn} as ${caller.Arn} (${(error as Error).name}: ${(error as Error).message}); run from the organization's management account, or set organization.roleName to a role in every account that ${caller.Arn} may assume`);
+      throw new Error(
+        `cannot assume ${roleArn} as ${caller.Arn} (${(error as Error).name}: ${(error as Error).message}); run from the organization's management account, or set organization.roleName to a role in every account that ${caller.Arn} may assume`,
+      );
     }
     const c = answer.Credentials;
     if (!c?.AccessKeyId || !c.SecretAccessKey || !c.SessionToken) throw new Error(`AssumeRole ${roleArn} returned no credentials`);

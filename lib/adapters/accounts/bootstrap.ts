@@ -35,7 +35,9 @@ export const ACCOUNT_PLACEHOLDER = '{account}';
 export function executionPolicyFor(policyArn: string, account: string): string {
   const [, partition, owner] = /^arn:([\w-]+):iam::(\d{12}):policy\//.exec(policyArn) ?? [];
   if (owner !== undefined && owner !== account) {
-    throw new Error(`organization.executionPolicyArn ${policyArn} is a policy of account ${owner}; CloudFormation in account ${account} cannot use it. Use an AWS managed policy or arn:${partition}:iam::${ACCOUNT_PLACEHOLDER}:policy/<name>, created in every account`);
+    throw new Error(
+      `organization.executionPolicyArn ${policyArn} is a policy of account ${owner}; CloudFormation in account ${account} cannot use it. Use an AWS managed policy or arn:${partition}:iam::${ACCOUNT_PLACEHOLDER}:policy/<name>, created in every account`,
+    );
   }
   return policyArn.split(ACCOUNT_PLACEHOLDER).join(account);
 }
@@ -52,16 +54,19 @@ export function bootstrapEnvironments(fleet: BootstrapFleet, options: { executio
   if (fleet.pipeline) add(fleet.accounts.tooling, fleet.pipeline.region, 'tooling');
   for (const region of Object.keys(fleet.regions)) add(fleet.accounts.router, region, 'router');
   for (const cell of fleet.cells) add(cell.account, cell.region, `cell ${cell.id}`);
-  if (fleet.cellZero) add(fleet.cellZero.account, fleet.cellZero.region, fleet.cellZero.id === 'zero' ? 'cell zero' : `cell zero ${fleet.cellZero.id}`);
+  if (fleet.cellZero)
+    add(fleet.cellZero.account, fleet.cellZero.region, fleet.cellZero.id === 'zero' ? 'cell zero' : `cell zero ${fleet.cellZero.id}`);
   return [...byEnvironment.values()].map(({ account, region, purposes }) => ({
     account,
     region,
     purposes,
     args: [
-      'bootstrap', `aws://${account}/${region}`,
+      'bootstrap',
+      `aws://${account}/${region}`,
       // The tooling account deploys into itself with its own roles; every other account trusts it.
       ...(account === fleet.accounts.tooling ? [] : ['--trust', fleet.accounts.tooling]),
-      '--cloudformation-execution-policies', executionPolicyFor(options.executionPolicyArn, account),
+      '--cloudformation-execution-policies',
+      executionPolicyFor(options.executionPolicyArn, account),
     ],
   }));
 }
@@ -130,7 +135,9 @@ export async function runBootstrap(environments: readonly BootstrapEnvironment[]
     const result = options.run(argv, bootstrapProcessEnv(options.baseEnv, environment.region, credentials));
     if (result.output) options.progress?.(result.output);
     if (result.status !== 0) {
-      throw new BootstrapError(`bootstrap of ${where} failed with ${result.status === null ? result.error ?? 'no exit code' : `exit ${result.status}`}; fix it and run again (bootstrapped environments are left as they are)`);
+      throw new BootstrapError(
+        `bootstrap of ${where} failed with ${result.status === null ? (result.error ?? 'no exit code') : `exit ${result.status}`}; fix it and run again (bootstrapped environments are left as they are)`,
+      );
     }
   }
 }

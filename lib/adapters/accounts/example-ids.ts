@@ -16,7 +16,10 @@ export function isExampleAccountId(id: string): boolean {
  * The example accounts among `environments`: how many, and a short list saying what the fleet uses
  * each for (cell accounts summarized when there are more than two: `8 cell accounts (333333333330 … 333333333337)`).
  */
-export function exampleAccounts(environments: readonly { readonly account: string; readonly purposes: readonly string[] }[]): { count: number; summary: string } {
+export function exampleAccounts(environments: readonly { readonly account: string; readonly purposes: readonly string[] }[]): {
+  count: number;
+  summary: string;
+} {
   const purposes = new Map<string, Set<string>>();
   for (const e of environments) {
     if (!isExampleAccountId(e.account)) continue;
@@ -26,7 +29,9 @@ export function exampleAccounts(environments: readonly { readonly account: strin
   }
   const onlyCell = (set: Set<string>) => [...set].every((p) => p.startsWith('cell '));
   const cells = [...purposes].filter(([, set]) => onlyCell(set)).map(([account]) => account);
-  const named = [...purposes].filter(([account]) => cells.length <= 2 || !cells.includes(account)).map(([account, set]) => `${account} (${[...set].join(', ')})`);
+  const named = [...purposes]
+    .filter(([account]) => cells.length <= 2 || !cells.includes(account))
+    .map(([account, set]) => `${account} (${[...set].join(', ')})`);
   if (cells.length > 2) named.push(`${cells.length} cell accounts (${cells[0]} … ${cells[cells.length - 1]})`);
   return { count: purposes.size, summary: named.join(', ') };
 }

@@ -3,7 +3,10 @@ const RETRYABLE = new Set(['TooManyRequestsException', 'ConcurrentModificationEx
 
 /** The caller lacks an Organizations permission; the message names the action. */
 export class MissingPermissionError extends Error {
-  constructor(public readonly action: string, detail: string) {
+  constructor(
+    public readonly action: string,
+    detail: string,
+  ) {
     super(`missing permission organizations:${action} (${detail}); grant it to the role running cellctl in the management account`);
     this.name = 'MissingPermissionError';
   }

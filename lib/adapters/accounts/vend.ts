@@ -1,6 +1,11 @@
 import {
-  CreateAccountCommand, CreateAccountState, DescribeCreateAccountStatusCommand, ListAccountsCommand, ListParentsCommand,
-  MoveAccountCommand, OrganizationsClient,
+  CreateAccountCommand,
+  CreateAccountState,
+  DescribeCreateAccountStatusCommand,
+  ListAccountsCommand,
+  ListParentsCommand,
+  MoveAccountCommand,
+  OrganizationsClient,
 } from '@aws-sdk/client-organizations';
 import { AccountsFile, CellAccountRecord } from '../../domain/fleet';
 import { isCredentialsError, NoCredentialsError } from '../aws';
@@ -29,7 +34,8 @@ export interface VendOptions {
   readonly file: { read(): AccountsFile; write(file: AccountsFile): void };
 }
 
-export type VendAction = 'existing' | 'adopted' | 'created' | 'resumed' | 'moved' | 'would-adopt' | 'would-create' | 'would-resume' | 'would-move' | 'failed';
+export type VendAction =
+  'existing' | 'adopted' | 'created' | 'resumed' | 'moved' | 'would-adopt' | 'would-create' | 'would-resume' | 'would-move' | 'failed';
 
 export interface VendResult {
   readonly cell: string;
@@ -49,7 +55,10 @@ const FAILURE_HINTS: Record<string, string> = {
 class Vendor {
   private byEmail?: Map<string, string>;
 
-  constructor(private readonly org: OrganizationsClient, private readonly options: VendOptions) {}
+  constructor(
+    private readonly org: OrganizationsClient,
+    private readonly options: VendOptions,
+  ) {}
 
   private retry<T>(action: string, run: () => Promise<T>): Promise<T> {
     return withRetry(action, run, { sleep: this.options.sleep, progress: this.options.progress });
@@ -77,13 +86,17 @@ class Vendor {
   }
 
   /** Polls a CreateAccount request until it ends; undefined when still running after maxPollMs. */
-  private async waitFor(cell: string, requestId: string): Promise<{ state: CreateAccountState | string; accountId?: string; reason?: string } | undefined> {
+  private async waitFor(
+    cell: string,
+    requestId: string,
+  ): Promise<{ state: CreateAccountState | string; accountId?: string; reason?: string } | undefined> {
     let delay = this.options.pollDelayMs ?? 5000;
     let waited = 0;
     const limit = this.options.maxPollMs ?? 30 * 60_000;
     for (;;) {
       const { CreateAccountStatus: status } = await this.retry('DescribeCreateAccountStatus', () =>
-        this.org.send(new DescribeCreateAccountStatusCommand({ CreateAccountRequestId: requestId })));
+        this.org.send(new DescribeCreateAccountStatusCommand({ CreateAccountRequestId: requestId })),
+      );
       const state = status?.State ?? 'IN_PROGRESS';
       if (state === CreateAccountState.SUCCEEDED) return { state, accountId: status!.AccountId };
       if (state === CreateAccountState.FAILED) return { state, reason: status!.FailureReason };
@@ -104,9 +117,15 @@ class Vendor {
       this.record(cell, { organizationalUnit: parent, status: 'ACTIVE' });
       return false;
     }
-    await this.retry('MoveAccount', () => this.org.send(new MoveAccountCommand({
-      AccountId: accountId, SourceParentId: parent, DestinationParentId: this.options.organizationalUnitId,
-    })));
+    await this.retry('MoveAccount', () =>
+      this.org.send(
+        new MoveAccountCommand({
+          AccountId: accountId,
+          SourceParentId: parent,
+          DestinationParentId: this.options.organizationalUnitId,
+        }),
+      ),
+    );
     this.record(cell, { organizationalUnit: this.options.organizationalUnitId, status: 'ACTIVE' });
     this.options.progress?.(`${cell}: moved ${accountId} from ${parent} to ${this.options.organizationalUnitId}`);
     return true;
@@ -115,7 +134,11 @@ class Vendor {
   private async finish(target: VendTarget, requestId: string, resumed: boolean): Promise<VendResult> {
     const outcome = await this.waitFor(target.cell, requestId);
     if (!outcome) {
-      return { cell: target.cell, action: 'failed', reason: `request ${requestId} is still in progress; run \`cellctl accounts ensure\` again to resume` };
+      return {
+        cell: target.cell,
+        action: 'failed',
+        reason: `request ${requestId} is still in progress; run \`cellctl accounts ensure\` again to resume`,
+      };
     }
     if (outcome.state === CreateAccountState.FAILED) {
       const reason = `${outcome.reason ?? 'UNKNOWN'}${FAILURE_HINTS[outcome.reason ?? ''] ? `: ${FAILURE_HINTS[outcome.reason!]}` : ''}`;
@@ -153,13 +176,20 @@ class Vendor {
       return { cell, action: 'adopted', accountId: adopted };
     }
     if (this.options.dryRun) return { cell, action: 'would-create', reason: `${target.accountName} <${target.email}>` };
-    const { CreateAccountStatus: status } = await this.retry('CreateAccount', () => this.org.send(new CreateAccountCommand({
-      AccountName: target.accountName,
-      Email: target.email,
-      RoleName: this.options.roleName,
-      IamUserAccessToBilling: 'DENY',
-      Tags: [{ Key: 'cell', Value: cell }, { Key: 'app', Value: this.options.app }],
-    })));
+    const { CreateAccountStatus: status } = await this.retry('CreateAccount', () =>
+      this.org.send(
+        new CreateAccountCommand({
+          AccountName: target.accountName,
+          Email: target.email,
+          RoleName: this.options.roleName,
+          IamUserAccessToBilling: 'DENY',
+          Tags: [
+            { Key: 'cell', Value: cell },
+            { Key: 'app', Value: this.options.app },
+          ],
+        }),
+      ),
+    );
     const requestId = status!.Id!;
     // Recorded before polling: a crash from here on resumes from this id instead of creating twice.
     this.record(cell, { createAccountRequestId: requestId, email: target.email, status: 'CREATING', failureReason: undefined });
@@ -188,7 +218,9 @@ export async function ensureAccounts(org: OrganizationsClient, targets: readonly
     }
     // Where the run is (account creation takes minutes per cell), and what this cell came to.
     const done = results[results.length - 1];
-    options.progress?.(`[${i + 1}/${targets.length}] ${done.cell}: ${done.action}${done.accountId ? ` ${done.accountId}` : ''}${done.reason ? ` (${done.reason})` : ''}`);
+    options.progress?.(
+      `[${i + 1}/${targets.length}] ${done.cell}: ${done.action}${done.accountId ? ` ${done.accountId}` : ''}${done.reason ? ` (${done.reason})` : ''}`,
+    );
   }
   return results;
 }

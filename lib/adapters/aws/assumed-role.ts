@@ -16,7 +16,13 @@ const EARLY_REFRESH_MS = 5 * 60_000;
  * refreshed before they expire (role chaining caps them at an hour). The SDK clients given it call
  * it when they sign; a failure says which role could not be assumed and why, in one line.
  */
-export function assumedRole(roleArn: string, sessionName: string, base: AwsCredentialIdentityProvider | undefined, region: string, errorOf: ErrorOf = plain): AwsCredentialIdentityProvider {
+export function assumedRole(
+  roleArn: string,
+  sessionName: string,
+  base: AwsCredentialIdentityProvider | undefined,
+  region: string,
+  errorOf: ErrorOf = plain,
+): AwsCredentialIdentityProvider {
   let cached: AwsCredentialIdentity | undefined;
   return async () => {
     if (cached?.expiration && cached.expiration.getTime() - Date.now() > EARLY_REFRESH_MS) return cached;
@@ -40,7 +46,13 @@ export function assumedRole(roleArn: string, sessionName: string, base: AwsCrede
 }
 
 /** The value of SSM parameter `name` in `region`; `missing` says what to do when it does not exist. */
-export async function ssmParameter(name: string, region: string, credentials: AwsCredentialIdentityProvider | undefined, missing: string, errorOf: ErrorOf = plain): Promise<string> {
+export async function ssmParameter(
+  name: string,
+  region: string,
+  credentials: AwsCredentialIdentityProvider | undefined,
+  missing: string,
+  errorOf: ErrorOf = plain,
+): Promise<string> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
   const { GetParameterCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
   const ssm = new SSMClient({ region, ...(credentials ? { credentials } : {}) });

@@ -6,10 +6,18 @@
  */
 
 const NAMES = new Set([
-  'CredentialsProviderError', 'ExpiredToken', 'ExpiredTokenException', 'InvalidClientTokenId', 'UnrecognizedClientException',
-  'TokenProviderError', 'InvalidSignatureException', 'SignatureDoesNotMatch', 'InvalidAccessKeyId',
+  'CredentialsProviderError',
+  'ExpiredToken',
+  'ExpiredTokenException',
+  'InvalidClientTokenId',
+  'UnrecognizedClientException',
+  'TokenProviderError',
+  'InvalidSignatureException',
+  'SignatureDoesNotMatch',
+  'InvalidAccessKeyId',
 ]);
-const MESSAGES = /could not load credentials|unable to locate credentials|sso session .*(expired|invalid)|token .*(expired|invalid)|security token included in the request is (invalid|expired)/i;
+const MESSAGES =
+  /could not load credentials|unable to locate credentials|sso session .*(expired|invalid)|token .*(expired|invalid)|security token included in the request is (invalid|expired)/i;
 
 export function isCredentialsError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;

@@ -55,8 +55,12 @@ export function serializeMapping(doc: MappingDocument): string {
  * than a group's current one in any store, or a concurrent write by someone else, stops the publish
  * with an error; every store is checked before anything is written.
  */
-export async function publishMapping(stores: MappingStore | readonly MappingStore[], doc: MappingDocument, options: PublishOptions): Promise<PublishResult> {
-  const all = Array.isArray(stores) ? stores as readonly MappingStore[] : [stores as MappingStore];
+export async function publishMapping(
+  stores: MappingStore | readonly MappingStore[],
+  doc: MappingDocument,
+  options: PublishOptions,
+): Promise<PublishResult> {
+  const all = Array.isArray(stores) ? (stores as readonly MappingStore[]) : [stores as MappingStore];
   if (all.length === 0) throw new PublishRefusedError('no mapping bucket to publish to');
   const text = serializeMapping(doc);
   const problems = validateMapping(doc, { bucketCount: options.bucketCount });
@@ -76,11 +80,15 @@ export async function publishMapping(stores: MappingStore | readonly MappingStor
     for (const group of targets) {
       const stored = await store.readGroup(group);
       if (stored && stored.document.version > doc.version) {
-        throw new PublishRefusedError(`group \`${group}\`${where(store)} is at version ${stored.document.version}; version ${doc.version} is older. Make the change on top of the current document`);
+        throw new PublishRefusedError(
+          `group \`${group}\`${where(store)} is at version ${stored.document.version}; version ${doc.version} is older. Make the change on top of the current document`,
+        );
       }
       const needed = new Set([...Object.keys(doc.cells), ...Object.keys(stored?.document.cells ?? {})]).size;
       if (options.routerSlots !== undefined && needed > options.routerSlots) {
-        throw new PublishRefusedError(`group \`${group}\`${where(store)}: going to version ${doc.version} needs ${needed} backend slots at once (the cells of the current and the new document; a removed cell keeps its slot until routes have moved away), and routers have ${options.routerSlots} (router.slots). Remove cells in one version and add them in the next, or raise router.slots and deploy the routers first`);
+        throw new PublishRefusedError(
+          `group \`${group}\`${where(store)}: going to version ${doc.version} needs ${needed} backend slots at once (the cells of the current and the new document; a removed cell keeps its slot until routes have moved away), and routers have ${options.routerSlots} (router.slots). Remove cells in one version and add them in the next, or raise router.slots and deploy the routers first`,
+        );
       }
       pointers.set(group, stored);
     }
@@ -89,10 +97,14 @@ export async function publishMapping(stores: MappingStore | readonly MappingStor
     const existing = await store.readVersion(doc.version);
     if (existing) {
       if (existing.text !== text) {
-        throw new PublishRefusedError(`version ${doc.version} is already published${where(store)} with different content; publish version ${newest + 1} instead`);
+        throw new PublishRefusedError(
+          `version ${doc.version} is already published${where(store)} with different content; publish version ${newest + 1} instead`,
+        );
       }
     } else if (doc.version <= newest) {
-      throw new PublishRefusedError(`version ${doc.version} is not greater than the newest published version ${newest}${where(store)}; publish version ${newest + 1} instead`);
+      throw new PublishRefusedError(
+        `version ${doc.version} is not greater than the newest published version ${newest}${where(store)}; publish version ${newest + 1} instead`,
+      );
     }
     versionPresent.set(store, existing !== undefined);
   }
@@ -138,13 +150,17 @@ export async function publishMapping(stores: MappingStore | readonly MappingStor
  * Puts the previous mapping back on every group. Routers never accept an older version, so the
  * previous document's content is published as a new version (newest + 1).
  */
-export async function rollbackMapping(stores: MappingStore | readonly MappingStore[], options: PublishOptions & { now: string }): Promise<PublishResult & { restoredFrom: number }> {
-  const store = Array.isArray(stores) ? (stores as readonly MappingStore[])[0] : stores as MappingStore;
+export async function rollbackMapping(
+  stores: MappingStore | readonly MappingStore[],
+  options: PublishOptions & { now: string },
+): Promise<PublishResult & { restoredFrom: number }> {
+  const store = Array.isArray(stores) ? (stores as readonly MappingStore[])[0] : (stores as MappingStore);
   const first = await store.readGroup(options.groups[0]);
   if (!first) throw new PublishRefusedError(`group \`${options.groups[0]}\` has no mapping yet; nothing to roll back`);
   const versions = await store.versions();
   const previous = versions.filter((v) => v < first.document.version).pop();
-  if (previous === undefined) throw new PublishRefusedError(`version ${first.document.version} is the first published version; nothing to roll back to`);
+  if (previous === undefined)
+    throw new PublishRefusedError(`version ${first.document.version} is the first published version; nothing to roll back to`);
   const source = await store.readVersion(previous);
   if (!source) throw new PublishRefusedError(`mappings/v${previous}.json disappeared while reading it; retry`);
   const version = Math.max(...versions) + 1;

@@ -1,6 +1,4 @@
-import {
-  GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException,
-} from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { MappingDocument, parseMapping } from '../../domain/mapping';
 
 /** Where the documents live in the mapping bucket. */
@@ -41,7 +39,8 @@ export class StoreError extends Error {
 }
 
 /** The HTTP status an AWS SDK v3 error carries (`$metadata.httpStatusCode`), if any. */
-export const statusOf = (error: unknown): number | undefined => (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
+export const statusOf = (error: unknown): number | undefined =>
+  (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
 
 /**
  * Whether a conditional PUT failed because the object is not the one the condition named: 412
@@ -61,13 +60,20 @@ export function conditionFailed(error: unknown, replacing: boolean): boolean {
  * publishing at once cannot silently overwrite each other.
  */
 export class MappingStore {
-  constructor(private readonly s3: S3Client, public readonly bucket: string) {}
+  constructor(
+    private readonly s3: S3Client,
+    public readonly bucket: string,
+  ) {}
 
   private fail(operation: string, key: string, error: unknown): never {
     const status = statusOf(error);
     const name = error instanceof S3ServiceException ? error.name : (error as Error).name;
-    const hint = status === 403 ? ` (access denied: the publisher role (${PUBLISHER_ACTIONS.join(', ')} on mappings/* and groups/*) is what publish, rollback and history run as)`
-      : name === 'NoSuchBucket' ? ' (no such bucket: check --bucket or router.mappingBucket)' : '';
+    const hint =
+      status === 403
+        ? ` (access denied: the publisher role (${PUBLISHER_ACTIONS.join(', ')} on mappings/* and groups/*) is what publish, rollback and history run as)`
+        : name === 'NoSuchBucket'
+          ? ' (no such bucket: check --bucket or router.mappingBucket)'
+          : '';
     throw new StoreError(`${operation} s3://${this.bucket}/${key} failed: ${name}${status ? ` ${status}` : ''}${hint}: ${(error as Error).message}`);
   }
 
@@ -106,7 +112,9 @@ export class MappingStore {
     }
     const parsed = parseMapping(text);
     if (!parsed.ok) {
-      throw new StoreError(`s3://${this.bucket}/${key} is not a valid mapping (${parsed.problems[0].path}: ${parsed.problems[0].message}); fix the bucket before publishing`);
+      throw new StoreError(
+        `s3://${this.bucket}/${key} is not a valid mapping (${parsed.problems[0].path}: ${parsed.problems[0].message}); fix the bucket before publishing`,
+      );
     }
     return { document: parsed.document, etag, text };
   }
@@ -125,13 +133,15 @@ export class MappingStore {
    */
   public async put(key: string, text: string, expected?: string): Promise<void> {
     try {
-      await this.s3.send(new PutObjectCommand({
-        Bucket: this.bucket,
-        Key: key,
-        Body: text,
-        ContentType: 'application/json',
-        ...(expected === undefined ? { IfNoneMatch: '*' } : { IfMatch: expected }),
-      }));
+      await this.s3.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: text,
+          ContentType: 'application/json',
+          ...(expected === undefined ? { IfNoneMatch: '*' } : { IfMatch: expected }),
+        }),
+      );
     } catch (error) {
       if (conditionFailed(error, expected !== undefined)) throw new ConcurrentWriteError(key);
       this.fail('writing', key, error);

@@ -15,12 +15,14 @@ interface GuardRule {
 /** The Control Tower proactive-control rules bundled with @cdklabs/cdk-validator-cfnguard. */
 function bundledRules(): GuardRule[] {
   const root = path.join(path.dirname(require.resolve('@cdklabs/cdk-validator-cfnguard/package.json')), 'rules', 'control-tower', 'cfn-guard');
-  const walk = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
-  return walk(root).filter((f) => f.endsWith('.guard')).map((file) => ({
-    file,
-    types: [...new Set(fs.readFileSync(file, 'utf8').match(/AWS::[A-Za-z0-9]+::[A-Za-z0-9]+/g) ?? [])],
-  }));
+  const walk = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  return walk(root)
+    .filter((f) => f.endsWith('.guard'))
+    .map((file) => ({
+      file,
+      types: [...new Set(fs.readFileSync(file, 'utf8').match(/AWS::[A-Za-z0-9]+::[A-Za-z0-9]+/g) ?? [])],
+    }));
 }
 
 /** `CT.S3.PR.1` from a cfn-guard description `[CT.S3.PR.1]: Require ...`. */
@@ -63,8 +65,9 @@ export class ControlTowerChecks implements IPolicyValidationPlugin {
     const types = new Set(Object.values(template.Resources ?? {}).map((r) => r.Type));
     const rules = this.rules.filter((r) => r.types.some((t) => types.has(t))).map((r) => r.file);
     if (rules.length === 0) return [];
-    const report = new CfnGuardValidator({ controlTowerRulesEnabled: false, rules, maxBuffer: 256 * 1024 * 1024 })
-      .validate({ templatePaths: [templatePath] } as unknown as Parameters<CfnGuardValidator['validate']>[0]);
+    const report = new CfnGuardValidator({ controlTowerRulesEnabled: false, rules, maxBuffer: 256 * 1024 * 1024 }).validate({
+      templatePaths: [templatePath],
+    } as unknown as Parameters<CfnGuardValidator['validate']>[0]);
     return report.violations.map((v) => ({
       ruleName: controlId(v.description) ?? v.ruleName,
       description: v.description.replace(/^\s*\[CT\.[A-Z0-9]+\.PR\.\d+\]:\s*/, ''),

@@ -75,7 +75,11 @@ export function nagFindings(pack: NagPack, root: IConstruct): Finding[] {
     const hit = isAcknowledged(node, ruleId);
     if (hit) {
       findings.push({
-        pack: pack.readPackName, stack: stackLabel(Stack.of(node)), rule: ruleId, resource: node.node.path, description: info,
+        pack: pack.readPackName,
+        stack: stackLabel(Stack.of(node)),
+        rule: ruleId,
+        resource: node.node.path,
+        description: info,
         acknowledgement: acknowledgementOf(node, [ruleId]),
       });
     }
@@ -86,7 +90,11 @@ export function nagFindings(pack: NagPack, root: IConstruct): Finding[] {
     for (const resource of violation.violatingResources) {
       const node = byPath.get(resource.constructPath ?? '');
       findings.push({
-        pack: pack.readPackName, stack: node ? stackLabel(Stack.of(node)) : '?', rule: violation.ruleName, resource: resource.constructPath ?? '?', description: violation.description,
+        pack: pack.readPackName,
+        stack: node ? stackLabel(Stack.of(node)) : '?',
+        rule: violation.ruleName,
+        resource: resource.constructPath ?? '?',
+        description: violation.description,
       });
     }
   }
@@ -103,14 +111,19 @@ export function controlTowerFindings(root: IConstruct, checks = new ControlTower
   for (const stack of allStacks(root)) {
     const stage = Stage.of(stack);
     if (!stage?.outdir) throw new Error(`controlTowerFindings: ${stack.node.path} has no synthesized template; call app.synth() first`);
-    const byLogicalId = new Map<string, IConstruct>(stack.node.findAll()
-      .filter((c): c is CfnElement => CfnElement.isCfnElement(c) && Stack.of(c) === stack)
-      .map((c) => [stack.resolve(c.logicalId) as string, c]));
+    const byLogicalId = new Map<string, IConstruct>(
+      stack.node
+        .findAll()
+        .filter((c): c is CfnElement => CfnElement.isCfnElement(c) && Stack.of(c) === stack)
+        .map((c) => [stack.resolve(c.logicalId) as string, c]),
+    );
     for (const violation of checks.checkTemplate(path.join(stage.outdir, stack.templateFile))) {
       for (const resource of violation.violatingResources) {
         const node = byLogicalId.get(resource.resourceLogicalId ?? '');
         findings.push({
-          pack: CONTROL_TOWER, stack: stackLabel(stack), rule: violation.ruleName,
+          pack: CONTROL_TOWER,
+          stack: stackLabel(stack),
+          rule: violation.ruleName,
           resource: node?.node.path ?? `${stack.node.path}/${resource.resourceLogicalId}`,
           description: violation.description,
           acknowledgement: node ? acknowledgementOf(node, [`${CONTROL_TOWER}::${violation.ruleName}`]) : undefined,

@@ -39,7 +39,13 @@ export interface AuditReport {
   /** Per pack and rule, across the fleet. */
   readonly rules: readonly RuleCounts[];
   /** Per stack, pack and rule. */
-  readonly byStack: readonly { readonly stack: string; readonly pack: string; readonly rule: string; readonly open: number; readonly acknowledged: number }[];
+  readonly byStack: readonly {
+    readonly stack: string;
+    readonly pack: string;
+    readonly rule: string;
+    readonly open: number;
+    readonly acknowledged: number;
+  }[];
   readonly findings: readonly Finding[];
 }
 
@@ -58,13 +64,27 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
 }
 
 /** Counts findings per pack, per rule and per stack. Pure. */
-export function buildReport(input: { app: string; generatedAt: Date; stacks: readonly string[]; policies: readonly PackPolicy[]; findings: readonly Finding[] }): AuditReport {
+export function buildReport(input: {
+  app: string;
+  generatedAt: Date;
+  stacks: readonly string[];
+  policies: readonly PackPolicy[];
+  findings: readonly Finding[];
+}): AuditReport {
   const { findings } = input;
-  const rules = [...groupBy(findings, (f) => `${f.pack}\0${baseRule(f.rule)}`).values()].map((fs) => ({
-    pack: fs[0].pack, rule: baseRule(fs[0].rule), description: fs[0].description, ...count(fs),
-  })).sort((a, b) => a.pack.localeCompare(b.pack) || a.rule.localeCompare(b.rule, undefined, { numeric: true }));
+  const rules = [...groupBy(findings, (f) => `${f.pack}\0${baseRule(f.rule)}`).values()]
+    .map((fs) => ({
+      pack: fs[0].pack,
+      rule: baseRule(fs[0].rule),
+      description: fs[0].description,
+      ...count(fs),
+    }))
+    .sort((a, b) => a.pack.localeCompare(b.pack) || a.rule.localeCompare(b.rule, undefined, { numeric: true }));
   const byStack = [...groupBy(findings, (f) => `${f.stack}\0${f.pack}\0${baseRule(f.rule)}`).values()].map((fs) => ({
-    stack: fs[0].stack, pack: fs[0].pack, rule: baseRule(fs[0].rule), ...count(fs),
+    stack: fs[0].stack,
+    pack: fs[0].pack,
+    rule: baseRule(fs[0].rule),
+    ...count(fs),
   }));
   return {
     app: input.app,
@@ -85,8 +105,13 @@ export function failingPacks(report: AuditReport): string[] {
 /** Fixed-width tables: totals per pack, then open / acknowledged per rule. */
 export function formatText(report: AuditReport): string {
   const width = Math.max(24, ...report.rules.map((r) => r.rule.length));
-  const row = (name: string, c: Counts, extra = '') => `${name.padEnd(width)}  ${String(c.open).padStart(5)}  ${String(c.acknowledged).padStart(12)}${extra}`;
-  const lines = [`Audited ${report.stacks.length} stack(s) of ${report.app}.`, '', `${'pack'.padEnd(width)}  ${'open'.padStart(5)}  ${'acknowledged'.padStart(12)}  enforced by`];
+  const row = (name: string, c: Counts, extra = '') =>
+    `${name.padEnd(width)}  ${String(c.open).padStart(5)}  ${String(c.acknowledged).padStart(12)}${extra}`;
+  const lines = [
+    `Audited ${report.stacks.length} stack(s) of ${report.app}.`,
+    '',
+    `${'pack'.padEnd(width)}  ${'open'.padStart(5)}  ${'acknowledged'.padStart(12)}  enforced by`,
+  ];
   for (const p of report.packs) lines.push(row(p.pack, p, `  ${p.enforcement}`));
   for (const p of report.packs) {
     const own = report.rules.filter((r) => r.pack === p.pack);
@@ -127,46 +152,74 @@ export function renderHtml(report: AuditReport): string {
   const advisory = new Set(report.packs.filter((p) => p.enforcement === 'advisory').map((p) => p.pack));
   // Red only where an open finding fails the audit; an advisory pack's open findings are amber.
   const cls = (c: Counts & { pack: string }) => (c.open === 0 ? 'clean' : advisory.has(c.pack) ? 'advisory' : 'open');
-  const policyRows = report.packs.map((p) => `<tr class="${cls(p)}"><td>${e(p.pack)}</td><td class="n">${p.open}</td><td class="n">${p.acknowledged}</td><td>${e(p.enforcement)}</td><td>${prose(p.why)}</td></tr>`).join('\n');
+  const policyRows = report.packs
+    .map(
+      (p) =>
+        `<tr class="${cls(p)}"><td>${e(p.pack)}</td><td class="n">${p.open}</td><td class="n">${p.acknowledged}</td><td>${e(p.enforcement)}</td><td>${prose(p.why)}</td></tr>`,
+    )
+    .join('\n');
   const gating = report.packs.filter((p) => p.enforcement !== 'advisory');
   const verdict = gating.every((p) => p.open === 0)
     ? `<p class="verdict pass">PASS: no open finding in ${gating.map((p) => e(p.pack)).join(', ')}; every other finding of those packs is acknowledged below with its reason.</p>`
-    : `<p class="verdict fail">FAIL: open findings in ${gating.filter((p) => p.open > 0).map((p) => e(p.pack)).join(', ')}.</p>`;
-  const rulesByPack = report.packs.map((p) => {
-    const own = report.rules.filter((r) => r.pack === p.pack);
-    if (own.length === 0) return `<h3>${e(p.pack)}</h3><p>No findings: every rule of the pack passed on every resource.</p>`;
-    return `<h3>${e(p.pack)}</h3><table><thead><tr><th>rule</th><th>open</th><th>acknowledged</th><th>what it checks</th></tr></thead><tbody>
+    : `<p class="verdict fail">FAIL: open findings in ${gating
+        .filter((p) => p.open > 0)
+        .map((p) => e(p.pack))
+        .join(', ')}.</p>`;
+  const rulesByPack = report.packs
+    .map((p) => {
+      const own = report.rules.filter((r) => r.pack === p.pack);
+      if (own.length === 0) return `<h3>${e(p.pack)}</h3><p>No findings: every rule of the pack passed on every resource.</p>`;
+      return `<h3>${e(p.pack)}</h3><table><thead><tr><th>rule</th><th>open</th><th>acknowledged</th><th>what it checks</th></tr></thead><tbody>
 ${own.map((r) => `<tr class="${cls(r)}"><td><code>${e(r.rule)}</code></td><td class="n">${r.open}</td><td class="n">${r.acknowledged}</td><td>${e(r.description)}</td></tr>`).join('\n')}
 </tbody></table>`;
-  }).join('\n');
-  const stackRows = report.stacks.map((stack) => {
-    const cells = report.packs.map((p) => {
-      const c = report.byStack.filter((b) => b.stack === stack && b.pack === p.pack);
-      const open = c.reduce((n, b) => n + b.open, 0);
-      const acknowledged = c.reduce((n, b) => n + b.acknowledged, 0);
-      // The column names the pack: its rules without the pack's prefix.
-      const rules = c.filter((b) => b.open > 0).map((b) => b.rule.replace(`${p.pack}-`, ''));
-      return `<td class="n ${cls({ pack: p.pack, open, acknowledged })}">${open} / ${acknowledged}${rules.length ? `<br><small>${rules.map(e).join(', ')}</small>` : ''}</td>`;
-    }).join('');
-    return `<tr><td>${e(stack)}</td>${cells}</tr>`;
-  }).join('\n');
+    })
+    .join('\n');
+  const stackRows = report.stacks
+    .map((stack) => {
+      const cells = report.packs
+        .map((p) => {
+          const c = report.byStack.filter((b) => b.stack === stack && b.pack === p.pack);
+          const open = c.reduce((n, b) => n + b.open, 0);
+          const acknowledged = c.reduce((n, b) => n + b.acknowledged, 0);
+          // The column names the pack: its rules without the pack's prefix.
+          const rules = c.filter((b) => b.open > 0).map((b) => b.rule.replace(`${p.pack}-`, ''));
+          return `<td class="n ${cls({ pack: p.pack, open, acknowledged })}">${open} / ${acknowledged}${rules.length ? `<br><small>${rules.map(e).join(', ')}</small>` : ''}</td>`;
+        })
+        .join('');
+      return `<tr><td>${e(stack)}</td>${cells}</tr>`;
+    })
+    .join('\n');
   const acks = report.findings.filter((f) => f.acknowledgement);
   const ackGroups = [...groupBy(acks, (f) => `${f.pack}\0${f.rule}\0${f.acknowledgement!.reason}`).values()];
-  const ackRows = ackGroups.map((fs) => `<tr><td>${e(fs[0].pack)}</td><td><code>${e(fs[0].rule)}</code></td><td>${prose(fs[0].acknowledgement!.reason)}</td><td class="paths">${fs.map((f) => `<div><code>${e(f.resource)}</code>${f.acknowledgement!.at !== f.resource ? ` <small>(acknowledged on <code>${e(f.acknowledgement!.at)}</code>)</small>` : ''}</div>`).join('')}</td></tr>`).join('\n');
+  const ackRows = ackGroups
+    .map(
+      (fs) =>
+        `<tr><td>${e(fs[0].pack)}</td><td><code>${e(fs[0].rule)}</code></td><td>${prose(fs[0].acknowledgement!.reason)}</td><td class="paths">${fs.map((f) => `<div><code>${e(f.resource)}</code>${f.acknowledgement!.at !== f.resource ? ` <small>(acknowledged on <code>${e(f.acknowledgement!.at)}</code>)</small>` : ''}</div>`).join('')}</td></tr>`,
+    )
+    .join('\n');
   const open = report.findings.filter((f) => !f.acknowledgement);
   // One row per pack and rule: why it is open (an advisory pack's recorded reason, or that it fails
   // the audit), what the rule checks, and every resource it is open on.
   const openGroups = [...groupBy(open, (f) => `${f.pack}\0${baseRule(f.rule)}`).values()];
-  const openRows = openGroups.map((fs) => {
-    const { pack, rule } = { pack: fs[0].pack, rule: baseRule(fs[0].rule) };
-    const reason = openReason(report, pack, rule);
-    const why = !advisory.has(pack)
-      ? '<strong>Fails the audit</strong>: fix it, or acknowledge it on the narrowest construct with a reason.'
-      : reason ? prose(reason) : '<strong>No reason recorded</strong> for this advisory rule: add one to the pack policy (<code>lib/app/audit/run.ts</code>).';
-    const resources = fs.map((f) => `<div><code>${e(f.resource)}</code>${f.rule !== rule ? ` <small>${e(f.rule.slice(rule.length))}</small>` : ''}</div>`).join('');
-    const listed = fs.length > 3 ? `<details><summary>${fs.length} resources in ${new Set(fs.map((f) => f.stack)).size} stacks</summary>${resources}</details>` : resources;
-    return `<tr class="${advisory.has(pack) ? 'advisory' : 'open'}"><td>${e(pack)}</td><td><code>${e(rule)}</code></td><td class="n">${fs.length}</td><td class="why">${why}</td><td>${described(fs[0].description)}</td><td class="paths">${listed}</td></tr>`;
-  }).join('\n');
+  const openRows = openGroups
+    .map((fs) => {
+      const { pack, rule } = { pack: fs[0].pack, rule: baseRule(fs[0].rule) };
+      const reason = openReason(report, pack, rule);
+      const why = !advisory.has(pack)
+        ? '<strong>Fails the audit</strong>: fix it, or acknowledge it on the narrowest construct with a reason.'
+        : reason
+          ? prose(reason)
+          : '<strong>No reason recorded</strong> for this advisory rule: add one to the pack policy (<code>lib/app/audit/run.ts</code>).';
+      const resources = fs
+        .map((f) => `<div><code>${e(f.resource)}</code>${f.rule !== rule ? ` <small>${e(f.rule.slice(rule.length))}</small>` : ''}</div>`)
+        .join('');
+      const listed =
+        fs.length > 3
+          ? `<details><summary>${fs.length} resources in ${new Set(fs.map((f) => f.stack)).size} stacks</summary>${resources}</details>`
+          : resources;
+      return `<tr class="${advisory.has(pack) ? 'advisory' : 'open'}"><td>${e(pack)}</td><td><code>${e(rule)}</code></td><td class="n">${fs.length}</td><td class="why">${why}</td><td>${described(fs[0].description)}</td><td class="paths">${listed}</td></tr>`;
+    })
+    .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Audit report: ${e(report.app)}</title>
 <style>
@@ -196,8 +249,12 @@ ${rulesByPack}
 ${stackRows}
 </tbody></table>
 <h2 id="open">Open findings (${open.length} on ${openGroups.length} rules)</h2>
-${open.length ? `<table class="open-findings"><colgroup><col class="pack"><col class="rule"><col class="count"><col class="why"><col class="what"><col class="where"></colgroup>
-<thead><tr><th>pack</th><th>rule</th><th>open</th><th>why it is open</th><th>what the rule checks</th><th>resources (construct paths)</th></tr></thead><tbody>\n${openRows}\n</tbody></table>` : '<p>None.</p>'}
+${
+  open.length
+    ? `<table class="open-findings"><colgroup><col class="pack"><col class="rule"><col class="count"><col class="why"><col class="what"><col class="where"></colgroup>
+<thead><tr><th>pack</th><th>rule</th><th>open</th><th>why it is open</th><th>what the rule checks</th><th>resources (construct paths)</th></tr></thead><tbody>\n${openRows}\n</tbody></table>`
+    : '<p>None.</p>'
+}
 <h2>Acknowledgements (${acks.length} findings, ${ackGroups.length} reasons)</h2>
 <table><thead><tr><th>pack</th><th>rule</th><th>reason</th><th>resources (construct paths)</th></tr></thead><tbody>
 ${ackRows}

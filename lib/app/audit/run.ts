@@ -27,15 +27,15 @@ export const NIST_OPEN_REASONS: readonly OpenReason[] = [
   },
   {
     rules: nist('CloudWatchLogGroupEncrypted'),
-    why: 'Router and pipeline log groups use CloudWatch Logs\' default encryption (cells use their own KMS key); the same as Control Tower\'s CT.CLOUDWATCH.PR.3, acknowledged there.',
+    why: "Router and pipeline log groups use CloudWatch Logs' default encryption (cells use their own KMS key); the same as Control Tower's CT.CLOUDWATCH.PR.3, acknowledged there.",
   },
   {
     rules: nist('S3BucketLoggingEnabled', 'S3BucketReplicationEnabled', 'S3BucketVersioningEnabled', 'S3DefaultEncryptionKMS'),
-    why: 'The mapping and move buckets (SSE-S3, one region each by design: each region\'s routers read their own) and the CodePipeline artifact and replication buckets, which CDK Pipelines owns.',
+    why: "The mapping and move buckets (SSE-S3, one region each by design: each region's routers read their own) and the CodePipeline artifact and replication buckets, which CDK Pipelines owns.",
   },
   {
     rules: nist('VPCNoUnrestrictedRouteToIGW'),
-    why: 'The router VPCs\' public subnets: the router\'s internet-facing load balancer and the NAT gateways live there.',
+    why: "The router VPCs' public subnets: the router's internet-facing load balancer and the NAT gateways live there.",
   },
   {
     rules: nist('RDSInBackupPlan'),
@@ -43,26 +43,44 @@ export const NIST_OPEN_REASONS: readonly OpenReason[] = [
   },
   {
     rules: nist('DynamoDBInBackupPlan'),
-    why: 'The example fleet\'s own idempotency-key table in each cell (`cellResources`): point-in-time recovery is on (35 days) and its keys expire after a day; an AWS Backup plan per cell is not part of the example.',
+    why: "The example fleet's own idempotency-key table in each cell (`cellResources`): point-in-time recovery is on (35 days) and its keys expire after a day; an AWS Backup plan per cell is not part of the example.",
   },
   {
     rules: nist('RDSInstanceDeletionProtectionEnabled', 'ELBDeletionProtectionEnabled'),
-    why: 'Left out of the template on purpose: a resource that refuses deletion turns a failed first create into ROLLBACK_FAILED. The pipeline switches deletion protection on after a stage\'s first successful deploy (`lib/constructs/pipeline/protect.ts`, `lib/constructs/shared/deletion-protection-access.ts`).',
+    why: "Left out of the template on purpose: a resource that refuses deletion turns a failed first create into ROLLBACK_FAILED. The pipeline switches deletion protection on after a stage's first successful deploy (`lib/constructs/pipeline/protect.ts`, `lib/constructs/shared/deletion-protection-access.ts`).",
   },
   {
     rules: nist('CloudWatchAlarmAction'),
-    why: 'The cells\' deployment gates (DeployErrorRate, DeployUnhealthyHosts): ECS and instance refresh read them and roll back; the same signal pages on-call through its raw alarm, which notifies the cell\'s topic.',
+    why: "The cells' deployment gates (DeployErrorRate, DeployUnhealthyHosts): ECS and instance refresh read them and roll back; the same signal pages on-call through its raw alarm, which notifies the cell's topic.",
   },
 ];
 
 /** Which pack is enforced where, and why (the decision in docs/audit.md, repeated in every report). */
 export const PACK_POLICIES: readonly PackPolicy[] = [
-  { pack: 'AwsSolutions', enforcement: 'synth', why: 'AWS baseline practices; every finding is fixed or acknowledged, so `cdk synth` fails on anything new.' },
-  { pack: 'CellIsolation', enforcement: 'synth', why: 'The cell boundary itself (shared state, router logic, waves, bounds, cross-cell access); pure TypeScript, about 1.5 s on the example fleet.' },
-  { pack: CONTROL_TOWER, enforcement: 'audit', why: 'The proactive controls a Control Tower landing zone enforces at deploy time; cfn-guard costs about 1 s per template, so it gates `npm run audit` (run by the pipeline before `cdk synth`), not every local synth.' },
-  { pack: CFN_LINT, enforcement: 'audit', why: 'AWS\'s CloudFormation linter over every written template, nested stacks included: what CloudFormation would refuse or ignore. Known stale-schema findings are acknowledged by rule and resource type (lib/app/audit/cfn-lint.ts).' },
   {
-    pack: 'NIST.800.53.R5', enforcement: 'advisory', openReasons: NIST_OPEN_REASONS,
+    pack: 'AwsSolutions',
+    enforcement: 'synth',
+    why: 'AWS baseline practices; every finding is fixed or acknowledged, so `cdk synth` fails on anything new.',
+  },
+  {
+    pack: 'CellIsolation',
+    enforcement: 'synth',
+    why: 'The cell boundary itself (shared state, router logic, waves, bounds, cross-cell access); pure TypeScript, about 1.5 s on the example fleet.',
+  },
+  {
+    pack: CONTROL_TOWER,
+    enforcement: 'audit',
+    why: 'The proactive controls a Control Tower landing zone enforces at deploy time; cfn-guard costs about 1 s per template, so it gates `npm run audit` (run by the pipeline before `cdk synth`), not every local synth.',
+  },
+  {
+    pack: CFN_LINT,
+    enforcement: 'audit',
+    why: "AWS's CloudFormation linter over every written template, nested stacks included: what CloudFormation would refuse or ignore. Known stale-schema findings are acknowledged by rule and resource type (lib/app/audit/cfn-lint.ts).",
+  },
+  {
+    pack: 'NIST.800.53.R5',
+    enforcement: 'advisory',
+    openReasons: NIST_OPEN_REASONS,
     why: 'A compliance mapping for auditors; reported, not enforced. Each rule left open says why next to it (Open findings).',
   },
 ];
@@ -93,7 +111,11 @@ export function runAudit({ app: appName, build, isolation }: AuditSubject, optio
       ...cfnLintFindings(writtenTemplates(outdir)),
     ];
     return buildReport({
-      app: appName, generatedAt: options.now ?? new Date(), stacks: allStacks(app).map(stackLabel), policies: PACK_POLICIES, findings,
+      app: appName,
+      generatedAt: options.now ?? new Date(),
+      stacks: allStacks(app).map(stackLabel),
+      policies: PACK_POLICIES,
+      findings,
     });
   } finally {
     fs.rmSync(outdir, { recursive: true, force: true });

@@ -102,7 +102,24 @@ export class CellZeroStack extends Stack {
   private readonly zones: readonly string[];
 
   constructor(scope: Construct, id: string, props: CellZeroStackProps) {
-    const { app, cellId, account, region, availabilityZones, vpcId, privateSubnetIds, loadBalancer, database, routerAccount, toolingAccount, consumerRegions, alarms, names, moverImage, ...stackProps } = props;
+    const {
+      app,
+      cellId,
+      account,
+      region,
+      availabilityZones,
+      vpcId,
+      privateSubnetIds,
+      loadBalancer,
+      database,
+      routerAccount,
+      toolingAccount,
+      consumerRegions,
+      alarms,
+      names,
+      moverImage,
+      ...stackProps
+    } = props;
     super(scope, id, {
       stackName: cellZeroStackName(app, cellId),
       description: `${app} cell zero (${cellId}, ${region}): the routers' and moves' way into an existing stack, which it does not change`,
@@ -110,7 +127,8 @@ export class CellZeroStack extends Stack {
       ...stackProps,
       env: { account, region },
     });
-    if (privateSubnetIds.length < 2) throw new Error(`CellZeroStack: privateSubnetIds lists ${privateSubnetIds.length} subnet(s); give at least two (one per Availability Zone)`);
+    if (privateSubnetIds.length < 2)
+      throw new Error(`CellZeroStack: privateSubnetIds lists ${privateSubnetIds.length} subnet(s); give at least two (one per Availability Zone)`);
     this.zones = availabilityZones;
     Tags.of(this).add('cell', cellId);
     Tags.of(this).add('app', app);
@@ -120,16 +138,25 @@ export class CellZeroStack extends Stack {
     const subnets: ec2.SubnetSelection = {
       subnets: privateSubnetIds.map((subnetId, i) => {
         const subnet = ec2.Subnet.fromSubnetId(this, `Subnet${i + 1}`, subnetId);
-        Annotations.of(subnet).acknowledgeWarning('@aws-cdk/aws-ec2:noSubnetRouteTableId', 'The existing VPC\'s routes are its own: the adoption stack places an NLB and tasks in these subnets and adds no route.');
+        Annotations.of(subnet).acknowledgeWarning(
+          '@aws-cdk/aws-ec2:noSubnetRouteTableId',
+          "The existing VPC's routes are its own: the adoption stack places an NLB and tasks in these subnets and adds no route.",
+        );
         return subnet;
       }),
     };
     const port = loadBalancer.protocol === 'https' ? 443 : 80;
     this.entry = new AdoptionEntry(this, 'Entry', {
-      cellId, vpc, subnets, loadBalancerArn: loadBalancer.arn, listenerPort: loadBalancer.listenerPort, port,
+      cellId,
+      vpc,
+      subnets,
+      loadBalancerArn: loadBalancer.arn,
+      listenerPort: loadBalancer.listenerPort,
+      port,
       healthCheckPath: loadBalancer.healthCheckPath ?? '/',
       healthCheckProtocol: loadBalancer.protocol === 'https' ? elbv2.Protocol.HTTPS : elbv2.Protocol.HTTP,
-      routerAccount, consumerRegions,
+      routerAccount,
+      consumerRegions,
     });
     this.endpointRecord = new CellEndpointRecord(this, 'EndpointRecord', {
       endpointService: this.entry.endpointService,
@@ -142,14 +169,23 @@ export class CellZeroStack extends Stack {
     const key = new CellKey(this, 'Key', { cellId }).key;
     const secret = secretsmanager.Secret.fromSecretCompleteArn(this, 'DatabaseSecret', database.secretArn);
     this.mover = new CellMover(this, 'Mover', {
-      app, cellId, vpc, subnets, routerAccount, encryptionKey: key,
+      app,
+      cellId,
+      vpc,
+      subnets,
+      routerAccount,
+      encryptionKey: key,
       database: { host: database.host, port: database.port, name: database.name, secret },
       additionalSecurityGroups: [ec2.SecurityGroup.fromSecurityGroupId(this, 'DatabaseClient', database.clientSecurityGroupId, { mutable: false })],
       ...(moverImage ? { image: moverImage } : {}),
     });
 
     this.alarms = new AdoptionAlarms(this, 'Alarms', {
-      namePrefix: `${app}-${cellId}`, loadBalancerFullName: loadBalancer.fullName, entry: this.entry, encryptionKey: key, ...alarms,
+      namePrefix: `${app}-${cellId}`,
+      loadBalancerFullName: loadBalancer.fullName,
+      entry: this.entry,
+      encryptionKey: key,
+      ...alarms,
     });
     new CellBakeAccess(this, 'BakeAccess', { roleName: names.bakeWatcherRole, toolingAccount });
 
@@ -159,7 +195,7 @@ export class CellZeroStack extends Stack {
     });
     new CfnOutput(this, 'HealthAlarmName', { value: this.alarms.health.alarmName });
     new CfnOutput(this, 'MoverSecurityGroupId', {
-      description: 'The mover tasks\' own security group (they also run in the database client group)',
+      description: "The mover tasks' own security group (they also run in the database client group)",
       value: this.mover.securityGroup.securityGroupId,
     });
   }

@@ -55,10 +55,12 @@ export class AdoptionEntry extends Construct {
     super(scope, id);
     assertAccountId('AdoptionEntry: routerAccount', props.routerAccount);
     if (!/^arn:[^:]+:elasticloadbalancing:[^:]+:\d{12}:loadbalancer\/app\//.test(props.loadBalancerArn)) {
-      throw new Error(`AdoptionEntry: loadBalancerArn \`${props.loadBalancerArn}\` must be an Application Load Balancer's ARN (…:loadbalancer/app/…): an ALB-type target group takes nothing else`);
+      throw new Error(
+        `AdoptionEntry: loadBalancerArn \`${props.loadBalancerArn}\` must be an Application Load Balancer's ARN (…:loadbalancer/app/…): an ALB-type target group takes nothing else`,
+      );
     }
     this.accessLogs = new LogBucket(this, 'AccessLogs', {
-      receives: 'the adoption NLB\'s access logs',
+      receives: "the adoption NLB's access logs",
       whyNotKms: 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
     });
     this.loadBalancer = new elbv2.NetworkLoadBalancer(this, 'LoadBalancer', {
@@ -70,7 +72,8 @@ export class AdoptionEntry extends Construct {
     this.loadBalancer.logAccessLogs(this.accessLogs, 'nlb');
     Validations.of(this.loadBalancer).acknowledge({
       id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5',
-      reason: 'The adoption NLB holds no state and fronts the existing ALB only: removing cell zero from the fleet file must delete it, and a re-created one is the same path (the routers read its service name again).',
+      reason:
+        'The adoption NLB holds no state and fronts the existing ALB only: removing cell zero from the fleet file must delete it, and a re-created one is the same path (the routers read its service name again).',
     });
     this.targetGroup = new elbv2.NetworkTargetGroup(this, 'Targets', {
       vpc: props.vpc,
@@ -91,7 +94,9 @@ export class AdoptionEntry extends Construct {
       vpcEndpointServiceLoadBalancers: [this.loadBalancer],
       // The allow-list is the control, as for every cell.
       acceptanceRequired: false,
-      allowedPrincipals: [new iam.ArnPrincipal(Stack.of(this).formatArn({ service: 'iam', region: '', account: props.routerAccount, resource: 'root' }))],
+      allowedPrincipals: [
+        new iam.ArnPrincipal(Stack.of(this).formatArn({ service: 'iam', region: '', account: props.routerAccount, resource: 'root' })),
+      ],
       ...(props.consumerRegions && props.consumerRegions.length > 0 ? { allowedRegions: [...props.consumerRegions] } : {}),
     });
   }

@@ -124,7 +124,13 @@ export class CellAlarms extends Construct {
       enforceSSL: true,
     });
     const alb = props.loadBalancer.metrics;
-    const alarm = (name: string, metric: cloudwatch.IMetric, threshold: number, description: string, comparison = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD) =>
+    const alarm = (
+      name: string,
+      metric: cloudwatch.IMetric,
+      threshold: number,
+      description: string,
+      comparison = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    ) =>
       new cloudwatch.Alarm(this, name, {
         alarmName: `${props.namePrefix}-${name.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`,
         alarmDescription: `${props.namePrefix}: ${description}`,
@@ -163,18 +169,32 @@ export class CellAlarms extends Construct {
     const healthy = props.targetGroup.metrics.healthyHostCount({ period: PERIOD, statistic: 'Maximum' });
     const whileHealthy = (value: cloudwatch.IMetric, label: string) =>
       new cloudwatch.MathExpression({ expression: 'IF(healthy > 0, value, 0)', usingMetrics: { healthy, value }, label, period: PERIOD });
-    this.deployErrorRate = alarm('DeployErrorRate', whileHealthy(errorRate, '5xx % while a target is healthy'), t.errorRatePercent,
-      `deployment gate: 5xx responses >= ${t.errorRatePercent}% of requests while a target is healthy`);
-    this.deployUnhealthyHosts = alarm('DeployUnhealthyHosts', whileHealthy(this.unhealthyHosts.metric, 'unhealthy targets while one is healthy'), t.unhealthyHosts,
-      `deployment gate: >= ${t.unhealthyHosts} unhealthy targets while another is healthy`);
+    this.deployErrorRate = alarm(
+      'DeployErrorRate',
+      whileHealthy(errorRate, '5xx % while a target is healthy'),
+      t.errorRatePercent,
+      `deployment gate: 5xx responses >= ${t.errorRatePercent}% of requests while a target is healthy`,
+    );
+    this.deployUnhealthyHosts = alarm(
+      'DeployUnhealthyHosts',
+      whileHealthy(this.unhealthyHosts.metric, 'unhealthy targets while one is healthy'),
+      t.unhealthyHosts,
+      `deployment gate: >= ${t.unhealthyHosts} unhealthy targets while another is healthy`,
+    );
     for (const gate of [this.deployErrorRate, this.deployUnhealthyHosts]) {
       Validations.of(gate).acknowledge({
         id: 'ControlTower::CT.CLOUDWATCH.PR.1',
-        reason: 'A deployment gate only: ECS and instance refresh read it and roll back. The same signal pages on-call through its raw alarm (error-rate, unhealthy-hosts), which notifies the cell\'s topic; notifying here too would page twice.',
+        reason:
+          "A deployment gate only: ECS and instance refresh read it and roll back. The same signal pages on-call through its raw alarm (error-rate, unhealthy-hosts), which notifies the cell's topic; notifying here too would page twice.",
       });
     }
     this.databaseCpu = alarm('DatabaseCpu', props.data.cpu, t.dbCpuPercent, `database CPU >= ${t.dbCpuPercent}%`);
-    this.databaseConnections = alarm('DatabaseConnections', props.data.databaseConnections, t.dbConnections, `database connections >= ${t.dbConnections}`);
+    this.databaseConnections = alarm(
+      'DatabaseConnections',
+      props.data.databaseConnections,
+      t.dbConnections,
+      `database connections >= ${t.dbConnections}`,
+    );
     this.databaseFreeStorage = alarm(
       'DatabaseFreeStorage',
       props.data.freeStorageBytes,
@@ -214,13 +234,25 @@ export class CellAlarms extends Construct {
         datapointsToAlarm: ABOVE_TARGET_MINUTES,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
-      this.aboveTestedLimit = alarm('AboveTestedLimit', rate, tested,
-        `above ${tested} requests/s, the rate its shape was tested at; move tenants away now (\`cellctl capacity plan --out FILE\`)`, cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD);
+      this.aboveTestedLimit = alarm(
+        'AboveTestedLimit',
+        rate,
+        tested,
+        `above ${tested} requests/s, the rate its shape was tested at; move tenants away now (\`cellctl capacity plan --out FILE\`)`,
+        cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      );
       capacity.push(this.aboveTarget, this.aboveTestedLimit);
     }
     this.all = [
-      this.errorRate, this.latencyP99, this.unhealthyHosts, this.databaseCpu,
-      this.databaseConnections, this.databaseFreeStorage, this.oldestMessage, this.deadLetters, ...capacity,
+      this.errorRate,
+      this.latencyP99,
+      this.unhealthyHosts,
+      this.databaseCpu,
+      this.databaseConnections,
+      this.databaseFreeStorage,
+      this.oldestMessage,
+      this.deadLetters,
+      ...capacity,
     ];
     this.deploymentGate = [this.deployErrorRate, this.latencyP99, this.deployUnhealthyHosts, this.databaseCpu, this.databaseConnections];
     this.paging = [this.oldestMessage, this.deadLetters, this.databaseFreeStorage, ...capacity];
@@ -229,9 +261,14 @@ export class CellAlarms extends Construct {
       compositeAlarmName: `${props.namePrefix}-health`,
       alarmDescription: `${props.namePrefix}: request path unhealthy; the pipeline's bake fails the wave while it is in ALARM`,
       // Rendered at synth: alarms added later (`addAlarm`) join the rule.
-      alarmRule: cloudwatch.AlarmRule.fromString(Lazy.string({
-        produce: () => cloudwatch.AlarmRule.anyOf(...this.healthRule.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM))).renderAlarmRule(),
-      })),
+      alarmRule: cloudwatch.AlarmRule.fromString(
+        Lazy.string({
+          produce: () =>
+            cloudwatch.AlarmRule.anyOf(
+              ...this.healthRule.map((a) => cloudwatch.AlarmRule.fromAlarm(a, cloudwatch.AlarmState.ALARM)),
+            ).renderAlarmRule(),
+        }),
+      ),
     });
     const notify = new cloudwatchActions.SnsAction(this.topic);
     for (const a of [...this.all, this.health]) {

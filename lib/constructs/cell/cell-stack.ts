@@ -1,7 +1,14 @@
 import { Aspects, CfnOutput, CfnResource, Environment, IAspect, Stack, StackProps, TagManager, Tags, Token } from 'aws-cdk-lib';
 import { Construct, IConstruct } from 'constructs';
 import {
-  bakeWatcherRoleName, cellDeletionProtectorRoleName, cellEndpointReaderRoleName, cellEndpointServiceParameter, cellMetricsReaderRoleName, cellSignalsParameter, cellStackName, routerRolePrefix,
+  bakeWatcherRoleName,
+  cellDeletionProtectorRoleName,
+  cellEndpointReaderRoleName,
+  cellEndpointServiceParameter,
+  cellMetricsReaderRoleName,
+  cellSignalsParameter,
+  cellStackName,
+  routerRolePrefix,
 } from '../../domain/names';
 import { CellBakeAccess } from '../shared/bake-access';
 import { Cell, CellProps } from './cell';
@@ -34,7 +41,10 @@ export class TagRawResources implements IAspect {
   constructor(private readonly tags: Record<string, string>) {}
   public visit(node: IConstruct): void {
     if (CfnResource.isCfnResource(node) && !TagManager.isTaggable(node) && TagRawResources.TAGGABLE.has(node.cfnResourceType)) {
-      node.addPropertyOverride('Tags', Object.entries(this.tags).map(([Key, Value]) => ({ Key, Value })));
+      node.addPropertyOverride(
+        'Tags',
+        Object.entries(this.tags).map(([Key, Value]) => ({ Key, Value })),
+      );
     }
   }
 }
@@ -51,7 +61,9 @@ export class CellStack extends Stack {
     const { app, cellId } = cell;
     const { account, region } = stackProps.env;
     if (account === undefined || Token.isUnresolved(account) || region === undefined || Token.isUnresolved(region)) {
-      throw new Error(`CellStack ${cellId}: env needs the cell's own account and region, for example { account: '123456789012', region: 'eu-west-1' }`);
+      throw new Error(
+        `CellStack ${cellId}: env needs the cell's own account and region, for example { account: '123456789012', region: 'eu-west-1' }`,
+      );
     }
     super(scope, id, {
       stackName: cellStackName(app, cellId),
@@ -80,7 +92,12 @@ export class CellStack extends Stack {
       roleName: cellMetricsReaderRoleName(app, cellId),
       parameterName: cellSignalsParameter(app, cellId),
       routerAccount: cell.routing.routerAccount,
-      compute: { cpu: this.cell.compute.cpu, running: this.cell.compute.running, maximum: this.cell.compute.maxCount, unit: this.cell.compute.countUnit },
+      compute: {
+        cpu: this.cell.compute.cpu,
+        running: this.cell.compute.running,
+        maximum: this.cell.compute.maxCount,
+        unit: this.cell.compute.countUnit,
+      },
       signals: {
         databaseCpu: this.cell.alarms.databaseCpu.metric,
         databaseConnections: this.cell.alarms.databaseConnections.metric,

@@ -1,7 +1,16 @@
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import { Construct } from 'constructs';
-import { AlarmThresholds, APP_NAME, CELL_ID, DEFAULT_ALARMS, DEFAULT_BUCKET_COUNT, DEFAULT_CAPACITY, DEFAULT_PARTITION_KEY, PartitionKeySource } from '../../domain/fleet';
+import {
+  AlarmThresholds,
+  APP_NAME,
+  CELL_ID,
+  DEFAULT_ALARMS,
+  DEFAULT_BUCKET_COUNT,
+  DEFAULT_CAPACITY,
+  DEFAULT_PARTITION_KEY,
+  PartitionKeySource,
+} from '../../domain/fleet';
 import { cellNamePrefix } from '../../domain/names';
 import { CellAlarmOptions, CellAlarms } from './alarms';
 import { CellCompute, CellComputeOptions, CellWorkloadOptions, DEFAULT_CONTAINER_PORT, DEFAULT_HEALTH_CHECK_PATH } from './compute';

@@ -119,16 +119,20 @@ export interface CellComputeProps {
  * that one secret, and decrypt with the secret's key only through Secrets Manager.
  */
 function grantSecretRead(secret: secretsmanager.ISecret, grantee: iam.IGrantable): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-    actions: ['secretsmanager:GetSecretValue'],
-    resources: [secret.secretArn],
-  }));
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['secretsmanager:GetSecretValue'],
+      resources: [secret.secretArn],
+    }),
+  );
   if (secret.encryptionKey) {
-    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-      actions: ['kms:Decrypt'],
-      resources: [secret.encryptionKey.keyArn],
-      conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(secret).region}.amazonaws.com` } },
-    }));
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['kms:Decrypt'],
+        resources: [secret.encryptionKey.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(secret).region}.amazonaws.com` } },
+      }),
+    );
   }
 }
 
@@ -157,15 +161,26 @@ export function workloadEnvironment(props: CellComputeProps): Record<string, str
  * (the CDK queue grants add `kms:ReEncrypt*` and `kms:GenerateDataKey*`, which the workload never uses).
  */
 function grantWorkQueue(queue: sqs.IQueue, grantee: iam.IGrantable): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-    actions: ['sqs:SendMessage', 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
-    resources: [queue.queueArn],
-  }));
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: [
+        'sqs:SendMessage',
+        'sqs:ReceiveMessage',
+        'sqs:DeleteMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+      ],
+      resources: [queue.queueArn],
+    }),
+  );
   if (queue.encryptionMasterKey) {
-    grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-      actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
-      resources: [queue.encryptionMasterKey.keyArn],
-    }));
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+        resources: [queue.encryptionMasterKey.keyArn],
+      }),
+    );
   }
 }
 
@@ -188,7 +203,7 @@ function bindForInstances(image: ecs.ContainerImage, scope: Construct, role: iam
 
 const ECR_LOGIN_ACKNOWLEDGMENT = {
   id: 'AwsSolutions-IAM5[Resource::*]',
-  reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the image\'s repository.',
+  reason: "ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the image's repository.",
 };
 
 /**
@@ -235,12 +250,15 @@ export class CellCompute extends Construct {
       throw new Error(`CellCompute: capacity must satisfy 1 <= min <= desired <= max (got ${min}/${desired}/${max})`);
     }
     const port = props.workload.containerPort ?? DEFAULT_CONTAINER_PORT;
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`CellCompute: workload.containerPort ${port} is not a port; give 1-65535`);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new Error(`CellCompute: workload.containerPort ${port} is not a port; give 1-65535`);
     const healthCheckPath = props.workload.healthCheckPath ?? DEFAULT_HEALTH_CHECK_PATH;
     if (!healthCheckPath.startsWith('/')) throw new Error(`CellCompute: workload.healthCheckPath \`${healthCheckPath}\` must start with /`);
     const kind = props.compute.kind ?? 'fargate';
     if (kind === 'ec2' && Object.keys(props.workload.secrets ?? {}).length > 0) {
-      throw new Error('CellCompute: workload.secrets needs the fargate compute kind (an ec2 instance runs the image with docker, which resolves no ECS secret); read the secret at run time instead, as the workload reads DB_SECRET_ARN');
+      throw new Error(
+        'CellCompute: workload.secrets needs the fargate compute kind (an ec2 instance runs the image with docker, which resolves no ECS secret); read the secret at run time instead, as the workload reads DB_SECRET_ARN',
+      );
     }
     this.environment = workloadEnvironment(props);
     for (const [name, value] of Object.entries(props.workload.environment ?? {})) this.addEnvironment(name, value);
@@ -298,7 +316,8 @@ export class CellCompute extends Construct {
    * Not a secret: the value is in the template. The workload's own variables cannot be replaced.
    */
   public addEnvironment(name: string, value: string): void {
-    if (!/^[A-Z_][A-Z0-9_]*$/.test(name)) throw new Error(`workload environment: \`${name}\` is not a variable name; use upper case letters, digits and _`);
+    if (!/^[A-Z_][A-Z0-9_]*$/.test(name))
+      throw new Error(`workload environment: \`${name}\` is not a variable name; use upper case letters, digits and _`);
     if (name in this.environment) throw new Error(`workload environment: \`${name}\` is already set; choose another name`);
     this.environment[name] = value;
     this.container?.addEnvironment(name, value);
@@ -328,12 +347,16 @@ export class CellCompute extends Construct {
       readonlyRootFilesystem: false,
     });
     for (const [id, reason] of Object.entries({
-      'ControlTower::CT.ECS.PR.3': 'The user comes from the fleet\'s workload image (`workload.image`, any image): the example\'s reference workload declares `USER node`, so it already runs as non-root; the task definition does not repeat a user name that another image may not have.',
-      'ControlTower::CT.ECS.PR.6': 'Whether the workload can run on a read-only root is the image\'s property: the reference workload runs through tsx, which writes a compile cache under /tmp and exits on a read-only root unless TSX_DISABLE_CACHE=1 (checked).',
-    })) Validations.of(task).acknowledge({ id, reason });
+      'ControlTower::CT.ECS.PR.3':
+        "The user comes from the fleet's workload image (`workload.image`, any image): the example's reference workload declares `USER node`, so it already runs as non-root; the task definition does not repeat a user name that another image may not have.",
+      'ControlTower::CT.ECS.PR.6':
+        "Whether the workload can run on a read-only root is the image's property: the reference workload runs through tsx, which writes a compile cache under /tmp and exits on a read-only root unless TSX_DISABLE_CACHE=1 (checked).",
+    }))
+      Validations.of(task).acknowledge({ id, reason });
     Validations.of(task).acknowledge({
       id: 'AwsSolutions-ECS2',
-      reason: 'The environment holds only non-secret identifiers (cell id, endpoints, queue URL, the secret ARN); the workload reads the database password from Secrets Manager at connect time.',
+      reason:
+        'The environment holds only non-secret identifiers (cell id, endpoints, queue URL, the secret ARN); the workload reads the database password from Secrets Manager at connect time.',
     });
     grantSecretRead(props.database.secret, task.taskRole);
     if (pullsFromEcr(this.container.imageName)) Validations.of(task.obtainExecutionRole()).acknowledge(ECR_LOGIN_ACKNOWLEDGMENT);
@@ -382,11 +405,14 @@ export class CellCompute extends Construct {
       // (EC2 user guide, "Configure the instance metadata options for new instances": hop limit 2 for containers).
       httpPutResponseHopLimit: 2,
       detailedMonitoring: true,
-      blockDevices: [{ deviceName: '/dev/xvda', volume: ec2.BlockDeviceVolume.ebs(30, { encrypted: true, volumeType: ec2.EbsDeviceVolumeType.GP3 }) }],
+      blockDevices: [
+        { deviceName: '/dev/xvda', volume: ec2.BlockDeviceVolume.ebs(30, { encrypted: true, volumeType: ec2.EbsDeviceVolumeType.GP3 }) },
+      ],
     });
     Validations.of(launchTemplate).acknowledge({
       id: 'ControlTower::CT.EC2.PR.2',
-      reason: 'Hop limit 2 is what lets the workload container (docker bridge, one hop more) fetch an IMDSv2 token for the instance role; IMDSv2 stays required, and the instance runs only the cell\'s own workload container.',
+      reason:
+        "Hop limit 2 is what lets the workload container (docker bridge, one hop more) fetch an IMDSv2 token for the instance role; IMDSv2 stays required, and the instance runs only the cell's own workload container.",
     });
     const asg = new autoscaling.AutoScalingGroup(this, 'Fleet', {
       vpc: props.vpc,
@@ -417,7 +443,12 @@ export class CellCompute extends Construct {
     const registry = Token.isUnresolved(image) ? Fn.select(0, Fn.split('/', image)) : image.split('/')[0];
     // The instance runs the same image as the Fargate kind, with the same environment: no secret
     // is read at boot (the password rotates under running instances); the workload reads it at connect time.
-    const env = Lazy.string({ produce: () => Object.entries(this.environment).map(([k, v]) => `-e ${k}='${v}'`).join(' ') });
+    const env = Lazy.string({
+      produce: () =>
+        Object.entries(this.environment)
+          .map(([k, v]) => `-e ${k}='${v}'`)
+          .join(' '),
+    });
     userData.addCommands(
       'set -euo pipefail',
       'dnf install -y docker',
@@ -433,7 +464,8 @@ export class CellCompute extends Construct {
     asg.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.compute.targetCpuPercent ?? 60 });
     Validations.of(asg).acknowledge({
       id: 'ControlTower::CT.AUTOSCALING.PR.1',
-      reason: 'The group spans every zone of the cell through its subnets (VPCZoneIdentifier, one per zone); the fleet names zones by AZ ID, which the AvailabilityZones property this hook reads does not take.',
+      reason:
+        'The group spans every zone of the cell through its subnets (VPCZoneIdentifier, one per zone); the fleet names zones by AZ ID, which the AvailabilityZones property this hook reads does not take.',
     });
     Validations.of(asg).acknowledge({
       id: 'AwsSolutions-AS3',
@@ -441,7 +473,8 @@ export class CellCompute extends Construct {
     });
     Validations.of(asg).acknowledge({
       id: 'ControlTower::CT.AUTOSCALING.PR.6',
-      reason: 'A cell shape is load-tested on one instance type (`shapes.<name>.instanceType`); its tested limits hold for that type only, so mixing types would change the capacity the cell is placed against.',
+      reason:
+        'A cell shape is load-tested on one instance type (`shapes.<name>.instanceType`); its tested limits hold for that type only, so mixing types would change the capacity the cell is placed against.',
     });
     return [asg, role];
   }

@@ -53,7 +53,8 @@ export interface CellDataProps extends CellDatabaseOptions {
 const ADMIN_USER = 'cell_admin';
 
 /** Why a load balancer or database of the fleet has no deletion protection in its template (cdk-nag and Control Tower acknowledgments). */
-export const DELETION_PROTECTION_AFTER_CREATE = 'Deletion protection is switched on by the pipeline right after the first successful deploy (its protect step, through the stack\'s protector role, DeletionProtectionAccess) and re-applied after every deploy; in the template it would turn the rollback of a failed first create into ROLLBACK_FAILED, which needs hand work before any retry.';
+export const DELETION_PROTECTION_AFTER_CREATE =
+  "Deletion protection is switched on by the pipeline right after the first successful deploy (its protect step, through the stack's protector role, DeletionProtectionAccess) and re-applied after every deploy; in the template it would turn the rollback of a failed first create into ROLLBACK_FAILED, which needs hand work before any retry.";
 
 /**
  * The cell's relational database: Aurora PostgreSQL (writer + reader in another AZ) or Multi-AZ
@@ -161,7 +162,8 @@ export class CellData extends Construct {
     for (const rule of ['EC2RestrictedCommonPorts', 'EC2RestrictedSSH']) {
       Validations.of(database.connections.securityGroups[0]).acknowledge({
         id: `NIST.800.53.R5-${rule}`,
-        reason: 'Ingress is the database port (a token the rule cannot resolve) and only from named security groups (workload, rotation), never from a CIDR.',
+        reason:
+          'Ingress is the database port (a token the rule cannot resolve) and only from named security groups (workload, rotation), never from a CIDR.',
       });
     }
     database.addRotationSingleUser({

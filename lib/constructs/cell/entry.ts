@@ -79,7 +79,7 @@ export class CellEntry extends Construct {
     this.port = props.certificateArn ? 443 : 80;
 
     this.accessLogs = new LogBucket(this, 'AccessLogs', {
-      receives: 'the cell load balancers\' access logs',
+      receives: "the cell load balancers' access logs",
       whyNotKms: 'Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3 (AES-256), not SSE-KMS.',
     });
 
@@ -135,7 +135,8 @@ export class CellEntry extends Construct {
     if (!props.certificateArn) {
       Validations.of(this.listener).acknowledge({
         id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.1',
-        reason: 'This cell has no `certificateArn`: the ALB is internal and reached only through the cell\'s PrivateLink endpoint service. With a certificate the only listener is HTTPS (443), so there is no HTTP to redirect.',
+        reason:
+          "This cell has no `certificateArn`: the ALB is internal and reached only through the cell's PrivateLink endpoint service. With a certificate the only listener is HTTPS (443), so there is no HTTP to redirect.",
       });
     }
 
@@ -148,7 +149,8 @@ export class CellEntry extends Construct {
       enforceSecurityGroupInboundRulesOnPrivateLinkTraffic: false,
     });
     this.privateLink.removeAttribute('deletion_protection.enabled');
-    for (const lb of [this.loadBalancer, this.privateLink]) Validations.of(lb).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
+    for (const lb of [this.loadBalancer, this.privateLink])
+      Validations.of(lb).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
     this.privateLink.logAccessLogs(this.accessLogs, 'nlb');
     this.privateLink
       .addListener('Tcp', { port: this.port, protocol: elbv2.Protocol.TCP })
@@ -158,7 +160,9 @@ export class CellEntry extends Construct {
       vpcEndpointServiceLoadBalancers: [this.privateLink],
       // The allow-list below is the control; acceptance would need a human for every router endpoint.
       acceptanceRequired: false,
-      allowedPrincipals: [new iam.ArnPrincipal(Stack.of(this).formatArn({ service: 'iam', region: '', account: props.routerAccount, resource: 'root' }))],
+      allowedPrincipals: [
+        new iam.ArnPrincipal(Stack.of(this).formatArn({ service: 'iam', region: '', account: props.routerAccount, resource: 'root' })),
+      ],
       // Cross-region PrivateLink: routers in these regions create interface endpoints with
       // ServiceRegion = this region ("Cross-Region access" in AWS PrivateLink's "Share your services").
       ...(props.consumerRegions && props.consumerRegions.length > 0 ? { allowedRegions: [...props.consumerRegions] } : {}),
@@ -211,7 +215,9 @@ export class CellEntry extends Construct {
  * What the routers link: an endpoint service and the NLB it publishes, a cell's (`CellEntry`, whose
  * NLB is `privateLink`) or cell zero's (`AdoptionEntry`, whose NLB is `loadBalancer`).
  */
-export type EndpointServiceEntry = IConstruct & { readonly endpointService: IConstruct } & ({ readonly privateLink: IConstruct } | { readonly loadBalancer: IConstruct });
+export type EndpointServiceEntry = IConstruct & { readonly endpointService: IConstruct } & (
+    { readonly privateLink: IConstruct } | { readonly loadBalancer: IConstruct }
+  );
 
 /**
  * A fingerprint of what a cell's endpoint service name depends on: the endpoint service and the
@@ -228,7 +234,10 @@ export function endpointServiceFingerprint(entry: EndpointServiceEntry): string 
   const cfn = [service, nlb.node.defaultChild].map((child) => {
     const render = (child as { _toCloudFormation?: () => unknown } | undefined)?._toCloudFormation;
     // aws-cdk-lib renders a resource's CloudFormation through this method; checked, so a change fails synth loudly.
-    if (typeof render !== 'function') throw new Error('endpointServiceFingerprint: aws-cdk-lib no longer renders resources through _toCloudFormation(); update lib/constructs/cell/entry.ts');
+    if (typeof render !== 'function')
+      throw new Error(
+        'endpointServiceFingerprint: aws-cdk-lib no longer renders resources through _toCloudFormation(); update lib/constructs/cell/entry.ts',
+      );
     return stack.resolve(render.call(child));
   });
   return createHash('sha256').update(JSON.stringify(cfn)).digest('hex').slice(0, 16);

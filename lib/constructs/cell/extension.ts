@@ -75,6 +75,8 @@ export function applyCellExtension(extension: CellExtension, blocks: CellBuildin
   }
   if (result instanceof Promise) {
     result.catch(() => undefined); // its failure is reported here, not as an unhandled rejection
-    throw new Error(`cellResources returned a promise in cell \`${blocks.cellId}\`: constructs are built synchronously; make the function synchronous (no async/await)`);
+    throw new Error(
+      `cellResources returned a promise in cell \`${blocks.cellId}\`: constructs are built synchronously; make the function synchronous (no async/await)`,
+    );
   }
 }

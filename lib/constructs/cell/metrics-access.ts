@@ -56,7 +56,10 @@ export class CellMetricsAccess extends Construct {
     super(scope, id);
     assertAccountId('CellMetricsAccess: routerAccount', props.routerAccount);
     const { maximum, unit } = props.compute;
-    if (!Number.isInteger(maximum) || maximum < 1) throw new Error(`CellMetricsAccess: compute.maximum ${maximum} must be a whole number of ${unit} of at least 1 (the compute's maximum capacity)`);
+    if (!Number.isInteger(maximum) || maximum < 1)
+      throw new Error(
+        `CellMetricsAccess: compute.maximum ${maximum} must be a whole number of ${unit} of at least 1 (the compute's maximum capacity)`,
+      );
     const record: CellSignalsRecord = {
       schemaVersion: 2,
       signals: {
@@ -68,12 +71,12 @@ export class CellMetricsAccess extends Construct {
     };
     this.parameter = new ssm.StringParameter(this, 'Signals', {
       parameterName: props.parameterName,
-      description: 'The metrics of this cell\'s own signals (compute, database, queue): cellctl capacity reads them through the metrics reader role',
+      description: "The metrics of this cell's own signals (compute, database, queue): cellctl capacity reads them through the metrics reader role",
       stringValue: Stack.of(this).toJsonString(record),
     });
     this.role = new CrossAccountReadRole(this, 'Reader', {
       roleName: props.roleName,
-      description: 'cellctl capacity: read this cell\'s metrics and the parameter naming them',
+      description: "cellctl capacity: read this cell's metrics and the parameter naming them",
       trustedAccount: props.routerAccount,
       actions: ['ssm:GetParameter'],
       resources: [this.parameter.parameterArn],
@@ -81,11 +84,13 @@ export class CellMetricsAccess extends Construct {
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }));
     Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'cloudwatch:GetMetricData takes no resource-level permission (CloudWatch permissions reference: its actions take *); the role only reads, and the account holds only this cell.',
+      reason:
+        'cloudwatch:GetMetricData takes no resource-level permission (CloudWatch permissions reference: its actions take *); the role only reads, and the account holds only this cell.',
     });
     Validations.of(this.role.node.defaultChild!).acknowledge({
       id: 'CellIsolation-CI1[account:router]',
-      reason: 'Operators of the router account (where cellctl capacity reads the routers\' metrics) read this cell\'s metrics and the parameter naming them, and nothing else: an observation from outside, never a call between cells.',
+      reason:
+        "Operators of the router account (where cellctl capacity reads the routers' metrics) read this cell's metrics and the parameter naming them, and nothing else: an observation from outside, never a call between cells.",
     });
   }
 }

@@ -87,7 +87,11 @@ export class CellMover extends Construct implements ec2.IConnectable {
       description: `${props.cellId}: mover tasks (database, S3 and Secrets Manager); no inbound`,
     });
     this.connections = this.securityGroup.connections;
-    this.logs = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_YEAR, encryptionKey: props.encryptionKey, removalPolicy: RemovalPolicy.RETAIN });
+    this.logs = new logs.LogGroup(this, 'Logs', {
+      retention: logs.RetentionDays.ONE_YEAR,
+      encryptionKey: props.encryptionKey,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
 
     this.taskRole = new iam.Role(this, 'TaskRole', {
       roleName: moverTaskRoleName(props.app, props.cellId),
@@ -96,10 +100,13 @@ export class CellMover extends Construct implements ec2.IConnectable {
     });
     this.taskRole.addToPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [props.database.secret.secretArn] }));
     if (props.database.secret.encryptionKey) {
-      this.taskRole.addToPolicy(new iam.PolicyStatement({
-        actions: ['kms:Decrypt'], resources: [props.database.secret.encryptionKey.keyArn],
-        conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` } },
-      }));
+      this.taskRole.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['kms:Decrypt'],
+          resources: [props.database.secret.encryptionKey.keyArn],
+          conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` } },
+        }),
+      );
     }
     const buckets = `arn:${partition}:s3:::${moveBucketNamePrefix(props.app, props.routerAccount)}-*`;
     const routerOwned = { StringEquals: { 's3:ResourceAccount': props.routerAccount } };
@@ -110,13 +117,15 @@ export class CellMover extends Construct implements ec2.IConnectable {
     for (const resource of [...writes, ...reads]) {
       Validations.of(this.taskRole).acknowledge({
         id: `AwsSolutions-IAM5[Resource::${resource.replace(`arn:${partition}`, 'arn:<AWS::Partition>')}]`,
-        reason: 'The move bucket is named <prefix>-<part of its stack id> in the router account; this cell\'s lanes are keyed by its account, the move and request ids are made at run time.',
+        reason:
+          "The move bucket is named <prefix>-<part of its stack id> in the router account; this cell's lanes are keyed by its account, the move and request ids are made at run time.",
       });
     }
 
     Validations.of((this.taskRole.node.findChild('DefaultPolicy') as iam.Policy).node.defaultChild!).acknowledge({
       id: 'CellIsolation-CI1[account:router]',
-      reason: 'The move bucket is in the router account: the only way data leaves or enters a cell in a move, limited to this cell\'s own lanes (by its account) and its own task requests and results; no other cell\'s resource is named.',
+      reason:
+        "The move bucket is in the router account: the only way data leaves or enters a cell in a move, limited to this cell's own lanes (by its account) and its own task requests and results; no other cell's resource is named.",
     });
 
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
@@ -146,14 +155,19 @@ export class CellMover extends Construct implements ec2.IConnectable {
       },
     });
     if (props.workQueue) {
-      this.taskDefinition.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.workQueue.queueArn] }));
+      this.taskDefinition.taskRole.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [props.workQueue.queueArn] }),
+      );
       if (props.workQueue.encryptionMasterKey) {
-        this.taskDefinition.taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [props.workQueue.encryptionMasterKey.keyArn] }));
+        this.taskDefinition.taskRole.addToPrincipalPolicy(
+          new iam.PolicyStatement({ actions: ['kms:GenerateDataKey', 'kms:Decrypt'], resources: [props.workQueue.encryptionMasterKey.keyArn] }),
+        );
       }
     }
     Validations.of(this.taskDefinition).acknowledge({
       id: 'AwsSolutions-ECS2',
-      reason: 'The environment holds only non-secret identifiers (cell id, database endpoint, the secret ARN); the mover reads the password from Secrets Manager when it connects.',
+      reason:
+        'The environment holds only non-secret identifiers (cell id, database endpoint, the secret ARN); the mover reads the password from Secrets Manager when it connects.',
     });
     Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
@@ -172,34 +186,65 @@ export class CellMover extends Construct implements ec2.IConnectable {
     });
     Validations.of(this.launcher.node.defaultChild!).acknowledge({
       id: 'CellIsolation-CI1[account:router]',
-      reason: 'Only the router account\'s move operator role may assume it, to run and watch this cell\'s mover task and nothing else: how a move reaches inside a cell without the cells talking to each other.',
+      reason:
+        "Only the router account's move operator role may assume it, to run and watch this cell's mover task and nothing else: how a move reaches inside a cell without the cells talking to each other.",
     });
-    const taskDefinitions = stack.formatArn({ service: 'ecs', resource: 'task-definition', resourceName: `${family}:*`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
-    this.launcher.addToPolicy(new iam.PolicyStatement({
-      actions: ['ecs:RunTask'], resources: [taskDefinitions], conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
-    }));
-    const tasks = stack.formatArn({ service: 'ecs', resource: 'task', resourceName: `${this.cluster.clusterName}/*`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+    const taskDefinitions = stack.formatArn({
+      service: 'ecs',
+      resource: 'task-definition',
+      resourceName: `${family}:*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    this.launcher.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['ecs:RunTask'],
+        resources: [taskDefinitions],
+        conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+      }),
+    );
+    const tasks = stack.formatArn({
+      service: 'ecs',
+      resource: 'task',
+      resourceName: `${this.cluster.clusterName}/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
     this.launcher.addToPolicy(new iam.PolicyStatement({ actions: ['ecs:DescribeTasks', 'ecs:StopTask'], resources: [tasks] }));
-    this.launcher.addToPolicy(new iam.PolicyStatement({
-      actions: ['iam:PassRole'], resources: [this.taskRole.roleArn, this.taskDefinition.obtainExecutionRole().roleArn],
-      conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
-    }));
+    this.launcher.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [this.taskRole.roleArn, this.taskDefinition.obtainExecutionRole().roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+      }),
+    );
     const parameterName = moverParameter(props.app, props.cellId);
-    this.launcher.addToPolicy(new iam.PolicyStatement({
-      actions: ['ssm:GetParameter'], resources: [stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: parameterName.replace(/^\//, '') })],
-    }));
+    this.launcher.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['ssm:GetParameter'],
+        resources: [stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: parameterName.replace(/^\//, '') })],
+      }),
+    );
     // The acknowledgment id is a plain string (a token cannot key it), spelled as cdk-nag prints the
     // ARNs: the literal partition when formatArn wrote one (the partition-literals feature flag of
     // cdk.json), `<AWS::Partition>` when it wrote the pseudo parameter (an app without that flag).
     const literalPartition = Token.isUnresolved(stack.partition) ? '<AWS::Partition>' : regionPartition(stack.region);
     for (const [resource, reason] of [
-      [`arn:${literalPartition}:ecs:${stack.region}:${account}:task-definition/${family}:*`, 'Every revision of this cell\'s mover task definition (RunTask takes the family\'s latest), only in this cell\'s mover cluster.'],
-      [`arn:${literalPartition}:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`, 'The mover tasks of this cell\'s mover cluster; their ids are made at run time.'],
-    ]) Validations.of(this.launcher).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
+      [
+        `arn:${literalPartition}:ecs:${stack.region}:${account}:task-definition/${family}:*`,
+        "Every revision of this cell's mover task definition (RunTask takes the family's latest), only in this cell's mover cluster.",
+      ],
+      [
+        `arn:${literalPartition}:ecs:${stack.region}:${account}:task/<${stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*`,
+        "The mover tasks of this cell's mover cluster; their ids are made at run time.",
+      ],
+    ])
+      Validations.of(this.launcher).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
 
     const subnets = props.vpc.selectSubnets(props.subnets).subnetIds;
     const info: MoverTaskInfo = {
-      cluster: this.cluster.clusterName, taskDefinition: family, container: MOVER_CONTAINER, subnets,
+      cluster: this.cluster.clusterName,
+      taskDefinition: family,
+      container: MOVER_CONTAINER,
+      subnets,
       securityGroups: [this.securityGroup.securityGroupId, ...(props.additionalSecurityGroups ?? []).map((g) => g.securityGroupId)],
     };
     this.parameter = new ssm.StringParameter(this, 'Parameter', {

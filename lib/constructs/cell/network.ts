@@ -66,7 +66,8 @@ export class CellNetwork extends Construct {
     for (const subnet of this.vpc.publicSubnets) {
       Validations.of(subnet).acknowledge({
         id: 'NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW',
-        reason: 'Public subnets hold only the NAT gateways (no load balancer, no instance, no public IPs); their default route to the internet gateway is what NAT needs.',
+        reason:
+          'Public subnets hold only the NAT gateways (no load balancer, no instance, no public IPs); their default route to the internet gateway is what NAT needs.',
       });
     }
     this.flowLogs = new logs.LogGroup(this, 'FlowLogs', {
@@ -116,6 +117,7 @@ export function acknowledgeDefaultSecurityGroupProvider(vpc: ec2.Vpc): void {
   if (!handler) return;
   Validations.of(handler).acknowledge({
     id: 'ControlTower::CT.LAMBDA.PR.3',
-    reason: 'CDK\'s provider for restrictDefaultSecurityGroup: runs only while CloudFormation deploys the stack, to remove the default security group\'s rules through the EC2 API; it handles no data and needs no network path into the VPC.',
+    reason:
+      "CDK's provider for restrictDefaultSecurityGroup: runs only while CloudFormation deploys the stack, to remove the default security group's rules through the EC2 API; it handles no data and needs no network path into the VPC.",
   });
 }

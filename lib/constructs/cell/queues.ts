@@ -37,7 +37,8 @@ export class CellQueues extends Construct {
     });
     Validations.of(this.deadLetter).acknowledge({
       id: 'ControlTower::CT.SQS.PR.1',
-      reason: 'This is the work queue\'s dead-letter queue; its depth pages through the cell\'s dead-letters alarm, and a dead-letter queue of its own would only hide those messages further.',
+      reason:
+        "This is the work queue's dead-letter queue; its depth pages through the cell's dead-letters alarm, and a dead-letter queue of its own would only hide those messages further.",
     });
     this.work = new sqs.Queue(this, 'Work', {
       encryption: sqs.QueueEncryption.KMS,

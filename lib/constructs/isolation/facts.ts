@@ -24,7 +24,8 @@ export interface ResourceView {
 }
 
 /** Which part of the fleet a stack belongs to, from the account it deploys into. */
-export type StackRole = { readonly kind: 'cell'; readonly cellId: string } | { readonly kind: 'router' } | { readonly kind: 'pipeline' } | { readonly kind: 'other' };
+export type StackRole =
+  { readonly kind: 'cell'; readonly cellId: string } | { readonly kind: 'router' } | { readonly kind: 'pipeline' } | { readonly kind: 'other' };
 
 export interface StackView {
   readonly role: StackRole;
@@ -93,10 +94,13 @@ export function hasKey(value: unknown, key: string): boolean {
 export function cellsOverlapping(facts: FleetFacts, self: string, cidr: string): string[] {
   const range = rangeOf(cidr);
   if (!range || range.prefix === 0) return [];
-  return facts.cells.filter((c) => c.id !== self).filter((c) => {
-    const other = c.cidr === undefined ? undefined : parseCidr(c.cidr);
-    return other !== undefined && cidrsOverlap(range, other);
-  }).map((c) => c.id);
+  return facts.cells
+    .filter((c) => c.id !== self)
+    .filter((c) => {
+      const other = c.cidr === undefined ? undefined : parseCidr(c.cidr);
+      return other !== undefined && cidrsOverlap(range, other);
+    })
+    .map((c) => c.id);
 }
 
 /** A CIDR as a range, host bits ignored (security group rules may name a single address). */
@@ -104,7 +108,10 @@ function rangeOf(cidr: string): CidrRange | undefined {
   const match = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/.exec(cidr);
   if (!match) return undefined;
   const prefix = Number(match[2]);
-  const address = match[1].split('.').map(Number).reduce((acc, o) => acc * 256 + o, 0);
+  const address = match[1]
+    .split('.')
+    .map(Number)
+    .reduce((acc, o) => acc * 256 + o, 0);
   const size = 2 ** (32 - prefix);
   return parseCidr(`${toDotted(address - (address % size))}/${prefix}`);
 }

@@ -61,9 +61,7 @@ function stackView(stack: Stack, facts: FleetFacts): StackView {
     // an overflow managed policy) renders to nothing.
     for (const [logicalId, r] of Object.entries(rendered.Resources ?? {})) {
       const properties = r.Properties ?? {};
-      const tags = TagManager.isTaggable(construct)
-        ? (construct as unknown as ITaggable).tags.tagValues()
-        : renderedTags(properties.Tags);
+      const tags = TagManager.isTaggable(construct) ? (construct as unknown as ITaggable).tags.tagValues() : renderedTags(properties.Tags);
       resources.set(logicalId, { logicalId, type: r.Type, properties, updatePolicy: r.UpdatePolicy, tags });
     }
   }

@@ -6,7 +6,20 @@
  */
 
 /** `http-request` actions that only pick a backend or answer: no rewriting, no scripts, no calls out. */
-const REQUEST_ACTIONS = new Set(['return', 'deny', 'set-var', 'unset-var', 'capture', 'track-sc0', 'track-sc1', 'track-sc2', 'sc-set-gpt0', 'sc-inc-gpc0', 'sc-inc-gpc1', 'set-log-level']);
+const REQUEST_ACTIONS = new Set([
+  'return',
+  'deny',
+  'set-var',
+  'unset-var',
+  'capture',
+  'track-sc0',
+  'track-sc1',
+  'track-sc2',
+  'sc-set-gpt0',
+  'sc-inc-gpc0',
+  'sc-inc-gpc1',
+  'set-log-level',
+]);
 /**
  * Headers the router may set on a request: the client's address and scheme (replacing whatever the
  * client sent) and the partition key it routed by (the header the cell's WAF rate rule keys on).
@@ -80,9 +93,11 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
   const zonal = new Map<string, number>();
   for (const d of ds) {
     const [first, second, third] = d.words;
-    if (first === 'retries' && Number(second) !== 0) say(d, 'retries', `\`retries ${second}\`: a request must never be sent twice; use \`retries 0\``);
+    if (first === 'retries' && Number(second) !== 0)
+      say(d, 'retries', `\`retries ${second}\`: a request must never be sent twice; use \`retries 0\``);
     if (first === 'retry-on' && second !== 'none') say(d, 'retry-on', `\`retry-on ${d.words.slice(1).join(' ')}\` retries requests`);
-    if (first === 'option' && second === 'redispatch') say(d, 'redispatch', '`option redispatch` sends a request to another server when its own fails');
+    if (first === 'option' && second === 'redispatch')
+      say(d, 'redispatch', '`option redispatch` sends a request to another server when its own fails');
     if (first.startsWith('lua-') || d.words.some((w) => w.startsWith('lua.'))) say(d, 'lua', 'Lua: scripts are logic in the router');
     if (first === 'filter') say(d, 'filter', `\`filter ${second}\` processes requests in the router`);
     if (first === 'http-request' || first === 'tcp-request') {
@@ -94,7 +109,12 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
       } else if (first === 'http-request' && action === 'set-header' && SET_HEADERS.has(third ?? '')) {
         // the router's own identity headers
       } else if (first === 'http-request' && action === 'add-header' && SET_HEADERS.has(third ?? '')) {
-        if (!removedBefore(ds, d, third!)) say(d, 'request-add-header', `\`http-request add-header ${third}\` with no \`del-header\` before it removing the client's ${third}: the cell would see both`);
+        if (!removedBefore(ds, d, third!))
+          say(
+            d,
+            'request-add-header',
+            `\`http-request add-header ${third}\` with no \`del-header\` before it removing the client's ${third}: the cell would see both`,
+          );
       } else if (first === 'http-request' && action === 'del-header') {
         // removing client-sent headers only narrows what reaches the cell
       } else if (first === 'http-request' && !REQUEST_ACTIONS.has(action ?? '')) {
@@ -109,7 +129,7 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
     if (d.words.some((w) => /(^|[,({[])req\.body(?!_len\b|_size\b)|wait-for-body/.test(w))) say(d, 'body', 'reads the request body');
     if (first === 'server-template') say(d, 'servers', '`server-template` puts several servers (cells) behind one backend');
     if (first === 'server') {
-      if (d.words.includes('backup')) say(d, 'backup', 'a backup server receives a cell\'s requests when it is down');
+      if (d.words.includes('backup')) say(d, 'backup', "a backup server receives a cell's requests when it is down");
       // z0, z1, …: the zonal servers of one cell's endpoint (the agent points them all at the
       // addresses of that one endpoint); any other name is another server.
       if (!/^z\d+$/.test(second ?? '')) servers.set(d.section, (servers.get(d.section) ?? 0) + 1);
@@ -117,7 +137,11 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
     }
   }
   for (const [section, count] of servers) {
-    if (count + (zonal.get(section) ?? 0) > 1) problems.push({ code: 'servers', message: `${section}: ${count} servers besides its zonal ones; a backend is one cell (one server per zone of its endpoint), or requests spread over cells` });
+    if (count + (zonal.get(section) ?? 0) > 1)
+      problems.push({
+        code: 'servers',
+        message: `${section}: ${count} servers besides its zonal ones; a backend is one cell (one server per zone of its endpoint), or requests spread over cells`,
+      });
   }
   return problems;
 }

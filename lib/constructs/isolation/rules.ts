@@ -75,7 +75,8 @@ export const noSharedReference: IsolationPredicate = (resource, stack, { facts }
       if (other) {
         found.add(`cell:${other.id}`);
       } else if (account === facts.routerAccount) {
-        if (!(resource.type === 'AWS::EC2::VPCEndpointServicePermissions' && path.startsWith('/Properties/AllowedPrincipals'))) found.add('account:router');
+        if (!(resource.type === 'AWS::EC2::VPCEndpointServicePermissions' && path.startsWith('/Properties/AllowedPrincipals')))
+          found.add('account:router');
       } else if (account === facts.toolingAccount) {
         if (!(resource.type === 'AWS::IAM::Role' && path.startsWith('/Properties/AssumeRolePolicyDocument'))) found.add('account:tooling');
       } else if (new RegExp(`arn:[^:]+:[^:]*:[^:]*:${account}:(?!root$)`).test(value)) {
@@ -126,7 +127,9 @@ export const boundedCapacity: IsolationPredicate = (resource, stack) => {
   const all = [...stack.resources.values()];
   switch (resource.type) {
     case 'AWS::ECS::Service': {
-      const targets = all.filter((r) => r.type === 'AWS::ApplicationAutoScaling::ScalableTarget' && refersTo(r.properties.ResourceId, resource.logicalId));
+      const targets = all.filter(
+        (r) => r.type === 'AWS::ApplicationAutoScaling::ScalableTarget' && refersTo(r.properties.ResourceId, resource.logicalId),
+      );
       return targets.some((t) => !isNumber(t.properties.MaxCapacity)) ? ['max-capacity'] : [];
     }
     case 'AWS::AutoScaling::AutoScalingGroup':
@@ -135,7 +138,10 @@ export const boundedCapacity: IsolationPredicate = (resource, stack) => {
       if (typeof p.DBInstanceClass !== 'string') return ['instance-class'];
       if (p.DBInstanceClass !== 'db.serverless') return [];
       const clusters = all.filter((r) => r.type === 'AWS::RDS::DBCluster' && refersTo(p.DBClusterIdentifier, r.logicalId));
-      return clusters.every((c) => isNumber((c.properties.ServerlessV2ScalingConfiguration as Record<string, unknown> | undefined)?.MaxCapacity)) && clusters.length > 0 ? [] : ['serverless-max'];
+      return clusters.every((c) => isNumber((c.properties.ServerlessV2ScalingConfiguration as Record<string, unknown> | undefined)?.MaxCapacity)) &&
+        clusters.length > 0
+        ? []
+        : ['serverless-max'];
     }
     case 'AWS::RDS::DBCluster': {
       const v2 = p.ServerlessV2ScalingConfiguration as Record<string, unknown> | undefined;
@@ -149,10 +155,18 @@ export const boundedCapacity: IsolationPredicate = (resource, stack) => {
       const acls = all
         .filter((r) => r.type === 'AWS::WAFv2::WebACLAssociation' && refersTo(r.properties.ResourceArn, resource.logicalId))
         .flatMap((a) => all.filter((r) => r.type === 'AWS::WAFv2::WebACL' && refersTo(a.properties.WebACLArn, r.logicalId)));
-      const perTenant = acls.some((acl) => asArray(acl.properties.Rules).some((rule) => {
-        const rate = ((rule as Record<string, unknown>).Statement as Record<string, unknown> | undefined)?.RateBasedStatement as Record<string, unknown> | undefined;
-        return rate !== undefined && isNumber(rate.Limit) && rate.AggregateKeyType === 'CUSTOM_KEYS' && JSON.stringify(rate.CustomKeys ?? []).includes('"Header"');
-      }));
+      const perTenant = acls.some((acl) =>
+        asArray(acl.properties.Rules).some((rule) => {
+          const rate = ((rule as Record<string, unknown>).Statement as Record<string, unknown> | undefined)?.RateBasedStatement as
+            Record<string, unknown> | undefined;
+          return (
+            rate !== undefined &&
+            isNumber(rate.Limit) &&
+            rate.AggregateKeyType === 'CUSTOM_KEYS' &&
+            JSON.stringify(rate.CustomKeys ?? []).includes('"Header"')
+          );
+        }),
+      );
       return perTenant ? [] : ['per-tenant-waf'];
     }
     default:
@@ -196,7 +210,13 @@ function watchedAlarms(stage: Record<string, unknown>, stack: StackView): string
     for (const condition of asArray((stage[when] as Record<string, unknown> | undefined)?.Conditions)) {
       for (const rule of asArray((condition as Record<string, unknown>).Rules)) {
         const r = rule as { RuleTypeId?: { Provider?: string }; Configuration?: { AlarmName?: unknown } };
-        if (r.RuleTypeId?.Provider === 'CloudWatchAlarm') names.push(...String(r.Configuration?.AlarmName ?? '').split(',').map((n) => n.trim()).filter(Boolean));
+        if (r.RuleTypeId?.Provider === 'CloudWatchAlarm')
+          names.push(
+            ...String(r.Configuration?.AlarmName ?? '')
+              .split(',')
+              .map((n) => n.trim())
+              .filter(Boolean),
+          );
       }
     }
   }
@@ -224,11 +244,14 @@ export const waveWatchesOwnCells: IsolationPredicate = (resource, stack, { facts
   if (resource.type !== 'AWS::CodePipeline::Pipeline') return [];
   const found: string[] = [];
   for (const stage of asArray(resource.properties.Stages) as Record<string, unknown>[]) {
-    const deployed = new Set(asArray(stage.Actions).flatMap((action) => {
-      const a = action as { ActionTypeId?: { Provider?: string }; Configuration?: { StackName?: unknown } };
-      return a.ActionTypeId?.Provider === 'CloudFormation' && typeof a.Configuration?.StackName === 'string'
-        ? cellsNamedIn(facts, a.Configuration.StackName) : [];
-    }));
+    const deployed = new Set(
+      asArray(stage.Actions).flatMap((action) => {
+        const a = action as { ActionTypeId?: { Provider?: string }; Configuration?: { StackName?: unknown } };
+        return a.ActionTypeId?.Provider === 'CloudFormation' && typeof a.Configuration?.StackName === 'string'
+          ? cellsNamedIn(facts, a.Configuration.StackName)
+          : [];
+      }),
+    );
     for (const name of watchedAlarms(stage, stack)) {
       const owner = alarmOwner(facts, name);
       if ((owner === undefined && deployed.size > 0) || (owner !== undefined && !deployed.has(owner))) found.push(`${String(stage.Name)}:${name}`);
@@ -283,25 +306,75 @@ export const noCrossCellAssume: IsolationPredicate = (resource, stack, { facts }
 export const noCellToCellNetwork: IsolationPredicate = (resource, stack, { facts }) => {
   const self = cellOf(stack);
   if (!self) return [];
-  if (/^AWS::EC2::(VPCPeeringConnection|TransitGatewayAttachment|TransitGatewayVpcAttachment)$/.test(resource.type)) return [resource.type.slice('AWS::EC2::'.length)];
+  if (/^AWS::EC2::(VPCPeeringConnection|TransitGatewayAttachment|TransitGatewayVpcAttachment)$/.test(resource.type))
+    return [resource.type.slice('AWS::EC2::'.length)];
   const p = resource.properties;
   if (resource.type === 'AWS::EC2::Route' && (p.VpcPeeringConnectionId !== undefined || p.TransitGatewayId !== undefined)) return ['route'];
-  const rules = resource.type === 'AWS::EC2::SecurityGroup' ? [...asArray(p.SecurityGroupIngress), ...asArray(p.SecurityGroupEgress)]
-    : /^AWS::EC2::SecurityGroup(Ingress|Egress)$/.test(resource.type) ? [p] : [];
-  return [...new Set(rules.flatMap((r) => {
-    const cidr = (r as { CidrIp?: unknown }).CidrIp;
-    return typeof cidr === 'string' ? cellsOverlapping(facts, self, cidr).map((id) => `cidr:${id}`) : [];
-  }))];
+  const rules =
+    resource.type === 'AWS::EC2::SecurityGroup'
+      ? [...asArray(p.SecurityGroupIngress), ...asArray(p.SecurityGroupEgress)]
+      : /^AWS::EC2::SecurityGroup(Ingress|Egress)$/.test(resource.type)
+        ? [p]
+        : [];
+  return [
+    ...new Set(
+      rules.flatMap((r) => {
+        const cidr = (r as { CidrIp?: unknown }).CidrIp;
+        return typeof cidr === 'string' ? cellsOverlapping(facts, self, cidr).map((id) => `cidr:${id}`) : [];
+      }),
+    ),
+  ];
 };
 
 /** The pack's rules, in report order. */
 export const ISOLATION_RULES: readonly IsolationRule[] = [
-  { id: 'CI1', check: noSharedReference, info: 'A cell references another cell or a shared resource (import, name, account or ARN).', explanation: 'Cells share nothing but the router; a shared key, bucket, topic, log group, security group, role or output is a path for one cell\'s failure to reach the others.' },
-  { id: 'CI2', check: cellTags, info: 'A cell resource lacks the `cell` / `app` tags.', explanation: 'Every cell resource carries `cell` = its cell id and `app`, so cost, inventory and access can be scoped per cell.' },
-  { id: 'CI3', check: boundedCapacity, info: 'A cell has unbounded capacity (compute maximum, database class or per-tenant WAF rule missing).', explanation: 'A cell has a maximum size it was tested to; without a bound one tenant or one bug grows a cell past what it was tested for.' },
-  { id: 'CI4', check: cellScopedRollback, info: 'A deployable unit of a cell is not rolled back by that cell\'s own alarms.', explanation: 'A bad change must roll back on the health of the cell it lands in, and only on that.' },
-  { id: 'CI5', check: waveWatchesOwnCells, info: 'A pipeline wave watches an alarm that is not one of its own cells\'.', explanation: 'A wave gated on a fleet-wide alarm deploys to every cell at once in effect, and rolls back for problems it did not cause.' },
-  { id: 'CI6', check: routerRoutesOnly, info: 'The router configuration does more than key extraction, hashing and lookup, or retries.', explanation: 'Logic in the router is shared by every cell; a retry or redispatch can send one request into a second cell.' },
-  { id: 'CI7', check: noCrossCellAssume, info: 'A cell can assume a role in another account, or grants a principal of another cell.', explanation: 'Nothing in one cell\'s account may act in another cell\'s account.' },
-  { id: 'CI8', check: noCellToCellNetwork, info: 'A cell has a network path to another cell (peering, transit gateway, or a rule to its range).', explanation: 'Cells never call each other; only the router reaches a cell, through its endpoint service.' },
+  {
+    id: 'CI1',
+    check: noSharedReference,
+    info: 'A cell references another cell or a shared resource (import, name, account or ARN).',
+    explanation:
+      "Cells share nothing but the router; a shared key, bucket, topic, log group, security group, role or output is a path for one cell's failure to reach the others.",
+  },
+  {
+    id: 'CI2',
+    check: cellTags,
+    info: 'A cell resource lacks the `cell` / `app` tags.',
+    explanation: 'Every cell resource carries `cell` = its cell id and `app`, so cost, inventory and access can be scoped per cell.',
+  },
+  {
+    id: 'CI3',
+    check: boundedCapacity,
+    info: 'A cell has unbounded capacity (compute maximum, database class or per-tenant WAF rule missing).',
+    explanation: 'A cell has a maximum size it was tested to; without a bound one tenant or one bug grows a cell past what it was tested for.',
+  },
+  {
+    id: 'CI4',
+    check: cellScopedRollback,
+    info: "A deployable unit of a cell is not rolled back by that cell's own alarms.",
+    explanation: 'A bad change must roll back on the health of the cell it lands in, and only on that.',
+  },
+  {
+    id: 'CI5',
+    check: waveWatchesOwnCells,
+    info: "A pipeline wave watches an alarm that is not one of its own cells'.",
+    explanation: 'A wave gated on a fleet-wide alarm deploys to every cell at once in effect, and rolls back for problems it did not cause.',
+  },
+  {
+    id: 'CI6',
+    check: routerRoutesOnly,
+    info: 'The router configuration does more than key extraction, hashing and lookup, or retries.',
+    explanation: 'Logic in the router is shared by every cell; a retry or redispatch can send one request into a second cell.',
+  },
+  {
+    id: 'CI7',
+    check: noCrossCellAssume,
+    info: 'A cell can assume a role in another account, or grants a principal of another cell.',
+    explanation: "Nothing in one cell's account may act in another cell's account.",
+  },
+  {
+    id: 'CI8',
+    check: noCellToCellNetwork,
+    info: 'A cell has a network path to another cell (peering, transit gateway, or a rule to its range).',
+    explanation: 'Cells never call each other; only the router reaches a cell, through its endpoint service.',
+  },
 ];

@@ -51,7 +51,9 @@ export function bakeVariables(targets: readonly BakeTarget[], seconds: number, p
   if (targets.length === 0) throw new Error('bakeCommands: a wave without cells has nothing to watch');
   if (!Number.isInteger(seconds) || seconds < 0) throw new Error(`bakeCommands: seconds ${seconds} must be a whole number >= 0`);
   if (seconds > BAKE_ACTION_MAX_SECONDS) {
-    throw new Error(`bakeCommands: ${seconds}s is longer than one CodePipeline CodeBuild action may run (${BAKE_ACTION_MAX_SECONDS}s of its 8 h); split it with bakeSegments`);
+    throw new Error(
+      `bakeCommands: ${seconds}s is longer than one CodePipeline CodeBuild action may run (${BAKE_ACTION_MAX_SECONDS}s of its 8 h); split it with bakeSegments`,
+    );
   }
   const list = targets.map((t) => quote(`${t.cell} ${t.account} ${t.region} ${t.alarmName} ${t.roleName}`)).join(' ');
   const label = part && part.of > 1 ? ` (part ${part.index} of ${part.of})` : '';

@@ -34,7 +34,7 @@ export interface BootstrapGrantOptions {
 }
 
 export const BOOTSTRAP_ROLE_KINDS = ['deploy', 'file-publishing', 'image-publishing', 'lookup'] as const;
-export type BootstrapRoleKind = typeof BOOTSTRAP_ROLE_KINDS[number];
+export type BootstrapRoleKind = (typeof BOOTSTRAP_ROLE_KINDS)[number];
 
 export interface BootstrapRoleArn {
   readonly account: string;
@@ -43,7 +43,9 @@ export interface BootstrapRoleArn {
   readonly region: string;
 }
 
-const BOOTSTRAP_ARN = new RegExp(`^arn:(?:\\$\\{AWS::Partition\\}|aws[a-z-]*):iam::(\\d{12}):role/cdk-([a-z0-9_-]+?)-(${BOOTSTRAP_ROLE_KINDS.join('|')})-role-(\\d{12})-([a-z0-9-]+)$`);
+const BOOTSTRAP_ARN = new RegExp(
+  `^arn:(?:\\$\\{AWS::Partition\\}|aws[a-z-]*):iam::(\\d{12}):role/cdk-([a-z0-9_-]+?)-(${BOOTSTRAP_ROLE_KINDS.join('|')})-role-(\\d{12})-([a-z0-9-]+)$`,
+);
 
 /** A role ARN rendered from the template (literal, `Fn::Sub` or `Fn::Join` with the partition) as a string, or undefined when it holds anything else. */
 function renderArn(value: unknown): string | undefined {
@@ -53,7 +55,9 @@ function renderArn(value: unknown): string | undefined {
     if (typeof o['Fn::Sub'] === 'string' && !/\$\{(?!AWS::Partition\})/.test(o['Fn::Sub'])) return o['Fn::Sub'];
     if (Array.isArray(o['Fn::Join'])) {
       const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
-      const rendered = parts.map((p) => (typeof p === 'string' ? p : JSON.stringify(p) === '{"Ref":"AWS::Partition"}' ? '${AWS::Partition}' : undefined));
+      const rendered = parts.map((p) =>
+        typeof p === 'string' ? p : JSON.stringify(p) === '{"Ref":"AWS::Partition"}' ? '${AWS::Partition}' : undefined,
+      );
       return rendered.every((p) => p !== undefined) ? rendered.join(sep) : undefined;
     }
   }
@@ -85,7 +89,9 @@ export function bootstrapPatternStatement(roles: readonly BootstrapRoleArn[], op
 export function statementsOf(document: iam.PolicyDocument): iam.PolicyStatement[] {
   const statements = (document as unknown as { statements?: unknown }).statements;
   if (!Array.isArray(statements) || !statements.every((s) => s instanceof iam.PolicyStatement)) {
-    throw new Error('grantBootstrapRolesByPattern: aws-cdk-lib\'s PolicyDocument no longer keeps its statements in `statements`; update lib/constructs/pipeline/bootstrap-grants.ts');
+    throw new Error(
+      "grantBootstrapRolesByPattern: aws-cdk-lib's PolicyDocument no longer keeps its statements in `statements`; update lib/constructs/pipeline/bootstrap-grants.ts",
+    );
   }
   return statements as iam.PolicyStatement[];
 }
@@ -107,7 +113,16 @@ export function grantBootstrapRolesByPattern(roles: readonly iam.Role[], options
     const keep = statements.filter((s) => {
       const json = s.toStatementJson() as Record<string, unknown>;
       const actions = [json.Action].flat();
-      if (s.effect !== iam.Effect.ALLOW || actions.length !== 1 || actions[0] !== 'sts:AssumeRole' || json.Condition || json.NotResource || json.Principal || json.NotPrincipal) return true;
+      if (
+        s.effect !== iam.Effect.ALLOW ||
+        actions.length !== 1 ||
+        actions[0] !== 'sts:AssumeRole' ||
+        json.Condition ||
+        json.NotResource ||
+        json.Principal ||
+        json.NotPrincipal
+      )
+        return true;
       const parsed = s.resources.map((r) => parseBootstrapRoleArn(stack.resolve(r)));
       if (parsed.length === 0 || parsed.some((p) => p === undefined)) return true;
       listed.push(...(parsed as BootstrapRoleArn[]));

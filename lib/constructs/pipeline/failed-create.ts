@@ -53,7 +53,10 @@ export function failedCreateCommands(targets: readonly ProtectTarget[], options:
 export function failedCreateVariables(targets: readonly ProtectTarget[], options: FailedCreateOptions = {}): string[] {
   const poll = options.pollSeconds ?? FAILED_CREATE_POLL_SECONDS;
   const wait = options.waitSeconds ?? FAILED_CREATE_WAIT_SECONDS;
-  for (const [name, value] of [['pollSeconds', poll], ['waitSeconds', wait]] as const) {
+  for (const [name, value] of [
+    ['pollSeconds', poll],
+    ['waitSeconds', wait],
+  ] as const) {
     if (!Number.isInteger(value) || value < 0) throw new Error(`failedCreateCommands: ${name} ${value} must be a whole number of seconds >= 0`);
   }
   const qualifier = options.qualifier ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;

@@ -8,8 +8,14 @@ import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
 import { CellStack, CellStackProps, denyGrantsExceptForAwsServices, endpointServiceFingerprint } from '../cell';
 import {
-  bakeWatcherRoleName, cellDeletionProtectorRoleName, cellHealthAlarmName, codePipelineName, routerBakeWatcherRoleName, routerDeletionProtectorRoleName,
-  routerGroupHealthAlarmName, stageProjectName,
+  bakeWatcherRoleName,
+  cellDeletionProtectorRoleName,
+  cellHealthAlarmName,
+  codePipelineName,
+  routerBakeWatcherRoleName,
+  routerDeletionProtectorRoleName,
+  routerGroupHealthAlarmName,
+  stageProjectName,
 } from '../../domain/names';
 import { RouterGroupsStack, RouterGroupsStackProps, RouterStack, RouterStackProps } from '../router';
 import { CellZeroStack, CellZeroStackProps } from '../cell-zero';
@@ -196,16 +202,28 @@ export class PipelineStack extends Stack {
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     const {
-      app, toolingAccount, region, source, plan, cellStacks, routers, cellZero: zero, manualApproval, deploymentWindow, organizationId, ...stackProps
+      app,
+      toolingAccount,
+      region,
+      source,
+      plan,
+      cellStacks,
+      routers,
+      cellZero: zero,
+      manualApproval,
+      deploymentWindow,
+      organizationId,
+      ...stackProps
     } = props;
     const problems = pipelinePropsProblems(props);
     if (problems.length > 0) throw new Error(`PipelineStack ${id}: ${problems.join('; ')}`);
     // Compact JSON: one deploy action per cell, so the template grows with the fleet (docs/performance.md).
     super(scope, id, { suppressTemplateIndentation: true, ...stackProps, env: { account: toolingAccount, region } });
     this.plan = plan;
-    const input = source.kind === 'connection'
-      ? pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn })
-      : pipelines.CodePipelineSource.s3(s3.Bucket.fromBucketName(this, 'SourceBucket', source.bucketName), source.objectKey);
+    const input =
+      source.kind === 'connection'
+        ? pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn })
+        : pipelines.CodePipelineSource.s3(s3.Bucket.fromBucketName(this, 'SourceBucket', source.bucketName), source.objectKey);
 
     const pipelineName = codePipelineName(app);
     // Every CodeBuild project (synth, self-mutation, assets, bakes) logs here for a year, so a failed
@@ -218,9 +236,13 @@ export class PipelineStack extends Stack {
     });
     Validations.of(buildLogs).acknowledge({
       id: 'ControlTower::CT.CLOUDWATCH.PR.3',
-      reason: 'Build output of the pipeline (commands, test and synth output; no cell data, no credentials: the build roles assume bootstrap roles at run time); CloudWatch Logs encrypts it at rest with its own key.',
+      reason:
+        'Build output of the pipeline (commands, test and synth output; no cell data, no credentials: the build roles assume bootstrap roles at run time); CloudWatch Logs encrypts it at rest with its own key.',
     });
-    new CfnOutput(this, 'BuildLogGroup', { description: 'CloudWatch Logs group of every CodeBuild step of the pipeline', value: buildLogs.logGroupName });
+    new CfnOutput(this, 'BuildLogGroup', {
+      description: 'CloudWatch Logs group of every CodeBuild step of the pipeline',
+      value: buildLogs.logGroupName,
+    });
     const synth = new pipelines.CodeBuildStep('Synth', {
       input,
       // The router tests drive a real HAProxy 2.6+: installed and checked before the tests (see synth.ts).
@@ -262,9 +284,15 @@ export class PipelineStack extends Stack {
       fingerprints[adoption.cellId] = endpointServiceFingerprint(stage.stack.entry);
       assertNoOpenFindings(stage.stack);
       const protect = [{ stackName: stage.stack.stackName, account: adoption.account, region: adoption.region }];
-      const targets = [{
-        cell: adoption.cellId, account: adoption.account, region: adoption.region, alarmName: cellHealthAlarmName(app, adoption.cellId), roleName: adoption.names.bakeWatcherRole,
-      }];
+      const targets = [
+        {
+          cell: adoption.cellId,
+          account: adoption.account,
+          region: adoption.region,
+          alarmName: cellHealthAlarmName(app, adoption.cellId),
+          roleName: adoption.names.bakeWatcherRole,
+        },
+      ];
       const name = `cell-${adoption.cellId}-adoption`;
       this.pipeline.addStage(stage, {
         pre: [failedCreateStep(`clear-${name}`, protect, app, scripts)],
@@ -275,14 +303,20 @@ export class PipelineStack extends Stack {
     for (const wave of plan.waves) {
       const cellStages = wave.cells.map((cellId) => new CellStage(this, `cell-${cellId}`, { cellStack: cellStacks[cellId] }));
       const targets = cellStages.map(({ cellId, stack }) => ({
-        cell: cellId, account: stack.account, region: stack.region, alarmName: cellHealthAlarmName(app, cellId), roleName: bakeWatcherRoleName(app, cellId),
+        cell: cellId,
+        account: stack.account,
+        region: stack.region,
+        alarmName: cellHealthAlarmName(app, cellId),
+        roleName: bakeWatcherRoleName(app, cellId),
       }));
       for (const stage of cellStages) fingerprints[stage.cellId] = endpointServiceFingerprint(stage.stack.cell.entry);
       for (const stage of cellStages) assertNoOpenFindings(stage.stack);
       // CodePipeline's CloudFormation action ignores terminationProtection: the first bake action
       // protects the wave's stacks before it watches them (see protect.ts).
       const protect = cellStages.map((stage) => ({
-        stackName: stage.stack.stackName, account: stage.stack.account, region: stage.stack.region,
+        stackName: stage.stack.stackName,
+        account: stage.stack.account,
+        region: stage.stack.region,
         deletionProtectorRole: cellDeletionProtectorRoleName(app, stage.cellId),
       }));
       const bakes = bakeSteps(this, `bake-${wave.name}`, targets, wave.bakeSeconds, protect, app, pipelineName, scripts);
@@ -310,19 +344,34 @@ export class PipelineStack extends Stack {
     const routerStages: string[] = [];
     for (const wave of plan.routerWaves) {
       const stacks = routers[wave.region];
-      const stage = new RouterStage(this, wave.name, wave.part === 'canary'
-        ? { router: { ...stacks.router, cellEndpointFingerprints: fingerprints }, groups: stacks.canary }
-        : { groups: stacks.rest });
+      const stage = new RouterStage(
+        this,
+        wave.name,
+        wave.part === 'canary'
+          ? { router: { ...stacks.router, cellEndpointFingerprints: fingerprints }, groups: stacks.canary }
+          : { groups: stacks.rest },
+      );
       for (const stack of stage.stacks) assertNoOpenFindings(stack);
       const watcherRole = routerBakeWatcherRoleName(app, wave.region);
       // The canary part watches its group; the rest watches every group of the region, the canary's too.
-      const watched = wave.part === 'canary' ? stage.groups.groupHealthAlarms
-        : [...stacks.canary.groups, ...stacks.rest.groups].map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(app, wave.region, g.name) }));
+      const watched =
+        wave.part === 'canary'
+          ? stage.groups.groupHealthAlarms
+          : [...stacks.canary.groups, ...stacks.rest.groups].map((g) => ({
+              group: g.name,
+              alarmName: routerGroupHealthAlarmName(app, wave.region, g.name),
+            }));
       const targets = watched.map(({ group, alarmName }) => ({
-        cell: `router-${group}`, account: stage.groups.account, region: wave.region, alarmName, roleName: watcherRole,
+        cell: `router-${group}`,
+        account: stage.groups.account,
+        region: wave.region,
+        alarmName,
+        roleName: watcherRole,
       }));
       const protect = stage.stacks.map((stack) => ({
-        stackName: stack.stackName, account: stack.account, region: stack.region,
+        stackName: stack.stackName,
+        account: stack.account,
+        region: stack.region,
         ...(stack === stage.router ? { deletionProtectorRole: routerDeletionProtectorRoleName(app, wave.region) } : {}),
       }));
       this.pipeline.addStage(stage, {
@@ -345,14 +394,17 @@ export class PipelineStack extends Stack {
     if (stageCount > MAX_PIPELINE_STAGES) {
       throw new WavePlanError(
         `the pipeline has ${stageCount} stages (waves, router waves, the approval and ${FIXED_STAGES} fixed) but CodePipeline allows ${MAX_PIPELINE_STAGES}; ` +
-        'put more cells in each wave of plan.waves (in the fleet file: raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves), or split the fleet across pipelines',
+          'put more cells in each wave of plan.waves (in the fleet file: raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves), or split the fleet across pipelines',
       );
     }
-    applyStageConditions(this.pipeline.pipeline, [...(this.cellZeroStage ? [this.cellZeroStage] : []), ...stages.keys(), ...routerStages].map((stageName) => ({
-      stageName,
-      rollbackOnFailure: true,
-      deploymentWindow,
-    })));
+    applyStageConditions(
+      this.pipeline.pipeline,
+      [...(this.cellZeroStage ? [this.cellZeroStage] : []), ...stages.keys(), ...routerStages].map((stageName) => ({
+        stageName,
+        rollbackOnFailure: true,
+        deploymentWindow,
+      })),
+    );
     if (source.kind === 'connection') grantCodeConnection(this, source.connectionArn);
     const supportStacks = Object.values(this.pipeline.pipeline.crossRegionSupport).map((support) => support.stack);
     // CodePipeline's cross-region replication bucket has a name fixed by its stack's name and is kept
@@ -382,13 +434,18 @@ export function pipelinePropsProblems(props: PipelineStackProps): string[] {
       seen.set(cellId, wave.name);
       const stack = props.cellStacks[cellId];
       if (!stack) problems.push(`cellStacks has no props for cell \`${cellId}\` of \`${wave.name}\`; give every cell's (cellStackPropsOf)`);
-      else if (stack.cell.cellId !== cellId) problems.push(`cellStacks[\`${cellId}\`] holds cell \`${stack.cell.cellId}\`; key each cell's props by its own id`);
+      else if (stack.cell.cellId !== cellId)
+        problems.push(`cellStacks[\`${cellId}\`] holds cell \`${stack.cell.cellId}\`; key each cell's props by its own id`);
     }
   }
   const unplanned = Object.keys(props.cellStacks).filter((cellId) => !seen.has(cellId));
-  if (unplanned.length > 0) problems.push(`cellStacks has cell ${unplanned.map((c) => `\`${c}\``).join(', ')} that no wave of plan.waves deploys; add it to a wave or drop its props`);
+  if (unplanned.length > 0)
+    problems.push(
+      `cellStacks has cell ${unplanned.map((c) => `\`${c}\``).join(', ')} that no wave of plan.waves deploys; add it to a wave or drop its props`,
+    );
   for (const region of new Set(props.plan.routerWaves.map((w) => w.region))) {
-    if (!props.routers[region]) problems.push(`routers has no stacks for ${region}, a region of plan.routerWaves; give one entry per region (pipelineRoutersOf)`);
+    if (!props.routers[region])
+      problems.push(`routers has no stacks for ${region}, a region of plan.routerWaves; give one entry per region (pipelineRoutersOf)`);
   }
   if (props.deploymentWindow) problems.push(...deploymentWindowProblems(props.deploymentWindow.cron).map((p) => `deploymentWindow.cron: ${p}`));
   return problems;
@@ -422,7 +479,12 @@ function failedCreateStep(id: string, stacks: readonly ProtectTarget[], app: str
     // Deleting a stack and waiting for it takes minutes; FAILED_CREATE_WAIT_SECONDS bounds each stack.
     timeout: Duration.hours(2),
     // The deploy roles of the stage's accounts only (stage-grants.ts).
-    rolePolicyStatements: [assumeInAccounts(stacks.map((t) => deployRolePattern(t.region)), stacks.map((t) => t.account))],
+    rolePolicyStatements: [
+      assumeInAccounts(
+        stacks.map((t) => deployRolePattern(t.region)),
+        stacks.map((t) => t.account),
+      ),
+    ],
   });
 }
 
@@ -431,37 +493,56 @@ function failedCreateStep(id: string, stacks: readonly ProtectTarget[], app: str
  * action ignores terminationProtection, see protect.ts), then the alarms of `targets` are watched for
  * `seconds`; a bake longer than one CodeBuild action may run (8 h) is chained over several actions.
  */
-function bakeSteps(scope: Stack, id: string, targets: readonly BakeTarget[], bakeSeconds: number, protect: readonly ProtectTarget[], app: string, pipelineName: string, scripts: pipelines.FileSet): pipelines.CodeBuildStep[] {
+function bakeSteps(
+  scope: Stack,
+  id: string,
+  targets: readonly BakeTarget[],
+  bakeSeconds: number,
+  protect: readonly ProtectTarget[],
+  app: string,
+  pipelineName: string,
+  scripts: pipelines.FileSet,
+): pipelines.CodeBuildStep[] {
   const segments = bakeSegments(bakeSeconds);
   const protectors = protect.flatMap((t) => (t.deletionProtectorRole ? [t.deletionProtectorRole] : []));
-  return chain(segments.map((seconds, i) => {
-    const stepId = segments.length === 1 ? id : `${id}-${i + 1}`;
-    // The stage's bake-watcher roles and, for the protecting action, its deploy and protector roles:
-    // by name pattern, in the stage's accounts only (stage-grants.ts).
-    const roles = [namePattern(targets.map((t) => t.roleName)), ...(i === 0 ? [...protect.map((t) => deployRolePattern(t.region)), ...(protectors.length > 0 ? [namePattern(protectors)] : [])] : [])];
-    return new pipelines.CodeBuildStep(stepId, {
-      projectName: stageProjectName(app, stepId),
-      input: scripts,
-      commands: [[
-        ...(i === 0 && protect.length > 0 ? [...protectVariables(protect), sourceStageScript('protect.sh')] : []),
-        ...bakeVariables(targets, seconds, { index: i + 1, of: segments.length }), sourceStageScript('bake.sh'),
-      ].join('\n')],
-      // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
-      env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
-      timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
-      rolePolicyStatements: [
-        assumeInAccounts(roles, [...targets.map((t) => t.account), ...(i === 0 ? protect.map((t) => t.account) : [])]),
-        new iam.PolicyStatement({
-          actions: ['codepipeline:GetPipelineExecution'],
-          resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
-        }),
-      ],
-    });
-  }));
+  return chain(
+    segments.map((seconds, i) => {
+      const stepId = segments.length === 1 ? id : `${id}-${i + 1}`;
+      // The stage's bake-watcher roles and, for the protecting action, its deploy and protector roles:
+      // by name pattern, in the stage's accounts only (stage-grants.ts).
+      const roles = [
+        namePattern(targets.map((t) => t.roleName)),
+        ...(i === 0 ? [...protect.map((t) => deployRolePattern(t.region)), ...(protectors.length > 0 ? [namePattern(protectors)] : [])] : []),
+      ];
+      return new pipelines.CodeBuildStep(stepId, {
+        projectName: stageProjectName(app, stepId),
+        input: scripts,
+        commands: [
+          [
+            ...(i === 0 && protect.length > 0 ? [...protectVariables(protect), sourceStageScript('protect.sh')] : []),
+            ...bakeVariables(targets, seconds, { index: i + 1, of: segments.length }),
+            sourceStageScript('bake.sh'),
+          ].join('\n'),
+        ],
+        // CodePipeline resolves the execution id when the action starts: the bake tells a rollback from a rollout.
+        env: { [BAKE_EXECUTION_ENV.executionId]: codepipeline.GlobalVariables.executionId, [BAKE_EXECUTION_ENV.pipelineName]: pipelineName },
+        timeout: Duration.seconds(Math.min(seconds + 1800, BAKE_ACTION_LIMIT_SECONDS)),
+        rolePolicyStatements: [
+          assumeInAccounts(roles, [...targets.map((t) => t.account), ...(i === 0 ? protect.map((t) => t.account) : [])]),
+          new iam.PolicyStatement({
+            actions: ['codepipeline:GetPipelineExecution'],
+            resources: [scope.formatArn({ service: 'codepipeline', resource: pipelineName })],
+          }),
+        ],
+      });
+    }),
+  );
 }
 
 /** `steps`, each depending on the one before. */
 function chain(steps: pipelines.CodeBuildStep[]): pipelines.CodeBuildStep[] {
-  steps.forEach((step, i) => { if (i > 0) step.addStepDependency(steps[i - 1]); });
+  steps.forEach((step, i) => {
+    if (i > 0) step.addStepDependency(steps[i - 1]);
+  });
   return steps;
 }

@@ -30,8 +30,6 @@ export function deployRoleShell(): string {
   return 'arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}';
 }
 
-
-
 /** The resource types the protect step switches deletion protection on for. */
 export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::RDS::DBCluster', 'AWS::RDS::DBInstance'] as const;
 

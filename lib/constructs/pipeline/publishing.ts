@@ -25,7 +25,10 @@ export const MINUTES_PER_DESTINATION = { file: 2, docker: 10 } as const;
  * (`LIMITS.codeBuildTimeout`), and the project's timeout sized from that (at least CodeBuild's
  * default hour). Throws, naming the limit, when even MAX_PUBLISH_PARALLELISM at a time would not.
  */
-export function publishingPlan(destinations: number, kind: keyof typeof MINUTES_PER_DESTINATION): { readonly parallelism: number; readonly timeoutMinutes: number } {
+export function publishingPlan(
+  destinations: number,
+  kind: keyof typeof MINUTES_PER_DESTINATION,
+): { readonly parallelism: number; readonly timeoutMinutes: number } {
   const limit = LIMITS.codeBuildTimeout;
   const minutes = (parallelism: number) => Math.max(60, Math.ceil(destinations / parallelism) * MINUTES_PER_DESTINATION[kind] + 15);
   for (let parallelism = PUBLISH_PARALLELISM; parallelism <= MAX_PUBLISH_PARALLELISM; parallelism++) {
@@ -33,7 +36,7 @@ export function publishingPlan(destinations: number, kind: keyof typeof MINUTES_
   }
   throw new Error(
     `publishing one ${kind} asset to ${destinations} environments takes about ${minutes(MAX_PUBLISH_PARALLELISM)} minutes even ${MAX_PUBLISH_PARALLELISM} at a time, ` +
-    `over the ${limit.what} of ${limit.value} ${limit.unit} (${limit.source}): ${limit.fix}`,
+      `over the ${limit.what} of ${limit.value} ${limit.unit} (${limit.source}): ${limit.fix}`,
   );
 }
 
@@ -52,14 +55,18 @@ const PUBLISH = /^cdk-assets --path "([^"]+)" --verbose publish "([0-9a-f]+):([^
  * run time and published `parallelism` at a time; the build fails unless it found exactly
  * the destinations synth planned. Returns undefined for commands of another shape.
  */
-export function compactPublishCommands(commands: readonly string[], parallelism = PUBLISH_PARALLELISM): { commands: string[]; destinations: number; assetId: string } | undefined {
+export function compactPublishCommands(
+  commands: readonly string[],
+  parallelism = PUBLISH_PARALLELISM,
+): { commands: string[]; destinations: number; assetId: string } | undefined {
   const parsed = commands.map((c) => PUBLISH.exec(c));
   if (parsed.length === 0 || parsed.some((p) => !p)) return undefined;
   const assetIds = new Set(parsed.map((p) => p![2]));
   if (assetIds.size !== 1) return undefined;
   const [assetId] = assetIds;
-  const globs = [...new Set(parsed.map((p) => (p![1].includes('/') ? `${p![1].slice(0, p![1].indexOf('/'))}` : '.')))]
-    .map((dir) => (dir === '.' ? '*.assets.json' : dir.startsWith('assembly-') ? 'assembly-*/*.assets.json' : `${dir}/*.assets.json`));
+  const globs = [...new Set(parsed.map((p) => (p![1].includes('/') ? `${p![1].slice(0, p![1].indexOf('/'))}` : '.')))].map((dir) =>
+    dir === '.' ? '*.assets.json' : dir.startsWith('assembly-') ? 'assembly-*/*.assets.json' : `${dir}/*.assets.json`,
+  );
   const destinations = parsed.length;
   return {
     assetId,

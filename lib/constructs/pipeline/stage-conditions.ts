@@ -29,14 +29,18 @@ export function applyStageConditions(pipeline: codepipeline.Pipeline, conditions
       const problems = deploymentWindowProblems(condition.deploymentWindow.cron);
       if (problems.length > 0) throw new Error(`applyStageConditions: stage \`${condition.stageName}\`: ${problems.join('; ')}`);
       cfn.addPropertyOverride(`Stages.${index}.BeforeEntry`, {
-        Conditions: [{
-          Result: 'FAIL',
-          Rules: [{
-            Name: `${condition.stageName}-window`.slice(0, 100),
-            RuleTypeId: { Category: 'Rule', Owner: 'AWS', Provider: 'DeploymentWindow', Version: '1' },
-            Configuration: { Cron: condition.deploymentWindow.cron, TimeZone: condition.deploymentWindow.timeZone ?? 'UTC' },
-          }],
-        }],
+        Conditions: [
+          {
+            Result: 'FAIL',
+            Rules: [
+              {
+                Name: `${condition.stageName}-window`.slice(0, 100),
+                RuleTypeId: { Category: 'Rule', Owner: 'AWS', Provider: 'DeploymentWindow', Version: '1' },
+                Configuration: { Cron: condition.deploymentWindow.cron, TimeZone: condition.deploymentWindow.timeZone ?? 'UTC' },
+              },
+            ],
+          },
+        ],
       });
     }
   }

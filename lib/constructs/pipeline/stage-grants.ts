@@ -61,9 +61,15 @@ export function assumeInAccounts(patterns: readonly string[], accounts: readonly
 export function grantStageProjectsByPattern(pipeline: pipelines.CodePipeline, app: string): number {
   const stack = Stack.of(pipeline);
   const prefix = stageProjectPrefix(app);
-  const staged = new Set(stack.node.findAll()
-    .filter((c): c is codebuild.CfnProject => c instanceof codebuild.CfnProject && Stack.of(c) === stack && typeof c.name === 'string' && c.name.startsWith(prefix))
-    .map((c) => stack.resolve(c.logicalId) as string));
+  const staged = new Set(
+    stack.node
+      .findAll()
+      .filter(
+        (c): c is codebuild.CfnProject =>
+          c instanceof codebuild.CfnProject && Stack.of(c) === stack && typeof c.name === 'string' && c.name.startsWith(prefix),
+      )
+      .map((c) => stack.resolve(c.logicalId) as string),
+  );
   const role = pipeline.node.findAll().find((c): c is iam.Role => c instanceof iam.Role && c.node.path.endsWith('/CodeBuildActionRole'));
   if (!role) throw new Error('grantStageProjectsByPattern: no CodeBuildActionRole in the pipeline; update lib/constructs/pipeline/stage-grants.ts');
   const policy = role.node.tryFindChild('DefaultPolicy');
@@ -82,10 +88,16 @@ export function grantStageProjectsByPattern(pipeline: pipelines.CodePipeline, ap
     replaced += mine.length;
     return new iam.PolicyStatement({
       actions: s.actions,
-      resources: [...s.resources.filter((r) => !isStaged(r)), stack.formatArn({ service: 'codebuild', resource: 'project', resourceName: `${prefix}*` })],
+      resources: [
+        ...s.resources.filter((r) => !isStaged(r)),
+        stack.formatArn({ service: 'codebuild', resource: 'project', resourceName: `${prefix}*` }),
+      ],
     });
   });
   statements.splice(0, statements.length, ...rewritten);
-  if (replaced !== staged.size) throw new Error(`grantStageProjectsByPattern: the action role listed ${replaced} of the ${staged.size} stage projects; update lib/constructs/pipeline/stage-grants.ts`);
+  if (replaced !== staged.size)
+    throw new Error(
+      `grantStageProjectsByPattern: the action role listed ${replaced} of the ${staged.size} stage projects; update lib/constructs/pipeline/stage-grants.ts`,
+    );
   return replaced;
 }

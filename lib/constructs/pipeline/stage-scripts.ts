@@ -23,7 +23,11 @@ export function stageScripts(): Record<string, string> {
     '# Written by the CDK app at synth (lib/constructs/pipeline); an edit here is overwritten.',
   ];
   return {
-    'failed-create.sh': [...header('failed-create', 'failed_create_targets, failed_create_poll, failed_create_wait and cdk_qualifier'), ...failedCreateScript(), ''].join('\n'),
+    'failed-create.sh': [
+      ...header('failed-create', 'failed_create_targets, failed_create_poll, failed_create_wait and cdk_qualifier'),
+      ...failedCreateScript(),
+      '',
+    ].join('\n'),
     'protect.sh': [...header('protect', 'protect_targets and cdk_qualifier'), ...protectScript(), ''].join('\n'),
     'bake.sh': [...header('bake', 'bake_targets, bake_seconds and bake_label'), ...bakeScript(), ''].join('\n'),
   };
@@ -37,4 +41,3 @@ export function writeStageScripts(dir: string): void {
 
 /** The command that runs one of `stageScripts()` from a step whose input is the scripts' file set. */
 export const sourceStageScript = (name: 'failed-create.sh' | 'protect.sh' | 'bake.sh') => `. ./${name}`;
-

@@ -53,9 +53,9 @@ export class CellEndpointLookup extends Construct {
     this.handler = bundledHandler(this, {
       entry: path.join(__dirname, '..', '..', 'runtime', 'handlers', 'endpoint-lookup-handler.ts'),
       role: props.role,
-      description: 'Reads each cell\'s endpoint service name from its account (the cell\'s reader role)',
+      description: "Reads each cell's endpoint service name from its account (the cell's reader role)",
       logs: 'the cell endpoint lookups (cell, parameter name, service name or error)',
-      calls: 'assuming the cells\' reader roles (STS) and reading their endpoint service names (SSM)',
+      calls: "assuming the cells' reader roles (STS) and reading their endpoint service names (SSM)",
     });
   }
 }

@@ -49,9 +49,10 @@ export class MappingBucket extends Construct {
     if (!Number.isInteger(props.keptVersions) || props.keptVersions < 1 || props.keptVersions > 100) {
       throw new Error(`MappingBucket: keptVersions ${props.keptVersions} must be 1-100`);
     }
-    if (props.namePrefix.length > 50) throw new Error(`MappingBucket: namePrefix \`${props.namePrefix}\` is longer than 50 characters (the bucket name adds 13)`);
+    if (props.namePrefix.length > 50)
+      throw new Error(`MappingBucket: namePrefix \`${props.namePrefix}\` is longer than 50 characters (the bucket name adds 13)`);
     this.accessLogs = new LogBucket(this, 'AccessLogs', {
-      receives: 'the mapping bucket\'s server access logs',
+      receives: "the mapping bucket's server access logs",
       whyNotKms: 'S3 server access logs are delivered only to buckets encrypted with SSE-S3, not SSE-KMS.',
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
     });
@@ -69,35 +70,51 @@ export class MappingBucket extends Construct {
         // versions are worthless after a day, and a report nobody refreshed for a week belongs to a
         // task that is gone (killed without saying it stopped, or a group scaled to 0). Readers
         // judge a report by its age anyway; this only keeps the prefix from growing.
-        { id: 'ServedReports', prefix: SERVED_PREFIX, expiration: Duration.days(SERVED_REPORT_EXPIRY_DAYS), noncurrentVersionExpiration: Duration.days(1) },
+        {
+          id: 'ServedReports',
+          prefix: SERVED_PREFIX,
+          expiration: Duration.days(SERVED_REPORT_EXPIRY_DAYS),
+          noncurrentVersionExpiration: Duration.days(1),
+        },
         // The delete markers those expirations leave (ExpiredObjectDeleteMarker cannot share a rule with Days).
         { id: 'ServedReportMarkers', prefix: SERVED_PREFIX, expiredObjectDeleteMarker: true },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
     });
     for (const [id, reason] of Object.entries({
-      'ControlTower::CT.S3.PR.4': 'Routers poll their group pointer (a conditional GET every few seconds) rather than reacting to events, so a lost event can never leave a router behind.',
-      'ControlTower::CT.S3.PR.9': 'Published versions are never overwritten (conditional writes, If-None-Match) and old versions are kept per `router.keptVersions`; Object Lock would also stop the lifecycle that bounds them.',
-      'ControlTower::CT.S3.PR.10': 'SSE-S3: every router task role of the region reads it; a KMS key would need a decrypt grant for each, kept in sync with the router groups.',
-    })) Validations.of(this.bucket).acknowledge({ id, reason });
+      'ControlTower::CT.S3.PR.4':
+        'Routers poll their group pointer (a conditional GET every few seconds) rather than reacting to events, so a lost event can never leave a router behind.',
+      'ControlTower::CT.S3.PR.9':
+        'Published versions are never overwritten (conditional writes, If-None-Match) and old versions are kept per `router.keptVersions`; Object Lock would also stop the lifecycle that bounds them.',
+      'ControlTower::CT.S3.PR.10':
+        'SSE-S3: every router task role of the region reads it; a KMS key would need a decrypt grant for each, kept in sync with the router groups.',
+    }))
+      Validations.of(this.bucket).acknowledge({ id, reason });
     // Nobody but the writers writes, whatever their own policies say; under served/ nobody but the
     // router groups' task roles, and each group's prefix nobody but that group's role.
     const denyWritesExcept = (where: { resources: string[] } | { notResources: string[] }, principalArns: string | string[]) => {
-      this.bucket.addToResourcePolicy(new iam.PolicyStatement({
-        effect: iam.Effect.DENY,
-        principals: [new iam.AnyPrincipal()],
-        actions: ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'],
-        ...where,
-        conditions: { ArnNotEquals: { 'aws:PrincipalArn': principalArns } },
-      }));
+      this.bucket.addToResourcePolicy(
+        new iam.PolicyStatement({
+          effect: iam.Effect.DENY,
+          principals: [new iam.AnyPrincipal()],
+          actions: ['s3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectAcl'],
+          ...where,
+          conditions: { ArnNotEquals: { 'aws:PrincipalArn': principalArns } },
+        }),
+      );
     };
     denyWritesExcept({ notResources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)] }, [...props.writerRoleArns]);
     const routerTaskRoles = props.routerTaskRoles ?? [];
-    if (routerTaskRoles.length > 0) denyWritesExcept({ resources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)] }, routerTaskRoles.map((r) => r.roleArn));
-    for (const { group, roleArn } of routerTaskRoles) denyWritesExcept({ resources: [this.bucket.arnForObjects(`${servedPrefix(group)}*`)] }, roleArn);
+    if (routerTaskRoles.length > 0)
+      denyWritesExcept(
+        { resources: [this.bucket.arnForObjects(`${SERVED_PREFIX}*`)] },
+        routerTaskRoles.map((r) => r.roleArn),
+      );
+    for (const { group, roleArn } of routerTaskRoles)
+      denyWritesExcept({ resources: [this.bucket.arnForObjects(`${servedPrefix(group)}*`)] }, roleArn);
     this.parameter = new ssm.StringParameter(this, 'Name', {
       parameterName: props.parameterName,
-      description: 'The mapping bucket of this region (cellctl mapping publish writes every region\'s)',
+      description: "The mapping bucket of this region (cellctl mapping publish writes every region's)",
       stringValue: this.bucket.bucketName,
     });
   }
@@ -131,24 +148,46 @@ export class MappingPublisher extends Construct {
     });
     const buckets = `arn:${Aws.PARTITION}:s3:::${props.bucketNamePrefix}-*`;
     const ownAccount = { StringEquals: { 's3:ResourceAccount': stack.account } };
-    this.role.addToPolicy(new iam.PolicyStatement({
-      actions: ['s3:GetObject', 's3:PutObject'], resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`], conditions: ownAccount,
-    }));
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:GetObject', 's3:PutObject'],
+        resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`],
+        conditions: ownAccount,
+      }),
+    );
     // S3 answers a missing key with 403, not 404, to a caller without s3:ListBucket (GetObject API
     // reference, "Permissions"); the store lists the key to tell "missing" from "denied", so the
     // first publish into an empty bucket works. Hence list under both prefixes.
-    this.role.addToPolicy(new iam.PolicyStatement({
-      actions: ['s3:ListBucket'], resources: [buckets], conditions: { ...ownAccount, StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX].map((prefix) => `${prefix}*`) } },
-    }));
-    this.role.addToPolicy(new iam.PolicyStatement({
-      actions: ['ssm:GetParameter'],
-      resources: props.regions.map((region) => stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.parameterName.replace(/^\//, '') })),
-    }));
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [buckets],
+        conditions: { ...ownAccount, StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX].map((prefix) => `${prefix}*`) } },
+      }),
+    );
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['ssm:GetParameter'],
+        resources: props.regions.map((region) =>
+          stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.parameterName.replace(/^\//, '') }),
+        ),
+      }),
+    );
     for (const [resource, reason] of [
-      [`${buckets}/mappings/*`, 'Every published version is a new object mappings/v<N>.json, in every region\'s bucket (named <prefix>-<stack id part>); this account\'s buckets only.'],
-      [`${buckets}/groups/*`, 'The publisher writes the pointer of every router group (groups/<group>/mapping.json) in every region\'s bucket; this account\'s buckets only.'],
-      [buckets, 'Each region\'s mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/ and groups/ in this account.'],
-    ]) acknowledgeWildcard(this.role, resource, reason);
+      [
+        `${buckets}/mappings/*`,
+        "Every published version is a new object mappings/v<N>.json, in every region's bucket (named <prefix>-<stack id part>); this account's buckets only.",
+      ],
+      [
+        `${buckets}/groups/*`,
+        "The publisher writes the pointer of every router group (groups/<group>/mapping.json) in every region's bucket; this account's buckets only.",
+      ],
+      [
+        buckets,
+        "Each region's mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/ and groups/ in this account.",
+      ],
+    ])
+      acknowledgeWildcard(this.role, resource, reason);
   }
 }
 
@@ -208,23 +247,36 @@ export class MappingSeed extends Construct {
     // A group's pointer follows the other groups' (the document in force) when they exist: a group
     // added after the fleet has published starts on the current mapping, not on version 1. Reading
     // them needs the pointers' listing (a missing key is 403 without it) and the pointers themselves.
-    props.role.addToPrincipalPolicy(new iam.PolicyStatement({
-      actions: ['s3:ListBucket'], resources: [props.bucket.bucketArn], conditions: { StringEquals: { 's3:prefix': GROUPS_PREFIX } },
-    }));
+    props.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [props.bucket.bucketArn],
+        conditions: { StringEquals: { 's3:prefix': GROUPS_PREFIX } },
+      }),
+    );
     const pointers = props.bucket.arnForObjects(`${GROUPS_PREFIX}*`);
     props.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [pointers] }));
-    acknowledgeWildcard(props.role, pointers,
-      'The seed of a group added later copies the pointer of the groups already there (reads only); group names come from the fleet config, the prefix holds only their pointers.');
-    this.objects = keys.map((key) => new CustomResource(new Construct(this, key.replace(/[^A-Za-z0-9]/g, '')), 'Put', {
-      resourceType: 'Custom::MappingSeed',
-      serviceToken: this.handler.functionArn,
-      // The handler answers within its 2 minutes (it aborts a hung S3 call); this bounds a crash.
-      serviceTimeout: Duration.minutes(5),
-      properties: {
-        Bucket: props.bucket.bucketName, Key: key, Body: props.documentText, ContentType: 'application/json',
-        ...(key.startsWith(GROUPS_PREFIX) ? { Follow: GROUPS_PREFIX } : {}),
-      },
-    }));
+    acknowledgeWildcard(
+      props.role,
+      pointers,
+      'The seed of a group added later copies the pointer of the groups already there (reads only); group names come from the fleet config, the prefix holds only their pointers.',
+    );
+    this.objects = keys.map(
+      (key) =>
+        new CustomResource(new Construct(this, key.replace(/[^A-Za-z0-9]/g, '')), 'Put', {
+          resourceType: 'Custom::MappingSeed',
+          serviceToken: this.handler.functionArn,
+          // The handler answers within its 2 minutes (it aborts a hung S3 call); this bounds a crash.
+          serviceTimeout: Duration.minutes(5),
+          properties: {
+            Bucket: props.bucket.bucketName,
+            Key: key,
+            Body: props.documentText,
+            ContentType: 'application/json',
+            ...(key.startsWith(GROUPS_PREFIX) ? { Follow: GROUPS_PREFIX } : {}),
+          },
+        }),
+    );
   }
 }
 
@@ -235,20 +287,28 @@ export class MappingSeed extends Construct {
 export function grantMappingRead(role: iam.IRole, bucketName: string, group: string): void {
   const bucket = s3BucketArn(role, bucketName);
   const versions = `${bucket}/mappings/*`;
-  acknowledgeWildcard(role, versions, 'The immutable published versions (mappings/v<N>.json) are read-only to routers; their names are not known in advance.');
-  role.addToPrincipalPolicy(new iam.PolicyStatement({
-    actions: ['s3:GetObject'],
-    resources: [`${bucket}/${groupKey(group)}`, versions],
-  }));
+  acknowledgeWildcard(
+    role,
+    versions,
+    'The immutable published versions (mappings/v<N>.json) are read-only to routers; their names are not known in advance.',
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['s3:GetObject'],
+      resources: [`${bucket}/${groupKey(group)}`, versions],
+    }),
+  );
   // S3 answers a GET of a missing key with 403, not 404, to a caller without s3:ListBucket (GetObject
   // API reference, "Permissions", https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html):
   // listing exactly the pointer's key lets the agent tell "nothing published yet" from "denied"
   // (S3MappingSource, lib/runtime/router/sources.ts). Nothing else of the bucket can be listed.
-  role.addToPrincipalPolicy(new iam.PolicyStatement({
-    actions: ['s3:ListBucket'],
-    resources: [bucket],
-    conditions: { StringEquals: { 's3:prefix': groupKey(group) } },
-  }));
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['s3:ListBucket'],
+      resources: [bucket],
+      conditions: { StringEquals: { 's3:prefix': groupKey(group) } },
+    }),
+  );
 }
 
 /**
@@ -259,7 +319,11 @@ export function grantMappingRead(role: iam.IRole, bucketName: string, group: str
  */
 export function grantServedReport(role: iam.IRole, bucketName: string, group: string): void {
   const reports = `${s3BucketArn(role, bucketName)}/${servedPrefix(group)}*`;
-  acknowledgeWildcard(role, reports, 'Each router task writes its own report served/<group>/<task id>.json; task ids are made by ECS at run time, so the grant is the group\'s prefix (the bucket policy denies every other group\'s).');
+  acknowledgeWildcard(
+    role,
+    reports,
+    "Each router task writes its own report served/<group>/<task id>.json; task ids are made by ECS at run time, so the grant is the group's prefix (the bucket policy denies every other group's).",
+  );
   role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [reports] }));
 }
 

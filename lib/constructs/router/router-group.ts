@@ -92,19 +92,29 @@ export class RouterGroup extends Construct {
 
   constructor(scope: Construct, id: string, props: RouterGroupProps) {
     super(scope, id);
-    if (!Number.isInteger(props.tasks) || props.tasks < 1) throw new Error(`RouterGroup ${props.name}: tasks ${props.tasks} must be a positive integer`);
+    if (!Number.isInteger(props.tasks) || props.tasks < 1)
+      throw new Error(`RouterGroup ${props.name}: tasks ${props.tasks} must be a positive integer`);
     // A year: Control Tower's CT.CLOUDWATCH.PR.2, and what an incident review looks back over.
     const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
     Validations.of(logGroup).acknowledge({
       id: 'ControlTower::CT.CLOUDWATCH.PR.3',
-      reason: 'Router logs hold HAProxy failures and agent events (hashed tenant keys, no bodies); CloudWatch Logs encrypts them at rest with its own key. A customer key would need a key policy for CloudWatch Logs in every router region.',
+      reason:
+        'Router logs hold HAProxy failures and agent events (hashed tenant keys, no bodies); CloudWatch Logs encrypts them at rest with its own key. A customer key would need a key policy for CloudWatch Logs in every router region.',
     });
     // HAProxy's maxconn and the file-descriptor limit follow from the task's memory (connectionLimits).
     const limits = connectionLimits(ROUTER_TASK_MEMORY_MIB);
-    this.haproxyConfig = routerTaskConfig(props.routing, { port: ROUTER_PORT, readyPort: READY_PORT, stateDir: STATE_DIR, adminSocket: HAPROXY_ADMIN, maxConn: limits.maxConn });
+    this.haproxyConfig = routerTaskConfig(props.routing, {
+      port: ROUTER_PORT,
+      readyPort: READY_PORT,
+      stateDir: STATE_DIR,
+      adminSocket: HAPROXY_ADMIN,
+      maxConn: limits.maxConn,
+    });
     // Same routing, same configuration, same image: every group of a fleet shares one asset.
     const images = {
-      haproxy: props.images?.haproxy ?? ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy', routerStateFiles(this.haproxyConfig))),
+      haproxy:
+        props.images?.haproxy ??
+        ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy', routerStateFiles(this.haproxyConfig))),
       agent: props.images?.agent ?? ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'AgentImage', 'router-agent')),
     };
     const taskRole = new iam.Role(this, 'TaskRole', {
@@ -115,7 +125,8 @@ export class RouterGroup extends Construct {
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', { cpu: 1024, memoryLimitMiB: ROUTER_TASK_MEMORY_MIB, taskRole });
     Validations.of(this.taskDefinition).acknowledge({
       id: 'ControlTower::CT.ECS.PR.7',
-      reason: 'The task\'s memory (ROUTER_TASK_MEMORY_MIB) is the hard limit Fargate enforces on both containers together, and HAProxy\'s maxconn is derived from it (connectionLimits); a per-container split would have to follow that calculation.',
+      reason:
+        "The task's memory (ROUTER_TASK_MEMORY_MIB) is the hard limit Fargate enforces on both containers together, and HAProxy's maxconn is derived from it (connectionLimits); a per-container split would have to follow that calculation.",
     });
     this.taskDefinition.addVolume({ name: 'state' });
     this.taskDefinition.addVolume({ name: 'agent-tmp' });
@@ -172,7 +183,8 @@ export class RouterGroup extends Construct {
       reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the two router repositories.',
     });
 
-    if (props.deploymentAlarms.length === 0) throw new Error(`RouterGroup ${props.name}: deploymentAlarms is empty; a deployment must roll back on the group's own metric alarms`);
+    if (props.deploymentAlarms.length === 0)
+      throw new Error(`RouterGroup ${props.name}: deploymentAlarms is empty; a deployment must roll back on the group's own metric alarms`);
     this.service = new ecs.FargateService(this, 'Service', {
       cluster: props.cluster,
       taskDefinition: this.taskDefinition,
@@ -207,7 +219,13 @@ export const CONNECTION_USE_STEPS = [75, 85] as const;
  * `RouterGroup`). Average is the typical task; Maximum the busiest one.
  */
 export function connectionUseMetric(group: string, statistic: 'Average' | 'Maximum'): cloudwatch.Metric {
-  return new cloudwatch.Metric({ namespace: 'CellRouter', metricName: 'ConnectionUsePercent', dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
+  return new cloudwatch.Metric({
+    namespace: 'CellRouter',
+    metricName: 'ConnectionUsePercent',
+    dimensionsMap: { RouterGroup: group },
+    statistic,
+    period: Duration.minutes(1),
+  });
 }
 
 /**
@@ -218,19 +236,28 @@ export function connectionUseMetric(group: string, statistic: 'Average' | 'Maxim
  * tracking only, which scales in slowly and never below `tasks`.
  */
 export function scaleOnConnectionUse(service: ecs.FargateService, group: string, minTasks: number, maxTasks: number): ecs.ScalableTaskCount {
-  if (!Number.isInteger(maxTasks) || maxTasks < minTasks) throw new Error(`RouterGroup ${group}: maxTasks ${maxTasks} must be an integer of at least tasks (${minTasks})`);
+  if (!Number.isInteger(maxTasks) || maxTasks < minTasks)
+    throw new Error(`RouterGroup ${group}: maxTasks ${maxTasks} must be an integer of at least tasks (${minTasks})`);
   const scaling = service.autoScaleTaskCount({ minCapacity: minTasks, maxCapacity: maxTasks });
   scaling.scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: 50 });
   scaling.scaleToTrackCustomMetric('ConnectionUse', {
-    metric: connectionUseMetric(group, 'Average'), targetValue: CONNECTION_USE_TARGET_PERCENT,
-    scaleOutCooldown: Duration.minutes(1), scaleInCooldown: Duration.minutes(5),
+    metric: connectionUseMetric(group, 'Average'),
+    targetValue: CONNECTION_USE_TARGET_PERCENT,
+    scaleOutCooldown: Duration.minutes(1),
+    scaleInCooldown: Duration.minutes(5),
   });
   const [one, two] = CONNECTION_USE_STEPS;
   scaling.scaleOnMetric('BusiestTask', {
     metric: connectionUseMetric(group, 'Maximum'),
-    scalingSteps: [{ upper: one, change: 0 }, { lower: one, change: +1 }, { lower: two, change: +2 }],
+    scalingSteps: [
+      { upper: one, change: 0 },
+      { lower: one, change: +1 },
+      { lower: two, change: +2 },
+    ],
     adjustmentType: autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-    evaluationPeriods: 2, datapointsToAlarm: 2, cooldown: Duration.minutes(2),
+    evaluationPeriods: 2,
+    datapointsToAlarm: 2,
+    cooldown: Duration.minutes(2),
   });
   return scaling;
 }
@@ -246,11 +273,16 @@ export function scaleOnConnectionUse(service: ecs.FargateService, group: string,
  * - The health check is HAProxy's readiness (`READY_PORT`), which survives an agent restart.
  */
 export function configureRouterTargetGroup(targetGroup: elbv2.INetworkTargetGroup): void {
-  if (!(targetGroup instanceof elbv2.NetworkTargetGroup)) throw new Error('RouterGroup: the target group must be an elbv2.NetworkTargetGroup defined in this app');
+  if (!(targetGroup instanceof elbv2.NetworkTargetGroup))
+    throw new Error('RouterGroup: the target group must be an elbv2.NetworkTargetGroup defined in this app');
   targetGroup.setAttribute('proxy_protocol_v2.enabled', 'true');
   targetGroup.setAttribute('target_health_state.unhealthy.connection_termination.enabled', 'false');
   targetGroup.configureHealthCheck({
-    protocol: elbv2.Protocol.HTTP, port: String(READY_PORT), path: '/ready',
-    interval: Duration.seconds(10), healthyThresholdCount: 2, unhealthyThresholdCount: 2,
+    protocol: elbv2.Protocol.HTTP,
+    port: String(READY_PORT),
+    path: '/ready',
+    interval: Duration.seconds(10),
+    healthyThresholdCount: 2,
+    unhealthyThresholdCount: 2,
   });
 }

@@ -8,7 +8,15 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
 import {
-  mappingBucketParameter, routerAlarmTopicName, routerGroupHealthAlarmName, RouterGroupsPart, routerGroupsStackName, routerParameters, routerServiceName, routerStackName, routerTaskRoleName,
+  mappingBucketParameter,
+  routerAlarmTopicName,
+  routerGroupHealthAlarmName,
+  RouterGroupsPart,
+  routerGroupsStackName,
+  routerParameters,
+  routerServiceName,
+  routerStackName,
+  routerTaskRoleName,
 } from '../../domain/names';
 import { RouterRouting } from '../../runtime/router/task-config';
 import { connectionUseMetric, RouterGroup } from './router-group';
@@ -57,7 +65,11 @@ export class RouterGroupsStack extends Stack {
   public readonly groupHealthAlarms: readonly { readonly group: string; readonly alarmName: string }[];
   public readonly alarms: readonly (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[];
 
-  constructor(scope: Construct, id: string, { app, region, account, availabilityZones: zones, part, groups, routing, stalenessMinutes, ...props }: RouterGroupsStackProps) {
+  constructor(
+    scope: Construct,
+    id: string,
+    { app, region, account, availabilityZones: zones, part, groups, routing, stalenessMinutes, ...props }: RouterGroupsStackProps,
+  ) {
     super(scope, id, {
       stackName: routerGroupsStackName(app, region, part),
       description: `${app} router groups ${groups.map((g) => g.name).join(', ')} in ${region}`,
@@ -80,9 +92,15 @@ export class RouterGroupsStack extends Stack {
       privateSubnetIds: Fn.split(',', param(routerParameters.taskSubnetIds(app)), zones.length),
     });
     // The services need the subnets' ids only, never their route tables.
-    for (const subnet of vpc.privateSubnets) Annotations.of(subnet).acknowledgeWarning('@aws-cdk/aws-ec2:noSubnetRouteTableId', 'router tasks are placed by subnet id; no route is added here');
+    for (const subnet of vpc.privateSubnets)
+      Annotations.of(subnet).acknowledgeWarning(
+        '@aws-cdk/aws-ec2:noSubnetRouteTableId',
+        'router tasks are placed by subnet id; no route is added here',
+      );
     const cluster = ecs.Cluster.fromClusterAttributes(this, 'Cluster', { clusterName: param(routerParameters.clusterName(app)), vpc });
-    const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(app)), { mutable: false });
+    const securityGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'TaskSecurityGroup', param(routerParameters.taskSecurityGroupId(app)), {
+      mutable: false,
+    });
     const mappingBucket = param(mappingBucketParameter(app));
     // Created by RouterStack (same account and region), so its name is known.
     const topic = sns.Topic.fromTopicArn(this, 'AlarmTopic', `arn:${Aws.PARTITION}:sns:${region}:${account}:${routerAlarmTopicName(app, region)}`);
@@ -90,7 +108,13 @@ export class RouterGroupsStack extends Stack {
 
     const alarms: (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[] = [];
     const groupMetric = (group: string, name: string, statistic = 'Sum') =>
-      new cloudwatch.Metric({ namespace: ROUTER_METRICS_NAMESPACE, metricName: name, dimensionsMap: { RouterGroup: group }, statistic, period: Duration.minutes(1) });
+      new cloudwatch.Metric({
+        namespace: ROUTER_METRICS_NAMESPACE,
+        metricName: name,
+        dimensionsMap: { RouterGroup: group },
+        statistic,
+        period: Duration.minutes(1),
+      });
     const alarm = (id: string, name: string, alarmProps: Omit<cloudwatch.AlarmProps, 'alarmName'>) => {
       const a = new cloudwatch.Alarm(this, id, { alarmName: `${prefix}-${name}`, ...alarmProps });
       alarms.push(a);
@@ -103,44 +127,87 @@ export class RouterGroupsStack extends Stack {
       const requests = groupMetric(g, 'Requests');
       const errors = alarm(`${g}-5xx`, `${g}-5xx`, {
         alarmDescription: `Router group ${g} in ${region}: 5xx responses above 5% of requests`,
-        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 0, 100 * e / r, 0)', usingMetrics: { r: requests, e: groupMetric(g, 'Responses5xx') }, period: Duration.minutes(1) }),
-        threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        metric: new cloudwatch.MathExpression({
+          expression: 'IF(r > 0, 100 * e / r, 0)',
+          usingMetrics: { r: requests, e: groupMetric(g, 'Responses5xx') },
+          period: Duration.minutes(1),
+        }),
+        threshold: 5,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
       alarm(`${g}-rejected-keys`, `${g}-rejected-keys`, {
         alarmDescription: `Router group ${g} in ${region}: 4xx (mostly missing or invalid partition keys) above 20% of requests`,
-        metric: new cloudwatch.MathExpression({ expression: 'IF(r > 100, 100 * b / r, 0)', usingMetrics: { r: requests, b: groupMetric(g, 'Responses4xx') }, period: Duration.minutes(1) }),
-        threshold: 20, evaluationPeriods: 5, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        metric: new cloudwatch.MathExpression({
+          expression: 'IF(r > 100, 100 * b / r, 0)',
+          usingMetrics: { r: requests, b: groupMetric(g, 'Responses4xx') },
+          period: Duration.minutes(1),
+        }),
+        threshold: 20,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
       alarm(`${g}-stale-mapping`, `${g}-stale-mapping`, {
         alarmDescription: `Router group ${g} in ${region}: no successful mapping refresh for ${stalenessMinutes} minutes (or no agent metrics at all)`,
         metric: groupMetric(g, 'SecondsSinceRefresh', 'Maximum'),
-        threshold: stalenessMinutes * 60, evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        threshold: stalenessMinutes * 60,
+        evaluationPeriods: 2,
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       });
       alarm(`${g}-rejected-documents`, `${g}-rejected-documents`, {
         alarmDescription: `Router group ${g} in ${region}: a published mapping was rejected (the last-known-good is still served)`,
-        metric: groupMetric(g, 'RejectedDocuments'), threshold: 1, evaluationPeriods: 1, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        metric: groupMetric(g, 'RejectedDocuments'),
+        threshold: 1,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
       alarm(`${g}-connection-use`, `${g}-connection-use`, {
         alarmDescription: `Router group ${g} in ${region}: its busiest task above ${CONNECTION_USE_ALARM_PERCENT}% of its connection limit for 3 minutes (readiness turns false at 90%; scaling should have added tasks)`,
-        metric: connectionUseMetric(g, 'Maximum'), threshold: CONNECTION_USE_ALARM_PERCENT, evaluationPeriods: 3, datapointsToAlarm: 3,
+        metric: connectionUseMetric(g, 'Maximum'),
+        threshold: CONNECTION_USE_ALARM_PERCENT,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
       const serviceName = routerServiceName(app, region, g);
       const unhealthy = alarm(`${g}-unhealthy-tasks`, `${g}-unhealthy-tasks`, {
         alarmDescription: `Router group ${g} in ${region}: fewer running tasks than the ${group.tasks} wanted`,
-        metric: new cloudwatch.Metric({ namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName }, statistic: 'Minimum', period: Duration.minutes(1) }),
-        threshold: group.tasks, comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, evaluationPeriods: 3, treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        metric: new cloudwatch.Metric({
+          namespace: 'ECS/ContainerInsights',
+          metricName: 'RunningTaskCount',
+          dimensionsMap: { ClusterName: cluster.clusterName, ServiceName: serviceName },
+          statistic: 'Minimum',
+          period: Duration.minutes(1),
+        }),
+        threshold: group.tasks,
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       });
       const health = new cloudwatch.CompositeAlarm(this, `${g}-health`, {
         compositeAlarmName: routerGroupHealthAlarmName(app, region, g),
-        alarmRule: cloudwatch.AlarmRule.anyOf(cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM)),
+        alarmRule: cloudwatch.AlarmRule.anyOf(
+          cloudwatch.AlarmRule.fromAlarm(errors, cloudwatch.AlarmState.ALARM),
+          cloudwatch.AlarmRule.fromAlarm(unhealthy, cloudwatch.AlarmState.ALARM),
+        ),
       });
       alarms.push(health);
       groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(app, region, g) });
-      const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, { targetGroupArn: param(routerParameters.targetGroupArn(app, g)) });
+      const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, {
+        targetGroupArn: param(routerParameters.targetGroupArn(app, g)),
+      });
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
-        name: g, cluster, subnets: { subnets: vpc.privateSubnets }, securityGroup, tasks: group.tasks, routing,
-        targetGroup, mappingBucket, mappingBucketRegion: region,
+        name: g,
+        cluster,
+        subnets: { subnets: vpc.privateSubnets },
+        securityGroup,
+        tasks: group.tasks,
+        routing,
+        targetGroup,
+        mappingBucket,
+        mappingBucketRegion: region,
         // The 5xx rate only: it counts requests, so a first start (no traffic before readiness) cannot
         // trip it. Unhealthy tasks (RunningTaskCount below `tasks`, missing data breaching) would be in
         // ALARM while a new group's first tasks start; tasks that never become healthy trip the

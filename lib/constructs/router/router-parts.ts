@@ -18,8 +18,18 @@ import { ROUTER_SUBNET_MASKS } from '../../domain/fleet';
 import { MappingDocument } from '../../domain/mapping';
 import { serializeMapping } from '../../adapters/mapping-store';
 import {
-  cellEndpointReaderRoleName, cellEndpointServiceParameter, mappingBucketParameter, moveBucketParameter, moveOperatorRoleName, publisherRoleName, routerAlarmTopicName,
-  routerClusterParameter, routerCustomResourceRoleName, routerNamePrefix, routerParameters, routerTaskRoleName,
+  cellEndpointReaderRoleName,
+  cellEndpointServiceParameter,
+  mappingBucketParameter,
+  moveBucketParameter,
+  moveOperatorRoleName,
+  publisherRoleName,
+  routerAlarmTopicName,
+  routerClusterParameter,
+  routerCustomResourceRoleName,
+  routerNamePrefix,
+  routerParameters,
+  routerTaskRoleName,
 } from '../../domain/names';
 import { CellEndpointLookup, CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
@@ -93,7 +103,10 @@ export class RouterMappings {
     const moveOperatorArn = `arn:${Aws.PARTITION}:iam::${account}:role/${moveOperatorRoleName(app)}`;
     if (props.homeOf) {
       this.publisher = new MappingPublisher(scope, 'Publisher', {
-        roleName: publisherRoleName(app), bucketNamePrefix: props.bucketPrefix, regions: props.homeOf, parameterName: mappingBucketParameter(app),
+        roleName: publisherRoleName(app),
+        bucketNamePrefix: props.bucketPrefix,
+        regions: props.homeOf,
+        parameterName: mappingBucketParameter(app),
       });
     }
     // The stack's custom resources (seeding the mapping, reading the cells' endpoint service names)
@@ -106,32 +119,55 @@ export class RouterMappings {
     });
     this.customResourceRole = customResourceRole;
     this.mappingBucket = new MappingBucket(scope, 'Mappings', {
-      namePrefix: props.bucketPrefix, parameterName: mappingBucketParameter(app), keptVersions: props.keptVersions,
+      namePrefix: props.bucketPrefix,
+      parameterName: mappingBucketParameter(app),
+      keptVersions: props.keptVersions,
       writerRoleArns: [publisherArn, moveOperatorArn, customResourceRole.roleArn],
       // Named (the group stacks deploy after this one): each group's tasks report the version they serve.
-      routerTaskRoles: props.groups.map((g) => ({ group: g.name, roleArn: `arn:${Aws.PARTITION}:iam::${account}:role/${routerTaskRoleName(app, region, g.name)}` })),
+      routerTaskRoles: props.groups.map((g) => ({
+        group: g.name,
+        roleArn: `arn:${Aws.PARTITION}:iam::${account}:role/${routerTaskRoleName(app, region, g.name)}`,
+      })),
     });
     if (props.homeOf) {
       this.moves = new MoveBucket(scope, 'Moves', {
-        app, routerAccount: account, toolingAccount: props.toolingAccount,
-        cells: props.cells.map((c) => ({ id: c.id, account: c.account })), organizationId: props.organizationId, accessLogs: this.mappingBucket.accessLogs,
-        parameterName: moveBucketParameter(app), mappingBucketPrefix: props.bucketPrefix,
-        mappingRegions: props.homeOf, mappingBucketParameter: mappingBucketParameter(app), routerClusterParameter: routerClusterParameter(app),
+        app,
+        routerAccount: account,
+        toolingAccount: props.toolingAccount,
+        cells: props.cells.map((c) => ({ id: c.id, account: c.account })),
+        organizationId: props.organizationId,
+        accessLogs: this.mappingBucket.accessLogs,
+        parameterName: moveBucketParameter(app),
+        mappingBucketPrefix: props.bucketPrefix,
+        mappingRegions: props.homeOf,
+        mappingBucketParameter: mappingBucketParameter(app),
+        routerClusterParameter: routerClusterParameter(app),
       });
     }
     const mappingSeed = new MappingSeed(scope, 'MappingSeed', {
-      bucket: this.mappingBucket.bucket, documentText: serializeMapping(props.seed), version: props.seed.version, groups: props.groups.map((g) => g.name), role: customResourceRole,
+      bucket: this.mappingBucket.bucket,
+      documentText: serializeMapping(props.seed),
+      version: props.seed.version,
+      groups: props.groups.map((g) => g.name),
+      role: customResourceRole,
     });
-    customResourceRole.addToPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: mappingSeed.keys.map((key) => this.mappingBucket.bucket.arnForObjects(key)) }));
+    customResourceRole.addToPolicy(
+      new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: mappingSeed.keys.map((key) => this.mappingBucket.bucket.arnForObjects(key)) }),
+    );
     const readerRoles = `arn:${Aws.PARTITION}:iam::*:role/${cellEndpointReaderRoleName(app, '*')}`;
     // Bounded by the organization when the fleet names it, as the move operator's launcher grant is.
     const organizationId = props.organizationId;
-    customResourceRole.addToPolicy(new iam.PolicyStatement({
-      actions: ['sts:AssumeRole'], resources: [readerRoles], ...(organizationId ? { conditions: { StringEquals: { 'aws:ResourceOrgID': organizationId } } } : {}),
-    }));
+    customResourceRole.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['sts:AssumeRole'],
+        resources: [readerRoles],
+        ...(organizationId ? { conditions: { StringEquals: { 'aws:ResourceOrgID': organizationId } } } : {}),
+      }),
+    );
     Validations.of(customResourceRole).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/${cellEndpointReaderRoleName(app, '*')}]`,
-      reason: 'One reader role per cell account (<app>-<cell>-ep-reader), each trusting only this account\'s <app>-router-* roles and allowed only to read its cell\'s endpoint service name; cells are added by configuration.',
+      reason:
+        "One reader role per cell account (<app>-<cell>-ep-reader), each trusting only this account's <app>-router-* roles and allowed only to read its cell's endpoint service name; cells are added by configuration.",
     });
   }
 }
@@ -151,7 +187,8 @@ export class RouterNetwork {
     const flowLogs = new logs.LogGroup(scope, 'FlowLogs', { retention: logs.RetentionDays.ONE_YEAR, removalPolicy: RemovalPolicy.RETAIN });
     Validations.of(flowLogs).acknowledge({
       id: 'ControlTower::CT.CLOUDWATCH.PR.3',
-      reason: 'Router VPC flow logs (addresses and ports, no payloads); CloudWatch Logs encrypts them at rest with its own key. A customer key would need a key policy for CloudWatch Logs in every router region.',
+      reason:
+        'Router VPC flow logs (addresses and ports, no payloads); CloudWatch Logs encrypts them at rest with its own key. A customer key would need a key policy for CloudWatch Logs in every router region.',
     });
     const vpc = new ec2.Vpc(scope, 'Vpc', {
       ipAddresses: ec2.IpAddresses.cidr(props.cidr),
@@ -171,7 +208,10 @@ export class RouterNetwork {
     placeSubnetsByZoneId(vpc);
     vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
     acknowledgeDefaultSecurityGroupProvider(vpc);
-    Validations.of(vpc).acknowledge({ id: 'CloudFormation-Validate::W3010', reason: 'AZs are explicit in the fleet config: synth runs offline and routers must not move AZs between deploys.' });
+    Validations.of(vpc).acknowledge({
+      id: 'CloudFormation-Validate::W3010',
+      reason: 'AZs are explicit in the fleet config: synth runs offline and routers must not move AZs between deploys.',
+    });
     this.vpc = vpc;
   }
 }
@@ -194,7 +234,11 @@ export class RouterEntry {
 
   constructor(scope: Stack, props: RouterEntryProps) {
     const { vpc, namePrefix: prefix, certificateArn } = props;
-    const lbSecurityGroup = new ec2.SecurityGroup(scope, 'LoadBalancerSecurityGroup', { vpc, description: `${prefix}: public entry`, allowAllOutbound: false });
+    const lbSecurityGroup = new ec2.SecurityGroup(scope, 'LoadBalancerSecurityGroup', {
+      vpc,
+      description: `${prefix}: public entry`,
+      allowAllOutbound: false,
+    });
     const listenerPort = certificateArn ? 443 : 80;
     lbSecurityGroup.addIngressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(listenerPort), 'clients');
     const taskSecurityGroup = new ec2.SecurityGroup(scope, 'TaskSecurityGroup', { vpc, description: `${prefix}: router tasks` });
@@ -205,11 +249,16 @@ export class RouterEntry {
     this.taskSecurityGroup = taskSecurityGroup;
 
     const accessLogs = new LogBucket(scope, 'AccessLogs', {
-      receives: 'the router NLB\'s access logs',
-      whyNotKms: 'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.',
+      receives: "the router NLB's access logs",
+      whyNotKms:
+        'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.',
     });
     this.loadBalancer = new elbv2.NetworkLoadBalancer(scope, 'LoadBalancer', {
-      vpc, internetFacing: true, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC }, crossZoneEnabled: true, securityGroups: [lbSecurityGroup],
+      vpc,
+      internetFacing: true,
+      vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC },
+      crossZoneEnabled: true,
+      securityGroups: [lbSecurityGroup],
     });
     // Deletion protection is switched on by the pipeline after the first successful deploy (see
     // DeletionProtectionAccess), never in the template: a failed first create must delete the NLB.
@@ -218,7 +267,7 @@ export class RouterEntry {
     this.loadBalancer.logAccessLogs(accessLogs, 'nlb');
     Validations.of(lbSecurityGroup).acknowledge({
       id: 'AwsSolutions-EC23',
-      reason: 'The router NLB is the fleet\'s public entry point: clients connect from anywhere, on the listener port only.',
+      reason: "The router NLB is the fleet's public entry point: clients connect from anywhere, on the listener port only.",
     });
     // One target group per router group, and the listener forwards to them by the groups' weights
     // (router.groups[].weight): a group's share of new connections is its weight, whatever its task
@@ -231,7 +280,11 @@ export class RouterEntry {
     const targetGroups = new Map<string, elbv2.NetworkTargetGroup>();
     for (const group of props.groups) {
       const tg = new elbv2.NetworkTargetGroup(scope, `Targets-${group.name}`, {
-        vpc, port: ROUTER_PORT, protocol: elbv2.Protocol.TCP, targetType: elbv2.TargetType.IP, deregistrationDelay: ROUTER_DEREGISTRATION_DELAY,
+        vpc,
+        port: ROUTER_PORT,
+        protocol: elbv2.Protocol.TCP,
+        targetType: elbv2.TargetType.IP,
+        deregistrationDelay: ROUTER_DEREGISTRATION_DELAY,
       });
       // HAProxy's readiness (a mapping in force), proxy protocol v2,
       // no connection termination for unhealthy targets: see configureRouterTargetGroup.
@@ -239,10 +292,21 @@ export class RouterEntry {
       targetGroups.set(group.name, tg);
     }
     this.targetGroups = targetGroups;
-    const forward = elbv2.NetworkListenerAction.weightedForward(props.groups.map((g) => ({ targetGroup: targetGroups.get(g.name)!, weight: g.weight })));
-    this.loadBalancer.addListener('Listener', certificateArn
-      ? { port: 443, protocol: elbv2.Protocol.TLS, certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)], sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS, defaultAction: forward }
-      : { port: 80, protocol: elbv2.Protocol.TCP, defaultAction: forward });
+    const forward = elbv2.NetworkListenerAction.weightedForward(
+      props.groups.map((g) => ({ targetGroup: targetGroups.get(g.name)!, weight: g.weight })),
+    );
+    this.loadBalancer.addListener(
+      'Listener',
+      certificateArn
+        ? {
+            port: 443,
+            protocol: elbv2.Protocol.TLS,
+            certificates: [elbv2.ListenerCertificate.fromArn(certificateArn)],
+            sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS,
+            defaultAction: forward,
+          }
+        : { port: 80, protocol: elbv2.Protocol.TCP, defaultAction: forward },
+    );
   }
 }
 
@@ -279,9 +343,17 @@ export class RouterCellReach {
   constructor(scope: Stack, props: RouterCellReachProps) {
     const { vpc, namePrefix: prefix, app } = props;
     if (props.cellZoneName) {
-      this.cellZone = new route53.PrivateHostedZone(scope, 'CellZone', { zoneName: props.cellZoneName, vpc, comment: `${prefix}: one name per cell, aliasing its interface endpoint` });
+      this.cellZone = new route53.PrivateHostedZone(scope, 'CellZone', {
+        zoneName: props.cellZoneName,
+        vpc,
+        comment: `${prefix}: one name per cell, aliasing its interface endpoint`,
+      });
     }
-    const endpointSecurityGroup = new ec2.SecurityGroup(scope, 'CellEndpointSecurityGroup', { vpc, description: `${prefix}: interface endpoints to the cells`, allowAllOutbound: false });
+    const endpointSecurityGroup = new ec2.SecurityGroup(scope, 'CellEndpointSecurityGroup', {
+      vpc,
+      description: `${prefix}: interface endpoints to the cells`,
+      allowAllOutbound: false,
+    });
     for (const port of [...new Set(props.cells.map((c) => c.port))]) {
       endpointSecurityGroup.addIngressRule(props.taskSecurityGroup, ec2.Port.tcp(port), 'router tasks to the cells');
     }
@@ -292,10 +364,18 @@ export class RouterCellReach {
     for (let i = 0; i < props.cells.length; i += CELLS_PER_LINK_STACK) {
       const batch = props.cells.slice(i, i + CELLS_PER_LINK_STACK);
       const linkStack = new CellLinksStack(scope, `CellLinks${i / CELLS_PER_LINK_STACK + 1}`, {
-        vpc, subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS }, securityGroup: endpointSecurityGroup, zone: this.cellZone, lookup,
+        vpc,
+        subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS },
+        securityGroup: endpointSecurityGroup,
+        zone: this.cellZone,
+        lookup,
         cells: batch.map((cell) => ({
-          id: cell.id, region: cell.region, account: cell.account, port: cell.port,
-          serviceNameParameter: cellEndpointServiceParameter(app, cell.id), readerRoleName: cellEndpointReaderRoleName(app, cell.id),
+          id: cell.id,
+          region: cell.region,
+          account: cell.account,
+          port: cell.port,
+          serviceNameParameter: cellEndpointServiceParameter(app, cell.id),
+          readerRoleName: cellEndpointReaderRoleName(app, cell.id),
           ...(fingerprints?.[cell.id] ? { fingerprint: fingerprints[cell.id] } : {}),
         })),
       });
@@ -333,10 +413,18 @@ export class RouterGroupHandOver {
       ['ClusterName', routerParameters.clusterName(app), cluster.clusterName],
       ['TaskSubnetIds', routerParameters.taskSubnetIds(app), Fn.join(',', taskSubnets.subnetIds)],
       ['TaskSecurityGroupId', routerParameters.taskSecurityGroupId(app), props.taskSecurityGroup.securityGroupId],
-      ...props.groups.map((g): [string, string, string] => [`TargetGroupArn-${g.name}`, routerParameters.targetGroupArn(app, g.name), props.targetGroups.get(g.name)!.targetGroupArn]),
+      ...props.groups.map((g): [string, string, string] => [
+        `TargetGroupArn-${g.name}`,
+        routerParameters.targetGroupArn(app, g.name),
+        props.targetGroups.get(g.name)!.targetGroupArn,
+      ]),
     ];
     for (const [id, parameterName, stringValue] of handOver) {
-      new ssm.StringParameter(scope, `Parameter-${id}`, { parameterName, stringValue, description: `${props.namePrefix}: read by the router group stacks at deploy time` });
+      new ssm.StringParameter(scope, `Parameter-${id}`, {
+        parameterName,
+        stringValue,
+        description: `${props.namePrefix}: read by the router group stacks at deploy time`,
+      });
     }
   }
 }
@@ -344,7 +432,10 @@ export class RouterGroupHandOver {
 /** A router metric of the agent (EMF), per group and, for the per-cell ones, per cell. */
 export function routerMetric(name: string, dimensions: { readonly group: string; readonly cell?: string }, statistic = 'Sum'): cloudwatch.Metric {
   return new cloudwatch.Metric({
-    namespace: ROUTER_METRICS_NAMESPACE, metricName: name, statistic, period: Duration.minutes(1),
+    namespace: ROUTER_METRICS_NAMESPACE,
+    metricName: name,
+    statistic,
+    period: Duration.minutes(1),
     dimensionsMap: dimensions.cell === undefined ? { RouterGroup: dimensions.group } : { RouterGroup: dimensions.group, Cell: dimensions.cell },
   });
 }
@@ -376,16 +467,24 @@ export class RouterAlarms {
     const alarms: cloudwatch.Alarm[] = [];
     for (const group of groups) {
       const g = group.name;
-      alarms.push(new cloudwatch.Alarm(scope, `${g}-unhealthy-targets`, {
-        alarmName: `${prefix}-${g}-unhealthy-targets`,
-        alarmDescription: `Router group ${g} in ${region}: a task has failed the NLB's readiness check (no mapping in force, or near its connection limit) for 5 minutes`,
-        metric: new cloudwatch.Metric({
-          namespace: 'AWS/NetworkELB', metricName: 'UnHealthyHostCount',
-          dimensionsMap: { LoadBalancer: props.loadBalancer.loadBalancerFullName, TargetGroup: props.targetGroups.get(g)!.targetGroupFullName }, statistic: 'Maximum', period: Duration.minutes(1),
+      alarms.push(
+        new cloudwatch.Alarm(scope, `${g}-unhealthy-targets`, {
+          alarmName: `${prefix}-${g}-unhealthy-targets`,
+          alarmDescription: `Router group ${g} in ${region}: a task has failed the NLB's readiness check (no mapping in force, or near its connection limit) for 5 minutes`,
+          metric: new cloudwatch.Metric({
+            namespace: 'AWS/NetworkELB',
+            metricName: 'UnHealthyHostCount',
+            dimensionsMap: { LoadBalancer: props.loadBalancer.loadBalancerFullName, TargetGroup: props.targetGroups.get(g)!.targetGroupFullName },
+            statistic: 'Maximum',
+            period: Duration.minutes(1),
+          }),
+          threshold: 0,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 5,
+          datapointsToAlarm: 5,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         }),
-        threshold: 0, comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 5, datapointsToAlarm: 5,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }));
+      );
     }
     this.alarms = alarms;
     this.cellAlarms = props.cells.map((cell, index) => {
@@ -398,8 +497,15 @@ export class RouterAlarms {
       return new cloudwatch.Alarm(props.linkStacks[Math.floor(index / CELLS_PER_LINK_STACK)], `cell-${cell.id}-errors`, {
         alarmName: `${prefix}-cell-${cell.id}-errors`,
         alarmDescription: `Cell ${cell.id} (${cell.region}) as seen by the routers in ${region}: 5xx above 5% of its requests`,
-        metric: new cloudwatch.MathExpression({ expression: `IF((${sum('r')}) > 0, 100 * (${sum('e')}) / (${sum('r')}), 0)`, usingMetrics: using, period: Duration.minutes(1) }),
-        threshold: 5, evaluationPeriods: 3, datapointsToAlarm: 3, treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        metric: new cloudwatch.MathExpression({
+          expression: `IF((${sum('r')}) > 0, 100 * (${sum('e')}) / (${sum('r')}), 0)`,
+          usingMetrics: using,
+          period: Duration.minutes(1),
+        }),
+        threshold: 5,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     });
   }
@@ -419,11 +525,17 @@ export class RouterAlarmTopic {
   constructor(scope: Stack, props: RouterAlarmTopicProps) {
     const prefix = routerNamePrefix(props.app, props.region);
     const topicKey = new kms.Key(scope, 'AlarmTopicKey', {
-      description: `${prefix} alarm notifications`, enableKeyRotation: true, removalPolicy: RemovalPolicy.RETAIN,
+      description: `${prefix} alarm notifications`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     topicKey.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
     topicKey.addToResourcePolicy(denyGrantsExceptForAwsServices());
-    this.topic = new sns.Topic(scope, 'AlarmTopic', { topicName: routerAlarmTopicName(props.app, props.region), masterKey: topicKey, enforceSSL: true });
+    this.topic = new sns.Topic(scope, 'AlarmTopic', {
+      topicName: routerAlarmTopicName(props.app, props.region),
+      masterKey: topicKey,
+      enforceSSL: true,
+    });
     const notify = new cloudwatchActions.SnsAction(this.topic);
     for (const a of props.alarms) {
       a.addAlarmAction(notify);
@@ -454,13 +566,29 @@ export class RouterDashboards {
     const dashboards = [new cloudwatch.Dashboard(scope, 'Dashboard', { dashboardName: prefix })];
     for (const group of groups) {
       dashboards[0].addWidgets(
-        new cloudwatch.GraphWidget({ title: `group ${group.name}: mapping version`, width: 6, left: [groupMetric(group.name, 'MappingVersion', 'Minimum'), groupMetric(group.name, 'MappingVersion', 'Maximum')] }),
-        new cloudwatch.GraphWidget({ title: `group ${group.name}: seconds since refresh`, width: 6, left: [groupMetric(group.name, 'SecondsSinceRefresh', 'Maximum')] }),
-        new cloudwatch.GraphWidget({ title: `group ${group.name}: requests, 4xx, 5xx`, width: 6, left: ['Requests', 'Responses4xx', 'Responses5xx'].map((m) => groupMetric(group.name, m)) }),
         new cloudwatch.GraphWidget({
-          title: `group ${group.name} (weight ${group.weight}): connection use per task %`, width: 6,
+          title: `group ${group.name}: mapping version`,
+          width: 6,
+          left: [groupMetric(group.name, 'MappingVersion', 'Minimum'), groupMetric(group.name, 'MappingVersion', 'Maximum')],
+        }),
+        new cloudwatch.GraphWidget({
+          title: `group ${group.name}: seconds since refresh`,
+          width: 6,
+          left: [groupMetric(group.name, 'SecondsSinceRefresh', 'Maximum')],
+        }),
+        new cloudwatch.GraphWidget({
+          title: `group ${group.name}: requests, 4xx, 5xx`,
+          width: 6,
+          left: ['Requests', 'Responses4xx', 'Responses5xx'].map((m) => groupMetric(group.name, m)),
+        }),
+        new cloudwatch.GraphWidget({
+          title: `group ${group.name} (weight ${group.weight}): connection use per task %`,
+          width: 6,
           left: [connectionUseMetric(group.name, 'Average'), connectionUseMetric(group.name, 'Maximum')],
-          leftAnnotations: [{ value: CONNECTION_USE_ALARM_PERCENT, label: 'alarm' }, { value: 90, label: 'readiness off' }],
+          leftAnnotations: [
+            { value: CONNECTION_USE_ALARM_PERCENT, label: 'alarm' },
+            { value: 90, label: 'readiness off' },
+          ],
         }),
       );
     }
@@ -468,9 +596,21 @@ export class RouterDashboards {
       const page = Math.floor(i / CELLS_PER_DASHBOARD);
       dashboards[page] ??= new cloudwatch.Dashboard(scope, `Dashboard${page + 1}`, { dashboardName: `${prefix}-cells-${page + 1}` });
       dashboards[page].addWidgets(
-        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: requests`, width: 8, left: groups.map((g) => routerMetric('Requests', { group: g.name, cell: cell.id })) }),
-        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: 5xx`, width: 8, left: groups.map((g) => routerMetric('Responses5xx', { group: g.name, cell: cell.id })) }),
-        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: queue time`, width: 8, left: groups.map((g) => routerMetric('QueueTime', { group: g.name, cell: cell.id }, 'p99')) }),
+        new cloudwatch.GraphWidget({
+          title: `cell ${cell.id}: requests`,
+          width: 8,
+          left: groups.map((g) => routerMetric('Requests', { group: g.name, cell: cell.id })),
+        }),
+        new cloudwatch.GraphWidget({
+          title: `cell ${cell.id}: 5xx`,
+          width: 8,
+          left: groups.map((g) => routerMetric('Responses5xx', { group: g.name, cell: cell.id })),
+        }),
+        new cloudwatch.GraphWidget({
+          title: `cell ${cell.id}: queue time`,
+          width: 8,
+          left: groups.map((g) => routerMetric('QueueTime', { group: g.name, cell: cell.id }, 'p99')),
+        }),
       );
     });
     this.dashboards = dashboards;

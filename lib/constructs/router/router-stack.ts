@@ -8,12 +8,27 @@ import { Construct } from 'constructs';
 import { CellBakeAccess } from '../shared/bake-access';
 import { DeletionProtectionAccess } from '../shared/deletion-protection-access';
 import { MappingDocument } from '../../domain/mapping';
-import { routerBakeWatcherRoleName, routerDeletionProtectorRoleName, routerGroupHealthAlarmName, routerNamePrefix, routerStackName } from '../../domain/names';
+import {
+  routerBakeWatcherRoleName,
+  routerDeletionProtectorRoleName,
+  routerGroupHealthAlarmName,
+  routerNamePrefix,
+  routerStackName,
+} from '../../domain/names';
 import { CellLink } from './cell-links';
 import { MappingBucket, MappingPublisher } from './mapping-bucket';
 import { MoveBucket } from './move-bucket';
 import {
-  RouterAlarms, RouterAlarmTopic, RouterCellReach, RouterCellTarget, RouterDashboards, RouterEntry, RouterGroupHandOver, RouterGroupSettings, RouterMappings, RouterNetwork,
+  RouterAlarms,
+  RouterAlarmTopic,
+  RouterCellReach,
+  RouterCellTarget,
+  RouterDashboards,
+  RouterEntry,
+  RouterGroupHandOver,
+  RouterGroupSettings,
+  RouterMappings,
+  RouterNetwork,
 } from './router-parts';
 
 export interface RouterStackProps extends Omit<StackProps, 'env'> {
@@ -109,8 +124,29 @@ export class RouterStack extends Stack {
   public readonly alarmTopic: sns.Topic;
   private readonly zones: readonly string[];
 
-  constructor(scope: Construct, id: string, { app, region, account, toolingAccount, availabilityZones, cidr, certificateArn, groups, cells, cellZoneName,
-    mappingBucketPrefix, keptMappingVersions, seedMapping, organizationId, homeOf, cellEndpointFingerprints, ...props }: RouterStackProps) {
+  constructor(
+    scope: Construct,
+    id: string,
+    {
+      app,
+      region,
+      account,
+      toolingAccount,
+      availabilityZones,
+      cidr,
+      certificateArn,
+      groups,
+      cells,
+      cellZoneName,
+      mappingBucketPrefix,
+      keptMappingVersions,
+      seedMapping,
+      organizationId,
+      homeOf,
+      cellEndpointFingerprints,
+      ...props
+    }: RouterStackProps,
+  ) {
     super(scope, id, {
       stackName: routerStackName(app, region),
       description: `${app} routers in ${region}`,
@@ -121,14 +157,27 @@ export class RouterStack extends Stack {
       ...props,
       env: { account, region },
     });
-    if (availabilityZones.length < 3) throw new Error(`RouterStack ${region}: routers span at least 3 Availability Zones; availabilityZones lists ${availabilityZones.length} for ${region}`);
+    if (availabilityZones.length < 3)
+      throw new Error(
+        `RouterStack ${region}: routers span at least 3 Availability Zones; availabilityZones lists ${availabilityZones.length} for ${region}`,
+      );
     if (groups.length === 0) throw new Error(`RouterStack ${region}: groups is empty; list at least one router group (the canary group first)`);
     this.zones = availabilityZones;
     Tags.of(this).add('app', app);
     Tags.of(this).add('component', 'router');
     const namePrefix = routerNamePrefix(app, region);
     const mappings = new RouterMappings(this, {
-      app, region, account, toolingAccount, groups, cells, bucketPrefix: mappingBucketPrefix, keptVersions: keptMappingVersions, seed: seedMapping, organizationId, homeOf,
+      app,
+      region,
+      account,
+      toolingAccount,
+      groups,
+      cells,
+      bucketPrefix: mappingBucketPrefix,
+      keptVersions: keptMappingVersions,
+      seed: seedMapping,
+      organizationId,
+      homeOf,
     });
     this.mappingBucket = mappings.mappingBucket;
     this.publisher = mappings.publisher;
@@ -138,17 +187,41 @@ export class RouterStack extends Stack {
     this.loadBalancer = entry.loadBalancer;
     this.targetGroups = entry.targetGroups;
     const reach = new RouterCellReach(this, {
-      app, namePrefix, vpc, taskSecurityGroup: entry.taskSecurityGroup, cells, cellZoneName, lookupRole: mappings.customResourceRole, cellEndpointFingerprints,
+      app,
+      namePrefix,
+      vpc,
+      taskSecurityGroup: entry.taskSecurityGroup,
+      cells,
+      cellZoneName,
+      lookupRole: mappings.customResourceRole,
+      cellEndpointFingerprints,
     });
     this.cellZone = reach.cellZone;
     this.cellLinks = reach.links;
-    this.cluster = new RouterGroupHandOver(this, { app, namePrefix, vpc, taskSecurityGroup: entry.taskSecurityGroup, targetGroups: entry.targetGroups, groups }).cluster;
-    const alarms = new RouterAlarms(this, { namePrefix, region, loadBalancer: entry.loadBalancer, targetGroups: entry.targetGroups, groups, cells, linkStacks: reach.linkStacks });
+    this.cluster = new RouterGroupHandOver(this, {
+      app,
+      namePrefix,
+      vpc,
+      taskSecurityGroup: entry.taskSecurityGroup,
+      targetGroups: entry.targetGroups,
+      groups,
+    }).cluster;
+    const alarms = new RouterAlarms(this, {
+      namePrefix,
+      region,
+      loadBalancer: entry.loadBalancer,
+      targetGroups: entry.targetGroups,
+      groups,
+      cells,
+      linkStacks: reach.linkStacks,
+    });
     this.alarms = [...alarms.alarms, ...alarms.cellAlarms];
     this.groupHealthAlarms = groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(app, region, g.name) }));
     this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: routerBakeWatcherRoleName(app, region), toolingAccount });
     new DeletionProtectionAccess(this, 'DeletionProtection', {
-      roleName: routerDeletionProtectorRoleName(app, region), toolingAccount, loadBalancerArns: [this.loadBalancer.loadBalancerArn],
+      roleName: routerDeletionProtectorRoleName(app, region),
+      toolingAccount,
+      loadBalancerArns: [this.loadBalancer.loadBalancerArn],
     });
     this.alarmTopic = new RouterAlarmTopic(this, { app, region, alarms: [...alarms.alarms, ...alarms.cellAlarms] }).topic;
     this.dashboards = new RouterDashboards(this, { namePrefix, groups, cells }).dashboards;

@@ -30,14 +30,15 @@ export class CellBakeAccess extends Construct {
     assertAccountId('CellBakeAccess: toolingAccount', props.toolingAccount);
     this.role = new CrossAccountReadRole(this, 'Role', {
       roleName: props.roleName,
-      description: 'Pipeline bake step: read this cell\'s health alarm',
+      description: "Pipeline bake step: read this cell's health alarm",
       trustedAccount: props.toolingAccount,
       actions: ['cloudwatch:DescribeAlarms'],
       resources: ['*'],
     });
     Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'DescribeAlarms returns composite alarms only when the permission is scoped to * (CloudWatch API Reference, DescribeAlarms); the role is read-only and the account holds only this cell.',
+      reason:
+        'DescribeAlarms returns composite alarms only when the permission is scoped to * (CloudWatch API Reference, DescribeAlarms); the role is read-only and the account holds only this cell.',
     });
   }
 }

@@ -21,7 +21,9 @@ function lockFile(): string {
     const found = LOCK_FILES.map((name) => path.join(dir, name)).find((file) => fs.existsSync(file));
     if (found) return found;
     if (path.dirname(dir) === dir) {
-      throw new Error(`the router's Lambda handlers are bundled from node_modules at synth, and no lock file (${LOCK_FILES.join(', ')}) is at or above ${root}; install the app's dependencies (npm install)`);
+      throw new Error(
+        `the router's Lambda handlers are bundled from node_modules at synth, and no lock file (${LOCK_FILES.join(', ')}) is at or above ${root}; install the app's dependencies (npm install)`,
+      );
     }
   }
 }

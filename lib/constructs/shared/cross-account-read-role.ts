@@ -31,15 +31,30 @@ export class CrossAccountReadRole extends iam.Role {
   constructor(scope: Construct, id: string, props: CrossAccountReadRoleProps) {
     assertAccountId(`CrossAccountReadRole ${id}: trustedAccount`, props.trustedAccount);
     const writes = props.actions.filter((action) => !READ_ACTION.test(action));
-    if (writes.length > 0) throw new Error(`CrossAccountReadRole ${id}: ${writes.map((a) => `\`${a}\``).join(', ')} is not a read (Get*, Describe*, List*); give a role that changes things a construct of its own`);
-    if (props.actions.length === 0 || props.resources.length === 0) throw new Error(`CrossAccountReadRole ${id}: name at least one action and one resource`);
+    if (writes.length > 0)
+      throw new Error(
+        `CrossAccountReadRole ${id}: ${writes.map((a) => `\`${a}\``).join(', ')} is not a read (Get*, Describe*, List*); give a role that changes things a construct of its own`,
+      );
+    if (props.actions.length === 0 || props.resources.length === 0)
+      throw new Error(`CrossAccountReadRole ${id}: name at least one action and one resource`);
     const account = new iam.AccountPrincipal(props.trustedAccount);
     super(scope, id, {
       roleName: props.roleName,
       description: props.description,
-      assumedBy: props.trustedRolePrefix === undefined ? account : account.withConditions({
-        ArnLike: { 'aws:PrincipalArn': Stack.of(scope).formatArn({ service: 'iam', region: '', account: props.trustedAccount, resource: 'role', resourceName: `${props.trustedRolePrefix}*` }) },
-      }),
+      assumedBy:
+        props.trustedRolePrefix === undefined
+          ? account
+          : account.withConditions({
+              ArnLike: {
+                'aws:PrincipalArn': Stack.of(scope).formatArn({
+                  service: 'iam',
+                  region: '',
+                  account: props.trustedAccount,
+                  resource: 'role',
+                  resourceName: `${props.trustedRolePrefix}*`,
+                }),
+              },
+            }),
     });
     this.addToPolicy(new iam.PolicyStatement({ actions: [...props.actions], resources: [...props.resources] }));
   }

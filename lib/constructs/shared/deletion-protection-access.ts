@@ -40,11 +40,13 @@ export class DeletionProtectionAccess extends Construct {
     }
     this.role = new iam.Role(this, 'Role', {
       roleName: props.roleName,
-      description: 'Pipeline protect step: switch deletion protection on for this stack\'s load balancers and database',
+      description: "Pipeline protect step: switch deletion protection on for this stack's load balancers and database",
       assumedBy: new iam.AccountPrincipal(props.toolingAccount),
     });
     if (props.loadBalancerArns.length > 0) {
-      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['elasticloadbalancing:ModifyLoadBalancerAttributes'], resources: [...props.loadBalancerArns] }));
+      this.role.addToPolicy(
+        new iam.PolicyStatement({ actions: ['elasticloadbalancing:ModifyLoadBalancerAttributes'], resources: [...props.loadBalancerArns] }),
+      );
     }
     if (clusters.length > 0) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBCluster'], resources: [...clusters] }));
     if (instances.length > 0) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBInstance'], resources: [...instances] }));

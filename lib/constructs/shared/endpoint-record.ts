@@ -41,7 +41,7 @@ export class CellEndpointRecord extends Construct {
     });
     this.readerRole = new CrossAccountReadRole(this, 'Reader', {
       roleName: props.readerRoleName,
-      description: 'Router stacks: read the name of this cell\'s endpoint service',
+      description: "Router stacks: read the name of this cell's endpoint service",
       trustedAccount: props.routerAccount,
       trustedRolePrefix: props.routerRolePrefix,
       actions: ['ssm:GetParameter'],
@@ -49,7 +49,8 @@ export class CellEndpointRecord extends Construct {
     });
     Validations.of(this.readerRole.node.defaultChild!).acknowledge({
       id: 'CellIsolation-CI1[account:router]',
-      reason: 'The router account\'s router stacks (<app>-router-* roles only) read the name of this cell\'s endpoint service, and nothing else, to create their interface endpoints: the same path by which the router reaches the cell at all.',
+      reason:
+        "The router account's router stacks (<app>-router-* roles only) read the name of this cell's endpoint service, and nothing else, to create their interface endpoints: the same path by which the router reaches the cell at all.",
     });
   }
 }

@@ -7,6 +7,11 @@ import { imageContext, ImageName } from '../../runtime/images/context';
  * (`imageContext`): the asset hash is the hash of exactly what goes into the image. `rendered`: the
  * files an image renders at synth (router-haproxy: its HAProxy configuration).
  */
-export function repositoryImageAsset(scope: Construct, id: string, name: ImageName, rendered?: Readonly<Record<string, string>>): ecrAssets.DockerImageAsset {
+export function repositoryImageAsset(
+  scope: Construct,
+  id: string,
+  name: ImageName,
+  rendered?: Readonly<Record<string, string>>,
+): ecrAssets.DockerImageAsset {
   return new ecrAssets.DockerImageAsset(scope, id, { directory: imageContext(name, { rendered }) });
 }

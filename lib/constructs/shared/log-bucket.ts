@@ -49,9 +49,12 @@ export class LogBucket extends s3.Bucket {
       'ControlTower::CT.S3.PR.2': recurse,
       'NIST.800.53.R5-S3DefaultEncryptionKMS': props.whyNotKms,
       'ControlTower::CT.S3.PR.10': props.whyNotKms,
-      'NIST.800.53.R5-S3BucketReplicationEnabled': 'Access logs are versioned and kept a year in the account and region that produced them; a replica in another region would be a second copy of them to secure and expire.',
+      'NIST.800.53.R5-S3BucketReplicationEnabled':
+        'Access logs are versioned and kept a year in the account and region that produced them; a replica in another region would be a second copy of them to secure and expire.',
       'ControlTower::CT.S3.PR.4': `Only the log delivery service writes here (${props.receives}); nothing consumes per-object events of a log bucket.`,
-      'ControlTower::CT.S3.PR.9': 'Versioned, TLS-only, public access blocked and expired after a year by lifecycle; Object Lock needs a retention mode each organisation chooses, and would keep logs past the removal of what they log.',
-    })) Validations.of(this).acknowledge({ id: rule, reason });
+      'ControlTower::CT.S3.PR.9':
+        'Versioned, TLS-only, public access blocked and expired after a year by lifecycle; Object Lock needs a retention mode each organisation chooses, and would keep logs past the removal of what they log.',
+    }))
+      Validations.of(this).acknowledge({ id: rule, reason });
   }
 }

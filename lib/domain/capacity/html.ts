@@ -24,8 +24,10 @@ function signalsCell(c: CellCapacity): string {
 }
 
 /** What made the cell hot or full, under its status. */
-const causes = (c: CellCapacity) => (c.statusBy.length === 0 ? ''
-  : `<div class="sub">by ${c.statusBy.map((s) => (s === 'rate' ? 'rate' : s === 'tenants' ? 'tenants' : SIGNAL_LABELS[s])).join(', ')}</div>`);
+const causes = (c: CellCapacity) =>
+  c.statusBy.length === 0
+    ? ''
+    : `<div class="sub">by ${c.statusBy.map((s) => (s === 'rate' ? 'rate' : s === 'tenants' ? 'tenants' : SIGNAL_LABELS[s])).join(', ')}</div>`;
 
 /**
  * One self-contained page (no script, no external resource): per cell a bar of its peak rate on a
@@ -36,7 +38,9 @@ export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undef
   const scale = 1.5; // the bar's full width is 150% of the tested limit
   const bar = (utilisation: number) => Math.min(100, (utilisation / scale) * 100);
   const signalled = capacity.cells.some((c) => c.signals || c.signalsError);
-  const rows = capacity.cells.map((c) => `
+  const rows = capacity.cells
+    .map(
+      (c) => `
     <tr>
       <th scope="row">${escape(c.cell)}<div class="sub">${escape(c.region)} · ${escape(c.shape)}${c.state === 'active' ? '' : ` · ${escape(c.state)}`}</div></th>
       <td class="barcell">
@@ -48,19 +52,44 @@ export function capacityHtml(capacity: FleetCapacity, plan: CapacityPlan | undef
         <div class="sub">peak ${rps(c.peakRps)} · now ${rps(c.currentRps)} of ${rps(c.testedRps)} req/s tested (${pct(c.utilisation)}; ${pct(c.zoneLossUtilisation)} after losing a zone)</div>
       </td>
       <td><span class="status ${c.status}">${c.status}</span>${causes(c)}</td>
-      <td>${c.activeTenants} / ${c.maxTenants}</td>${signalled ? `
-      <td class="signals">${signalsCell(c)}</td>` : ''}
-      <td>${c.topTenants.slice(0, 5).map((t) => `${escape(t.tenant)} <span class="sub">${rps(t.peakRps ?? t.rps)}</span>`).join('<br>') || '<span class="sub">none</span>'}</td>
-    </tr>`).join('');
-  const moves = plan && plan.moves.length > 0
-    ? `<table><thead><tr><th>tenant</th><th>as</th><th>from</th><th>to</th><th>peak req/s</th></tr></thead><tbody>${plan.moves.map((m) => `
-      <tr><td>${escape(m.tenant)}</td><td>${m.bucket === undefined ? 'tenant (pin)' : `bucket ${m.bucket}`}</td><td>${escape(m.from)}</td><td>${escape(m.to)}</td><td>${rps(m.peakRps)}</td></tr>`).join('')}</tbody></table>`
-    : '<p>No move needed: every cell is under its target.</p>';
-  const after = plan ? `<p>${plan.cells.filter((c) => c.peakRpsAfter !== c.peakRpsBefore).map((c) => `${escape(c.cell)}: ${rps(c.peakRpsBefore)} → ${rps(c.peakRpsAfter)} req/s (target ${rps(c.targetRps)})`).join(' · ')}</p>` : '';
-  const adds = plan && plan.cellsToAdd.length > 0
-    ? `<p class="warn">Moves cannot bring every cell under its target: add ${plan.cellsToAdd.map((a) => `${a.count} cell(s) of shape ${escape(a.shape)} in ${escape(a.region)}`).join(', ')}, then plan again.</p>` : '';
-  const big = capacity.largeTenants.length > 0
-    ? `<p class="warn">Large tenants (above ${pct(capacity.settings.largeTenantShare)} of a cell's target): ${capacity.largeTenants.map((t) => `${escape(t.tenant)} on ${escape(t.cell)} (${rps(t.peakRps)} req/s)`).join(', ')}: candidates for a dedicated cell or a pin.</p>` : '';
+      <td>${c.activeTenants} / ${c.maxTenants}</td>${
+        signalled
+          ? `
+      <td class="signals">${signalsCell(c)}</td>`
+          : ''
+      }
+      <td>${
+        c.topTenants
+          .slice(0, 5)
+          .map((t) => `${escape(t.tenant)} <span class="sub">${rps(t.peakRps ?? t.rps)}</span>`)
+          .join('<br>') || '<span class="sub">none</span>'
+      }</td>
+    </tr>`,
+    )
+    .join('');
+  const moves =
+    plan && plan.moves.length > 0
+      ? `<table><thead><tr><th>tenant</th><th>as</th><th>from</th><th>to</th><th>peak req/s</th></tr></thead><tbody>${plan.moves
+          .map(
+            (m) => `
+      <tr><td>${escape(m.tenant)}</td><td>${m.bucket === undefined ? 'tenant (pin)' : `bucket ${m.bucket}`}</td><td>${escape(m.from)}</td><td>${escape(m.to)}</td><td>${rps(m.peakRps)}</td></tr>`,
+          )
+          .join('')}</tbody></table>`
+      : '<p>No move needed: every cell is under its target.</p>';
+  const after = plan
+    ? `<p>${plan.cells
+        .filter((c) => c.peakRpsAfter !== c.peakRpsBefore)
+        .map((c) => `${escape(c.cell)}: ${rps(c.peakRpsBefore)} → ${rps(c.peakRpsAfter)} req/s (target ${rps(c.targetRps)})`)
+        .join(' · ')}</p>`
+    : '';
+  const adds =
+    plan && plan.cellsToAdd.length > 0
+      ? `<p class="warn">Moves cannot bring every cell under its target: add ${plan.cellsToAdd.map((a) => `${a.count} cell(s) of shape ${escape(a.shape)} in ${escape(a.region)}`).join(', ')}, then plan again.</p>`
+      : '';
+  const big =
+    capacity.largeTenants.length > 0
+      ? `<p class="warn">Large tenants (above ${pct(capacity.settings.largeTenantShare)} of a cell's target): ${capacity.largeTenants.map((t) => `${escape(t.tenant)} on ${escape(t.cell)} (${rps(t.peakRps)} req/s)`).join(', ')}: candidates for a dedicated cell or a pin.</p>`
+      : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>
 <style>

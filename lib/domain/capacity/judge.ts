@@ -29,12 +29,21 @@ export function statusOf(peakRps: number, tenants: number, limits: Pick<CellLimi
  * utilisation in percent (a cell whose requests cost more than its shape was tested with runs out of
  * CPU before it runs out of rate). A CPU signal without data sets nothing.
  */
-export function statusWithCauses(peakRps: number, tenants: number, limits: Pick<CellLimits, 'testedRps' | 'maxTenants'>, target: number, signals: CellSignalReadings | undefined): { status: CellStatus; statusBy: StatusCause[] } {
-  const full: StatusCause[] = [...(peakRps > limits.testedRps ? ['rate' as const] : []), ...(tenants > limits.maxTenants ? ['tenants' as const] : [])];
+export function statusWithCauses(
+  peakRps: number,
+  tenants: number,
+  limits: Pick<CellLimits, 'testedRps' | 'maxTenants'>,
+  target: number,
+  signals: CellSignalReadings | undefined,
+): { status: CellStatus; statusBy: StatusCause[] } {
+  const full: StatusCause[] = [
+    ...(peakRps > limits.testedRps ? ['rate' as const] : []),
+    ...(tenants > limits.maxTenants ? ['tenants' as const] : []),
+  ];
   if (full.length > 0) return { status: 'full', statusBy: full };
   const hot: StatusCause[] = [
     ...(peakRps > limits.testedRps * target ? ['rate' as const] : []),
-    ...CPU_SIGNALS.filter((s) => (signals?.[s]?.peak ?? -Infinity) > target * 100) as StatusCause[],
+    ...(CPU_SIGNALS.filter((s) => (signals?.[s]?.peak ?? -Infinity) > target * 100) as StatusCause[]),
   ];
   return hot.length > 0 ? { status: 'hot', statusBy: hot } : { status: 'ok', statusBy: [] };
 }
@@ -93,9 +102,17 @@ export function judgeFleet(limits: readonly CellLimits[], loads: readonly CellLo
   const cellsNeeded = serving + settings.spareCells;
   const activeCells = cells.filter((c) => c.state === 'active').length;
   const biggestTarget = Math.max(0, ...cells.map((c) => c.targetRps));
-  const largeTenants = cells.flatMap((c) => c.topTenants
-    .filter((t) => peakOf(t) > settings.largeTenantShare * biggestTarget)
-    .map((t) => ({ tenant: t.tenant, cell: c.cell, peakRps: peakOf(t), shareOfTarget: biggestTarget > 0 ? peakOf(t) / biggestTarget : Infinity })))
+  const largeTenants = cells
+    .flatMap((c) =>
+      c.topTenants
+        .filter((t) => peakOf(t) > settings.largeTenantShare * biggestTarget)
+        .map((t) => ({
+          tenant: t.tenant,
+          cell: c.cell,
+          peakRps: peakOf(t),
+          shareOfTarget: biggestTarget > 0 ? peakOf(t) / biggestTarget : Infinity,
+        })),
+    )
     .sort((a, b) => b.peakRps - a.peakRps);
   return {
     cells,

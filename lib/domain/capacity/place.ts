@@ -25,10 +25,15 @@ export type Placement =
  * and their `maxTenants`.
  */
 export function place(capacity: FleetCapacity, request: PlacementRequest): Placement {
-  if (!(request.expectedRps >= 0) || !Number.isFinite(request.expectedRps)) throw new Error(`expected rate ${request.expectedRps}: give requests per second as a number of 0 or more`);
-  const eligible = capacity.cells.filter((c) => (request.region === undefined || c.region === request.region) && (request.shape === undefined || c.shape === request.shape));
+  if (!(request.expectedRps >= 0) || !Number.isFinite(request.expectedRps))
+    throw new Error(`expected rate ${request.expectedRps}: give requests per second as a number of 0 or more`);
+  const eligible = capacity.cells.filter(
+    (c) => (request.region === undefined || c.region === request.region) && (request.shape === undefined || c.shape === request.shape),
+  );
   if (eligible.length === 0) {
-    throw new Error(`no cell of ${[request.region && `region ${request.region}`, request.shape && `shape ${request.shape}`].filter(Boolean).join(' and ')} in the fleet; leave out --region/--shape or name ones the fleet has`);
+    throw new Error(
+      `no cell of ${[request.region && `region ${request.region}`, request.shape && `shape ${request.shape}`].filter(Boolean).join(' and ')} in the fleet; leave out --region/--shape or name ones the fleet has`,
+    );
   }
   const largestTargetRps = Math.max(0, ...eligible.map((c) => c.targetRps));
   if (request.expectedRps > largestTargetRps) return { kind: 'too-big', largestTargetRps };

@@ -65,21 +65,45 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
   const cells = capacity.cells;
   const load = new Map(cells.map((c) => [c.cell, c.peakRps]));
   const tenants = new Map(cells.map((c) => [c.cell, c.activeTenants]));
-  const receivers = new Set(cells.filter((c) => c.state === 'active' && !c.canary && c.peakRps <= c.targetRps && !hotByCpu(c) && c.activeTenants <= c.maxTenants && mapping.cells[c.cell]?.state === 'active').map((c) => c.cell));
+  const receivers = new Set(
+    cells
+      .filter(
+        (c) =>
+          c.state === 'active' &&
+          !c.canary &&
+          c.peakRps <= c.targetRps &&
+          !hotByCpu(c) &&
+          c.activeTenants <= c.maxTenants &&
+          mapping.cells[c.cell]?.state === 'active',
+      )
+      .map((c) => c.cell),
+  );
   const byId = new Map(cells.map((c) => [c.cell, c]));
   const moves: PlannedMove[] = [];
   const moved = new Set<string>();
   const tooBig: CapacityPlan['tooBig'][number][] = [];
 
-  const hot = cells.filter((c) => c.peakRps > c.targetRps).sort((a, b) => (b.peakRps - b.targetRps) - (a.peakRps - a.targetRps) || a.cell.localeCompare(b.cell));
+  const hot = cells
+    .filter((c) => c.peakRps > c.targetRps)
+    .sort((a, b) => b.peakRps - b.targetRps - (a.peakRps - a.targetRps) || a.cell.localeCompare(b.cell));
   for (const source of hot) {
     const candidates = candidatesOf(source, compiled);
     const room = (cell: CellCapacity) => cell.targetRps - (load.get(cell.cell) ?? 0);
-    const targetsFor = (c: Candidate) => cells
-      .filter((r) => receivers.has(r.cell) && r.cell !== source.cell && r.region === source.region
-        && c.peakRps <= room(r) && (tenants.get(r.cell) ?? 0) + 1 <= r.maxTenants)
-      .sort((a, b) => (room(a) - c.peakRps) - (room(b) - c.peakRps) || a.cell.localeCompare(b.cell));
-    const largestTarget = Math.max(0, ...cells.filter((r) => r.region === source.region && r.cell !== source.cell && r.state === 'active' && !r.canary).map((r) => r.targetRps));
+    const targetsFor = (c: Candidate) =>
+      cells
+        .filter(
+          (r) =>
+            receivers.has(r.cell) &&
+            r.cell !== source.cell &&
+            r.region === source.region &&
+            c.peakRps <= room(r) &&
+            (tenants.get(r.cell) ?? 0) + 1 <= r.maxTenants,
+        )
+        .sort((a, b) => room(a) - c.peakRps - (room(b) - c.peakRps) || a.cell.localeCompare(b.cell));
+    const largestTarget = Math.max(
+      0,
+      ...cells.filter((r) => r.region === source.region && r.cell !== source.cell && r.state === 'active' && !r.canary).map((r) => r.targetRps),
+    );
     for (const c of candidates) {
       if (c.peakRps > largestTarget) tooBig.push({ tenant: c.tenant, cell: source.cell, peakRps: c.peakRps, targetRps: largestTarget });
     }
@@ -92,7 +116,13 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
       const pick = covering[0] ?? open[0];
       const to = targetsFor(pick)[0];
       moved.add(pick.tenant);
-      moves.push({ tenant: pick.tenant, ...(pick.bucket !== undefined ? { bucket: pick.bucket } : {}), from: source.cell, to: to.cell, peakRps: pick.peakRps });
+      moves.push({
+        tenant: pick.tenant,
+        ...(pick.bucket !== undefined ? { bucket: pick.bucket } : {}),
+        from: source.cell,
+        to: to.cell,
+        peakRps: pick.peakRps,
+      });
       load.set(source.cell, (load.get(source.cell) ?? 0) - pick.peakRps);
       load.set(to.cell, (load.get(to.cell) ?? 0) + pick.peakRps);
       tenants.set(source.cell, (tenants.get(source.cell) ?? 0) - 1);
@@ -100,9 +130,7 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
     }
   }
 
-  const unresolved = cells
-    .map((c) => ({ cell: c.cell, excessRps: (load.get(c.cell) ?? 0) - c.targetRps }))
-    .filter((u) => u.excessRps > 0);
+  const unresolved = cells.map((c) => ({ cell: c.cell, excessRps: (load.get(c.cell) ?? 0) - c.targetRps })).filter((u) => u.excessRps > 0);
   const addBy = new Map<string, { region: string; shape: string; excess: number; targetRps: number }>();
   for (const u of unresolved) {
     const c = byId.get(u.cell)!;
@@ -115,8 +143,13 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
     mappingVersion: mapping.version,
     moves,
     cells: cells.map((c) => ({
-      cell: c.cell, peakRpsBefore: c.peakRps, peakRpsAfter: load.get(c.cell) ?? 0, targetRps: c.targetRps, testedRps: c.testedRps,
-      tenantsBefore: c.activeTenants, tenantsAfter: tenants.get(c.cell) ?? 0,
+      cell: c.cell,
+      peakRpsBefore: c.peakRps,
+      peakRpsAfter: load.get(c.cell) ?? 0,
+      targetRps: c.targetRps,
+      testedRps: c.testedRps,
+      tenantsBefore: c.activeTenants,
+      tenantsAfter: tenants.get(c.cell) ?? 0,
     })),
     unresolved,
     cellsToAdd: [...addBy.values()].map((a) => ({ region: a.region, shape: a.shape, count: Math.ceil(a.excess / a.targetRps) })),
@@ -156,9 +189,9 @@ function safeLookup(compiled: ReturnType<typeof compileMapping>, key: string) {
 export function movePlanOf(plan: CapacityPlan): MovePlan & { readonly capacity: CapacityPlan } {
   return {
     mappingVersion: plan.mappingVersion,
-    moves: plan.moves.map((m) => (m.bucket !== undefined
-      ? { buckets: String(m.bucket), from: m.from, to: m.to, bucketCount: 1 }
-      : { tenant: m.tenant, from: m.from, to: m.to })),
+    moves: plan.moves.map((m) =>
+      m.bucket !== undefined ? { buckets: String(m.bucket), from: m.from, to: m.to, bucketCount: 1 } : { tenant: m.tenant, from: m.from, to: m.to },
+    ),
     capacity: plan,
   };
 }

@@ -9,7 +9,7 @@
 
 /** The signals, in the order they are shown. */
 export const CELL_SIGNALS = ['computeCpu', 'databaseCpu', 'databaseConnections', 'queueAgeSeconds'] as const;
-export type CellSignalName = typeof CELL_SIGNALS[number];
+export type CellSignalName = (typeof CELL_SIGNALS)[number];
 
 /** How each signal is named in the table, the page and the reasons for a status. */
 export const SIGNAL_LABELS: Readonly<Record<CellSignalName, string>> = {
@@ -83,7 +83,9 @@ export interface ComputeReading extends SignalReading {
   readonly currentCpu?: number;
 }
 
-export type CellSignalReadings = Readonly<Partial<Record<Exclude<CellSignalName, 'computeCpu'>, SignalReading>> & { readonly computeCpu?: ComputeReading }>;
+export type CellSignalReadings = Readonly<
+  Partial<Record<Exclude<CellSignalName, 'computeCpu'>, SignalReading>> & { readonly computeCpu?: ComputeReading }
+>;
 
 /** One point per whole period: [period start (ms), value], in time order. */
 export type PeriodPoints = readonly (readonly [number, number])[];
@@ -100,8 +102,15 @@ export function computeReadingOf(cpu: PeriodPoints, running: PeriodPoints, maxim
   const last = joint[joint.length - 1];
   const peak = joint.reduce((a, b) => (b.used > a.used ? b : a));
   return {
-    current: last.used, peak: peak.used, missingPeriods: periods - joint.length, maximum, unit,
-    peakRunning: peak.running, peakCpu: peak.cpu, currentRunning: last.running, currentCpu: last.cpu,
+    current: last.used,
+    peak: peak.used,
+    missingPeriods: periods - joint.length,
+    maximum,
+    unit,
+    peakRunning: peak.running,
+    peakCpu: peak.cpu,
+    currentRunning: last.running,
+    currentCpu: last.cpu,
   };
 }
 
@@ -123,8 +132,14 @@ export function signalPeakText(name: CellSignalName, reading: SignalReading | Co
 }
 
 const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
-const isMetric = (m: Partial<PublishedMetric> | null | undefined): boolean => !!m && isText(m.namespace) && isText(m.metricName) && isText(m.statistic)
-  && !!m.dimensions && typeof m.dimensions === 'object' && Object.values(m.dimensions).every(isText);
+const isMetric = (m: Partial<PublishedMetric> | null | undefined): boolean =>
+  !!m &&
+  isText(m.namespace) &&
+  isText(m.metricName) &&
+  isText(m.statistic) &&
+  !!m.dimensions &&
+  typeof m.dimensions === 'object' &&
+  Object.values(m.dimensions).every(isText);
 
 /**
  * The record in `text` (the parameter's value), checked: one line naming `where` and what is wrong
@@ -139,17 +154,24 @@ export function parseSignalsRecord(text: string, where: string): CellSignalsReco
   }
   const record = value as { schemaVersion?: unknown; signals?: unknown };
   if (!record || typeof record !== 'object' || record.schemaVersion !== 2 || !record.signals || typeof record.signals !== 'object') {
-    throw new Error(`${where}: not a signals record of schema 2 (${text.slice(0, 80)}); redeploy the cell stack with this version of the factory, or update cellctl`);
+    throw new Error(
+      `${where}: not a signals record of schema 2 (${text.slice(0, 80)}); redeploy the cell stack with this version of the factory, or update cellctl`,
+    );
   }
   for (const [name, metric] of Object.entries(record.signals as Record<string, unknown>)) {
-    if (!(CELL_SIGNALS as readonly string[]).includes(name)) throw new Error(`${where}: unknown signal \`${name}\` (known: ${CELL_SIGNALS.join(', ')}); update cellctl`);
+    if (!(CELL_SIGNALS as readonly string[]).includes(name))
+      throw new Error(`${where}: unknown signal \`${name}\` (known: ${CELL_SIGNALS.join(', ')}); update cellctl`);
     if (!isMetric(metric as Partial<PublishedMetric> | null)) {
-      throw new Error(`${where}: signal \`${name}\` needs namespace, metricName, statistic and text dimensions (got ${JSON.stringify(metric)}); redeploy the cell stack`);
+      throw new Error(
+        `${where}: signal \`${name}\` needs namespace, metricName, statistic and text dimensions (got ${JSON.stringify(metric)}); redeploy the cell stack`,
+      );
     }
     if (name === 'computeCpu') {
       const c = metric as Partial<PublishedCompute>;
       if (!isMetric(c.running) || !Number.isInteger(c.maximum) || c.maximum! < 1 || !COMPUTE_UNITS.includes(c.unit as ComputeUnit)) {
-        throw new Error(`${where}: signal \`computeCpu\` needs its running count (a metric), its maximum (a whole number of at least 1) and its unit (${COMPUTE_UNITS.join(' or ')}) (got ${JSON.stringify(metric)}); redeploy the cell stack`);
+        throw new Error(
+          `${where}: signal \`computeCpu\` needs its running count (a metric), its maximum (a whole number of at least 1) and its unit (${COMPUTE_UNITS.join(' or ')}) (got ${JSON.stringify(metric)}); redeploy the cell stack`,
+        );
       }
     }
   }

@@ -25,13 +25,26 @@ export const ACCOUNTS_FILE_NAME = 'cells.accounts.json';
 
 const STATUSES = ['CREATING', 'CREATED', 'ACTIVE', 'FAILED'];
 const RECORD_KEYS: Readonly<Record<keyof CellAccountRecord, 'string'>> = {
-  accountId: 'string', createAccountRequestId: 'string', status: 'string', failureReason: 'string', organizationalUnit: 'string', email: 'string',
+  accountId: 'string',
+  createAccountRequestId: 'string',
+  status: 'string',
+  failureReason: 'string',
+  organizationalUnit: 'string',
+  email: 'string',
 };
 
 /** Every problem with the file's content, one line each (the file itself is named by the caller). */
 export function accountsFileProblems(parsed: unknown): string[] {
   const file = parsed as Partial<AccountsFile> | null;
-  if (typeof file !== 'object' || file === null || Array.isArray(file) || file.schemaVersion !== 1 || typeof file.cells !== 'object' || file.cells === null || Array.isArray(file.cells)) {
+  if (
+    typeof file !== 'object' ||
+    file === null ||
+    Array.isArray(file) ||
+    file.schemaVersion !== 1 ||
+    typeof file.cells !== 'object' ||
+    file.cells === null ||
+    Array.isArray(file.cells)
+  ) {
     return ['expected {"schemaVersion": 1, "cells": {"<cell-id>": {"accountId": "…"}}}'];
   }
   const problems: string[] = [];
@@ -48,7 +61,8 @@ export function accountsFileProblems(parsed: unknown): string[] {
       else if (typeof value !== 'string') problems.push(`cells.${cell}.${key} must be a string, got ${JSON.stringify(value)}`);
     }
     const { status } = record as CellAccountRecord;
-    if (typeof status === 'string' && !STATUSES.includes(status)) problems.push(`cells.${cell}.status must be ${STATUSES.join(', ')}; got \`${status}\``);
+    if (typeof status === 'string' && !STATUSES.includes(status))
+      problems.push(`cells.${cell}.status must be ${STATUSES.join(', ')}; got \`${status}\``);
   }
   return problems;
 }
@@ -64,7 +78,10 @@ export function readAccountsFile(path: string): AccountsFile {
   try {
     parsed = JSON.parse(fs.readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new FleetConfigError([`${shown}: not valid JSON (${(error as Error).message}); fix it or delete it and run \`cellctl accounts ensure\``], shown);
+    throw new FleetConfigError(
+      [`${shown}: not valid JSON (${(error as Error).message}); fix it or delete it and run \`cellctl accounts ensure\``],
+      shown,
+    );
   }
   const problems = accountsFileProblems(parsed);
   if (problems.length > 0) throw new FleetConfigError(problems.length === 1 ? [`${shown}: ${problems[0]}`] : problems, shown);
@@ -73,7 +90,11 @@ export function readAccountsFile(path: string): AccountsFile {
 
 /** Writes `cells.accounts.json` atomically, cells sorted, so a crash never loses a recorded id. */
 export function writeAccountsFile(path: string, file: AccountsFile): void {
-  const cells = Object.fromEntries(Object.keys(file.cells).sort().map((id) => [id, file.cells[id]]));
+  const cells = Object.fromEntries(
+    Object.keys(file.cells)
+      .sort()
+      .map((id) => [id, file.cells[id]]),
+  );
   writeFileAtomic(path, `${JSON.stringify({ schemaVersion: 1, cells }, null, 2)}\n`);
 }
 

@@ -33,10 +33,23 @@ export interface RoutedCell {
 /** Every cell the routers reach, in mapping order: the factory's cells, then cell zero. */
 export function routedCells(fleet: Pick<Fleet, 'cells' | 'cellZero'>): RoutedCell[] {
   const cells: RoutedCell[] = fleet.cells.map((c) => ({
-    id: c.id, region: c.region, account: c.account, port: c.certificateArn ? 443 : 80, scheme: c.certificateArn ? 'https' : 'http', adopted: false,
+    id: c.id,
+    region: c.region,
+    account: c.account,
+    port: c.certificateArn ? 443 : 80,
+    scheme: c.certificateArn ? 'https' : 'http',
+    adopted: false,
   }));
   const zero = fleet.cellZero;
-  if (zero) cells.push({ id: zero.id, region: zero.region, account: zero.account, port: cellZeroPort(zero), scheme: zero.loadBalancer.protocol, adopted: true });
+  if (zero)
+    cells.push({
+      id: zero.id,
+      region: zero.region,
+      account: zero.account,
+      port: cellZeroPort(zero),
+      scheme: zero.loadBalancer.protocol,
+      adopted: true,
+    });
   return cells;
 }
 
@@ -61,10 +74,14 @@ export function cellZeroProblems(input: FleetInput, partition: string, cellAccou
   const at = 'cellZero';
   const problems: string[] = [];
   if (!CELL_ID.test(id)) problems.push(`${at}.id: \`${id}\` is malformed; use 2-31 characters of a-z, 0-9 and '-', starting with a letter`);
-  if ((input.cells ?? []).some((c) => c.id === id)) problems.push(`${at}.id: \`${id}\` is also a cell of \`cells\`; give cell zero an id of its own (default \`${DEFAULT_CELL_ZERO_ID}\`)`);
+  if ((input.cells ?? []).some((c) => c.id === id))
+    problems.push(`${at}.id: \`${id}\` is also a cell of \`cells\`; give cell zero an id of its own (default \`${DEFAULT_CELL_ZERO_ID}\`)`);
   const regions = Object.keys(input.regions ?? {});
   const before = problems.length;
-  if (!regions.includes(zero.region)) problems.push(`${at}: unknown region \`${zero.region}\`; add it to \`regions\` with its Availability Zones (routers must reach cell zero from every region)`);
+  if (!regions.includes(zero.region))
+    problems.push(
+      `${at}: unknown region \`${zero.region}\`; add it to \`regions\` with its Availability Zones (routers must reach cell zero from every region)`,
+    );
   if (!ACCOUNT_ID.test(zero.account)) {
     problems.push(`${at}.account: \`${zero.account}\` is not a 12-digit AWS account id`);
   } else if (zero.account === input.accounts?.router || zero.account === input.accounts?.tooling) {
@@ -76,7 +93,8 @@ export function cellZeroProblems(input: FleetInput, partition: string, cellAccou
   const subnets = zero.vpc.privateSubnetIds;
   const badSubnet = subnets.find((s) => !SUBNET_ID.test(s));
   if (badSubnet !== undefined) problems.push(`${at}.vpc.privateSubnetIds: \`${badSubnet}\` is not a subnet id such as subnet-0abc12345def67890`);
-  else if (new Set(subnets).size < 2) problems.push(`${at}.vpc.privateSubnetIds: give at least two different subnets (one per Availability Zone), got ${new Set(subnets).size}`);
+  else if (new Set(subnets).size < 2)
+    problems.push(`${at}.vpc.privateSubnetIds: give at least two different subnets (one per Availability Zone), got ${new Set(subnets).size}`);
   // An ARN in another region or account than a wrong region or account says nothing more: one line.
   const placed = problems.length === before;
   problems.push(...loadBalancerProblems(zero, partition, placed));
@@ -84,7 +102,10 @@ export function cellZeroProblems(input: FleetInput, partition: string, cellAccou
   const template = input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   const endpointOf = (cellId: string) => template.replace('{cell}', cellId).replace('{app}', input.app);
   const clash = (input.cells ?? []).find((c) => c.id !== id && endpointOf(c.id).replace('{scheme}', '') === endpointOf(id).replace('{scheme}', ''));
-  if (clash) problems.push(`${at}: its endpoint \`${endpointOf(id)}\` is also cell \`${clash.id}\`'s; router.cellEndpointTemplate must name each cell apart ({cell})`);
+  if (clash)
+    problems.push(
+      `${at}: its endpoint \`${endpointOf(id)}\` is also cell \`${clash.id}\`'s; router.cellEndpointTemplate must name each cell apart ({cell})`,
+    );
   return problems;
 }
 
@@ -94,20 +115,34 @@ function loadBalancerProblems(zero: NonNullable<FleetInput['cellZero']>, partiti
   const problems: string[] = [];
   const match = LOAD_BALANCER_ARN.exec(lb.arn);
   if (!match) {
-    problems.push(`${at}.arn: \`${lb.arn}\` is not a load balancer ARN (arn:${partition}:elasticloadbalancing:${zero.region}:${zero.account}:loadbalancer/app/NAME/ID)`);
+    problems.push(
+      `${at}.arn: \`${lb.arn}\` is not a load balancer ARN (arn:${partition}:elasticloadbalancing:${zero.region}:${zero.account}:loadbalancer/app/NAME/ID)`,
+    );
   } else {
     const [, arnPartition, region, account, kind] = match;
     if (kind === 'net') {
-      problems.push(`${at}.arn: a Network Load Balancer; the adoption NLB forwards only to an Application Load Balancer (an ALB-type target group): give the ARN of the ALB the existing stack serves from`);
+      problems.push(
+        `${at}.arn: a Network Load Balancer; the adoption NLB forwards only to an Application Load Balancer (an ALB-type target group): give the ARN of the ALB the existing stack serves from`,
+      );
     } else if (kind === 'gwy') {
-      problems.push(`${at}.arn: a Gateway Load Balancer carries no HTTP; give the ARN of the Application Load Balancer the existing stack serves from`);
+      problems.push(
+        `${at}.arn: a Gateway Load Balancer carries no HTTP; give the ARN of the Application Load Balancer the existing stack serves from`,
+      );
     }
     if (arnPartition !== partition) problems.push(`${at}.arn: in partition ${arnPartition}, not the fleet's ${partition}`);
-    if (placed && region !== zero.region) problems.push(`${at}.arn: the load balancer is in \`${region}\`, cell zero in \`${zero.region}\`; an NLB targets an ALB of its own VPC only: set cellZero.region to \`${region}\``);
-    if (placed && account !== zero.account) problems.push(`${at}.arn: the load balancer is in account ${account}, cell zero's is ${zero.account}; the adoption stack deploys beside it: set cellZero.account to ${account}`);
+    if (placed && region !== zero.region)
+      problems.push(
+        `${at}.arn: the load balancer is in \`${region}\`, cell zero in \`${zero.region}\`; an NLB targets an ALB of its own VPC only: set cellZero.region to \`${region}\``,
+      );
+    if (placed && account !== zero.account)
+      problems.push(
+        `${at}.arn: the load balancer is in account ${account}, cell zero's is ${zero.account}; the adoption stack deploys beside it: set cellZero.account to ${account}`,
+      );
   }
-  if (!Number.isInteger(lb.listenerPort) || lb.listenerPort < 1 || lb.listenerPort > 65535) problems.push(`${at}.listenerPort: ${lb.listenerPort} is not a TCP port (1-65535)`);
-  if (lb.healthCheckPath !== undefined && !lb.healthCheckPath.startsWith('/')) problems.push(`${at}.healthCheckPath: \`${lb.healthCheckPath}\` must start with '/'`);
+  if (!Number.isInteger(lb.listenerPort) || lb.listenerPort < 1 || lb.listenerPort > 65535)
+    problems.push(`${at}.listenerPort: ${lb.listenerPort} is not a TCP port (1-65535)`);
+  if (lb.healthCheckPath !== undefined && !lb.healthCheckPath.startsWith('/'))
+    problems.push(`${at}.healthCheckPath: \`${lb.healthCheckPath}\` must start with '/'`);
   return problems;
 }
 
@@ -117,19 +152,32 @@ function databaseProblems(zero: NonNullable<FleetInput['cellZero']>, partition: 
   const problems: string[] = [];
   if (db.host.trim() === '') problems.push(`${at}.host: empty; give the host name the database answers on`);
   if (db.name.trim() === '') problems.push(`${at}.name: empty; give the database name`);
-  if (db.port !== undefined && (!Number.isInteger(db.port) || db.port < 1 || db.port > 65535)) problems.push(`${at}.port: ${db.port} is not a TCP port (1-65535)`);
-  if (!SECURITY_GROUP_ID.test(db.clientSecurityGroupId)) problems.push(`${at}.clientSecurityGroupId: \`${db.clientSecurityGroupId}\` is not a security group id such as sg-0abc12345def67890`);
+  if (db.port !== undefined && (!Number.isInteger(db.port) || db.port < 1 || db.port > 65535))
+    problems.push(`${at}.port: ${db.port} is not a TCP port (1-65535)`);
+  if (!SECURITY_GROUP_ID.test(db.clientSecurityGroupId))
+    problems.push(`${at}.clientSecurityGroupId: \`${db.clientSecurityGroupId}\` is not a security group id such as sg-0abc12345def67890`);
   const match = SECRET_ARN.exec(db.secretArn);
   if (!match) {
-    problems.push(`${at}.secretArn: \`${db.secretArn}\` is not a Secrets Manager secret ARN (arn:${partition}:secretsmanager:${zero.region}:${zero.account}:secret:NAME-xxxxxx)`);
+    problems.push(
+      `${at}.secretArn: \`${db.secretArn}\` is not a Secrets Manager secret ARN (arn:${partition}:secretsmanager:${zero.region}:${zero.account}:secret:NAME-xxxxxx)`,
+    );
     return problems;
   }
   const [, arnPartition, region, account, name] = match;
   // The mover's grant names the secret exactly: a partial ARN (no random suffix) matches no secret.
-  if (!/-[A-Za-z0-9]{6}$/.test(name)) problems.push(`${at}.secretArn: \`${db.secretArn}\` has no 6-character suffix; give the complete ARN (\`aws secretsmanager describe-secret --secret-id ${name} --query ARN\`)`);
+  if (!/-[A-Za-z0-9]{6}$/.test(name))
+    problems.push(
+      `${at}.secretArn: \`${db.secretArn}\` has no 6-character suffix; give the complete ARN (\`aws secretsmanager describe-secret --secret-id ${name} --query ARN\`)`,
+    );
   if (arnPartition !== partition) problems.push(`${at}.secretArn: in partition ${arnPartition}, not the fleet's ${partition}`);
-  if (placed && region !== zero.region) problems.push(`${at}.secretArn: the secret is in \`${region}\`; the mover tasks read it in cell zero's region \`${zero.region}\`: replicate it there (Secrets Manager replica) and give the replica's ARN`);
-  if (placed && account !== zero.account) problems.push(`${at}.secretArn: the secret is in account ${account}; the mover tasks read it in cell zero's account ${zero.account}: give a secret of that account`);
+  if (placed && region !== zero.region)
+    problems.push(
+      `${at}.secretArn: the secret is in \`${region}\`; the mover tasks read it in cell zero's region \`${zero.region}\`: replicate it there (Secrets Manager replica) and give the replica's ARN`,
+    );
+  if (placed && account !== zero.account)
+    problems.push(
+      `${at}.secretArn: the secret is in account ${account}; the mover tasks read it in cell zero's account ${zero.account}: give a secret of that account`,
+    );
   return problems;
 }
 

@@ -83,7 +83,8 @@ export function postgresVersionProblem(version: string): string | undefined {
   const lowest = CREATABLE_POSTGRES[major];
   const majors = Object.keys(CREATABLE_POSTGRES).join(', ');
   if (lowest === undefined) return `PostgreSQL ${major} cannot be created on RDS or Aurora (majors ${majors}); use ${DEFAULT_POSTGRES_VERSION}`;
-  if (minor < lowest) return `${version} can no longer be created (RDS and Aurora retired PostgreSQL ${major} minors below ${major}.${lowest}); use ${major}.${lowest} or later, or ${DEFAULT_POSTGRES_VERSION}`;
+  if (minor < lowest)
+    return `${version} can no longer be created (RDS and Aurora retired PostgreSQL ${major} minors below ${major}.${lowest}); use ${major}.${lowest} or later, or ${DEFAULT_POSTGRES_VERSION}`;
   return undefined;
 }
 

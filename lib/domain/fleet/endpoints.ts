@@ -15,11 +15,13 @@ const TEMPLATE_HOST = /^(?:https?|\{scheme\}):\/\/\{cell\}\.([a-z0-9{}.-]+)\/?$/
 /** The endpoint of `cellId` in the mapping: `router.cellEndpointTemplate` with `{cell}`, `{app}` and `{scheme}` filled in. */
 export function cellEndpoint(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'cellZero'>, cellId: string): string {
   const cell = routedCells(fleet).find((c) => c.id === cellId);
-  if (!cell) throw new Error(`cell \`${cellId}\` is not in the fleet (cells: ${routedCells(fleet).map((c) => c.id).join(', ')}); add it to cells.config.ts first`);
-  return fleet.router.cellEndpointTemplate
-    .replace('{cell}', cellId)
-    .replace('{app}', fleet.app)
-    .replace(SCHEME_PLACEHOLDER, cell.scheme);
+  if (!cell)
+    throw new Error(
+      `cell \`${cellId}\` is not in the fleet (cells: ${routedCells(fleet)
+        .map((c) => c.id)
+        .join(', ')}); add it to cells.config.ts first`,
+    );
+  return fleet.router.cellEndpointTemplate.replace('{cell}', cellId).replace('{app}', fleet.app).replace(SCHEME_PLACEHOLDER, cell.scheme);
 }
 
 /**
@@ -46,7 +48,12 @@ export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'buc
   const cells = fleet.cells.map((c) => ({ id: c.id, state: c.state, canary: c.canary, endpoint: cellEndpoint(fleet, c.id) }));
   const options = { now: SEED_CREATED_AT };
   if (fleet.cellZero) {
-    return adoptionMapping({ id: fleet.cellZero.id, state: 'active', endpoint: cellEndpoint(fleet, fleet.cellZero.id) }, cells, fleet.bucketCount, options);
+    return adoptionMapping(
+      { id: fleet.cellZero.id, state: 'active', endpoint: cellEndpoint(fleet, fleet.cellZero.id) },
+      cells,
+      fleet.bucketCount,
+      options,
+    );
   }
   return initialMapping(cells, fleet.bucketCount, options);
 }

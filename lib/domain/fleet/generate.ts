@@ -28,7 +28,9 @@ export function generateFleet(base: FleetInput, count: number, options: Generate
   if (!Number.isInteger(wanted) || wanted < 1 || wanted > names.length) {
     throw new Error(`generateFleet: regions ${wanted} must be an integer from 1 to ${names.length}`);
   }
-  const regions = Object.fromEntries(names.slice(0, wanted).map((r) => [r, base.regions[r] ?? { availabilityZones: availabilityZoneIds(r).slice(0, 3) }]));
+  const regions = Object.fromEntries(
+    names.slice(0, wanted).map((r) => [r, base.regions[r] ?? { availabilityZones: availabilityZoneIds(r).slice(0, 3) }]),
+  );
   const regionNames = Object.keys(regions);
   const shape = Object.keys(base.shapes)[0];
   const cells = Array.from({ length: count }, (_, i) => ({

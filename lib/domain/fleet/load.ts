@@ -32,9 +32,13 @@ export function configLoadProblem(error: unknown, file: string): string {
   const syntax = /^(.+?):(\d+):(\d+): ERROR: (.*)$/m.exec(message);
   // esbuild counts columns from 0; editors and stack traces from 1.
   if (syntax) return `${displayPath(syntax[1])}:${syntax[2]}:${Number(syntax[3]) + 1}: ${syntax[4]}`;
-  const frame = error instanceof Error && error.stack
-    ? error.stack.split('\n').map((line) => /\(?([^()\s]+):(\d+):(\d+)\)?$/.exec(line.trim())).find((m) => m && path.resolve(m[1]) === file)
-    : undefined;
+  const frame =
+    error instanceof Error && error.stack
+      ? error.stack
+          .split('\n')
+          .map((line) => /\(?([^()\s]+):(\d+):(\d+)\)?$/.exec(line.trim()))
+          .find((m) => m && path.resolve(m[1]) === file)
+      : undefined;
   const name = error instanceof Error && error.name !== 'Error' ? `${error.name}: ` : '';
   const firstLine = message.split('\n')[0];
   return frame ? `${shown}:${frame[2]}:${frame[3]}: ${name}${firstLine}` : `${shown}: ${name}${firstLine}`;
@@ -45,7 +49,12 @@ export function loadFleetInput(configPath: string = path.resolve(CONFIG_FILE_NAM
   const file = path.resolve(configPath);
   const shown = displayPath(file);
   if (!fs.existsSync(file)) {
-    throw new FleetConfigError([`${shown}: not found; run from the project root (where ${CONFIG_FILE_NAME} is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)`], shown);
+    throw new FleetConfigError(
+      [
+        `${shown}: not found; run from the project root (where ${CONFIG_FILE_NAME} is), or name the file with --config (cellctl) or CELLS_CONFIG (cdk synth)`,
+      ],
+      shown,
+    );
   }
   let loaded: { default?: FleetInput };
   try {

@@ -12,13 +12,23 @@
  * region's row here from the page.
  */
 export const CROSS_REGION_PRIVATELINK_REGIONS: readonly string[] = [
-  'us-east-1', 'us-east-2', 'us-west-2', 'eu-west-1', 'ap-southeast-1', 'ap-northeast-1', 'sa-east-1',
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'eu-west-1',
+  'ap-southeast-1',
+  'ap-northeast-1',
+  'sa-east-1',
 ];
 
 /** Why a fleet's regions cannot all reach each other's cells, one line per region outside the table; empty when they can. */
 export function crossRegionProblems(regions: readonly string[]): string[] {
   if (regions.length < 2) return [];
-  return regions.filter((r) => !CROSS_REGION_PRIVATELINK_REGIONS.includes(r)).map((r) =>
-    `region \`${r}\`: cross-region PrivateLink (every router reaches every cell of the fleet) is not offered in ${r}, so the routers of ${regions.filter((o) => o !== r).join(', ')} cannot reach its cells `
-    + `and its routers cannot reach theirs; use regions of ${CROSS_REGION_PRIVATELINK_REGIONS.join(', ')} (lib/domain/fleet/privatelink-regions.ts, from the PrivateLink Guide's "Cross-Region access"), or run this region as a fleet of its own`);
+  return regions
+    .filter((r) => !CROSS_REGION_PRIVATELINK_REGIONS.includes(r))
+    .map(
+      (r) =>
+        `region \`${r}\`: cross-region PrivateLink (every router reaches every cell of the fleet) is not offered in ${r}, so the routers of ${regions.filter((o) => o !== r).join(', ')} cannot reach its cells ` +
+        `and its routers cannot reach theirs; use regions of ${CROSS_REGION_PRIVATELINK_REGIONS.join(', ')} (lib/domain/fleet/privatelink-regions.ts, from the PrivateLink Guide's "Cross-Region access"), or run this region as a fleet of its own`,
+    );
 }

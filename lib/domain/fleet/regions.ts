@@ -74,9 +74,11 @@ export function availabilityZoneProblems(region: string, zones: readonly string[
   }
   for (const zone of zones) {
     if (valid.includes(zone)) continue;
-    problems.push(zone.startsWith(region)
-      ? `region \`${region}\`: \`${zone}\` is an Availability Zone name, which maps to a different zone in each account; list AZ IDs (the same in every account): ${valid.join(', ')}`
-      : `region \`${region}\`: Availability Zone \`${zone}\` is not in this region; valid zones are ${valid.join(', ')}`);
+    problems.push(
+      zone.startsWith(region)
+        ? `region \`${region}\`: \`${zone}\` is an Availability Zone name, which maps to a different zone in each account; list AZ IDs (the same in every account): ${valid.join(', ')}`
+        : `region \`${region}\`: Availability Zone \`${zone}\` is not in this region; valid zones are ${valid.join(', ')}`,
+    );
   }
   if (new Set(zones).size !== zones.length) {
     problems.push(`region \`${region}\`: Availability Zones are listed twice; list each once`);
@@ -100,12 +102,18 @@ export function regionPartition(region: string): string {
 
 /** Region name prefixes of the partitions other than `aws`, most specific first (`regionPartition`). */
 export const REGION_PARTITION_PREFIXES: readonly (readonly [prefix: string, partition: string])[] = [
-  ['cn-', 'aws-cn'], ['us-gov-', 'aws-us-gov'], ['us-isob-', 'aws-iso-b'], ['us-iso-', 'aws-iso'], ['eu-isoe-', 'aws-iso-e'],
+  ['cn-', 'aws-cn'],
+  ['us-gov-', 'aws-us-gov'],
+  ['us-isob-', 'aws-iso-b'],
+  ['us-iso-', 'aws-iso'],
+  ['eu-isoe-', 'aws-iso-e'],
 ];
 
 export function unknownRegionProblem(region: string): string {
-  return `region \`${region}\`: unknown region, not in the AZ-ID table (lib/domain/fleet/regions.ts, taken from the AWS Availability Zones page). `
-    + `Known regions: ${Object.keys(KNOWN_REGIONS).join(', ')}. To add a region, add its row to KNOWN_REGIONS from `
-    + 'https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html (its AZ IDs, e.g. `use1-az1`), '
-    + `and check them in each account with \`aws ec2 describe-availability-zones --region ${region} --query 'AvailabilityZones[].ZoneId'\``;
+  return (
+    `region \`${region}\`: unknown region, not in the AZ-ID table (lib/domain/fleet/regions.ts, taken from the AWS Availability Zones page). ` +
+    `Known regions: ${Object.keys(KNOWN_REGIONS).join(', ')}. To add a region, add its row to KNOWN_REGIONS from ` +
+    'https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html (its AZ IDs, e.g. `use1-az1`), ' +
+    `and check them in each account with \`aws ec2 describe-availability-zones --region ${region} --query 'AvailabilityZones[].ZoneId'\``
+  );
 }

@@ -6,8 +6,21 @@
  * unknown key, a missing field or a wrong type must never be silently ignored or defaulted.
  */
 import {
-  AlarmThresholds, CapacityConfig, CellConfig, CellZeroConfig, CellShape, FleetInput, OrganizationConfig, PartitionKeySource, PipelineConfig, PipelineSource,
-  RegionConfig, RouterConfig, RouterGroupConfig, WavePolicy, WorkloadConfig,
+  AlarmThresholds,
+  CapacityConfig,
+  CellConfig,
+  CellZeroConfig,
+  CellShape,
+  FleetInput,
+  OrganizationConfig,
+  PartitionKeySource,
+  PipelineConfig,
+  PipelineSource,
+  RegionConfig,
+  RouterConfig,
+  RouterGroupConfig,
+  WavePolicy,
+  WorkloadConfig,
 } from './types';
 import { GrantedQuotas } from '../limits/quotas';
 import { PARTITIONS } from './regions';
@@ -34,14 +47,19 @@ type IsOptional<T, K extends keyof T> = {} extends Pick<T, K> ? true : false;
 
 /** Every key of `T`, each marked optional exactly when the type makes it optional. */
 export type Fields<T> = {
-  readonly [K in keyof Required<T>]-?: IsOptional<T, K> extends true ? ValueSpec & { readonly optional: true } : ValueSpec & { readonly optional?: false };
+  readonly [K in keyof Required<T>]-?: IsOptional<T, K> extends true
+    ? ValueSpec & { readonly optional: true }
+    : ValueSpec & { readonly optional?: false };
 };
 
 type Tagged<T, Tag extends keyof T> = { readonly [V in T as V[Tag] & string]: Fields<V> };
 
 const object = <T>(fields: Fields<T>): ValueSpec => ({ type: 'object', fields });
-const variants = <T, Tag extends keyof T & string>(tag: Tag, map: Tagged<T, Tag>): ValueSpec =>
-  ({ type: 'variants', tag, variants: map as unknown as Record<string, Record<string, FieldSpec>> });
+const variants = <T, Tag extends keyof T & string>(tag: Tag, map: Tagged<T, Tag>): ValueSpec => ({
+  type: 'variants',
+  tag,
+  variants: map as unknown as Record<string, Record<string, FieldSpec>>,
+});
 const string = { type: 'string' } as const;
 const integer = { type: 'number', integer: true } as const;
 const number = { type: 'number' } as const;
@@ -140,21 +158,41 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
   }),
   alarms: optional({ type: 'object', fields: ALARMS }),
   router: optional(ROUTER),
-  organization: optional(object<OrganizationConfig>({
-    accountEmail: string, organizationalUnitId: string, roleName: optional(string), executionPolicyArn: optional(string),
-  })),
+  organization: optional(
+    object<OrganizationConfig>({
+      accountEmail: string,
+      organizationalUnitId: string,
+      roleName: optional(string),
+      executionPolicyArn: optional(string),
+    }),
+  ),
   pipeline: optional(PIPELINE),
   quotas: optional(object<GrantedQuotas>({ interfaceEndpointsPerVpc: optional(integer) })),
-  capacity: optional(object<CapacityConfig>({ targetUtilisation: optional(number), spareCells: optional(integer), largeTenantShare: optional(number) })),
+  capacity: optional(
+    object<CapacityConfig>({ targetUtilisation: optional(number), spareCells: optional(integer), largeTenantShare: optional(number) }),
+  ),
   cellResources: optional({ type: 'function', signature: '(cell) => { ... }' }),
-  cellZero: optional(object<CellZeroConfig>({
-    id: optional(string),
-    region: string,
-    account: string,
-    vpc: object<CellZeroConfig['vpc']>({ id: string, privateSubnetIds: { type: 'array', items: string } }),
-    loadBalancer: object<CellZeroConfig['loadBalancer']>({ arn: string, listenerPort: integer, protocol: optional(oneOf('http', 'https')), healthCheckPath: optional(string) }),
-    database: object<CellZeroConfig['database']>({ host: string, port: optional(integer), name: string, secretArn: string, clientSecurityGroupId: string }),
-  })),
+  cellZero: optional(
+    object<CellZeroConfig>({
+      id: optional(string),
+      region: string,
+      account: string,
+      vpc: object<CellZeroConfig['vpc']>({ id: string, privateSubnetIds: { type: 'array', items: string } }),
+      loadBalancer: object<CellZeroConfig['loadBalancer']>({
+        arn: string,
+        listenerPort: integer,
+        protocol: optional(oneOf('http', 'https')),
+        healthCheckPath: optional(string),
+      }),
+      database: object<CellZeroConfig['database']>({
+        host: string,
+        port: optional(integer),
+        name: string,
+        secretArn: string,
+        clientSecurityGroupId: string,
+      }),
+    }),
+  ),
 };
 
 /** Levenshtein distance, for did-you-mean suggestions. */
@@ -254,7 +292,13 @@ function fieldProblems(value: Record<string, unknown>, fields: Readonly<Record<s
     const field = value[key];
     if (field === undefined) {
       if (!spec.optional) {
-        const inside = spec.type === 'object' ? ` (an object with ${Object.entries(spec.fields).filter(([, f]) => !f.optional).map(([k]) => k).join(', ')})` : '';
+        const inside =
+          spec.type === 'object'
+            ? ` (an object with ${Object.entries(spec.fields)
+                .filter(([, f]) => !f.optional)
+                .map(([k]) => k)
+                .join(', ')})`
+            : '';
         problems.push(`${prefix(where)}missing \`${key}\`${inside}`);
       }
       continue;

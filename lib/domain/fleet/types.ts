@@ -397,8 +397,19 @@ export interface CellZero {
   readonly account: string;
   readonly availabilityZones: readonly string[];
   readonly vpc: { readonly id: string; readonly privateSubnetIds: readonly string[] };
-  readonly loadBalancer: { readonly arn: string; readonly listenerPort: number; readonly protocol: 'http' | 'https'; readonly healthCheckPath: string };
-  readonly database: { readonly host: string; readonly port: number; readonly name: string; readonly secretArn: string; readonly clientSecurityGroupId: string };
+  readonly loadBalancer: {
+    readonly arn: string;
+    readonly listenerPort: number;
+    readonly protocol: 'http' | 'https';
+    readonly healthCheckPath: string;
+  };
+  readonly database: {
+    readonly host: string;
+    readonly port: number;
+    readonly name: string;
+    readonly secretArn: string;
+    readonly clientSecurityGroupId: string;
+  };
 }
 
 /** A cell with every default applied and its account resolved. */

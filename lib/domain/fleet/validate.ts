@@ -1,7 +1,23 @@
 import { cidrsOverlap, CidrRange, parseCidr } from './cidr';
 import {
-  BAKE_SECONDS_RANGE, DEFAULT_ALARMS, DEFAULT_CAPACITY, DEFAULT_BUCKET_COUNT, DEFAULT_CELL_ENDPOINT_TEMPLATE, DEFAULT_DATABASE_PORT, defaultRouterSlots, MAX_ROUTER_SLOTS,
-  CELLS_PER_ENDPOINT_SUBNET, DEFAULT_PARTITION_KEY, DEFAULT_PUBLISH_BAKE_SECONDS, ROUTER_SUBNET_MASKS, DEFAULT_ROUTER_GROUPS, MAX_ROUTER_GROUP_WEIGHT, MAX_ROUTER_GROUPS, postgresVersionOf, postgresVersionProblem, tenantMaxConnOf,
+  BAKE_SECONDS_RANGE,
+  DEFAULT_ALARMS,
+  DEFAULT_CAPACITY,
+  DEFAULT_BUCKET_COUNT,
+  DEFAULT_CELL_ENDPOINT_TEMPLATE,
+  DEFAULT_DATABASE_PORT,
+  defaultRouterSlots,
+  MAX_ROUTER_SLOTS,
+  CELLS_PER_ENDPOINT_SUBNET,
+  DEFAULT_PARTITION_KEY,
+  DEFAULT_PUBLISH_BAKE_SECONDS,
+  ROUTER_SUBNET_MASKS,
+  DEFAULT_ROUTER_GROUPS,
+  MAX_ROUTER_GROUP_WEIGHT,
+  MAX_ROUTER_GROUPS,
+  postgresVersionOf,
+  postgresVersionProblem,
+  tenantMaxConnOf,
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
@@ -31,16 +47,22 @@ export type CellAccounts = Readonly<Record<string, string>>;
  * problem and `file` names the file they are in.
  */
 export class FleetConfigError extends Error {
-  constructor(public readonly problems: readonly string[], public readonly file: string = 'cells.config.ts') {
-    super(problems.length === 1 && problems[0].startsWith(`${file}`)
-      ? problems[0]
-      : `${file} has ${problems.length} problem(s):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  constructor(
+    public readonly problems: readonly string[],
+    public readonly file: string = 'cells.config.ts',
+  ) {
+    super(
+      problems.length === 1 && problems[0].startsWith(`${file}`)
+        ? problems[0]
+        : `${file} has ${problems.length} problem(s):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
     this.name = 'FleetConfigError';
   }
 }
 
 /** The fleet's partition, for the ARNs validation expects (`aws` while the partition itself is invalid: that has its own problem). */
-const fleetPartition = (input: FleetInput): string => ((PARTITIONS as readonly string[]).includes(input.partition ?? 'aws') ? input.partition ?? 'aws' : 'aws');
+const fleetPartition = (input: FleetInput): string =>
+  (PARTITIONS as readonly string[]).includes(input.partition ?? 'aws') ? (input.partition ?? 'aws') : 'aws';
 
 const isInt = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n);
 const isPositive = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n > 0;
@@ -92,11 +114,15 @@ function regionProblems(input: FleetInput): string[] {
   const regions = Object.entries(input.regions ?? {});
   if (regions.length === 0) return ['regions: none; describe at least one region with its Availability Zones'];
   const partition = input.partition ?? 'aws';
-  if (!(PARTITIONS as readonly string[]).includes(partition)) return [`partition: \`${partition}\` must be one of ${PARTITIONS.join(', ')} (default aws)`];
+  if (!(PARTITIONS as readonly string[]).includes(partition))
+    return [`partition: \`${partition}\` must be one of ${PARTITIONS.join(', ')} (default aws)`];
   // One fleet, one partition: IAM roles cannot be assumed across partitions, nor PrivateLink reach across.
   const elsewhere = regions.map(([region]) => region).filter((region) => regionPartition(region) !== partition);
   if (elsewhere.length > 0) {
-    const fix = (region: string) => (partition === 'aws' ? `set \`partition: '${regionPartition(region)}'\` if every region is there, or use regions of one partition` : 'use regions of one partition');
+    const fix = (region: string) =>
+      partition === 'aws'
+        ? `set \`partition: '${regionPartition(region)}'\` if every region is there, or use regions of one partition`
+        : 'use regions of one partition';
     return elsewhere.map((region) => `region \`${region}\`: in partition ${regionPartition(region)}, not the fleet's ${partition}; ${fix(region)}`);
   }
   return regions.flatMap(([region, config]) => availabilityZoneProblems(region, config?.availabilityZones ?? []));
@@ -120,14 +146,18 @@ export function shapeProblems(name: string, shape: CellShape): string[] {
   }
   const { min, desired, max } = shape.capacity ?? ({} as CellShape['capacity']);
   if (![min, desired, max].every(isInt) || min < 2 || !(min <= desired && desired <= max)) {
-    problems.push(`${at}: capacity needs integers with 2 <= min <= desired <= max (one per AZ at least); got min ${min}, desired ${desired}, max ${max}`);
+    problems.push(
+      `${at}: capacity needs integers with 2 <= min <= desired <= max (one per AZ at least); got min ${min}, desired ${desired}, max ${max}`,
+    );
   }
   const db = shape.database;
   if (!db) {
     problems.push(`${at}: database missing`);
   } else {
-    if (db.engine !== 'aurora-postgresql' && db.engine !== 'rds-postgresql') problems.push(`${at}: database.engine must be 'aurora-postgresql' or 'rds-postgresql'`);
-    if (!/^[a-z][a-z0-9]*\.[a-z0-9]+$/.test(db.instanceClass ?? '')) problems.push(`${at}: database.instanceClass \`${db.instanceClass}\` should look like \`r6g.large\` (no 'db.' prefix)`);
+    if (db.engine !== 'aurora-postgresql' && db.engine !== 'rds-postgresql')
+      problems.push(`${at}: database.engine must be 'aurora-postgresql' or 'rds-postgresql'`);
+    if (!/^[a-z][a-z0-9]*\.[a-z0-9]+$/.test(db.instanceClass ?? ''))
+      problems.push(`${at}: database.instanceClass \`${db.instanceClass}\` should look like \`r6g.large\` (no 'db.' prefix)`);
     if (db.allocatedStorageGiB !== undefined && (!isInt(db.allocatedStorageGiB) || db.allocatedStorageGiB < 20 || db.allocatedStorageGiB > 65536)) {
       problems.push(`${at}: database.allocatedStorageGiB ${db.allocatedStorageGiB} must be an integer from 20 to 65536`);
     }
@@ -177,7 +207,10 @@ function routerProblems(input: FleetInput): string[] {
   const problems: string[] = [];
   const groups = router.groups ?? DEFAULT_ROUTER_GROUPS;
   if (groups.length < 2) problems.push('router.groups: list at least two groups (a small canary group first, then the rest)');
-  if (groups.length > MAX_ROUTER_GROUPS) problems.push(`router.groups: ${groups.length} groups, but the NLB forwards to at most ${MAX_ROUTER_GROUPS} target groups (one per group); merge groups`);
+  if (groups.length > MAX_ROUTER_GROUPS)
+    problems.push(
+      `router.groups: ${groups.length} groups, but the NLB forwards to at most ${MAX_ROUTER_GROUPS} target groups (one per group); merge groups`,
+    );
   const names = new Set<string>();
   for (const group of groups) {
     if (!GROUP_NAME.test(group.name)) problems.push(`router.groups: name \`${group.name}\` must match ${GROUP_NAME.source}`);
@@ -196,7 +229,9 @@ function routerProblems(input: FleetInput): string[] {
   if (router.mappingBucket !== undefined && !BUCKET_NAME.test(router.mappingBucket)) {
     problems.push(`router.mappingBucket: \`${router.mappingBucket}\` is not a valid S3 bucket name`);
   } else if (router.mappingBucket !== undefined && router.mappingBucket.length > 50) {
-    problems.push(`router.mappingBucket: \`${router.mappingBucket}\` is ${router.mappingBucket.length} characters; it is a prefix (each region's bucket adds 13), so use at most 50`);
+    problems.push(
+      `router.mappingBucket: \`${router.mappingBucket}\` is ${router.mappingBucket.length} characters; it is a prefix (each region's bucket adds 13), so use at most 50`,
+    );
   }
   const bake = router.publishBakeSeconds;
   if (bake !== undefined && (!isInt(bake) || bake < 0 || bake > BAKE_SECONDS_RANGE.max)) {
@@ -207,7 +242,9 @@ function routerProblems(input: FleetInput): string[] {
   if (router.slots !== undefined && (!isInt(router.slots) || router.slots < 2 || router.slots > MAX_ROUTER_SLOTS)) {
     problems.push(`router.slots: ${router.slots} must be an integer from 2 to ${MAX_ROUTER_SLOTS}`);
   } else if (slots < cellCount + 1) {
-    problems.push(`router.slots: ${slots} backend slots cannot serve ${cellCount} cells; a mapping change needs one slot per cell plus one for a cell being replaced: set at least ${cellCount + 1}${router.slots === undefined ? ` (the default stops at ${MAX_ROUTER_SLOTS})` : ' or leave it unset'}`);
+    problems.push(
+      `router.slots: ${slots} backend slots cannot serve ${cellCount} cells; a mapping change needs one slot per cell plus one for a cell being replaced: set at least ${cellCount + 1}${router.slots === undefined ? ` (the default stops at ${MAX_ROUTER_SLOTS})` : ' or leave it unset'}`,
+    );
   }
   if (router.cellMaxConn !== undefined && (!isInt(router.cellMaxConn) || router.cellMaxConn < 1 || router.cellMaxConn > 10_000)) {
     problems.push(`router.cellMaxConn: ${router.cellMaxConn} must be an integer from 1 to 10000 (concurrent requests per cell per router task)`);
@@ -217,7 +254,9 @@ function routerProblems(input: FleetInput): string[] {
   }
   const cellMaxConn = router.cellMaxConn ?? 200;
   if (router.tenantMaxConn !== undefined && (!isInt(router.tenantMaxConn) || router.tenantMaxConn < 1 || router.tenantMaxConn > cellMaxConn)) {
-    problems.push(`router.tenantMaxConn: ${router.tenantMaxConn} must be a whole number of requests from 1 to router.cellMaxConn (${cellMaxConn}); ${tenantMaxConnOf(cellMaxConn)} leaves a tenant's neighbours half of their cell's slots`);
+    problems.push(
+      `router.tenantMaxConn: ${router.tenantMaxConn} must be a whole number of requests from 1 to router.cellMaxConn (${cellMaxConn}); ${tenantMaxConnOf(cellMaxConn)} leaves a tenant's neighbours half of their cell's slots`,
+    );
   }
   // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
   const perZone = Object.values(ROUTER_SUBNET_MASKS).reduce((sum, mask) => sum + 2 ** (32 - mask), 0);
@@ -227,24 +266,35 @@ function routerProblems(input: FleetInput): string[] {
     const zones = config?.availabilityZones?.length ?? 0;
     if (!range) problems.push(`router.cidrs.${region}: \`${cidr}\` is not an IPv4 network address such as 10.255.0.0/20`);
     else if (2 ** (32 - range.prefix) < zones * perZone) {
-      problems.push(`router.cidrs.${region}: ${cidr} holds ${2 ** (32 - range.prefix)} addresses; the router VPC's ${zones} AZs need ${zones * perZone} (a public /${ROUTER_SUBNET_MASKS.public}, a routers /${ROUTER_SUBNET_MASKS.routers} and a cell-endpoints /${ROUTER_SUBNET_MASKS.cellEndpoints} each): give a /${32 - Math.ceil(Math.log2(zones * perZone))} or list fewer AZs`);
+      problems.push(
+        `router.cidrs.${region}: ${cidr} holds ${2 ** (32 - range.prefix)} addresses; the router VPC's ${zones} AZs need ${zones * perZone} (a public /${ROUTER_SUBNET_MASKS.public}, a routers /${ROUTER_SUBNET_MASKS.routers} and a cell-endpoints /${ROUTER_SUBNET_MASKS.cellEndpoints} each): give a /${32 - Math.ceil(Math.log2(zones * perZone))} or list fewer AZs`,
+      );
     }
   });
   const regions = Object.keys(input.regions ?? {});
   if (router.homeRegion === undefined && regions.length > 1) {
-    problems.push(`router.homeRegion: not set, and the fleet has ${regions.length} regions; name the region whose router stack holds the publisher and move operator roles and the move bucket (a fleet that deployed before this setting has them in its first region, \`${regions[0]}\`); it never follows the order of \`regions\``);
+    problems.push(
+      `router.homeRegion: not set, and the fleet has ${regions.length} regions; name the region whose router stack holds the publisher and move operator roles and the move bucket (a fleet that deployed before this setting has them in its first region, \`${regions[0]}\`); it never follows the order of \`regions\``,
+    );
   } else if (router.homeRegion !== undefined && !regions.includes(router.homeRegion)) {
     problems.push(`router.homeRegion: \`${router.homeRegion}\` is not one of the fleet's regions (${regions.join(', ')})`);
   }
   const template = router.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   if (!/^(https?|\{scheme\}):\/\//.test(template) || !template.includes('{cell}')) {
-    problems.push(`router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`);
+    problems.push(
+      `router.cellEndpointTemplate: \`${template}\` must be an http(s) URL containing {cell} (or start {scheme}://: https for cells with a certificate, else http)`,
+    );
   } else {
     const tls = (input.cells ?? []).filter((c) => c.certificateArn !== undefined);
-    const host = template.replace(/^[^:]+:\/\//, '').split(/[/:]/)[0].replace('{app}', input.app ?? 'app');
+    const host = template
+      .replace(/^[^:]+:\/\//, '')
+      .split(/[/:]/)[0]
+      .replace('{app}', input.app ?? 'app');
     const tld = host.split('.').pop()!.toLowerCase();
     if (tls.length > 0 && PRIVATE_TLDS.has(tld)) {
-      problems.push(`cell \`${tls[0].id}\`${tls.length > 1 ? ` (and ${tls.length - 1} more)` : ''}: certificateArn, but routers reach cells as \`${host}\`, and no public CA issues a certificate for a \`.${tld}\` name while router tasks trust only the public CAs; set router.cellEndpointTemplate to a name under a domain you own (\`{scheme}://{cell}.cells.example.com\`: the router VPCs get that private zone, ACM issues its certificates), or leave certificateArn out (the PrivateLink path is private either way)`);
+      problems.push(
+        `cell \`${tls[0].id}\`${tls.length > 1 ? ` (and ${tls.length - 1} more)` : ''}: certificateArn, but routers reach cells as \`${host}\`, and no public CA issues a certificate for a \`.${tld}\` name while router tasks trust only the public CAs; set router.cellEndpointTemplate to a name under a domain you own (\`{scheme}://{cell}.cells.example.com\`: the router VPCs get that private zone, ACM issues its certificates), or leave certificateArn out (the PrivateLink path is private either way)`,
+      );
     }
   }
   return problems;
@@ -256,10 +306,14 @@ function capacityProblems(input: FleetInput): string[] {
   const problems: string[] = [];
   const { targetUtilisation: target, spareCells: spare, largeTenantShare: share } = capacity;
   if (target !== undefined && !(target > 0 && target < 1)) {
-    problems.push(`capacity.targetUtilisation: ${target} must be a share above 0 and below 1 of a shape's tested requestsPerSecond (0.5 runs cells at half what they were tested at)`);
+    problems.push(
+      `capacity.targetUtilisation: ${target} must be a share above 0 and below 1 of a shape's tested requestsPerSecond (0.5 runs cells at half what they were tested at)`,
+    );
   }
-  if (spare !== undefined && (!isInt(spare) || spare < 0 || spare > 100)) problems.push(`capacity.spareCells: ${spare} must be a whole number of cells from 0 to 100`);
-  if (share !== undefined && !(share > 0 && share <= 1)) problems.push(`capacity.largeTenantShare: ${share} must be a share above 0 and at most 1 of a cell's target rate`);
+  if (spare !== undefined && (!isInt(spare) || spare < 0 || spare > 100))
+    problems.push(`capacity.spareCells: ${spare} must be a whole number of cells from 0 to 100`);
+  if (share !== undefined && !(share > 0 && share <= 1))
+    problems.push(`capacity.largeTenantShare: ${share} must be a share above 0 and at most 1 of a cell's target rate`);
   return problems;
 }
 
@@ -275,15 +329,23 @@ function organizationProblems(input: FleetInput): string[] {
   if (!org) return [];
   const problems: string[] = [];
   if (typeof org.accountEmail !== 'string' || !org.accountEmail.includes('{cell}') || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(org.accountEmail)) {
-    problems.push(`organization.accountEmail: \`${org.accountEmail}\` must be an email address containing {cell}, for example aws+{app}-{cell}@example.com`);
+    problems.push(
+      `organization.accountEmail: \`${org.accountEmail}\` must be an email address containing {cell}, for example aws+{app}-{cell}@example.com`,
+    );
   }
   if (!/^(ou-[0-9a-z]{4,32}-[a-z0-9]{8,32}|r-[0-9a-z]{4,32})$/.test(org.organizationalUnitId ?? '')) {
     problems.push(`organization.organizationalUnitId: \`${org.organizationalUnitId}\` is not an OU id (ou-xxxx-xxxxxxxx) or root id (r-xxxx)`);
   }
-  if (org.roleName !== undefined && !/^[\w+=,.@-]{1,64}$/.test(org.roleName)) problems.push(`organization.roleName: \`${org.roleName}\` is not an IAM role name`);
+  if (org.roleName !== undefined && !/^[\w+=,.@-]{1,64}$/.test(org.roleName))
+    problems.push(`organization.roleName: \`${org.roleName}\` is not an IAM role name`);
   const partition = fleetPartition(input);
-  if (org.executionPolicyArn !== undefined && !new RegExp(`^arn:${partition}:iam::(aws|\\d{12}|\\{account\\}):policy/.+$`).test(org.executionPolicyArn)) {
-    problems.push(`organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN (arn:${partition}:iam::aws:policy/NAME, or arn:${partition}:iam::{account}:policy/NAME for a policy created in every account)`);
+  if (
+    org.executionPolicyArn !== undefined &&
+    !new RegExp(`^arn:${partition}:iam::(aws|\\d{12}|\\{account\\}):policy/.+$`).test(org.executionPolicyArn)
+  ) {
+    problems.push(
+      `organization.executionPolicyArn: \`${org.executionPolicyArn}\` is not an IAM policy ARN (arn:${partition}:iam::aws:policy/NAME, or arn:${partition}:iam::{account}:policy/NAME for a policy created in every account)`,
+    );
   }
   return problems;
 }
@@ -294,8 +356,12 @@ function pipelineProblems(input: FleetInput): string[] {
   const problems: string[] = [];
   const source = pipeline.source;
   if (source?.kind === 'connection') {
-    if (!new RegExp(`^arn:${fleetPartition(input)}:(codestar-connections|codeconnections):[a-z0-9-]+:\\d{12}:connection/.+$`).test(source.connectionArn)) {
-      problems.push(`pipeline.source.connectionArn: \`${source.connectionArn}\` is not a CodeConnections ARN in the fleet's partition (arn:${fleetPartition(input)}:codeconnections:<region>:<account>:connection/<id>)`);
+    if (
+      !new RegExp(`^arn:${fleetPartition(input)}:(codestar-connections|codeconnections):[a-z0-9-]+:\\d{12}:connection/.+$`).test(source.connectionArn)
+    ) {
+      problems.push(
+        `pipeline.source.connectionArn: \`${source.connectionArn}\` is not a CodeConnections ARN in the fleet's partition (arn:${fleetPartition(input)}:codeconnections:<region>:<account>:connection/<id>)`,
+      );
     }
     if (!/^[\w.-]+\/[\w.-]+$/.test(source.repository)) problems.push(`pipeline.source.repository: \`${source.repository}\` must be owner/name`);
     if (!source.branch) problems.push('pipeline.source.branch: empty');
@@ -305,12 +371,16 @@ function pipelineProblems(input: FleetInput): string[] {
   } else {
     problems.push("pipeline.source: set { kind: 'connection', connectionArn, repository, branch } or { kind: 's3', bucketName, objectKey }");
   }
-  if (pipeline.region !== undefined && !input.regions?.[pipeline.region]) problems.push(`pipeline.region: \`${pipeline.region}\` is not one of the fleet's regions`);
+  if (pipeline.region !== undefined && !input.regions?.[pipeline.region])
+    problems.push(`pipeline.region: \`${pipeline.region}\` is not one of the fleet's regions`);
   if (pipeline.organizationId !== undefined && !/^o-[a-z0-9]{10,32}$/.test(pipeline.organizationId)) {
-    problems.push(`pipeline.organizationId: \`${pipeline.organizationId}\` is not an AWS Organizations id (o- and 10 to 32 lowercase letters or digits; \`aws organizations describe-organization --query Organization.Id\`)`);
+    problems.push(
+      `pipeline.organizationId: \`${pipeline.organizationId}\` is not an AWS Organizations id (o- and 10 to 32 lowercase letters or digits; \`aws organizations describe-organization --query Organization.Id\`)`,
+    );
   }
   if (pipeline.deploymentWindow) {
-    for (const problem of deploymentWindowProblems(String(pipeline.deploymentWindow.cron ?? ''))) problems.push(`pipeline.deploymentWindow.cron: ${problem}`);
+    for (const problem of deploymentWindowProblems(String(pipeline.deploymentWindow.cron ?? '')))
+      problems.push(`pipeline.deploymentWindow.cron: ${problem}`);
   }
   return problems;
 }
@@ -319,18 +389,22 @@ function waveProblems(input: FleetInput): string[] {
   const waves = input.waves;
   if (!waves) return ['waves: missing; set singleCellWaves, growthFactor, maxCellsPerWave and bakeSeconds'];
   const problems: string[] = [];
-  if (!isInt(waves.singleCellWaves) || waves.singleCellWaves < 0) problems.push(`waves.singleCellWaves: ${waves.singleCellWaves} must be an integer >= 0`);
+  if (!isInt(waves.singleCellWaves) || waves.singleCellWaves < 0)
+    problems.push(`waves.singleCellWaves: ${waves.singleCellWaves} must be an integer >= 0`);
   if (!(typeof waves.growthFactor === 'number' && waves.growthFactor > 1 && waves.growthFactor <= 10)) {
     problems.push(`waves.growthFactor: ${waves.growthFactor} must be greater than 1 and at most 10`);
   }
-  if (!isInt(waves.maxCellsPerWave) || waves.maxCellsPerWave < 1) problems.push(`waves.maxCellsPerWave: ${waves.maxCellsPerWave} must be a positive integer`);
+  if (!isInt(waves.maxCellsPerWave) || waves.maxCellsPerWave < 1)
+    problems.push(`waves.maxCellsPerWave: ${waves.maxCellsPerWave} must be a positive integer`);
   if (!waves.bakeSeconds) {
     problems.push('waves.bakeSeconds: missing; set canary, single and group bake times in seconds');
   } else {
     for (const kind of ['canary', 'single', 'group'] as const) {
       const bake = waves.bakeSeconds[kind];
       if (!isInt(bake) || bake < BAKE_SECONDS_RANGE.min || bake > BAKE_SECONDS_RANGE.max) {
-        problems.push(`waves.bakeSeconds.${kind}: ${bake} is out of range; use whole seconds from ${BAKE_SECONDS_RANGE.min} to ${BAKE_SECONDS_RANGE.max}`);
+        problems.push(
+          `waves.bakeSeconds.${kind}: ${bake} is out of range; use whole seconds from ${BAKE_SECONDS_RANGE.min} to ${BAKE_SECONDS_RANGE.max}`,
+        );
       }
     }
   }
@@ -351,11 +425,15 @@ function derivedNameProblems(input: FleetInput): string[] {
   if (typeof input.app !== 'string') return [];
   const limit = LIMITS.roleName.value;
   const ids = [...(input.cells ?? []), ...(input.cellZero ? [{ id: input.cellZero.id ?? DEFAULT_CELL_ZERO_ID }] : [])];
-  return ids.filter((c) => typeof c.id === 'string').flatMap((cell) => {
-    const longest = CELL_ROLE_NAMES.map((name) => name(input.app, cell.id)).sort((a, b) => b.length - a.length)[0];
-    if (longest.length <= limit) return [];
-    return [`cell \`${cell.id}\`: its role \`${longest}\` is ${longest.length} characters, over IAM's ${limit} for a role name; \`app\` and a cell id may have ${limit - (longest.length - input.app.length - cell.id.length)} characters together: shorten the cell id or \`app\``];
-  });
+  return ids
+    .filter((c) => typeof c.id === 'string')
+    .flatMap((cell) => {
+      const longest = CELL_ROLE_NAMES.map((name) => name(input.app, cell.id)).sort((a, b) => b.length - a.length)[0];
+      if (longest.length <= limit) return [];
+      return [
+        `cell \`${cell.id}\`: its role \`${longest}\` is ${longest.length} characters, over IAM's ${limit} for a role name; \`app\` and a cell id may have ${limit - (longest.length - input.app.length - cell.id.length)} characters together: shorten the cell id or \`app\``,
+      ];
+    });
 }
 
 /**
@@ -367,19 +445,25 @@ function quotaProblems(input: FleetInput): string[] {
   const declared = input.quotas?.interfaceEndpointsPerVpc;
   const endpointsLimit = LIMITS.interfaceEndpointsPerVpc;
   if (declared !== undefined && (!isInt(declared) || declared < endpointsLimit.value)) {
-    problems.push(`quotas.interfaceEndpointsPerVpc: ${declared} must be a whole number of at least AWS's default ${endpointsLimit.value}: the value the router account has been granted in every region`);
+    problems.push(
+      `quotas.interfaceEndpointsPerVpc: ${declared} must be a whole number of at least AWS's default ${endpointsLimit.value}: the value the router account has been granted in every region`,
+    );
     return problems;
   }
   const granted = declared ?? endpointsLimit.value;
   const cells = routedCellCount(input);
   if (cells > CELLS_PER_ENDPOINT_SUBNET) {
-    problems.push(`cells: ${cells} cells need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`);
+    problems.push(
+      `cells: ${cells} cells need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`,
+    );
   }
   if (cells > granted) {
     const { serviceCode, quotaCode } = QUOTA_CODES.interfaceEndpointsPerVpc;
-    problems.push(`cells: ${cells} cells need ${cells} interface endpoints in every router VPC (one per cell of the fleet), over the ${granted} `
-      + `${declared === undefined ? 'AWS grants by default' : 'declared in quotas.interfaceEndpointsPerVpc'} (${endpointsLimit.source}); request at least ${cells} for the router account in every region `
-      + `(\`aws service-quotas request-service-quota-increase --service-code ${serviceCode} --quota-code ${quotaCode} --desired-value ${cells} --region R\`, docs/limits.md) and, once granted, set quotas.interfaceEndpointsPerVpc`);
+    problems.push(
+      `cells: ${cells} cells need ${cells} interface endpoints in every router VPC (one per cell of the fleet), over the ${granted} ` +
+        `${declared === undefined ? 'AWS grants by default' : 'declared in quotas.interfaceEndpointsPerVpc'} (${endpointsLimit.source}); request at least ${cells} for the router account in every region ` +
+        `(\`aws service-quotas request-service-quota-increase --service-code ${serviceCode} --quota-code ${quotaCode} --desired-value ${cells} --region R\`, docs/limits.md) and, once granted, set quotas.interfaceEndpointsPerVpc`,
+    );
   }
   return problems;
 }
@@ -491,7 +575,11 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...crossRegionProblems(Object.keys(input.regions ?? {})),
     ...quotaProblems(input),
     ...capacityProblems(input),
-    ...cellZeroProblems(input, fleetPartition(input), (input.cells ?? []).map((c) => c.account ?? accounts[c.id])),
+    ...cellZeroProblems(
+      input,
+      fleetPartition(input),
+      (input.cells ?? []).map((c) => c.account ?? accounts[c.id]),
+    ),
   ];
 }
 
@@ -542,12 +630,14 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     ...(input.cellResources ? { cellResources: input.cellResources } : {}),
     ...(input.cellZero ? { cellZero: resolveCellZero(input) } : {}),
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
-    ...(input.organization ? {
-      organization: {
-        roleName: 'OrganizationAccountAccessRole',
-        executionPolicyArn: `arn:${fleetPartition(input)}:iam::aws:policy/AdministratorAccess`,
-        ...input.organization,
-      },
-    } : {}),
+    ...(input.organization
+      ? {
+          organization: {
+            roleName: 'OrganizationAccountAccessRole',
+            executionPolicyArn: `arn:${fleetPartition(input)}:iam::aws:policy/AdministratorAccess`,
+            ...input.organization,
+          },
+        }
+      : {}),
   };
 }

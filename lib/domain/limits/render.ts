@@ -26,7 +26,8 @@ export function renderForSize(value: unknown): unknown {
       const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
       return (Array.isArray(parts) ? parts : [parts]).map((p) => String(renderForSize(p))).join(sep);
     }
-    if (keys.length === 1 && keys[0] === 'Fn::Sub') return String(Array.isArray(o['Fn::Sub']) ? o['Fn::Sub'][0] : o['Fn::Sub']).replace(/\$\{[^}]+\}/g, 'x'.repeat(40));
+    if (keys.length === 1 && keys[0] === 'Fn::Sub')
+      return String(Array.isArray(o['Fn::Sub']) ? o['Fn::Sub'][0] : o['Fn::Sub']).replace(/\$\{[^}]+\}/g, 'x'.repeat(40));
     return Object.fromEntries(keys.map((k) => [k, renderForSize(o[k])]));
   }
   return value;

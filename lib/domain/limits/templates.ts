@@ -123,11 +123,12 @@ export function templateFindings(t: TemplateUnderCheck, quotas: GrantedQuotas = 
         const advanced = p.Tier === 'Advanced';
         const size = String(renderForSize(p.Value)).length;
         if (!advanced) over(id, 'Value', size, 'ssmParameterValue');
-        else if (size > 8_192) findings.push({ stack: t.stack, resource: id, measured: 'Value (advanced tier)', size, limit: 'ssmParameterValue', value: 8_192 });
+        else if (size > 8_192)
+          findings.push({ stack: t.stack, resource: id, measured: 'Value (advanced tier)', size, limit: 'ssmParameterValue', value: 8_192 });
         break;
       }
       case 'AWS::Lambda::Function': {
-        const variables = ((p.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables) ?? {};
+        const variables = (p.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
         const size = Object.entries(variables).reduce((sum, [k, v]) => sum + k.length + String(renderForSize(v)).length, 0);
         over(id, 'environment variables', size, 'lambdaEnvironment');
         break;
@@ -193,8 +194,17 @@ export function assemblyFindings(templates: readonly TemplateUnderCheck[], quota
     }
   }
   const value = limitValue('interfaceEndpointsPerVpc', quotas);
-  return [...endpoints].filter(([, n]) => n > value).map(([vpc, n]) => {
-    const at = vpc.lastIndexOf('/');
-    return { stack: vpc.slice(0, at), resource: `VPC ${vpc.slice(at + 1)}`, measured: 'interface endpoints', size: n, limit: 'interfaceEndpointsPerVpc' as const, value };
-  });
+  return [...endpoints]
+    .filter(([, n]) => n > value)
+    .map(([vpc, n]) => {
+      const at = vpc.lastIndexOf('/');
+      return {
+        stack: vpc.slice(0, at),
+        resource: `VPC ${vpc.slice(at + 1)}`,
+        measured: 'interface endpoints',
+        size: n,
+        limit: 'interfaceEndpointsPerVpc' as const,
+        value,
+      };
+    });
 }

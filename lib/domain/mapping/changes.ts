@@ -65,7 +65,13 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
 }
 
 /** A version 1 document: the cells listed in order, the given ranges and prefix overrides, no exact override. */
-function firstDocument(cells: readonly InitialCell[], bucketCount: number, buckets: MappingDocument['buckets'], prefix: Record<string, string>, options: ChangeOptions): MappingDocument {
+function firstDocument(
+  cells: readonly InitialCell[],
+  bucketCount: number,
+  buckets: MappingDocument['buckets'],
+  prefix: Record<string, string>,
+  options: ChangeOptions,
+): MappingDocument {
   return {
     schemaVersion: SCHEMA_VERSION,
     version: 1,
@@ -95,7 +101,11 @@ export function adoptionMapping(holder: InitialCell, cells: readonly InitialCell
  * taken one at a time from whichever cell holds the most, from the top of its ranges: no bucket moves
  * anywhere except into the new cell. A `quarantine` cell is added without buckets.
  */
-export function addCell(doc: MappingDocument, cell: { id: string; endpoint: string; state?: 'active' | 'quarantine' }, options: ChangeOptions): MappingDocument {
+export function addCell(
+  doc: MappingDocument,
+  cell: { id: string; endpoint: string; state?: 'active' | 'quarantine' },
+  options: ChangeOptions,
+): MappingDocument {
   if (doc.cells[cell.id]) throw new MappingChangeError(`cell \`${cell.id}\` is already in the mapping (state ${doc.cells[cell.id].state})`);
   if (!CELL_ID_PATTERN.test(cell.id)) throw new MappingChangeError(`cell id \`${cell.id}\` must match ${CELL_ID_PATTERN.source}`);
   const state = cell.state ?? 'active';
@@ -142,7 +152,8 @@ export function drainCell(doc: MappingDocument, id: string, options: ChangeOptio
   const holding = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active');
   // A cell zero holds every bucket while the factory's cells hold none: they receive, except one a prefix names (the canary).
   const prefixed = new Set(Object.values(doc.overrides.prefix));
-  const receivers = holding.length > 0 ? holding : Object.keys(doc.cells).filter((c) => c !== id && doc.cells[c].state === 'active' && !prefixed.has(c));
+  const receivers =
+    holding.length > 0 ? holding : Object.keys(doc.cells).filter((c) => c !== id && doc.cells[c].state === 'active' && !prefixed.has(c));
   const cells = { ...doc.cells, [id]: { ...doc.cells[id], state: 'draining' as const } };
   const draining = counts.get(id) ?? 0;
   if (draining === 0) return next(doc, options, { cells });
@@ -188,7 +199,11 @@ export function routesTo(doc: MappingDocument, id: string): CellRoutes {
 export function routesText(routes: CellRoutes): string | undefined {
   const parts = [
     ...(routes.buckets > 0 ? [`${routes.buckets} bucket${routes.buckets === 1 ? '' : 's'}`] : []),
-    ...(routes.exact.length > 0 ? [`pin${routes.exact.length === 1 ? '' : 's'} ${routes.exact.slice(0, 5).join(', ')}${routes.exact.length > 5 ? ` and ${routes.exact.length - 5} more` : ''}`] : []),
+    ...(routes.exact.length > 0
+      ? [
+          `pin${routes.exact.length === 1 ? '' : 's'} ${routes.exact.slice(0, 5).join(', ')}${routes.exact.length > 5 ? ` and ${routes.exact.length - 5} more` : ''}`,
+        ]
+      : []),
     ...(routes.prefix.length > 0 ? [`prefix${routes.prefix.length === 1 ? '' : 'es'} ${routes.prefix.join(', ')}`] : []),
   ];
   return parts.length > 0 ? parts.join(', ') : undefined;
@@ -248,12 +263,16 @@ export function removePrefix(doc: MappingDocument, prefix: string, options: Chan
  * Pins a key to a quarantine cell: `cell` if given, else the mapping's only quarantine cell.
  */
 export function quarantineKey(doc: MappingDocument, key: string, options: ChangeOptions & { cell?: string }): MappingDocument {
-  const quarantine = Object.entries(doc.cells).filter(([, c]) => c.state === 'quarantine').map(([id]) => id);
+  const quarantine = Object.entries(doc.cells)
+    .filter(([, c]) => c.state === 'quarantine')
+    .map(([id]) => id);
   const cell = options.cell ?? (quarantine.length === 1 ? quarantine[0] : undefined);
   if (cell === undefined) {
-    throw new MappingChangeError(quarantine.length === 0
-      ? 'the mapping has no quarantine cell; add one with `cellctl mapping add-cell ID --quarantine --endpoint URL`'
-      : `several quarantine cells (${quarantine.join(', ')}); name one with --cell`);
+    throw new MappingChangeError(
+      quarantine.length === 0
+        ? 'the mapping has no quarantine cell; add one with `cellctl mapping add-cell ID --quarantine --endpoint URL`'
+        : `several quarantine cells (${quarantine.join(', ')}); name one with --cell`,
+    );
   }
   requireCell(doc, cell);
   if (doc.cells[cell].state !== 'quarantine') throw new MappingChangeError(`cell \`${cell}\` is ${doc.cells[cell].state}, not a quarantine cell`);

@@ -118,7 +118,9 @@ export function guardChange(before: MappingDocument, after: MappingDocument, opt
   const diff = diffMappings(before, after);
   const reasons: string[] = [];
   if (diff.movedShare > limit) {
-    reasons.push(`moves ${(diff.movedShare * 100).toFixed(1)}% of the keyspace (limit ${(limit * 100).toFixed(1)}%); split the change or pass --force`);
+    reasons.push(
+      `moves ${(diff.movedShare * 100).toFixed(1)}% of the keyspace (limit ${(limit * 100).toFixed(1)}%); split the change or pass --force`,
+    );
   }
   const was = bucketCounts(before);
   const now = bucketCounts(after);

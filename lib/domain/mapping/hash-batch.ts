@@ -6,9 +6,14 @@ import { GROUPS_PER_CALL, OUTPUT_OFFSET } from './sha256-simd-wat';
 const ONE_BLOCK = 55;
 const KEYS_PER_CALL = GROUPS_PER_CALL * 4;
 
-interface Kernel { hash(groups: number): void; memory: { buffer: ArrayBuffer } }
+interface Kernel {
+  hash(groups: number): void;
+  memory: { buffer: ArrayBuffer };
+}
 // The WebAssembly global, typed for the two calls made here (the project's TypeScript lib has no DOM types).
-const wasm = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => object; Instance: new (module: object) => { exports: Kernel } } }).WebAssembly;
+const wasm = (
+  globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => object; Instance: new (module: object) => { exports: Kernel } } }
+).WebAssembly;
 
 let kernel: Kernel | undefined;
 
@@ -37,7 +42,10 @@ export function createBatchHasher(): (keys: readonly string[], out: Uint32Array)
       for (let k = start; k < end; k++) {
         const key = keys[k];
         const length = key.length;
-        if (length > ONE_BLOCK) { lane[k - start] = -1; continue; }
+        if (length > ONE_BLOCK) {
+          lane[k - start] = -1;
+          continue;
+        }
         // Word i of slot s sits at (s >> 2) * 64 + i * 4 + (s & 3).
         const base = ((slots >> 2) << 6) + (slots & 3);
         for (let i = 0; i < 16; i++) words[base + (i << 2)] = 0;
@@ -47,7 +55,10 @@ export function createBatchHasher(): (keys: readonly string[], out: Uint32Array)
           high |= c;
           words[base + ((j >> 2) << 2)] |= c << (24 - ((j & 3) << 3));
         }
-        if (high > 0x7f) { lane[k - start] = -1; continue; }
+        if (high > 0x7f) {
+          lane[k - start] = -1;
+          continue;
+        }
         words[base + ((length >> 2) << 2)] |= 0x80 << (24 - ((length & 3) << 3));
         words[base + 60] = length * 8;
         lane[k - start] = slots++;

@@ -20,8 +20,7 @@ export interface ValidateOptions {
 }
 
 export type ParseResult =
-  | { readonly ok: true; readonly document: MappingDocument }
-  | { readonly ok: false; readonly problems: readonly MappingProblem[] };
+  { readonly ok: true; readonly document: MappingDocument } | { readonly ok: false; readonly problems: readonly MappingProblem[] };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
@@ -49,21 +48,31 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
   if (!isInt(doc.version) || doc.version < 1) {
     report('$.version', `must be a positive integer, got ${JSON.stringify(doc.version)}`);
   } else if (doc.version > MAX_MAPPING_VERSION) {
-    report('$.version', `${doc.version} is over ${MAX_MAPPING_VERSION} (2^52): the next version and a rollback must stay exact integers above it; publish the change as the current version + 1`);
+    report(
+      '$.version',
+      `${doc.version} is over ${MAX_MAPPING_VERSION} (2^52): the next version and a rollback must stay exact integers above it; publish the change as the current version + 1`,
+    );
   } else if (options.previousVersion !== undefined && doc.version <= options.previousVersion) {
     report('$.version', `${doc.version} is not greater than the current version ${options.previousVersion}`);
   }
   if (typeof doc.createdAt !== 'string' || Number.isNaN(Date.parse(doc.createdAt))) report('$.createdAt', 'must be an ISO 8601 timestamp');
   if (doc.hash !== HASH_NAME) report('$.hash', `must be "${HASH_NAME}", got ${JSON.stringify(doc.hash)}`);
   const bucketCount = doc.bucketCount;
-  if (!isValidBucketCount(bucketCount)) report('$.bucketCount', `must be a power of two between 1024 and 1048576, got ${JSON.stringify(bucketCount)}`);
+  if (!isValidBucketCount(bucketCount))
+    report('$.bucketCount', `must be a power of two between 1024 and 1048576, got ${JSON.stringify(bucketCount)}`);
   else if (options.bucketCount !== undefined && bucketCount !== options.bucketCount) {
-    report('$.bucketCount', `${bucketCount}, but the fleet's routers hash keys into ${options.bucketCount} buckets: most keys would reach another cell than the one the document names; make the document from the fleet (cellctl mapping init)`);
+    report(
+      '$.bucketCount',
+      `${bucketCount}, but the fleet's routers hash keys into ${options.bucketCount} buckets: most keys would reach another cell than the one the document names; make the document from the fleet (cellctl mapping init)`,
+    );
   }
   const limits = options.limits ?? DOCUMENT_LIMITS;
   const entries = documentEntries(doc);
   if (entries > limits.maxEntries) {
-    report('$', `${entries} overrides, frozen keys and bucket ranges; a router task holds at most ${limits.maxEntries} (its memory for the mapping, see docs/router.md); route tenants by bucket instead of pinning them one by one`);
+    report(
+      '$',
+      `${entries} overrides, frozen keys and bucket ranges; a router task holds at most ${limits.maxEntries} (its memory for the mapping, see docs/router.md); route tenants by bucket instead of pinning them one by one`,
+    );
   }
 
   const cells = isObject(doc.cells) ? doc.cells : undefined;
@@ -81,7 +90,11 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       report(`${at}.endpoint`, `must be an http(s) URL with host and optional port, got ${JSON.stringify(cell.endpoint)}`);
     } else {
       const same = endpoints.get(endpointIdentity(cell.endpoint));
-      if (same !== undefined) report(`${at}.endpoint`, `${cell.endpoint} is cell ${same}'s endpoint too: one cell's tenants would be answered by the other; give each cell its own endpoint`);
+      if (same !== undefined)
+        report(
+          `${at}.endpoint`,
+          `${cell.endpoint} is cell ${same}'s endpoint too: one cell's tenants would be answered by the other; give each cell its own endpoint`,
+        );
       else endpoints.set(endpointIdentity(cell.endpoint), id);
     }
     if (typeof cell.state !== 'string' || !CELL_STATES.has(cell.state)) report(`${at}.state`, 'must be active, draining or quarantine');
@@ -114,7 +127,8 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       if (state === undefined) report(`${at}.cell`, `unknown cell ${JSON.stringify(cell)}; list it in $.cells`);
       else if (state !== 'active') report(`${at}.cell`, `cell ${cell} is ${state}; only active cells take buckets`);
     });
-    if (isValidBucketCount(bucketCount) && expected < bucketCount) report('$.buckets', `gap: buckets ${expected} … ${bucketCount - 1} belong to no cell`);
+    if (isValidBucketCount(bucketCount) && expected < bucketCount)
+      report('$.buckets', `gap: buckets ${expected} … ${bucketCount - 1} belong to no cell`);
   }
 
   const overrides = doc.overrides;
@@ -122,7 +136,10 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
     report('$.overrides', 'must be {"exact": {key: cell}, "prefix": {prefix: cell}}');
   } else {
     for (const key of Object.keys(overrides)) if (key !== 'exact' && key !== 'prefix') report(`$.overrides.${key}`, 'unknown field');
-    for (const [kind, pattern, maxLength] of [['exact', KEY_PATTERN, 128], ['prefix', PREFIX_PATTERN, 127]] as const) {
+    for (const [kind, pattern, maxLength] of [
+      ['exact', KEY_PATTERN, 128],
+      ['prefix', PREFIX_PATTERN, 127],
+    ] as const) {
       const entries = overrides[kind] as Record<string, unknown>;
       // Hot loop (100k+ pins): for-in (Object.keys/values on a 100k-property object cost more than
       // the whole loop), a char-code scan instead of the regex, and a JSON path built only for
@@ -174,7 +191,10 @@ function endpointIdentity(endpoint: string): string {
 /** The document's size against what a router task holds, for readers that have its text. */
 export function sizeProblem(bytes: number, limits: DocumentLimits = DOCUMENT_LIMITS): MappingProblem | undefined {
   if (bytes <= limits.maxBytes) return undefined;
-  return { path: '$', message: `the document is ${(bytes / 1048576).toFixed(1)} MiB; a router task holds at most ${limits.maxBytes / 1048576} MiB (its memory for the mapping, see docs/router.md)` };
+  return {
+    path: '$',
+    message: `the document is ${(bytes / 1048576).toFixed(1)} MiB; a router task holds at most ${limits.maxBytes / 1048576} MiB (its memory for the mapping, see docs/router.md)`,
+  };
 }
 
 /** Parses JSON text and validates it; never throws. */

@@ -57,7 +57,8 @@ const inRanges = (bucket: number, ranges: readonly Range[]) => ranges.some((r) =
 export function subjectsOverlap(a: MoveSubject, b: MoveSubject, bucketCount: number): boolean {
   if (a.kind === 'tenant' && b.kind === 'tenant') return a.tenant === b.tenant;
   if (a.kind === 'buckets' && b.kind === 'buckets') return bucketsOverlap(a.ranges, b.ranges);
-  const [tenant, buckets] = a.kind === 'tenant' ? [a, b as Extract<MoveSubject, { kind: 'buckets' }>] : [b as Extract<MoveSubject, { kind: 'tenant' }>, a];
+  const [tenant, buckets] =
+    a.kind === 'tenant' ? [a, b as Extract<MoveSubject, { kind: 'buckets' }>] : [b as Extract<MoveSubject, { kind: 'tenant' }>, a];
   return inRanges(bucketOf(tenant.tenant, bucketCount), buckets.ranges);
 }
 

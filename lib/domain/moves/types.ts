@@ -10,14 +10,14 @@ export interface Range {
 export type MoveSubject =
   | { readonly kind: 'tenant'; readonly tenant: string }
   | {
-    readonly kind: 'buckets';
-    readonly ranges: readonly Range[];
-    /**
-     * Tenants of these buckets routed by an override (to another cell), recorded at plan time: they
-     * do not follow their bucket, so their rows are neither copied nor deleted.
-     */
-    readonly except?: { readonly exact: readonly string[]; readonly prefixes: readonly string[] };
-  };
+      readonly kind: 'buckets';
+      readonly ranges: readonly Range[];
+      /**
+       * Tenants of these buckets routed by an override (to another cell), recorded at plan time: they
+       * do not follow their bucket, so their rows are neither copied nor deleted.
+       */
+      readonly except?: { readonly exact: readonly string[]; readonly prefixes: readonly string[] };
+    };
 
 /**
  * The steps of a move, in order. A record's `completed` is the last step done; resuming runs the

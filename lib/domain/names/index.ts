@@ -41,7 +41,8 @@ export const stageProjectPrefix = (app: string) => `${app}-stage-`;
 /** The CodeBuild project name of stage step `stepId` (CodeBuild allows 255 characters of `[A-Za-z0-9_-]`). */
 export function stageProjectName(app: string, stepId: string): string {
   const name = `${stageProjectPrefix(app)}${stepId}`;
-  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{1,254}$/.test(name)) throw new Error(`stageProjectName: \`${name}\` is not a CodeBuild project name (up to 255 of A-Z a-z 0-9 _ -)`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{1,254}$/.test(name))
+    throw new Error(`stageProjectName: \`${name}\` is not a CodeBuild project name (up to 255 of A-Z a-z 0-9 _ -)`);
   return name;
 }
 

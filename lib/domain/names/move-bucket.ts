@@ -71,12 +71,24 @@ export interface MoverRequest {
 }
 
 export const MOVER_OPS = [
-  'schemaVersion', 'exportDelta', 'importDelta', 'clear', 'checksums', 'fence', 'unfence', 'clearMovedAway', 'blockingRecords', 'forget',
-  'rowHashes', 'exportQueue', 'importQueue', 'requeue', 'contractGaps',
+  'schemaVersion',
+  'exportDelta',
+  'importDelta',
+  'clear',
+  'checksums',
+  'fence',
+  'unfence',
+  'clearMovedAway',
+  'blockingRecords',
+  'forget',
+  'rowHashes',
+  'exportQueue',
+  'importQueue',
+  'requeue',
+  'contractGaps',
 ] as const;
-export type MoverOp = typeof MOVER_OPS[number];
+export type MoverOp = (typeof MOVER_OPS)[number];
 
 /** What the task writes back. `moveError` marks a refusal the operator can act on (exit 1), not a crash. */
 export type MoverResult =
-  | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly error: string; readonly moveError: boolean };
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string; readonly moveError: boolean };

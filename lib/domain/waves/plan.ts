@@ -116,12 +116,18 @@ export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
       cumulativeShare: exposed / total,
     });
   };
-  push('canary', canaries.map((c) => c.id));
+  push(
+    'canary',
+    canaries.map((c) => c.id),
+  );
   for (const cell of singles) push('single', [cell.id]);
   let size = 1;
   for (let next = 0; next < grouped.length; next += size) {
     size = Math.min(cap, Math.max(size + 1, Math.ceil(size * policy.growthFactor)));
-    push('group', grouped.slice(next, next + size).map((c) => c.id));
+    push(
+      'group',
+      grouped.slice(next, next + size).map((c) => c.id),
+    );
   }
 
   const regions = [...new Set(fleet.cells.map((c) => c.region))];
@@ -135,7 +141,7 @@ export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
   if (stages > MAX_PIPELINE_STAGES) {
     throw new WavePlanError(
       `the fleet needs ${stages} pipeline stages (${waves.length} cell waves, ${routerWaves.length} router waves (two per region), ${FIXED_STAGES} fixed) but a pipeline holds ${MAX_PIPELINE_STAGES}; ` +
-      'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
+        'raise waves.maxCellsPerWave or waves.growthFactor, lower waves.singleCellWaves, or split the fleet across pipelines',
     );
   }
   const bakes = [...waves, ...routerWaves].reduce((sum, w) => sum + w.bakeSeconds, 0);

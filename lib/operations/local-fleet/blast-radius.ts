@@ -9,7 +9,7 @@ export type FaultKind = 'none' | 'workload-killed' | 'database-stopped' | 'datab
 export const FAULTS: readonly FaultKind[] = ['workload-killed', 'database-stopped', 'database-slow', 'poison-request', 'tenant-flood'];
 
 export const FAULT_LABELS: Readonly<Record<FaultKind, string>> = {
-  'none': 'no fault (baseline)',
+  none: 'no fault (baseline)',
   'workload-killed': 'workload process killed',
   'database-stopped': 'database stopped',
   'database-slow': 'database slow (table lock held 300 of every 350 ms)',
@@ -81,7 +81,15 @@ export function tenantsPerCell(doc: MappingDocument, perCell: number): Map<strin
  * `expectedShare` is the share of those tenants that live in the faulty cell (the cell's keyspace
  * share, up to which tenants the window reached), `affectedShare` the share that saw any error.
  */
-export function summarize(fault: FaultKind, cells: number, cell: string, keyspaceShare: number, cellTenants: ReadonlySet<string>, samples: readonly Sample[], seconds: number): ScenarioResult {
+export function summarize(
+  fault: FaultKind,
+  cells: number,
+  cell: string,
+  keyspaceShare: number,
+  cellTenants: ReadonlySet<string>,
+  samples: readonly Sample[],
+  seconds: number,
+): ScenarioResult {
   const seen = new Set(samples.map((s) => s.tenant));
   const failed = new Set(samples.filter((s) => !s.ok).map((s) => s.tenant));
   const others = samples.filter((s) => !cellTenants.has(s.tenant));
@@ -97,8 +105,14 @@ export function summarize(fault: FaultKind, cells: number, cell: string, keyspac
     affectedShare: seen.size === 0 ? 0 : failed.size / seen.size,
     othersWithErrors: othersFailed.size,
     othersErrorRate: others.length === 0 ? 0 : others.filter((s) => !s.ok).length / others.length,
-    othersP99Ms: percentile(others.filter((s) => s.ok).map((s) => s.ms), 99),
-    cellP99Ms: percentile(inCell.filter((s) => s.ok).map((s) => s.ms), 99),
+    othersP99Ms: percentile(
+      others.filter((s) => s.ok).map((s) => s.ms),
+      99,
+    ),
+    cellP99Ms: percentile(
+      inCell.filter((s) => s.ok).map((s) => s.ms),
+      99,
+    ),
     requests: samples.length,
     seconds,
   };
@@ -117,16 +131,18 @@ export interface LoadOptions {
 export async function steadyLoad(o: LoadOptions): Promise<Sample[]> {
   const samples: Sample[] = [];
   const end = performance.now() + o.seconds * 1000;
-  await Promise.all(Array.from({ length: o.concurrency }, async (_, worker) => {
-    for (let i = worker; performance.now() < end; i += o.concurrency) {
-      const tenant = o.tenants[i % o.tenants.length];
-      const write = Math.floor(i / o.tenants.length) % 2 === 0;
-      const r = write
-        ? await request(o.routerUrl, o.header, tenant, 'POST', '/v1/items', JSON.stringify({ name: `load-${i}` }))
-        : await request(o.routerUrl, o.header, tenant, 'GET', '/v1/items?limit=5');
-      samples.push({ tenant, ok: r.status >= 200 && r.status < 300, status: r.status, ms: r.ms });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: o.concurrency }, async (_, worker) => {
+      for (let i = worker; performance.now() < end; i += o.concurrency) {
+        const tenant = o.tenants[i % o.tenants.length];
+        const write = Math.floor(i / o.tenants.length) % 2 === 0;
+        const r = write
+          ? await request(o.routerUrl, o.header, tenant, 'POST', '/v1/items', JSON.stringify({ name: `load-${i}` }))
+          : await request(o.routerUrl, o.header, tenant, 'GET', '/v1/items?limit=5');
+        samples.push({ tenant, ok: r.status >= 200 && r.status < 300, status: r.status, ms: r.ms });
+      }
+    }),
+  );
   return samples;
 }
 
@@ -215,7 +231,13 @@ export async function injectFault(fault: FaultKind, cell: LocalCell, o: FaultOpt
       // cell at once (cellMaxConn), so its cell's queue fills. From a process of its own, as the
       // flooding client is another machine: the load generator measuring the others must not wait
       // behind the flood's responses in its own event loop.
-      const running = await startFloodProcess({ routerUrl: o.routerUrl, header: o.header, tenant: o.tenantInCell, clients: o.floodClients ?? 128, nice: o.floodNice });
+      const running = await startFloodProcess({
+        routerUrl: o.routerUrl,
+        header: o.header,
+        tenant: o.tenantInCell,
+        clients: o.floodClients ?? 128,
+        nice: o.floodNice,
+      });
       return async () => ({ flood: await running.stop() });
     }
     default:
@@ -232,7 +254,7 @@ export function markdownTable(results: readonly ScenarioResult[], baseline: Read
     return `| ${r.cells} | ${FAULT_LABELS[r.fault]} | ${pct(r.keyspaceShare)} | ${pct(r.expectedShare)} of ${r.tenants} | ${pct(r.affectedShare)} | ${r.othersWithErrors} (${pct(r.othersErrorRate)}) | ${r.othersP99Ms.toFixed(1)} ms | ${base.toFixed(1)} ms | ${r.fault === 'none' ? '-' : `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(0)}%`} | ${r.cellP99Ms ? `${r.cellP99Ms.toFixed(1)} ms` : '-'} | ${r.requests} |`;
   });
   return [
-    '| cells | fault (in one cell) | the cell\'s keyspace share | expected: tenants reached that live in it | tenants with any error | other tenants with errors (error rate) | others\' p99 | baseline p99 | p99 vs baseline | faulty cell\'s p99 (successes) | requests |',
+    "| cells | fault (in one cell) | the cell's keyspace share | expected: tenants reached that live in it | tenants with any error | other tenants with errors (error rate) | others' p99 | baseline p99 | p99 vs baseline | faulty cell's p99 (successes) | requests |",
     '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
@@ -256,11 +278,19 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
   const groupW2 = (panel.right2 - panel.left2) / faults.length;
   const colors = ['#2b6cb0', '#c05621', '#2f855a', '#6b46c1'];
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="${width}" height="${height}" fill="white"/>`);
-  parts.push(`<text x="${width / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">Blast radius of one faulty cell (local fleet, measured)</text>`);
-  parts.push(`<text x="${(panel.left1 + panel.right1) / 2}" y="50" text-anchor="middle" font-size="13">Tenants that saw any error (bar) vs the cell's keyspace share (line)</text>`);
-  parts.push(`<text x="${(panel.left2 + panel.right2) / 2}" y="50" text-anchor="middle" font-size="13">Other tenants' p99, relative to the fault-free baseline</text>`);
+  parts.push(
+    `<text x="${width / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">Blast radius of one faulty cell (local fleet, measured)</text>`,
+  );
+  parts.push(
+    `<text x="${(panel.left1 + panel.right1) / 2}" y="50" text-anchor="middle" font-size="13">Tenants that saw any error (bar) vs the cell's keyspace share (line)</text>`,
+  );
+  parts.push(
+    `<text x="${(panel.left2 + panel.right2) / 2}" y="50" text-anchor="middle" font-size="13">Other tenants' p99, relative to the fault-free baseline</text>`,
+  );
   const maxShare = Math.max(0.3, ...results.map((r) => Math.max(r.affectedShare, r.expectedShare))) * 1.1;
   const y1 = (v: number) => panel.bottom - (v / maxShare) * (panel.bottom - panel.top);
   const ratios = results.filter((r) => r.fault !== 'none').map((r) => (baseline.get(r.cells) ? r.othersP99Ms / baseline.get(r.cells)! : 0));
@@ -281,17 +311,28 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
     const label = FAULT_LABELS[fault].split(' (')[0].replace(', retried by its client', '');
     const words = label.split(' ');
     const lines = [words.slice(0, Math.ceil(words.length / 2)).join(' '), words.slice(Math.ceil(words.length / 2)).join(' ')];
-    for (const [x0, w] of [[panel.left1, groupW1], [panel.left2, groupW2]] as const) {
-      lines.forEach((line, li) => parts.push(`<text x="${x0 + (fi + 0.5) * w}" y="${panel.bottom + 18 + li * 14}" text-anchor="middle">${escape(line)}</text>`));
+    for (const [x0, w] of [
+      [panel.left1, groupW1],
+      [panel.left2, groupW2],
+    ] as const) {
+      lines.forEach((line, li) =>
+        parts.push(`<text x="${x0 + (fi + 0.5) * w}" y="${panel.bottom + 18 + li * 14}" text-anchor="middle">${escape(line)}</text>`),
+      );
     }
     sizes.forEach((size, si) => {
       const r = results.find((x) => x.fault === fault && x.cells === size);
       if (!r) return;
       const barW = (groupW1 * 0.7) / sizes.length;
       const x = panel.left1 + fi * groupW1 + groupW1 * 0.15 + si * barW;
-      parts.push(`<rect x="${x}" y="${y1(r.affectedShare)}" width="${barW - 3}" height="${panel.bottom - y1(r.affectedShare)}" fill="${colors[si % colors.length]}"/>`);
-      parts.push(`<line x1="${x - 2}" x2="${x + barW - 1}" y1="${y1(r.expectedShare)}" y2="${y1(r.expectedShare)}" stroke="black" stroke-width="2"/>`);
-      parts.push(`<text x="${x + (barW - 3) / 2}" y="${y1(r.affectedShare) - 4}" text-anchor="middle" font-size="10">${(r.affectedShare * 100).toFixed(1)}%</text>`);
+      parts.push(
+        `<rect x="${x}" y="${y1(r.affectedShare)}" width="${barW - 3}" height="${panel.bottom - y1(r.affectedShare)}" fill="${colors[si % colors.length]}"/>`,
+      );
+      parts.push(
+        `<line x1="${x - 2}" x2="${x + barW - 1}" y1="${y1(r.expectedShare)}" y2="${y1(r.expectedShare)}" stroke="black" stroke-width="2"/>`,
+      );
+      parts.push(
+        `<text x="${x + (barW - 3) / 2}" y="${y1(r.affectedShare) - 4}" text-anchor="middle" font-size="10">${(r.affectedShare * 100).toFixed(1)}%</text>`,
+      );
       const base = baseline.get(size) ?? 0;
       const ratio = base > 0 ? r.othersP99Ms / base : 0;
       const barW2 = (groupW2 * 0.7) / sizes.length;
@@ -300,7 +341,10 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
       parts.push(`<text x="${x2 + (barW2 - 3) / 2}" y="${y2(ratio) - 4}" text-anchor="middle" font-size="10">${ratio.toFixed(2)}</text>`);
     });
   });
-  for (const [x0, x1] of [[panel.left1, panel.right1], [panel.left2, panel.right2]]) {
+  for (const [x0, x1] of [
+    [panel.left1, panel.right1],
+    [panel.left2, panel.right2],
+  ]) {
     parts.push(`<line x1="${x0}" x2="${x1}" y1="${panel.bottom}" y2="${panel.bottom}" stroke="black"/>`);
     parts.push(`<line x1="${x0}" x2="${x0}" y1="${panel.top}" y2="${panel.bottom}" stroke="black"/>`);
   }
@@ -310,8 +354,12 @@ export function renderSvg(results: readonly ScenarioResult[], baseline: Readonly
     parts.push(`<rect x="${x}" y="${height - 40}" width="14" height="14" fill="${colors[si % colors.length]}"/>`);
     parts.push(`<text x="${x + 20}" y="${height - 29}">${size} cells</text>`);
   });
-  parts.push(`<line x1="${60 + sizes.length * 130}" x2="${80 + sizes.length * 130}" y1="${height - 33}" y2="${height - 33}" stroke="black" stroke-width="2"/>`);
-  parts.push(`<text x="${86 + sizes.length * 130}" y="${height - 29}">expected: share of the reached tenants living in the faulty cell (its keyspace share, 1 / cells)</text>`);
+  parts.push(
+    `<line x1="${60 + sizes.length * 130}" x2="${80 + sizes.length * 130}" y1="${height - 33}" y2="${height - 33}" stroke="black" stroke-width="2"/>`,
+  );
+  parts.push(
+    `<text x="${86 + sizes.length * 130}" y="${height - 29}">expected: share of the reached tenants living in the faulty cell (its keyspace share, 1 / cells)</text>`,
+  );
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }

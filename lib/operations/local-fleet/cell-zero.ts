@@ -33,10 +33,13 @@ export async function makeExistingDatabase(url: string, data: ExistingData = {})
       drop function cf_record_tombstone();
       drop table cf_tombstones;
       drop sequence cf_row_version;`);
-    await pool.query(`
+    await pool.query(
+      `
       insert into items (id, tenant_id, data, status, processed_at)
       select gen_random_uuid()::text, t.tenant, jsonb_build_object('n', n.n, 'seeded', true), 'processed', now()
-      from unnest($1::text[]) as t(tenant), generate_series(1, $2::int) as n(n)`, [tenants, data.itemsPerTenant ?? 5]);
+      from unnest($1::text[]) as t(tenant), generate_series(1, $2::int) as n(n)`,
+      [tenants, data.itemsPerTenant ?? 5],
+    );
   } finally {
     await pool.end();
   }

@@ -191,7 +191,9 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
 
   const previous = readFleetFile(stateDir);
   if (previous && previous.pid > 0 && previous.pid !== process.pid && pidRunning(previous.pid)) {
-    throw new Error(`a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`);
+    throw new Error(
+      `a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`,
+    );
   }
   if (o.port !== 0) await assertPortFree(o.port, '--port');
   if (o.images) {
@@ -213,7 +215,8 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   const routing = { partitionKey, bucketCount, slots, zones: 3, cellMaxConn: o.cellMaxConn ?? 100, cellHealthCheckPath: healthCheckPath };
   const images = o.images ? await buildFleetImages(o.images.baseImages, routing, log) : undefined;
   const zeroId = o.cellZero?.id;
-  if (zeroId !== undefined && /^cell-\d+$/.test(zeroId)) throw new Error(`cell zero's id ${zeroId} is one the local fleet gives its own cells; give cell zero another (cellZero.id)`);
+  if (zeroId !== undefined && /^cell-\d+$/.test(zeroId))
+    throw new Error(`cell zero's id ${zeroId} is one the local fleet gives its own cells; give cell zero another (cellZero.id)`);
   const reuse = !o.fresh && previous !== undefined && previous.cells.length === count + (zeroId ? 1 : 0) && previous.cellZero === zeroId;
   if (!reuse && fs.existsSync(stateDir)) {
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
@@ -260,21 +263,33 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     const pgLog = fs.createWriteStream(path.join(stateDir, 'logs', `${id}-postgres.log`), { flags: 'a' });
     const database = await startPostgresServer({
       dataDir: path.join(cellDir, 'pgdata'),
-      port: before?.database.port ?? await freePort(),
+      port: before?.database.port ?? (await freePort()),
       databases: [LOCAL_DATABASE],
       log: (line) => pgLog.write(`${line}\n`),
     });
-    const stopDatabase = { stop: async () => { await database.stop(); pgLog.end(); } };
+    const stopDatabase = {
+      stop: async () => {
+        await database.stop();
+        pgLog.end();
+      },
+    };
     started.push(stopDatabase);
-    const workloadPort = before?.workloadPort ?? await freePort();
+    const workloadPort = before?.workloadPort ?? (await freePort());
     const cell = superviseWorkload({
-      id, port: workloadPort, database, partitionKey, bucketCount, healthCheckPath,
+      id,
+      port: workloadPort,
+      database,
+      partitionKey,
+      bucketCount,
+      healthCheckPath,
       testFaults: o.testFaults ?? false,
       restartDelayMs: o.restartDelayMs ?? 500,
       logFile: path.join(stateDir, 'logs', `${id}.log`),
       log,
       image: images ? { tag: images.workload, name: `${containerPrefix(stateDir)}-${id}`, flags: fleetContainerFlags(stateDir) } : undefined,
-      onSpawn: () => { if (fleetFileWritten) writeFleetFile(); },
+      onSpawn: () => {
+        if (fleetFileWritten) writeFleetFile();
+      },
     });
     const stopWorkload = { stop: () => cell.stop() };
     started.push(stopWorkload);
@@ -301,17 +316,25 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     const zero = zeroId ? cells.find((c) => c.id === zeroId) : undefined;
     if (zero && !reuse) {
       const tenants = await makeExistingDatabase(zero.database.url(LOCAL_DATABASE), o.cellZero);
-      log(`${zeroId}: the existing service, ${tenants.length} tenants in its database, which lacks the movable-schema contract's row versions and tombstones`);
+      log(
+        `${zeroId}: the existing service, ${tenants.length} tenants in its database, which lacks the movable-schema contract's row versions and tombstones`,
+      );
     }
 
     if (!reuse || !fs.existsSync(mappingFile)) {
       const now = { now: new Date().toISOString() };
       const listed = cells.map((c) => ({ id: c.id, state: 'active' as const, canary: false, endpoint: c.workloadUrl }));
       const doc = zero
-        ? adoptionMapping(listed.find((c) => c.id === zero.id)!, listed.filter((c) => c.id !== zero.id), bucketCount, now)
+        ? adoptionMapping(
+            listed.find((c) => c.id === zero.id)!,
+            listed.filter((c) => c.id !== zero.id),
+            bucketCount,
+            now,
+          )
         : initialMapping(listed, bucketCount, now);
       const problems = validateMapping(doc);
-      if (problems.length > 0) throw new Error(`the local fleet does not make a valid mapping: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+      if (problems.length > 0)
+        throw new Error(`the local fleet does not make a valid mapping: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
       writeFileAtomic(mappingFile, `${JSON.stringify(doc, null, 2)}\n`);
     }
 
@@ -320,42 +343,69 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     fs.mkdirSync(routerDir, { recursive: true });
     let router: LocalRouter | undefined;
     if (images) {
-      const task = await startImageRouter({ images, stateDir, mappingFile, port: routerPort, partitionKey, bucketCount, healthCheckPath, slots, cellMaxConn: o.cellMaxConn, log });
+      const task = await startImageRouter({
+        images,
+        stateDir,
+        mappingFile,
+        port: routerPort,
+        partitionKey,
+        bucketCount,
+        healthCheckPath,
+        slots,
+        cellMaxConn: o.cellMaxConn,
+        log,
+      });
       started.push({ stop: () => task.stop() });
     } else {
-    const routerLog = fs.createWriteStream(path.join(stateDir, 'logs', 'router.log'), { flags: 'a' });
-    router = await startLocalRouter({
-      mappingFile,
-      port: routerPort,
-      debugHeaders: true,
-      partitionKey,
-      bucketCount,
-      healthCheckPath,
-      slots,
-      cellMaxConn: o.cellMaxConn,
-      log: (line) => routerLog.write(`${line}\n`),
-      stateDir: routerDir,
-    });
-    const running = router;
-    started.push({ stop: async () => { await running.stop(); routerLog.end(); } });
+      const routerLog = fs.createWriteStream(path.join(stateDir, 'logs', 'router.log'), { flags: 'a' });
+      router = await startLocalRouter({
+        mappingFile,
+        port: routerPort,
+        debugHeaders: true,
+        partitionKey,
+        bucketCount,
+        healthCheckPath,
+        slots,
+        cellMaxConn: o.cellMaxConn,
+        log: (line) => routerLog.write(`${line}\n`),
+        stateDir: routerDir,
+      });
+      const running = router;
+      started.push({
+        stop: async () => {
+          await running.stop();
+          routerLog.end();
+        },
+      });
     }
     const routerUrl = `http://127.0.0.1:${routerPort}`;
     // Ready once HAProxy's health checks see every cell up: one tenant of each cell is served there.
     const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
-    if (!parsed.ok) throw new Error(`${mappingFile} is not a valid mapping; fix it (\`cellctl mapping validate ${mappingFile}\`) or start with --fresh`);
+    if (!parsed.ok)
+      throw new Error(`${mappingFile} is not a valid mapping; fix it (\`cellctl mapping validate ${mappingFile}\`) or start with --fresh`);
     const held = bucketCounts(parsed.document);
-    const probes = Object.keys(parsed.document.cells).filter((id) => parsed.document.cells[id].state === 'active' && (held.get(id) ?? 0) > 0).map((id) => {
-      for (let n = 0; n < 100_000; n++) if (lookup(parsed.document, `probe-${n}`).cell === id) return { id, key: `probe-${n}` };
-      return undefined;
-    }).filter((p): p is { id: string; key: string } => p !== undefined);
-    await waitUntil('the router to reach every cell', async () => {
-      for (const probe of probes) {
-        const response = await fetch(`${routerUrl}${healthCheckPath}`, { headers: partitionKey.source === 'header' ? { [partitionKey.name]: probe.key } : {}, signal: AbortSignal.timeout(2000) });
-        await response.arrayBuffer();
-        if (response.status !== 200 || response.headers.get('x-cell') !== probe.id) return false;
-      }
-      return true;
-    }, 30_000);
+    const probes = Object.keys(parsed.document.cells)
+      .filter((id) => parsed.document.cells[id].state === 'active' && (held.get(id) ?? 0) > 0)
+      .map((id) => {
+        for (let n = 0; n < 100_000; n++) if (lookup(parsed.document, `probe-${n}`).cell === id) return { id, key: `probe-${n}` };
+        return undefined;
+      })
+      .filter((p): p is { id: string; key: string } => p !== undefined);
+    await waitUntil(
+      'the router to reach every cell',
+      async () => {
+        for (const probe of probes) {
+          const response = await fetch(`${routerUrl}${healthCheckPath}`, {
+            headers: partitionKey.source === 'header' ? { [partitionKey.name]: probe.key } : {},
+            signal: AbortSignal.timeout(2000),
+          });
+          await response.arrayBuffer();
+          if (response.status !== 200 || response.headers.get('x-cell') !== probe.id) return false;
+        }
+        return true;
+      },
+      30_000,
+    );
 
     writeFleetFile = () => {
       const file: FleetFile = {
@@ -377,8 +427,14 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
           workloadPort: c.workloadPort,
           workloadPid: c.workloadPid,
           database: {
-            host: c.database.host, port: c.database.port, user: c.database.user, password: c.database.password,
-            database: LOCAL_DATABASE, url: c.database.url(LOCAL_DATABASE), dataDir: c.database.dataDir, pid: c.database.pid,
+            host: c.database.host,
+            port: c.database.port,
+            user: c.database.user,
+            password: c.database.password,
+            database: LOCAL_DATABASE,
+            url: c.database.url(LOCAL_DATABASE),
+            dataDir: c.database.dataDir,
+            pid: c.database.pid,
           },
         })),
       };
@@ -433,7 +489,11 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         await stopAll();
         // Keep fleet.json (ports and paths for the next start) but mark that nothing runs.
         const file = readFleetFile(stateDir);
-        if (file) writeFileAtomic(fleetFile, `${JSON.stringify({ ...file, pid: 0, controlSocket: undefined, cells: file.cells.map((c) => ({ ...c, workloadPid: undefined, database: { ...c.database, pid: undefined } })) }, null, 2)}\n`);
+        if (file)
+          writeFileAtomic(
+            fleetFile,
+            `${JSON.stringify({ ...file, pid: 0, controlSocket: undefined, cells: file.cells.map((c) => ({ ...c, workloadPid: undefined, database: { ...c.database, pid: undefined } })) }, null, 2)}\n`,
+          );
       },
     };
   } catch (error) {
@@ -460,8 +520,13 @@ export interface AddedCell {
  * user can reach it: the directory and the socket are the user's), so `cellctl fleet add-cell`
  * can ask the process that owns the fleet to start a cell it then supervises and stops.
  */
-async function serveControl(socket: string, addCell: () => Promise<LocalCell>, log: (line: string) => void): Promise<{ socket: string; stop: () => Promise<void> }> {
-  if (Buffer.byteLength(socket) > 100) throw new Error(`the state directory's path is too long for a Unix socket (${socket}); use a shorter --state-dir`);
+async function serveControl(
+  socket: string,
+  addCell: () => Promise<LocalCell>,
+  log: (line: string) => void,
+): Promise<{ socket: string; stop: () => Promise<void> }> {
+  if (Buffer.byteLength(socket) > 100)
+    throw new Error(`the state directory's path is too long for a Unix socket (${socket}); use a shorter --state-dir`);
   fs.rmSync(socket, { force: true }); // left by a fleet that was killed
   const server = http.createServer((req, res) => {
     const answer = (status: number, body: unknown) => {
@@ -500,7 +565,8 @@ async function serveControl(socket: string, addCell: () => Promise<LocalCell>, l
 export async function requestAddCell(stateDir: string): Promise<AddedCell> {
   const file = readFleetFile(stateDir);
   const where = path.resolve(stateDir);
-  if (!file || !file.pid || !pidRunning(file.pid)) throw new Error(`no local fleet is running from ${where}; start one with \`cellctl fleet local --state-dir ${stateDir}\``);
+  if (!file || !file.pid || !pidRunning(file.pid))
+    throw new Error(`no local fleet is running from ${where}; start one with \`cellctl fleet local --state-dir ${stateDir}\``);
   if (!file.controlSocket || !fs.existsSync(file.controlSocket)) {
     throw new Error(`the local fleet running from ${where} (pid ${file.pid}) has no control socket; it was started by an older cellctl: restart it`);
   }
@@ -508,7 +574,9 @@ export async function requestAddCell(stateDir: string): Promise<AddedCell> {
     const request = http.request({ socketPath: file.controlSocket, path: '/cells', method: 'POST', timeout: 120_000 }, (response) => {
       let text = '';
       response.setEncoding('utf8');
-      response.on('data', (chunk: string) => { text += chunk; });
+      response.on('data', (chunk: string) => {
+        text += chunk;
+      });
       response.on('end', () => {
         let body: { error?: string } & Partial<AddedCell>;
         try {
@@ -543,12 +611,14 @@ function commandLine(pid: number): string | undefined {
 async function reapOrphans(previous: FleetFile, stateDir: string, log: (line: string) => void): Promise<void> {
   const targets: { what: string; pid: number; signal: NodeJS.Signals }[] = [];
   for (const cell of previous.cells) {
-    if (cell.workloadPid && /workload\.ts/.test(commandLine(cell.workloadPid) ?? '')) targets.push({ what: `${cell.id} workload`, pid: cell.workloadPid, signal: 'SIGKILL' });
-    if (cell.database.pid && /postgres/.test(commandLine(cell.database.pid) ?? '')) targets.push({ what: `${cell.id} database`, pid: cell.database.pid, signal: 'SIGINT' });
+    if (cell.workloadPid && /workload\.ts/.test(commandLine(cell.workloadPid) ?? ''))
+      targets.push({ what: `${cell.id} workload`, pid: cell.workloadPid, signal: 'SIGKILL' });
+    if (cell.database.pid && /postgres/.test(commandLine(cell.database.pid) ?? ''))
+      targets.push({ what: `${cell.id} database`, pid: cell.database.pid, signal: 'SIGINT' });
   }
   const socket = path.join(stateDir, 'router', 'admin.sock');
   if (fs.existsSync(socket)) {
-    const pid = Number((await new RuntimeApi(socket).info().catch(() => ({} as Record<string, string>))).Pid);
+    const pid = Number((await new RuntimeApi(socket).info().catch(() => ({}) as Record<string, string>)).Pid);
     if (pid > 0 && /haproxy/.test(commandLine(pid) ?? '')) targets.push({ what: 'router HAProxy', pid, signal: 'SIGTERM' });
   }
   for (const target of targets) {
@@ -591,28 +661,43 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
 
   const spawnOnce = () => {
     const env: Record<string, string | undefined> = {
-        CELL_ID: o.id,
-        HOST: '127.0.0.1',
-        PORT: String(o.port),
-        HEALTH_CHECK_PATH: o.healthCheckPath,
-        PARTITION_KEY: JSON.stringify(o.partitionKey),
-        BUCKET_COUNT: String(o.bucketCount),
-        DB_HOST: o.database.host,
-        DB_PORT: String(o.database.port),
-        DB_NAME: LOCAL_DATABASE,
-        DB_USER: o.database.user,
-        DB_PASSWORD: o.database.password,
-        DB_SSL: 'false',
-        DB_STATEMENT_TIMEOUT_MS: '10000',
-        QUEUE_KIND: 'postgres',
-        ...(o.testFaults ? { WORKLOAD_TEST_FAULTS: '1' } : {}),
+      CELL_ID: o.id,
+      HOST: '127.0.0.1',
+      PORT: String(o.port),
+      HEALTH_CHECK_PATH: o.healthCheckPath,
+      PARTITION_KEY: JSON.stringify(o.partitionKey),
+      BUCKET_COUNT: String(o.bucketCount),
+      DB_HOST: o.database.host,
+      DB_PORT: String(o.database.port),
+      DB_NAME: LOCAL_DATABASE,
+      DB_USER: o.database.user,
+      DB_PASSWORD: o.database.password,
+      DB_SSL: 'false',
+      DB_STATEMENT_TIMEOUT_MS: '10000',
+      QUEUE_KIND: 'postgres',
+      ...(o.testFaults ? { WORKLOAD_TEST_FAULTS: '1' } : {}),
     };
     const host = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR };
     // From the image: the same environment, given to the container (`--rm`: a restart is a new container, as ECS starts a new task).
     const proc = o.image
-      ? spawn('podman', podmanArgs(['run', '--rm', '--name', o.image.name, ...o.image.flags,
-        ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), o.image.tag]), { stdio: ['ignore', out, out], env: containerEnv() })
-      : spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], { cwd: REPO_ROOT, stdio: ['ignore', out, out], env: { ...host, ...env } });
+      ? spawn(
+          'podman',
+          podmanArgs([
+            'run',
+            '--rm',
+            '--name',
+            o.image.name,
+            ...o.image.flags,
+            ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+            o.image.tag,
+          ]),
+          { stdio: ['ignore', out, out], env: containerEnv() },
+        )
+      : spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], {
+          cwd: REPO_ROOT,
+          stdio: ['ignore', out, out],
+          env: { ...host, ...env },
+        });
     child = proc;
     if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     // Stopped (SIGTERM, SIGKILL after 5 s) if this process dies without stopping it.
@@ -635,7 +720,10 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     const proc = child;
     if (!proc) return;
     await new Promise<void>((resolve) => {
-      const force = signal === 'SIGTERM' ? setTimeout(() => (o.image ? void podman(['kill', '--signal', 'SIGKILL', o.image.name]) : proc.kill('SIGKILL')), 5000) : undefined;
+      const force =
+        signal === 'SIGTERM'
+          ? setTimeout(() => (o.image ? void podman(['kill', '--signal', 'SIGKILL', o.image.name]) : proc.kill('SIGKILL')), 5000)
+          : undefined;
       proc.once('exit', () => {
         if (force) clearTimeout(force);
         resolve();
@@ -651,8 +739,12 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     workloadPort: o.port,
     workloadUrl: url,
     database: o.database,
-    get workloadPid() { return child?.pid; },
-    get restarts() { return restarts; },
+    get workloadPid() {
+      return child?.pid;
+    },
+    get restarts() {
+      return restarts;
+    },
     setPriority: (value) => {
       nice = value;
       if (child?.pid !== undefined) setTreePriority(child.pid, value);
@@ -665,8 +757,12 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     startWorkload: async () => {
       wanted = true;
       if (!child && !restartTimer) spawnOnce();
-      await waitUntil(`workload ${o.id} to become healthy on ${url} (log: ${o.logFile})`, () => healthy(`${url}${o.healthCheckPath}`), 60_000,
-        () => (!child && !restartTimer && lastExit ? `the workload ${lastExit}; see ${o.logFile}` : undefined));
+      await waitUntil(
+        `workload ${o.id} to become healthy on ${url} (log: ${o.logFile})`,
+        () => healthy(`${url}${o.healthCheckPath}`),
+        60_000,
+        () => (!child && !restartTimer && lastExit ? `the workload ${lastExit}; see ${o.logFile}` : undefined),
+      );
     },
     stop: async () => {
       wanted = false;

@@ -8,19 +8,35 @@ import * as os from 'os';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
 /** One request through the router; never throws (status 0 on a socket error or a timeout). */
-export function request(base: string, header: string, tenant: string, method: string, path: string, body?: string, extra: Record<string, string> = {}, timeoutMs = 5000): Promise<{ status: number; ms: number }> {
+export function request(
+  base: string,
+  header: string,
+  tenant: string,
+  method: string,
+  path: string,
+  body?: string,
+  extra: Record<string, string> = {},
+  timeoutMs = 5000,
+): Promise<{ status: number; ms: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
     const url = new URL(path, base);
-    const req = http.request({
-      host: url.hostname, port: url.port, path: url.pathname + url.search, method, agent,
-      headers: { [header]: tenant, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}), ...extra },
-      timeout: timeoutMs,
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
-      res.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        agent,
+        headers: { [header]: tenant, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}), ...extra },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+        res.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
     if (body) req.write(body);
@@ -75,22 +91,30 @@ export function flood(o: FloodOptions): { stop(): Promise<FloodSummary> } {
  * the flood runs; `stop()` ends it and returns what it sent. The process also stops when this one
  * dies (it watches its stdin, a pipe only this process holds).
  */
-export async function startFloodProcess(o: FloodOptions & { readonly nice?: number }): Promise<{ readonly pid: number; stop(): Promise<FloodSummary> }> {
+export async function startFloodProcess(
+  o: FloodOptions & { readonly nice?: number },
+): Promise<{ readonly pid: number; stop(): Promise<FloodSummary> }> {
   const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), __filename], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    env: { ...process.env, CELL_FLOOD: JSON.stringify({ routerUrl: o.routerUrl, header: o.header, tenant: o.tenant, clients: o.clients, timeoutMs: o.timeoutMs }) },
+    env: {
+      ...process.env,
+      CELL_FLOOD: JSON.stringify({ routerUrl: o.routerUrl, header: o.header, tenant: o.tenant, clients: o.clients, timeoutMs: o.timeoutMs }),
+    },
   });
   if (child.pid === undefined) throw new Error(`could not start the flood process (${process.execPath})`);
   if (o.nice !== undefined) os.setPriority(child.pid, o.nice);
   let output = '';
   child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => { output += d; });
+  child.stdout!.on('data', (d: string) => {
+    output += d;
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const lines = () => output.split('\n').filter((l) => l.startsWith('{'));
   // tsx compiles this file first: give it time on a loaded machine.
   const deadline = Date.now() + 60_000;
   while (!lines().some((l) => l.includes('"started"'))) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the flood process exited before it started (${child.signalCode ?? `code ${child.exitCode}`})`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`the flood process exited before it started (${child.signalCode ?? `code ${child.exitCode}`})`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error('the flood process did not start within 60 s');
@@ -102,7 +126,9 @@ export async function startFloodProcess(o: FloodOptions & { readonly nice?: numb
     stop: async () => {
       child.stdin!.end();
       const code = await exited;
-      const summary = lines().map((l) => JSON.parse(l) as Partial<FloodSummary>).find((l) => l.requests !== undefined);
+      const summary = lines()
+        .map((l) => JSON.parse(l) as Partial<FloodSummary>)
+        .find((l) => l.requests !== undefined);
       if (code !== 0 || !summary) throw new Error(`the flood process ended with code ${code} and no summary: ${output.slice(0, 500)}`);
       return summary as FloodSummary;
     },

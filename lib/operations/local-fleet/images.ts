@@ -30,7 +30,11 @@ export interface FleetImages {
 export async function buildFleetImages(bases: BaseImages, routing: RouterRouting, log: (line: string) => void): Promise<FleetImages> {
   const tags: Record<string, string> = {};
   const rendered = { 'router-haproxy': routerStateFiles(routerTaskConfig(routing)) } as Record<string, Record<string, string> | undefined>;
-  for (const [key, name] of [['workload', 'workload'], ['haproxy', 'router-haproxy'], ['agent', 'router-agent']] as const) {
+  for (const [key, name] of [
+    ['workload', 'workload'],
+    ['haproxy', 'router-haproxy'],
+    ['agent', 'router-agent'],
+  ] as const) {
     log(`image ${name}: building (or reusing) from its context, base images ${bases === 'local' ? 'local stand-ins' : 'pulled'}`);
     tags[key] = (await buildImage(name, bases, rendered[name])).tag;
     log(`image ${name}: ${tags[key]}`);
@@ -53,10 +57,17 @@ export async function removeFleetContainers(stateDir: string): Promise<string[]>
   const filter = `label=${FLEET_LABEL}=${path.resolve(stateDir)}`;
   const listed = await podman(['ps', '--all', '--filter', filter, '--format', '{{.Names}}']);
   if (listed.status !== 0) throw new ContainerStepError(`listing the fleet's containers: ${lastError(listed.stderr)}`);
-  const names = listed.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+  const names = listed.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   for (const name of names) await podman(['rm', '--force', '--time', '10', name]);
   const volumes = await podman(['volume', 'ls', '--filter', filter, '--format', '{{.Name}}']);
-  for (const volume of volumes.stdout.split('\n').map((l) => l.trim()).filter(Boolean)) await podman(['volume', 'rm', '--force', volume]);
+  for (const volume of volumes.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean))
+    await podman(['volume', 'rm', '--force', volume]);
   return names;
 }
 
@@ -64,7 +75,10 @@ export async function removeFleetContainers(stateDir: string): Promise<string[]>
 export async function runningFleetContainers(stateDir: string): Promise<string[]> {
   const r = await podman(['ps', '--filter', `label=${FLEET_LABEL}=${path.resolve(stateDir)}`, '--format', '{{.Names}}']);
   if (r.status !== 0) throw new ContainerStepError(`listing the fleet's containers: ${lastError(r.stderr)}`);
-  return r.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 }
 
 export interface ImageRouterOptions {
@@ -105,10 +119,22 @@ export async function startImageRouter(o: ImageRouterOptions): Promise<ImageRout
   const healthPort = await freeLoopbackPort();
   const cellMaxConn = o.cellMaxConn ?? 100;
   const configFile = path.join(configDir, 'haproxy.cfg');
-  fs.writeFileSync(configFile, renderHaproxyConfig(localHaproxyConfigOptions(
-    { port: o.port, partitionKey: o.partitionKey, bucketCount: o.bucketCount, healthCheckPath: o.healthCheckPath, cellMaxConn, debugHeaders: true },
-    { adminSocket: `ipv4@127.0.0.1:${adminPort}`, stateDir: ROUTER_STATE, slots: o.slots },
-  )));
+  fs.writeFileSync(
+    configFile,
+    renderHaproxyConfig(
+      localHaproxyConfigOptions(
+        {
+          port: o.port,
+          partitionKey: o.partitionKey,
+          bucketCount: o.bucketCount,
+          healthCheckPath: o.healthCheckPath,
+          cellMaxConn,
+          debugHeaders: true,
+        },
+        { adminSocket: `ipv4@127.0.0.1:${adminPort}`, stateDir: ROUTER_STATE, slots: o.slots },
+      ),
+    ),
+  );
   fs.chmodSync(configFile, 0o644);
   const flags = fleetContainerFlags(o.stateDir);
   const logTo = (name: string) => ['--log-driver', 'k8s-file', '--log-opt', `path=${path.join(o.stateDir, 'logs', `${name}.log`)}`];
@@ -126,23 +152,67 @@ export async function startImageRouter(o: ImageRouterOptions): Promise<ImageRout
   await stop();
   try {
     await must('create the state volume', ['volume', 'create', '--label', `${FLEET_LABEL}=${path.resolve(o.stateDir)}`, volume]);
-    await must('start HAProxy', ['run', '--detach', '--name', names.haproxy, ...flags, ...logTo('router-haproxy'),
-      '--read-only', '--read-only-tmpfs=false', '--ulimit', 'host',
-      '--volume', `${volume}:${ROUTER_STATE}`, '--volume', `${configDir}:/usr/local/etc/haproxy:ro`, o.images.haproxy]);
+    await must('start HAProxy', [
+      'run',
+      '--detach',
+      '--name',
+      names.haproxy,
+      ...flags,
+      ...logTo('router-haproxy'),
+      '--read-only',
+      '--read-only-tmpfs=false',
+      '--ulimit',
+      'host',
+      '--volume',
+      `${volume}:${ROUTER_STATE}`,
+      '--volume',
+      `${configDir}:/usr/local/etc/haproxy:ro`,
+      o.images.haproxy,
+    ]);
     const api = new RuntimeApi(`127.0.0.1:${adminPort}`);
     const deadline = Date.now() + 30_000;
-    while ((await api.info().catch(() => ({} as Record<string, string>))).Pid === undefined) {
+    while ((await api.info().catch(() => ({}) as Record<string, string>)).Pid === undefined) {
       const state = await podman(['inspect', names.haproxy, '--format', '{{.State.Running}}']);
-      if (state.stdout.trim() !== 'true') throw new ContainerStepError(`router: the HAProxy container exited at start: ${lastError((await podman(['logs', names.haproxy])).stderr)}`);
-      if (Date.now() > deadline) throw new ContainerStepError(`router: HAProxy did not answer on its runtime API (127.0.0.1:${adminPort}) within 30 s; see ${path.join(o.stateDir, 'logs', 'router-haproxy.log')}`);
+      if (state.stdout.trim() !== 'true')
+        throw new ContainerStepError(`router: the HAProxy container exited at start: ${lastError((await podman(['logs', names.haproxy])).stderr)}`);
+      if (Date.now() > deadline)
+        throw new ContainerStepError(
+          `router: HAProxy did not answer on its runtime API (127.0.0.1:${adminPort}) within 30 s; see ${path.join(o.stateDir, 'logs', 'router-haproxy.log')}`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
     const mappingDir = path.dirname(path.resolve(o.mappingFile));
-    await must('start the agent', ['run', '--detach', '--name', names.agent, ...flags, ...logTo('router-agent'), '--read-only', '--read-only-tmpfs=false',
-      '--volume', `${volume}:${ROUTER_STATE}`, '--volume', `${mappingDir}:/fleet:ro`,
-      '--env', `MAPPING_FILE=/fleet/${path.basename(o.mappingFile)}`, '--env', `HAPROXY_ADMIN=127.0.0.1:${adminPort}`, '--env', `HEALTH_PORT=${healthPort}`,
-      '--env', `SLOTS=${o.slots}`, '--env', `CELL_MAX_CONN=${cellMaxConn}`, '--env', 'ALLOW_LOOPBACK_ENDPOINTS=true', '--env', 'POLL_SECONDS=1',
-      '--env', 'TASK_ID=local', o.images.agent]);
+    await must('start the agent', [
+      'run',
+      '--detach',
+      '--name',
+      names.agent,
+      ...flags,
+      ...logTo('router-agent'),
+      '--read-only',
+      '--read-only-tmpfs=false',
+      '--volume',
+      `${volume}:${ROUTER_STATE}`,
+      '--volume',
+      `${mappingDir}:/fleet:ro`,
+      '--env',
+      `MAPPING_FILE=/fleet/${path.basename(o.mappingFile)}`,
+      '--env',
+      `HAPROXY_ADMIN=127.0.0.1:${adminPort}`,
+      '--env',
+      `HEALTH_PORT=${healthPort}`,
+      '--env',
+      `SLOTS=${o.slots}`,
+      '--env',
+      `CELL_MAX_CONN=${cellMaxConn}`,
+      '--env',
+      'ALLOW_LOOPBACK_ENDPOINTS=true',
+      '--env',
+      'POLL_SECONDS=1',
+      '--env',
+      'TASK_ID=local',
+      o.images.agent,
+    ]);
     o.log(`router: containers ${names.haproxy} and ${names.agent} on 127.0.0.1:${o.port} (runtime API 127.0.0.1:${adminPort})`);
   } catch (error) {
     await stop();

@@ -8,7 +8,8 @@ import { pidRunning, watchChild } from '../../domain/files';
 
 /** Where Debian's `postgresql` package puts the server binaries; PG_BIN overrides it. */
 export const DEFAULT_PG_BIN = '/usr/lib/postgresql/15/bin';
-export const POSTGRES_INSTALL_HINT = 'install it with `apt-get install -y postgresql` (Debian/Ubuntu; binaries in /usr/lib/postgresql/<version>/bin) or set PG_BIN to the directory holding initdb and postgres';
+export const POSTGRES_INSTALL_HINT =
+  'install it with `apt-get install -y postgresql` (Debian/Ubuntu; binaries in /usr/lib/postgresql/<version>/bin) or set PG_BIN to the directory holding initdb and postgres';
 
 /** The directory holding `initdb` and `postgres`: PG_BIN, else the newest /usr/lib/postgresql/<n>/bin. */
 export function postgresBinDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -18,7 +19,10 @@ export function postgresBinDir(env: NodeJS.ProcessEnv = process.env): string | u
 
 function listVersions(root: string): string[] {
   if (!fs.existsSync(root)) return [];
-  return fs.readdirSync(root).sort((a, b) => Number(b) - Number(a)).map((v) => path.join(root, v, 'bin'));
+  return fs
+    .readdirSync(root)
+    .sort((a, b) => Number(b) - Number(a))
+    .map((v) => path.join(root, v, 'bin'));
 }
 
 export interface PostgresServerOptions {
@@ -119,7 +123,10 @@ export async function assertPortFree(port: number, what: string): Promise<void> 
     await new Promise<void>((resolve) => server.close(() => resolve()));
     return;
   }
-  if (error.code === 'EADDRINUSE') throw new Error(`port ${port} is already in use on 127.0.0.1 (another \`cellctl fleet local\` or router?); stop what listens there or pick another ${what}`);
+  if (error.code === 'EADDRINUSE')
+    throw new Error(
+      `port ${port} is already in use on 127.0.0.1 (another \`cellctl fleet local\` or router?); stop what listens there or pick another ${what}`,
+    );
   throw new Error(`port ${port} on 127.0.0.1: ${error.message}`);
 }
 
@@ -132,7 +139,9 @@ function runAs(): { uid: number; gid: number } | undefined {
   const passwd = spawnSync('getent', ['passwd', 'postgres'], { encoding: 'utf8' });
   const fields = passwd.stdout?.trim().split(':');
   if (passwd.status !== 0 || !fields || fields.length < 4) {
-    throw new Error('running as root and there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses root); create one (`useradd -r postgres`) or run as a normal user');
+    throw new Error(
+      'running as root and there is no `postgres` user to run PostgreSQL as (PostgreSQL refuses root); create one (`useradd -r postgres`) or run as a normal user',
+    );
   }
   return { uid: Number(fields[2]), gid: Number(fields[3]) };
 }
@@ -167,10 +176,11 @@ function initCluster(binDir: string, dataDir: string, user: string, password: st
       fs.chownSync(dataDir, owner.uid, owner.gid);
       fs.chownSync(pwfile, owner.uid, owner.gid);
     }
-    const result = spawnSync(path.join(binDir, 'initdb'), [
-      '-D', dataDir, '-U', user, `--pwfile=${pwfile}`, '--auth-host=scram-sha-256', '--auth-local=trust',
-      '-E', 'UTF8', '--locale=C', '--no-sync',
-    ], { encoding: 'utf8', ...(owner ?? {}) });
+    const result = spawnSync(
+      path.join(binDir, 'initdb'),
+      ['-D', dataDir, '-U', user, `--pwfile=${pwfile}`, '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
+      { encoding: 'utf8', ...(owner ?? {}) },
+    );
     if (result.status !== 0) throw new Error(`initdb ${dataDir} failed: ${(result.stderr || result.stdout || String(result.error)).trim()}`);
   } finally {
     fs.rmSync(pwfile, { force: true });
@@ -192,7 +202,7 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
   } else if (owner) {
     chownTree(dataDir, owner);
   }
-  const port = o.port ?? await freeLoopbackPort();
+  const port = o.port ?? (await freeLoopbackPort());
   let child: ChildProcess | undefined;
   let nice: number | undefined;
   const log = o.log ?? (() => undefined);
@@ -213,13 +223,33 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
       if (pidRunning(pid)) throw new Error(`${dataDir} is in use by a running postgres (pid ${pid}); stop it first (kill -INT ${pid})`);
       fs.rmSync(pidFile, { force: true });
     }
-    const proc = spawn(path.join(binDir, 'postgres'), [
-      '-D', dataDir, '-p', String(port),
-      '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
-      // A throwaway, loopback-only server: durability traded for speed on a shared machine.
-      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-      '-c', 'shared_buffers=16MB', '-c', 'max_connections=60', '-c', 'logging_collector=off',
-    ], { stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) });
+    const proc = spawn(
+      path.join(binDir, 'postgres'),
+      [
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        // A throwaway, loopback-only server: durability traded for speed on a shared machine.
+        '-c',
+        'fsync=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        'full_page_writes=off',
+        '-c',
+        'shared_buffers=16MB',
+        '-c',
+        'max_connections=60',
+        '-c',
+        'logging_collector=off',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) },
+    );
     // Before it forks anything: every server process inherits the postmaster's priority.
     if (nice !== undefined && proc.pid !== undefined) setTreePriority(proc.pid, nice);
     // A fast shutdown (SIGINT) of this server if the process that started it dies without stopping it
@@ -276,8 +306,12 @@ export async function startPostgresServer(o: PostgresServerOptions): Promise<Pos
     url: (database) => `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`,
     start,
     stop,
-    get running() { return !!child && child.exitCode === null && child.signalCode === null; },
-    get pid() { return child && child.exitCode === null ? child.pid : undefined; },
+    get running() {
+      return !!child && child.exitCode === null && child.signalCode === null;
+    },
+    get pid() {
+      return child && child.exitCode === null ? child.pid : undefined;
+    },
     setPriority: (value) => {
       nice = value;
       if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) setTreePriority(child.pid, value);

@@ -29,14 +29,22 @@ export interface EcsCellDataOptions {
  * is enforced by the exporting task.
  */
 export class EcsCellData implements CellData {
-  constructor(public readonly cell: string, private readonly o: EcsCellDataOptions) {}
+  constructor(
+    public readonly cell: string,
+    private readonly o: EcsCellDataOptions,
+  ) {}
 
   private async call<T>(op: MoverOp, args: Record<string, unknown>, lane?: HandoffLane): Promise<T> {
     const request: MoverRequest = {
-      op, args, cell: this.cell, bucketCount: this.o.bucketCount, batchRows: this.o.batchRows,
-      ...(lane ? { lane } : {}), ...(op === 'exportDelta' && this.o.copyRowsPerSecond ? { copyRowsPerSecond: this.o.copyRowsPerSecond } : {}),
+      op,
+      args,
+      cell: this.cell,
+      bucketCount: this.o.bucketCount,
+      batchRows: this.o.batchRows,
+      ...(lane ? { lane } : {}),
+      ...(op === 'exportDelta' && this.o.copyRowsPerSecond ? { copyRowsPerSecond: this.o.copyRowsPerSecond } : {}),
     };
-    return await this.o.runner.run(request) as T;
+    return (await this.o.runner.run(request)) as T;
   }
 
   /** `<moveId>/<delta>`: the hand-off prefix the engine passes names its move. */
@@ -53,7 +61,13 @@ export class EcsCellData implements CellData {
     return this.call('contractGaps', {});
   }
 
-  public async exportDelta(subject: MoveSubject, since: string, _handoff: HandoffStore, prefix: string, _limiter?: RateLimiter): Promise<DeltaManifest> {
+  public async exportDelta(
+    subject: MoveSubject,
+    since: string,
+    _handoff: HandoffStore,
+    prefix: string,
+    _limiter?: RateLimiter,
+  ): Promise<DeltaManifest> {
     return this.call('exportDelta', { subject, since, prefix }, await this.lane(prefix));
   }
 

@@ -4,7 +4,6 @@ import { HANDOFF_PREFIX, handoffLanePrefix, HandoffLane } from '../../domain/nam
 import { MoveError } from '../../domain/moves/types';
 import { statusOf } from '../../adapters/mapping-store/store';
 
-
 /**
  * The hand-off in the move bucket. Keys `<moveId>/<rest>` live at
  * `handoff/<moveId>/from=<source account>/to=<target account>/<rest>`: the source cell's mover may
@@ -15,13 +14,17 @@ import { statusOf } from '../../adapters/mapping-store/store';
 export class S3HandoffStore implements HandoffStore {
   public readonly description: string;
 
-  constructor(private readonly s3: S3Client, private readonly bucket: string, private readonly lane?: HandoffLane) {
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    private readonly lane?: HandoffLane,
+  ) {
     this.description = `s3://${bucket}/${HANDOFF_PREFIX}`;
   }
 
   private key(key: string): string {
     checkHandoffKey(key);
-    if (!this.lane) throw new Error('S3HandoffStore: reading or writing hand-off data needs the move\'s lane (source and target account)');
+    if (!this.lane) throw new Error("S3HandoffStore: reading or writing hand-off data needs the move's lane (source and target account)");
     const [moveId, ...rest] = key.split('/');
     if (rest.length === 0) throw new Error(`hand-off key ${JSON.stringify(key)} has no move id prefix`);
     return `${handoffLanePrefix(moveId, this.lane)}${rest.join('/')}`;
@@ -32,7 +35,9 @@ export class S3HandoffStore implements HandoffStore {
     try {
       await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: full, Body: text, ContentType: 'application/json' }));
     } catch (error) {
-      throw new MoveError(`writing s3://${this.bucket}/${full} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}${statusOf(error) === 403 ? ' (the mover role may write only its own cell\'s from= lanes)' : ''}`);
+      throw new MoveError(
+        `writing s3://${this.bucket}/${full} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}${statusOf(error) === 403 ? " (the mover role may write only its own cell's from= lanes)" : ''}`,
+      );
     }
   }
 
@@ -46,9 +51,11 @@ export class S3HandoffStore implements HandoffStore {
       // The mover may not list the bucket, so S3 answers a missing key with 403, not 404 (GetObject
       // API reference, "Permissions"): either means the exporter's file is not there.
       const missing = status === 404 || status === 403 || (error as Error).name === 'NoSuchKey';
-      throw new MoveError(missing
-        ? `hand-off s3://${this.bucket}/${full} is missing or not readable (${(error as Error).name} ${status ?? ''}); if the move's data expired or was removed, run the move again with \`cellctl move resume\``
-        : `reading s3://${this.bucket}/${full} failed: ${(error as Error).name} ${status ?? ''}: ${(error as Error).message}`);
+      throw new MoveError(
+        missing
+          ? `hand-off s3://${this.bucket}/${full} is missing or not readable (${(error as Error).name} ${status ?? ''}); if the move's data expired or was removed, run the move again with \`cellctl move resume\``
+          : `reading s3://${this.bucket}/${full} failed: ${(error as Error).name} ${status ?? ''}: ${(error as Error).message}`,
+      );
     }
   }
 

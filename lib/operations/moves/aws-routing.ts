@@ -21,14 +21,14 @@ import { Clock, MoveError } from '../../domain/moves/types';
  */
 export type GroupServing =
   | {
-    readonly state: 'serving';
-    /**
-     * `staleSeconds`: a task ECS still runs whose agent has not reported for that long (hung, or cut
-     * off from S3) while its HAProxy may still serve the version it last reported; such a task
-     * counts with that version, so a move waits for it rather than forgetting it.
-     */
-    readonly tasks: readonly { readonly taskId: string; readonly version: number | null; readonly staleSeconds?: number }[];
-  }
+      readonly state: 'serving';
+      /**
+       * `staleSeconds`: a task ECS still runs whose agent has not reported for that long (hung, or cut
+       * off from S3) while its HAProxy may still serve the version it last reported; such a task
+       * counts with that version, so a move waits for it rather than forgetting it.
+       */
+      readonly tasks: readonly { readonly taskId: string; readonly version: number | null; readonly staleSeconds?: number }[];
+    }
   | { readonly state: 'no-task'; readonly stoppedAt: string }
   | { readonly state: 'silent'; readonly newest: { readonly taskId: string; readonly version: number | null; readonly ageSeconds: number } }
   | { readonly state: 'never' };
@@ -47,13 +47,20 @@ export function describeServing(name: string, serving: GroupServing, version?: n
   switch (serving.state) {
     case 'serving': {
       const behind = serving.tasks.filter((t) => version === undefined || t.version === null || t.version < version);
-      return `${name}: ${behind.map((t) => (t.staleSeconds !== undefined
-        ? `task ${t.taskId} is running but its agent last reported ${t.staleSeconds} s ago (${t.version === null ? 'no mapping' : `v${t.version}`}); its HAProxy may still serve that: read its agent log, or stop it (aws ecs stop-task) so the service replaces it`
-        : `task ${t.taskId} serves ${t.version === null ? 'no mapping (HAProxy has none in force, or it has not reported yet)' : `v${t.version}`}`)).join(', ')}`;
+      return `${name}: ${behind
+        .map((t) =>
+          t.staleSeconds !== undefined
+            ? `task ${t.taskId} is running but its agent last reported ${t.staleSeconds} s ago (${t.version === null ? 'no mapping' : `v${t.version}`}); its HAProxy may still serve that: read its agent log, or stop it (aws ecs stop-task) so the service replaces it`
+            : `task ${t.taskId} serves ${t.version === null ? 'no mapping (HAProxy has none in force, or it has not reported yet)' : `v${t.version}`}`,
+        )
+        .join(', ')}`;
     }
-    case 'no-task': return `${name}: no running task (the last one stopped at ${serving.stoppedAt})`;
-    case 'silent': return `${name}: no task has reported for ${serving.newest.ageSeconds} s (the last report: task ${serving.newest.taskId}, ${serving.newest.version === null ? 'no mapping' : `v${serving.newest.version}`}); is the group's service running, and can its agents write served/ (their log says served-report-error)?`;
-    case 'never': return `${name}: no router task has ever reported the version it serves (served/ of its mapping bucket is empty); deploy the router groups (with an agent image that reports what it serves), or, if the group has had no task for over a week, start one`;
+    case 'no-task':
+      return `${name}: no running task (the last one stopped at ${serving.stoppedAt})`;
+    case 'silent':
+      return `${name}: no task has reported for ${serving.newest.ageSeconds} s (the last report: task ${serving.newest.taskId}, ${serving.newest.version === null ? 'no mapping' : `v${serving.newest.version}`}); is the group's service running, and can its agents write served/ (their log says served-report-error)?`;
+    case 'never':
+      return `${name}: no router task has ever reported the version it serves (served/ of its mapping bucket is empty); deploy the router groups (with an agent image that reports what it serves), or, if the group has had no task for over a week, start one`;
   }
 }
 
@@ -105,7 +112,10 @@ export class S3RoutingControl implements RoutingControl {
       if (error instanceof StoreError) throw new MoveError(error.message);
       throw error;
     }
-    if (!stored) throw new MoveError(`s3://${this.o.stores[0].bucket} has no mapping for router group ${this.o.groups[0]} yet; deploy the router stacks (they seed it) or \`cellctl mapping publish\` one`);
+    if (!stored)
+      throw new MoveError(
+        `s3://${this.o.stores[0].bucket} has no mapping for router group ${this.o.groups[0]} yet; deploy the router stacks (they seed it) or \`cellctl mapping publish\` one`,
+      );
     return stored.document;
   }
 
@@ -125,7 +135,9 @@ export class S3RoutingControl implements RoutingControl {
   public async publish(doc: MappingDocument, previous: number): Promise<void> {
     const current = await this.read();
     if (current.version !== previous) {
-      throw new MoveError(`the mapping went from v${previous} to v${current.version} while the move was changing it (someone published); run the move again (\`cellctl move resume\`)`);
+      throw new MoveError(
+        `the mapping went from v${previous} to v${current.version} while the move was changing it (someone published); run the move again (\`cellctl move resume\`)`,
+      );
     }
     // A new freeze only when every group is known to report what it serves, and serves the current
     // version: else the move could not tell when the freeze holds (a silent group), or would start
@@ -134,10 +146,13 @@ export class S3RoutingControl implements RoutingControl {
     const before = frozenKeys(current);
     if ([...frozenKeys(doc)].some((k) => !before.has(k))) {
       // A running task whose agent went quiet cannot apply the freeze either, whatever it last reported.
-      const unknown = Object.entries(await this.probe()).filter(([, g]) => g.state === 'silent' || g.state === 'never'
-        || (g.state === 'serving' && g.tasks.some((t) => t.staleSeconds !== undefined)));
+      const unknown = Object.entries(await this.probe()).filter(
+        ([, g]) => g.state === 'silent' || g.state === 'never' || (g.state === 'serving' && g.tasks.some((t) => t.staleSeconds !== undefined)),
+      );
       if (unknown.length > 0) {
-        throw new MoveError(`not freezing: the move could not tell when every router applied the freeze:\n  ${unknown.map(([name, g]) => describeServing(name, g)).join('\n  ')}\nnothing was published; fix the router groups, then \`cellctl move resume\``);
+        throw new MoveError(
+          `not freezing: the move could not tell when every router applied the freeze:\n  ${unknown.map(([name, g]) => describeServing(name, g)).join('\n  ')}\nnothing was published; fix the router groups, then \`cellctl move resume\``,
+        );
       }
       await this.waitApplied(current.version);
     }
@@ -159,7 +174,8 @@ export class S3RoutingControl implements RoutingControl {
     const noted = new Set<string>();
     let failure: MoveError | undefined;
     for (;;) {
-      if (this.o.signal?.aborted) throw new MoveError(`interrupted while waiting for the routers to serve mapping v${version}; \`cellctl move resume\` waits again`);
+      if (this.o.signal?.aborted)
+        throw new MoveError(`interrupted while waiting for the routers to serve mapping v${version}; \`cellctl move resume\` waits again`);
       let served: Readonly<Record<string, GroupServing>>;
       try {
         served = await this.probe();
@@ -169,7 +185,10 @@ export class S3RoutingControl implements RoutingControl {
         if (!(error instanceof MoveError)) throw error;
         if (!failure) this.o.progress?.(`${error.message}; trying again`);
         failure = error;
-        if (this.o.clock.now().getTime() - started > timeout) throw new MoveError(`routers did not report serving mapping v${version} within ${Math.round(timeout / 1000)} s: ${error.message}; \`cellctl move resume\` when S3 answers again`);
+        if (this.o.clock.now().getTime() - started > timeout)
+          throw new MoveError(
+            `routers did not report serving mapping v${version} within ${Math.round(timeout / 1000)} s: ${error.message}; \`cellctl move resume\` when S3 answers again`,
+          );
         await this.o.clock.sleep(this.o.pollMs ?? 100);
         continue;
       }
@@ -191,8 +210,13 @@ export class S3RoutingControl implements RoutingControl {
       }
       const silent = [...silentSince].filter(([, since]) => now - since >= silentLimit).map(([name]) => name);
       if (silent.length > 0 || now - started > timeout) {
-        const why = silent.length > 0 ? `nothing is known about ${silent.join(', ')} for ${Math.round(silentLimit / 1000)} s` : `not within ${Math.round(timeout / 1000)} s`;
-        throw new MoveError(`routers did not report serving mapping v${version} (${why}):\n  ${lagging.map(([name, g]) => describeServing(name, g, version)).join('\n  ')}\ncheck the router groups (\`cellctl mapping history\`, their dashboards and agent logs), then \`cellctl move resume\` (or \`cellctl move abort\`)`);
+        const why =
+          silent.length > 0
+            ? `nothing is known about ${silent.join(', ')} for ${Math.round(silentLimit / 1000)} s`
+            : `not within ${Math.round(timeout / 1000)} s`;
+        throw new MoveError(
+          `routers did not report serving mapping v${version} (${why}):\n  ${lagging.map(([name, g]) => describeServing(name, g, version)).join('\n  ')}\ncheck the router groups (\`cellctl mapping history\`, their dashboards and agent logs), then \`cellctl move resume\` (or \`cellctl move abort\`)`,
+        );
       }
       await this.o.clock.sleep(this.o.pollMs ?? 100);
     }
@@ -228,7 +252,9 @@ export async function ecsRunningTasks(ecs: import('@aws-sdk/client-ecs').ECSClie
   const ids = new Set<string>();
   let token: string | undefined;
   do {
-    const page = await ecs.send(new ListTasksCommand({ cluster, serviceName: service, desiredStatus: 'RUNNING', nextToken: token }), { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const page = await ecs.send(new ListTasksCommand({ cluster, serviceName: service, desiredStatus: 'RUNNING', nextToken: token }), {
+      abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
     for (const arn of page.taskArns ?? []) ids.add(arn.split('/').pop()!);
     token = page.nextToken;
   } while (token);
@@ -250,12 +276,15 @@ export function servedReportProbe(
   const serverNow = new Map<S3Client, number>();
   if (!options.clock) {
     for (const { s3 } of buckets) {
-      s3.middlewareStack.add((next) => async (args) => {
-        const result = await next(args);
-        const date = (result.response as { headers?: Record<string, string> } | undefined)?.headers?.date;
-        if (date && !Number.isNaN(Date.parse(date))) serverNow.set(s3, Date.parse(date));
-        return result;
-      }, { step: 'deserialize', name: 'servedReportServerDate', override: true });
+      s3.middlewareStack.add(
+        (next) => async (args) => {
+          const result = await next(args);
+          const date = (result.response as { headers?: Record<string, string> } | undefined)?.headers?.date;
+          if (date && !Number.isNaN(Date.parse(date))) serverNow.set(s3, Date.parse(date));
+          return result;
+        },
+        { step: 'deserialize', name: 'servedReportServerDate', override: true },
+      );
     }
   }
   const cache = new Map<string, { etag: string; report: ReturnType<typeof parseServedReport> }>();
@@ -284,9 +313,12 @@ export function servedReportProbe(
       const objects: { key: string; etag: string; modified: number }[] = [];
       let token: string | undefined;
       do {
-        const response = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: servedPrefix(group), ContinuationToken: token }), { abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+        const response = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: servedPrefix(group), ContinuationToken: token }), {
+          abortSignal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
         for (const o of response.Contents ?? []) {
-          if (o.Key && o.LastModified && o.Key.endsWith('.json')) objects.push({ key: o.Key, etag: o.ETag ?? '', modified: o.LastModified.getTime() });
+          if (o.Key && o.LastModified && o.Key.endsWith('.json'))
+            objects.push({ key: o.Key, etag: o.ETag ?? '', modified: o.LastModified.getTime() });
         }
         token = response.IsTruncated ? response.NextContinuationToken : undefined;
       } while (token);
@@ -306,7 +338,11 @@ export function servedReportProbe(
         for (const o of objects.filter((x) => !fresh.includes(x) && running.has(idOf(x.key)))) {
           const report = await read(s3, bucket, o.key, o.etag);
           // A stopped report from a task ECS still lists is the task draining: it serves its version until it goes.
-          tasks.push({ taskId: report?.taskId ?? idOf(o.key), version: report?.version ?? null, staleSeconds: Math.round((now - o.modified) / 1000) });
+          tasks.push({
+            taskId: report?.taskId ?? idOf(o.key),
+            version: report?.version ?? null,
+            staleSeconds: Math.round((now - o.modified) / 1000),
+          });
         }
         for (const id of running) if (!reported.has(id)) tasks.push({ taskId: id, version: null });
         if (tasks.length > 0) return [name, { state: 'serving', tasks }];
@@ -315,12 +351,27 @@ export function servedReportProbe(
       }
       if (fresh.length > 0) {
         const reports = await Promise.all(fresh.map(async (o) => ({ o, report: await read(s3, bucket, o.key, o.etag) })));
-        return [name, { state: 'serving', tasks: reports.map(({ o, report }) => ({ taskId: report?.taskId ?? o.key.slice(servedPrefix(group).length, -'.json'.length), version: report?.version ?? null })) }];
+        return [
+          name,
+          {
+            state: 'serving',
+            tasks: reports.map(({ o, report }) => ({
+              taskId: report?.taskId ?? o.key.slice(servedPrefix(group).length, -'.json'.length),
+              version: report?.version ?? null,
+            })),
+          },
+        ];
       }
       const newest = objects.reduce((a, b) => (b.modified > a.modified ? b : a));
       const report = await read(s3, bucket, newest.key, newest.etag);
       if (report?.stopped) return [name, { state: 'no-task', stoppedAt: new Date(newest.modified).toISOString() }];
-      return [name, { state: 'silent', newest: { taskId: report?.taskId ?? newest.key, version: report?.version ?? null, ageSeconds: Math.round((now - newest.modified) / 1000) } }];
+      return [
+        name,
+        {
+          state: 'silent',
+          newest: { taskId: report?.taskId ?? newest.key, version: report?.version ?? null, ageSeconds: Math.round((now - newest.modified) / 1000) },
+        },
+      ];
     };
     const entries = await Promise.all(buckets.flatMap((b) => groups.map((g) => one(b, g))));
     return Object.fromEntries(entries);

@@ -6,7 +6,6 @@ import { MoverRequest, MoverResult, MoverTaskInfo, taskRequestKey, taskResultKey
 import { Clock, MoveError } from '../../domain/moves/types';
 import { statusOf } from '../../adapters/mapping-store/store';
 
-
 /** One cell as the runner needs it: where its mover runs, and how to reach it. */
 export interface MoverCell {
   readonly id: string;
@@ -77,14 +76,18 @@ export class EcsMoverRunner implements MoverTaskRunner {
       await Promise.all([...this.starting]);
       const stopped: string[] = [];
       const failed: string[] = [];
-      await Promise.all([...this.running.values()].map(async (t) => {
-        try {
-          await t.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.taskArn, reason: reason.slice(0, 255) }), { abortSignal: AbortSignal.timeout(15_000) });
-          stopped.push(t.taskArn);
-        } catch (error) {
-          failed.push(`${t.taskArn} (${(error as Error).name}: ${(error as Error).message})`);
-        }
-      }));
+      await Promise.all(
+        [...this.running.values()].map(async (t) => {
+          try {
+            await t.ecs.send(new StopTaskCommand({ cluster: t.cluster, task: t.taskArn, reason: reason.slice(0, 255) }), {
+              abortSignal: AbortSignal.timeout(15_000),
+            });
+            stopped.push(t.taskArn);
+          } catch (error) {
+            failed.push(`${t.taskArn} (${(error as Error).name}: ${(error as Error).message})`);
+          }
+        }),
+      );
       return { stopped, failed };
     })();
     return this.stopping;
@@ -100,7 +103,13 @@ export class EcsMoverRunner implements MoverTaskRunner {
     if (!signal) return this.o.clock.sleep(ms);
     if (signal.aborted) return;
     let onAbort: (() => void) | undefined;
-    await Promise.race([this.o.clock.sleep(ms), new Promise<void>((resolve) => { onAbort = resolve; signal.addEventListener('abort', onAbort, { once: true }); })]);
+    await Promise.race([
+      this.o.clock.sleep(ms),
+      new Promise<void>((resolve) => {
+        onAbort = resolve;
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
 
@@ -115,54 +124,79 @@ export class EcsMoverRunner implements MoverTaskRunner {
     const ecsApi = require('@aws-sdk/client-ecs') as typeof import('@aws-sdk/client-ecs');
     const cell = this.cellOf(request.cell);
     if (this.o.signal?.aborted) throw this.interrupted();
-    const stamp = this.o.clock.now().toISOString().replace(/[^0-9]/g, '').slice(0, 17);
+    const stamp = this.o.clock
+      .now()
+      .toISOString()
+      .replace(/[^0-9]/g, '')
+      .slice(0, 17);
     const id = `${stamp}-${request.op.toLowerCase()}-${randomBytes(4).toString('hex')}`;
     const requestKey = taskRequestKey(cell.account, id);
     const resultKey = taskResultKey(cell.account, id);
     try {
-      await this.o.s3.send(new PutObjectCommand({ Bucket: this.o.bucket, Key: requestKey, Body: JSON.stringify(request), ContentType: 'application/json', IfNoneMatch: '*' }));
+      await this.o.s3.send(
+        new PutObjectCommand({
+          Bucket: this.o.bucket,
+          Key: requestKey,
+          Body: JSON.stringify(request),
+          ContentType: 'application/json',
+          IfNoneMatch: '*',
+        }),
+      );
     } catch (error) {
-      throw new MoveError(`writing the mover request s3://${this.o.bucket}/${requestKey} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}`);
+      throw new MoveError(
+        `writing the mover request s3://${this.o.bucket}/${requestKey} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}`,
+      );
     }
     const info = await this.o.taskInfo(cell);
     const ecs = await this.o.ecs(cell);
     // No task starts once the command is interrupted; one whose RunTask is under way is waited for by stopAll.
     if (this.o.signal?.aborted) throw this.interrupted();
     let answered!: () => void;
-    const starting = new Promise<void>((resolve) => { answered = resolve; });
+    const starting = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
     this.starting.add(starting);
     let started;
     try {
-      started = await ecs.send(new ecsApi.RunTaskCommand({
-        cluster: info.cluster,
-        taskDefinition: info.taskDefinition,
-        launchType: 'FARGATE',
-        count: 1,
-        startedBy: 'cellctl-move',
-        networkConfiguration: { awsvpcConfiguration: { subnets: [...info.subnets], securityGroups: [...info.securityGroups], assignPublicIp: 'DISABLED' } },
-        overrides: {
-          containerOverrides: [{
-            name: info.container,
-            environment: [
-              { name: 'MOVE_BUCKET', value: this.o.bucket },
-              { name: 'MOVE_BUCKET_REGION', value: this.o.bucketRegion },
-              { name: 'MOVE_REQUEST_KEY', value: requestKey },
-              { name: 'MOVE_RESULT_KEY', value: resultKey },
+      started = await ecs.send(
+        new ecsApi.RunTaskCommand({
+          cluster: info.cluster,
+          taskDefinition: info.taskDefinition,
+          launchType: 'FARGATE',
+          count: 1,
+          startedBy: 'cellctl-move',
+          networkConfiguration: {
+            awsvpcConfiguration: { subnets: [...info.subnets], securityGroups: [...info.securityGroups], assignPublicIp: 'DISABLED' },
+          },
+          overrides: {
+            containerOverrides: [
+              {
+                name: info.container,
+                environment: [
+                  { name: 'MOVE_BUCKET', value: this.o.bucket },
+                  { name: 'MOVE_BUCKET_REGION', value: this.o.bucketRegion },
+                  { name: 'MOVE_REQUEST_KEY', value: requestKey },
+                  { name: 'MOVE_RESULT_KEY', value: resultKey },
+                ],
+              },
             ],
-          }],
-        },
-      }));
+          },
+        }),
+      );
     } catch (error) {
       this.starting.delete(starting);
       answered();
-      throw new MoveError(`cell ${cell.id}: RunTask of ${info.taskDefinition} in ${info.cluster} (${cell.account}/${cell.region}) failed: ${(error as Error).name}: ${(error as Error).message}`);
+      throw new MoveError(
+        `cell ${cell.id}: RunTask of ${info.taskDefinition} in ${info.cluster} (${cell.account}/${cell.region}) failed: ${(error as Error).name}: ${(error as Error).message}`,
+      );
     }
     const task = started.tasks?.[0];
     if (task?.taskArn) this.running.set(task.taskArn, { cell, ecs, cluster: info.cluster, taskArn: task.taskArn, op: request.op });
     this.starting.delete(starting);
     answered();
     if (!task?.taskArn) {
-      const why = (started.failures ?? []).map((f) => `${f.reason ?? '?'}${f.detail ? ` (${f.detail})` : ''}`).join('; ') || 'no task and no failure reported';
+      const why =
+        (started.failures ?? []).map((f) => `${f.reason ?? '?'}${f.detail ? ` (${f.detail})` : ''}`).join('; ') || 'no task and no failure reported';
       throw new MoveError(`cell ${cell.id}: ECS did not start the mover task: ${why}; retry with \`cellctl move resume\``);
     }
     this.o.progress?.(`${cell.id}: mover task ${task.taskArn.split('/').pop()} (${request.op})`);
@@ -185,7 +219,10 @@ export class EcsMoverRunner implements MoverTaskRunner {
       // Interrupted: stopAll stops this task (or, without it, this watch does), and the step ends here.
       if (this.o.signal?.aborted) {
         if (this.stopping) await this.stopping;
-        else await ecs.send(new ecsApi.StopTaskCommand({ cluster: info.cluster, task: taskArn, reason: 'cellctl move was interrupted' })).catch(() => undefined);
+        else
+          await ecs
+            .send(new ecsApi.StopTaskCommand({ cluster: info.cluster, task: taskArn, reason: 'cellctl move was interrupted' }))
+            .catch(() => undefined);
         throw this.interrupted();
       }
       const described = await ecs.send(new ecsApi.DescribeTasksCommand({ cluster: info.cluster, tasks: [task.taskArn] }));
@@ -195,8 +232,12 @@ export class EcsMoverRunner implements MoverTaskRunner {
         break;
       }
       if (this.o.clock.now().getTime() > deadline) {
-        await ecs.send(new ecsApi.StopTaskCommand({ cluster: info.cluster, task: task.taskArn, reason: 'cellctl move: the step timed out' })).catch(() => undefined);
-        throw new MoveError(`cell ${cell.id}: mover task ${task.taskArn} ran longer than ${Math.round((this.o.timeoutMs ?? 6 * 3600_000) / 60000)} min and was stopped; run \`cellctl move resume\` to repeat the step`);
+        await ecs
+          .send(new ecsApi.StopTaskCommand({ cluster: info.cluster, task: task.taskArn, reason: 'cellctl move: the step timed out' }))
+          .catch(() => undefined);
+        throw new MoveError(
+          `cell ${cell.id}: mover task ${task.taskArn} ran longer than ${Math.round((this.o.timeoutMs ?? 6 * 3600_000) / 60000)} min and was stopped; run \`cellctl move resume\` to repeat the step`,
+        );
       }
       await this.pause(this.o.pollMs ?? 5000);
     }
@@ -206,7 +247,9 @@ export class EcsMoverRunner implements MoverTaskRunner {
     if (result?.ok) return result.value;
     if (result && !result.ok) throw new MoveError(`cell ${cell.id}: ${result.error}`);
     const reason = [stopped.stoppedReason, container?.reason].filter(Boolean).join('; ');
-    throw new MoveError(`cell ${cell.id}: mover task ${task.taskArn} stopped${exitCode === undefined ? '' : ` with exit code ${exitCode}`}${reason ? ` (${reason})` : ''} without a result; its log is in the cell's mover log group (stream mover/${info.container}/${task.taskArn.split('/').pop()}); fix the cause, then \`cellctl move resume\``);
+    throw new MoveError(
+      `cell ${cell.id}: mover task ${task.taskArn} stopped${exitCode === undefined ? '' : ` with exit code ${exitCode}`}${reason ? ` (${reason})` : ''} without a result; its log is in the cell's mover log group (stream mover/${info.container}/${task.taskArn.split('/').pop()}); fix the cause, then \`cellctl move resume\``,
+    );
   }
 
   private async readResult(key: string): Promise<MoverResult | undefined> {
@@ -215,7 +258,9 @@ export class EcsMoverRunner implements MoverTaskRunner {
       return JSON.parse(await response.Body!.transformToString()) as MoverResult;
     } catch (error) {
       if (statusOf(error) === 404 || (error as Error).name === 'NoSuchKey') return undefined;
-      throw new MoveError(`reading the mover result s3://${this.o.bucket}/${key} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}`);
+      throw new MoveError(
+        `reading the mover result s3://${this.o.bucket}/${key} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}`,
+      );
     }
   }
 }

@@ -42,8 +42,13 @@ export async function sendToSqs(queueUrl: string, bodies: readonly string[]): Pr
   try {
     for (let i = 0; i < bodies.length; i += SQS_BATCH) {
       const batch = bodies.slice(i, i + SQS_BATCH);
-      const answer = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
-      if ((answer.Failed ?? []).length > 0) throw new MoveError(`SQS did not take ${answer.Failed!.length} of ${batch.length} messages (${answer.Failed![0].Code}: ${answer.Failed![0].Message}); the step is repeated on resume`);
+      const answer = await sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }),
+      );
+      if ((answer.Failed ?? []).length > 0)
+        throw new MoveError(
+          `SQS did not take ${answer.Failed!.length} of ${batch.length} messages (${answer.Failed![0].Code}: ${answer.Failed![0].Message}); the step is repeated on resume`,
+        );
     }
   } finally {
     sqs.destroy();
@@ -65,7 +70,8 @@ async function credentials(vars: NodeJS.ProcessEnv, deps: MoverTaskDeps): Promis
     } catch {
       throw new MoveError(`${vars.DB_SECRET_ARN}: the secret is not JSON with username and password`);
     }
-    if (typeof parsed.username !== 'string' || typeof parsed.password !== 'string') throw new MoveError(`${vars.DB_SECRET_ARN}: the secret has no string username and password`);
+    if (typeof parsed.username !== 'string' || typeof parsed.password !== 'string')
+      throw new MoveError(`${vars.DB_SECRET_ARN}: the secret has no string username and password`);
     return { user: parsed.username, password: parsed.password };
   }
   if (vars.DB_USER && vars.DB_PASSWORD !== undefined) return { user: vars.DB_USER, password: vars.DB_PASSWORD };
@@ -82,7 +88,8 @@ function parseRequest(text: string, cell: string): MoverRequest {
   if (!MOVER_OPS.includes(request.op)) throw new MoveError(`unknown operation ${JSON.stringify(request.op)} (known: ${MOVER_OPS.join(', ')})`);
   // A request for another cell is refused: this task only ever touches its own cell's database.
   if (request.cell !== cell) throw new MoveError(`the request is for cell ${request.cell}, and this is cell ${cell}'s mover`);
-  if (!Number.isInteger(request.bucketCount) || request.bucketCount < 1) throw new MoveError(`bucketCount ${request.bucketCount} is not a positive integer`);
+  if (!Number.isInteger(request.bucketCount) || request.bucketCount < 1)
+    throw new MoveError(`bucketCount ${request.bucketCount} is not a positive integer`);
   return request;
 }
 
@@ -92,32 +99,52 @@ function optional<T>(method: T | undefined, name: string): T {
 }
 
 /** Runs the call a request names against one cell. */
-export async function performRequest(request: MoverRequest, cell: CellData, handoff: (request: MoverRequest) => S3HandoffStore, clock: Clock, sendWork?: (bodies: readonly string[]) => Promise<void>): Promise<unknown> {
+export async function performRequest(
+  request: MoverRequest,
+  cell: CellData,
+  handoff: (request: MoverRequest) => S3HandoffStore,
+  clock: Clock,
+  sendWork?: (bodies: readonly string[]) => Promise<void>,
+): Promise<unknown> {
   const a = request.args as Record<string, unknown> & { subject: MoveSubject };
   switch (request.op) {
-    case 'schemaVersion': return cell.schemaVersion();
-    case 'contractGaps': return cell.contractGaps ? cell.contractGaps() : [];
+    case 'schemaVersion':
+      return cell.schemaVersion();
+    case 'contractGaps':
+      return cell.contractGaps ? cell.contractGaps() : [];
     case 'exportDelta': {
       const limiter = request.copyRowsPerSecond ? new RateLimiter(request.copyRowsPerSecond, clock) : undefined;
       return cell.exportDelta(a.subject, String(a.since), handoff(request), String(a.prefix), limiter);
     }
-    case 'importDelta': return cell.importDelta(a.subject, handoff(request), String(a.prefix), a.manifest as DeltaManifest);
-    case 'clear': return cell.clear(a.subject);
-    case 'checksums': return cell.checksums(a.subject);
-    case 'fence': return cell.fence(a.subject, String(a.moveId), String(a.movedTo), a.state === 'frozen' ? 'frozen' : 'moved').then(() => null);
-    case 'unfence': return cell.unfence(String(a.moveId)).then(() => null);
-    case 'clearMovedAway': return cell.clearMovedAway(a.subject);
-    case 'blockingRecords': return cell.blockingRecords(a.subject);
-    case 'forget': return cell.forget(a.subject, String(a.moveId));
-    case 'rowHashes': return optional(cell.rowHashes, 'rowHashes').call(cell, a.subject, String(a.since));
-    case 'exportQueue': return optional(cell.exportQueue, 'exportQueue').call(cell, a.subject, handoff(request), String(a.prefix));
-    case 'importQueue': return optional(cell.importQueue, 'importQueue').call(cell, a.subject, handoff(request), String(a.prefix));
+    case 'importDelta':
+      return cell.importDelta(a.subject, handoff(request), String(a.prefix), a.manifest as DeltaManifest);
+    case 'clear':
+      return cell.clear(a.subject);
+    case 'checksums':
+      return cell.checksums(a.subject);
+    case 'fence':
+      return cell.fence(a.subject, String(a.moveId), String(a.movedTo), a.state === 'frozen' ? 'frozen' : 'moved').then(() => null);
+    case 'unfence':
+      return cell.unfence(String(a.moveId)).then(() => null);
+    case 'clearMovedAway':
+      return cell.clearMovedAway(a.subject);
+    case 'blockingRecords':
+      return cell.blockingRecords(a.subject);
+    case 'forget':
+      return cell.forget(a.subject, String(a.moveId));
+    case 'rowHashes':
+      return optional(cell.rowHashes, 'rowHashes').call(cell, a.subject, String(a.since));
+    case 'exportQueue':
+      return optional(cell.exportQueue, 'exportQueue').call(cell, a.subject, handoff(request), String(a.prefix));
+    case 'importQueue':
+      return optional(cell.importQueue, 'importQueue').call(cell, a.subject, handoff(request), String(a.prefix));
     case 'requeue': {
       const bodies = await optional(cell.pendingWork, 'pendingWork').call(cell, a.subject);
       if (bodies.length > 0) await optional(sendWork, 'work queue (QUEUE_URL)')(bodies);
       return bodies.length;
     }
-    default: throw new MoveError(`unknown operation ${String(request.op)}`);
+    default:
+      throw new MoveError(`unknown operation ${String(request.op)}`);
   }
 }
 
@@ -149,14 +176,27 @@ export async function runMoverTask(vars: NodeJS.ProcessEnv, deps: MoverTaskDeps)
     log(`mover ${cellId}: ${request.op}`);
     const { user, password } = await credentials(vars, deps);
     const ssl = vars.DB_SSL ? vars.DB_SSL === 'true' || vars.DB_SSL === '1' : Boolean(vars.DB_SECRET_ARN);
-    const db: CellDatabase = { host: env(vars, 'DB_HOST'), port: Number(vars.DB_PORT || 5432), database: env(vars, 'DB_NAME'), user, password, ...(ssl ? { ssl: true } : {}) };
+    const db: CellDatabase = {
+      host: env(vars, 'DB_HOST'),
+      port: Number(vars.DB_PORT || 5432),
+      database: env(vars, 'DB_NAME'),
+      user,
+      password,
+      ...(ssl ? { ssl: true } : {}),
+    };
     const options = { bucketCount: request.bucketCount, batchRows: request.batchRows || 5000 };
     cell = deps.openCell ? deps.openCell(cellId, db, options) : new PostgresCellData(cellId, db, { ...options, clock: deps.clock });
     const queueUrl = vars.QUEUE_URL;
-    const value = await performRequest(request, cell, (r) => {
-      if (!r.lane) throw new MoveError(`${r.op} needs the move's lane (source and target account)`);
-      return new S3HandoffStore(s3, bucket, r.lane);
-    }, deps.clock, queueUrl ? (bodies) => (deps.sendWork ?? sendToSqs)(queueUrl, bodies) : undefined);
+    const value = await performRequest(
+      request,
+      cell,
+      (r) => {
+        if (!r.lane) throw new MoveError(`${r.op} needs the move's lane (source and target account)`);
+        return new S3HandoffStore(s3, bucket, r.lane);
+      },
+      deps.clock,
+      queueUrl ? (bodies) => (deps.sendWork ?? sendToSqs)(queueUrl, bodies) : undefined,
+    );
     result = { ok: true, value: value ?? null };
   } catch (error) {
     const moveError = error instanceof MoveError;

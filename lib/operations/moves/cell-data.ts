@@ -23,7 +23,9 @@ export interface DeltaManifest {
   /** Rows with source row_version in (since, upTo] are in this delta. */
   readonly since: string;
   readonly upTo: string;
-  readonly tables: Readonly<Record<string, { readonly rows: number; readonly batches: number; readonly tombstones: number; readonly tombstoneBatches: number }>>;
+  readonly tables: Readonly<
+    Record<string, { readonly rows: number; readonly batches: number; readonly tombstones: number; readonly tombstoneBatches: number }>
+  >;
 }
 
 /**
@@ -127,7 +129,10 @@ interface TableInfo {
  * and versions; about 4x faster than md5 over JSON.
  */
 function rowHash(table: TableInfo): string {
-  const columns = table.columns.filter((c) => c !== 'row_version').map((c) => `t.${quote(c)}`).join(', ');
+  const columns = table.columns
+    .filter((c) => c !== 'row_version')
+    .map((c) => `t.${quote(c)}`)
+    .join(', ');
   return `hashtextextended(row(${columns})::text, 0)`;
 }
 
@@ -141,7 +146,12 @@ export class PostgresCellData implements CellData {
     private readonly options: { readonly bucketCount: number; readonly batchRows: number; readonly clock: Clock },
   ) {
     // The same text output settings in both cells: checksums hash each row's text.
-    this.pool = new Pool({ ...db, max: 2, options: '-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=1', connectionTimeoutMillis: 10_000 });
+    this.pool = new Pool({
+      ...db,
+      max: 2,
+      options: '-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=1',
+      connectionTimeoutMillis: 10_000,
+    });
     this.pool.on('error', () => undefined);
   }
 
@@ -185,7 +195,9 @@ export class PostgresCellData implements CellData {
     for (const t of rows) {
       for (const column of ['id', 'row_version']) {
         if (!t.columns.includes(column)) {
-          throw new MoveError(`cell ${this.cell}: table ${t.table_name} has tenant_id but no ${column} column, so it cannot be moved (contract 2: every table with tenant_id has id and row_version)`);
+          throw new MoveError(
+            `cell ${this.cell}: table ${t.table_name} has tenant_id but no ${column} column, so it cannot be moved (contract 2: every table with tenant_id has id and row_version)`,
+          );
         }
       }
     }
@@ -215,8 +227,10 @@ export class PostgresCellData implements CellData {
    * started before then (pg_stat_activity) closes the gap.
    */
   private async stableUpTo(client: PoolClient): Promise<string> {
-    const { rows: [seq] } = await client.query<{ last_value: string }>('select last_value::text from cf_row_version');
-    await this.waitForTransactionsBefore(client, 'that may hold a row_version below the delta\'s bound', 'a delta cannot be bounded while they run');
+    const {
+      rows: [seq],
+    } = await client.query<{ last_value: string }>('select last_value::text from cf_row_version');
+    await this.waitForTransactionsBefore(client, "that may hold a row_version below the delta's bound", 'a delta cannot be bounded while they run');
     return seq.last_value;
   }
 
@@ -226,19 +240,33 @@ export class PostgresCellData implements CellData {
    * pg_stat_activity shows it.
    */
   private async waitForTransactionsBefore(client: PoolClient, what: string, consequence: string): Promise<void> {
-    const { rows: [{ at }] } = await client.query<{ at: string }>('select clock_timestamp()::text as at');
+    const {
+      rows: [{ at }],
+    } = await client.query<{ at: string }>('select clock_timestamp()::text as at');
     const deadline = this.options.clock.now().getTime() + 60_000;
     for (;;) {
-      const { rows: [{ n }] } = await client.query<{ n: number }>(`
+      const {
+        rows: [{ n }],
+      } = await client.query<{ n: number }>(
+        `
         select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and xact_start < $1::timestamptz`, [at]);
+        where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and xact_start < $1::timestamptz`,
+        [at],
+      );
       if (n === 0) return;
-      if (this.options.clock.now().getTime() > deadline) throw new MoveError(`cell ${this.cell}: ${n} transactions ${what} stayed open for 60 s; ${consequence}`);
+      if (this.options.clock.now().getTime() > deadline)
+        throw new MoveError(`cell ${this.cell}: ${n} transactions ${what} stayed open for 60 s; ${consequence}`);
       await this.options.clock.sleep(5);
     }
   }
 
-  public async exportDelta(subject: MoveSubject, since: string, handoff: HandoffStore, prefix: string, limiter?: RateLimiter): Promise<DeltaManifest> {
+  public async exportDelta(
+    subject: MoveSubject,
+    since: string,
+    handoff: HandoffStore,
+    prefix: string,
+    limiter?: RateLimiter,
+  ): Promise<DeltaManifest> {
     return this.withClient(async (client) => {
       const upTo = await this.stableUpTo(client);
       return inTransaction(client, 'isolation level repeatable read read only', async () => {
@@ -247,9 +275,12 @@ export class PostgresCellData implements CellData {
           const params: unknown[] = [since, upTo];
           const where = this.predicate(subject, 'tenant_id', params);
           const counts = { rows: 0, batches: 0, tombstones: 0, tombstoneBatches: 0 };
-          await client.query(`declare rows_cursor no scroll cursor for
+          await client.query(
+            `declare rows_cursor no scroll cursor for
             select row_to_json(t)::text as j from ${quote(table.name)} t
-            where t.row_version > $1::bigint and t.row_version <= $2::bigint and ${where} order by t.row_version`, params);
+            where t.row_version > $1::bigint and t.row_version <= $2::bigint and ${where} order by t.row_version`,
+            params,
+          );
           for (;;) {
             const { rows } = await client.query<{ j: string }>(`fetch ${this.options.batchRows} from rows_cursor`);
             if (rows.length === 0) break;
@@ -261,9 +292,12 @@ export class PostgresCellData implements CellData {
           await client.query('close rows_cursor');
           const tparams: unknown[] = [since, upTo, table.name];
           const twhere = this.predicate(subject, 'tenant_id', tparams);
-          const { rows: tombstones } = await client.query<{ id: string }>(`
+          const { rows: tombstones } = await client.query<{ id: string }>(
+            `
             select id from cf_tombstones
-            where row_version > $1::bigint and row_version <= $2::bigint and table_name = $3 and ${twhere} order by row_version`, tparams);
+            where row_version > $1::bigint and row_version <= $2::bigint and table_name = $3 and ${twhere} order by row_version`,
+            tparams,
+          );
           for (let i = 0; i < tombstones.length; i += this.options.batchRows) {
             const batch = tombstones.slice(i, i + this.options.batchRows).map((t) => ({ id: t.id }));
             await handoff.put(`${prefix}/${table.name}/tombstones-${counts.tombstoneBatches}.json`, JSON.stringify(batch));
@@ -281,66 +315,87 @@ export class PostgresCellData implements CellData {
   }
 
   public async importDelta(subject: MoveSubject, handoff: HandoffStore, prefix: string, manifest: DeltaManifest): Promise<TableCounts> {
-    return this.withClient(async (client) => inTransaction(client, '', async () => {
-      const here = new Map((await this.tables(client)).map((t) => [t.name, t]));
-      const counts: Record<string, { rows: number; tombstones: number }> = {};
-      for (const [name, delta] of Object.entries(manifest.tables)) {
-        const table = here.get(name);
-        if (!table) throw new MoveError(`cell ${this.cell} has no movable table ${name}; the source has one (are both cells on the same schema version?)`);
-        const params: unknown[] = [];
-        const where = this.predicate(subject, 't.tenant_id', params);
-        for (let b = 0; b < delta.tombstoneBatches; b++) {
-          const text = await handoff.get(`${prefix}/${name}/tombstones-${b}.json`);
-          await client.query(`delete from ${quote(name)} t using json_populate_recordset(null::${quote(name)}, $${params.length + 1}::json) x where t.id = x.id and ${where}`, [...params, text]);
-        }
-        const columns = table.columns.map(quote);
-        const updates = table.columns.filter((c) => c !== 'id').map((c) => `${quote(c)} = excluded.${quote(c)}`).join(', ');
-        for (let b = 0; b < delta.batches; b++) {
-          const text = await handoff.get(`${prefix}/${name}/rows-${b}.json`);
-          await client.query(`insert into ${quote(name)} (${columns.join(', ')})
+    return this.withClient(async (client) =>
+      inTransaction(client, '', async () => {
+        const here = new Map((await this.tables(client)).map((t) => [t.name, t]));
+        const counts: Record<string, { rows: number; tombstones: number }> = {};
+        for (const [name, delta] of Object.entries(manifest.tables)) {
+          const table = here.get(name);
+          if (!table)
+            throw new MoveError(`cell ${this.cell} has no movable table ${name}; the source has one (are both cells on the same schema version?)`);
+          const params: unknown[] = [];
+          const where = this.predicate(subject, 't.tenant_id', params);
+          for (let b = 0; b < delta.tombstoneBatches; b++) {
+            const text = await handoff.get(`${prefix}/${name}/tombstones-${b}.json`);
+            await client.query(
+              `delete from ${quote(name)} t using json_populate_recordset(null::${quote(name)}, $${params.length + 1}::json) x where t.id = x.id and ${where}`,
+              [...params, text],
+            );
+          }
+          const columns = table.columns.map(quote);
+          const updates = table.columns
+            .filter((c) => c !== 'id')
+            .map((c) => `${quote(c)} = excluded.${quote(c)}`)
+            .join(', ');
+          for (let b = 0; b < delta.batches; b++) {
+            const text = await handoff.get(`${prefix}/${name}/rows-${b}.json`);
+            await client.query(
+              `insert into ${quote(name)} (${columns.join(', ')})
             select ${columns.join(', ')} from json_populate_recordset(null::${quote(name)}, $1::json)
-            on conflict (id) do update set ${updates}`, [text]);
+            on conflict (id) do update set ${updates}`,
+              [text],
+            );
+          }
+          counts[name] = { rows: delta.rows, tombstones: delta.tombstones };
         }
-        counts[name] = { rows: delta.rows, tombstones: delta.tombstones };
-      }
-      return counts;
-    }));
+        return counts;
+      }),
+    );
   }
 
   public async clear(subject: MoveSubject): Promise<number> {
-    return this.withClient(async (client) => inTransaction(client, '', async () => {
-      let deleted = 0;
-      for (const table of await this.tables(client)) {
+    return this.withClient(async (client) =>
+      inTransaction(client, '', async () => {
+        let deleted = 0;
+        for (const table of await this.tables(client)) {
+          const params: unknown[] = [];
+          const result = await client.query(`delete from ${quote(table.name)} where ${this.predicate(subject, 'tenant_id', params)}`, params);
+          deleted += result.rowCount ?? 0;
+        }
+        if (await this.hasQueue(client)) {
+          // Messages of a stale copy (left by an earlier move away, not yet forgotten) or a partial import.
+          const params: unknown[] = [];
+          await client.query(`delete from cf_work_queue where ${this.predicate(subject, 'tenant_id', params)}`, params);
+        }
+        // The deletes just recorded tombstones for rows that never were this cell's: drop them.
         const params: unknown[] = [];
-        const result = await client.query(`delete from ${quote(table.name)} where ${this.predicate(subject, 'tenant_id', params)}`, params);
-        deleted += result.rowCount ?? 0;
-      }
-      if (await this.hasQueue(client)) {
-        // Messages of a stale copy (left by an earlier move away, not yet forgotten) or a partial import.
-        const params: unknown[] = [];
-        await client.query(`delete from cf_work_queue where ${this.predicate(subject, 'tenant_id', params)}`, params);
-      }
-      // The deletes just recorded tombstones for rows that never were this cell's: drop them.
-      const params: unknown[] = [];
-      await client.query(`delete from cf_tombstones where ${this.predicate(subject, 'tenant_id', params)}`, params);
-      return deleted;
-    }));
+        await client.query(`delete from cf_tombstones where ${this.predicate(subject, 'tenant_id', params)}`, params);
+        return deleted;
+      }),
+    );
   }
 
   public async checksums(subject: MoveSubject): Promise<TableChecksums> {
-    return this.withClient(async (client) => inTransaction(client, 'isolation level repeatable read read only', async () => {
-      const result: Record<string, { rows: number; checksum: string }> = {};
-      for (const table of await this.tables(client)) {
-        const params: unknown[] = [];
-        // Order-independent: the sum of each row's hash (rowHash), so it equals the sum the
-        // incremental verify keeps from rowHashes.
-        const { rows: [r] } = await client.query<{ n: number; sum: string }>(`
+    return this.withClient(async (client) =>
+      inTransaction(client, 'isolation level repeatable read read only', async () => {
+        const result: Record<string, { rows: number; checksum: string }> = {};
+        for (const table of await this.tables(client)) {
+          const params: unknown[] = [];
+          // Order-independent: the sum of each row's hash (rowHash), so it equals the sum the
+          // incremental verify keeps from rowHashes.
+          const {
+            rows: [r],
+          } = await client.query<{ n: number; sum: string }>(
+            `
           select count(*)::int as n, coalesce(sum(${rowHash(table)}::numeric), 0)::text as sum
-          from ${quote(table.name)} t where ${this.predicate(subject, 'tenant_id', params)}`, params);
-        result[table.name] = { rows: r.n, checksum: r.sum };
-      }
-      return result;
-    }));
+          from ${quote(table.name)} t where ${this.predicate(subject, 'tenant_id', params)}`,
+            params,
+          );
+          result[table.name] = { rows: r.n, checksum: r.sum };
+        }
+        return result;
+      }),
+    );
   }
 
   public async rowHashes(subject: MoveSubject, since: string): Promise<RowHashes> {
@@ -354,15 +409,21 @@ export class PostgresCellData implements CellData {
           const params: unknown[] = since === '0' ? [] : [since];
           const where = this.predicate(subject, 'tenant_id', params);
           // An index on row_version (items has one) makes this proportional to what changed, not to the tenant.
-          const { rows } = await client.query<{ id: string; h: string }>(`
+          const { rows } = await client.query<{ id: string; h: string }>(
+            `
             select t.id::text as id, ${rowHash(table)}::text as h from ${quote(table.name)} t
-            where ${since === '0' ? 'true' : 't.row_version > $1::bigint'} and ${where}`, params);
+            where ${since === '0' ? 'true' : 't.row_version > $1::bigint'} and ${where}`,
+            params,
+          );
           const changed: [string, string | null][] = rows.map((r) => [r.id, r.h]);
           if (since !== '0') {
             const tparams: unknown[] = [since, table.name];
             const twhere = this.predicate(subject, 'tenant_id', tparams);
-            const { rows: gone } = await client.query<{ id: string }>(`
-              select id from cf_tombstones where row_version > $1::bigint and table_name = $2 and ${twhere}`, tparams);
+            const { rows: gone } = await client.query<{ id: string }>(
+              `
+              select id from cf_tombstones where row_version > $1::bigint and table_name = $2 and ${twhere}`,
+              tparams,
+            );
             // An id deleted and inserted again has its new row above `since` too (its row_version
             // comes after the tombstone's), so an id absent from `rows` has no row now.
             const present = new Set(rows.map((r) => r.id));
@@ -377,16 +438,23 @@ export class PostgresCellData implements CellData {
 
   /** The workload's local work queue (contract 1's QUEUE_KIND=postgres; empty where the cell uses SQS). */
   private async hasQueue(client: PoolClient): Promise<boolean> {
-    const { rows: [r] } = await client.query<{ t: string | null }>(`select to_regclass('cf_work_queue')::text as t`);
+    const {
+      rows: [r],
+    } = await client.query<{ t: string | null }>(`select to_regclass('cf_work_queue')::text as t`);
     return r.t !== null;
   }
 
   public async pendingWork(subject: MoveSubject): Promise<string[]> {
     return this.withClient(async (client) => {
-      const { rows: [view] } = await client.query<{ t: string | null }>(`select to_regclass('cf_pending_work')::text as t`);
+      const {
+        rows: [view],
+      } = await client.query<{ t: string | null }>(`select to_regclass('cf_pending_work')::text as t`);
       if (view.t === null) return [];
       const params: unknown[] = [];
-      const { rows } = await client.query<{ body: string }>(`select body::text as body from cf_pending_work where ${this.predicate(subject, 'tenant_id', params)}`, params);
+      const { rows } = await client.query<{ body: string }>(
+        `select body::text as body from cf_pending_work where ${this.predicate(subject, 'tenant_id', params)}`,
+        params,
+      );
       return rows.map((r) => r.body);
     });
   }
@@ -396,9 +464,12 @@ export class PostgresCellData implements CellData {
       let messages: unknown[] = [];
       if (await this.hasQueue(client)) {
         const params: unknown[] = [];
-        ({ rows: messages } = await client.query(`
+        ({ rows: messages } = await client.query(
+          `
           select tenant_id, body, receive_count, enqueued_at, visible_at = 'infinity'::timestamptz as parked
-          from cf_work_queue where ${this.predicate(subject, 'tenant_id', params)} order by id`, params));
+          from cf_work_queue where ${this.predicate(subject, 'tenant_id', params)} order by id`,
+          params,
+        ));
       }
       await handoff.put(`${prefix}/cf_work_queue.json`, JSON.stringify(messages));
       return messages.length;
@@ -409,16 +480,22 @@ export class PostgresCellData implements CellData {
     const text = await handoff.get(`${prefix}/cf_work_queue.json`);
     if ((JSON.parse(text) as unknown[]).length === 0) return 0;
     return this.withClient(async (client) => {
-      if (!(await this.hasQueue(client))) throw new MoveError(`cell ${this.cell} has no cf_work_queue table but the source has queued messages (are both cells on the same schema version?)`);
+      if (!(await this.hasQueue(client)))
+        throw new MoveError(
+          `cell ${this.cell} has no cf_work_queue table but the source has queued messages (are both cells on the same schema version?)`,
+        );
       const params: unknown[] = [text];
       // Visible at once on the target, except messages the source had parked for an operator.
       // A message already there (a repeated flip step) is not added twice.
-      const result = await client.query(`
+      const result = await client.query(
+        `
         insert into cf_work_queue (tenant_id, body, visible_at, receive_count, enqueued_at)
         select x.tenant_id, x.body, case when x.parked then 'infinity'::timestamptz else now() end, x.receive_count, x.enqueued_at
         from json_to_recordset($1::json) as x(tenant_id text, body jsonb, receive_count integer, enqueued_at timestamptz, parked boolean)
         where ${this.predicate(subject, 'x.tenant_id', params)}
-          and not exists (select 1 from cf_work_queue q where q.tenant_id = x.tenant_id and q.body = x.body)`, params);
+          and not exists (select 1 from cf_work_queue q where q.tenant_id = x.tenant_id and q.body = x.body)`,
+        params,
+      );
       return result.rowCount ?? 0;
     });
   }
@@ -433,13 +510,17 @@ export class PostgresCellData implements CellData {
     const { kind, values } = this.recordKeys(subject);
     await this.withClient(async (client) => {
       // The state column is optional in the contract (a workload's migration 4 adds it).
-      const { rows } = await client.query(`select 1 from information_schema.columns where table_schema = current_schema() and table_name = 'cf_moved_away' and column_name = 'state'`);
+      const { rows } = await client.query(
+        `select 1 from information_schema.columns where table_schema = current_schema() and table_name = 'cf_moved_away' and column_name = 'state'`,
+      );
       const withState = rows.length > 0;
-      await client.query(`
+      await client.query(
+        `
         insert into cf_moved_away (kind, value, move_id, moved_to, at${withState ? ', state' : ''})
         select $1, v, $3, $4, now()${withState ? ', $5' : ''} from unnest($2::text[]) v
         on conflict (kind, value) do update set move_id = excluded.move_id, moved_to = excluded.moved_to, at = excluded.at${withState ? ', state = excluded.state' : ''}`,
-      withState ? [kind, values, moveId, movedTo, state] : [kind, values, moveId, movedTo]);
+        withState ? [kind, values, moveId, movedTo, state] : [kind, values, moveId, movedTo],
+      );
       await this.drain(client);
     });
   }
@@ -476,28 +557,33 @@ export class PostgresCellData implements CellData {
     const bucket = subjectBuckets(subject, this.options.bucketCount)[0];
     return this.withClient(async (client) => {
       const { rows } = await client.query<{ kind: 'bucket'; value: string; move_id: string; moved_to: string }>(
-        `select kind, value, move_id, moved_to from cf_moved_away where kind = 'bucket' and value = $1`, [String(bucket)]);
+        `select kind, value, move_id, moved_to from cf_moved_away where kind = 'bucket' and value = $1`,
+        [String(bucket)],
+      );
       return rows.map((r) => ({ kind: r.kind, value: r.value, moveId: r.move_id, movedTo: r.moved_to }));
     });
   }
 
   public async forget(subject: MoveSubject, moveId: string): Promise<number> {
-    return this.withClient(async (client) => inTransaction(client, '', async () => {
-      // Only what still went away with this move: a subject that has moved back since is live here again.
-      const still = subject.kind === 'tenant'
-        ? `tenant_id in (select value from cf_moved_away where kind = 'tenant' and move_id = $1)`
-        : `${bucketSql('tenant_id', this.options.bucketCount)} in (select value::bigint from cf_moved_away where kind = 'bucket' and move_id = $1)`;
-      const params: unknown[] = [moveId];
-      const where = `${this.predicate(subject, 'tenant_id', params)} and ${still}`;
-      let deleted = 0;
-      for (const table of await this.tables(client)) {
-        deleted += (await client.query(`delete from ${quote(table.name)} where ${where}`, params)).rowCount ?? 0;
-      }
-      await client.query(`delete from cf_tombstones where ${where}`, params);
-      // The messages the move copied to the target at the flip (the queue keeps them here until now).
-      if (await this.hasQueue(client)) await client.query(`delete from cf_work_queue where ${where}`, params);
-      return deleted;
-    }));
+    return this.withClient(async (client) =>
+      inTransaction(client, '', async () => {
+        // Only what still went away with this move: a subject that has moved back since is live here again.
+        const still =
+          subject.kind === 'tenant'
+            ? `tenant_id in (select value from cf_moved_away where kind = 'tenant' and move_id = $1)`
+            : `${bucketSql('tenant_id', this.options.bucketCount)} in (select value::bigint from cf_moved_away where kind = 'bucket' and move_id = $1)`;
+        const params: unknown[] = [moveId];
+        const where = `${this.predicate(subject, 'tenant_id', params)} and ${still}`;
+        let deleted = 0;
+        for (const table of await this.tables(client)) {
+          deleted += (await client.query(`delete from ${quote(table.name)} where ${where}`, params)).rowCount ?? 0;
+        }
+        await client.query(`delete from cf_tombstones where ${where}`, params);
+        // The messages the move copied to the target at the flip (the queue keeps them here until now).
+        if (await this.hasQueue(client)) await client.query(`delete from cf_work_queue where ${where}`, params);
+        return deleted;
+      }),
+    );
   }
 
   public async close(): Promise<void> {

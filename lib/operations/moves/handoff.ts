@@ -42,7 +42,8 @@ export class LocalHandoffStore implements HandoffStore {
     try {
       return fs.readFileSync(path.join(this.dir, key), 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`hand-off ${this.dir}: ${key} is missing (removed while the move ran?); run the move again with \`cellctl move resume\``);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new Error(`hand-off ${this.dir}: ${key} is missing (removed while the move ran?); run the move again with \`cellctl move resume\``);
       throw error;
     }
   }

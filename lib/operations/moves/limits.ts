@@ -38,13 +38,17 @@ export function admissionProblems(
   const problems: string[] = [];
   for (const m of active) {
     if (subjectsOverlap(candidate.subject, m.subject, candidate.bucketCount)) {
-      problems.push(`${describeSubject(candidate.subject)} overlaps move ${m.id} (${describeSubject(m.subject)}, at ${m.completed}): one move per tenant at a time; finish or abort it first`);
+      problems.push(
+        `${describeSubject(candidate.subject)} overlaps move ${m.id} (${describeSubject(m.subject)}, at ${m.completed}): one move per tenant at a time; finish or abort it first`,
+      );
     }
   }
   for (const cell of [candidate.source, candidate.target]) {
     const busy = active.filter((m) => m.source === cell || m.target === cell);
     if (busy.length >= limits.concurrentMovesPerCell) {
-      problems.push(`cell ${cell} is already in ${busy.length} moves (${busy.map((m) => m.id).join(', ')}); the limit is ${limits.concurrentMovesPerCell} per cell`);
+      problems.push(
+        `cell ${cell} is already in ${busy.length} moves (${busy.map((m) => m.id).join(', ')}); the limit is ${limits.concurrentMovesPerCell} per cell`,
+      );
     }
   }
   return problems;
@@ -55,7 +59,10 @@ export class RateLimiter {
   private available: number;
   private last: number;
 
-  constructor(private readonly perSecond: number, private readonly clock: Clock) {
+  constructor(
+    private readonly perSecond: number,
+    private readonly clock: Clock,
+  ) {
     if (!(perSecond > 0)) throw new MoveError(`copy rate ${perSecond}: give rows per second > 0`);
     this.available = perSecond;
     this.last = clock.now().getTime();

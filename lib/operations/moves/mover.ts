@@ -45,7 +45,13 @@ function limitsOf(deps: MoverDeps): MoveLimits {
 
 function newMoveId(subject: MoveSubject, now: Date): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  const what = subject.kind === 'tenant' ? subject.tenant.toLowerCase().replace(/[^a-z0-9-]/g, '-').slice(0, 40) : `b${subject.ranges[0].from}`;
+  const what =
+    subject.kind === 'tenant'
+      ? subject.tenant
+          .toLowerCase()
+          .replace(/[^a-z0-9-]/g, '-')
+          .slice(0, 40)
+      : `b${subject.ranges[0].from}`;
   return `m-${stamp}-${what}-${randomBytes(2).toString('hex')}`;
 }
 
@@ -66,10 +72,14 @@ function withOverrides(doc: MappingDocument, subject: Extract<MoveSubject, { kin
   };
   const exact = Object.entries(doc.overrides.exact).filter(([key]) => inRanges(key));
   const pinnedHere = exact.filter(([, cell]) => cell === source).map(([key]) => key);
-  const prefixesHere = Object.entries(doc.overrides.prefix).filter(([, cell]) => cell === source).map(([p]) => p);
+  const prefixesHere = Object.entries(doc.overrides.prefix)
+    .filter(([, cell]) => cell === source)
+    .map(([p]) => p);
   if (pinnedHere.length > 0 || prefixesHere.length > 0) {
     const what = [...pinnedHere.map((k) => `tenant ${k}`), ...prefixesHere.map((p) => `prefix ${p}`)].slice(0, 5).join(', ');
-    throw new MoveError(`${describeSubject(subject)}: ${what} ${pinnedHere.length + prefixesHere.length > 1 ? 'are' : 'is'} pinned to ${source} itself, and a bucket move would make ${source} refuse them; unpin them or move them first`);
+    throw new MoveError(
+      `${describeSubject(subject)}: ${what} ${pinnedHere.length + prefixesHere.length > 1 ? 'are' : 'is'} pinned to ${source} itself, and a bucket move would make ${source} refuse them; unpin them or move them first`,
+    );
   }
   return { kind: 'buckets', ranges: subject.ranges, except: { exact: exact.map(([key]) => key), prefixes: Object.keys(doc.overrides.prefix) } };
 }
@@ -89,18 +99,24 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
   if (target.state !== 'active') throw new MoveError(`cell ${request.target} is ${target.state}; only an active cell can take a move`);
   const [sourceVersion, targetVersion] = await Promise.all([deps.cell(source).schemaVersion(), deps.cell(request.target).schemaVersion()]);
   if (sourceVersion !== targetVersion) {
-    throw new MoveError(`${source} is on schema version ${sourceVersion} and ${request.target} on ${targetVersion}: deploy the same workload version to both, then move`);
+    throw new MoveError(
+      `${source} is on schema version ${sourceVersion} and ${request.target} on ${targetVersion}: deploy the same workload version to both, then move`,
+    );
   }
   // A database the factory did not build (cell zero) may lack what the mover needs: refuse, naming it.
   const refusals = contractRefusals((await deps.cell(source).contractGaps?.()) ?? []);
   if (refusals.length > 0) {
-    throw new MoveError(`${what} cannot leave ${source}: its database does not meet the movable-schema contract (run \`cellctl cell-zero check\` for the fix of each):\n${refusals.map((r) => `  - ${r}`).join('\n')}`);
+    throw new MoveError(
+      `${what} cannot leave ${source}: its database does not meet the movable-schema contract (run \`cellctl cell-zero check\` for the fix of each):\n${refusals.map((r) => `  - ${r}`).join('\n')}`,
+    );
   }
   const subject = request.subject.kind === 'buckets' ? withOverrides(doc, request.subject, source) : request.subject;
   const blocking = await deps.cell(request.target).blockingRecords(subject);
   if (blocking.length > 0) {
     const b = blocking[0];
-    throw new MoveError(`${request.target} refuses ${what}: its bucket ${b.value} was moved away to ${b.movedTo} (move ${b.moveId}); move the tenant to ${b.movedTo} instead, or move the bucket back`);
+    throw new MoveError(
+      `${request.target} refuses ${what}: its bucket ${b.value} was moved away to ${b.movedTo} (move ${b.moveId}); move the tenant to ${b.movedTo} instead, or move the bucket back`,
+    );
   }
   return deps.store.withPlanLock(async () => {
     const problems = admissionProblems({ subject, source, target: request.target, bucketCount: doc.bucketCount }, await deps.store.list(), limits);
@@ -124,7 +140,14 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
       updatedAt: now.toISOString(),
     };
     await deps.store.create(record);
-    await audit(deps, record.id, 'planned', { subject: record.subject, source, target: record.target, reason: record.reason, mappingVersion: doc.version, schemaVersion: sourceVersion });
+    await audit(deps, record.id, 'planned', {
+      subject: record.subject,
+      source,
+      target: record.target,
+      reason: record.reason,
+      mappingVersion: doc.version,
+      schemaVersion: sourceVersion,
+    });
     deps.progress?.(`planned ${record.id}: ${what} ${source} -> ${record.target}`);
     return record;
   });
@@ -142,14 +165,22 @@ async function save(deps: MoverDeps, stored: StoredMove, patch: Partial<MoveReco
 }
 
 /** One delta: export from the source into the hand-off, import into the target. */
-async function copyDelta(deps: MoverDeps, record: MoveRecord, since: string, prefix: string, limiter: RateLimiter): Promise<{ manifest: DeltaManifest; rows: number }> {
+async function copyDelta(
+  deps: MoverDeps,
+  record: MoveRecord,
+  since: string,
+  prefix: string,
+  limiter: RateLimiter,
+): Promise<{ manifest: DeltaManifest; rows: number }> {
   const started = deps.clock.now().getTime();
   const key = `${record.id}/${prefix}`;
   const manifest = await deps.cell(record.source).exportDelta(record.subject, since, deps.handoff, key, limiter);
   await deps.cell(record.target).importDelta(record.subject, deps.handoff, key, manifest);
   const rows = Object.values(manifest.tables).reduce((n, t) => n + t.rows + t.tombstones, 0);
   const seconds = Math.max(0.001, (deps.clock.now().getTime() - started) / 1000);
-  deps.progress?.(`${record.id} ${prefix}: ${rows} rows and tombstones (${Math.round(rows / seconds)}/s), source row_version ${since} -> ${manifest.upTo}`);
+  deps.progress?.(
+    `${record.id} ${prefix}: ${rows} rows and tombstones (${Math.round(rows / seconds)}/s), source row_version ${since} -> ${manifest.upTo}`,
+  );
   await audit(deps, record.id, 'delta', { prefix, since, upTo: manifest.upTo, tables: manifest.tables, seconds });
   return { manifest, rows };
 }
@@ -164,7 +195,8 @@ async function publishIfChanged(deps: MoverDeps, change: (doc: MappingDocument) 
 
 function differences(a: TableChecksums, b: TableChecksums): string[] {
   const tables = new Set([...Object.keys(a), ...Object.keys(b)]);
-  return [...tables].filter((t) => a[t]?.rows !== b[t]?.rows || a[t]?.checksum !== b[t]?.checksum)
+  return [...tables]
+    .filter((t) => a[t]?.rows !== b[t]?.rows || a[t]?.checksum !== b[t]?.checksum)
     .map((t) => `${t}: source ${a[t]?.rows ?? '-'} rows / ${a[t]?.checksum ?? '-'}, target ${b[t]?.rows ?? '-'} rows / ${b[t]?.checksum ?? '-'}`);
 }
 
@@ -175,7 +207,14 @@ interface RunSession {
 }
 
 /** Runs one step after `completed`; returns the record as stored after it. */
-async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limiter: RateLimiter, options: RunOptions, session: RunSession): Promise<StoredMove> {
+async function runStep(
+  deps: MoverDeps,
+  stored: StoredMove,
+  step: MoveStep,
+  limiter: RateLimiter,
+  options: RunOptions,
+  session: RunSession,
+): Promise<StoredMove> {
   const limits = limitsOf(deps);
   const r = stored.record;
   const source = deps.cell(r.source);
@@ -204,7 +243,8 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       // verify under the freeze only re-reads what changed after this (lib/operations/moves/verify.ts).
       const started = deps.clock.now().getTime();
       session.verify = await IncrementalVerify.start(r.subject, source, target);
-      if (session.verify) await audit(deps, r.id, 'verify-base', { rows: session.verify.baseRows, seconds: (deps.clock.now().getTime() - started) / 1000 });
+      if (session.verify)
+        await audit(deps, r.id, 'verify-base', { rows: session.verify.baseRows, seconds: (deps.clock.now().getTime() - started) / 1000 });
       const version = await publishIfChanged(deps, (doc) => freezeSubject(doc, r.subject, deps.clock.now().toISOString()));
       // The fence: from this commit on the source refuses the subject inside every write's
       // transaction, so the final sync below reads a source that can no longer change. A request a
@@ -243,7 +283,10 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
         await copyDelta(deps, r, '0', 'resync', limiter);
         [a, b] = await Promise.all([source.checksums(r.subject), target.checksums(r.subject)]);
         diff = differences(a, b);
-        if (diff.length > 0) throw new MoveError(`${r.id}: source and target differ after a full copy under freeze:\n  ${diff.join('\n  ')}\nabort the move (\`cellctl move abort ${r.id}\`) and report it`);
+        if (diff.length > 0)
+          throw new MoveError(
+            `${r.id}: source and target differ after a full copy under freeze:\n  ${diff.join('\n  ')}\nabort the move (\`cellctl move abort ${r.id}\`) and report it`,
+          );
       }
       await audit(deps, r.id, 'verified', { checksums: a });
       return save(deps, stored, { completed: 'verified', checksums: a });
@@ -278,15 +321,25 @@ async function runStep(deps: MoverDeps, stored: StoredMove, step: MoveStep, limi
       // the mapping changed since, there is nothing to publish or wait for.
       const doc = await deps.routing.read();
       const unfrozen = unfreezeSubject(doc, r.subject, deps.clock.now().toISOString());
-      const version = unfrozen === doc && doc.version === r.mappingVersions.flip
-        ? doc.version
-        : await publishIfChanged(deps, (d) => unfreezeSubject(d, r.subject, deps.clock.now().toISOString()));
+      const version =
+        unfrozen === doc && doc.version === r.mappingVersions.flip
+          ? doc.version
+          : await publishIfChanged(deps, (d) => unfreezeSubject(d, r.subject, deps.clock.now().toISOString()));
       const unfrozenAt = r.unfrozenAt ?? deps.clock.now().toISOString();
       const freezeMs = Date.parse(unfrozenAt) - Date.parse(r.frozenAt ?? unfrozenAt);
       const forgetAfter = new Date(Date.parse(unfrozenAt) + limits.retentionMs).toISOString();
       await audit(deps, r.id, 'unfrozen', { mappingVersion: version, freezeMs, forgetAfter });
-      deps.progress?.(`${r.id}: ${describeSubject(r.subject)} now served by ${r.target}; frozen for ${freezeMs} ms; source copy kept until ${forgetAfter}`);
-      return save(deps, stored, { completed: 'unfrozen', status: 'retained', unfrozenAt, freezeMs, forgetAfter, mappingVersions: { ...r.mappingVersions, unfreeze: version } });
+      deps.progress?.(
+        `${r.id}: ${describeSubject(r.subject)} now served by ${r.target}; frozen for ${freezeMs} ms; source copy kept until ${forgetAfter}`,
+      );
+      return save(deps, stored, {
+        completed: 'unfrozen',
+        status: 'retained',
+        unfrozenAt,
+        freezeMs,
+        forgetAfter,
+        mappingVersions: { ...r.mappingVersions, unfreeze: version },
+      });
     }
     case 'forgotten': {
       const due = Date.parse(r.forgetAfter ?? '') <= deps.clock.now().getTime();
@@ -342,7 +395,8 @@ export async function runMove(deps: MoverDeps, id: string, options: RunOptions =
 /** Deletes the source copy once the retention has passed (or at once with `now`). */
 export async function forgetMove(deps: MoverDeps, id: string, now = false): Promise<MoveRecord> {
   const { record } = await load(deps, id);
-  if (record.status === 'active') throw new MoveError(`move ${id} is at ${record.completed}; finish it (\`cellctl move resume ${id}\`) before forgetting the source copy`);
+  if (record.status === 'active')
+    throw new MoveError(`move ${id} is at ${record.completed}; finish it (\`cellctl move resume ${id}\`) before forgetting the source copy`);
   if (record.status !== 'retained') return record;
   if (!now && Date.parse(record.forgetAfter!) > deps.clock.now().getTime()) {
     throw new MoveError(`move ${id}: the source copy is kept until ${record.forgetAfter}; pass --now to delete it earlier`);
@@ -363,7 +417,9 @@ export async function abortMove(deps: MoverDeps, id: string, reason = ''): Promi
   }
   const doc = await deps.routing.read();
   if (currentCell(doc, r.subject) === r.target) {
-    throw new MoveError(`move ${id}: mapping v${doc.version} already routes ${describeSubject(r.subject)} to ${r.target} (the mover stopped during the flip); run \`cellctl move resume ${id}\` to finish it`);
+    throw new MoveError(
+      `move ${id}: mapping v${doc.version} already routes ${describeSubject(r.subject)} to ${r.target} (the mover stopped during the flip); run \`cellctl move resume ${id}\` to finish it`,
+    );
   }
   await audit(deps, id, 'abort', { at: r.completed, reason });
   const deleted = await deps.cell(r.target).clear(r.subject);

@@ -45,7 +45,9 @@ export class FileRoutingControl implements RoutingControl {
   public async publish(doc: MappingDocument, previous: number): Promise<void> {
     const current = await this.read();
     if (current.version !== previous) {
-      throw new MoveError(`${this.file} went from v${previous} to v${current.version} while the move was changing it; run the move again (\`cellctl move resume\`)`);
+      throw new MoveError(
+        `${this.file} went from v${previous} to v${current.version} while the move was changing it; run the move again (\`cellctl move resume\`)`,
+      );
     }
     const parsed = parseMapping(JSON.stringify(doc), { previousVersion: previous });
     if (!parsed.ok) throw new MoveError(`the move would write an invalid mapping; nothing written:\n${formatProblems(parsed.problems)}`);
@@ -55,12 +57,17 @@ export class FileRoutingControl implements RoutingControl {
   public async waitApplied(version: number): Promise<void> {
     const deadline = this.clock.now().getTime() + this.timeoutMs;
     for (;;) {
-      const served = await this.probe().catch(() => ({} as Record<string, number | undefined>));
+      const served = await this.probe().catch(() => ({}) as Record<string, number | undefined>);
       const lagging = Object.entries(served).filter(([, v]) => v === undefined || v < version);
       if (Object.keys(served).length > 0 && lagging.length === 0) return;
       if (this.clock.now().getTime() > deadline) {
-        const names = Object.keys(served).length === 0 ? 'no router answered' : lagging.map(([r, v]) => `${r} serves ${v === undefined ? 'nothing' : `v${v}`}`).join(', ');
-        throw new MoveError(`routers did not apply mapping v${version} within ${this.timeoutMs / 1000} s (${names}); check them, then \`cellctl move resume\``);
+        const names =
+          Object.keys(served).length === 0
+            ? 'no router answered'
+            : lagging.map(([r, v]) => `${r} serves ${v === undefined ? 'nothing' : `v${v}`}`).join(', ');
+        throw new MoveError(
+          `routers did not apply mapping v${version} within ${this.timeoutMs / 1000} s (${names}); check them, then \`cellctl move resume\``,
+        );
       }
       await this.clock.sleep(50);
     }

@@ -30,9 +30,10 @@ export function freezeSubject(doc: MappingDocument, subject: MoveSubject, now: s
   if (isFrozen(doc, subject)) return doc;
   const freeze = doc.freeze ?? EMPTY;
   return bump(doc, now, {
-    freeze: subject.kind === 'tenant'
-      ? { exact: [...freeze.exact, subject.tenant], buckets: freeze.buckets }
-      : { exact: freeze.exact, buckets: mergeRanges([...freeze.buckets, ...subject.ranges]) },
+    freeze:
+      subject.kind === 'tenant'
+        ? { exact: [...freeze.exact, subject.tenant], buckets: freeze.buckets }
+        : { exact: freeze.exact, buckets: mergeRanges([...freeze.buckets, ...subject.ranges]) },
   });
 }
 
@@ -56,7 +57,8 @@ export function unfreezeSubject(doc: MappingDocument, subject: MoveSubject, now:
     }
     remaining.push(...pieces);
   }
-  if (remaining.length === freeze.buckets.length && remaining.every((r, i) => r.from === freeze.buckets[i].from && r.to === freeze.buckets[i].to)) return doc;
+  if (remaining.length === freeze.buckets.length && remaining.every((r, i) => r.from === freeze.buckets[i].from && r.to === freeze.buckets[i].to))
+    return doc;
   return bump(doc, now, { freeze: { exact: freeze.exact, buckets: remaining } });
 }
 

@@ -1,11 +1,8 @@
 import { randomBytes } from 'crypto';
-import {
-  DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { checkMoveId, MoveConflictError, MoveStore, StoredMove } from './store';
 import { AuditEntry, MoveError, MoveRecord } from '../../domain/moves/types';
 import { conditionFailed, statusOf } from '../../adapters/mapping-store/store';
-
 
 /**
  * Moves kept in S3 next to the mapping (`moves/<id>/move.json`), for operators driving moves of AWS
@@ -20,7 +17,12 @@ import { conditionFailed, statusOf } from '../../adapters/mapping-store/store';
 export class S3MoveStore implements MoveStore {
   public readonly description: string;
 
-  constructor(private readonly s3: S3Client, private readonly bucket: string, private readonly prefix = 'moves/', private readonly staleLockMs = 60_000) {
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    private readonly prefix = 'moves/',
+    private readonly staleLockMs = 60_000,
+  ) {
     this.description = `s3://${bucket}/${prefix}`;
   }
 
@@ -30,12 +32,16 @@ export class S3MoveStore implements MoveStore {
   }
 
   private fail(operation: string, key: string, error: unknown): never {
-    throw new MoveError(`${operation} s3://${this.bucket}/${key} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}`);
+    throw new MoveError(
+      `${operation} s3://${this.bucket}/${key} failed: ${(error as Error).name} ${statusOf(error) ?? ''}: ${(error as Error).message}`,
+    );
   }
 
   private async put(key: string, body: string, condition: { IfNoneMatch: string } | { IfMatch: string }, id: string): Promise<string> {
     try {
-      const response = await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/json', ...condition }));
+      const response = await this.s3.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/json', ...condition }),
+      );
       return response.ETag!;
     } catch (error) {
       if (conditionFailed(error, 'IfMatch' in condition)) throw new MoveConflictError(id);

@@ -62,7 +62,9 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 export async function readSchemaFacts(client: Pool | PoolClient): Promise<SchemaFacts> {
   const present = await client.query<Record<string, string | null>>(`select ${BOOKKEEPING.map((b, i) => `${b.check}::text as b${i}`).join(', ')}`);
   const bookkeeping = new Set(BOOKKEEPING.filter((_, i) => present.rows[0][`b${i}`] !== null).map((b) => b.name));
-  const state = await client.query(`select 1 from information_schema.columns where table_schema = current_schema() and table_name = 'cf_moved_away' and column_name = 'state'`);
+  const state = await client.query(
+    `select 1 from information_schema.columns where table_schema = current_schema() and table_name = 'cf_moved_away' and column_name = 'state'`,
+  );
   const { rows: columns } = await client.query<{ table_name: string; column_name: string; data_type: string; is_nullable: string }>(`
     select c.table_name, c.column_name, c.data_type, c.is_nullable
     from information_schema.columns c
@@ -124,7 +126,9 @@ export async function readSchemaFacts(client: Pool | PoolClient): Promise<Schema
  * `cf_moved_away` its service already reads), so the script runs whole on it.
  */
 function bookkeepingSql(): string {
-  return MIGRATIONS.filter((m) => m.version === 1 || m.version === 4).map((m) => m.sql.trim()).join('\n')
+  return MIGRATIONS.filter((m) => m.version === 1 || m.version === 4)
+    .map((m) => m.sql.trim())
+    .join('\n')
     .replace(/\bcreate (sequence|table|index) (?!if not exists)/g, 'create $1 if not exists ')
     .replace(/\bcreate function /g, 'create or replace function ')
     .replace(/\badd column (?!if not exists)/g, 'add column if not exists ');
@@ -136,21 +140,28 @@ export function contractGaps(facts: SchemaFacts): ContractGap[] {
   const absent = BOOKKEEPING.map((b) => b.name).filter((name) => name !== 'cf_schema_migrations' && !facts.bookkeeping.has(name));
   if (absent.length > 0) {
     gaps.push({
-      table: null, level: 'required', missing: absent.join(', '),
+      table: null,
+      level: 'required',
+      missing: absent.join(', '),
       why: 'row versions, deletes and moved-away tenants are recorded in them (a catch-up copy asks "what changed since v"; a moved tenant is refused with 421)',
       fix: bookkeepingSql(),
     });
   } else if (!facts.movedAwayState) {
     gaps.push({
-      table: null, level: 'required', missing: 'cf_moved_away.state', why: 'a frozen tenant is answered 503 until its flip, 421 after',
+      table: null,
+      level: 'required',
+      missing: 'cf_moved_away.state',
+      why: 'a frozen tenant is answered 503 until its flip, 421 after',
       fix: MIGRATIONS.find((m) => m.version === 4)!.sql.trim(),
     });
   }
   if (!facts.bookkeeping.has('cf_schema_migrations')) {
     gaps.push({
-      table: null, level: 'required', missing: 'cf_schema_migrations',
-      why: 'a move runs only between databases on the same schema version; record the version the cells\' workload is on',
-      fix: 'create table cf_schema_migrations (version integer primary key, applied_at timestamptz not null default now());\ninsert into cf_schema_migrations (version) values (<the cells\' schema version>);',
+      table: null,
+      level: 'required',
+      missing: 'cf_schema_migrations',
+      why: "a move runs only between databases on the same schema version; record the version the cells' workload is on",
+      fix: "create table cf_schema_migrations (version integer primary key, applied_at timestamptz not null default now());\ninsert into cf_schema_migrations (version) values (<the cells' schema version>);",
     });
   }
   for (const table of facts.tables) gaps.push(...tableGaps(table));
@@ -159,51 +170,119 @@ export function contractGaps(facts: SchemaFacts): ContractGap[] {
 
 function tableGaps(table: TableFacts): ContractGap[] {
   const t = quote(table.name);
-  const gap = (missing: string, why: string, fix: string, level: ContractGap['level'] = 'required'): ContractGap => ({ table: table.name, missing, why, fix, level });
+  const gap = (missing: string, why: string, fix: string, level: ContractGap['level'] = 'required'): ContractGap => ({
+    table: table.name,
+    missing,
+    why,
+    fix,
+    level,
+  });
   const gaps: ContractGap[] = [];
   const { tenant_id: tenant, id, row_version: version } = table.columns;
   if (!tenant) {
-    gaps.push(gap('tenant_id column', 'a move selects a tenant\'s rows by it; a table without it stays behind when its tenants move',
-      `alter table ${t} add column tenant_id text;\n-- set each row's tenant, then:\nalter table ${t} alter column tenant_id set not null;`));
+    gaps.push(
+      gap(
+        'tenant_id column',
+        "a move selects a tenant's rows by it; a table without it stays behind when its tenants move",
+        `alter table ${t} add column tenant_id text;\n-- set each row's tenant, then:\nalter table ${t} alter column tenant_id set not null;`,
+      ),
+    );
   } else if (tenant.nullable) {
-    gaps.push(gap('tenant_id not null', 'a row without a tenant belongs to no move and would stay behind', `alter table ${t} alter column tenant_id set not null;`));
+    gaps.push(
+      gap(
+        'tenant_id not null',
+        'a row without a tenant belongs to no move and would stay behind',
+        `alter table ${t} alter column tenant_id set not null;`,
+      ),
+    );
   }
   if (!id) {
-    gaps.push(gap('id column', 'the mover upserts and records deletes by a single-column key `id`',
-      `alter table ${t} add column id text not null default gen_random_uuid()::text;${table.primaryKey.length === 0 ? `\nalter table ${t} add primary key (id);` : ''}`));
+    gaps.push(
+      gap(
+        'id column',
+        'the mover upserts and records deletes by a single-column key `id`',
+        `alter table ${t} add column id text not null default gen_random_uuid()::text;${table.primaryKey.length === 0 ? `\nalter table ${t} add primary key (id);` : ''}`,
+      ),
+    );
   }
   if (table.primaryKey.length === 0) {
     if (id) gaps.push(gap('primary key', 'the mover upserts by `id` (on conflict (id))', `alter table ${t} add primary key (id);`));
   } else if (table.primaryKey.length !== 1 || table.primaryKey[0] !== 'id') {
-    gaps.push(gap(`primary key (id), not (${table.primaryKey.join(', ')})`, 'the mover upserts and records deletes by `id` alone',
-      `alter table ${t} drop constraint ${quote(`${table.name}_pkey`)}, add primary key (id);  -- keep (${table.primaryKey.join(', ')}) unique with a unique index if the application relies on it`));
+    gaps.push(
+      gap(
+        `primary key (id), not (${table.primaryKey.join(', ')})`,
+        'the mover upserts and records deletes by `id` alone',
+        `alter table ${t} drop constraint ${quote(`${table.name}_pkey`)}, add primary key (id);  -- keep (${table.primaryKey.join(', ')}) unique with a unique index if the application relies on it`,
+      ),
+    );
   }
   if (!version) {
-    gaps.push(gap('row_version column', 'a catch-up copy takes the rows whose row_version rose since the last one',
-      `alter table ${t} add column row_version bigint not null default 0;`));
+    gaps.push(
+      gap(
+        'row_version column',
+        'a catch-up copy takes the rows whose row_version rose since the last one',
+        `alter table ${t} add column row_version bigint not null default 0;`,
+      ),
+    );
   } else if (version.type !== 'bigint' || version.nullable) {
-    gaps.push(gap('row_version bigint not null', `row versions come from the bigint sequence cf_row_version (found ${version.type}${version.nullable ? ', nullable' : ''})`,
-      `alter table ${t} alter column row_version type bigint, alter column row_version set not null;`));
+    gaps.push(
+      gap(
+        'row_version bigint not null',
+        `row versions come from the bigint sequence cf_row_version (found ${version.type}${version.nullable ? ', nullable' : ''})`,
+        `alter table ${t} alter column row_version type bigint, alter column row_version set not null;`,
+      ),
+    );
   }
-  const versions = table.triggers.some((tr) => tr.fn === 'cf_set_row_version' && tr.timing === 'BEFORE' && tr.events.includes('INSERT') && tr.events.includes('UPDATE'));
+  const versions = table.triggers.some(
+    (tr) => tr.fn === 'cf_set_row_version' && tr.timing === 'BEFORE' && tr.events.includes('INSERT') && tr.events.includes('UPDATE'),
+  );
   if (!versions) {
-    gaps.push(gap('row-version trigger', 'every insert and update must take a new row_version, or a catch-up copy misses it',
-      `create trigger ${quote(`${table.name}_row_version`)} before insert or update on ${t} for each row execute function cf_set_row_version();`));
+    gaps.push(
+      gap(
+        'row-version trigger',
+        'every insert and update must take a new row_version, or a catch-up copy misses it',
+        `create trigger ${quote(`${table.name}_row_version`)} before insert or update on ${t} for each row execute function cf_set_row_version();`,
+      ),
+    );
   }
   const tombstones = table.triggers.some((tr) => tr.fn === 'cf_record_tombstone' && tr.timing === 'AFTER' && tr.events.includes('DELETE'));
   if (!tombstones) {
-    gaps.push(gap('tombstone trigger', 'a delete during a move must reach the copy too',
-      `create trigger ${quote(`${table.name}_tombstone`)} after delete on ${t} for each row execute function cf_record_tombstone();`));
+    gaps.push(
+      gap(
+        'tombstone trigger',
+        'a delete during a move must reach the copy too',
+        `create trigger ${quote(`${table.name}_tombstone`)} after delete on ${t} for each row execute function cf_record_tombstone();`,
+      ),
+    );
   }
   if (table.unversionedRows || (!version && Object.keys(table.columns).length > 0)) {
-    gaps.push(gap('row versions on existing rows', 'the first copy takes rows with row_version above 0; rows written before the trigger have 0',
-      `update ${t} set row_version = nextval('cf_row_version') where row_version <= 0;`));
+    gaps.push(
+      gap(
+        'row versions on existing rows',
+        'the first copy takes rows with row_version above 0; rows written before the trigger have 0',
+        `update ${t} set row_version = nextval('cf_row_version') where row_version <= 0;`,
+      ),
+    );
   }
   if (version && !table.indexedFirst.includes('row_version')) {
-    gaps.push(gap('index on row_version', 'each catch-up reads the rows changed since the last one; without it, the whole table', `create index concurrently ${quote(`${table.name}_row_version`)} on ${t} (row_version);`, 'advice'));
+    gaps.push(
+      gap(
+        'index on row_version',
+        'each catch-up reads the rows changed since the last one; without it, the whole table',
+        `create index concurrently ${quote(`${table.name}_row_version`)} on ${t} (row_version);`,
+        'advice',
+      ),
+    );
   }
   if (tenant && !table.indexedFirst.includes('tenant_id')) {
-    gaps.push(gap('index on tenant_id', 'a tenant move selects, checksums and deletes its rows by tenant_id', `create index concurrently ${quote(`${table.name}_tenant_id`)} on ${t} (tenant_id);`, 'advice'));
+    gaps.push(
+      gap(
+        'index on tenant_id',
+        'a tenant move selects, checksums and deletes its rows by tenant_id',
+        `create index concurrently ${quote(`${table.name}_tenant_id`)} on ${t} (tenant_id);`,
+        'advice',
+      ),
+    );
   }
   return gaps;
 }
@@ -226,6 +305,7 @@ export async function tenantsLeft(client: Pool | PoolClient, bucketCount: number
     ? `and not exists (select 1 from cf_moved_away m where ${facts.movedAwayState ? "m.state = 'moved' and " : ''}((m.kind = 'tenant' and m.value = t.tenant_id) or (m.kind = 'bucket' and m.value = ${bucket}::text)))`
     : '';
   const { rows } = await client.query<{ tenant_id: string }>(
-    tables.map((t) => `select distinct t.tenant_id from ${quote(t.name)} t where t.tenant_id is not null ${moved}`).join(' union ') + ' order by 1');
+    tables.map((t) => `select distinct t.tenant_id from ${quote(t.name)} t where t.tenant_id is not null ${moved}`).join(' union ') + ' order by 1',
+  );
   return rows.map((r) => r.tenant_id);
 }

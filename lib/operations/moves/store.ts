@@ -41,7 +41,8 @@ export interface MoveStore {
 const MOVE_ID = /^[a-z0-9][a-z0-9-]{2,80}$/;
 
 export function checkMoveId(id: string): void {
-  if (!MOVE_ID.test(id)) throw new Error(`move id ${JSON.stringify(id)} is not valid: ids look like m-20261130-141500-acme (cellctl move list shows them)`);
+  if (!MOVE_ID.test(id))
+    throw new Error(`move id ${JSON.stringify(id)} is not valid: ids look like m-20261130-141500-acme (cellctl move list shows them)`);
 }
 
 /**
@@ -52,7 +53,10 @@ export function checkMoveId(id: string): void {
 export class LocalMoveStore implements MoveStore {
   public readonly description: string;
 
-  constructor(private readonly dir: string, private readonly staleLockMs = 30_000) {
+  constructor(
+    private readonly dir: string,
+    private readonly staleLockMs = 30_000,
+  ) {
     this.description = dir;
     fs.mkdirSync(dir, { recursive: true });
   }
@@ -154,13 +158,17 @@ export class LocalMoveStore implements MoveStore {
     const file = this.file(id, 'audit.jsonl');
     if (!fs.existsSync(file)) return [];
     // A line torn by a crash mid-append is the only one that can fail to parse: it is the last.
-    return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').flatMap((line) => {
-      try {
-        return [JSON.parse(line) as AuditEntry];
-      } catch {
-        return [];
-      }
-    });
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as AuditEntry];
+        } catch {
+          return [];
+        }
+      });
   }
 
   public async withPlanLock<T>(body: () => Promise<T>): Promise<T> {

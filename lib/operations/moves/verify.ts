@@ -42,13 +42,17 @@ export class IncrementalVerify {
   public static async start(subject: MoveSubject, source: CellData, target: CellData): Promise<IncrementalVerify | undefined> {
     if (!source.rowHashes || !target.rowHashes) return undefined;
     const [a, b] = await Promise.all([source.rowHashes(subject, '0'), target.rowHashes(subject, '0')]);
-    const sides = { source: { upTo: a.upTo, tables: new Map<string, Map<string, string>>() }, target: { upTo: b.upTo, tables: new Map<string, Map<string, string>>() } };
+    const sides = {
+      source: { upTo: a.upTo, tables: new Map<string, Map<string, string>>() },
+      target: { upTo: b.upTo, tables: new Map<string, Map<string, string>>() },
+    };
     const verify = new IncrementalVerify(subject, source, target, sides, new Map());
     verify.apply(sides.source, a);
     verify.apply(sides.target, b);
-    verify.compare(new Set([...Object.keys(a.tables), ...Object.keys(b.tables)]), (table) => new Set([
-      ...(sides.source.tables.get(table)?.keys() ?? []), ...(sides.target.tables.get(table)?.keys() ?? []),
-    ]));
+    verify.compare(
+      new Set([...Object.keys(a.tables), ...Object.keys(b.tables)]),
+      (table) => new Set([...(sides.source.tables.get(table)?.keys() ?? []), ...(sides.target.tables.get(table)?.keys() ?? [])]),
+    );
     return verify;
   }
 
@@ -66,7 +70,12 @@ export class IncrementalVerify {
     ]);
     this.apply(this.sides.source, a);
     this.apply(this.sides.target, b);
-    const tables = new Set([...Object.keys(a.tables), ...Object.keys(b.tables), ...this.sides.source.tables.keys(), ...this.sides.target.tables.keys()]);
+    const tables = new Set([
+      ...Object.keys(a.tables),
+      ...Object.keys(b.tables),
+      ...this.sides.source.tables.keys(),
+      ...this.sides.target.tables.keys(),
+    ]);
     this.compare(tables, (table) => new Set([...(a.tables[table] ?? []).map(([id]) => id), ...(b.tables[table] ?? []).map(([id]) => id)]));
     const size = (h: RowHashes) => Object.values(h.tables).reduce((n, t) => n + t.length, 0);
     const differences: string[] = [];
@@ -77,7 +86,9 @@ export class IncrementalVerify {
       const dst = this.sides.target.tables.get(table) ?? new Map<string, string>();
       if (ids.length > 0) {
         const shown = ids.slice(0, 5).map((id) => `${id} (${src.has(id) ? (dst.has(id) ? 'differs' : 'missing on target') : 'only on target'})`);
-        differences.push(`${table}: ${ids.length} rows differ (source ${src.size} rows, target ${dst.size}): ${shown.join(', ')}${ids.length > 5 ? ', …' : ''}`);
+        differences.push(
+          `${table}: ${ids.length} rows differ (source ${src.size} rows, target ${dst.size}): ${shown.join(', ')}${ids.length > 5 ? ', …' : ''}`,
+        );
       }
       checksums[table] = { rows: src.size, checksum: [...src.values()].reduce((sum, h) => sum + BigInt(h), 0n).toString() };
     }

@@ -81,7 +81,12 @@ export function accessDeniedDeadline(options: RetryOptions): number {
  * (until `deniedUntil`: IAM propagation on a first deploy, or after a role's policy changed). Any
  * other error, or a refusal past the deadline, is thrown.
  */
-export async function withRetries<T>(call: () => Promise<T>, deniedUntil: number, signal: AbortSignal | undefined, options: RetryOptions = {}): Promise<T> {
+export async function withRetries<T>(
+  call: () => Promise<T>,
+  deniedUntil: number,
+  signal: AbortSignal | undefined,
+  options: RetryOptions = {},
+): Promise<T> {
   const attempts = options.conflictAttempts ?? 5;
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
@@ -106,7 +111,11 @@ export async function withRetries<T>(call: () => Promise<T>, deniedUntil: number
  * Runs `work` with a signal that aborts `reserveMs` before the Lambda would be stopped (at least
  * 1 s from now), so a hung call is reported to CloudFormation instead of holding the stack.
  */
-export async function withinBudget<T>(context: HandlerContext, options: RetryOptions, work: (signal: AbortSignal, budgetMs: number) => Promise<T>): Promise<T> {
+export async function withinBudget<T>(
+  context: HandlerContext,
+  options: RetryOptions,
+  work: (signal: AbortSignal, budgetMs: number) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   const budget = Math.max(1000, context.getRemainingTimeInMillis() - (options.reserveMs ?? 10_000));
   const timer = setTimeout(() => controller.abort(), budget);
@@ -139,15 +148,22 @@ export function responseBody(response: CustomResourceResponse<unknown>): string 
  * is always sent (`sendResponse`).
  */
 export async function answerCloudFormation(
-  event: CustomResourceEvent<unknown>, resourceType: string, physicalId: string, respond: () => Promise<CustomResourceResponse<unknown>>,
+  event: CustomResourceEvent<unknown>,
+  resourceType: string,
+  physicalId: string,
+  respond: () => Promise<CustomResourceResponse<unknown>>,
 ): Promise<void> {
   let response: CustomResourceResponse<unknown>;
   try {
     response = await respond();
   } catch (err) {
     response = {
-      Status: 'FAILED', Reason: `${resourceType}: ${(err as Error).message}`, PhysicalResourceId: physicalId,
-      StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId,
+      Status: 'FAILED',
+      Reason: `${resourceType}: ${(err as Error).message}`,
+      PhysicalResourceId: physicalId,
+      StackId: event.StackId,
+      RequestId: event.RequestId,
+      LogicalResourceId: event.LogicalResourceId,
     };
   }
   await sendResponse(event.ResponseURL, response);

@@ -16,7 +16,15 @@
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import {
-  accessDeniedDeadline, answerCloudFormation, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, withinBudget, withRetries,
+  accessDeniedDeadline,
+  answerCloudFormation,
+  CustomResourceEvent,
+  CustomResourceResponse,
+  describeError,
+  HandlerContext,
+  RetryOptions,
+  withinBudget,
+  withRetries,
 } from './custom-resource-handler';
 import { LookupProperties, lookupPhysicalId, SERVICE_NAME_ATTRIBUTE } from './endpoint-lookup-properties';
 
@@ -40,32 +48,58 @@ const REQUIRED = ['CellId', 'RoleArn', 'Region', 'ParameterName'] as const;
  * under the physical id `<cell>:<parameter>[:<fingerprint>]`. Delete: nothing (the parameter is the
  * cell's). Never throws: every outcome becomes the response for CloudFormation.
  */
-export async function lookupResponse(event: LookupEvent, context: HandlerContext, clients: LookupClients, options: RetryOptions = {}): Promise<LookupResponse> {
+export async function lookupResponse(
+  event: LookupEvent,
+  context: HandlerContext,
+  clients: LookupClients,
+  options: RetryOptions = {},
+): Promise<LookupResponse> {
   const properties = event.ResourceProperties ?? {};
   const complete = REQUIRED.every((name) => typeof properties[name] === 'string' && properties[name] !== '');
-  const physicalId = event.RequestType === 'Delete' || !complete
-    ? event.PhysicalResourceId ?? event.LogicalResourceId
-    : lookupPhysicalId(properties as LookupProperties);
+  const physicalId =
+    event.RequestType === 'Delete' || !complete
+      ? (event.PhysicalResourceId ?? event.LogicalResourceId)
+      : lookupPhysicalId(properties as LookupProperties);
   const base = { PhysicalResourceId: physicalId, StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId };
   if (event.RequestType === 'Delete') return { ...base, Status: 'SUCCESS' };
   if (!complete) {
     const missing = REQUIRED.filter((name) => typeof properties[name] !== 'string' || properties[name] === '');
-    return { ...base, Status: 'FAILED', Reason: `Custom::CellEndpointServiceName ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (CellLink in lib/constructs/router/cell-links.ts sets them)` };
+    return {
+      ...base,
+      Status: 'FAILED',
+      Reason: `Custom::CellEndpointServiceName ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (CellLink in lib/constructs/router/cell-links.ts sets them)`,
+    };
   }
   const { CellId, RoleArn, Region, ParameterName } = properties as LookupProperties;
   return withinBudget(context, options, async (signal, budget): Promise<LookupResponse> => {
     const deniedUntil = accessDeniedDeadline(options);
     let step = `assuming ${RoleArn}`;
     try {
-      const assumed = await withRetries(() => clients.sts.send(new AssumeRoleCommand({
-        RoleArn, RoleSessionName: `endpoint-lookup-${CellId}`.slice(0, 64), DurationSeconds: 900,
-      }), { abortSignal: signal }), deniedUntil, signal, options);
+      const assumed = await withRetries(
+        () =>
+          clients.sts.send(
+            new AssumeRoleCommand({
+              RoleArn,
+              RoleSessionName: `endpoint-lookup-${CellId}`.slice(0, 64),
+              DurationSeconds: 900,
+            }),
+            { abortSignal: signal },
+          ),
+        deniedUntil,
+        signal,
+        options,
+      );
       const c = assumed.Credentials;
       if (!c?.AccessKeyId || !c.SecretAccessKey || !c.SessionToken) throw new Error('STS answered without credentials');
       step = `reading ${ParameterName} in ${Region} as ${RoleArn}`;
       const ssm = clients.ssm(Region, { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken });
       try {
-        const read = await withRetries(() => ssm.send(new GetParameterCommand({ Name: ParameterName }), { abortSignal: signal }), deniedUntil, signal, options);
+        const read = await withRetries(
+          () => ssm.send(new GetParameterCommand({ Name: ParameterName }), { abortSignal: signal }),
+          deniedUntil,
+          signal,
+          options,
+        );
         const value = read.Parameter?.Value;
         if (!value) throw new Error('the parameter has no value');
         log({ requestType: event.RequestType, cell: CellId, parameter: ParameterName, serviceName: value });
@@ -77,7 +111,8 @@ export async function lookupResponse(event: LookupEvent, context: HandlerContext
       const what = describeError(err, signal, budget, step.startsWith('assuming') ? 'STS' : 'SSM');
       log({ requestType: event.RequestType, cell: CellId, parameter: ParameterName, error: `${step}: ${what}` });
       return {
-        ...base, Status: 'FAILED',
+        ...base,
+        Status: 'FAILED',
         Reason: `Cell ${CellId}: ${step} failed: ${what}. The cell stack must be deployed first: its role ${RoleArn} trusts this account's <app>-router-* roles and may read ${ParameterName} (CellEndpointRecord, lib/constructs/shared/endpoint-record.ts).`,
       };
     }

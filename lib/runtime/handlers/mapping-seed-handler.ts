@@ -14,7 +14,15 @@
 // - The response to CloudFormation and the retry while IAM propagates: custom-resource-handler.ts.
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
-  accessDeniedDeadline, answerCloudFormation, CustomResourceEvent, CustomResourceResponse, describeError, HandlerContext, RetryOptions, withinBudget, withRetries,
+  accessDeniedDeadline,
+  answerCloudFormation,
+  CustomResourceEvent,
+  CustomResourceResponse,
+  describeError,
+  HandlerContext,
+  RetryOptions,
+  withinBudget,
+  withRetries,
 } from './custom-resource-handler';
 
 export { responseBody, sendResponse } from './custom-resource-handler';
@@ -54,19 +62,37 @@ export type SeedOptions = RetryOptions;
  * one with the lowest version (every existing group has reached it; a publish under way has moved
  * only some groups further). Undefined when there is none yet (a first deploy).
  */
-export async function documentInForce(s3: S3Client, bucket: string, prefix: string, key: string, signal: AbortSignal | undefined, deniedUntil: number, options: SeedOptions = {}): Promise<{ text: string; version: number } | undefined> {
+export async function documentInForce(
+  s3: S3Client,
+  bucket: string,
+  prefix: string,
+  key: string,
+  signal: AbortSignal | undefined,
+  deniedUntil: number,
+  options: SeedOptions = {},
+): Promise<{ text: string; version: number } | undefined> {
   // `<prefix><group>/mapping.json`: a group's pointer (groupKey in lib/adapters/mapping-store), nothing else under the prefix.
   const pointer = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^/]+/mapping\\.json$`);
   const pointers: string[] = [];
   let token: string | undefined;
   do {
-    const page = await withRetries(() => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }), deniedUntil, signal, options);
+    const page = await withRetries(
+      () => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }),
+      deniedUntil,
+      signal,
+      options,
+    );
     for (const o of page.Contents ?? []) if (o.Key && o.Key !== key && pointer.test(o.Key)) pointers.push(o.Key);
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
   let lowest: { text: string; version: number } | undefined;
   for (const found of pointers) {
-    const response = await withRetries(() => s3.send(new GetObjectCommand({ Bucket: bucket, Key: found }), { abortSignal: signal }), deniedUntil, signal, options);
+    const response = await withRetries(
+      () => s3.send(new GetObjectCommand({ Bucket: bucket, Key: found }), { abortSignal: signal }),
+      deniedUntil,
+      signal,
+      options,
+    );
     const text = await response.Body!.transformToString();
     let version: unknown;
     try {
@@ -74,7 +100,8 @@ export async function documentInForce(s3: S3Client, bucket: string, prefix: stri
     } catch {
       version = undefined;
     }
-    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new Error(`s3://${bucket}/${found} holds no mapping version; fix it with \`cellctl mapping publish\``);
+    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1)
+      throw new Error(`s3://${bucket}/${found} holds no mapping version; fix it with \`cellctl mapping publish\``);
     if (!lowest || version < lowest.version) lowest = { text, version };
   }
   return lowest;
@@ -86,13 +113,31 @@ export async function seedObject(s3: S3Client, props: SeedProperties, signal?: A
 }
 
 /** As seedObject, saying which version a followed pointer got. */
-export async function seedObjectFollowing(s3: S3Client, props: SeedProperties, signal?: AbortSignal, options: SeedOptions = {}): Promise<{ outcome: SeedOutcome; version?: number }> {
+export async function seedObjectFollowing(
+  s3: S3Client,
+  props: SeedProperties,
+  signal?: AbortSignal,
+  options: SeedOptions = {},
+): Promise<{ outcome: SeedOutcome; version?: number }> {
   const deniedUntil = accessDeniedDeadline(options);
   const inForce = props.Follow ? await documentInForce(s3, props.Bucket, props.Follow, props.Key, signal, deniedUntil, options) : undefined;
   try {
-    await withRetries(() => s3.send(new PutObjectCommand({
-      Bucket: props.Bucket, Key: props.Key, Body: inForce?.text ?? props.Body, ContentType: props.ContentType ?? 'application/json', IfNoneMatch: '*',
-    }), { abortSignal: signal }), deniedUntil, signal, options);
+    await withRetries(
+      () =>
+        s3.send(
+          new PutObjectCommand({
+            Bucket: props.Bucket,
+            Key: props.Key,
+            Body: inForce?.text ?? props.Body,
+            ContentType: props.ContentType ?? 'application/json',
+            IfNoneMatch: '*',
+          }),
+          { abortSignal: signal },
+        ),
+      deniedUntil,
+      signal,
+      options,
+    );
     return inForce ? { outcome: 'followed', version: inForce.version } : { outcome: 'written' };
   } catch (err) {
     const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
@@ -113,24 +158,42 @@ function physicalId(event: SeedEvent): string {
  * its documents are retained). Never throws: every outcome becomes the response for CloudFormation.
  */
 export async function seedResponse(event: SeedEvent, context: SeedContext, s3: S3Client, options: SeedOptions = {}): Promise<SeedResponse> {
-  const base = { PhysicalResourceId: physicalId(event), StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId };
+  const base = {
+    PhysicalResourceId: physicalId(event),
+    StackId: event.StackId,
+    RequestId: event.RequestId,
+    LogicalResourceId: event.LogicalResourceId,
+  };
   if (event.RequestType !== 'Create') return { ...base, Status: 'SUCCESS', Data: { Outcome: 'none' } };
   const properties = event.ResourceProperties ?? {};
   const { Bucket, Key, Body, ContentType, Follow } = properties;
   const missing = (['Bucket', 'Key', 'Body'] as const).filter((name) => typeof properties[name] !== 'string' || properties[name] === '');
   if (missing.length > 0) {
-    return { ...base, Status: 'FAILED', Reason: `Custom::MappingSeed ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (MappingSeed in lib/constructs/router/mapping-bucket.ts sets them)` };
+    return {
+      ...base,
+      Status: 'FAILED',
+      Reason: `Custom::MappingSeed ${event.LogicalResourceId}: missing properties ${missing.join(', ')} (MappingSeed in lib/constructs/router/mapping-bucket.ts sets them)`,
+    };
   }
   // Answer before the Lambda is stopped: a hung S3 call is aborted and reported.
   return withinBudget(context, options, async (signal, budget): Promise<SeedResponse> => {
     try {
-      const { outcome, version } = await seedObjectFollowing(s3, { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType, ...(Follow ? { Follow } : {}) }, signal, options);
+      const { outcome, version } = await seedObjectFollowing(
+        s3,
+        { Bucket: Bucket!, Key: Key!, Body: Body!, ContentType, ...(Follow ? { Follow } : {}) },
+        signal,
+        options,
+      );
       log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, outcome, ...(version ? { version } : {}) });
       return { ...base, Status: 'SUCCESS', Data: { Outcome: outcome, ...(version ? { Version: version } : {}) } };
     } catch (err) {
       const what = describeError(err, signal, budget, 'S3');
       log({ requestType: event.RequestType, logicalId: event.LogicalResourceId, bucket: Bucket, key: Key, error: what });
-      return { ...base, Status: 'FAILED', Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key${Follow ? `, s3:ListBucket on ${Follow} and s3:GetObject on its pointers` : ''} (MappingSeed, mapping-bucket.ts).` };
+      return {
+        ...base,
+        Status: 'FAILED',
+        Reason: `Seeding s3://${Bucket}/${Key} failed: ${what}. The stack's custom resource role must be allowed s3:PutObject on the key${Follow ? `, s3:ListBucket on ${Follow} and s3:GetObject on its pointers` : ''} (MappingSeed, mapping-bucket.ts).`,
+      };
     }
   });
 }

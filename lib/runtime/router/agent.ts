@@ -35,7 +35,8 @@ export interface AgentOptions {
 }
 
 /** The hint for a document naming an endpoint that does not resolve, on a router task in AWS. */
-export const UNAPPLIABLE_HINT = "each cell's endpoint record comes with its cell stack: check that the cell is deployed and that the mapping names the right endpoint (`cellctl mapping show`); the router keeps its last-known-good and tries the document again";
+export const UNAPPLIABLE_HINT =
+  "each cell's endpoint record comes with its cell stack: check that the cell is deployed and that the mapping names the right endpoint (`cellctl mapping show`); the router keeps its last-known-good and tries the document again";
 
 export const LKG_FILE = 'last-known-good.json';
 
@@ -77,7 +78,14 @@ export class MappingAgent {
   }
 
   private log(event: string, fields: Record<string, unknown> = {}): void {
-    this.o.emit(JSON.stringify({ level: event.startsWith('reject') || event.endsWith('error') || event === 'ignored' || event.endsWith('unappliable') ? 'warn' : 'info', event, group: this.o.group, ...fields }));
+    this.o.emit(
+      JSON.stringify({
+        level: event.startsWith('reject') || event.endsWith('error') || event === 'ignored' || event.endsWith('unappliable') ? 'warn' : 'info',
+        event,
+        group: this.o.group,
+        ...fields,
+      }),
+    );
   }
 
   public get version(): number | undefined {
@@ -155,7 +163,12 @@ export class MappingAgent {
     } catch (error) {
       if (!(error instanceof UnappliableDocumentError)) throw error;
       if (this.unappliable?.version !== doc.version) {
-        this.reject({ version: doc.version, problems: [{ path: '$.cells', message: error.message }], hint: this.hint(), retryInSeconds: this.retryMs() / 1000 });
+        this.reject({
+          version: doc.version,
+          problems: [{ path: '$.cells', message: error.message }],
+          hint: this.hint(),
+          retryInSeconds: this.retryMs() / 1000,
+        });
       }
       this.unappliable = { version: doc.version, retryAt: this.now() + this.retryMs() };
       this.lastSuccess = this.now();
@@ -183,9 +196,17 @@ export class MappingAgent {
     this.notNewer.add(id);
     const fix = 'raise `version` above the version in force to apply it (the `cellctl mapping` commands do)';
     if (doc.version < current) {
-      this.reject({ version: doc.version, problems: [{ path: '$.version', message: `${doc.version} is older than the version in force ${current}; ${fix}` }] });
+      this.reject({
+        version: doc.version,
+        problems: [{ path: '$.version', message: `${doc.version} is older than the version in force ${current}; ${fix}` }],
+      });
     } else {
-      this.log('ignored', { source: this.o.source.description, version: doc.version, keptVersion: current, reason: `the document changed but its version ${doc.version} is the version in force; ${fix}` });
+      this.log('ignored', {
+        source: this.o.source.description,
+        version: doc.version,
+        keptVersion: current,
+        reason: `the document changed but its version ${doc.version} is the version in force; ${fix}`,
+      });
     }
   }
 
@@ -234,7 +255,13 @@ export class MappingAgent {
           if (!(error instanceof UnappliableDocumentError)) throw error;
           // HAProxy booted from the persisted maps and server state and serves them; the endpoint
           // is tried again later, and reported once (not at every poll).
-          if (!retrying) this.log('lkg-unappliable', { version: this.lkg.version, problem: error.message, hint: this.hint(), retryInSeconds: this.retryMs() / 1000 });
+          if (!retrying)
+            this.log('lkg-unappliable', {
+              version: this.lkg.version,
+              problem: error.message,
+              hint: this.hint(),
+              retryInSeconds: this.retryMs() / 1000,
+            });
           this.reapplyAt = this.now() + this.retryMs();
         }
       }
@@ -249,7 +276,12 @@ export class MappingAgent {
       if (!result.changed && result.missing) {
         // Nothing published for this group yet (or the pointer was removed): not a fetch error. Said
         // once; the last-known-good stays in force and SecondsSinceRefresh keeps growing.
-        if (!this.pointerMissing) this.log('no-document', { source: this.o.source.description, keptVersion: this.lkg?.version, hint: 'nothing is published for this router group yet: cellctl mapping publish' });
+        if (!this.pointerMissing)
+          this.log('no-document', {
+            source: this.o.source.description,
+            keptVersion: this.lkg?.version,
+            hint: 'nothing is published for this router group yet: cellctl mapping publish',
+          });
         this.pointerMissing = true;
         return;
       }
@@ -262,9 +294,18 @@ export class MappingAgent {
         this.reject({ problems: [sizeProblem(result.tooLarge, { maxEntries: Infinity, maxBytes: result.maxBytes })] });
         return;
       }
-      const parsed = pid === undefined || bucketCount !== undefined
-        ? parseMapping(result.text, { bucketCount })
-        : { ok: false as const, problems: [{ path: '$.bucketCount', message: `HAProxy's configuration does not say how many buckets it hashes keys into (${BUCKET_COUNT_ENV}); run the configuration of \`cellctl router config\`` }] };
+      const parsed =
+        pid === undefined || bucketCount !== undefined
+          ? parseMapping(result.text, { bucketCount })
+          : {
+              ok: false as const,
+              problems: [
+                {
+                  path: '$.bucketCount',
+                  message: `HAProxy's configuration does not say how many buckets it hashes keys into (${BUCKET_COUNT_ENV}); run the configuration of \`cellctl router config\``,
+                },
+              ],
+            };
       const current = this.lkg?.version;
       if (!parsed.ok) {
         this.reject({ problems: parsed.problems.slice(0, 5) });
@@ -315,12 +356,28 @@ export class MappingAgent {
     }
     const frontend = stats.find((r) => r.pxname === 'router' && r.svname === 'FRONTEND');
     const router = {
-      _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup']], Metrics: [
-        { Name: 'MappingVersion', Unit: 'None' }, { Name: 'SecondsSinceRefresh', Unit: 'Seconds' }, { Name: 'RejectedDocuments', Unit: 'Count' }, { Name: 'FetchErrors', Unit: 'Count' },
-        { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
-        { Name: 'Connections', Unit: 'Count' }, { Name: 'ConnectionLimit', Unit: 'Count' }, { Name: 'ConnectionUsePercent', Unit: 'Percent' },
-        { Name: 'DroppedLogs', Unit: 'Count' },
-      ] }] },
+      _aws: {
+        Timestamp: timestamp,
+        CloudWatchMetrics: [
+          {
+            Namespace: 'CellRouter',
+            Dimensions: [['RouterGroup']],
+            Metrics: [
+              { Name: 'MappingVersion', Unit: 'None' },
+              { Name: 'SecondsSinceRefresh', Unit: 'Seconds' },
+              { Name: 'RejectedDocuments', Unit: 'Count' },
+              { Name: 'FetchErrors', Unit: 'Count' },
+              { Name: 'Requests', Unit: 'Count' },
+              { Name: 'Responses4xx', Unit: 'Count' },
+              { Name: 'Responses5xx', Unit: 'Count' },
+              { Name: 'Connections', Unit: 'Count' },
+              { Name: 'ConnectionLimit', Unit: 'Count' },
+              { Name: 'ConnectionUsePercent', Unit: 'Percent' },
+              { Name: 'DroppedLogs', Unit: 'Count' },
+            ],
+          },
+        ],
+      },
       RouterGroup: this.o.group,
       MappingVersion: this.lkg?.version ?? 0,
       SecondsSinceRefresh: this.lastSuccess === undefined ? -1 : Math.round((timestamp - this.lastSuccess) / 1000),
@@ -341,19 +398,33 @@ export class MappingAgent {
     for (const [cell, slot] of slots) {
       const row = stats.find((r) => r.pxname === slotName(slot) && r.svname === 'BACKEND');
       if (!row) continue;
-      lines.push(JSON.stringify({
-        _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['RouterGroup', 'Cell']], Metrics: [
-          { Name: 'Requests', Unit: 'Count' }, { Name: 'Responses4xx', Unit: 'Count' }, { Name: 'Responses5xx', Unit: 'Count' },
-          { Name: 'QueueTime', Unit: 'Milliseconds' }, { Name: 'ResponseTime', Unit: 'Milliseconds' },
-        ] }] },
-        RouterGroup: this.o.group,
-        Cell: cell,
-        Requests: this.delta(`${cell}:req`, Number(row.req_tot || 0)),
-        Responses4xx: this.delta(`${cell}:4xx`, Number(row.hrsp_4xx || 0)),
-        Responses5xx: this.delta(`${cell}:5xx`, Number(row.hrsp_5xx || 0)),
-        QueueTime: Number(row.qtime || 0),
-        ResponseTime: Number(row.rtime || 0),
-      }));
+      lines.push(
+        JSON.stringify({
+          _aws: {
+            Timestamp: timestamp,
+            CloudWatchMetrics: [
+              {
+                Namespace: 'CellRouter',
+                Dimensions: [['RouterGroup', 'Cell']],
+                Metrics: [
+                  { Name: 'Requests', Unit: 'Count' },
+                  { Name: 'Responses4xx', Unit: 'Count' },
+                  { Name: 'Responses5xx', Unit: 'Count' },
+                  { Name: 'QueueTime', Unit: 'Milliseconds' },
+                  { Name: 'ResponseTime', Unit: 'Milliseconds' },
+                ],
+              },
+            ],
+          },
+          RouterGroup: this.o.group,
+          Cell: cell,
+          Requests: this.delta(`${cell}:req`, Number(row.req_tot || 0)),
+          Responses4xx: this.delta(`${cell}:4xx`, Number(row.hrsp_4xx || 0)),
+          Responses5xx: this.delta(`${cell}:5xx`, Number(row.hrsp_5xx || 0)),
+          QueueTime: Number(row.qtime || 0),
+          ResponseTime: Number(row.rtime || 0),
+        }),
+      );
     }
     return lines;
   }

@@ -37,10 +37,14 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
   return {
     exact,
     prefix: Object.entries(doc.overrides.prefix).map(([prefix, cell]) => [prefix, slotOf(cell)]),
-    buckets: bucketRoutes(doc).flatMap((range) => bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)])),
+    buckets: bucketRoutes(doc).flatMap((range) =>
+      bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)]),
+    ),
     cells: slotRegistry(slots),
     meta: [['version', String(doc.version)]],
-    hosts: [...slots.entries()].filter(([cell]) => doc.cells[cell]).map(([cell, slot]) => [slotName(slot), endpointAddress(doc.cells[cell].endpoint).host]),
+    hosts: [...slots.entries()]
+      .filter(([cell]) => doc.cells[cell])
+      .map(([cell, slot]) => [slotName(slot), endpointAddress(doc.cells[cell].endpoint).host]),
   };
 }
 
@@ -137,7 +141,10 @@ async function dnsResolveAll(host: string): Promise<string[]> {
  * wrong cell. Returns the slot assignment now in effect.
  */
 export class MappingApplier {
-  constructor(private readonly api: RuntimeApi, private readonly options: ApplyOptions) {}
+  constructor(
+    private readonly api: RuntimeApi,
+    private readonly options: ApplyOptions,
+  ) {}
 
   private get zones(): number {
     return this.options.zones ?? 3;
@@ -172,7 +179,10 @@ export class MappingApplier {
     if (addresses.length === 0) throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} has no IPv4 address`);
     if (!this.options.allowLoopback) {
       const bad = addresses.find((a) => FORBIDDEN_NETWORKS.some((n) => inNetwork(a, n)));
-      if (bad) throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} resolves to ${bad}, a loopback, link-local or metadata address no cell endpoint can have`);
+      if (bad)
+        throw new UnappliableDocumentError(
+          `cell ${cell}: endpoint host ${host} resolves to ${bad}, a loopback, link-local or metadata address no cell endpoint can have`,
+        );
     }
     const local = (a: string) => (this.options.localNetworks ?? []).some((n) => inNetwork(a, n));
     return [...addresses.filter(local), ...addresses.filter((a) => !local(a))].slice(0, this.zones);
@@ -189,16 +199,20 @@ export class MappingApplier {
     for (const cell of cells.filter((c) => !slots.has(c))) {
       while (used.has(next)) next++;
       if (next >= this.options.slots) {
-        throw new UnappliableDocumentError(`the mapping needs ${cells.length} cells but this router has ${this.options.slots} backend slots (some still held by removed cells); raise router.slots in the fleet (or --slots of cellctl router local)`);
+        throw new UnappliableDocumentError(
+          `the mapping needs ${cells.length} cells but this router has ${this.options.slots} backend slots (some still held by removed cells); raise router.slots in the fleet (or --slots of cellctl router local)`,
+        );
       }
       slots.set(cell, next);
       used.add(next);
     }
     const targets = new Map<string, { addresses: string[]; port: number; tls: boolean }>();
-    await Promise.all(cells.map(async (cell) => {
-      const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
-      targets.set(cell, { addresses: await this.addressesOf(cell, host), port, tls });
-    }));
+    await Promise.all(
+      cells.map(async (cell) => {
+        const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
+        targets.set(cell, { addresses: await this.addressesOf(cell, host), port, tls });
+      }),
+    );
     return { doc, before, slots, targets };
   }
 
@@ -219,7 +233,9 @@ export class MappingApplier {
     await flush();
     // Committing a version that received fewer entries than sent would silently drop routes.
     let count = 0;
-    await this.api.sendLines(`show map @${version} ${map}`, (line) => { if (line.startsWith('0x')) count++; });
+    await this.api.sendLines(`show map @${version} ${map}`, (line) => {
+      if (line.startsWith('0x')) count++;
+    });
     if (count !== entries.length) throw new Error(`${map}: staged ${count} entries, expected ${entries.length}; not committed`);
     await this.api.expectOk(`commit map @${version} ${map}`);
   }
@@ -240,7 +256,8 @@ export class MappingApplier {
       const key = line.slice(first + 1, second);
       const value = line.slice(second + 1);
       const expected = entries[i++];
-      if (wrong === undefined && (expected === undefined || expected[0] !== key || expected[1] !== value)) wrong = `${key} → ${value}${expected ? ` where ${expected[0]} → ${expected[1]} was committed` : ', not committed'}`;
+      if (wrong === undefined && (expected === undefined || expected[0] !== key || expected[1] !== value))
+        wrong = `${key} → ${value}${expected ? ` where ${expected[0]} → ${expected[1]} was committed` : ', not committed'}`;
     });
     if (i !== entries.length || wrong) {
       throw new Error(`${this.path(name)} does not hold what was committed (${i} entries, expected ${entries.length}${wrong ? `; ${wrong}` : ''})`);
@@ -250,7 +267,12 @@ export class MappingApplier {
   private async waitUp(slot: number): Promise<boolean> {
     const deadline = Date.now() + (this.options.healthWaitMs ?? 3000);
     for (;;) {
-      if ((await this.api.stats()).some((r) => r.pxname === slotName(slot) && r.svname !== 'BACKEND' && r.svname !== 'FRONTEND' && r.status.startsWith('UP'))) return true;
+      if (
+        (await this.api.stats()).some(
+          (r) => r.pxname === slotName(slot) && r.svname !== 'BACKEND' && r.svname !== 'FRONTEND' && r.status.startsWith('UP'),
+        )
+      )
+        return true;
       if (Date.now() >= deadline) return false;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -260,7 +282,11 @@ export class MappingApplier {
    * Points the zonal servers of `slot` at `target` (address, port, TLS on or off), enables servers
    * that have an address and puts the others in maintenance. Returns whether a server was enabled.
    */
-  private async pointSlot(slot: number, target: { addresses: readonly string[]; port: number; tls: boolean }, stats: Record<string, string>[]): Promise<boolean> {
+  private async pointSlot(
+    slot: number,
+    target: { addresses: readonly string[]; port: number; tls: boolean },
+    stats: Record<string, string>[],
+  ): Promise<boolean> {
     let enabled = false;
     const perServer = this.options.cellMaxConn === undefined ? undefined : Math.max(1, Math.ceil(this.options.cellMaxConn / target.addresses.length));
     for (let z = 0; z < this.zones; z++) {
@@ -300,8 +326,9 @@ export class MappingApplier {
       } catch {
         continue;
       }
-      const current = Array.from({ length: this.zones }, (_, z) => stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z)))
-        .map((r) => (r && !r.status.startsWith('MAINT') ? r.addr?.replace(/:\d+$/, '') : undefined));
+      const current = Array.from({ length: this.zones }, (_, z) => stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z))).map(
+        (r) => (r && !r.status.startsWith('MAINT') ? r.addr?.replace(/:\d+$/, '') : undefined),
+      );
       if (addresses.every((a, z) => current[z] === a) && current.filter(Boolean).length === addresses.length) continue;
       await this.pointSlot(slot, { addresses, port, tls }, stats);
       changed.push(cell);
@@ -323,7 +350,10 @@ export class MappingApplier {
     const contents = mapContents(doc, slots);
     const liveHosts = await this.api.showMap(this.path('hosts'));
     const hosts = new Map([...liveHosts, ...contents.hosts]);
-    await this.replaceMap('hosts', [...hosts].filter(([slot]) => [...union.values()].some((s) => slotName(s) === slot)));
+    await this.replaceMap(
+      'hosts',
+      [...hosts].filter(([slot]) => [...union.values()].some((s) => slotName(s) === slot)),
+    );
     // Point every slot at its cell's current endpoint (a changed endpoint moves in place), and take
     // servers out of maintenance: new cells, and every cell after a HAProxy restart.
     const stats = await this.api.stats();

@@ -158,9 +158,24 @@ export const ROUTED_KEY_HEADER = 'x-tenant-id';
  * the one the router routed by.
  */
 export const SPOOFABLE_HEADERS = [
-  'x-cell', 'x-mapping-version', 'forwarded', 'x-real-ip', 'x-client-ip', 'client-ip', 'true-client-ip', 'x-cluster-client-ip',
-  'cf-connecting-ip', 'fastly-client-ip', 'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'x-original-url', 'x-original-uri',
-  'x-rewrite-url', 'x-original-host', 'x-host',
+  'x-cell',
+  'x-mapping-version',
+  'forwarded',
+  'x-real-ip',
+  'x-client-ip',
+  'client-ip',
+  'true-client-ip',
+  'x-cluster-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-originating-ip',
+  'x-remote-ip',
+  'x-remote-addr',
+  'x-original-url',
+  'x-original-uri',
+  'x-rewrite-url',
+  'x-original-host',
+  'x-host',
 ] as const;
 
 /** The names `SPOOFABLE_HEADERS` removes, as one regular expression over header names (lower case, as HAProxy holds them). */
@@ -227,19 +242,29 @@ export const SERVER_STATE_FILE = 'servers.state';
 export function keyFetch(source: PartitionKeySource): string {
   switch (source.source) {
     // fhdr: the whole value; hdr would split `a,b` at the comma and route it as `b`.
-    case 'header': return `req.fhdr(${source.name})`;
+    case 'header':
+      return `req.fhdr(${source.name})`;
     // path "/a/b/c": field 1 is empty, segment 1 is field 2.
-    case 'path': return `path,field(${source.segment + 1},/)`;
-    case 'host': return `req.fhdr(host),field(1,:),field(${source.label},.)`;
+    case 'path':
+      return `path,field(${source.segment + 1},/)`;
+    case 'host':
+      return `req.fhdr(host),field(1,:),field(${source.label},.)`;
   }
 }
 
 /** Where a client puts the partition key, per the fleet's key source: the bad-key 400s say it. */
 export function keyPlace(source: PartitionKeySource): string {
   switch (source.source) {
-    case 'header': return `in the ${source.name} header`;
-    case 'path': return source.segment === 1 ? 'as the first path segment (/KEY/...)' : `as path segment ${source.segment} (counting from 1 after the leading /)`;
-    case 'host': return source.label === 1 ? 'as the first label of the Host header (KEY.example.com)' : `as label ${source.label} of the Host header (counting from 1 at the left)`;
+    case 'header':
+      return `in the ${source.name} header`;
+    case 'path':
+      return source.segment === 1
+        ? 'as the first path segment (/KEY/...)'
+        : `as path segment ${source.segment} (counting from 1 after the leading /)`;
+    case 'host':
+      return source.label === 1
+        ? 'as the first label of the Host header (KEY.example.com)'
+        : `as label ${source.label} of the Host header (counting from 1 at the left)`;
   }
 }
 
@@ -276,11 +301,20 @@ export const LOG_SAMPLE_ONE_IN = 100;
  */
 export function logFormat(source: PartitionKeySource): string {
   const fields = [
-    '"time":"%tr"', '"client":"%ci"', '"status":%ST', '"backend":"%b"', '"server":"%s"', '"method":"%HM"',
+    '"time":"%tr"',
+    '"client":"%ci"',
+    '"status":%ST',
+    '"backend":"%b"',
+    '"server":"%s"',
+    '"method":"%HM"',
     ...(source.source === 'path' ? [] : ['"path":"%{+E}HPO"']),
     // The key as captured at request time (request headers are gone when the line is written), hashed only for lines written.
     '"key_sha256":"%[capture.req.hdr(0),sha2(256),bytes(0,8),hex]"',
-    '"timers_ms":"%TR/%Tw/%Tc/%Tr/%Ta"', '"termination":"%tsc"', '"conns":"%ac/%fc/%bc/%sc"', '"queues":"%sq/%bq"', '"bytes":%B',
+    '"timers_ms":"%TR/%Tw/%Tc/%Tr/%Ta"',
+    '"termination":"%tsc"',
+    '"conns":"%ac/%fc/%bc/%sc"',
+    '"queues":"%sq/%bq"',
+    '"bytes":%B',
   ];
   return `{${fields.join(',')}}`;
 }
@@ -313,7 +347,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   }
   if (!Number.isInteger(o.slots) || o.slots < 1 || o.slots > MAX_ROUTER_SLOTS) throw new Error(`slots ${o.slots} must be 1-${MAX_ROUTER_SLOTS}`);
   const zones = o.zones ?? 3;
-  if (!Number.isInteger(zones) || zones < 1 || zones > 6) throw new Error(`zones ${zones} must be 1-6 (servers per cell backend, one per zonal address)`);
+  if (!Number.isInteger(zones) || zones < 1 || zones > 6)
+    throw new Error(`zones ${zones} must be 1-6 (servers per cell backend, one per zonal address)`);
   const maxConn = o.maxConn ?? 4000;
   const maxBody = o.maxBodyBytes ?? 8192;
   if (maxBody < 0 || maxBody > 12 * 1024) throw new Error(`maxBodyBytes ${maxBody} must be 0-12288: headers and body must fit one 16 KiB buffer`);
@@ -322,7 +357,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const perClientRate = o.requestsPerClientPer10s ?? 20_000;
   const keyCache = o.keyCacheEntries ?? KEY_CACHE_ENTRIES;
   if (!Number.isInteger(keyCache) || keyCache <= maxConn) {
-    throw new Error(`keyCacheEntries ${keyCache} must be a whole number above maxConn (${maxConn}): every request in flight holds its tenant's entry, and a new tenant needs one no request holds`);
+    throw new Error(
+      `keyCacheEntries ${keyCache} must be a whole number above maxConn (${maxConn}): every request in flight holds its tenant's entry, and a new tenant needs one no request holds`,
+    );
   }
   const caFile = o.caFile ?? '@system-ca';
   if (/\s/.test(caFile)) throw new Error(`caFile ${caFile}: a path without spaces`);
@@ -342,7 +379,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // fleet on the same port would otherwise take a share of the first one's connections.
     '  noreuseport',
     // A unix socket in local mode; `ipv4@host:port` in a task, where the agent is another container.
-    o.adminSocket.startsWith('ipv4@') ? `  stats socket ${o.adminSocket} level admin` : `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
+    o.adminSocket.startsWith('ipv4@')
+      ? `  stats socket ${o.adminSocket} level admin`
+      : `  stats socket ${o.adminSocket} mode 600 level admin expose-fd listeners`,
     '  stats timeout 30s',
     // Soft stop (SIGUSR1, the official image's STOPSIGNAL): listeners close, in-flight requests
     // finish, then this cuts whatever is left, before the container runtime's SIGKILL.
@@ -432,16 +471,28 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // A body that did not fit the buffer (its length is more than what arrived) would stream to
     // the cell at the client's pace.
     '  http-request set-var(txn.body_len) req.body_len if { req.body_size gt 0 }',
-    refuse(413, `request body over ${maxBody} bytes`, `{ req.body_size gt ${maxBody} } or { var(txn.body_len) -m found } { req.body_size,sub(txn.body_len) gt 0 }`),
+    refuse(
+      413,
+      `request body over ${maxBody} bytes`,
+      `{ req.body_size gt ${maxBody} } or { var(txn.body_len) -m found } { req.body_size,sub(txn.body_len) gt 0 }`,
+    ),
     ...(o.partitionKey.source === 'path'
-      ? [refuse(400, 'dot segments and encoded separators are not allowed in the path', `{ path -m reg ${UNSAFE_PATH_PATTERN.replace(/\\/g, '\\\\')} }`)]
+      ? [
+          refuse(
+            400,
+            'dot segments and encoded separators are not allowed in the path',
+            `{ path -m reg ${UNSAFE_PATH_PATTERN.replace(/\\/g, '\\\\')} }`,
+          ),
+        ]
       : []),
     // The key every rule below reads (`capture.req.hdr(0)`) and the log line hashes: a copy of at
     // most KEY_CAPTURE_LEN bytes. A header key is captured while the headers are parsed (`capture
     // request header`: the last occurrence, and a repeated key header is refused anyway), about 700
     // instructions per request less than the `http-request capture` action, which the path and host
     // keys need.
-    o.partitionKey.source === 'header' ? `  capture request header ${o.partitionKey.name} len ${KEY_CAPTURE_LEN}` : `  http-request capture ${keyFetch(o.partitionKey)} len ${KEY_CAPTURE_LEN}`,
+    o.partitionKey.source === 'header'
+      ? `  capture request header ${o.partitionKey.name} len ${KEY_CAPTURE_LEN}`
+      : `  http-request capture ${keyFetch(o.partitionKey)} len ${KEY_CAPTURE_LEN}`,
     // x-forwarded-for is added after the rules (option forwardfor), x-forwarded-proto set below.
     `  http-request del-header ${SPOOFABLE_HEADER_PATTERN} -m reg`,
     // Behind a TLS listener the NLB connects from port 443 of the listener (the PROXY header's
@@ -460,9 +511,11 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Fairness inside a cell: sc0_trackers is the number of requests tracking the tenant's entry now,
     // this one included (the entry's reference count, nothing stored); above the tenant's share of
     // its cell's slots the request is answered at once instead of taking a slot from its neighbours.
-    ...(o.tenantMaxConn === undefined ? [] : [
-      `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant"}' hdr retry-after 1 if { sc0_trackers gt ${o.tenantMaxConn} }`,
-    ]),
+    ...(o.tenantMaxConn === undefined
+      ? []
+      : [
+          `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant"}' hdr retry-after 1 if { sc0_trackers gt ${o.tenantMaxConn} }`,
+        ]),
     // A key with a bucket passed the check; any other one is checked (a missing key fails the regex:
     // no sample), and which 400 to answer is worked out only on that path, in the bad-key backend.
     `  use_backend ${BAD_KEY_BACKEND} if !{ sc0_get_gpt0 gt 0 } !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,

@@ -10,10 +10,12 @@ import { ERROR_503, HaproxyConfigOptions, MAP_FILES, renderHaproxyConfig } from 
 import { RuntimeApi } from './runtime-api';
 import { FileMappingSource, MappingSource } from './sources';
 
-export const HAPROXY_INSTALL_HINT = 'install it with `apt-get install -y haproxy` (Debian/Ubuntu) or `brew install haproxy` (macOS); version 2.6 or newer';
+export const HAPROXY_INSTALL_HINT =
+  'install it with `apt-get install -y haproxy` (Debian/Ubuntu) or `brew install haproxy` (macOS); version 2.6 or newer';
 
 /** A cell endpoint that does not resolve on this machine (the `mapping init` default endpoints are AWS names). */
-export const LOCAL_UNAPPLIABLE_HINT = 'cells on this machine are reached on loopback: write a JSON file of cell id → URL (`{"eu-1": "http://127.0.0.1:9001"}`) and create the mapping with `cellctl mapping init --endpoints FILE --force`, or let `cellctl fleet local` run cells and router together; the router tries the document again, and reports it again only when it changes';
+export const LOCAL_UNAPPLIABLE_HINT =
+  'cells on this machine are reached on loopback: write a JSON file of cell id → URL (`{"eu-1": "http://127.0.0.1:9001"}`) and create the mapping with `cellctl mapping init --endpoints FILE --force`, or let `cellctl fleet local` run cells and router together; the router tries the document again, and reports it again only when it changes';
 
 /** The installed HAProxy's version, or undefined when there is none on PATH. */
 export function haproxyVersion(binary = 'haproxy'): string | undefined {
@@ -142,7 +144,13 @@ export function haproxyStartError(output: string, port: number): string {
   if (/Address already in use|cannot bind|Cannot bind/i.test(output)) {
     return `port ${port} is already in use on 127.0.0.1; stop what is listening there or pick another --port`;
   }
-  const alert = output.split('\n').map((l) => l.trim()).find((l) => l.includes('[ALERT]')) ?? output.trim().split('\n')[0] ?? '';
+  const alert =
+    output
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.includes('[ALERT]')) ??
+    output.trim().split('\n')[0] ??
+    '';
   return `HAProxy exited at start: ${alert.replace(/^\[ALERT\]\s*(\(\d+\)\s*:\s*)?/, '') || 'no output'}`;
 }
 
@@ -152,10 +160,11 @@ const HAPROXY_CONSOLE_MESSAGE = /^\[(NOTICE|WARNING|ALERT)\]\s+\(\d+\) : /;
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const attempt = () => check().catch((error: Error) => {
-    if (error instanceof HaproxyStartError) throw error;
-    return false;
-  });
+  const attempt = () =>
+    check().catch((error: Error) => {
+      if (error instanceof HaproxyStartError) throw error;
+      return false;
+    });
   while (!(await attempt())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -172,11 +181,28 @@ export function localHaproxyConfigOptions(
   where: { readonly adminSocket: string; readonly stateDir: string; readonly slots: number },
 ): HaproxyConfigOptions {
   return {
-    bind: { address: '127.0.0.1', port: o.port }, adminSocket: where.adminSocket, stateDir: where.stateDir, partitionKey: o.partitionKey, bucketCount: o.bucketCount,
-    slots: where.slots, cellMaxConn: o.cellMaxConn ?? 100, tenantMaxConn: o.tenantMaxConn, queueTimeoutMs: o.queueTimeoutMs, healthCheckPath: o.healthCheckPath, debugHeaders: o.debugHeaders,
-    readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort }, caFile: o.caFile, maxConn: o.maxConn,
-    requestTimeoutMs: o.requestTimeoutMs, maxBodyBytes: o.maxBodyBytes, badKeysPer10s: o.badKeysPer10s, zones: o.zones, hardStopAfterMs: o.hardStopAfterMs,
-    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000, requestsPerClientPer10s: o.requestsPerClientPer10s ?? 1_000_000_000, acceptProxy: o.acceptProxy,
+    bind: { address: '127.0.0.1', port: o.port },
+    adminSocket: where.adminSocket,
+    stateDir: where.stateDir,
+    partitionKey: o.partitionKey,
+    bucketCount: o.bucketCount,
+    slots: where.slots,
+    cellMaxConn: o.cellMaxConn ?? 100,
+    tenantMaxConn: o.tenantMaxConn,
+    queueTimeoutMs: o.queueTimeoutMs,
+    healthCheckPath: o.healthCheckPath,
+    debugHeaders: o.debugHeaders,
+    readyBind: o.readyPort === undefined ? undefined : { address: '127.0.0.1', port: o.readyPort },
+    caFile: o.caFile,
+    maxConn: o.maxConn,
+    requestTimeoutMs: o.requestTimeoutMs,
+    maxBodyBytes: o.maxBodyBytes,
+    badKeysPer10s: o.badKeysPer10s,
+    zones: o.zones,
+    hardStopAfterMs: o.hardStopAfterMs,
+    maxConnPerClient: o.maxConnPerClient ?? o.maxConn ?? 4000,
+    requestsPerClientPer10s: o.requestsPerClientPer10s ?? 1_000_000_000,
+    acceptProxy: o.acceptProxy,
   };
 }
 
@@ -219,31 +245,42 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
           output += d.toString();
           return;
         }
-        const lines = whole(d.toString()).filter((l) => l.trim()
-          // A soft stop reports every proxy (one per backend slot): noise, not news.
-          && !PROXY_STOPPED.test(l)
-          // Once up, HAProxy prints each event it logs (a server UP or DOWN, a backend with no
-          // server left, a proxy stopped) a second time on stderr as `[WARNING] (pid) : …`: the log
-          // (stdout) has it already. Anything else on stderr (a crash report) still goes through.
-          && !(stream === 'stderr' && HAPROXY_CONSOLE_MESSAGE.test(l)));
+        const lines = whole(d.toString()).filter(
+          (l) =>
+            l.trim() &&
+            // A soft stop reports every proxy (one per backend slot): noise, not news.
+            !PROXY_STOPPED.test(l) &&
+            // Once up, HAProxy prints each event it logs (a server UP or DOWN, a backend with no
+            // server left, a proxy stopped) a second time on stderr as `[WARNING] (pid) : …`: the log
+            // (stdout) has it already. Anything else on stderr (a crash report) still goes through.
+            !(stream === 'stderr' && HAPROXY_CONSOLE_MESSAGE.test(l)),
+        );
         if (lines.length > 0) o.log(lines.join('\n'));
       };
     };
     child.stdout!.on('data', forwarder('stdout'));
     child.stderr!.on('data', forwarder('stderr'));
     let exited = false;
-    child.once('exit', () => { exited = true; });
+    child.once('exit', () => {
+      exited = true;
+    });
     const deadline = o.startTimeoutMs ?? startTimeoutMs(stateDir);
     const maps = Object.values(MAP_FILES).reduce((n, name) => n + fs.statSync(path.join(stateDir, name)).size, 0);
     try {
-      await waitFor(async () => {
-        if (exited) throw new HaproxyStartError(haproxyStartError(output, o.port));
-        return (await api.info()).Pid !== undefined;
-      }, deadline, 'HAProxy to start');
+      await waitFor(
+        async () => {
+          if (exited) throw new HaproxyStartError(haproxyStartError(output, o.port));
+          return (await api.info()).Pid !== undefined;
+        },
+        deadline,
+        'HAProxy to start',
+      );
     } catch (error) {
       if (error instanceof HaproxyStartError) throw error;
       child.kill('SIGKILL');
-      throw new HaproxyStartError(`HAProxy did not answer on its runtime API (${socket}) within ${deadline / 1000} s while loading ${(maps / 1048576).toFixed(1)} MiB of maps from ${stateDir}; on a slow machine or under a profiler, give it longer (--start-timeout SECONDS)`);
+      throw new HaproxyStartError(
+        `HAProxy did not answer on its runtime API (${socket}) within ${deadline / 1000} s while loading ${(maps / 1048576).toFixed(1)} MiB of maps from ${stateDir}; on a slow machine or under a profiler, give it longer (--start-timeout SECONDS)`,
+      );
     }
     started = true;
     if (output.trim()) o.log(output.trimEnd());
@@ -258,7 +295,15 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const agent = new MappingAgent({
     api,
     source,
-    applier: new MappingApplier(api, { stateDir, slots, cellMaxConn: o.cellMaxConn ?? 100, zones: o.zones, resolve: o.resolve, localNetworks: o.localNetworks, allowLoopback: true }),
+    applier: new MappingApplier(api, {
+      stateDir,
+      slots,
+      cellMaxConn: o.cellMaxConn ?? 100,
+      zones: o.zones,
+      resolve: o.resolve,
+      localNetworks: o.localNetworks,
+      allowLoopback: true,
+    }),
     stateDir,
     emit: o.log,
     group: 'local',
@@ -311,4 +356,3 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     startAgent,
   };
 }
-

@@ -6,7 +6,10 @@ import * as net from 'net';
  */
 export class RuntimeApi {
   /** `address`: a unix socket path, or `host:port` for a TCP admin socket (shared localhost in a task). */
-  constructor(private readonly address: string, private readonly timeoutMs = 5000) {}
+  constructor(
+    private readonly address: string,
+    private readonly timeoutMs = 5000,
+  ) {}
 
   /** Sends one command (a `<<` payload may follow on the next lines) and returns HAProxy's answer. */
   public send(command: string): Promise<string> {
@@ -14,7 +17,9 @@ export class RuntimeApi {
       const tcp = /^([\w.-]+):(\d+)$/.exec(this.address);
       const socket = tcp ? net.createConnection({ host: tcp[1], port: Number(tcp[2]) }) : net.createConnection({ path: this.address });
       const chunks: Buffer[] = [];
-      socket.setTimeout(this.timeoutMs, () => socket.destroy(new Error(`HAProxy runtime API: no answer to \`${command.split('\n')[0]}\` within ${this.timeoutMs} ms`)));
+      socket.setTimeout(this.timeoutMs, () =>
+        socket.destroy(new Error(`HAProxy runtime API: no answer to \`${command.split('\n')[0]}\` within ${this.timeoutMs} ms`)),
+      );
       socket.on('connect', () => socket.end(command.endsWith('\n') ? command : `${command}\n`));
       socket.on('data', (chunk) => chunks.push(chunk));
       socket.on('error', reject);
@@ -35,7 +40,9 @@ export class RuntimeApi {
       let partial = '';
       let failed: Error | undefined;
       socket.setEncoding('utf8');
-      socket.setTimeout(this.timeoutMs, () => socket.destroy(new Error(`HAProxy runtime API: no answer to \`${command.split('\n')[0]}\` within ${this.timeoutMs} ms`)));
+      socket.setTimeout(this.timeoutMs, () =>
+        socket.destroy(new Error(`HAProxy runtime API: no answer to \`${command.split('\n')[0]}\` within ${this.timeoutMs} ms`)),
+      );
       socket.on('connect', () => socket.end(command.endsWith('\n') ? command : `${command}\n`));
       socket.on('data', (chunk: string) => {
         const lines = (partial + chunk).split('\n');
@@ -71,10 +78,15 @@ export class RuntimeApi {
   /** `show info` as a record. */
   public async info(): Promise<Record<string, string>> {
     const answer = await this.send('show info');
-    return Object.fromEntries(answer.split('\n').filter((l) => l.includes(':')).map((l) => {
-      const i = l.indexOf(':');
-      return [l.slice(0, i).trim(), l.slice(i + 1).trim()];
-    }));
+    return Object.fromEntries(
+      answer
+        .split('\n')
+        .filter((l) => l.includes(':'))
+        .map((l) => {
+          const i = l.indexOf(':');
+          return [l.slice(0, i).trim(), l.slice(i + 1).trim()];
+        }),
+    );
   }
 
   /** A variable of HAProxy's environment (`setenv` in its configuration), or undefined when it has none. */

@@ -45,10 +45,18 @@ export interface ServedReport {
 export function parseServedReport(text: string): ServedReport | null {
   try {
     const r = JSON.parse(text) as Partial<ServedReport>;
-    if (typeof r !== 'object' || r === null || typeof r.taskId !== 'string' || typeof r.group !== 'string' || typeof r.reportedAt !== 'string') return null;
+    if (typeof r !== 'object' || r === null || typeof r.taskId !== 'string' || typeof r.group !== 'string' || typeof r.reportedAt !== 'string')
+      return null;
     const version = r.version;
     if (version === undefined || (version !== null && !(Number.isInteger(version) && version >= 0))) return null;
-    return { taskId: r.taskId, group: r.group, version, appliedAt: typeof r.appliedAt === 'string' ? r.appliedAt : null, reportedAt: r.reportedAt, ...(r.stopped === true ? { stopped: true as const } : {}) };
+    return {
+      taskId: r.taskId,
+      group: r.group,
+      version,
+      appliedAt: typeof r.appliedAt === 'string' ? r.appliedAt : null,
+      reportedAt: r.reportedAt,
+      ...(r.stopped === true ? { stopped: true as const } : {}),
+    };
   } catch {
     return null;
   }
@@ -145,11 +153,19 @@ export class S3ServedReporter {
       ...(item.stopped ? { stopped: true as const } : {}),
     };
     try {
-      await this.s3.send(new PutObjectCommand({
-        Bucket: this.bucket, Key: this.key, Body: `${JSON.stringify(report)}\n`, ContentType: 'application/json', CacheControl: 'no-store',
-      }), { abortSignal: AbortSignal.timeout(this.o.timeoutMs ?? 5000) });
+      await this.s3.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: this.key,
+          Body: `${JSON.stringify(report)}\n`,
+          ContentType: 'application/json',
+          CacheControl: 'no-store',
+        }),
+        { abortSignal: AbortSignal.timeout(this.o.timeoutMs ?? 5000) },
+      );
       this.reported = { version: item.version, at };
-      if (this.failing) this.o.emit?.(JSON.stringify({ level: 'info', event: 'served-report-recovered', group: this.group, key: this.key, version: item.version }));
+      if (this.failing)
+        this.o.emit?.(JSON.stringify({ level: 'info', event: 'served-report-recovered', group: this.group, key: this.key, version: item.version }));
       this.failing = false;
       this.retry = undefined;
     } catch (error) {
@@ -157,10 +173,16 @@ export class S3ServedReporter {
       const waitMs = this.retry ? Math.min(this.retry.waitMs * 2, Math.max(base, (this.o.heartbeatMs ?? 10_000) / 2)) : base;
       this.retry = { at: this.now() + waitMs, waitMs };
       if (!this.failing) {
-        this.o.emit?.(JSON.stringify({
-          level: 'warn', event: 'served-report-error', group: this.group, key: `s3://${this.bucket}/${this.key}`, error: `${(error as Error).name}: ${(error as Error).message}`,
-          hint: 'moves wait for every router task to report the version it serves; the task role needs s3:PutObject on served/<group>/* of the mapping bucket (grantServedReport, lib/constructs/router/mapping-bucket.ts)',
-        }));
+        this.o.emit?.(
+          JSON.stringify({
+            level: 'warn',
+            event: 'served-report-error',
+            group: this.group,
+            key: `s3://${this.bucket}/${this.key}`,
+            error: `${(error as Error).name}: ${(error as Error).message}`,
+            hint: 'moves wait for every router task to report the version it serves; the task role needs s3:PutObject on served/<group>/* of the mapping bucket (grantServedReport, lib/constructs/router/mapping-bucket.ts)',
+          }),
+        );
       }
       this.failing = true;
     }

@@ -27,7 +27,6 @@ export interface MappingSource {
   reset(): void;
 }
 
-
 /** `groups/<group>/mapping.json` in the mapping bucket, with conditional GETs (304 = unchanged). */
 export class S3MappingSource implements MappingSource {
   private etag?: string;
@@ -35,7 +34,13 @@ export class S3MappingSource implements MappingSource {
 
   /** `timeoutMs`: a fetch that takes longer is abandoned (and counted as an error). */
   /** `maxBytes`: a larger document is not read (what a router task holds). */
-  constructor(private readonly s3: S3Client, private readonly bucket: string, group: string, private readonly timeoutMs = 5000, private readonly maxBytes = DOCUMENT_LIMITS.maxBytes) {
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    group: string,
+    private readonly timeoutMs = 5000,
+    private readonly maxBytes = DOCUMENT_LIMITS.maxBytes,
+  ) {
     this.key = groupKey(group);
     this.description = `s3://${bucket}/${this.key}`;
   }
@@ -66,7 +71,9 @@ export class S3MappingSource implements MappingSource {
       if ((status === 404 && (error as Error).name !== 'NoSuchBucket') || status === 403) {
         this.etag = undefined;
         if (await this.missing(status)) return { changed: false, missing: true };
-        throw new SourceAccessDenied(`${this.description}: access denied (403). The router task role needs s3:GetObject on this key and s3:ListBucket on the bucket with s3:prefix "${this.key}" (grantMappingRead in lib/constructs/router/mapping-bucket.ts); check the role, the bucket policy and the bucket name (S3_BUCKET)`);
+        throw new SourceAccessDenied(
+          `${this.description}: access denied (403). The router task role needs s3:GetObject on this key and s3:ListBucket on the bucket with s3:prefix "${this.key}" (grantMappingRead in lib/constructs/router/mapping-bucket.ts); check the role, the bucket policy and the bucket name (S3_BUCKET)`,
+        );
       }
       throw error;
     }
@@ -83,7 +90,9 @@ export class S3MappingSource implements MappingSource {
   private async missing(status: number): Promise<boolean> {
     if (status === 404) return true;
     try {
-      const listed = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.key, MaxKeys: 1 }), { abortSignal: AbortSignal.timeout(this.timeoutMs) });
+      const listed = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.key, MaxKeys: 1 }), {
+        abortSignal: AbortSignal.timeout(this.timeoutMs),
+      });
       return !(listed.Contents ?? []).some((object) => object.Key === this.key);
     } catch {
       return false;

@@ -1,6 +1,14 @@
 import type { Fleet } from '../../domain/fleet';
 import type { PartitionKeySource } from '../../domain/fleet/types';
-import { connectionLimits, ERROR_503, HaproxyConfigOptions, MAP_FILES, READY_PORT, renderHaproxyConfig, ROUTER_TASK_MEMORY_MIB } from './haproxy-config';
+import {
+  connectionLimits,
+  ERROR_503,
+  HaproxyConfigOptions,
+  MAP_FILES,
+  READY_PORT,
+  renderHaproxyConfig,
+  ROUTER_TASK_MEMORY_MIB,
+} from './haproxy-config';
 
 /**
  * Where a router task's HAProxy listens and keeps its state unless told otherwise: what the router

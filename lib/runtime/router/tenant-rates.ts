@@ -102,18 +102,30 @@ export const REPORTED_TOP_TENANTS = 5;
 export function tenantMetricLines(rates: readonly TenantRate[], mapping: MappingDocument, timestamp: number, top = REPORTED_TOP_TENANTS): string[] {
   const lines: string[] = [];
   for (const load of cellLoadsOf(rates, mapping, top)) {
-    lines.push(JSON.stringify({
-      _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['Cell']], Metrics: [{ Name: 'ActiveTenants', Unit: 'Count' }] }] },
-      Cell: load.cell,
-      ActiveTenants: load.activeTenants,
-    }));
-    for (const t of load.topTenants) {
-      lines.push(JSON.stringify({
-        _aws: { Timestamp: timestamp, CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['Cell', 'Tenant']], Metrics: [{ Name: 'TenantRequestsPerSecond', Unit: 'Count/Second' }] }] },
+    lines.push(
+      JSON.stringify({
+        _aws: {
+          Timestamp: timestamp,
+          CloudWatchMetrics: [{ Namespace: 'CellRouter', Dimensions: [['Cell']], Metrics: [{ Name: 'ActiveTenants', Unit: 'Count' }] }],
+        },
         Cell: load.cell,
-        Tenant: t.tenant,
-        TenantRequestsPerSecond: t.rps,
-      }));
+        ActiveTenants: load.activeTenants,
+      }),
+    );
+    for (const t of load.topTenants) {
+      lines.push(
+        JSON.stringify({
+          _aws: {
+            Timestamp: timestamp,
+            CloudWatchMetrics: [
+              { Namespace: 'CellRouter', Dimensions: [['Cell', 'Tenant']], Metrics: [{ Name: 'TenantRequestsPerSecond', Unit: 'Count/Second' }] },
+            ],
+          },
+          Cell: load.cell,
+          Tenant: t.tenant,
+          TenantRequestsPerSecond: t.rps,
+        }),
+      );
     }
   }
   return lines;

@@ -2,12 +2,9 @@ import { PartitionKeySource } from '../../domain/fleet/types';
 
 /** Where the workload reads its database password: Secrets Manager (AWS) or the environment (local). */
 export type DatabaseCredentialsConfig =
-  | { readonly kind: 'secret'; readonly secretArn: string }
-  | { readonly kind: 'static'; readonly user: string; readonly password: string };
+  { readonly kind: 'secret'; readonly secretArn: string } | { readonly kind: 'static'; readonly user: string; readonly password: string };
 
-export type QueueConfig =
-  | { readonly kind: 'sqs'; readonly url: string }
-  | { readonly kind: 'postgres' };
+export type QueueConfig = { readonly kind: 'sqs'; readonly url: string } | { readonly kind: 'postgres' };
 
 /** Everything the reference workload needs, read from its environment (contract 1 of the briefing). */
 export interface WorkloadConfig {
@@ -115,7 +112,11 @@ export function workloadConfigFromEnv(env: NodeJS.ProcessEnv): WorkloadConfig {
     if (env.QUEUE_URL) problems.push('QUEUE_URL is set with QUEUE_KIND=postgres: give one queue');
     queue = { kind: 'postgres' };
   } else {
-    problems.push(env.QUEUE_KIND ? `QUEUE_KIND=${env.QUEUE_KIND}: give sqs or postgres` : 'no work queue: set QUEUE_URL (SQS) or QUEUE_KIND=postgres (a table in the cell database, for the local fleet)');
+    problems.push(
+      env.QUEUE_KIND
+        ? `QUEUE_KIND=${env.QUEUE_KIND}: give sqs or postgres`
+        : 'no work queue: set QUEUE_URL (SQS) or QUEUE_KIND=postgres (a table in the cell database, for the local fleet)',
+    );
     queue = { kind: 'postgres' };
   }
 

@@ -57,14 +57,20 @@ export function cachedSecretCredentials(o: CachedSecretOptions): CredentialSourc
       if (cached && now() - cached.at < maxAge) return cached.value;
       if (!pending) {
         const at = now();
-        pending = load().then((value) => {
-          cached = { value, at };
-          return value;
-        }).finally(() => { pending = undefined; });
+        pending = load()
+          .then((value) => {
+            cached = { value, at };
+            return value;
+          })
+          .finally(() => {
+            pending = undefined;
+          });
       }
       return pending;
     },
-    invalidate: () => { cached = undefined; },
+    invalidate: () => {
+      cached = undefined;
+    },
   };
 }
 

@@ -54,7 +54,10 @@ export function createDatabasePool(o: DatabasePoolOptions): Pool {
       };
       const done = attempt();
       if (callback) {
-        done.then(() => callback(null, this), (error: Error) => callback(error));
+        done.then(
+          () => callback(null, this),
+          (error: Error) => callback(error),
+        );
         return undefined;
       }
       return done;

@@ -16,7 +16,11 @@ export interface Item {
 
 /** The tenant (or its bucket) was moved to another cell: the request belongs there. */
 export class MovedAwayError extends Error {
-  constructor(public readonly movedTo: string, public readonly moveId: string, public readonly kind: 'tenant' | 'bucket') {
+  constructor(
+    public readonly movedTo: string,
+    public readonly moveId: string,
+    public readonly kind: 'tenant' | 'bucket',
+  ) {
     super(`moved to ${movedTo} (move ${moveId})`);
     this.name = 'MovedAwayError';
   }
@@ -28,7 +32,10 @@ export class MovedAwayError extends Error {
  * answer the freeze with, 503 and Retry-After, never 421, which is for a move already flipped.
  */
 export class FrozenHereError extends Error {
-  constructor(public readonly moveId: string, public readonly kind: 'tenant' | 'bucket') {
+  constructor(
+    public readonly moveId: string,
+    public readonly kind: 'tenant' | 'bucket',
+  ) {
     super(`frozen for move ${moveId}`);
     this.name = 'FrozenHereError';
   }
@@ -96,7 +103,11 @@ export class ItemStore {
   async create(tenantId: string, data: Record<string, unknown>, delayMs = 0): Promise<Item> {
     return this.write(tenantId, delayMs, async (tx) => {
       const id = uuidv7();
-      const result = await tx.query<ItemRow>(`insert into items (id, tenant_id, data) values ($1, $2, $3) returning ${COLUMNS}`, [id, tenantId, JSON.stringify(data)]);
+      const result = await tx.query<ItemRow>(`insert into items (id, tenant_id, data) values ($1, $2, $3) returning ${COLUMNS}`, [
+        id,
+        tenantId,
+        JSON.stringify(data),
+      ]);
       const message: WorkMessage = { kind: 'item.created', tenantId, itemId: id };
       await this.o.queue.send(tx, message);
       return toItem(result.rows[0]);
@@ -138,7 +149,10 @@ export class ItemStore {
   async process(message: WorkMessage): Promise<void | 'moved'> {
     try {
       await this.write(message.tenantId, 0, async (tx) => {
-        await tx.query("update items set status = 'processed', processed_at = now() where tenant_id = $1 and id = $2 and status = 'pending'", [message.tenantId, message.itemId]);
+        await tx.query("update items set status = 'processed', processed_at = now() where tenant_id = $1 and id = $2 and status = 'pending'", [
+          message.tenantId,
+          message.itemId,
+        ]);
       });
     } catch (error) {
       if (!(error instanceof MovedAwayError) && !(error instanceof FrozenHereError)) throw error;
@@ -184,7 +198,9 @@ export class ItemStore {
       await tx.query('commit');
       return result;
     } catch (error) {
-      await tx.query('rollback').catch(() => { broken = true; });
+      await tx.query('rollback').catch(() => {
+        broken = true;
+      });
       throw error;
     } finally {
       tx.release(broken);

@@ -120,7 +120,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
-    description: 'cf_pending_work: the message each unfinished item needs, which a move re-sends to the target cell\'s SQS queue after the flip',
+    description: "cf_pending_work: the message each unfinished item needs, which a move re-sends to the target cell's SQS queue after the flip",
     sql: `
       -- SQS cannot hand over one tenant's messages: the move re-derives them from the data it copied.
       create view cf_pending_work as
@@ -146,11 +146,15 @@ export async function migrate(pool: Pool, log: (line: string) => void = () => un
   try {
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
-      await client.query('create table if not exists cf_schema_migrations (version integer primary key, applied_at timestamptz not null default now())');
+      await client.query(
+        'create table if not exists cf_schema_migrations (version integer primary key, applied_at timestamptz not null default now())',
+      );
       const applied = new Set((await client.query<{ version: number }>('select version from cf_schema_migrations')).rows.map((r) => r.version));
       const newest = Math.max(0, ...applied);
       if (newest > SCHEMA_VERSION) {
-        throw new Error(`the database is at schema version ${newest}, newer than this workload's ${SCHEMA_VERSION}; deploy the newer image (migrations never run backwards)`);
+        throw new Error(
+          `the database is at schema version ${newest}, newer than this workload's ${SCHEMA_VERSION}; deploy the newer image (migrations never run backwards)`,
+        );
       }
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
@@ -176,4 +180,3 @@ export async function schemaVersion(pool: Pool): Promise<number> {
   const result = await pool.query<{ version: number }>('select coalesce(max(version), 0) as version from cf_schema_migrations');
   return Number(result.rows[0].version);
 }
-

@@ -73,7 +73,10 @@ export function postgresWorkQueue(pool: Pool, o: PostgresQueueOptions = {}): Wor
         if (outcome === 'moved') {
           // The move of this tenant copies its messages to the target at the flip and deletes them
           // here when it forgets the source copy: keep it, hidden, without counting a failure.
-          await pool.query(`update cf_work_queue set visible_at = now() + make_interval(secs => $2::double precision / 1000), receive_count = greatest(receive_count - 1, 0) where id = $1`, [row.id, visibility]);
+          await pool.query(
+            `update cf_work_queue set visible_at = now() + make_interval(secs => $2::double precision / 1000), receive_count = greatest(receive_count - 1, 0) where id = $1`,
+            [row.id, visibility],
+          );
           continue;
         }
         await pool.query('delete from cf_work_queue where id = $1', [row.id]);
@@ -108,7 +111,10 @@ export function postgresWorkQueue(pool: Pool, o: PostgresQueueOptions = {}): Wor
           if (got === 0 && running) {
             await new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, pollMs);
-              wake = () => { clearTimeout(timer); resolve(); };
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
             });
             wake = undefined;
           }
@@ -152,9 +158,14 @@ export function sqsWorkQueue(url: string, o: SqsQueueOptions = {}): WorkQueue {
         while (running) {
           abort = new AbortController();
           try {
-            const result = await client.send(new ReceiveMessageCommand({
-              QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: o.waitSeconds ?? 20,
-            }), { abortSignal: abort.signal });
+            const result = await client.send(
+              new ReceiveMessageCommand({
+                QueueUrl: url,
+                MaxNumberOfMessages: 10,
+                WaitTimeSeconds: o.waitSeconds ?? 20,
+              }),
+              { abortSignal: abort.signal },
+            );
             // An empty answer after a long poll: pause briefly, so a short poll never spins.
             if (!result.Messages?.length) await new Promise((r) => setTimeout(r, 100));
             for (const m of result.Messages ?? []) {
@@ -172,7 +183,9 @@ export function sqsWorkQueue(url: string, o: SqsQueueOptions = {}): WorkQueue {
                 if (message) await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
               } catch (error) {
                 o.log?.(`work queue: message ${m.MessageId} failed: ${(error as Error).message}`);
-                await client.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0 })).catch(() => undefined);
+                await client
+                  .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0 }))
+                  .catch(() => undefined);
               }
             }
           } catch (error) {

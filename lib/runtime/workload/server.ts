@@ -16,7 +16,11 @@ const MAX_PAGE = 100;
 const DEFAULT_PAGE = 20;
 
 class HttpError extends Error {
-  constructor(public readonly status: number, message: string, public readonly body: Record<string, unknown> = {}) {
+  constructor(
+    public readonly status: number,
+    message: string,
+    public readonly body: Record<string, unknown> = {},
+  ) {
     super(message);
   }
 }
@@ -30,7 +34,10 @@ export function tenantOf(req: http.IncomingMessage, source: PartitionKeySource):
   if (source.source === 'header') {
     where = `header ${source.name}`;
     raw = req.headers[source.name];
-    if (Array.isArray(raw) || (typeof raw === 'string' && req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === source.name).length > 1)) {
+    if (
+      Array.isArray(raw) ||
+      (typeof raw === 'string' && req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === source.name).length > 1)
+    ) {
       throw new HttpError(400, `send the ${source.name} header once`);
     }
   } else if (source.source === 'path') {
@@ -63,7 +70,8 @@ async function readJsonObject(req: http.IncomingMessage): Promise<Record<string,
   } catch {
     throw new HttpError(400, 'the body is not JSON; send a JSON object such as {"name":"x"}');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HttpError(400, 'the body must be a JSON object such as {"name":"x"}');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new HttpError(400, 'the body must be a JSON object such as {"name":"x"}');
   return value as Record<string, unknown>;
 }
 
@@ -81,7 +89,8 @@ function send(res: http.ServerResponse, status: number, body?: unknown, headers:
 /** Database errors that mean "not reachable right now" rather than a bug: 503, so clients retry. */
 function isUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
-  if (typeof e?.code === 'string' && (/^(08|57P|53)/.test(e.code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code))) return true;
+  if (typeof e?.code === 'string' && (/^(08|57P|53)/.test(e.code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code)))
+    return true;
   if (e?.code === '57014') return true; // statement timeout
   return /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED/.test(e?.message ?? '');
 }
@@ -113,9 +122,11 @@ export interface StartWorkloadOptions {
  */
 export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOptions = {}): Promise<RunningWorkload> {
   const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const credentials = o.credentials ?? (config.database.credentials.kind === 'secret'
-    ? secretsManagerCredentials(config.database.credentials.secretArn, config.region)
-    : staticCredentials(config.database.credentials.user, config.database.credentials.password));
+  const credentials =
+    o.credentials ??
+    (config.database.credentials.kind === 'secret'
+      ? secretsManagerCredentials(config.database.credentials.secretArn, config.region)
+      : staticCredentials(config.database.credentials.user, config.database.credentials.password));
   const poolOptions = {
     host: config.database.host,
     port: config.database.port,
@@ -128,9 +139,11 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
   const pool = createDatabasePool(poolOptions);
   // An idle client losing its server (database restarted) must not crash the process.
   pool.on('error', (error) => log(`database: idle connection lost: ${error.message}`));
-  const queue = o.queue ? o.queue(pool) : config.queue.kind === 'sqs'
-    ? sqsWorkQueue(config.queue.url, { region: config.region, log })
-    : postgresWorkQueue(pool, { log });
+  const queue = o.queue
+    ? o.queue(pool)
+    : config.queue.kind === 'sqs'
+      ? sqsWorkQueue(config.queue.url, { region: config.region, log })
+      : postgresWorkQueue(pool, { log });
   const store = new ItemStore({ pool, queue, bucketCount: config.bucketCount });
 
   let migrated = false;
@@ -177,7 +190,9 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
     if (fault === 'crash') {
       log(`test fault: poison request for tenant ${tenant}; crashing`);
       // Thrown outside any promise chain: the process dies as with a real poison request.
-      setImmediate(() => { throw new Error('poison request (WORKLOAD_TEST_FAULTS)'); });
+      setImmediate(() => {
+        throw new Error('poison request (WORKLOAD_TEST_FAULTS)');
+      });
       return new Promise(() => undefined);
     }
     const delayMs = fault === 'slow' ? Math.min(Number(req.headers['x-fault-delay-ms'] ?? 1000) || 0, 60_000) : 0;
@@ -192,7 +207,8 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
       if (req.method === 'GET') {
         const limitText = url.searchParams.get('limit');
         const limit = limitText === null ? DEFAULT_PAGE : Number(limitText);
-        if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new HttpError(400, `limit=${limitText}: give an integer from 1 to ${MAX_PAGE}`);
+        if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+          throw new HttpError(400, `limit=${limitText}: give an integer from 1 to ${MAX_PAGE}`);
         const after = url.searchParams.get('after') ?? undefined;
         if (after !== undefined && !ITEM_ID_PATTERN.test(after)) throw new HttpError(400, 'after: pass the `next` value of the previous page');
         return send(res, 200, await store.list(tenant, limit, after, delayMs));
@@ -222,7 +238,17 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
       }
       if (error instanceof FrozenHereError) {
         // The body and header the routers' freeze answers with (lib/runtime/router/freeze.ts).
-        return send(res, 503, { error: 'frozen', message: 'this tenant is moving to another cell; retry in a second', retryAfterSeconds: FROZEN_RETRY_AFTER_SECONDS, moveId: error.moveId }, { 'retry-after': String(FROZEN_RETRY_AFTER_SECONDS) });
+        return send(
+          res,
+          503,
+          {
+            error: 'frozen',
+            message: 'this tenant is moving to another cell; retry in a second',
+            retryAfterSeconds: FROZEN_RETRY_AFTER_SECONDS,
+            moveId: error.moveId,
+          },
+          { 'retry-after': String(FROZEN_RETRY_AFTER_SECONDS) },
+        );
       }
       if (error instanceof MovedAwayError) {
         return send(res, 421, { error: 'moved', cell: error.movedTo, moveId: error.moveId });

@@ -1,5 +1,10 @@
 import {
-  CreateOrganizationalUnitCommand, CreateOrganizationCommand, DescribeAccountCommand, ListParentsCommand, ListRootsCommand, OrganizationsClient,
+  CreateOrganizationalUnitCommand,
+  CreateOrganizationCommand,
+  DescribeAccountCommand,
+  ListParentsCommand,
+  ListRootsCommand,
+  OrganizationsClient,
 } from '@aws-sdk/client-organizations';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { bootstrapEnvironments, ensureAccounts, organizationRoleCredentials, VendOptions } from '../../../lib/adapters/accounts';
@@ -34,14 +39,27 @@ describe('cellctl accounts against moto (Organizations, STS)', () => {
 
   let file: AccountsFile = { schemaVersion: 1, cells: {} };
   const options = (extra: Partial<VendOptions> = {}): VendOptions => ({
-    app: 'orders', organizationalUnitId: ou, roleName: 'OrganizationAccountAccessRole', pollDelayMs: 10, sleep: async () => undefined,
-    file: { read: () => file, write: (next) => { file = JSON.parse(JSON.stringify(next)); } }, ...extra,
+    app: 'orders',
+    organizationalUnitId: ou,
+    roleName: 'OrganizationAccountAccessRole',
+    pollDelayMs: 10,
+    sleep: async () => undefined,
+    file: {
+      read: () => file,
+      write: (next) => {
+        file = JSON.parse(JSON.stringify(next));
+      },
+    },
+    ...extra,
   });
   const targets = ['eu-1', 'us-1'].map((cell) => ({ cell, accountName: `orders-${cell}`, email: `aws+orders-${cell}@example.com` }));
 
   it('creates one account per cell, polls the request to SUCCEEDED, moves each into the OU and records it', async () => {
     const results = await ensureAccounts(org, targets, options());
-    expect(results.map((r) => [r.cell, r.action])).toEqual([['eu-1', 'created'], ['us-1', 'created']]);
+    expect(results.map((r) => [r.cell, r.action])).toEqual([
+      ['eu-1', 'created'],
+      ['us-1', 'created'],
+    ]);
     for (const r of results) {
       expect(r.accountId).toMatch(/^\d{12}$/);
       expect(file.cells[r.cell]).toMatchObject({ accountId: r.accountId, status: 'ACTIVE' });
@@ -66,14 +84,24 @@ describe('cellctl accounts against moto (Organizations, STS)', () => {
 
   it('plans one bootstrap per account and region, and reaches each vended account through its organization role', async () => {
     const accounts = Object.fromEntries(Object.entries(file.cells).map(([cell, c]) => [cell, c.accountId!]));
-    const plan = bootstrapEnvironments({
-      accounts: { tooling: MOTO_ACCOUNT, router: '222222222222' },
-      regions: { 'eu-west-1': {}, 'us-east-1': {} },
-      pipeline: { region: 'eu-west-1' },
-      cells: [{ id: 'eu-1', account: accounts['eu-1'], region: 'eu-west-1' }, { id: 'us-1', account: accounts['us-1'], region: 'us-east-1' }],
-    } as unknown as Parameters<typeof bootstrapEnvironments>[0], { executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess' });
+    const plan = bootstrapEnvironments(
+      {
+        accounts: { tooling: MOTO_ACCOUNT, router: '222222222222' },
+        regions: { 'eu-west-1': {}, 'us-east-1': {} },
+        pipeline: { region: 'eu-west-1' },
+        cells: [
+          { id: 'eu-1', account: accounts['eu-1'], region: 'eu-west-1' },
+          { id: 'us-1', account: accounts['us-1'], region: 'us-east-1' },
+        ],
+      } as unknown as Parameters<typeof bootstrapEnvironments>[0],
+      { executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess' },
+    );
     expect(plan.map((e) => `${e.account}/${e.region}`)).toEqual([
-      `${MOTO_ACCOUNT}/eu-west-1`, '222222222222/eu-west-1', '222222222222/us-east-1', `${accounts['eu-1']}/eu-west-1`, `${accounts['us-1']}/us-east-1`,
+      `${MOTO_ACCOUNT}/eu-west-1`,
+      '222222222222/eu-west-1',
+      '222222222222/us-east-1',
+      `${accounts['eu-1']}/eu-west-1`,
+      `${accounts['us-1']}/us-east-1`,
     ]);
     const credentialsFor = await organizationRoleCredentials(sts, 'OrganizationAccountAccessRole');
     // The management account (the caller) uses its own credentials.

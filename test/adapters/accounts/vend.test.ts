@@ -1,6 +1,13 @@
 import {
-  CreateAccountCommand, DescribeCreateAccountStatusCommand, ListAccountsCommand, ListParentsCommand, MoveAccountCommand,
-  OrganizationsClient, TooManyRequestsException, ConcurrentModificationException, AccessDeniedException,
+  CreateAccountCommand,
+  DescribeCreateAccountStatusCommand,
+  ListAccountsCommand,
+  ListParentsCommand,
+  MoveAccountCommand,
+  OrganizationsClient,
+  TooManyRequestsException,
+  ConcurrentModificationException,
+  AccessDeniedException,
 } from '@aws-sdk/client-organizations';
 import { mockClient } from 'aws-sdk-client-mock';
 import { ensureAccounts, MissingPermissionError, VendOptions, VendTarget } from '../../../lib/adapters/accounts';
@@ -18,8 +25,16 @@ function memoryFile(initial: AccountsFile['cells'] = {}) {
   const writes: AccountsFile[] = [];
   return {
     writes,
-    get current() { return current; },
-    handle: { read: () => current, write: (file: AccountsFile) => { current = JSON.parse(JSON.stringify(file)); writes.push(current); } },
+    get current() {
+      return current;
+    },
+    handle: {
+      read: () => current,
+      write: (file: AccountsFile) => {
+        current = JSON.parse(JSON.stringify(file));
+        writes.push(current);
+      },
+    },
   };
 }
 
@@ -27,8 +42,18 @@ function options(file: ReturnType<typeof memoryFile>, extra: Partial<VendOptions
   const slept: number[] = [];
   const lines: string[] = [];
   return {
-    app: 'orders', organizationalUnitId: OU, roleName: 'OrganizationAccountAccessRole', pollDelayMs: 1000,
-    sleep: async (ms) => { slept.push(ms); }, progress: (l) => lines.push(l), file: file.handle, slept, lines, ...extra,
+    app: 'orders',
+    organizationalUnitId: OU,
+    roleName: 'OrganizationAccountAccessRole',
+    pollDelayMs: 1000,
+    sleep: async (ms) => {
+      slept.push(ms);
+    },
+    progress: (l) => lines.push(l),
+    file: file.handle,
+    slept,
+    lines,
+    ...extra,
   };
 }
 
@@ -42,7 +67,8 @@ beforeEach(() => {
 describe('ensureAccounts', () => {
   it('creates an account, polls with backoff until SUCCEEDED, moves it into the OU, records each step', async () => {
     org.on(CreateAccountCommand).resolves({ CreateAccountStatus: { Id: 'car-1111', State: 'IN_PROGRESS', AccountName: 'orders-eu-1' } });
-    org.on(DescribeCreateAccountStatusCommand)
+    org
+      .on(DescribeCreateAccountStatusCommand)
       .resolvesOnce({ CreateAccountStatus: { Id: 'car-1111', State: 'IN_PROGRESS' } })
       .resolvesOnce({ CreateAccountStatus: { Id: 'car-1111', State: 'IN_PROGRESS' } })
       .resolves({ CreateAccountStatus: { Id: 'car-1111', State: 'SUCCEEDED', AccountId: '123456789012' } });
@@ -51,18 +77,29 @@ describe('ensureAccounts', () => {
     const results = await ensureAccounts(new OrganizationsClient({}), [target('eu-1')], opts);
     expect(results).toEqual([{ cell: 'eu-1', action: 'created', accountId: '123456789012' }]);
     expect(org.commandCalls(CreateAccountCommand)[0].args[0].input).toEqual({
-      AccountName: 'orders-eu-1', Email: 'aws+orders-eu-1@example.com', RoleName: 'OrganizationAccountAccessRole', IamUserAccessToBilling: 'DENY',
-      Tags: [{ Key: 'cell', Value: 'eu-1' }, { Key: 'app', Value: 'orders' }],
+      AccountName: 'orders-eu-1',
+      Email: 'aws+orders-eu-1@example.com',
+      RoleName: 'OrganizationAccountAccessRole',
+      IamUserAccessToBilling: 'DENY',
+      Tags: [
+        { Key: 'cell', Value: 'eu-1' },
+        { Key: 'app', Value: 'orders' },
+      ],
     });
     expect(opts.slept).toEqual([1000, 2000]);
-    expect(org.commandCalls(MoveAccountCommand)[0].args[0].input).toEqual({ AccountId: '123456789012', SourceParentId: ROOT, DestinationParentId: OU });
+    expect(org.commandCalls(MoveAccountCommand)[0].args[0].input).toEqual({
+      AccountId: '123456789012',
+      SourceParentId: ROOT,
+      DestinationParentId: OU,
+    });
     expect(file.writes.map((w) => w.cells['eu-1'].status)).toEqual(['CREATING', 'CREATED', 'ACTIVE']);
     expect(file.writes[0].cells['eu-1'].createAccountRequestId).toBe('car-1111');
     expect(file.current.cells['eu-1']).toMatchObject({ accountId: '123456789012', organizationalUnit: OU, status: 'ACTIVE' });
   });
 
   it('adopts an account found by email on a later page instead of creating a duplicate', async () => {
-    org.on(ListAccountsCommand)
+    org
+      .on(ListAccountsCommand)
       .resolvesOnce({ Accounts: [{ Id: '111111111111', Email: 'someone@example.com' }], NextToken: 'page-2' })
       .resolvesOnce({ Accounts: [{ Id: '222222222222', Email: 'AWS+orders-eu-2@example.com' }] });
     org.on(ListParentsCommand).resolves({ Parents: [{ Id: OU, Type: 'ORGANIZATIONAL_UNIT' }] });
@@ -95,8 +132,11 @@ describe('ensureAccounts', () => {
   });
 
   it('retries throttling and concurrent modification with exponential backoff', async () => {
-    org.on(CreateAccountCommand)
-      .rejectsOnce(exception(TooManyRequestsException, 'AWS Organizations can\'t complete your request because another request is already in progress'))
+    org
+      .on(CreateAccountCommand)
+      .rejectsOnce(
+        exception(TooManyRequestsException, "AWS Organizations can't complete your request because another request is already in progress"),
+      )
       .rejectsOnce(exception(ConcurrentModificationException, 'concurrent'))
       .resolves({ CreateAccountStatus: { Id: 'car-3', State: 'IN_PROGRESS' } });
     org.on(DescribeCreateAccountStatusCommand).resolves({ CreateAccountStatus: { Id: 'car-3', State: 'SUCCEEDED', AccountId: '444444444444' } });
@@ -119,9 +159,15 @@ describe('ensureAccounts', () => {
     ['INTERNAL_FAILURE', /^INTERNAL_FAILURE$/],
   ])('reports a FAILED creation (%s) for that cell and carries on with the others', async (reason, message) => {
     org.on(CreateAccountCommand, { Email: 'aws+orders-bad@example.com' }).resolves({ CreateAccountStatus: { Id: 'car-bad', State: 'IN_PROGRESS' } });
-    org.on(CreateAccountCommand, { Email: 'aws+orders-good@example.com' }).resolves({ CreateAccountStatus: { Id: 'car-good', State: 'IN_PROGRESS' } });
-    org.on(DescribeCreateAccountStatusCommand, { CreateAccountRequestId: 'car-bad' }).resolves({ CreateAccountStatus: { Id: 'car-bad', State: 'FAILED', FailureReason: reason as never } });
-    org.on(DescribeCreateAccountStatusCommand, { CreateAccountRequestId: 'car-good' }).resolves({ CreateAccountStatus: { Id: 'car-good', State: 'SUCCEEDED', AccountId: '555555555555' } });
+    org
+      .on(CreateAccountCommand, { Email: 'aws+orders-good@example.com' })
+      .resolves({ CreateAccountStatus: { Id: 'car-good', State: 'IN_PROGRESS' } });
+    org
+      .on(DescribeCreateAccountStatusCommand, { CreateAccountRequestId: 'car-bad' })
+      .resolves({ CreateAccountStatus: { Id: 'car-bad', State: 'FAILED', FailureReason: reason as never } });
+    org
+      .on(DescribeCreateAccountStatusCommand, { CreateAccountRequestId: 'car-good' })
+      .resolves({ CreateAccountStatus: { Id: 'car-good', State: 'SUCCEEDED', AccountId: '555555555555' } });
     const file = memoryFile();
     const results = await ensureAccounts(new OrganizationsClient({}), [target('bad'), target('good')], options(file));
     expect(results[0]).toEqual({ cell: 'bad', action: 'failed', reason: expect.stringMatching(message) });
@@ -130,9 +176,11 @@ describe('ensureAccounts', () => {
   });
 
   it('stops with a message naming the action when a permission is missing', async () => {
-    org.on(ListAccountsCommand).rejects(exception(AccessDeniedException, 'You don\'t have permissions to access this resource.'));
+    org.on(ListAccountsCommand).rejects(exception(AccessDeniedException, "You don't have permissions to access this resource."));
     await expect(ensureAccounts(new OrganizationsClient({}), [target('eu-1')], options(memoryFile()))).rejects.toThrow(MissingPermissionError);
-    await expect(ensureAccounts(new OrganizationsClient({}), [target('eu-1')], options(memoryFile()))).rejects.toThrow(/missing permission organizations:ListAccounts/);
+    await expect(ensureAccounts(new OrganizationsClient({}), [target('eu-1')], options(memoryFile()))).rejects.toThrow(
+      /missing permission organizations:ListAccounts/,
+    );
   });
 
   it('gives up polling after maxPollMs, keeping the request id so the next run resumes', async () => {
@@ -140,14 +188,25 @@ describe('ensureAccounts', () => {
     org.on(DescribeCreateAccountStatusCommand).resolves({ CreateAccountStatus: { Id: 'car-slow', State: 'IN_PROGRESS' } });
     const file = memoryFile();
     const results = await ensureAccounts(new OrganizationsClient({}), [target('eu-5')], options(file, { maxPollMs: 5000 }));
-    expect(results[0]).toEqual({ cell: 'eu-5', action: 'failed', reason: expect.stringContaining('still in progress; run `cellctl accounts ensure` again to resume') });
+    expect(results[0]).toEqual({
+      cell: 'eu-5',
+      action: 'failed',
+      reason: expect.stringContaining('still in progress; run `cellctl accounts ensure` again to resume'),
+    });
     expect(file.current.cells['eu-5']).toMatchObject({ createAccountRequestId: 'car-slow', status: 'CREATING' });
   });
 
   it('changes nothing in a dry run', async () => {
     org.on(ListAccountsCommand).resolves({ Accounts: [{ Id: '666666666666', Email: 'aws+orders-old@example.com' }] });
-    const file = memoryFile({ resumable: { createAccountRequestId: 'car-9', status: 'CREATING' }, outside: { accountId: '777777777777', status: 'CREATED' } });
-    const results = await ensureAccounts(new OrganizationsClient({}), [target('new'), target('old'), target('resumable'), target('outside')], options(file, { dryRun: true }));
+    const file = memoryFile({
+      resumable: { createAccountRequestId: 'car-9', status: 'CREATING' },
+      outside: { accountId: '777777777777', status: 'CREATED' },
+    });
+    const results = await ensureAccounts(
+      new OrganizationsClient({}),
+      [target('new'), target('old'), target('resumable'), target('outside')],
+      options(file, { dryRun: true }),
+    );
     expect(results.map((r) => r.action)).toEqual(['would-create', 'would-adopt', 'would-resume', 'would-move']);
     expect(file.writes).toEqual([]);
     expect(org.commandCalls(CreateAccountCommand)).toHaveLength(0);

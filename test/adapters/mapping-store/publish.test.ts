@@ -1,11 +1,24 @@
 import {
-  CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutBucketVersioningCommand, PutObjectCommand, S3Client,
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutBucketVersioningCommand,
+  PutObjectCommand,
+  S3Client,
 } from '@aws-sdk/client-s3';
+import { addCell, MappingDocument, pinKey } from '../../../lib/domain/mapping';
 import {
-  addCell, MappingDocument, pinKey,
-} from '../../../lib/domain/mapping';
-import {
-  ConcurrentWriteError, groupKey, mappingHistory, MappingStore, PublishRefusedError, publishMapping, rollbackMapping, statusOf, StoreError, versionKey,
+  ConcurrentWriteError,
+  groupKey,
+  mappingHistory,
+  MappingStore,
+  PublishRefusedError,
+  publishMapping,
+  rollbackMapping,
+  statusOf,
+  StoreError,
+  versionKey,
 } from '../../../lib/adapters/mapping-store';
 import { NOW, sampleMapping } from '../../support/mapping';
 import { Moto, motoClientConfig, startMoto } from '../../support/moto';
@@ -32,46 +45,52 @@ interface Buckets {
  * each region's bucket versioned as MappingBucket makes it.
  */
 const BACKENDS: readonly [string, () => Promise<Buckets>][] = [
-  ['the stand-in (s3rver)', async () => {
-    const servers = await Promise.all(REGIONS.map((bucket) => startLocalS3(bucket)));
-    const clients = servers.map((s) => localS3Client(s, 1));
-    return {
-      region: (i) => ({ client: clients[i], bucket: servers[i].bucket }),
-      reset: async () => {
-        for (const [i, s] of servers.entries()) {
-          s.fault(undefined);
-          s.listPermission(undefined);
-          const listed = await clients[i].send(new ListObjectsV2Command({ Bucket: s.bucket }));
-          for (const object of listed.Contents ?? []) await clients[i].send(new DeleteObjectCommand({ Bucket: s.bucket, Key: object.Key }));
-        }
-      },
-      stop: async () => {
-        for (const c of clients) c.destroy();
-        await Promise.all(servers.map((s) => s.stop()));
-      },
-      deletedSinceRead: 412,
-    };
-  }],
-  ['moto', async () => {
-    const moto: Moto = await startMoto();
-    const client = new S3Client({ ...motoClientConfig(moto), forcePathStyle: true });
-    return {
-      region: (i) => ({ client, bucket: REGIONS[i] }),
-      reset: async () => {
-        await moto.reset();
-        for (const bucket of REGIONS) {
-          await client.send(new CreateBucketCommand({ Bucket: bucket }));
-          await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }));
-        }
-      },
-      stop: async () => {
-        client.destroy();
-        await moto.stop();
-      },
-      // moto answers 404 NoSuchKey, the stand-in 412: both are a concurrent change to the store.
-      deletedSinceRead: 404,
-    };
-  }],
+  [
+    'the stand-in (s3rver)',
+    async () => {
+      const servers = await Promise.all(REGIONS.map((bucket) => startLocalS3(bucket)));
+      const clients = servers.map((s) => localS3Client(s, 1));
+      return {
+        region: (i) => ({ client: clients[i], bucket: servers[i].bucket }),
+        reset: async () => {
+          for (const [i, s] of servers.entries()) {
+            s.fault(undefined);
+            s.listPermission(undefined);
+            const listed = await clients[i].send(new ListObjectsV2Command({ Bucket: s.bucket }));
+            for (const object of listed.Contents ?? []) await clients[i].send(new DeleteObjectCommand({ Bucket: s.bucket, Key: object.Key }));
+          }
+        },
+        stop: async () => {
+          for (const c of clients) c.destroy();
+          await Promise.all(servers.map((s) => s.stop()));
+        },
+        deletedSinceRead: 412,
+      };
+    },
+  ],
+  [
+    'moto',
+    async () => {
+      const moto: Moto = await startMoto();
+      const client = new S3Client({ ...motoClientConfig(moto), forcePathStyle: true });
+      return {
+        region: (i) => ({ client, bucket: REGIONS[i] }),
+        reset: async () => {
+          await moto.reset();
+          for (const bucket of REGIONS) {
+            await client.send(new CreateBucketCommand({ Bucket: bucket }));
+            await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }));
+          }
+        },
+        stop: async () => {
+          client.destroy();
+          await moto.stop();
+        },
+        // moto answers 404 NoSuchKey, the stand-in 412: both are a concurrent change to the store.
+        deletedSinceRead: 404,
+      };
+    },
+  ],
 ];
 
 describe.each(BACKENDS)('publishing to %s', (_name, start) => {
@@ -98,7 +117,12 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
   it('writes the immutable version, then every group in order, baking after the first, and reads back exactly what it wrote', async () => {
     const events: string[] = [];
     const result = await publishMapping(store, v1, {
-      groups: GROUPS, bakeSeconds: 7, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (line) => events.push(line),
+      groups: GROUPS,
+      bakeSeconds: 7,
+      sleep: async (ms) => {
+        events.push(`sleep ${ms}`);
+      },
+      progress: (line) => events.push(line),
     });
     expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
     expect(events).toEqual([
@@ -118,9 +142,21 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
 
   it('says how long a long bake has left, every half minute', async () => {
     const events: string[] = [];
-    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 75, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (line) => events.push(line) });
+    await publishMapping(store, v1, {
+      groups: GROUPS,
+      bakeSeconds: 75,
+      sleep: async (ms) => {
+        events.push(`sleep ${ms}`);
+      },
+      progress: (line) => events.push(line),
+    });
     expect(events.slice(events.indexOf('baking 75s on group canary before the other groups'), events.indexOf('group main (2/3): v- -> v1'))).toEqual([
-      'baking 75s on group canary before the other groups', 'sleep 30000', 'baking on group canary: 45s left', 'sleep 30000', 'baking on group canary: 15s left', 'sleep 15000',
+      'baking 75s on group canary before the other groups',
+      'sleep 30000',
+      'baking on group canary: 45s left',
+      'sleep 30000',
+      'baking on group canary: 15s left',
+      'sleep 15000',
     ]);
   });
 
@@ -136,15 +172,18 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
     await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0 });
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` is at version 2; version 1 is older/);
     const other = { ...pinKey(v1, 'tenant-2', 'cell-2', NOW) };
-    await expect(publishMapping(store, other, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/version 2 is already published with different content; publish version 3 instead/);
+    await expect(publishMapping(store, other, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+      /version 2 is already published with different content; publish version 3 instead/,
+    );
   });
 
   it('refuses, writing nothing, a change that needs more backend slots than the routers have', async () => {
     const n = Object.keys(v1.cells).length;
     await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0, routerSlots: n });
     const v2 = addCell(v1, { id: 'cell-new', endpoint: 'https://cell-new.example' }, NOW);
-    await expect(publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, routerSlots: n }))
-      .rejects.toThrow(new RegExp(`group \`canary\`: going to version 2 needs ${n + 1} backend slots at once .* routers have ${n} \\(router.slots\\)`));
+    await expect(publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, routerSlots: n })).rejects.toThrow(
+      new RegExp(`group \`canary\`: going to version 2 needs ${n + 1} backend slots at once .* routers have ${n} \\(router.slots\\)`),
+    );
     expect(await store.versions()).toEqual([1]);
     expect((await store.readGroup('canary'))!.document.version).toBe(1);
     await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, routerSlots: n + 1 });
@@ -183,7 +222,14 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
     await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
     await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0 });
     const sleeps: number[] = [];
-    const result = await rollbackMapping(store, { groups: GROUPS, bakeSeconds: 3, sleep: async (ms) => { sleeps.push(ms); }, now: '2026-11-29T17:00:00.000Z' });
+    const result = await rollbackMapping(store, {
+      groups: GROUPS,
+      bakeSeconds: 3,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+      },
+      now: '2026-11-29T17:00:00.000Z',
+    });
     expect(result).toMatchObject({ restoredFrom: 1, version: 3 });
     expect(sleeps).toEqual([3000]);
     for (const group of GROUPS) {
@@ -192,7 +238,11 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
       expect({ ...doc, version: 1, createdAt: v1.createdAt }).toEqual(v1);
     }
     const history = await mappingHistory(store, [...GROUPS, 'not-yet-deployed']);
-    expect(history.map((h) => [h.version, h.groups])).toEqual([[3, GROUPS], [2, []], [1, []]]);
+    expect(history.map((h) => [h.version, h.groups])).toEqual([
+      [3, GROUPS],
+      [2, []],
+      [1, []],
+    ]);
   });
 
   it('has nothing to roll back before two versions exist', async () => {
@@ -208,12 +258,20 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
   });
 
   it.each([
-    ['another bucket count than the fleet\'s', (d: MappingDocument) => ({ ...d, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: d.buckets[0].cell }] }), /\$\.bucketCount: 65536, but the fleet's routers hash keys into 16384 buckets/],
+    [
+      "another bucket count than the fleet's",
+      (d: MappingDocument) => ({ ...d, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: d.buckets[0].cell }] }),
+      /\$\.bucketCount: 65536, but the fleet's routers hash keys into 16384 buckets/,
+    ],
     ['a version no later version can follow', (d: MappingDocument) => ({ ...d, version: 1e308 }), /\$\.version: 1e\+308 is over 4503599627370496/],
-    ['two cells on one endpoint', (d: MappingDocument) => {
-      const [a, b] = Object.keys(d.cells);
-      return { ...d, cells: { ...d.cells, [b]: { ...d.cells[b], endpoint: d.cells[a].endpoint } } };
-    }, /endpoint too: one cell's tenants would be answered by the other/],
+    [
+      'two cells on one endpoint',
+      (d: MappingDocument) => {
+        const [a, b] = Object.keys(d.cells);
+        return { ...d, cells: { ...d.cells, [b]: { ...d.cells[b], endpoint: d.cells[a].endpoint } } };
+      },
+      /endpoint too: one cell's tenants would be answered by the other/,
+    ],
   ])('refuses, writing nothing, a document with %s, in one line', async (_name, make, message) => {
     const error = await publishMapping(store, make(v1), { groups: GROUPS, bakeSeconds: 0, bucketCount: 16384 }).catch((e: Error) => e);
     expect(error).toBeInstanceOf(PublishRefusedError);
@@ -231,27 +289,39 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
     // Someone else replaces the pointer after our read: our write on the old ETag is refused.
     await client.send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('canary'), Body: read.text + ' ' }));
     await expect(store.put(groupKey('canary'), read.text, read.etag)).rejects.toThrow(ConcurrentWriteError);
-    const error = await client.send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('canary'), Body: '{}', IfMatch: read.etag })).catch((e) => e);
+    const error = await client
+      .send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('canary'), Body: '{}', IfMatch: read.etag }))
+      .catch((e) => e);
     expect(statusOf(error)).toBe(412);
     // With the current ETag it goes through.
     const current = (await store.readGroup('canary'))!;
     await store.put(groupKey('canary'), read.text, current.etag);
     // Deleted since it was read: a concurrent change too, whatever the status says.
     await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: groupKey('main') }));
-    const gone = await client.send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('main'), Body: '{}', IfMatch: current.etag })).catch((e) => e);
+    const gone = await client
+      .send(new PutObjectCommand({ Bucket: bucket, Key: groupKey('main'), Body: '{}', IfMatch: current.etag }))
+      .catch((e) => e);
     expect(statusOf(gone)).toBe(backend.deletedSinceRead);
     await expect(store.put(groupKey('main'), read.text, current.etag)).rejects.toThrow(ConcurrentWriteError);
   });
 
   it('names the bucket when it does not exist', async () => {
-    await expect(publishMapping(new MappingStore(client, 'no-such-bucket'), v1, { groups: GROUPS, bakeSeconds: 0 }))
-      .rejects.toThrow(/s3:\/\/no-such-bucket\/\S* failed: NoSuchBucket 404 \(no such bucket: check --bucket or router.mappingBucket\)/);
+    await expect(publishMapping(new MappingStore(client, 'no-such-bucket'), v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+      /s3:\/\/no-such-bucket\/\S* failed: NoSuchBucket 404 \(no such bucket: check --bucket or router.mappingBucket\)/,
+    );
   });
 
   it('writes the version and each group pointer in every region, checks every region before writing, and resumes', async () => {
     const [euStore, usStore] = ([0, 1] as const).map((i) => new MappingStore(backend.region(i).client, backend.region(i).bucket));
     const events: string[] = [];
-    const result = await publishMapping([euStore, usStore], v1, { groups: GROUPS, bakeSeconds: 5, sleep: async (ms) => { events.push(`sleep ${ms}`); }, progress: (l) => events.push(l) });
+    const result = await publishMapping([euStore, usStore], v1, {
+      groups: GROUPS,
+      bakeSeconds: 5,
+      sleep: async (ms) => {
+        events.push(`sleep ${ms}`);
+      },
+      progress: (l) => events.push(l),
+    });
     expect(result.groups.map((g) => g.status)).toEqual(['published', 'published', 'published']);
     for (const s of [euStore, usStore]) {
       expect((await s.readVersion(1))?.document.version).toBe(1);
@@ -264,7 +334,9 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
     // One region ahead (say, an operator published there only): nothing is written anywhere.
     const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
     await publishMapping(usStore, { ...pinKey(v2, 'tenant-2', Object.keys(v1.cells)[1], NOW), version: 3 }, { groups: GROUPS, bakeSeconds: 0 });
-    await expect(publishMapping([euStore, usStore], v2, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` in s3:\/\/mappings-us is at version 3; version 2 is older/);
+    await expect(publishMapping([euStore, usStore], v2, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+      /group `canary` in s3:\/\/mappings-us is at version 3; version 2 is older/,
+    );
     expect(await euStore.readVersion(2)).toBeUndefined();
 
     // A region that missed a publish (say, a new region seeded with v1) catches up; the other is skipped.
@@ -309,14 +381,17 @@ describe('publishing to the stand-in, as S3 answers in ways moto does not show',
   it('names the bucket and the permission on access denied', async () => {
     s3.fault({ status: 403, code: 'AccessDenied' });
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(StoreError);
-    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role \(s3:GetObject, s3:PutObject, s3:ListBucket on mappings\/\* and groups\/\*\)/);
+    await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+      /s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role \(s3:GetObject, s3:PutObject, s3:ListBucket on mappings\/\* and groups\/\*\)/,
+    );
   });
 
   describe('as S3 answers the publisher role, which may list mappings/ and groups/ only', () => {
     // The publisher's grant (MappingBucket): s3:ListBucket conditioned on s3:prefix. S3 decides 404
     // or 403 for a missing key without a prefix, so the publisher gets 403 for every missing key.
     const publisherMayList = (prefix: string | undefined) => prefix !== undefined && (prefix.startsWith('mappings/') || prefix.startsWith('groups/'));
-    const statusesOf = (key: string) => s3.requests.filter((r) => r.path.split('?')[0] === `/${s3.bucket}/${key}`).map((r) => `${r.method} ${r.status}`);
+    const statusesOf = (key: string) =>
+      s3.requests.filter((r) => r.path.split('?')[0] === `/${s3.bucket}/${key}`).map((r) => `${r.method} ${r.status}`);
 
     it('publishes the first version into an empty bucket, where every read of a missing key is 403', async () => {
       s3.listPermission(publisherMayList);
@@ -345,8 +420,9 @@ describe('publishing to the stand-in, as S3 answers in ways moto does not show',
 
     it('keeps a 403 an access error when the caller may not list the key either, writing nothing', async () => {
       s3.listPermission(() => false);
-      await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 }))
-        .rejects.toThrow(/reading s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: AccessDenied 403 \(access denied/);
+      await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+        /reading s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: AccessDenied 403 \(access denied/,
+      );
       s3.listPermission(undefined);
       expect(await store.versions()).toEqual([]);
     });

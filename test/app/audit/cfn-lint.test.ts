@@ -11,7 +11,9 @@ describe('cfn-lint findings, acknowledged only by rule and resource type', () =>
     fs.writeFileSync(file, JSON.stringify({ Resources: resources }));
     return file;
   };
-  beforeAll(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfn-lint-')); });
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfn-lint-'));
+  });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('acknowledges the stale-schema Tags finding on a type it names, and leaves the same finding on another type open', () => {
@@ -42,6 +44,8 @@ describe('cfn-lint findings, acknowledged only by rule and resource type', () =>
     fs.writeFileSync(path.join(dir, 'assembly-x', 'b.nested.template.json'), '{}');
     fs.writeFileSync(path.join(dir, 'asset.abc', 'c.template.json'), '{}');
     expect(writtenTemplates(dir).map((f) => path.relative(dir, f))).toEqual(['a.template.json', 'assembly-x/b.nested.template.json']);
-    expect(() => cfnLintFindings([path.join(dir, 'a.template.json')], { command: 'no-such-cfn-lint' })).toThrow(/^cfn-lint could not run .*; install it with `pip install cfn-lint`$/);
+    expect(() => cfnLintFindings([path.join(dir, 'a.template.json')], { command: 'no-such-cfn-lint' })).toThrow(
+      /^cfn-lint could not run .*; install it with `pip install cfn-lint`$/,
+    );
   });
 });

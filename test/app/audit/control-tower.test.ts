@@ -32,7 +32,9 @@ describe('ControlTowerChecks', () => {
   });
 
   it('passes a resource that meets the control, and runs no rule for types the template lacks', () => {
-    const file = template('year', { Logs: { Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 365, KmsKeyId: 'arn:aws:kms:eu-west-1:111111111111:key/k' } } });
+    const file = template('year', {
+      Logs: { Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 365, KmsKeyId: 'arn:aws:kms:eu-west-1:111111111111:key/k' } },
+    });
     expect(checks.checkTemplate(file)).toEqual([]);
     const other = template('none', { Topic: { Type: 'AWS::SNS::Topic', Properties: {} } });
     expect(checks.checkTemplate(other).map((v) => v.ruleName)).not.toContain('CT.CLOUDWATCH.PR.2');
@@ -52,10 +54,15 @@ describe('ControlTowerChecks', () => {
     Validations.of(acknowledged).acknowledge({ id: 'ControlTower::CT.CLOUDWATCH.PR.2', reason: 'test: short-lived' });
     app.synth();
     const retention = controlTowerFindings(app, checks).filter((f) => f.rule === 'CT.CLOUDWATCH.PR.2');
-    expect(retention).toEqual(expect.arrayContaining([
-      expect.objectContaining({ pack: 'ControlTower', stack: 'Logs', resource: 'Logs/Open/Resource', acknowledgement: undefined }),
-      expect.objectContaining({ resource: 'Logs/Acknowledged/Resource', acknowledgement: { reason: 'test: short-lived', at: 'Logs/Acknowledged' } }),
-    ]));
+    expect(retention).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ pack: 'ControlTower', stack: 'Logs', resource: 'Logs/Open/Resource', acknowledgement: undefined }),
+        expect.objectContaining({
+          resource: 'Logs/Acknowledged/Resource',
+          acknowledgement: { reason: 'test: short-lived', at: 'Logs/Acknowledged' },
+        }),
+      ]),
+    );
   });
 
   it('finds no HTTP listener to redirect on a cell with a certificate, and acknowledges it on one without', () => {
@@ -63,7 +70,8 @@ describe('ControlTowerChecks', () => {
     const cell = input.cells[0];
     // HTTPS cells need endpoint names under a public domain (a public CA issues no certificate for *.cells.internal).
     const fleet = resolve({
-      ...input, router: { ...input.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' },
+      ...input,
+      router: { ...input.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' },
       cells: [{ ...cell, certificateArn: `arn:aws:acm:${cell.region}:${cell.account}:certificate/0000` }, ...input.cells.slice(1)],
     });
     const app = new App({ outdir: path.join(dir, 'cells'), builtinCloudFormationValidation: false });
@@ -72,7 +80,9 @@ describe('ControlTowerChecks', () => {
     app.synth();
     const findings = controlTowerFindings(app, checks);
     const redirect = findings.filter((f) => f.rule === 'CT.ELASTICLOADBALANCING.PR.1');
-    expect(redirect.map((f) => [f.resource, f.acknowledgement !== undefined])).toEqual([['WithoutCertificate/Cell/Entry/LoadBalancer/Http/Resource', true]]);
+    expect(redirect.map((f) => [f.resource, f.acknowledgement !== undefined])).toEqual([
+      ['WithoutCertificate/Cell/Entry/LoadBalancer/Http/Resource', true],
+    ]);
     // Every other Control Tower finding of a cell is fixed or acknowledged too.
     expect(findings.filter((f) => !f.acknowledgement)).toEqual([]);
   });

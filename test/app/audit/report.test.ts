@@ -2,7 +2,17 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { AuditReport, buildReport, failingPacks, Finding, formatText, NIST_OPEN_REASONS, openReason, PACK_POLICIES, renderHtml } from '../../../lib/app/audit';
+import {
+  AuditReport,
+  buildReport,
+  failingPacks,
+  Finding,
+  formatText,
+  NIST_OPEN_REASONS,
+  openReason,
+  PACK_POLICIES,
+  renderHtml,
+} from '../../../lib/app/audit';
 import { countColour, evaluateInPage, rowsWithColour, screenshot } from '../../support/browser';
 import { REPO_ROOT } from '../../support/fleet';
 
@@ -11,28 +21,68 @@ const FAIL_BANNER = '#ffebe9';
 
 describe('buildReport / formatText / renderHtml', () => {
   const findings: Finding[] = [
-    { pack: 'AwsSolutions', stack: 'orders-cell-eu-1', rule: 'AwsSolutions-IAM5[Resource::*]', resource: 'p/cell-eu-1/Cell/Role/Resource', description: 'wildcard', acknowledgement: { reason: 'ECR token <no ARN>', at: 'p/cell-eu-1/Cell/Role' } },
-    { pack: 'AwsSolutions', stack: 'orders-cell-eu-2', rule: 'AwsSolutions-IAM5[Action::s3:*]', resource: 'p/cell-eu-2/Cell/Role/Resource', description: 'wildcard' },
-    { pack: 'ControlTower', stack: 'orders-cell-eu-1', rule: 'CT.S3.PR.2', resource: 'p/cell-eu-1/Cell/Logs/Resource', description: 'logging', acknowledgement: { reason: 'log bucket', at: 'p/cell-eu-1/Cell/Logs' } },
-    { pack: 'NIST.800.53.R5', stack: 'orders-cell-eu-1', rule: 'NIST.800.53.R5-IAMNoInlinePolicy', resource: 'p/cell-eu-1/Cell/Policy/Resource', description: 'inline' },
+    {
+      pack: 'AwsSolutions',
+      stack: 'orders-cell-eu-1',
+      rule: 'AwsSolutions-IAM5[Resource::*]',
+      resource: 'p/cell-eu-1/Cell/Role/Resource',
+      description: 'wildcard',
+      acknowledgement: { reason: 'ECR token <no ARN>', at: 'p/cell-eu-1/Cell/Role' },
+    },
+    {
+      pack: 'AwsSolutions',
+      stack: 'orders-cell-eu-2',
+      rule: 'AwsSolutions-IAM5[Action::s3:*]',
+      resource: 'p/cell-eu-2/Cell/Role/Resource',
+      description: 'wildcard',
+    },
+    {
+      pack: 'ControlTower',
+      stack: 'orders-cell-eu-1',
+      rule: 'CT.S3.PR.2',
+      resource: 'p/cell-eu-1/Cell/Logs/Resource',
+      description: 'logging',
+      acknowledgement: { reason: 'log bucket', at: 'p/cell-eu-1/Cell/Logs' },
+    },
+    {
+      pack: 'NIST.800.53.R5',
+      stack: 'orders-cell-eu-1',
+      rule: 'NIST.800.53.R5-IAMNoInlinePolicy',
+      resource: 'p/cell-eu-1/Cell/Policy/Resource',
+      description: 'inline',
+    },
   ];
-  const input = { app: 'orders', generatedAt: new Date('2026-11-30T12:00:00Z'), stacks: ['orders-cell-eu-1', 'orders-cell-eu-2'], policies: PACK_POLICIES, findings };
+  const input = {
+    app: 'orders',
+    generatedAt: new Date('2026-11-30T12:00:00Z'),
+    stacks: ['orders-cell-eu-1', 'orders-cell-eu-2'],
+    policies: PACK_POLICIES,
+    findings,
+  };
   const report = buildReport(input);
 
   it('counts open and acknowledged findings per pack, per rule (finding ids folded) and per stack', () => {
     expect(report.packs.map((p) => [p.pack, p.open, p.acknowledged])).toEqual([
-      ['AwsSolutions', 1, 1], ['CellIsolation', 0, 0], ['ControlTower', 0, 1], ['cfn-lint', 0, 0], ['NIST.800.53.R5', 1, 0],
+      ['AwsSolutions', 1, 1],
+      ['CellIsolation', 0, 0],
+      ['ControlTower', 0, 1],
+      ['cfn-lint', 0, 0],
+      ['NIST.800.53.R5', 1, 0],
     ]);
     expect(report.rules.find((r) => r.rule === 'AwsSolutions-IAM5')).toMatchObject({ open: 1, acknowledged: 1 });
-    expect(report.byStack.filter((b) => b.pack === 'AwsSolutions')).toEqual(expect.arrayContaining([
-      { stack: 'orders-cell-eu-1', pack: 'AwsSolutions', rule: 'AwsSolutions-IAM5', open: 0, acknowledged: 1 },
-      { stack: 'orders-cell-eu-2', pack: 'AwsSolutions', rule: 'AwsSolutions-IAM5', open: 1, acknowledged: 0 },
-    ]));
+    expect(report.byStack.filter((b) => b.pack === 'AwsSolutions')).toEqual(
+      expect.arrayContaining([
+        { stack: 'orders-cell-eu-1', pack: 'AwsSolutions', rule: 'AwsSolutions-IAM5', open: 0, acknowledged: 1 },
+        { stack: 'orders-cell-eu-2', pack: 'AwsSolutions', rule: 'AwsSolutions-IAM5', open: 1, acknowledged: 0 },
+      ]),
+    );
   });
 
   it('fails on open findings of gating packs only (NIST is advisory)', () => {
     expect(failingPacks(report)).toEqual(['AwsSolutions']);
-    expect(formatText(report)).toMatch(/Open findings that fail the audit:\n {2}AwsSolutions-IAM5\[Action::s3:\*\] on p\/cell-eu-2\/Cell\/Role\/Resource/);
+    expect(formatText(report)).toMatch(
+      /Open findings that fail the audit:\n {2}AwsSolutions-IAM5\[Action::s3:\*\] on p\/cell-eu-2\/Cell\/Role\/Resource/,
+    );
     expect(formatText(report)).not.toMatch(/IAMNoInlinePolicy on/);
   });
 
@@ -61,20 +111,34 @@ describe('npm run audit -- --json --report FILE.html (the example fleet)', () =>
   let run: ReturnType<typeof spawnSync>;
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'audit-report-'));
-    run = spawnSync(process.execPath, [path.join(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/audit.ts', '--json', '--report', path.join(dir, 'audit.html')], {
-      cwd: REPO_ROOT, encoding: 'utf8', timeout: 900_000, maxBuffer: 256 * 1024 * 1024,
-    });
+    run = spawnSync(
+      process.execPath,
+      [path.join(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/audit.ts', '--json', '--report', path.join(dir, 'audit.html')],
+      {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        timeout: 900_000,
+        maxBuffer: 256 * 1024 * 1024,
+      },
+    );
     report = JSON.parse(String(run.stdout)) as AuditReport;
   }, 900_000);
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('exits 0 with zero open AwsSolutions, CellIsolation and Control Tower findings, over every stack', () => {
-    expect([run.status, String(run.stderr).split('\n').filter((l) => /Open findings/.test(l))]).toEqual([0, []]);
+    expect([
+      run.status,
+      String(run.stderr)
+        .split('\n')
+        .filter((l) => /Open findings/.test(l)),
+    ]).toEqual([0, []]);
     const open = Object.fromEntries(report.packs.map((p) => [p.pack, p.open]));
     expect(open).toMatchObject({ AwsSolutions: 0, CellIsolation: 0, ControlTower: 0 });
     expect(report.packs.find((p) => p.pack === 'ControlTower')!.acknowledged).toBeGreaterThan(0);
     // The pipeline, its cross-region support stack, a router stack per region and every cell stack.
-    expect(report.stacks).toEqual(expect.arrayContaining(['orders-pipeline', 'orders-router-eu-west-1', 'orders-router-us-east-1', 'orders-cell-canary-eu', 'orders-cell-us-4']));
+    expect(report.stacks).toEqual(
+      expect.arrayContaining(['orders-pipeline', 'orders-router-eu-west-1', 'orders-router-us-east-1', 'orders-cell-canary-eu', 'orders-cell-us-4']),
+    );
   });
 
   it('gives every acknowledged finding its reason and the construct path it was acknowledged on', () => {
@@ -107,11 +171,14 @@ describe('npm run audit -- --json --report FILE.html (the example fleet)', () =>
   });
 
   it('fits a 1,400 px wide window, with the reasons for open findings on the page', () => {
-    const page = evaluateInPage<{ scrollWidth: number; text: string; reasonCells: { right: number; height: number }[] }>(path.join(dir, 'audit.html'), `({
+    const page = evaluateInPage<{ scrollWidth: number; text: string; reasonCells: { right: number; height: number }[] }>(
+      path.join(dir, 'audit.html'),
+      `({
       scrollWidth: document.documentElement.scrollWidth,
       text: document.body.innerText,
       reasonCells: [...document.querySelectorAll('td.why')].map((td) => ({ right: td.getBoundingClientRect().right, height: td.getBoundingClientRect().height })),
-    })`);
+    })`,
+    );
     expect(page.scrollWidth).toBeLessThanOrEqual(1400);
     for (const reason of NIST_OPEN_REASONS) expect(page.text).toContain(reason.why.replace(/`/g, ''));
     expect(page.reasonCells.length).toBeGreaterThan(0);

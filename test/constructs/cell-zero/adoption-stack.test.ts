@@ -15,14 +15,28 @@ import { CELL_ZERO_ACCOUNT, cellZeroConfig, cellZeroInput } from '../../support/
 
 /** Types the adoption stack may create: its own NLB path, parameter, roles, mover, alarms. Nothing that edits what exists. */
 const OWN_TYPES = new Set([
-  'AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::ElasticLoadBalancingV2::TargetGroup', 'AWS::ElasticLoadBalancingV2::Listener',
-  'AWS::EC2::VPCEndpointService', 'AWS::EC2::VPCEndpointServicePermissions', 'AWS::EC2::SecurityGroup',
-  'AWS::S3::Bucket', 'AWS::S3::BucketPolicy', 'AWS::SSM::Parameter', 'AWS::IAM::Role', 'AWS::IAM::Policy', 'AWS::KMS::Key',
-  'AWS::ECS::Cluster', 'AWS::ECS::TaskDefinition', 'AWS::Logs::LogGroup',
-  'AWS::CloudWatch::Alarm', 'AWS::CloudWatch::CompositeAlarm', 'AWS::SNS::Topic', 'AWS::SNS::TopicPolicy',
+  'AWS::ElasticLoadBalancingV2::LoadBalancer',
+  'AWS::ElasticLoadBalancingV2::TargetGroup',
+  'AWS::ElasticLoadBalancingV2::Listener',
+  'AWS::EC2::VPCEndpointService',
+  'AWS::EC2::VPCEndpointServicePermissions',
+  'AWS::EC2::SecurityGroup',
+  'AWS::S3::Bucket',
+  'AWS::S3::BucketPolicy',
+  'AWS::SSM::Parameter',
+  'AWS::IAM::Role',
+  'AWS::IAM::Policy',
+  'AWS::KMS::Key',
+  'AWS::ECS::Cluster',
+  'AWS::ECS::TaskDefinition',
+  'AWS::Logs::LogGroup',
+  'AWS::CloudWatch::Alarm',
+  'AWS::CloudWatch::CompositeAlarm',
+  'AWS::SNS::Topic',
+  'AWS::SNS::TopicPolicy',
 ]);
 
-describe('cell zero\'s adoption stack', () => {
+describe("cell zero's adoption stack", () => {
   let fleet: Fleet;
   let stacks: FleetStacks;
   let zero: CellZeroStack;
@@ -40,18 +54,25 @@ describe('cell zero\'s adoption stack', () => {
     template = Template.fromStack(zero);
   });
 
-  it('deploys into the existing stack\'s account and region, tagged as cell zero', () => {
+  it("deploys into the existing stack's account and region, tagged as cell zero", () => {
     expect(`${zero.stackName} ${zero.account}/${zero.region}`).toBe(`orders-cell-zero-adoption ${CELL_ZERO_ACCOUNT}/eu-west-1`);
     template.hasResourceProperties('AWS::SSM::Parameter', { Tags: { cell: 'zero', app: 'orders' } });
   });
 
   it('puts an internal NLB in front of the existing ALB: an ALB-type target on its listener port', () => {
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', {
-      Type: 'network', Scheme: 'internal', Subnets: cellZeroConfig().vpc.privateSubnetIds,
+      Type: 'network',
+      Scheme: 'internal',
+      Subnets: cellZeroConfig().vpc.privateSubnetIds,
     });
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', {
-      TargetType: 'alb', Protocol: 'TCP', Port: 8080, VpcId: cellZeroConfig().vpc.id,
-      Targets: [{ Id: lb.arn, Port: 8080 }], HealthCheckProtocol: 'HTTP', HealthCheckPath: fleet.workload.healthCheckPath,
+      TargetType: 'alb',
+      Protocol: 'TCP',
+      Port: 8080,
+      VpcId: cellZeroConfig().vpc.id,
+      Targets: [{ Id: lb.arn, Port: 8080 }],
+      HealthCheckProtocol: 'HTTP',
+      HealthCheckPath: fleet.workload.healthCheckPath,
     });
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', { Port: 80, Protocol: 'TCP' });
   });
@@ -63,7 +84,7 @@ describe('cell zero\'s adoption stack', () => {
     });
   });
 
-  it('records the service name where the routers read a cell\'s, behind the same reader role', () => {
+  it("records the service name where the routers read a cell's, behind the same reader role", () => {
     template.hasResourceProperties('AWS::SSM::Parameter', { Name: '/orders/cell/zero/endpoint-service-name' });
     template.hasResourceProperties('AWS::IAM::Role', { RoleName: 'orders-zero-ep-reader' });
   });
@@ -72,7 +93,11 @@ describe('cell zero\'s adoption stack', () => {
     const defs = template.findResources('AWS::ECS::TaskDefinition');
     const env = Object.values(defs)[0].Properties.ContainerDefinitions[0].Environment as { Name: string; Value: unknown }[];
     expect(Object.fromEntries(env.map((e) => [e.Name, e.Value]))).toMatchObject({
-      CELL_ID: 'zero', DB_HOST: db.host, DB_PORT: '5432', DB_NAME: 'orders', DB_SECRET_ARN: db.secretArn,
+      CELL_ID: 'zero',
+      DB_HOST: db.host,
+      DB_PORT: '5432',
+      DB_NAME: 'orders',
+      DB_SECRET_ARN: db.secretArn,
     });
     template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'secretsmanager:GetSecretValue', Resource: db.secretArn })]) },
@@ -82,11 +107,17 @@ describe('cell zero\'s adoption stack', () => {
     expect(JSON.stringify(parameter[0]?.Properties.Value)).toContain(db.clientSecurityGroupId);
   });
 
-  it('names its health alarm like a cell\'s, from the existing ALB\'s metrics, and lets the pipeline read it', () => {
+  it("names its health alarm like a cell's, from the existing ALB's metrics, and lets the pipeline read it", () => {
     template.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'orders-zero-health' });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: 'orders-zero-error-rate',
-      Metrics: Match.arrayWith([Match.objectLike({ MetricStat: Match.objectLike({ Metric: Match.objectLike({ Dimensions: [{ Name: 'LoadBalancer', Value: 'app/orders-prod/50dc6c495c0c9188' }] }) }) })]),
+      Metrics: Match.arrayWith([
+        Match.objectLike({
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({ Dimensions: [{ Name: 'LoadBalancer', Value: 'app/orders-prod/50dc6c495c0c9188' }] }),
+          }),
+        }),
+      ]),
     });
     template.hasOutput('HealthAlarmName', { Value: { Ref: Match.anyValue() } });
     template.hasResourceProperties('AWS::IAM::Role', { RoleName: 'orders-zero-bake-watcher' });
@@ -99,14 +130,19 @@ describe('cell zero\'s adoption stack', () => {
       if (r.Type === 'AWS::ElasticLoadBalancingV2::Listener') expect(r.Properties?.LoadBalancerArn).toEqual({ Ref: expect.any(String) });
     }
     // The existing security group appears only in the mover's run parameters, never as a group this stack edits.
-    const mentions = Object.entries(resources).filter(([, r]) => JSON.stringify(r).includes(db.clientSecurityGroupId)).map(([, r]) => r.Type);
+    const mentions = Object.entries(resources)
+      .filter(([, r]) => JSON.stringify(r).includes(db.clientSecurityGroupId))
+      .map(([, r]) => r.Type);
     expect(mentions).toEqual(['AWS::SSM::Parameter']);
   });
 
   it('passes the AwsSolutions and cell-isolation packs', () => {
     for (const pack of [new AwsSolutionsChecks(), new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet))]) {
       const report = pack.validateScope(zero);
-      expect([pack.constructor.name, report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)]).toEqual([pack.constructor.name, []]);
+      expect([pack.constructor.name, report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)]).toEqual([
+        pack.constructor.name,
+        [],
+      ]);
     }
   });
 
@@ -124,22 +160,31 @@ describe('cell zero\'s adoption stack', () => {
     try {
       const file = path.join(dir, `${zero.stackName}.template.json`);
       fs.writeFileSync(file, JSON.stringify(template.toJSON()));
-      expect(cfnLintFindings([file]).filter((f) => !f.acknowledgement).map((f) => `${f.rule} ${f.resource}: ${f.description}`)).toEqual([]);
+      expect(
+        cfnLintFindings([file])
+          .filter((f) => !f.acknowledgement)
+          .map((f) => `${f.rule} ${f.resource}: ${f.description}`),
+      ).toEqual([]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it('is linked by every region\'s routers like a cell, and the routers\' seed maps every bucket to it', () => {
+  it("is linked by every region's routers like a cell, and the routers' seed maps every bucket to it", () => {
     for (const router of stacks.routers) {
       const link = router.cellLinks.get('zero');
       expect(link).toBeDefined();
       const nested = Template.fromStack(link!.node.scope as never);
       nested.hasResourceProperties('Custom::CellEndpointServiceName', {
-        CellId: 'zero', Region: 'eu-west-1', ParameterName: '/orders/cell/zero/endpoint-service-name',
+        CellId: 'zero',
+        Region: 'eu-west-1',
+        ParameterName: '/orders/cell/zero/endpoint-service-name',
         RoleArn: `arn:aws:iam::${CELL_ZERO_ACCOUNT}:role/orders-zero-ep-reader`,
       });
-      nested.hasResourceProperties('AWS::EC2::VPCEndpoint', router.region === 'eu-west-1' ? { ServiceRegion: Match.absent() } : { ServiceRegion: 'eu-west-1' });
+      nested.hasResourceProperties(
+        'AWS::EC2::VPCEndpoint',
+        router.region === 'eu-west-1' ? { ServiceRegion: Match.absent() } : { ServiceRegion: 'eu-west-1' },
+      );
       const seeds = Object.values(Template.fromStack(router).findResources('Custom::MappingSeed'));
       expect(seeds.length).toBeGreaterThan(0);
       for (const seed of seeds) {

@@ -17,7 +17,9 @@ describe('a fleet adopting a cell zero, through the audit gate', () => {
     const stacks = addFleet(app, fleetOf(), { audit: true });
     // Open findings make synth throw (cdk-nag 3 validation plugins).
     const assembly = app.synth();
-    expect(assembly.stacks.map((s) => s.stackName)).toEqual(expect.arrayContaining(['orders-cell-zero-adoption', ...stacks.routers.map((r) => r.stackName)]));
+    expect(assembly.stacks.map((s) => s.stackName)).toEqual(
+      expect.arrayContaining(['orders-cell-zero-adoption', ...stacks.routers.map((r) => r.stackName)]),
+    );
   });
 
   it('fails synth on an open finding in the adoption stack: the gate covers it', () => {

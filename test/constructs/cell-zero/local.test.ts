@@ -28,7 +28,14 @@ describe('cell zero on the local fleet', () => {
   beforeAll(async () => {
     dir = makeTempDir('e2e-cell-zero-');
     stateDir = path.join(dir, 'state');
-    fleet = await startLocalFleet({ cells: 2, port: 0, stateDir, bucketCount: 1024, cellZero: { id: 'zero', tenants: tenants.length, itemsPerTenant: 5 }, log: () => undefined });
+    fleet = await startLocalFleet({
+      cells: 2,
+      port: 0,
+      stateDir,
+      bucketCount: 1024,
+      cellZero: { id: 'zero', tenants: tenants.length, itemsPerTenant: 5 },
+      log: () => undefined,
+    });
   }, 300_000);
   afterAll(async () => {
     await fleet?.stop();
@@ -75,7 +82,15 @@ describe('cell zero on the local fleet', () => {
         else bad.push(`POST ${wrote.status} ${JSON.stringify(wrote.body)}`);
       }
     })();
-    return { acked, bad, frozen: () => frozen, stop: async () => { stop = true; await done; } };
+    return {
+      acked,
+      bad,
+      frozen: () => frozen,
+      stop: async () => {
+        stop = true;
+        await done;
+      },
+    };
   }
 
   test('every key goes to cell zero, which holds every existing tenant; the factory cells hold nothing', async () => {
@@ -94,7 +109,9 @@ describe('cell zero on the local fleet', () => {
   test('cell zero cannot retire while anything routes to it or lives in its database', async () => {
     const refused = await cellctl('cell-zero', 'retire', ...local());
     expect(refused.code).toBe(1);
-    expect(refused.err).toBe(`error: cell zero zero still serves: 1024 buckets route to it; 12 tenants still in its database (existing-1, existing-10, existing-11, existing-12, existing-2, …); move them out first (\`cellctl move tenant|buckets|plan\`, docs/cell-zero.md)\n`);
+    expect(refused.err).toBe(
+      `error: cell zero zero still serves: 1024 buckets route to it; 12 tenants still in its database (existing-1, existing-10, existing-11, existing-12, existing-2, …); move them out first (\`cellctl move tenant|buckets|plan\`, docs/cell-zero.md)\n`,
+    );
     expect(mapping().cells.zero).toBeDefined();
   });
 
@@ -176,13 +193,16 @@ describe('cell zero on the local fleet', () => {
     expect(await rowsIn('zero', 'newco')).toBe(0);
   }, 120_000);
 
-  test('the rest leaves by draining cell zero\'s buckets; then cell zero serves nothing and is retired from the mapping', async () => {
+  test("the rest leaves by draining cell zero's buckets; then cell zero serves nothing and is retired from the mapping", async () => {
     const rest = tenants.slice(3);
     const before = new Map<string, Map<string, string>>();
     for (const t of rest) before.set(t, await allItems(t));
     const plan = path.join(dir, 'drain-zero.json');
     const drained = await cellctl('mapping', 'drain', 'zero', '--mapping', fleet.mappingFile, '--plan', plan);
-    expect([drained.code, drained.out]).toEqual([0, `mapping.json unchanged (v${mapping().version}); the plan moves the buckets\n`.replace('mapping.json', fleet.mappingFile)]);
+    expect([drained.code, drained.out]).toEqual([
+      0,
+      `mapping.json unchanged (v${mapping().version}); the plan moves the buckets\n`.replace('mapping.json', fleet.mappingFile),
+    ]);
     // Cell zero's buckets, split between the two factory cells.
     expect(JSON.parse(fs.readFileSync(plan, 'utf8')).moves).toEqual([
       { buckets: '0-511', from: 'zero', to: 'cell-1', bucketCount: 512 },
@@ -208,12 +228,19 @@ describe('cell zero on the local fleet', () => {
     const doc = mapping();
     expect(Object.keys(doc.cells).sort()).toEqual(['cell-1', 'cell-2']);
     // The routers drop it; every tenant is still served, from a factory cell.
-    await until('the router to serve the mapping without cell zero', async () => Number((await api(fleet.routerUrl, 'GET', '/v1/items', tenants[0])).headers.get('x-mapping-version')) === doc.version, 30_000);
+    await until(
+      'the router to serve the mapping without cell zero',
+      async () => Number((await api(fleet.routerUrl, 'GET', '/v1/items', tenants[0])).headers.get('x-mapping-version')) === doc.version,
+      30_000,
+    );
     for (const tenant of [...tenants, 'newco', 'someone-new']) {
       const r = await api(fleet.routerUrl, 'GET', '/v1/items?limit=1', tenant);
       expect([tenant, r.status, r.headers.get('x-cell')]).toEqual([tenant, 200, expect.stringMatching(/^cell-[12]$/)]);
     }
     const again = await cellctl('cell-zero', 'retire', ...local());
-    expect([again.code, again.err]).toEqual([1, expect.stringMatching(/^error: cell zero zero is not in \S+ \(cells: cell-1, cell-2\): nothing to retire\n$/)]);
+    expect([again.code, again.err]).toEqual([
+      1,
+      expect.stringMatching(/^error: cell zero zero is not in \S+ \(cells: cell-1, cell-2\): nothing to retire\n$/),
+    ]);
   }, 600_000);
 });

@@ -46,33 +46,43 @@ describe('the pipeline of a fleet with a cell zero', () => {
     // Rolled back like any wave when it fails.
     expect(zero.OnFailure?.Result).toBe('ROLLBACK');
     // The pipeline may assume the bootstrap roles of cell zero's account, as of every cell's.
-    const grants = Object.values(template.findResources('AWS::IAM::Policy')).map((p) => JSON.stringify(p.Properties.PolicyDocument))
+    const grants = Object.values(template.findResources('AWS::IAM::Policy'))
+      .map((p) => JSON.stringify(p.Properties.PolicyDocument))
       .filter((doc) => doc.includes('aws:ResourceAccount') && doc.includes('cdk-hnb659fds-deploy-role'));
     expect(grants.some((doc) => doc.includes(CELL_ZERO_ACCOUNT))).toBe(true);
   });
 
-  it('gives every router region\'s lookup of cell zero the adoption endpoint service\'s fingerprint, which follows that service', () => {
-    const lookups = (of: PipelineStack) => (of.node.findAll().filter((c) => c.constructor.name === 'CellLinksStack') as unknown as NestedStack[])
-      .flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
-      .map((r) => [r.Properties.CellId as string, r.Properties.Fingerprint as string] as const);
+  it("gives every router region's lookup of cell zero the adoption endpoint service's fingerprint, which follows that service", () => {
+    const lookups = (of: PipelineStack) =>
+      (of.node.findAll().filter((c) => c.constructor.name === 'CellLinksStack') as unknown as NestedStack[])
+        .flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
+        .map((r) => [r.Properties.CellId as string, r.Properties.Fingerprint as string] as const);
     const before = lookups(stack);
     const zero = new Set(before.filter(([cell]) => cell === 'zero').map(([, fingerprint]) => fingerprint));
     expect(before.filter(([cell]) => cell === 'zero')).toHaveLength(Object.keys(fleet.regions).length);
     expect([...zero]).toEqual([expect.stringMatching(/^[0-9a-f]{16}$/)]);
     // The adoption NLB in other subnets: cell zero's service name is read again; the cells' are not.
-    const moved = lookups(addPipeline(cdkApp(), fleetOf({ vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0ddddddddddddddd4', 'subnet-0eeeeeeeeeeeeeee5'] } }), { audit: false }));
+    const moved = lookups(
+      addPipeline(
+        cdkApp(),
+        fleetOf({ vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0ddddddddddddddd4', 'subnet-0eeeeeeeeeeeeeee5'] } }),
+        { audit: false },
+      ),
+    );
     expect(moved.filter(([cell]) => cell === 'zero').every(([, fingerprint]) => !zero.has(fingerprint))).toBe(true);
     expect(moved.filter(([cell]) => cell !== 'zero')).toEqual(before.filter(([cell]) => cell !== 'zero'));
   });
 
-  it('bakes it on cell zero\'s own health alarm, read through its bake watcher', () => {
+  it("bakes it on cell zero's own health alarm, read through its bake watcher", () => {
     const zero = stages.find((s) => s.Name === 'cell-zero-adoption')!;
-    const bake = zero.Actions.filter((a) => a.ActionTypeId.Provider === 'CodeBuild').map((a) => (a.Configuration?.ProjectName as { Ref: string }).Ref);
+    const bake = zero.Actions.filter((a) => a.ActionTypeId.Provider === 'CodeBuild').map(
+      (a) => (a.Configuration?.ProjectName as { Ref: string }).Ref,
+    );
     const sources = bake.map((ref) => JSON.stringify(template.toJSON().Resources[ref].Properties.Source));
     expect(sources.some((s) => s.includes(`'zero ${CELL_ZERO_ACCOUNT} eu-west-1 orders-zero-health orders-zero-bake-watcher'`))).toBe(true);
   });
 
-  it('keeps every wave watching only its own cells (CellIsolation CI5), cell zero\'s included', () => {
+  it("keeps every wave watching only its own cells (CellIsolation CI5), cell zero's included", () => {
     const report = new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack);
     expect(report.violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI5'))).toEqual([]);
   });

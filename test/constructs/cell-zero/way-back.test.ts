@@ -12,7 +12,12 @@ import { FakeCell, onFreePorts, startCell, until } from '../../support/cells';
  * finish (HAProxy's soft stop, as ECS stops a router task after the NLB's deregistration delay)
  * while new ones go direct: the switch loses nothing. Real HAProxy, real HTTP on loopback.
  */
-interface Sent { readonly via: 'router' | 'direct'; readonly status: number; readonly startedAt: number; readonly endedAt: number }
+interface Sent {
+  readonly via: 'router' | 'direct';
+  readonly status: number;
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
 
 function get(port: number, key: string): Promise<{ status: number; endedAt: number }> {
   return new Promise((resolve) => {
@@ -26,7 +31,7 @@ function get(port: number, key: string): Promise<{ status: number; endedAt: numb
   });
 }
 
-describe('taking the router out of cell zero\'s path', () => {
+describe("taking the router out of cell zero's path", () => {
   let zero: FakeCell;
   let router: LocalRouter;
   let routerPort: number;
@@ -43,8 +48,15 @@ describe('taking the router out of cell zero\'s path', () => {
     router = await onFreePorts(1, async ([port]) => {
       routerPort = port;
       return startLocalRouter({
-        mappingFile: path.join(dir, 'mapping.json'), port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-        healthCheckPath: '/health', log: () => undefined, pollMs: 200, zones: 1, hardStopAfterMs: 20_000,
+        mappingFile: path.join(dir, 'mapping.json'),
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        zones: 1,
+        hardStopAfterMs: 20_000,
       });
     });
     await until('the router serving cell zero', async () => (await get(routerPort, 'warm-up')).status === 200, 60_000);

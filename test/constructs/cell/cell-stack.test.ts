@@ -8,10 +8,23 @@ import { cdkApp, exampleFleet } from '../../support/fleet';
 
 /** Resource types that support tags and that every cell creates. */
 const TAGGED_TYPES = [
-  'AWS::EC2::VPC', 'AWS::EC2::Subnet', 'AWS::EC2::SecurityGroup', 'AWS::EC2::NatGateway', 'AWS::EC2::VPCEndpointService',
-  'AWS::ElasticLoadBalancingV2::LoadBalancer', 'AWS::ElasticLoadBalancingV2::TargetGroup', 'AWS::SQS::Queue',
-  'AWS::SecretsManager::Secret', 'AWS::S3::Bucket', 'AWS::Logs::LogGroup', 'AWS::WAFv2::WebACL', 'AWS::CloudWatch::Alarm',
-  'AWS::CloudWatch::CompositeAlarm', 'AWS::CloudWatch::Dashboard', 'AWS::IAM::Role', 'AWS::Lambda::Function',
+  'AWS::EC2::VPC',
+  'AWS::EC2::Subnet',
+  'AWS::EC2::SecurityGroup',
+  'AWS::EC2::NatGateway',
+  'AWS::EC2::VPCEndpointService',
+  'AWS::ElasticLoadBalancingV2::LoadBalancer',
+  'AWS::ElasticLoadBalancingV2::TargetGroup',
+  'AWS::SQS::Queue',
+  'AWS::SecretsManager::Secret',
+  'AWS::S3::Bucket',
+  'AWS::Logs::LogGroup',
+  'AWS::WAFv2::WebACL',
+  'AWS::CloudWatch::Alarm',
+  'AWS::CloudWatch::CompositeAlarm',
+  'AWS::CloudWatch::Dashboard',
+  'AWS::IAM::Role',
+  'AWS::Lambda::Function',
 ];
 
 describe('CellStack', () => {
@@ -47,7 +60,9 @@ describe('CellStack', () => {
         continue;
       }
       checked += 1;
-      const pairs = Array.isArray(tags) ? Object.fromEntries(tags.map((t: { Key: string; Value: string }) => [t.Key, t.Value])) : (tags as Record<string, string>);
+      const pairs = Array.isArray(tags)
+        ? Object.fromEntries(tags.map((t: { Key: string; Value: string }) => [t.Key, t.Value]))
+        : (tags as Record<string, string>);
       expect([logicalId, pairs.cell]).toEqual([logicalId, id]);
     }
     expect(checked).toBeGreaterThan(40);
@@ -63,18 +78,29 @@ describe('CellStack', () => {
 
   it("records its endpoint service name where the router stacks read it at deploy time, for the router account's router roles only", () => {
     const template = cells[FARGATE_CELL].template;
-    const [parameter] = Object.values(template.findResources('AWS::SSM::Parameter', { Properties: { Name: `/orders/cell/${FARGATE_CELL}/endpoint-service-name` } }));
-    expect(JSON.stringify(parameter.Properties.Value)).toMatch(/^\{"Fn::Join":\[".",\["com.amazonaws.vpce",\{"Ref":"AWS::Region"\},\{"Ref":"CellEntryEndpointService/);
+    const [parameter] = Object.values(
+      template.findResources('AWS::SSM::Parameter', { Properties: { Name: `/orders/cell/${FARGATE_CELL}/endpoint-service-name` } }),
+    );
+    expect(JSON.stringify(parameter.Properties.Value)).toMatch(
+      /^\{"Fn::Join":\[".",\["com.amazonaws.vpce",\{"Ref":"AWS::Region"\},\{"Ref":"CellEntryEndpointService/,
+    );
     const [role] = Object.values(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${FARGATE_CELL}-ep-reader` } }));
-    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([expect.objectContaining({
-      Principal: { AWS: `arn:aws:iam::${fleet.accounts.router}:root` },
-      Condition: { ArnLike: { 'aws:PrincipalArn': `arn:aws:iam::${fleet.accounts.router}:role/orders-router-*` } },
-    })]);
-    const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles).includes('EndpointRecordReader'));
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      expect.objectContaining({
+        Principal: { AWS: `arn:aws:iam::${fleet.accounts.router}:root` },
+        Condition: { ArnLike: { 'aws:PrincipalArn': `arn:aws:iam::${fleet.accounts.router}:role/orders-router-*` } },
+      }),
+    ]);
+    const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
+      JSON.stringify(p.Properties.Roles).includes('EndpointRecordReader'),
+    );
     expect(policy.Properties.PolicyDocument.Statement.map((st: { Action: unknown }) => st.Action)).toEqual(['ssm:GetParameter']);
   });
 
-  it.each([[FARGATE_CELL, 'DBCluster', 'rds:ModifyDBCluster'], [EC2_CELL, 'DBInstance', 'rds:ModifyDBInstance']])(
+  it.each([
+    [FARGATE_CELL, 'DBCluster', 'rds:ModifyDBCluster'],
+    [EC2_CELL, 'DBInstance', 'rds:ModifyDBInstance'],
+  ])(
     '%s: leaves deletion protection out of the template and lets the tooling account switch it on for exactly its load balancers and database (%s)',
     (id, dbType, dbAction) => {
       const template = cells[id].template;
@@ -84,8 +110,12 @@ describe('CellStack', () => {
       }
       expect(JSON.stringify(template.findResources(`AWS::RDS::${dbType}`))).not.toContain('DeletionProtection');
       const [roleId, role] = Object.entries(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${id}-protector` } }))[0];
-      expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([expect.objectContaining({ Principal: { AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` } })]);
-      const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]));
+      expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+        expect.objectContaining({ Principal: { AWS: `arn:aws:iam::${fleet.accounts.tooling}:root` } }),
+      ]);
+      const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter(
+        (p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]),
+      );
       const statements = policy.Properties.PolicyDocument.Statement as { Action: string; Resource: unknown }[];
       expect(statements.map((st) => st.Action)).toEqual(['elasticloadbalancing:ModifyLoadBalancerAttributes', dbAction]);
       const lbs = Object.keys(template.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer')).sort();
@@ -95,9 +125,13 @@ describe('CellStack', () => {
     },
   );
 
-  it('refuses an env that does not name the cell\'s account and region (the roles other accounts assume are written for them)', () => {
-    const props = cellStackPropsOf(fleet, fleet.cells.find((c) => c.id === FARGATE_CELL)!);
-    expect(() => new CellStack(cdkApp(), 'NoAccount', { ...props, env: { region: 'eu-west-1' } }))
-      .toThrow(`CellStack ${FARGATE_CELL}: env needs the cell's own account and region`);
+  it("refuses an env that does not name the cell's account and region (the roles other accounts assume are written for them)", () => {
+    const props = cellStackPropsOf(
+      fleet,
+      fleet.cells.find((c) => c.id === FARGATE_CELL)!,
+    );
+    expect(() => new CellStack(cdkApp(), 'NoAccount', { ...props, env: { region: 'eu-west-1' } })).toThrow(
+      `CellStack ${FARGATE_CELL}: env needs the cell's own account and region`,
+    );
   });
 });

@@ -33,16 +33,20 @@ const only = (template: Template, type: string): Resource => {
 };
 /** The workload's task definition (the mover has its own). */
 const workloadTask = (template: Template): Resource => {
-  const found = (Object.values(template.findResources('AWS::ECS::TaskDefinition')) as Resource[])
-    .filter((t) => t.Properties.ContainerDefinitions.some((c: { Name: string }) => c.Name === 'Workload'));
+  const found = (Object.values(template.findResources('AWS::ECS::TaskDefinition')) as Resource[]).filter((t) =>
+    t.Properties.ContainerDefinitions.some((c: { Name: string }) => c.Name === 'Workload'),
+  );
   expect(found).toHaveLength(1);
   return found[0];
 };
-const environmentOf = (container: { Environment: { Name: string; Value: unknown }[] }) => Object.fromEntries(container.Environment.map((e) => [e.Name, e.Value]));
+const environmentOf = (container: { Environment: { Name: string; Value: unknown }[] }) =>
+  Object.fromEntries(container.Environment.map((e) => [e.Name, e.Value]));
 /** Every IAM action granted to the roles of the cell's compute (its logical ids start with `rolePrefix`). */
-const computeActions = (template: Template, rolePrefix: string) => Object.values(template.findResources('AWS::IAM::Policy'))
-  .filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref.startsWith(rolePrefix)))
-  .flatMap((p) => p.Properties.PolicyDocument.Statement).flatMap((st: { Action: string | string[] }) => [st.Action].flat());
+const computeActions = (template: Template, rolePrefix: string) =>
+  Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref.startsWith(rolePrefix)))
+    .flatMap((p) => p.Properties.PolicyDocument.Statement)
+    .flatMap((st: { Action: string | string[] }) => [st.Action].flat());
 
 describe('Cell from its own props, in a bare stack', () => {
   let fargate: Template;
@@ -53,11 +57,19 @@ describe('Cell from its own props, in a bare stack', () => {
     app = cdkApp();
     const fargateStack = new TestStack(app, 'fargate');
     const apiKey = secretsmanager.Secret.fromSecretNameV2(fargateStack, 'ApiKey', 'shop/api-key');
-    new Cell(fargateStack, 'Cell', plainProps({
-      workload: { ...plainProps().workload, secrets: { API_KEY: ecs.Secret.fromSecretsManager(apiKey) } },
-    }));
+    new Cell(
+      fargateStack,
+      'Cell',
+      plainProps({
+        workload: { ...plainProps().workload, secrets: { API_KEY: ecs.Secret.fromSecretsManager(apiKey) } },
+      }),
+    );
     const ec2Stack = new TestStack(app, 'ec2');
-    new Cell(ec2Stack, 'Cell', plainProps({ compute: { kind: 'ec2', cpu: 512, memoryMiB: 1024, instanceType: 't3.small', capacity: { min: 2, desired: 2, max: 3 } } }));
+    new Cell(
+      ec2Stack,
+      'Cell',
+      plainProps({ compute: { kind: 'ec2', cpu: 512, memoryMiB: 1024, instanceType: 't3.small', capacity: { min: 2, desired: 2, max: 3 } } }),
+    );
     const defaultsStack = new TestStack(app, 'defaults');
     new Cell(defaultsStack, 'Cell', plainProps({ workload: { image: ecs.ContainerImage.fromRegistry(NGINX) } }));
     // Every stack exists before the first Template.fromStack: synthesis freezes the tree.
@@ -72,7 +84,14 @@ describe('Cell from its own props, in a bare stack', () => {
     const [container] = task.Properties.ContainerDefinitions;
     expect(container.Image).toBe(NGINX);
     expect(container.PortMappings).toEqual([{ ContainerPort: 8081, Protocol: 'tcp' }]);
-    expect(environmentOf(container)).toMatchObject({ GREETING: 'hello', CELL_ID: 'blue-1', PORT: '8081', HEALTH_CHECK_PATH: '/ready', DB_PORT: '5433', BUCKET_COUNT: '16384' });
+    expect(environmentOf(container)).toMatchObject({
+      GREETING: 'hello',
+      CELL_ID: 'blue-1',
+      PORT: '8081',
+      HEALTH_CHECK_PATH: '/ready',
+      DB_PORT: '5433',
+      BUCKET_COUNT: '16384',
+    });
     expect(container.Secrets).toEqual([{ Name: 'API_KEY', ValueFrom: expect.stringContaining(':secret:shop/api-key') }]);
   });
 
@@ -116,21 +135,40 @@ describe('Cell from its own props, in a bare stack', () => {
 
   it("builds no workload image asset for a registry image (the mover's is the only one)", () => {
     const assembly = app.synth();
-    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, 'fargate.assets.json'), 'utf8')) as { dockerImages: Record<string, unknown> };
+    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, 'fargate.assets.json'), 'utf8')) as {
+      dockerImages: Record<string, unknown>;
+    };
     const images = Object.keys(manifest.dockerImages);
     expect(images).toHaveLength(1);
-    const mover = (Object.values(fargate.findResources('AWS::ECS::TaskDefinition')) as Resource[]).find((t) => t.Properties.ContainerDefinitions.some((c: { Name: string }) => c.Name === 'Mover'))!;
+    const mover = (Object.values(fargate.findResources('AWS::ECS::TaskDefinition')) as Resource[]).find((t) =>
+      t.Properties.ContainerDefinitions.some((c: { Name: string }) => c.Name === 'Mover'),
+    )!;
     expect(JSON.stringify(mover)).toContain(images[0]);
   });
 
   it.each<[string, Partial<CellProps>, RegExp]>([
     ['an id that cannot go into names', { cellId: 'Blue_1' }, /Cell Blue_1: cellId `Blue_1` must match/],
-    ['a variable the cell sets itself', { workload: { image: ecs.ContainerImage.fromRegistry(NGINX), environment: { CELL_ID: 'x' } } }, /`CELL_ID` is already set/],
-    ['secrets on the ec2 kind', {
-      compute: { kind: 'ec2', cpu: 256, memoryMiB: 512, capacity: { min: 1, desired: 1, max: 1 } },
-      workload: { image: ecs.ContainerImage.fromRegistry(NGINX), secrets: { K: ecs.Secret.fromSecretsManager(secretsmanager.Secret.fromSecretNameV2(new TestStack(), 'S', 's')) } },
-    }, /workload\.secrets needs the fargate compute kind/],
-    ['a health check path that is not a path', { workload: { image: ecs.ContainerImage.fromRegistry(NGINX), healthCheckPath: 'ready' } }, /healthCheckPath `ready` must start with \//],
+    [
+      'a variable the cell sets itself',
+      { workload: { image: ecs.ContainerImage.fromRegistry(NGINX), environment: { CELL_ID: 'x' } } },
+      /`CELL_ID` is already set/,
+    ],
+    [
+      'secrets on the ec2 kind',
+      {
+        compute: { kind: 'ec2', cpu: 256, memoryMiB: 512, capacity: { min: 1, desired: 1, max: 1 } },
+        workload: {
+          image: ecs.ContainerImage.fromRegistry(NGINX),
+          secrets: { K: ecs.Secret.fromSecretsManager(secretsmanager.Secret.fromSecretNameV2(new TestStack(), 'S', 's')) },
+        },
+      },
+      /workload\.secrets needs the fargate compute kind/,
+    ],
+    [
+      'a health check path that is not a path',
+      { workload: { image: ecs.ContainerImage.fromRegistry(NGINX), healthCheckPath: 'ready' } },
+      /healthCheckPath `ready` must start with \//,
+    ],
   ])('refuses %s with one line naming the prop', (_what, overrides, error) => {
     expect(() => new Cell(new TestStack(), 'Cell', plainProps(overrides))).toThrow(error);
   });

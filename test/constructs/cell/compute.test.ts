@@ -61,8 +61,28 @@ describe('CellCompute', () => {
       const container = task.Properties.ContainerDefinitions[0];
       expect(container.Secrets).toBeUndefined();
       const env = Object.fromEntries(container.Environment.map((e: { Name: string; Value: unknown }) => [e.Name, e.Value]));
-      expect(Object.keys(env).sort()).toEqual(['AWS_REGION', 'BUCKET_COUNT', 'CELL_ID', 'DB_HOST', 'DB_NAME', 'DB_PORT', 'DB_SECRET_ARN', 'HEALTH_CHECK_PATH', 'PARTITION_KEY', 'PORT', 'QUEUE_URL']);
-      expect(env).toMatchObject({ CELL_ID: 'canary-eu', PORT: '8080', HEALTH_CHECK_PATH: '/healthz', DB_PORT: '5433', DB_NAME: 'cell', BUCKET_COUNT: '16384', PARTITION_KEY: '{"source":"header","name":"x-tenant-id"}' });
+      expect(Object.keys(env).sort()).toEqual([
+        'AWS_REGION',
+        'BUCKET_COUNT',
+        'CELL_ID',
+        'DB_HOST',
+        'DB_NAME',
+        'DB_PORT',
+        'DB_SECRET_ARN',
+        'HEALTH_CHECK_PATH',
+        'PARTITION_KEY',
+        'PORT',
+        'QUEUE_URL',
+      ]);
+      expect(env).toMatchObject({
+        CELL_ID: 'canary-eu',
+        PORT: '8080',
+        HEALTH_CHECK_PATH: '/healthz',
+        DB_PORT: '5433',
+        DB_NAME: 'cell',
+        BUCKET_COUNT: '16384',
+        PARTITION_KEY: '{"source":"header","name":"x-tenant-id"}',
+      });
       expect(env.DB_HOST).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^CellDataCluster/), 'Endpoint.Address'] });
       expect(env.DB_SECRET_ARN).toEqual({ Ref: expect.stringMatching(/^CellDataClusterSecret/) });
       expect(env.QUEUE_URL).toEqual({ Ref: expect.stringMatching(/^CellQueuesWork/) });
@@ -71,14 +91,20 @@ describe('CellCompute', () => {
     it('lets the task role read the one database secret, decrypting only through Secrets Manager', () => {
       const task = Object.values(fargate.findResources('AWS::ECS::TaskDefinition'))[0];
       const taskRole = task.Properties.TaskRoleArn['Fn::GetAtt'][0];
-      const policies = Object.values(fargate.findResources('AWS::IAM::Policy')).filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === taskRole));
+      const policies = Object.values(fargate.findResources('AWS::IAM::Policy')).filter((p) =>
+        p.Properties.Roles.some((r: { Ref: string }) => r.Ref === taskRole),
+      );
       const statements = policies.flatMap((p) => p.Properties.PolicyDocument.Statement);
       const secretRead = statements.filter((st) => [st.Action].flat().some((a: string) => a.startsWith('secretsmanager:')));
-      expect(secretRead).toEqual([expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: expect.stringMatching(/^CellDataClusterSecret/) } })]);
-      expect(statements).toContainEqual(expect.objectContaining({
-        Action: 'kms:Decrypt',
-        Condition: { StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' } },
-      }));
+      expect(secretRead).toEqual([
+        expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: expect.stringMatching(/^CellDataClusterSecret/) } }),
+      ]);
+      expect(statements).toContainEqual(
+        expect.objectContaining({
+          Action: 'kms:Decrypt',
+          Condition: { StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' } },
+        }),
+      );
       // The execution role resolves no secrets any more.
       const executionRole = task.Properties.ExecutionRoleArn['Fn::GetAtt'][0];
       const executionStatements = Object.values(fargate.findResources('AWS::IAM::Policy'))
@@ -105,7 +131,9 @@ describe('CellCompute', () => {
       ec2.resourceCountIs('AWS::ECS::Service', 0);
       ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MinSize: '2', MaxSize: '6', HealthCheckType: 'ELB' });
       // Instances in service, a point a minute: what `cellctl capacity` weighs the group's CPU with.
-      ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MetricsCollection: [{ Granularity: '1Minute', Metrics: ['GroupInServiceInstances'] }] });
+      ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', {
+        MetricsCollection: [{ Granularity: '1Minute', Metrics: ['GroupInServiceInstances'] }],
+      });
       ec2.hasResourceProperties('AWS::EC2::LaunchTemplate', {
         LaunchTemplateData: Match.objectLike({
           InstanceType: 't3.medium',
@@ -125,7 +153,9 @@ describe('CellCompute', () => {
       for (const name of ['DB_SECRET_ARN', 'DB_HOST', 'DB_NAME', 'QUEUE_URL', 'HEALTH_CHECK_PATH']) expect(userData).toContain(`-e ${name}=`);
       expect(userData).toContain('docker login --username AWS');
       const policies = Object.values(ec2.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement);
-      expect(policies).toContainEqual(expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: expect.stringMatching(/^CellDataInstanceSecret/) } }));
+      expect(policies).toContainEqual(
+        expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: expect.stringMatching(/^CellDataInstanceSecret/) } }),
+      );
       expect(policies).toContainEqual(expect.objectContaining({ Action: expect.arrayContaining(['ecr:BatchGetImage']) }));
     });
 

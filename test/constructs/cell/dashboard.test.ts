@@ -12,7 +12,10 @@ describe('CellDashboard', () => {
     const [dashboard] = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
     expect(dashboard.Properties.DashboardName).toBe(`orders-${FARGATE_CELL}`);
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const id of [...Object.keys(template.findResources('AWS::CloudWatch::Alarm')), ...Object.keys(template.findResources('AWS::CloudWatch::CompositeAlarm'))]) {
+    for (const id of [
+      ...Object.keys(template.findResources('AWS::CloudWatch::Alarm')),
+      ...Object.keys(template.findResources('AWS::CloudWatch::CompositeAlarm')),
+    ]) {
       expect(body).toContain(id);
     }
   });

@@ -27,7 +27,8 @@ describe('CellData', () => {
     aurora.resourceCountIs('AWS::RDS::DBInstance', 2);
     // Deletion protection is left out of the template (absent, so an update never switches it back
     // off): a failed first create must be able to delete the database; the pipeline switches it on.
-    for (const instance of Object.values(aurora.findResources('AWS::RDS::DBInstance'))) expect(instance.Properties.DeletionProtection).toBeUndefined();
+    for (const instance of Object.values(aurora.findResources('AWS::RDS::DBInstance')))
+      expect(instance.Properties.DeletionProtection).toBeUndefined();
     const [cluster] = Object.values(aurora.findResources('AWS::RDS::DBCluster'));
     expect(cluster.DeletionPolicy).toBe('Snapshot');
   });
@@ -56,20 +57,30 @@ describe('CellData', () => {
     expect(postgresVersionProblem(DEFAULT_POSTGRES_VERSION)).toBeUndefined();
   });
 
-  it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: keeps credentials in Secrets Manager, rotated', (_name, template) => {
+  it.each([
+    ['aurora', () => aurora],
+    ['rds', () => rds],
+  ])('%s: keeps credentials in Secrets Manager, rotated', (_name, template) => {
     template().resourceCountIs('AWS::SecretsManager::Secret', 1);
     template().hasResourceProperties('AWS::SecretsManager::RotationSchedule', {
       RotationRules: { ScheduleExpression: 'rate(30 days)' },
     });
   });
 
-  it.each([['aurora', () => aurora], ['rds', () => rds]])('%s: lives in isolated subnets, reachable only from the workload, rotation and the cell\'s mover', (_name, template) => {
+  it.each([
+    ['aurora', () => aurora],
+    ['rds', () => rds],
+  ])("%s: lives in isolated subnets, reachable only from the workload, rotation and the cell's mover", (_name, template) => {
     const [group] = Object.values(template().findResources('AWS::RDS::DBSubnetGroup'));
     for (const subnet of group.Properties.SubnetIds) expect(subnet.Ref).toMatch(/dataSubnet/);
-    const [dbGroup] = Object.keys(template().findResources('AWS::EC2::SecurityGroup')).filter((id) => /^CellData(Cluster|Instance)SecurityGroup/.test(id));
-    const rules = Object.values(template().findResources('AWS::EC2::SecurityGroupIngress', {
-      Properties: { GroupId: { 'Fn::GetAtt': [dbGroup, 'GroupId'] } },
-    })).map((r) => r.Properties);
+    const [dbGroup] = Object.keys(template().findResources('AWS::EC2::SecurityGroup')).filter((id) =>
+      /^CellData(Cluster|Instance)SecurityGroup/.test(id),
+    );
+    const rules = Object.values(
+      template().findResources('AWS::EC2::SecurityGroupIngress', {
+        Properties: { GroupId: { 'Fn::GetAtt': [dbGroup, 'GroupId'] } },
+      }),
+    ).map((r) => r.Properties);
     expect(rules.map((r) => r.SourceSecurityGroupId['Fn::GetAtt'][0]).sort()).toEqual([
       expect.stringMatching(/^CellComputeSecurityGroup/),
       expect.stringMatching(/RotationSingleUserSecurityGroup/),

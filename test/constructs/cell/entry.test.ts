@@ -60,7 +60,9 @@ describe('CellEntry', () => {
     const [nlbGroup] = Object.entries(groups).find(([id]) => id.includes('PrivateLinkSecurityGroup'))!;
     const [albGroup] = Object.entries(groups).find(([id]) => id.includes('LoadBalancerSecurityGroup'))!;
     expect(groups[nlbGroup].Properties.SecurityGroupIngress).toBeUndefined();
-    const albIngress = Object.values(http.findResources('AWS::EC2::SecurityGroupIngress', { Properties: { GroupId: { 'Fn::GetAtt': [albGroup, 'GroupId'] } } }));
+    const albIngress = Object.values(
+      http.findResources('AWS::EC2::SecurityGroupIngress', { Properties: { GroupId: { 'Fn::GetAtt': [albGroup, 'GroupId'] } } }),
+    );
     expect(albIngress).toHaveLength(1);
     expect(albIngress[0].Properties).toMatchObject({ SourceSecurityGroupId: { 'Fn::GetAtt': [nlbGroup, 'GroupId'] }, FromPort: 80, ToPort: 80 });
     expect(groups[albGroup].Properties.SecurityGroupIngress).toBeUndefined();

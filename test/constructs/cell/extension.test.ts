@@ -20,7 +20,8 @@ const only = (template: Template, type: string): [string, Resource] => {
   expect(found).toHaveLength(1);
   return found[0];
 };
-const tagsOf = (resource: Resource) => Object.fromEntries((resource.Properties.Tags as { Key: string; Value: string }[]).map((t) => [t.Key, t.Value]));
+const tagsOf = (resource: Resource) =>
+  Object.fromEntries((resource.Properties.Tags as { Key: string; Value: string }[]).map((t) => [t.Key, t.Value]));
 const healthRule = (template: Template) => JSON.stringify(only(template, 'AWS::CloudWatch::CompositeAlarm')[1].Properties.AlarmRule);
 const dashboardBody = (template: Template) => JSON.stringify(only(template, 'AWS::CloudWatch::Dashboard')[1].Properties.DashboardBody);
 /** The logical id of the alarm named `name`. */
@@ -51,9 +52,15 @@ beforeAll(() => {
         new s3.Bucket(cell.scope, 'Unencrypted', { encryption: s3.BucketEncryption.UNENCRYPTED });
         const queue = new sqs.Queue(cell.scope, 'Untagged', { encryptionMasterKey: cell.encryptionKey, enforceSSL: true });
         Tags.of(queue).remove('cell');
-        cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'Backlog', {
-          alarmName: `${cell.namePrefix}-backlog`, metric: queue.metricApproximateNumberOfMessagesVisible(), threshold: 100, evaluationPeriods: 5,
-        }), { health: false });
+        cell.addAlarm(
+          new cloudwatch.Alarm(cell.scope, 'Backlog', {
+            alarmName: `${cell.namePrefix}-backlog`,
+            metric: queue.metricApproximateNumberOfMessagesVisible(),
+            threshold: 100,
+            evaluationPeriods: 5,
+          }),
+          { health: false },
+        );
       } else {
         new sns.Topic(cell.scope, 'Events', { masterKey: cell.encryptionKey, enforceSSL: true });
       }
@@ -67,14 +74,16 @@ beforeAll(() => {
 });
 
 describe("the example fleet's own cell resources (cellResources)", () => {
-
-  it('adds an idempotency-key table to every cell, tagged with the cell and encrypted with the cell\'s own key', () => {
+  it("adds an idempotency-key table to every cell, tagged with the cell and encrypted with the cell's own key", () => {
     expect(Object.keys(cells)).toHaveLength(fleet.cells.length);
     for (const { id } of fleet.cells) {
       const { template } = cells[id];
       const [, table] = only(template, 'AWS::DynamoDB::Table');
       const [keyId] = only(template, 'AWS::KMS::Key');
-      expect([id, table.Properties.SSESpecification]).toEqual([id, { KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] }, SSEEnabled: true, SSEType: 'KMS' }]);
+      expect([id, table.Properties.SSESpecification]).toEqual([
+        id,
+        { KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] }, SSEEnabled: true, SSEType: 'KMS' },
+      ]);
       expect([id, tagsOf(table)]).toEqual([id, expect.objectContaining({ cell: id, app: fleet.app })]);
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
     }
@@ -110,19 +119,26 @@ describe("the example fleet's own cell resources (cellResources)", () => {
   it('passes AwsSolutions and the cell-isolation pack with no open finding in any cell', () => {
     for (const { id } of fleet.cells) {
       const { stack } = cells[id];
-      const open = [...new AwsSolutionsChecks().validateScope(stack).violations, ...new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack).violations];
+      const open = [
+        ...new AwsSolutionsChecks().validateScope(stack).violations,
+        ...new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack).violations,
+      ];
       expect([id, findingsUnder(open, stack.node.path)]).toEqual([id, {}]);
     }
   });
 });
 
 describe('a cellResources hook of a test fleet', () => {
-  it('builds only what the hook made for each cell, under the cell\'s Extension construct', () => {
-    const buckets = Object.entries(testCells[FARGATE_CELL].template.findResources('AWS::S3::Bucket')).filter(([id]) => id.startsWith('CellExtensionUnencrypted'));
+  it("builds only what the hook made for each cell, under the cell's Extension construct", () => {
+    const buckets = Object.entries(testCells[FARGATE_CELL].template.findResources('AWS::S3::Bucket')).filter(([id]) =>
+      id.startsWith('CellExtensionUnencrypted'),
+    );
     expect(buckets.map(([, b]) => b.Properties.BucketEncryption)).toEqual([undefined]);
     expect(testCells[FARGATE_CELL].stack.node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeDefined();
     expect(testCells['eu-1'].stack.node.tryFindChild('Cell')?.node.tryFindChild('Extension')?.node.tryFindChild('Unencrypted')).toBeUndefined();
-    const [, topic] = Object.entries(testCells['eu-1'].template.findResources('AWS::SNS::Topic')).find(([id]) => id.startsWith('CellExtensionEvents'))!;
+    const [, topic] = Object.entries(testCells['eu-1'].template.findResources('AWS::SNS::Topic')).find(([id]) =>
+      id.startsWith('CellExtensionEvents'),
+    )!;
     expect(tagsOf(topic as Resource)).toEqual(expect.objectContaining({ cell: 'eu-1', app: fleet.app }));
   });
 
@@ -135,7 +151,10 @@ describe('a cellResources hook of a test fleet', () => {
 
   it("reports a hook resource's cell-isolation findings like any other", () => {
     const stack = testCells[FARGATE_CELL].stack;
-    const findings = findingsUnder(new CellIsolationChecks(undefined, isolationChecksPropsOf(testFleet)).validateScope(stack).violations, `${stack.node.path}/Cell/Extension`);
+    const findings = findingsUnder(
+      new CellIsolationChecks(undefined, isolationChecksPropsOf(testFleet)).validateScope(stack).violations,
+      `${stack.node.path}/Cell/Extension`,
+    );
     expect(findings).toEqual({ 'CellIsolation-CI2[tag:cell]': [`${stack.node.path}/Cell/Extension/Untagged/Resource`] });
   });
 
@@ -151,14 +170,23 @@ describe('a cellResources hook of a test fleet', () => {
 describe('a cellResources hook that fails', () => {
   const build = (cellResources: CellExtension) => {
     const fleet = resolveFleet({ ...validInput(), cellResources });
-    new CellStack(cdkApp(), 'cell', cellStackPropsOf(fleet, fleet.cells.find((c) => c.id === FARGATE_CELL)!));
+    new CellStack(
+      cdkApp(),
+      'cell',
+      cellStackPropsOf(
+        fleet,
+        fleet.cells.find((c) => c.id === FARGATE_CELL)!,
+      ),
+    );
   };
 
   it('throws one line naming the cell, the original error as its cause', () => {
     const boom = new Error('table name clash\nsecond line');
     let thrown: unknown;
     try {
-      build(() => { throw boom; });
+      build(() => {
+        throw boom;
+      });
     } catch (error) {
       thrown = error;
     }
@@ -166,14 +194,27 @@ describe('a cellResources hook that fails', () => {
     expect((thrown as Error).cause).toBe(boom);
   });
 
-  it("refuses an alarm that is not named after the cell, naming the cell and the name to use", () => {
-    expect(() => build((cell) => cell.addAlarm(new cloudwatch.Alarm(cell.scope, 'Stray', {
-      alarmName: 'stray', metric: new cloudwatch.Metric({ namespace: 'X', metricName: 'Y' }), threshold: 1, evaluationPeriods: 1,
-    })))).toThrow(`cellResources failed in cell \`${FARGATE_CELL}\`: orders-${FARGATE_CELL}: alarm \`stray\` cannot join the cell's alarms; name it \`orders-${FARGATE_CELL}-<signal>\` (alarmName)`);
+  it('refuses an alarm that is not named after the cell, naming the cell and the name to use', () => {
+    expect(() =>
+      build((cell) =>
+        cell.addAlarm(
+          new cloudwatch.Alarm(cell.scope, 'Stray', {
+            alarmName: 'stray',
+            metric: new cloudwatch.Metric({ namespace: 'X', metricName: 'Y' }),
+            threshold: 1,
+            evaluationPeriods: 1,
+          }),
+        ),
+      ),
+    ).toThrow(
+      `cellResources failed in cell \`${FARGATE_CELL}\`: orders-${FARGATE_CELL}: alarm \`stray\` cannot join the cell's alarms; name it \`orders-${FARGATE_CELL}-<signal>\` (alarmName)`,
+    );
   });
 
   it("refuses to replace one of the workload's own environment variables", () => {
-    expect(() => build((cell) => cell.addWorkloadEnvironment('DB_HOST', 'elsewhere'))).toThrow(`cellResources failed in cell \`${FARGATE_CELL}\`: workload environment: \`DB_HOST\` is already set; choose another name`);
+    expect(() => build((cell) => cell.addWorkloadEnvironment('DB_HOST', 'elsewhere'))).toThrow(
+      `cellResources failed in cell \`${FARGATE_CELL}\`: workload environment: \`DB_HOST\` is already set; choose another name`,
+    );
   });
 
   it('refuses an async hook: constructs are built synchronously', () => {

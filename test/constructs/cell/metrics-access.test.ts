@@ -27,21 +27,24 @@ describe('CellMetricsAccess in the cell stacks', () => {
     cells = synthCells([FARGATE_CELL, EC2_CELL]);
   });
 
-  it.each([FARGATE_CELL, EC2_CELL])('%s: lets only the router account assume the reader, which may read the cell\'s metrics and its signals parameter, nothing else', (id) => {
-    const { template } = cells[id];
-    const [roleId, role] = Object.entries(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${id}-metrics-reader` } }))[0];
-    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
-      { Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${fleet.accounts.router}:root` } },
-    ]);
-    const [policy] = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }));
-    const [parameterId] = Object.keys(template.findResources('AWS::SSM::Parameter', { Properties: { Name: `/orders/cell/${id}/signals` } }));
-    const statements = policy.Properties.PolicyDocument.Statement as { Action: string; Resource: unknown }[];
-    expect(statements.map((s) => s.Action).sort()).toEqual(['cloudwatch:GetMetricData', 'ssm:GetParameter']);
-    expect(statements.find((s) => s.Action === 'cloudwatch:GetMetricData')!.Resource).toBe('*');
-    expect(JSON.stringify(statements.find((s) => s.Action === 'ssm:GetParameter')!.Resource)).toContain(parameterId);
-  });
+  it.each([FARGATE_CELL, EC2_CELL])(
+    "%s: lets only the router account assume the reader, which may read the cell's metrics and its signals parameter, nothing else",
+    (id) => {
+      const { template } = cells[id];
+      const [roleId, role] = Object.entries(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${id}-metrics-reader` } }))[0];
+      expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+        { Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${fleet.accounts.router}:root` } },
+      ]);
+      const [policy] = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }));
+      const [parameterId] = Object.keys(template.findResources('AWS::SSM::Parameter', { Properties: { Name: `/orders/cell/${id}/signals` } }));
+      const statements = policy.Properties.PolicyDocument.Statement as { Action: string; Resource: unknown }[];
+      expect(statements.map((s) => s.Action).sort()).toEqual(['cloudwatch:GetMetricData', 'ssm:GetParameter']);
+      expect(statements.find((s) => s.Action === 'cloudwatch:GetMetricData')!.Resource).toBe('*');
+      expect(JSON.stringify(statements.find((s) => s.Action === 'ssm:GetParameter')!.Resource)).toContain(parameterId);
+    },
+  );
 
-  it('publishes the Fargate cell\'s signals with the dimensions of its deployed service, Aurora cluster and work queue, as its alarms use them', () => {
+  it("publishes the Fargate cell's signals with the dimensions of its deployed service, Aurora cluster and work queue, as its alarms use them", () => {
     const { template, stack } = cells[FARGATE_CELL];
     const record = parseSignalsRecord(parameterValue(template, `/orders/cell/${FARGATE_CELL}/signals`), 'parameter');
     expect(Object.keys(record.signals)).toEqual([...CELL_SIGNALS]);
@@ -53,17 +56,31 @@ describe('CellMetricsAccess in the cell stacks', () => {
     expect(record.signals).toEqual({
       // The CPU its scaling tracks, with its running tasks (Container Insights) and the scaling's maximum.
       computeCpu: {
-        namespace: 'AWS/ECS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: service,
+        namespace: 'AWS/ECS',
+        metricName: 'CPUUtilization',
+        statistic: 'Average',
+        dimensions: service,
         running: { namespace: 'ECS/ContainerInsights', metricName: 'RunningTaskCount', statistic: 'Average', dimensions: service },
         maximum: 12,
         unit: 'tasks',
       },
       databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { DBClusterIdentifier: `<${aurora}>` } },
-      databaseConnections: { namespace: 'AWS/RDS', metricName: 'DatabaseConnections', statistic: 'Average', dimensions: { DBClusterIdentifier: `<${aurora}>` } },
-      queueAgeSeconds: { namespace: 'AWS/SQS', metricName: 'ApproximateAgeOfOldestMessage', statistic: 'Maximum', dimensions: { QueueName: `<${id(queues.work)}.QueueName>` } },
+      databaseConnections: {
+        namespace: 'AWS/RDS',
+        metricName: 'DatabaseConnections',
+        statistic: 'Average',
+        dimensions: { DBClusterIdentifier: `<${aurora}>` },
+      },
+      queueAgeSeconds: {
+        namespace: 'AWS/SQS',
+        metricName: 'ApproximateAgeOfOldestMessage',
+        statistic: 'Maximum',
+        dimensions: { QueueName: `<${id(queues.work)}.QueueName>` },
+      },
     });
     // The same metrics the cell's alarms watch.
-    const alarm = (name: string) => Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-${FARGATE_CELL}-${name}` } }))[0].Properties;
+    const alarm = (name: string) =>
+      Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: `orders-${FARGATE_CELL}-${name}` } }))[0].Properties;
     expect(alarm('database-cpu').Dimensions).toEqual([{ Name: 'DBClusterIdentifier', Value: { Ref: aurora } }]);
     expect(alarm('oldest-message').Dimensions).toEqual([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [id(queues.work), 'QueueName'] } }]);
     expect(data.engine).toBe('aurora-postgresql');
@@ -71,23 +88,35 @@ describe('CellMetricsAccess in the cell stacks', () => {
     const [target] = Object.values(template.findResources('AWS::ApplicationAutoScaling::ScalableTarget'));
     expect(target.Properties.MaxCapacity).toBe(12);
     const [policy] = Object.values(template.findResources('AWS::ApplicationAutoScaling::ScalingPolicy'));
-    expect(policy.Properties.TargetTrackingScalingPolicyConfiguration.PredefinedMetricSpecification.PredefinedMetricType).toBe('ECSServiceAverageCPUUtilization');
+    expect(policy.Properties.TargetTrackingScalingPolicyConfiguration.PredefinedMetricSpecification.PredefinedMetricType).toBe(
+      'ECSServiceAverageCPUUtilization',
+    );
   });
 
-  it('publishes the EC2 cell\'s compute CPU as its Auto Scaling group\'s and its database signals by RDS instance', () => {
+  it("publishes the EC2 cell's compute CPU as its Auto Scaling group's and its database signals by RDS instance", () => {
     const { template } = cells[EC2_CELL];
     const record = parseSignalsRecord(parameterValue(template, `/orders/cell/${EC2_CELL}/signals`), 'parameter');
     const [asg] = Object.keys(template.findResources('AWS::AutoScaling::AutoScalingGroup'));
     const [instance] = Object.keys(template.findResources('AWS::RDS::DBInstance'));
     expect(record.signals.computeCpu).toEqual({
-      namespace: 'AWS/EC2', metricName: 'CPUUtilization', statistic: 'Average', dimensions: { AutoScalingGroupName: `<${asg}>` },
+      namespace: 'AWS/EC2',
+      metricName: 'CPUUtilization',
+      statistic: 'Average',
+      dimensions: { AutoScalingGroupName: `<${asg}>` },
       // Published only because the group collects it (CellCompute's groupMetrics).
-      running: { namespace: 'AWS/AutoScaling', metricName: 'GroupInServiceInstances', statistic: 'Average', dimensions: { AutoScalingGroupName: `<${asg}>` } },
+      running: {
+        namespace: 'AWS/AutoScaling',
+        metricName: 'GroupInServiceInstances',
+        statistic: 'Average',
+        dimensions: { AutoScalingGroupName: `<${asg}>` },
+      },
       maximum: 6,
       unit: 'instances',
     });
     expect(template.findResources('AWS::AutoScaling::AutoScalingGroup')[asg].Properties.MaxSize).toBe('6');
-    expect(template.findResources('AWS::AutoScaling::AutoScalingGroup')[asg].Properties.MetricsCollection).toEqual([{ Granularity: '1Minute', Metrics: ['GroupInServiceInstances'] }]);
+    expect(template.findResources('AWS::AutoScaling::AutoScalingGroup')[asg].Properties.MetricsCollection).toEqual([
+      { Granularity: '1Minute', Metrics: ['GroupInServiceInstances'] },
+    ]);
     expect(record.signals.databaseCpu!.dimensions).toEqual({ DBInstanceIdentifier: `<${instance}>` });
     expect(record.signals.databaseConnections!.dimensions).toEqual({ DBInstanceIdentifier: `<${instance}>` });
   });
@@ -97,14 +126,18 @@ describe('CellMetricsAccess in the cell stacks', () => {
     const signals = { databaseCpu: metric, databaseConnections: metric, queueAgeSeconds: metric };
     const compute = { cpu: metric, running: metric, maximum: 4, unit: 'tasks' as const };
     const props = { roleName: 'r', parameterName: '/p', routerAccount: '123456789012', signals, compute };
-    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, routerAccount: '123' }))
-      .toThrow('CellMetricsAccess: routerAccount `123` is not a 12-digit account id');
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, routerAccount: '123' })).toThrow(
+      'CellMetricsAccess: routerAccount `123` is not a 12-digit account id',
+    );
     const expression = new cloudwatch.MathExpression({ expression: 'm * 2', usingMetrics: { m: metric } });
-    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, signals: { ...signals, databaseCpu: expression } }))
-      .toThrow('CellMetricsAccess: signal `databaseCpu` is a math expression; give the metric itself (namespace, name, dimensions)');
-    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, compute: { ...compute, running: expression } }))
-      .toThrow('CellMetricsAccess: signal `computeCpu` is a math expression; give the metric itself (namespace, name, dimensions)');
-    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, compute: { ...compute, maximum: 0 } }))
-      .toThrow('CellMetricsAccess: compute.maximum 0 must be a whole number of tasks of at least 1 (the compute\'s maximum capacity)');
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, signals: { ...signals, databaseCpu: expression } })).toThrow(
+      'CellMetricsAccess: signal `databaseCpu` is a math expression; give the metric itself (namespace, name, dimensions)',
+    );
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, compute: { ...compute, running: expression } })).toThrow(
+      'CellMetricsAccess: signal `computeCpu` is a math expression; give the metric itself (namespace, name, dimensions)',
+    );
+    expect(() => new CellMetricsAccess(new Stack(), 'M', { ...props, compute: { ...compute, maximum: 0 } })).toThrow(
+      "CellMetricsAccess: compute.maximum 0 must be a whole number of tasks of at least 1 (the compute's maximum capacity)",
+    );
   });
 });

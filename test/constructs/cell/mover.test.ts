@@ -3,13 +3,14 @@ import { Fleet } from '../../../lib/domain/fleet';
 import { BareCell, EC2_CELL, FARGATE_CELL, synthBareCells } from '../../support/cell';
 import { exampleFleet } from '../../support/fleet';
 
-type Json = Record<string, any>;  
+type Json = Record<string, any>;
 
 describe('CellMover (in every cell stack)', () => {
   let fleet: Fleet;
   let cells: Record<string, BareCell>;
   const resources = (id: string, type: string): [string, Json][] => Object.entries(cells[id].template.findResources(type));
-  const logicalId = (id: string, construct: { node: { defaultChild?: unknown } }) => cells[id].stack.getLogicalId(construct.node.defaultChild as never);
+  const logicalId = (id: string, construct: { node: { defaultChild?: unknown } }) =>
+    cells[id].stack.getLogicalId(construct.node.defaultChild as never);
   beforeAll(() => {
     fleet = exampleFleet();
     cells = synthBareCells([FARGATE_CELL, EC2_CELL], fleet);
@@ -32,8 +33,10 @@ describe('CellMover (in every cell stack)', () => {
     const queueId = logicalId(id, cells[id].cell.queues.work);
     expect(env.QUEUE_URL).toEqual({ Ref: queueId });
     const taskRoleId = logicalId(id, mover.taskDefinition.taskRole);
-    const sends = resources(id, 'AWS::IAM::Policy').filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: taskRoleId }]))
-      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[]).filter((st) => JSON.stringify(st.Action).includes('sqs:'));
+    const sends = resources(id, 'AWS::IAM::Policy')
+      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: taskRoleId }]))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[])
+      .filter((st) => JSON.stringify(st.Action).includes('sqs:'));
     expect(sends).toEqual([expect.objectContaining({ Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [queueId, 'Arn'] } })]);
     expect(JSON.stringify(container)).not.toMatch(/PASSWORD/);
     // No ECS service runs the mover: nothing references its task definition but the launcher's policy.
@@ -49,11 +52,15 @@ describe('CellMover (in every cell stack)', () => {
   it('lets the mover reach the database port of its cell and nothing open inbound', () => {
     const mover = cells[FARGATE_CELL].cell.mover;
     const sgId = logicalId(FARGATE_CELL, mover.securityGroup);
-    const ingress = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties).filter((p) => JSON.stringify(p.SourceSecurityGroupId).includes(sgId));
+    const ingress = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroupIngress')
+      .map(([, r]) => r.Properties)
+      .filter((p) => JSON.stringify(p.SourceSecurityGroupId).includes(sgId));
     expect(ingress).toHaveLength(1);
     // The database's port (the same rule the workload's security group gets).
     const workloadSg = logicalId(FARGATE_CELL, cells[FARGATE_CELL].cell.compute.connections.securityGroups[0] as never);
-    const workload = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties).find((p) => JSON.stringify(p.SourceSecurityGroupId).includes(workloadSg))!;
+    const workload = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroupIngress')
+      .map(([, r]) => r.Properties)
+      .find((p) => JSON.stringify(p.SourceSecurityGroupId).includes(workloadSg))!;
     expect(ingress[0].FromPort).toEqual(workload.FromPort);
     expect(ingress[0].GroupId).toEqual(workload.GroupId);
     const [, sg] = resources(FARGATE_CELL, 'AWS::EC2::SecurityGroup').find(([k]) => k === sgId)!;
@@ -66,7 +73,7 @@ describe('CellMover (in every cell stack)', () => {
     for (const field of ['cluster', 'taskDefinition', 'container', 'subnets', 'securityGroups']) expect(text).toContain(field);
   });
 
-  it('lets only the router account\'s move operator assume the launcher', () => {
+  it("lets only the router account's move operator assume the launcher", () => {
     const mover = cells[FARGATE_CELL].cell.mover;
     const [, role] = resources(FARGATE_CELL, 'AWS::IAM::Role').find(([k]) => k === logicalId(FARGATE_CELL, mover.launcher))!;
     expect(role.Properties.RoleName).toBe(`orders-${FARGATE_CELL}-mover-launcher`);
@@ -77,6 +84,8 @@ describe('CellMover (in every cell stack)', () => {
 
   it.each([FARGATE_CELL, EC2_CELL])('%s: has no unacknowledged AwsSolutions finding', (id) => {
     const report = new AwsSolutionsChecks().validateScope(cells[id].stack);
-    expect(report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`).filter((v) => v.includes('/Mover/'))).toEqual([]);
+    expect(
+      report.violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`).filter((v) => v.includes('/Mover/')),
+    ).toEqual([]);
   });
 });

@@ -7,7 +7,11 @@ describe('CellNetwork', () => {
   let template: Template;
   beforeAll(() => {
     const stack = new TestStack();
-    new CellNetwork(stack, 'Network', { cidr: '10.4.0.0/20', availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'], encryptionKey: new kms.Key(stack, 'Key') });
+    new CellNetwork(stack, 'Network', {
+      cidr: '10.4.0.0/20',
+      availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'],
+      encryptionKey: new kms.Key(stack, 'Key'),
+    });
     template = Template.fromStack(stack);
   });
 
@@ -29,7 +33,10 @@ describe('CellNetwork', () => {
 
   it('flow-logs all traffic to CloudWatch Logs', () => {
     template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', ResourceType: 'VPC', LogDestinationType: 'cloud-watch-logs' });
-    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 365, KmsKeyId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Key'), 'Arn'] } });
+    template.hasResourceProperties('AWS::Logs::LogGroup', {
+      RetentionInDays: 365,
+      KmsKeyId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Key'), 'Arn'] },
+    });
   });
 
   it('refuses a single AZ and a range too small to split', () => {

@@ -13,7 +13,11 @@ describe('CellQueues', () => {
 
   it('encrypts both queues with the cell key', () => {
     template.resourceCountIs('AWS::SQS::Queue', 2);
-    expect(Object.keys(template.findResources('AWS::SQS::Queue', { Properties: { KmsMasterKeyId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^CellKey'), 'Arn'] } } }))).toHaveLength(2);
+    expect(
+      Object.keys(
+        template.findResources('AWS::SQS::Queue', { Properties: { KmsMasterKeyId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^CellKey'), 'Arn'] } } }),
+      ),
+    ).toHaveLength(2);
   });
 
   it('sends poison messages to the dead-letter queue', () => {

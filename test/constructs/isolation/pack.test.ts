@@ -13,7 +13,6 @@ import { CellStage, PipelineStack, RouterStage } from '../../../lib/constructs/p
 import { cdkApp, smallExampleFleet } from '../../support/fleet';
 import { findingsUnder } from '../../support/findings';
 
-
 /**
  * The example fleet cut to three cells (a canary and a cell in each region) behind its pipeline,
  * synthesized once and checked whole; each test then breaks one stack (or the pipeline) and checks
@@ -54,20 +53,26 @@ describe('CellIsolationChecks on the example fleet (three of its cells)', () => 
     const owner = fleet.cells.find((c) => c.id === 'eu-1')!;
     const shared = kms.Key.fromKeyArn(victim, 'SharedKey', `arn:aws:kms:${owner.region}:${owner.account}:key/0000-shared`);
     new sqs.Queue(victim, 'UserQueue', { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: shared });
-    expect(findingsUnder(check(victim), `${victim.node.path}/UserQueue`)).toMatchObject({ 'CellIsolation-CI1[cell:eu-1]': [`${victim.node.path}/UserQueue/Resource`] });
+    expect(findingsUnder(check(victim), `${victim.node.path}/UserQueue`)).toMatchObject({
+      'CellIsolation-CI1[cell:eu-1]': [`${victim.node.path}/UserQueue/Resource`],
+    });
   });
 
   it("fails when a cell stack imports another cell's output", () => {
     const victim = cellStack('eu-1');
     new sns.Topic(victim, 'UserTopic', { displayName: Fn.importValue('orders-cell-us-1-AlarmTopicArn') });
-    expect(Object.keys(findingsUnder(check(victim), `${victim.node.path}/UserTopic`))).toEqual(expect.arrayContaining(['CellIsolation-CI1[import]', 'CellIsolation-CI1[cell:us-1]']));
+    expect(Object.keys(findingsUnder(check(victim), `${victim.node.path}/UserTopic`))).toEqual(
+      expect.arrayContaining(['CellIsolation-CI1[import]', 'CellIsolation-CI1[cell:us-1]']),
+    );
   });
 
   it("fails when a user's own role in a cell trusts another cell's account", () => {
     const victim = cellStack('canary-eu');
     const other = fleet.cells.find((c) => c.id === 'us-1')!;
     new iam.Role(victim, 'UserRole', { assumedBy: new iam.AccountPrincipal(other.account) });
-    expect(Object.keys(findingsUnder(check(victim), `${victim.node.path}/UserRole`))).toEqual(expect.arrayContaining(['CellIsolation-CI1[cell:us-1]', 'CellIsolation-CI7[principal:us-1]']));
+    expect(Object.keys(findingsUnder(check(victim), `${victim.node.path}/UserRole`))).toEqual(
+      expect.arrayContaining(['CellIsolation-CI1[cell:us-1]', 'CellIsolation-CI7[principal:us-1]']),
+    );
   });
 
   it("fails when a cell's service rolls back on another cell's alarm", () => {
@@ -83,9 +88,22 @@ describe('CellIsolationChecks on the example fleet (three of its cells)', () => 
     // A regular (non-canary) wave: the cut's one-cell waves are stages named after their cell.
     const wave = [...pipeline.stages.keys()].at(-1)!;
     cfn.addPropertyOverride(`Stages.${stages.indexOf(wave)}.OnSuccess`, {
-      Conditions: [{ Result: 'ROLLBACK', Rules: [{ Name: 'fleet', RuleTypeId: { Category: 'Rule', Owner: 'AWS', Provider: 'CloudWatchAlarm', Version: '1' }, Configuration: { AlarmName: 'orders-fleet-5xx' } }] }],
+      Conditions: [
+        {
+          Result: 'ROLLBACK',
+          Rules: [
+            {
+              Name: 'fleet',
+              RuleTypeId: { Category: 'Rule', Owner: 'AWS', Provider: 'CloudWatchAlarm', Version: '1' },
+              Configuration: { AlarmName: 'orders-fleet-5xx' },
+            },
+          ],
+        },
+      ],
     });
-    expect(findingsUnder(check(pipeline.pipeline.pipeline), cfn.node.path)).toEqual({ [`CellIsolation-CI5[${wave}:orders-fleet-5xx]`]: [cfn.node.path] });
+    expect(findingsUnder(check(pipeline.pipeline.pipeline), cfn.node.path)).toEqual({
+      [`CellIsolation-CI5[${wave}:orders-fleet-5xx]`]: [cfn.node.path],
+    });
   });
 
   it('fails on a router configuration with retries or redispatch (on every router task)', () => {
@@ -93,7 +111,8 @@ describe('CellIsolationChecks on the example fleet (three of its cells)', () => 
     const pack = new CellIsolationChecks(undefined, { ...isolationChecksPropsOf(fleet), routerConfig: broken });
     const tasks = new Map<string, string[]>();
     for (const v of routerStages().flatMap((stage) => pack.validateScope(stage).violations)) {
-      if (/^CellIsolation-CI6\[(retries|redispatch)\]$/.test(v.ruleName)) tasks.set(v.ruleName, [...(tasks.get(v.ruleName) ?? []), ...v.violatingResources.map((r) => r.constructPath!)]);
+      if (/^CellIsolation-CI6\[(retries|redispatch)\]$/.test(v.ruleName))
+        tasks.set(v.ruleName, [...(tasks.get(v.ruleName) ?? []), ...v.violatingResources.map((r) => r.constructPath!)]);
     }
     expect([...tasks.keys()].sort()).toEqual(['CellIsolation-CI6[redispatch]', 'CellIsolation-CI6[retries]']);
     // Two router groups in each of the two regions.
@@ -109,21 +128,36 @@ describe('CellIsolationChecks on the example fleet (three of its cells)', () => 
     const own = new App();
     const stack = new Stack(own, 'OwnRouter', { env: { account: fleet.accounts.router, region: 'eu-west-1' } });
     const group = new Rendered(stack, 'Group');
-    new ecs.FargateTaskDefinition(group, 'Task').addContainer('haproxy', { image: ecs.ContainerImage.fromRegistry('haproxy:2.8'), memoryLimitMiB: 512 });
-    const rendered = new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(own).violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI6'));
-    expect(rendered.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([['CellIsolation-CI6[retries]', ['OwnRouter/Group/Task/Resource']]]);
+    new ecs.FargateTaskDefinition(group, 'Task').addContainer('haproxy', {
+      image: ecs.ContainerImage.fromRegistry('haproxy:2.8'),
+      memoryLimitMiB: 512,
+    });
+    const rendered = new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet))
+      .validateScope(own)
+      .violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI6'));
+    expect(rendered.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([
+      ['CellIsolation-CI6[retries]', ['OwnRouter/Group/Task/Resource']],
+    ]);
     // The real router groups render a configuration that passes.
     const stages = routerStages();
-    expect(stages.flatMap((s) => s.stacks.flatMap((stack) => stack.node.findAll().filter((c) => c instanceof ecs.TaskDefinition)))).not.toHaveLength(0);
+    expect(stages.flatMap((s) => s.stacks.flatMap((stack) => stack.node.findAll().filter((c) => c instanceof ecs.TaskDefinition)))).not.toHaveLength(
+      0,
+    );
     expect(stages.flatMap((stage) => check(stage)).filter((v) => v.ruleName.startsWith('CellIsolation-CI6'))).toEqual([]);
   });
 
   it('reports a router task that rendered no configuration of its own when the pack was given none to fall back on', () => {
     const own = new App();
     const stack = new Stack(own, 'OwnRouter', { env: { account: fleet.accounts.router, region: 'eu-west-1' } });
-    new ecs.FargateTaskDefinition(stack, 'Task').addContainer('haproxy', { image: ecs.ContainerImage.fromRegistry('haproxy:2.8'), memoryLimitMiB: 512 });
-    const ci6 = (props: CellIsolationChecksProps) => new CellIsolationChecks(undefined, props).validateScope(own).violations
-      .filter((v) => v.ruleName.startsWith('CellIsolation-CI6')).map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)]);
+    new ecs.FargateTaskDefinition(stack, 'Task').addContainer('haproxy', {
+      image: ecs.ContainerImage.fromRegistry('haproxy:2.8'),
+      memoryLimitMiB: 512,
+    });
+    const ci6 = (props: CellIsolationChecksProps) =>
+      new CellIsolationChecks(undefined, props)
+        .validateScope(own)
+        .violations.filter((v) => v.ruleName.startsWith('CellIsolation-CI6'))
+        .map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)]);
     expect(ci6({ facts: isolationChecksPropsOf(fleet).facts })).toEqual([['CellIsolation-CI6[no-config]', ['OwnRouter/Task/Resource']]]);
     expect(ci6(isolationChecksPropsOf(fleet))).toEqual([]);
   });

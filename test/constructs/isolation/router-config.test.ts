@@ -12,8 +12,16 @@ describe('routerConfigProblems', () => {
     expect(config).toContain('retries 0');
     expect(routerConfigProblems(config)).toEqual([]);
     const debug = renderHaproxyConfig({
-      bind: { address: '127.0.0.1', port: 0 }, adminSocket: '/tmp/s', stateDir: '/tmp', partitionKey: { source: 'header', name: 'x-tenant-id' },
-      bucketCount: 16384, slots: 4, cellMaxConn: 10, healthCheckPath: '/health', debugHeaders: true, statsPort: 8404,
+      bind: { address: '127.0.0.1', port: 0 },
+      adminSocket: '/tmp/s',
+      stateDir: '/tmp',
+      partitionKey: { source: 'header', name: 'x-tenant-id' },
+      bucketCount: 16384,
+      slots: 4,
+      cellMaxConn: 10,
+      healthCheckPath: '/health',
+      debugHeaders: true,
+      statsPort: 8404,
     });
     expect(routerConfigProblems(debug)).toEqual([]);
   });
@@ -40,7 +48,7 @@ describe('routerConfigProblems', () => {
     expect(codes(withLine('backend slot0', 'server other 127.0.0.1:2'))).toEqual(['servers']);
   });
 
-  it('allows the zonal servers of one cell, the body length check and the router\'s own identity headers, nothing more', () => {
+  it("allows the zonal servers of one cell, the body length check and the router's own identity headers, nothing more", () => {
     expect(config).toMatch(/server z1 /);
     expect(config).toContain('req.body_size');
     expect(codes(withLine('frontend router', 'http-request set-header x-forwarded-for %[src]'))).toEqual([]);
@@ -48,9 +56,14 @@ describe('routerConfigProblems', () => {
     // Added only after the client's copies are removed (the configuration's del-header of x-forwarded-.*).
     expect(config).toMatch(/del-header \S+ -m reg\n\s+http-request add-header x-forwarded-proto /);
     expect(codes(withLine('frontend router', 'http-request add-header x-forwarded-host %[src]'))).toEqual(['request-add-header']);
-    expect(routerConfigProblems('defaults\n  retries 0\nfrontend router\n  http-request add-header x-forwarded-proto https\n'))
-      .toEqual([{ code: 'request-add-header', message: expect.stringContaining("no `del-header` before it removing the client's x-forwarded-proto") }]);
-    expect(routerConfigProblems('defaults\n  retries 0\nfrontend router\n  http-request del-header x-forwarded-proto\n  http-request add-header x-forwarded-proto https\n')).toEqual([]);
+    expect(routerConfigProblems('defaults\n  retries 0\nfrontend router\n  http-request add-header x-forwarded-proto https\n')).toEqual([
+      { code: 'request-add-header', message: expect.stringContaining("no `del-header` before it removing the client's x-forwarded-proto") },
+    ]);
+    expect(
+      routerConfigProblems(
+        'defaults\n  retries 0\nfrontend router\n  http-request del-header x-forwarded-proto\n  http-request add-header x-forwarded-proto https\n',
+      ),
+    ).toEqual([]);
     expect(codes(withLine('frontend router', 'http-request set-header x-cell other'))).toEqual(['request-set-header']);
     expect(codes(withLine('frontend router', 'use_backend %[req.body,map(/x)]'))).toEqual(['body']);
   });

@@ -15,13 +15,17 @@ const PIPELINE_ENV = { [BAKE_EXECUTION_ENV.executionId]: EXECUTION, [BAKE_EXECUT
 
 /** Runs the bake with a fake `aws` that logs its calls and answers alarm states from `states`. */
 function bake(states: Record<string, string>, seconds = 0, env: NodeJS.ProcessEnv = { ...process.env, ...PIPELINE_ENV }, executionType = 'STANDARD') {
-  return runWithFakeAws(bakeCommands(targets, seconds), {
-    first: [
-      `if [ "$1" = codepipeline ]; then [[ "$*" == *"--pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} "* ]] || exit 254; echo ${executionType}; exit 0; fi`,
-      ...Object.entries(states).map(([alarm, state]) => `if [[ "$*" == *"--alarm-names ${alarm} "* ]]; then echo ${state}; exit 0; fi`),
-    ],
-    otherwise: 'echo None',
-  }, env);
+  return runWithFakeAws(
+    bakeCommands(targets, seconds),
+    {
+      first: [
+        `if [ "$1" = codepipeline ]; then [[ "$*" == *"--pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} "* ]] || exit 254; echo ${executionType}; exit 0; fi`,
+        ...Object.entries(states).map(([alarm, state]) => `if [[ "$*" == *"--alarm-names ${alarm} "* ]]; then echo ${state}; exit 0; fi`),
+      ],
+      otherwise: 'echo None',
+    },
+    env,
+  );
 }
 
 describe('bakeCommands', () => {
@@ -30,9 +34,15 @@ describe('bakeCommands', () => {
     expect(result.status).toBe(0);
     expect(result.out).toContain('bake: 2 cell(s) healthy for 0s');
     expect(result.calls).toEqual([
-      expect.stringMatching(new RegExp(`^codepipeline get-pipeline-execution --pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} --query pipelineExecution.executionType .*key=none$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^codepipeline get-pipeline-execution --pipeline-name orders-cells --pipeline-execution-id ${EXECUTION} --query pipelineExecution.executionType .*key=none$`,
+        ),
+      ),
       expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333332:role\/orders-eu-2-bake-watcher .*key=none$/),
-      expect.stringMatching(/^cloudwatch describe-alarms --region eu-west-1 --alarm-types CompositeAlarm --alarm-names orders-eu-2-health .*key=KEY-333333333332$/),
+      expect.stringMatching(
+        /^cloudwatch describe-alarms --region eu-west-1 --alarm-types CompositeAlarm --alarm-names orders-eu-2-health .*key=KEY-333333333332$/,
+      ),
       expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333333:role\/orders-eu-3-bake-watcher /),
       expect.stringMatching(/^cloudwatch describe-alarms .*--alarm-names orders-eu-3-health .*key=KEY-333333333333$/),
     ]);
@@ -59,7 +69,11 @@ describe('bakeCommands', () => {
       const realBin = path.join(home, 'bin');
       fs.mkdirSync(realBin);
       // What a real AWS CLI without credentials answers.
-      fs.writeFileSync(path.join(realBin, 'aws'), '#!/bin/sh\necho "Unable to locate credentials. You can configure credentials by running \\"aws configure\\"." >&2\nexit 253\n', { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(realBin, 'aws'),
+        '#!/bin/sh\necho "Unable to locate credentials. You can configure credentials by running \\"aws configure\\"." >&2\nexit 253\n',
+        { mode: 0o755 },
+      );
       const rc = `export PATH=${realBin}:$PATH\n`;
       fs.writeFileSync(path.join(home, '.bashrc'), rc);
       fs.writeFileSync(path.join(home, '.bash_profile'), rc);
@@ -88,19 +102,27 @@ describe('bakeCommands', () => {
     const missing = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, withoutId);
     expect(missing.status).toBe(1);
     expect(missing.out).toContain(`${BAKE_EXECUTION_ENV.executionId} and ${BAKE_EXECUTION_ENV.pipelineName} must be set`);
-    const unreadable = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, { ...process.env, ...PIPELINE_ENV, [BAKE_EXECUTION_ENV.pipelineName]: 'other' });
+    const unreadable = bake({ 'orders-eu-2-health': 'OK', 'orders-eu-3-health': 'OK' }, 0, {
+      ...process.env,
+      ...PIPELINE_ENV,
+      [BAKE_EXECUTION_ENV.pipelineName]: 'other',
+    });
     expect(unreadable.status).toBe(1);
     expect(unreadable.out).toContain(`cannot read pipeline execution ${EXECUTION}`);
     expect(unreadable.calls.some((c) => c.startsWith('sts'))).toBe(false);
   });
 
   it('fails when a watched alarm cannot be read, and says which permission the role needs', () => {
-    expect(bake({ 'orders-eu-2-health': 'OK' }).out).toContain('orders-eu-3-health not found (the bake-watcher role needs cloudwatch:DescribeAlarms on *)');
+    expect(bake({ 'orders-eu-2-health': 'OK' }).out).toContain(
+      'orders-eu-3-health not found (the bake-watcher role needs cloudwatch:DescribeAlarms on *)',
+    );
   });
 });
 
 describe('bakeCommands and the action limit', () => {
   it('refuses one action longer than the action limit allows', () => {
-    expect(() => bakeCommands(targets, BAKE_ACTION_MAX_SECONDS + 1)).toThrow(/longer than one CodePipeline CodeBuild action may run .* split it with bakeSegments/);
+    expect(() => bakeCommands(targets, BAKE_ACTION_MAX_SECONDS + 1)).toThrow(
+      /longer than one CodePipeline CodeBuild action may run .* split it with bakeSegments/,
+    );
   });
 });

@@ -29,7 +29,10 @@ const cfnCalls = (calls: string[]) => calls.filter((c) => c.startsWith('cloudfor
 
 describe('failedCreateCommands (before each stage: a stack whose first create failed is deleted so the deploy can create it again)', () => {
   it('deletes a stack in ROLLBACK_COMPLETE through its deploy role, waits until it is gone, and leaves a created stack alone', () => {
-    const result = run({ 'orders-cell-eu-2': ['ROLLBACK_COMPLETE False', 'DELETE_IN_PROGRESS False', 'NONE'], 'orders-cell-us-2': ['UPDATE_COMPLETE True'] });
+    const result = run({
+      'orders-cell-eu-2': ['ROLLBACK_COMPLETE False', 'DELETE_IN_PROGRESS False', 'NONE'],
+      'orders-cell-us-2': ['UPDATE_COMPLETE True'],
+    });
     expect(result.status).toBe(0);
     expect(result.calls[0]).toMatch(/^sts assume-role --role-arn arn:aws:iam::333333333332:role\/cdk-hnb659fds-deploy-role-333333333332-eu-west-1 /);
     expect(cfnCalls(result.calls)).toEqual([
@@ -39,13 +42,22 @@ describe('failedCreateCommands (before each stage: a stack whose first create fa
       'cloudformation describe-stacks --region eu-west-1 --stack-name orders-cell-eu-2 | key=KEY-333333333332',
       'cloudformation describe-stacks --region us-east-1 --stack-name orders-cell-us-2 | key=KEY-333333333335',
     ]);
-    expect(result.out).toContain('orders-cell-eu-2 (333333333332/eu-west-1) is ROLLBACK_COMPLETE: its first create failed and it never served; deleting it');
+    expect(result.out).toContain(
+      'orders-cell-eu-2 (333333333332/eu-west-1) is ROLLBACK_COMPLETE: its first create failed and it never served; deleting it',
+    );
     expect(result.out).toContain('orders-cell-eu-2 (333333333332/eu-west-1) deleted; the deploy creates it again');
     expect(result.out).toContain('orders-cell-us-2 (333333333335/us-east-1) is UPDATE_COMPLETE; nothing to clear');
   });
 
   it('never deletes a stack that completed a create, whatever state it is in now', () => {
-    for (const status of ['CREATE_COMPLETE', 'UPDATE_COMPLETE', 'UPDATE_ROLLBACK_COMPLETE', 'UPDATE_ROLLBACK_FAILED', 'UPDATE_FAILED', 'IMPORT_ROLLBACK_COMPLETE']) {
+    for (const status of [
+      'CREATE_COMPLETE',
+      'UPDATE_COMPLETE',
+      'UPDATE_ROLLBACK_COMPLETE',
+      'UPDATE_ROLLBACK_FAILED',
+      'UPDATE_FAILED',
+      'IMPORT_ROLLBACK_COMPLETE',
+    ]) {
       const result = run({ 'orders-cell-eu-2': [`${status} True`], 'orders-cell-us-2': [`${status} False`] });
       expect(result.calls.filter((c) => c.includes('delete-stack'))).toEqual([]);
       expect(result.status).toBe(0);
@@ -59,7 +71,10 @@ describe('failedCreateCommands (before each stage: a stack whose first create fa
   });
 
   it('waits for a create still rolling back (an earlier execution was stopped), then deletes it; ROLLBACK_FAILED is deleted too', () => {
-    const result = run({ 'orders-cell-eu-2': ['CREATE_IN_PROGRESS False', 'ROLLBACK_IN_PROGRESS False', 'ROLLBACK_COMPLETE False', 'NONE'], 'orders-cell-us-2': ['ROLLBACK_FAILED False', 'NONE'] });
+    const result = run({
+      'orders-cell-eu-2': ['CREATE_IN_PROGRESS False', 'ROLLBACK_IN_PROGRESS False', 'ROLLBACK_COMPLETE False', 'NONE'],
+      'orders-cell-us-2': ['ROLLBACK_FAILED False', 'NONE'],
+    });
     expect(result.status).toBe(0);
     expect(result.calls.filter((c) => c.includes('delete-stack')).map((c) => c.split(' | ')[0])).toEqual([
       'cloudformation delete-stack --region eu-west-1 --stack-name orders-cell-eu-2',
@@ -69,9 +84,14 @@ describe('failedCreateCommands (before each stage: a stack whose first create fa
   });
 
   it('fails the stage, naming the runbook, when the delete fails, cannot be asked for, or the stack stays stuck', () => {
-    const failed = run({ 'orders-cell-eu-2': ['ROLLBACK_COMPLETE False', 'DELETE_IN_PROGRESS False', 'DELETE_FAILED False'], 'orders-cell-us-2': ['NONE'] });
+    const failed = run({
+      'orders-cell-eu-2': ['ROLLBACK_COMPLETE False', 'DELETE_IN_PROGRESS False', 'DELETE_FAILED False'],
+      'orders-cell-us-2': ['NONE'],
+    });
     expect(failed.status).toBe(1);
-    expect(failed.out).toContain(`orders-cell-eu-2 (333333333332/eu-west-1) is DELETE_FAILED: CloudFormation could not delete a resource of it; see ${FAILED_CREATE_RUNBOOK}`);
+    expect(failed.out).toContain(
+      `orders-cell-eu-2 (333333333332/eu-west-1) is DELETE_FAILED: CloudFormation could not delete a resource of it; see ${FAILED_CREATE_RUNBOOK}`,
+    );
     expect(failed.calls.some((c) => c.includes('orders-cell-us-2'))).toBe(false);
 
     const refused = run({ 'orders-cell-eu-2': ['ROLLBACK_COMPLETE False'], 'orders-cell-us-2': ['NONE'] }, { failDelete: true });

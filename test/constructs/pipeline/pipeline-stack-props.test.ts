@@ -17,7 +17,10 @@ const TOOLING = '111111111111';
 const ROUTER = '210987654321';
 const REGION = 'eu-west-1';
 const ZONES = ['euw1-az1', 'euw1-az2', 'euw1-az3'];
-const CELLS = [{ id: 'blue-1', account: '123456789012', cidr: '10.20.0.0/20' }, { id: 'blue-2', account: '123456789013', cidr: '10.20.16.0/20' }];
+const CELLS = [
+  { id: 'blue-1', account: '123456789012', cidr: '10.20.0.0/20' },
+  { id: 'blue-2', account: '123456789013', cidr: '10.20.16.0/20' },
+];
 
 function cellStack(cell: (typeof CELLS)[number]): CellStackProps {
   return {
@@ -38,14 +41,44 @@ function cellStack(cell: (typeof CELLS)[number]): CellStackProps {
 
 function routerStacks(): RouterStageStacks {
   const cells = CELLS.map((c) => ({ id: c.id, region: REGION, account: c.account, port: 80 }));
-  const seed = initialMapping(cells.map((c, i) => ({ id: c.id, state: 'active' as const, canary: i === 0, endpoint: `http://${c.id}.shop.cells.internal` })), 16384, { now: '1970-01-01T00:00:00.000Z' });
-  const groups = { app: APP, region: REGION, account: ROUTER, availabilityZones: ZONES, stalenessMinutes: 10,
-    routing: { partitionKey: { source: 'header' as const, name: 'x-tenant-id' }, bucketCount: 16384, slots: 8, zones: 3, cellMaxConn: 200, cellHealthCheckPath: '/ready' } };
+  const seed = initialMapping(
+    cells.map((c, i) => ({ id: c.id, state: 'active' as const, canary: i === 0, endpoint: `http://${c.id}.shop.cells.internal` })),
+    16384,
+    { now: '1970-01-01T00:00:00.000Z' },
+  );
+  const groups = {
+    app: APP,
+    region: REGION,
+    account: ROUTER,
+    availabilityZones: ZONES,
+    stalenessMinutes: 10,
+    routing: {
+      partitionKey: { source: 'header' as const, name: 'x-tenant-id' },
+      bucketCount: 16384,
+      slots: 8,
+      zones: 3,
+      cellMaxConn: 200,
+      cellHealthCheckPath: '/ready',
+    },
+  };
   return {
     router: {
-      app: APP, region: REGION, account: ROUTER, toolingAccount: TOOLING, availabilityZones: ZONES, cidr: '10.100.0.0/16',
-      groups: [{ name: 'canary', weight: 1 }, { name: 'main', weight: 9 }],
-      cells, cellZoneName: 'shop.cells.internal', mappingBucketPrefix: 'shop-mappings', keptMappingVersions: 10, seedMapping: seed, homeOf: [REGION],
+      app: APP,
+      region: REGION,
+      account: ROUTER,
+      toolingAccount: TOOLING,
+      availabilityZones: ZONES,
+      cidr: '10.100.0.0/16',
+      groups: [
+        { name: 'canary', weight: 1 },
+        { name: 'main', weight: 9 },
+      ],
+      cells,
+      cellZoneName: 'shop.cells.internal',
+      mappingBucketPrefix: 'shop-mappings',
+      keptMappingVersions: 10,
+      seedMapping: seed,
+      homeOf: [REGION],
     },
     canary: { ...groups, part: 'canary', groups: [{ name: 'canary', tasks: 2 }] },
     rest: { ...groups, part: 'rest', groups: [{ name: 'main', tasks: 3 }] },
@@ -89,7 +122,9 @@ describe('PipelineStack from its own props (two cells, one region, no fleet file
   let stages: CfnStage[];
   /** The commands of the CodeBuild project behind `action`. */
   const commandsOf = (action: CfnStage['Actions'][number]): string => {
-    const [, project] = Object.entries(template.findResources('AWS::CodeBuild::Project')).find(([id]) => JSON.stringify(action.Configuration).includes(id))!;
+    const [, project] = Object.entries(template.findResources('AWS::CodeBuild::Project')).find(([id]) =>
+      JSON.stringify(action.Configuration).includes(id),
+    )!;
     return JSON.parse(project.Properties.Source.BuildSpec).phases.build.commands.join('\n');
   };
   const stage = (name: string) => stages.find((s) => s.Name === name)!;
@@ -104,14 +139,28 @@ describe('PipelineStack from its own props (two cells, one region, no fleet file
     template.hasResourceProperties('AWS::CodePipeline::Pipeline', { Name: 'shop-cells' });
   });
 
-  it('runs the waves in plan order, the approval before the first non-canary wave, then the region\'s two router stages', () => {
+  it("runs the waves in plan order, the approval before the first non-canary wave, then the region's two router stages", () => {
     expect(stages.map((s) => s.Name)).toEqual([
-      'Source', 'Build', 'UpdatePipeline', 'Assets', 'cell-blue-1', 'approve-wave-2-single', 'cell-blue-2', 'routers-eu-west-1-canary-group', 'routers-eu-west-1',
+      'Source',
+      'Build',
+      'UpdatePipeline',
+      'Assets',
+      'cell-blue-1',
+      'approve-wave-2-single',
+      'cell-blue-2',
+      'routers-eu-west-1-canary-group',
+      'routers-eu-west-1',
     ]);
-    expect([...stack.stages.entries()]).toEqual([['cell-blue-1', ['blue-1']], ['cell-blue-2', ['blue-2']]]);
+    expect([...stack.stages.entries()]).toEqual([
+      ['cell-blue-1', ['blue-1']],
+      ['cell-blue-2', ['blue-2']],
+    ]);
     expect(stack.approvalStage).toBe('approve-wave-2-single');
     expect(stack.routerStages).toEqual(['routers-eu-west-1-canary-group', 'routers-eu-west-1']);
-    const deployed = (name: string) => stage(name).Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName);
+    const deployed = (name: string) =>
+      stage(name)
+        .Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation')
+        .map((a) => a.Configuration!.StackName);
     expect(deployed('cell-blue-1')).toEqual(['shop-cell-blue-1']);
     expect(deployed('cell-blue-2')).toEqual(['shop-cell-blue-2']);
     expect(deployed('routers-eu-west-1-canary-group')).toEqual(['shop-router-eu-west-1', 'shop-router-eu-west-1-canary-group']);
@@ -142,12 +191,16 @@ describe('PipelineStack from its own props (two cells, one region, no fleet file
   it('rolls every deploying stage back on failure and starts it only inside the deployment window', () => {
     for (const s of stages.slice(4).filter((st) => st.Name !== stack.approvalStage)) {
       expect([s.Name, s.OnFailure]).toEqual([s.Name, { Result: 'ROLLBACK' }]);
-      expect([s.Name, s.BeforeEntry!.Conditions[0].Rules[0].Configuration]).toEqual([s.Name, { Cron: '* * 9-15 ? * MON-FRI *', TimeZone: 'Europe/Dublin' }]);
+      expect([s.Name, s.BeforeEntry!.Conditions[0].Rules[0].Configuration]).toEqual([
+        s.Name,
+        { Cron: '* * 9-15 ? * MON-FRI *', TimeZone: 'Europe/Dublin' },
+      ]);
     }
   });
 
   it('without an organization id, lets the pipeline assume bootstrap roles in the given accounts only', () => {
-    const conditions = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement)
+    const conditions = Object.values(template.findResources('AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
       .filter((st: { Resource: unknown }) => JSON.stringify(st.Resource).includes('cdk-hnb659fds-deploy-role-*'))
       .map((st: { Condition: { StringEquals: Record<string, string[]> } }) => st.Condition.StringEquals['aws:ResourceAccount']);
     const given = [...CELLS.map((c) => c.account), ROUTER].sort();
@@ -174,13 +227,16 @@ describe('pipelinePropsProblems', () => {
     const problems = pipelinePropsProblems({
       ...base,
       plan: {
-        waves: [{ ...base.plan.waves[0], cells: ['blue-1', 'green-1'] }, { ...base.plan.waves[1], cells: ['blue-1'] }],
+        waves: [
+          { ...base.plan.waves[0], cells: ['blue-1', 'green-1'] },
+          { ...base.plan.waves[1], cells: ['blue-1'] },
+        ],
         routerWaves: [...base.plan.routerWaves, { name: 'routers-us-east-1', region: 'us-east-1', part: 'rest', bakeSeconds: 0 }],
       },
       deploymentWindow: { cron: 'cron(0 8 * * ? *)' },
     });
     expect(problems).toEqual([
-      'cellStacks has no props for cell `green-1` of `wave-1-canary`; give every cell\'s (cellStackPropsOf)',
+      "cellStacks has no props for cell `green-1` of `wave-1-canary`; give every cell's (cellStackPropsOf)",
       'plan.waves: cell `blue-1` is in `wave-1-canary` and `wave-2-single`; put each cell in one wave',
       'cellStacks has cell `blue-2` that no wave of plan.waves deploys; add it to a wave or drop its props',
       'routers has no stacks for us-east-1, a region of plan.routerWaves; give one entry per region (pipelineRoutersOf)',
@@ -191,6 +247,8 @@ describe('pipelinePropsProblems', () => {
   it('refuses props keyed by the wrong cell id, before building anything', () => {
     const base = props();
     const swapped = { ...base, cellStacks: { 'blue-1': base.cellStacks['blue-2'], 'blue-2': base.cellStacks['blue-1'] } };
-    expect(() => new PipelineStack(cdkApp(), 'shop-pipeline', swapped)).toThrow(/^PipelineStack shop-pipeline: cellStacks\[`blue-1`\] holds cell `blue-2`; key each cell's props by its own id/);
+    expect(() => new PipelineStack(cdkApp(), 'shop-pipeline', swapped)).toThrow(
+      /^PipelineStack shop-pipeline: cellStacks\[`blue-1`\] holds cell `blue-2`; key each cell's props by its own id/,
+    );
   });
 });

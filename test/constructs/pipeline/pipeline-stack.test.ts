@@ -6,7 +6,14 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { addPipeline, isolationChecksPropsOf } from '../../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../../lib/domain/fleet';
-import { assertNoOpenFindings, CFN_LINT_VERSION, PipelineStack, publishingTimeoutMinutes, STAGE_SCRIPTS_DIR, stageScripts } from '../../../lib/constructs/pipeline';
+import {
+  assertNoOpenFindings,
+  CFN_LINT_VERSION,
+  PipelineStack,
+  publishingTimeoutMinutes,
+  STAGE_SCRIPTS_DIR,
+  stageScripts,
+} from '../../../lib/constructs/pipeline';
 import { CellIsolationChecks } from '../../../lib/constructs/isolation';
 import { planWaves } from '../../../lib/domain/waves';
 import { fakeStackStatuses, runWithFakeAws } from '../../support/fake-aws';
@@ -20,15 +27,33 @@ interface CfnStage {
 }
 
 /** Two stages per region, the canary cell's region first: the router stack and canary group, then the other groups. */
-interface PolicyStatementJson { Action: unknown; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }
+interface PolicyStatementJson {
+  Action: unknown;
+  Resource: unknown;
+  Condition?: Record<string, Record<string, unknown>>;
+}
 /** A policy Resource as CloudFormation renders it, the partition as `aws`. */
-const rendered = (r: unknown): string => (typeof r === 'string' ? r : (r as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : 'aws')).join(''));
-const glob = (pattern: string) => new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const rendered = (r: unknown): string =>
+  typeof r === 'string' ? r : (r as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : 'aws')).join('');
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
 /** Whether `statements` allow `sts:AssumeRole` on `arn`: a Resource (pattern) matches and the account is in its aws:ResourceAccount condition. */
 function mayAssume(statements: readonly PolicyStatementJson[], arn: string): boolean {
   const account = arn.split(':')[4];
-  return statements.some((st) => [st.Action].flat().includes('sts:AssumeRole') && [st.Resource].flat().some((r) => glob(rendered(r)).test(arn))
-    && Object.entries(st.Condition ?? {}).every(([op, keys]) => op === 'StringEquals' && Object.entries(keys).every(([key, values]) => key === 'aws:ResourceAccount' && [values].flat().includes(account))));
+  return statements.some(
+    (st) =>
+      [st.Action].flat().includes('sts:AssumeRole') &&
+      [st.Resource].flat().some((r) => glob(rendered(r)).test(arn)) &&
+      Object.entries(st.Condition ?? {}).every(
+        ([op, keys]) =>
+          op === 'StringEquals' && Object.entries(keys).every(([key, values]) => key === 'aws:ResourceAccount' && [values].flat().includes(account)),
+      ),
+  );
 }
 /** Every statement of the policies attached to role `logicalId`. */
 function statementsOfRole(all: readonly unknown[], logicalId: string): PolicyStatementJson[] {
@@ -91,7 +116,7 @@ describe('PipelineStack on the example fleet', () => {
     }
   });
 
-  it('runs the synth on Ubuntu 24.04 (standard:8.0), a pinned Node.js LTS and the distribution\'s HAProxy, checked to be 2.6+', () => {
+  it("runs the synth on Ubuntu 24.04 (standard:8.0), a pinned Node.js LTS and the distribution's HAProxy, checked to be 2.6+", () => {
     const projects = Object.values(template.findResources('AWS::CodeBuild::Project'));
     const [synth] = projects.filter((p) => JSON.stringify(p).includes('npm run audit'));
     expect(synth.Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
@@ -116,9 +141,13 @@ describe('PipelineStack on the example fleet', () => {
   it('grants codeconnections:UseConnection as well for a codeconnections connection ARN', () => {
     const arn = (fleet.pipeline!.source as { connectionArn: string }).connectionArn;
     expect(arn).toMatch(/^arn:aws:codeconnections:/);
-    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement)
+    const statements = Object.values(template.findResources('AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
       .filter((st: { Resource: unknown }) => st.Resource === arn);
-    expect(statements.flatMap((st: { Action: string | string[] }) => [st.Action].flat()).sort()).toEqual(['codeconnections:UseConnection', 'codestar-connections:UseConnection']);
+    expect(statements.flatMap((st: { Action: string | string[] }) => [st.Action].flat()).sort()).toEqual([
+      'codeconnections:UseConnection',
+      'codestar-connections:UseConnection',
+    ]);
   });
 
   it('deploys the routers after every cell wave (they link every cell), region by region, canary group first, into the router account', () => {
@@ -126,14 +155,21 @@ describe('PipelineStack on the example fleet', () => {
     // cell's endpoint service name and seeds a mapping whose endpoints must resolve.
     expect(stages.slice(-4).map((s) => s.Name)).toEqual(ROUTER_STAGES);
     expect(stack.routerStages).toEqual(ROUTER_STAGES);
-    expect(stages.findIndex((s) => s.Name.startsWith('routers-'))).toBeGreaterThan(stages.findIndex((s) => s.Actions.some((a) => a.Configuration?.StackName === `orders-cell-${fleet.cells.at(-1)!.id}`)));
-    const deploys = (stage: CfnStage) => stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation')
-      .sort((a, b) => (a.RunOrder ?? 1) - (b.RunOrder ?? 1)).map((a) => [a.Configuration!.StackName, a.RunOrder ?? 1]);
+    expect(stages.findIndex((s) => s.Name.startsWith('routers-'))).toBeGreaterThan(
+      stages.findIndex((s) => s.Actions.some((a) => a.Configuration?.StackName === `orders-cell-${fleet.cells.at(-1)!.id}`)),
+    );
+    const deploys = (stage: CfnStage) =>
+      stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation')
+        .sort((a, b) => (a.RunOrder ?? 1) - (b.RunOrder ?? 1))
+        .map((a) => [a.Configuration!.StackName, a.RunOrder ?? 1]);
     for (const region of ['eu-west-1', 'us-east-1']) {
       const [first, second] = [stages.find((s) => s.Name === `routers-${region}-canary-group`)!, stages.find((s) => s.Name === `routers-${region}`)!];
       // After the failed-create step (run order 1): the region's router stack (NLB, target groups, the
       // parameters the groups read), then the canary group...
-      expect(deploys(first)).toEqual([[`orders-router-${region}`, 2], [`orders-router-${region}-canary-group`, 3]]);
+      expect(deploys(first)).toEqual([
+        [`orders-router-${region}`, 2],
+        [`orders-router-${region}-canary-group`, 3],
+      ]);
       // ...and only in the next stage, after the canary group's bake, the other groups.
       expect(deploys(second)).toEqual([[`orders-router-${region}-groups`, 2]]);
       for (const stage of [first, second]) expect(stage.OnFailure).toEqual({ Result: 'ROLLBACK' });
@@ -173,8 +209,13 @@ describe('PipelineStack on the example fleet', () => {
       const deploys = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation');
       expect(bake.RunOrder).toBeGreaterThan(Math.max(...deploys.map((d) => d.RunOrder ?? 1)));
       const project = JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
-      const watched = [...project.matchAll(/router-([a-z0-9-]+) 222222222222 ([a-z0-9-]+) orders-router-\2-\1-health orders-router-\2-bake-watcher/g)].map((m) => `${m[2]}/${m[1]}`);
-      expect([stage.Name, [...new Set(watched)]]).toEqual([stage.Name, wave.part === 'canary' ? [`${wave.region}/canary`] : [`${wave.region}/canary`, `${wave.region}/main`]]);
+      const watched = [
+        ...project.matchAll(/router-([a-z0-9-]+) 222222222222 ([a-z0-9-]+) orders-router-\2-\1-health orders-router-\2-bake-watcher/g),
+      ].map((m) => `${m[2]}/${m[1]}`);
+      expect([stage.Name, [...new Set(watched)]]).toEqual([
+        stage.Name,
+        wave.part === 'canary' ? [`${wave.region}/canary`] : [`${wave.region}/canary`, `${wave.region}/main`],
+      ]);
       expect(project).toContain(`bake_seconds=${wave.bakeSeconds}\\\\n`);
     });
   });
@@ -208,11 +249,16 @@ describe('PipelineStack on the example fleet', () => {
     const projects = template.findResources('AWS::CodeBuild::Project');
     for (const stage of [...waveStages(), ...stages.slice(-stack.routerStages.length)]) {
       const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
-      expect(JSON.parse(bake.Configuration!.EnvironmentVariables)).toEqual([{ name: 'BAKE_PIPELINE_EXECUTION_ID', type: 'PLAINTEXT', value: '#{codepipeline.PipelineExecutionId}' }]);
+      expect(JSON.parse(bake.Configuration!.EnvironmentVariables)).toEqual([
+        { name: 'BAKE_PIPELINE_EXECUTION_ID', type: 'PLAINTEXT', value: '#{codepipeline.PipelineExecutionId}' },
+      ]);
       const project = Object.entries(projects).find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1];
-      expect(project.Properties.Environment.EnvironmentVariables).toEqual(expect.arrayContaining([{ Name: 'BAKE_PIPELINE_NAME', Type: 'PLAINTEXT', Value: 'orders-cells' }]));
+      expect(project.Properties.Environment.EnvironmentVariables).toEqual(
+        expect.arrayContaining([{ Name: 'BAKE_PIPELINE_NAME', Type: 'PLAINTEXT', Value: 'orders-cells' }]),
+      );
     }
-    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement)
+    const statements = Object.values(template.findResources('AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
       .filter((st: { Action: unknown }) => JSON.stringify(st.Action).includes('codepipeline:GetPipelineExecution'));
     expect(statements.length).toBe(waveStages().length + stack.routerStages.length);
     for (const st of statements) {
@@ -223,9 +269,12 @@ describe('PipelineStack on the example fleet', () => {
 
   it('termination-protects every stack it deploys (the CloudFormation action ignores terminationProtection): cells and routers in the first action of their bake', () => {
     const projects = template.findResources('AWS::CodeBuild::Project');
-    const projectOf = (action: CfnStage['Actions'][number]) => JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(action.Configuration).includes(id))![1]);
+    const projectOf = (action: CfnStage['Actions'][number]) =>
+      JSON.stringify(Object.entries(projects).find(([id]) => JSON.stringify(action.Configuration).includes(id))![1]);
     for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
-      const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName).sort();
+      const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation')
+        .map((a) => a.Configuration!.StackName)
+        .sort();
       const protector = stage.Actions.find((a) => a.Name.startsWith('bake-') || a.Name.startsWith('protect-'))!;
       expect(protector.RunOrder).toBeGreaterThan(1);
       const project = projectOf(protector);
@@ -234,24 +283,32 @@ describe('PipelineStack on the example fleet', () => {
       const protectedStacks = listed.map((m) => m[1]).sort();
       expect([stage.Name, protectedStacks]).toEqual([stage.Name, deployed]);
       // The protect script, shipped once in the assembly, sourced after the stage's list.
-      const commands = (JSON.parse(JSON.parse(project).Properties.Source.BuildSpec) as { phases: { build: { commands: string[] } } }).phases.build.commands.join('\n');
+      const commands = (
+        JSON.parse(JSON.parse(project).Properties.Source.BuildSpec) as { phases: { build: { commands: string[] } } }
+      ).phases.build.commands.join('\n');
       expect(commands).toContain("cdk_qualifier='hnb659fds'");
       expect(commands.indexOf('. ./protect.sh')).toBeGreaterThan(commands.indexOf('protect_targets=('));
       expect(commands.indexOf('. ./bake.sh')).toBeGreaterThan(commands.indexOf('. ./protect.sh'));
       expect(commands).not.toContain('update-termination-protection');
       expect(scripts['protect.sh']).toContain('update-termination-protection');
       // Deletion protection through the protector role of each stack that has a load balancer or database.
-      expect(scripts['protect.sh']).toContain('role="arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}"');
+      expect(scripts['protect.sh']).toContain(
+        'role="arn:$(stage_partition "$region"):iam::${account}:role/cdk-${cdk_qualifier}-deploy-role-${account}-${region}"',
+      );
       const protectors = listed.map((m) => [m[1], m[4]]);
       for (const [name, protector] of protectors) {
-        const expected = /-(canary-group|groups)$/.test(name) ? '-' : name.startsWith('orders-router-') ? `${name}-protector` : `orders-${name.slice('orders-cell-'.length)}-protector`;
+        const expected = /-(canary-group|groups)$/.test(name)
+          ? '-'
+          : name.startsWith('orders-router-')
+            ? `${name}-protector`
+            : `orders-${name.slice('orders-cell-'.length)}-protector`;
         expect([name, protector]).toEqual([name, expected]);
       }
       expect(protectors.length).toBe(deployed.length);
     }
   });
 
-  it('before the deploys of every stage, deletes what a failed first create left of exactly that stage\'s stacks (the synthesized step, run against a fake CloudFormation)', () => {
+  it("before the deploys of every stage, deletes what a failed first create left of exactly that stage's stacks (the synthesized step, run against a fake CloudFormation)", () => {
     const projects = template.findResources('AWS::CodeBuild::Project');
     const policies = Object.values(template.findResources('AWS::IAM::Policy'));
     for (const stage of stages.slice(4).filter((s) => s.Name !== stack.approvalStage)) {
@@ -274,7 +331,9 @@ describe('PipelineStack on the example fleet', () => {
         // Each through the deploy role of its own account.
         for (const call of deleted) {
           const name = /--stack-name (\S+)/.exec(call)![1];
-          const env = stage.Name.startsWith('routers-') ? { account: fleet.accounts.router } : fleet.cells.find((c) => `orders-cell-${c.id}` === name)!;
+          const env = stage.Name.startsWith('routers-')
+            ? { account: fleet.accounts.router }
+            : fleet.cells.find((c) => `orders-cell-${c.id}` === name)!;
           expect(call).toContain(`key=KEY-${env.account}`);
         }
       } finally {
@@ -287,7 +346,8 @@ describe('PipelineStack on the example fleet', () => {
         if (stage.Name.startsWith('routers-')) return { account: fleet.accounts.router, region: /^orders-router-([a-z]+-[a-z]+-\d)/.exec(name)![1] };
         return fleet.cells.find((c) => `orders-cell-${c.id}` === name)!;
       });
-      const deployRole = (e: { account: string; region: string }) => `arn:aws:iam::${e.account}:role/cdk-hnb659fds-deploy-role-${e.account}-${e.region}`;
+      const deployRole = (e: { account: string; region: string }) =>
+        `arn:aws:iam::${e.account}:role/cdk-hnb659fds-deploy-role-${e.account}-${e.region}`;
       for (const e of envs) expect([id, deployRole(e), mayAssume(statements, deployRole(e))]).toEqual([id, deployRole(e), true]);
       const mine = new Set(envs.map((e) => e.account));
       for (const e of [...fleet.cells, { account: fleet.accounts.router, region: 'eu-west-1' }].filter((o) => !mine.has(o.account))) {
@@ -305,7 +365,11 @@ describe('PipelineStack on the example fleet', () => {
     let steps = 0;
     for (const stage of stages.slice(4).filter((st) => st.Name !== stack.approvalStage)) {
       for (const action of stage.Actions.filter((a) => /^(clear|bake)-/.test(a.Name))) {
-        expect([stage.Name, action.Name, (action as { InputArtifacts?: { Name: string }[] }).InputArtifacts?.map((i) => i.Name)]).toEqual([stage.Name, action.Name, [artifact]]);
+        expect([stage.Name, action.Name, (action as { InputArtifacts?: { Name: string }[] }).InputArtifacts?.map((i) => i.Name)]).toEqual([
+          stage.Name,
+          action.Name,
+          [artifact],
+        ]);
         const [, project] = Object.entries(projects).find(([pid]) => JSON.stringify(action.Configuration).includes(pid))!;
         const spec = project.Properties.Source.BuildSpec as string;
         // Only the stage's own list and the line that sources the script: none of the scripts' body.
@@ -320,18 +384,30 @@ describe('PipelineStack on the example fleet', () => {
   it('a bake step as synthesized protects its stacks and, in a stage rollback, reads its alarms once and lets the rollback go on (run from the scripts folder)', () => {
     const projects = template.findResources('AWS::CodeBuild::Project');
     const stage = waveStages()[0];
-    const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').map((a) => a.Configuration!.StackName).sort();
+    const deployed = stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation')
+      .map((a) => a.Configuration!.StackName)
+      .sort();
     const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
     const [, project] = Object.entries(projects).find(([pid]) => JSON.stringify(bake.Configuration).includes(pid))!;
     const commands: string[] = JSON.parse(project.Properties.Source.BuildSpec).phases.build.commands;
-    const result = runWithFakeAws(commands, {
-      first: ['if [ "$1" = codepipeline ]; then echo ROLLBACK; exit 0; fi'],
-      otherwise: 'echo OK',
-    }, { ...process.env, BAKE_PIPELINE_EXECUTION_ID: 'exec-1', BAKE_PIPELINE_NAME: 'orders-cells' }, scriptsDir);
+    const result = runWithFakeAws(
+      commands,
+      {
+        first: ['if [ "$1" = codepipeline ]; then echo ROLLBACK; exit 0; fi'],
+        otherwise: 'echo OK',
+      },
+      { ...process.env, BAKE_PIPELINE_EXECUTION_ID: 'exec-1', BAKE_PIPELINE_NAME: 'orders-cells' },
+      scriptsDir,
+    );
     expect([result.status, result.out]).toEqual([0, expect.stringContaining('is a stage rollback')]);
-    const protectedStacks = result.calls.filter((c) => c.startsWith('cloudformation update-termination-protection')).map((c) => /--stack-name (\S+)/.exec(c)![1]).sort();
+    const protectedStacks = result.calls
+      .filter((c) => c.startsWith('cloudformation update-termination-protection'))
+      .map((c) => /--stack-name (\S+)/.exec(c)![1])
+      .sort();
     expect(protectedStacks).toEqual(deployed);
-    expect(result.calls.filter((c) => c.startsWith('cloudwatch describe-alarms'))).toHaveLength(stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').length);
+    expect(result.calls.filter((c) => c.startsWith('cloudwatch describe-alarms'))).toHaveLength(
+      stage.Actions.filter((a) => a.ActionTypeId.Provider === 'CloudFormation').length,
+    );
     // The roles it assumed are in the standard partition, derived from each target's region.
     expect(result.calls.filter((c) => c.startsWith('sts assume-role')).every((c) => /--role-arn arn:aws:iam::\d{12}:role\//.test(c))).toBe(true);
   });
@@ -344,7 +420,9 @@ describe('PipelineStack on the example fleet', () => {
     const rolesOf = (account: string, names: readonly string[]) => names.map((n) => `arn:aws:iam::${account}:role/${n}`);
     for (const region of new Set(plan.routerWaves.map((w) => w.region))) {
       // The region's two router stages (canary: router stack + canary group; rest: the other groups).
-      const mine = policies.filter((p) => JSON.stringify(p).includes(`orders-router-${region}-bake-watcher`)).map((p) => p.Properties.PolicyDocument.Statement);
+      const mine = policies
+        .filter((p) => JSON.stringify(p).includes(`orders-router-${region}-bake-watcher`))
+        .map((p) => p.Properties.PolicyDocument.Statement);
       expect(mine).toHaveLength(2);
       const common = rolesOf('222222222222', [`cdk-hnb659fds-deploy-role-222222222222-${region}`, `orders-router-${region}-bake-watcher`]);
       const protector = `arn:aws:iam::222222222222:role/orders-router-${region}-protector`;
@@ -352,22 +430,30 @@ describe('PipelineStack on the example fleet', () => {
       // The router stack has a load balancer to protect; the group stacks have none.
       expect(mine.map((statements) => mayAssume(statements, protector)).sort()).toEqual([false, true]);
       // Never another region's router roles, nor a cell's.
-      const others = [...new Set(plan.routerWaves.map((w) => w.region))].filter((r) => r !== region)
-        .flatMap((r) => rolesOf('222222222222', [`cdk-hnb659fds-deploy-role-222222222222-${r}`, `orders-router-${r}-bake-watcher`, `orders-router-${r}-protector`]));
+      const others = [...new Set(plan.routerWaves.map((w) => w.region))]
+        .filter((r) => r !== region)
+        .flatMap((r) =>
+          rolesOf('222222222222', [`cdk-hnb659fds-deploy-role-222222222222-${r}`, `orders-router-${r}-bake-watcher`, `orders-router-${r}-protector`]),
+        );
       const cell = fleet.cells[0];
       others.push(...rolesOf(cell.account, [`orders-${cell.id}-bake-watcher`, `cdk-hnb659fds-deploy-role-${cell.account}-${cell.region}`]));
       for (const statements of mine) for (const arn of others) expect([region, arn, mayAssume(statements, arn)]).toEqual([region, arn, false]);
     }
     for (const wave of plan.waves) {
       const cells = wave.cells.map((id) => byId.get(id)!);
-      const statements = policies.map((p) => p.Properties.PolicyDocument.Statement)
+      const statements = policies
+        .map((p) => p.Properties.PolicyDocument.Statement)
         .find((st) => mayAssume(st, `arn:aws:iam::${cells[0].account}:role/orders-${cells[0].id}-bake-watcher`))!;
       expect(statements).toBeDefined();
-      const rolesOfCell = (c: { id: string; account: string; region: string }) => rolesOf(c.account, [`orders-${c.id}-bake-watcher`, `cdk-hnb659fds-deploy-role-${c.account}-${c.region}`, `orders-${c.id}-protector`]);
+      const rolesOfCell = (c: { id: string; account: string; region: string }) =>
+        rolesOf(c.account, [`orders-${c.id}-bake-watcher`, `cdk-hnb659fds-deploy-role-${c.account}-${c.region}`, `orders-${c.id}-protector`]);
       for (const arn of cells.flatMap(rolesOfCell)) expect([wave.name, arn, mayAssume(statements, arn)]).toEqual([wave.name, arn, true]);
       // Another wave's cells (in accounts of their own) and the routers stay out of reach.
       const mine = new Set(cells.map((c) => c.account));
-      const others = [...fleet.cells.filter((c) => !mine.has(c.account)).flatMap(rolesOfCell), ...rolesOf('222222222222', [`orders-router-eu-west-1-bake-watcher`, 'cdk-hnb659fds-deploy-role-222222222222-eu-west-1'])];
+      const others = [
+        ...fleet.cells.filter((c) => !mine.has(c.account)).flatMap(rolesOfCell),
+        ...rolesOf('222222222222', [`orders-router-eu-west-1-bake-watcher`, 'cdk-hnb659fds-deploy-role-222222222222-eu-west-1']),
+      ];
       for (const arn of others) expect([wave.name, arn, mayAssume(statements, arn)]).toEqual([wave.name, arn, false]);
     }
   });
@@ -385,7 +471,9 @@ describe('PipelineStack on the example fleet', () => {
     const pipelineText = fs.readFileSync(assembly.getStackArtifact(stack.artifactId).templateFullPath, 'utf8');
     expect(pipelineText.includes('\n ')).toBe(false);
     const routers = assembly.nestedAssemblies.flatMap((a) => a.nestedAssembly.stacks).filter((s) => s.stackName.startsWith('orders-router-'));
-    expect(routers.map((r) => r.stackName).sort()).toEqual(['eu-west-1', 'us-east-1'].flatMap((r) => [`orders-router-${r}`, `orders-router-${r}-canary-group`, `orders-router-${r}-groups`]));
+    expect(routers.map((r) => r.stackName).sort()).toEqual(
+      ['eu-west-1', 'us-east-1'].flatMap((r) => [`orders-router-${r}`, `orders-router-${r}-canary-group`, `orders-router-${r}-groups`]),
+    );
     for (const r of routers) expect(fs.readFileSync(r.templateFullPath, 'utf8').includes('\n ')).toBe(false);
   });
 });
@@ -397,11 +485,17 @@ describe('PipelineStack options and limits', () => {
   let template: Template;
   beforeAll(() => {
     const example = smallExampleFleet(['canary-eu', 'eu-1', 'eu-2', 'us-1']);
-    template = Template.fromStack(addPipeline(cdkApp(), {
-      ...example,
-      pipeline: { ...example.pipeline!, manualApproval: false, deploymentWindow: undefined },
-      waves: { ...example.waves, singleCellWaves: 1, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } },
-    }, { audit: false }));
+    template = Template.fromStack(
+      addPipeline(
+        cdkApp(),
+        {
+          ...example,
+          pipeline: { ...example.pipeline!, manualApproval: false, deploymentWindow: undefined },
+          waves: { ...example.waves, singleCellWaves: 1, bakeSeconds: { ...example.waves.bakeSeconds, group: 86_400 } },
+        },
+        { audit: false },
+      ),
+    );
   });
 
   it('has no approval and no window when the config sets none', () => {
@@ -431,19 +525,30 @@ describe('PipelineStack options and limits', () => {
     }
     // The failed-create step and four bake actions leave 45 deploy actions in a stage of 50.
     const large = { ...generateFleet(exampleInput(), 200), quotas: { interfaceEndpointsPerVpc: 200 } };
-    const plan = planWaves(resolveFleet({ ...large, waves: { ...large.waves, maxCellsPerWave: 60, growthFactor: 3, bakeSeconds: { ...large.waves.bakeSeconds, group: 86_400 } } }));
+    const plan = planWaves(
+      resolveFleet({
+        ...large,
+        waves: { ...large.waves, maxCellsPerWave: 60, growthFactor: 3, bakeSeconds: { ...large.waves.bakeSeconds, group: 86_400 } },
+      }),
+    );
     expect(Math.max(...plan.waves.map((w) => w.cells.length))).toBe(45);
   });
 
   it('fails synth with a clear message when the fleet needs more stages than a pipeline holds', () => {
     const input = generateFleet(exampleInput(), 120);
-    const fleet = resolveFleet({ ...input, quotas: { interfaceEndpointsPerVpc: 120 }, waves: { ...input.waves, maxCellsPerWave: 2, growthFactor: 1.5 } });
+    const fleet = resolveFleet({
+      ...input,
+      quotas: { interfaceEndpointsPerVpc: 120 },
+      waves: { ...input.waves, maxCellsPerWave: 2, growthFactor: 1.5 },
+    });
     expect(() => addPipeline(cdkApp(), fleet, { audit: false })).toThrow(/needs \d+ pipeline stages .* a pipeline holds 50/);
   });
 
   it('gates cell stacks on open cdk-nag findings', () => {
     const stack = new Stack(cdkApp(), 'careless');
     new s3.Bucket(stack, 'Bucket');
-    expect(() => assertNoOpenFindings(stack)).toThrow(/careless has 2 unacknowledged cdk-nag finding\(s\)[\s\S]*AwsSolutions-S1 on careless\/Bucket\/Resource/);
+    expect(() => assertNoOpenFindings(stack)).toThrow(
+      /careless has 2 unacknowledged cdk-nag finding\(s\)[\s\S]*AwsSolutions-S1 on careless\/Bucket\/Resource/,
+    );
   });
 });

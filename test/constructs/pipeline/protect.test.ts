@@ -21,10 +21,16 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
     const result = protect();
     expect(result.status).toBe(0);
     expect(result.calls).toEqual([
-      expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333332:role\/cdk-hnb659fds-deploy-role-333333333332-eu-west-1 .*key=none$/),
-      expect.stringMatching(/^cloudformation update-termination-protection --region eu-west-1 --enable-termination-protection --stack-name orders-cell-eu-2 \| key=KEY-333333333332$/),
+      expect.stringMatching(
+        /^sts assume-role --role-arn arn:aws:iam::333333333332:role\/cdk-hnb659fds-deploy-role-333333333332-eu-west-1 .*key=none$/,
+      ),
+      expect.stringMatching(
+        /^cloudformation update-termination-protection --region eu-west-1 --enable-termination-protection --stack-name orders-cell-eu-2 \| key=KEY-333333333332$/,
+      ),
       expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333335:role\/cdk-hnb659fds-deploy-role-333333333335-us-east-1 /),
-      expect.stringMatching(/^cloudformation update-termination-protection --region us-east-1 --enable-termination-protection --stack-name orders-cell-us-2 \| key=KEY-333333333335$/),
+      expect.stringMatching(
+        /^cloudformation update-termination-protection --region us-east-1 --enable-termination-protection --stack-name orders-cell-us-2 \| key=KEY-333333333335$/,
+      ),
     ]);
     expect(result.out).toContain('protect: orders-cell-us-2 (333333333335/us-east-1) is termination-protected');
   });
@@ -43,45 +49,62 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
   });
 
   it('switches deletion protection on for the load balancers and the database of a stack with a protector role, through that role', () => {
-    const withDatabase = (type: string) => runWithFakeAws(protectCommands([
-      { stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1', deletionProtectorRole: 'orders-eu-2-protector' },
-      { stackName: 'orders-router-eu-west-1-groups', account: '222222222222', region: 'eu-west-1' },
-    ]), {
-      first: [
-        'if [ "$2" = list-stack-resources ]; then printf "AWS::ElasticLoadBalancingV2::LoadBalancer\\tarn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/app/alb/1\\n'
-          + 'AWS::ElasticLoadBalancingV2::LoadBalancer\\tarn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/net/nlb/2\\n'
-          + (type === 'aurora' ? 'AWS::RDS::DBCluster\\tcell-db-cluster\\nAWS::RDS::DBInstance\\tcell-db-writer\\nAWS::RDS::DBInstance\\tcell-db-reader\\n' : 'AWS::RDS::DBInstance\\tcell-db\\n')
-          + '"; exit 0; fi',
-        'if [[ "$*" == *"role/orders-eu-2-protector"* ]]; then echo "PKEY SECRET TOKEN"; exit 0; fi',
-      ],
-      otherwise: 'echo "{}"',
-    });
+    const withDatabase = (type: string) =>
+      runWithFakeAws(
+        protectCommands([
+          { stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1', deletionProtectorRole: 'orders-eu-2-protector' },
+          { stackName: 'orders-router-eu-west-1-groups', account: '222222222222', region: 'eu-west-1' },
+        ]),
+        {
+          first: [
+            'if [ "$2" = list-stack-resources ]; then printf "AWS::ElasticLoadBalancingV2::LoadBalancer\\tarn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/app/alb/1\\n' +
+              'AWS::ElasticLoadBalancingV2::LoadBalancer\\tarn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/net/nlb/2\\n' +
+              (type === 'aurora'
+                ? 'AWS::RDS::DBCluster\\tcell-db-cluster\\nAWS::RDS::DBInstance\\tcell-db-writer\\nAWS::RDS::DBInstance\\tcell-db-reader\\n'
+                : 'AWS::RDS::DBInstance\\tcell-db\\n') +
+              '"; exit 0; fi',
+            'if [[ "$*" == *"role/orders-eu-2-protector"* ]]; then echo "PKEY SECRET TOKEN"; exit 0; fi',
+          ],
+          otherwise: 'echo "{}"',
+        },
+      );
     const aurora = withDatabase('aurora');
     expect(aurora.status).toBe(0);
     expect(aurora.calls.slice(1)).toEqual([
       expect.stringMatching(/^cloudformation update-termination-protection --region eu-west-1 .*orders-cell-eu-2 \| key=KEY-333333333332$/),
-      expect.stringMatching(/^cloudformation list-stack-resources --region eu-west-1 --stack-name orders-cell-eu-2 --query StackResourceSummaries\[\?ResourceType=='AWS::ElasticLoadBalancingV2::LoadBalancer' \|\| ResourceType=='AWS::RDS::DBCluster' \|\| ResourceType=='AWS::RDS::DBInstance'\]\.\[ResourceType,PhysicalResourceId\] --output text \| key=KEY-333333333332$/),
+      expect.stringMatching(
+        /^cloudformation list-stack-resources --region eu-west-1 --stack-name orders-cell-eu-2 --query StackResourceSummaries\[\?ResourceType=='AWS::ElasticLoadBalancingV2::LoadBalancer' \|\| ResourceType=='AWS::RDS::DBCluster' \|\| ResourceType=='AWS::RDS::DBInstance'\]\.\[ResourceType,PhysicalResourceId\] --output text \| key=KEY-333333333332$/,
+      ),
       expect.stringMatching(/^sts assume-role --role-arn arn:aws:iam::333333333332:role\/orders-eu-2-protector /),
       'elbv2 modify-load-balancer-attributes --load-balancer-arn arn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/app/alb/1 --attributes Key=deletion_protection.enabled,Value=true --region eu-west-1 | key=PKEY',
       'elbv2 modify-load-balancer-attributes --load-balancer-arn arn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/net/nlb/2 --attributes Key=deletion_protection.enabled,Value=true --region eu-west-1 | key=PKEY',
       // Aurora: a setting of the cluster; its instances are not modified.
       'rds modify-db-cluster --db-cluster-identifier cell-db-cluster --deletion-protection --apply-immediately --region eu-west-1 | key=PKEY',
       expect.stringMatching(/^sts assume-role .*deploy-role-222222222222-eu-west-1 /),
-      expect.stringMatching(/^cloudformation update-termination-protection --region eu-west-1 .*orders-router-eu-west-1-groups \| key=KEY-222222222222$/),
+      expect.stringMatching(
+        /^cloudformation update-termination-protection --region eu-west-1 .*orders-router-eu-west-1-groups \| key=KEY-222222222222$/,
+      ),
     ]);
     const rdsInstance = withDatabase('instance');
-    expect(rdsInstance.calls).toContain('rds modify-db-instance --db-instance-identifier cell-db --deletion-protection --apply-immediately --region eu-west-1 | key=PKEY');
+    expect(rdsInstance.calls).toContain(
+      'rds modify-db-instance --db-instance-identifier cell-db --deletion-protection --apply-immediately --region eu-west-1 | key=PKEY',
+    );
     expect(rdsInstance.out).toContain('protect: orders-cell-eu-2: deletion protection on cell-db');
   });
 
   it('fails, naming the resource, when deletion protection cannot be switched on', () => {
-    const result = runWithFakeAws(protectCommands([{ stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1', deletionProtectorRole: 'orders-eu-2-protector' }]), {
-      first: [
-        'if [ "$2" = list-stack-resources ]; then printf "AWS::RDS::DBCluster\\tcell-db-cluster\\n"; exit 0; fi',
-        'if [ "$1" = rds ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi',
-      ],
-      otherwise: 'echo "{}"',
-    });
+    const result = runWithFakeAws(
+      protectCommands([
+        { stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1', deletionProtectorRole: 'orders-eu-2-protector' },
+      ]),
+      {
+        first: [
+          'if [ "$2" = list-stack-resources ]; then printf "AWS::RDS::DBCluster\\tcell-db-cluster\\n"; exit 0; fi',
+          'if [ "$1" = rds ]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi',
+        ],
+        otherwise: 'echo "{}"',
+      },
+    );
     expect(result.status).toBe(1);
     expect(result.out).toContain('cannot enable deletion protection on cell-db-cluster of orders-cell-eu-2 in 333333333332/eu-west-1');
   });
@@ -90,14 +113,18 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
     expect(deployRoleArn('123456789012', 'eu-west-1')).toBe('arn:aws:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-eu-west-1');
     expect(deployRoleArn('123456789012', 'eu-west-1', 'custom')).toBe('arn:aws:iam::123456789012:role/cdk-custom-deploy-role-123456789012-eu-west-1');
     // In the region's partition.
-    expect(deployRoleArn('123456789012', 'us-gov-west-1')).toBe('arn:aws-us-gov:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-us-gov-west-1');
+    expect(deployRoleArn('123456789012', 'us-gov-west-1')).toBe(
+      'arn:aws-us-gov:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-us-gov-west-1',
+    );
     expect(deployRoleArn('123456789012', 'cn-north-1')).toBe('arn:aws-cn:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-cn-north-1');
     expect(protectCommands([])).toEqual([]);
   });
 
   it('stage_partition in the scripts answers what regionPartition does, for every partition', () => {
     for (const region of ['eu-west-1', 'cn-north-1', 'us-gov-west-1', 'us-isob-east-1', 'us-iso-east-1', 'eu-isoe-west-1']) {
-      const shell = execFileSync('bash', ['--norc', '-c', [...partitionFunction(), `stage_partition ${region}`].join('\n')], { encoding: 'utf8' }).trim();
+      const shell = execFileSync('bash', ['--norc', '-c', [...partitionFunction(), `stage_partition ${region}`].join('\n')], {
+        encoding: 'utf8',
+      }).trim();
       expect([region, shell]).toEqual([region, regionPartition(region)]);
     }
   });

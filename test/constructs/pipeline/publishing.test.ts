@@ -5,8 +5,12 @@ import * as path from 'path';
 import { compactPublishCommands, PUBLISH_PARALLELISM, publishingPlan, publishingTimeoutMinutes } from '../../../lib/constructs/pipeline';
 
 const HASH = 'f178182c7c3aac6ad18bdaae53a2d38f72b2cf690d17b9efa635c7ce37f77d71';
-const planned = (cells: number) => Array.from({ length: cells }, (_, i) =>
-  `cdk-assets --path "assembly-orders-pipeline-cell-cell-${i}/orderspipelinecellcell${i}Cell.assets.json" --verbose publish "${HASH}:${100000000000 + i}-eu-west-1-be9ffe50"`);
+const planned = (cells: number) =>
+  Array.from(
+    { length: cells },
+    (_, i) =>
+      `cdk-assets --path "assembly-orders-pipeline-cell-cell-${i}/orderspipelinecellcell${i}Cell.assets.json" --verbose publish "${HASH}:${100000000000 + i}-eu-west-1-be9ffe50"`,
+  );
 
 describe('asset publishing sized from the fleet', () => {
   it('publishes one asset to every planned destination with commands whose size does not grow with the fleet', () => {
@@ -28,19 +32,29 @@ describe('asset publishing sized from the fleet', () => {
     fs.writeFileSync(path.join(bin, 'cdk-assets'), `#!/bin/sh\necho "$@" >> ${path.join(dir, 'published')}\n`, { mode: 0o755 });
     for (let i = 0; i < 3; i++) {
       fs.mkdirSync(path.join(dir, `assembly-orders-pipeline-cell-cell-${i}`));
-      fs.writeFileSync(path.join(dir, `assembly-orders-pipeline-cell-cell-${i}`, `orderspipelinecellcell${i}Cell.assets.json`), JSON.stringify({ files: { [HASH]: {} } }));
+      fs.writeFileSync(
+        path.join(dir, `assembly-orders-pipeline-cell-cell-${i}`, `orderspipelinecellcell${i}Cell.assets.json`),
+        JSON.stringify({ files: { [HASH]: {} } }),
+      );
     }
     fs.mkdirSync(path.join(dir, 'assembly-other'));
     fs.writeFileSync(path.join(dir, 'assembly-other', 'other.assets.json'), JSON.stringify({ files: { ['b'.repeat(64)]: {} } }));
-    const run = (cells: number) => execFileSync('bash', ['-ec', compactPublishCommands(planned(cells))!.commands.join('\n')], { cwd: dir, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8', stdio: 'pipe' });
+    const run = (cells: number) =>
+      execFileSync('bash', ['-ec', compactPublishCommands(planned(cells))!.commands.join('\n')], {
+        cwd: dir,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
     run(3);
     expect(fs.readFileSync(path.join(dir, 'published'), 'utf8').trim().split('\n').sort()).toEqual(
-      [0, 1, 2].map((i) => `--path assembly-orders-pipeline-cell-cell-${i}/orderspipelinecellcell${i}Cell.assets.json publish ${HASH}`));
+      [0, 1, 2].map((i) => `--path assembly-orders-pipeline-cell-cell-${i}/orderspipelinecellcell${i}Cell.assets.json publish ${HASH}`),
+    );
     expect(() => run(4)).toThrow(/publish: asset f178\w+ is in 3 manifests, synth planned 4/);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('sizes the timeout from the destinations, within CodeBuild\'s hour and 36 hours', () => {
+  it("sizes the timeout from the destinations, within CodeBuild's hour and 36 hours", () => {
     expect(publishingTimeoutMinutes(8, 'docker')).toBe(60);
     expect(publishingTimeoutMinutes(400, 'file')).toBe(Math.ceil(400 / PUBLISH_PARALLELISM) * 2 + 15);
     expect(publishingPlan(400, 'file').parallelism).toBe(PUBLISH_PARALLELISM);

@@ -9,10 +9,15 @@ function check(version: string | undefined) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'synth-haproxy-'));
   try {
     if (version !== undefined) {
-      fs.writeFileSync(path.join(dir, 'haproxy'), `#!/bin/sh\necho "HAProxy version ${version} - https://haproxy.org/"\necho "Status: long-term supported branch"\n`, { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(dir, 'haproxy'),
+        `#!/bin/sh\necho "HAProxy version ${version} - https://haproxy.org/"\necho "Status: long-term supported branch"\n`,
+        { mode: 0o755 },
+      );
     }
     const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', requireHaproxyCommand()], {
-      encoding: 'utf8', env: { PATH: `${dir}:/usr/bin:/bin` },
+      encoding: 'utf8',
+      env: { PATH: `${dir}:/usr/bin:/bin` },
     });
     return { status: result.status, out: result.stdout + result.stderr };
   } finally {
@@ -33,14 +38,17 @@ describe('the synth step refuses an HAProxy the router tests cannot run on', () 
     expect(result.out).toContain('found none');
   });
 
-  it.each(['2.6.12-1+deb12u1 2023/12/16', '2.8.5-1ubuntu3 2024/04/05', '2.8.5-1ppa1~jammy 2023/12/15', '3.0.5-1 2024/09/19'])('passes on %s', (version) => {
-    const result = check(version);
-    expect(result.status).toBe(0);
-    expect(result.out).toContain(`synth: HAProxy ${version.split('.').slice(0, 2).join('.')}`);
-  });
+  it.each(['2.6.12-1+deb12u1 2023/12/16', '2.8.5-1ubuntu3 2024/04/05', '2.8.5-1ppa1~jammy 2023/12/15', '3.0.5-1 2024/09/19'])(
+    'passes on %s',
+    (version) => {
+      const result = check(version);
+      expect(result.status).toBe(0);
+      expect(result.out).toContain(`synth: HAProxy ${version.split('.').slice(0, 2).join('.')}`);
+    },
+  );
 });
 
-describe('the synth step\'s chromium for the HTML report test', () => {
+describe("the synth step's chromium for the HTML report test", () => {
   const command = SYNTH_INSTALL_COMMANDS.find((c) => c.includes('google-chrome'))!;
   /** Runs the chromium command with `bins` (name → present) on PATH and a writable link dir. */
   function run(bins: string[]) {
@@ -55,7 +63,8 @@ describe('the synth step\'s chromium for the HTML report test', () => {
       fs.symlinkSync(spawnSync('/bin/sh', ['-c', 'command -v ln'], { encoding: 'utf8' }).stdout.trim(), path.join(bin, 'ln'));
       // The command links into /usr/local/bin; here into a folder of the test's own.
       const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', command.replace('/usr/local/bin/chromium', `${links}/chromium`)], {
-        encoding: 'utf8', env: { PATH: `${links}:${bin}` },
+        encoding: 'utf8',
+        env: { PATH: `${links}:${bin}` },
       });
       const linked = fs.existsSync(path.join(links, 'chromium')) ? fs.realpathSync(path.join(links, 'chromium')) : undefined;
       return { status: result.status, out: result.stdout + result.stderr, linked };
@@ -64,7 +73,7 @@ describe('the synth step\'s chromium for the HTML report test', () => {
     }
   }
 
-  it('points chromium at the image\'s Google Chrome when there is no chromium', () => {
+  it("points chromium at the image's Google Chrome when there is no chromium", () => {
     const result = run(['google-chrome']);
     expect(result.status).toBe(0);
     expect(result.linked).toMatch(/\/bin\/google-chrome$/);

@@ -16,7 +16,8 @@ import { cdkApp } from '../../support/fleet';
 import { Moto, motoClientConfig, startMoto } from '../../support/moto';
 
 /** An SDK error as the SDK throws it: name and HTTP status. */
-const awsError = (name: string, status: number) => Object.assign(new Error(`${name} from the stand-in`), { name, $metadata: { httpStatusCode: status } });
+const awsError = (name: string, status: number) =>
+  Object.assign(new Error(`${name} from the stand-in`), { name, $metadata: { httpStatusCode: status } });
 const STS_DENIED = () => awsError('AccessDenied', 403);
 const SSM_DENIED = () => awsError('AccessDeniedException', 400);
 const CREDENTIALS = { AccessKeyId: 'ASIATEST', SecretAccessKey: 'secret', SessionToken: 'token', Expiration: new Date(0) };
@@ -32,7 +33,10 @@ describe('Custom::CellEndpointServiceName handler', () => {
   let sleeps: number[];
   const options = () => ({
     now: () => clock,
-    sleep: async (ms: number) => { sleeps.push(ms); clock += ms; },
+    sleep: async (ms: number) => {
+      sleeps.push(ms);
+      clock += ms;
+    },
   });
   /** The regions and credentials SSM clients were made with. */
   let made: { region: string; accessKeyId: string }[];
@@ -68,12 +72,19 @@ describe('Custom::CellEndpointServiceName handler', () => {
     ssm.restore();
   });
 
-  it('reads the name in the cell\'s region as the reader role, and answers it as Parameter.Value with the fingerprinted physical id', async () => {
+  it("reads the name in the cell's region as the reader role, and answers it as Parameter.Value with the fingerprinted physical id", async () => {
     sts.on(AssumeRoleCommand).resolves({ Credentials: CREDENTIALS });
     ssm.on(GetParameterCommand).resolves({ Parameter: { Name: PARAMETER, Value: SERVICE } });
     const response = await lookupResponse(event('Create'), context, clients(), options());
-    expect(response).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: `c1:${PARAMETER}:0123456789abcdef`, Data: { 'Parameter.Value': SERVICE }, RequestId: 'req-1' });
-    expect(sts.commandCalls(AssumeRoleCommand).map((c) => c.args[0].input)).toEqual([expect.objectContaining({ RoleArn: ROLE, RoleSessionName: 'endpoint-lookup-c1' })]);
+    expect(response).toMatchObject({
+      Status: 'SUCCESS',
+      PhysicalResourceId: `c1:${PARAMETER}:0123456789abcdef`,
+      Data: { 'Parameter.Value': SERVICE },
+      RequestId: 'req-1',
+    });
+    expect(sts.commandCalls(AssumeRoleCommand).map((c) => c.args[0].input)).toEqual([
+      expect.objectContaining({ RoleArn: ROLE, RoleSessionName: 'endpoint-lookup-c1' }),
+    ]);
     expect(ssm.commandCalls(GetParameterCommand).map((c) => c.args[0].input)).toEqual([{ Name: PARAMETER }]);
     expect(made).toEqual([{ region: 'us-east-1', accessKeyId: 'ASIATEST' }]);
     expect(sleeps).toEqual([]);
@@ -81,7 +92,11 @@ describe('Custom::CellEndpointServiceName handler', () => {
 
   it('retries AccessDenied on AssumeRole and on the read while IAM propagates, then succeeds', async () => {
     sts.on(AssumeRoleCommand).rejectsOnce(STS_DENIED()).rejectsOnce(STS_DENIED()).resolves({ Credentials: CREDENTIALS });
-    ssm.on(GetParameterCommand).rejectsOnce(SSM_DENIED()).rejectsOnce(SSM_DENIED()).resolves({ Parameter: { Name: PARAMETER, Value: SERVICE } });
+    ssm
+      .on(GetParameterCommand)
+      .rejectsOnce(SSM_DENIED())
+      .rejectsOnce(SSM_DENIED())
+      .resolves({ Parameter: { Name: PARAMETER, Value: SERVICE } });
     const response = await lookupResponse(event('Create'), context, clients(), options());
     expect(response).toMatchObject({ Status: 'SUCCESS', Data: { 'Parameter.Value': SERVICE } });
     expect(sts.commandCalls(AssumeRoleCommand)).toHaveLength(3);
@@ -90,7 +105,7 @@ describe('Custom::CellEndpointServiceName handler', () => {
     expect(sleeps).toEqual([1000, 2000, 1000, 2000]);
   });
 
-  it('fails naming the role once AccessDenied lasts past a minute, keeping the physical id for the rollback\'s delete', async () => {
+  it("fails naming the role once AccessDenied lasts past a minute, keeping the physical id for the rollback's delete", async () => {
     sts.on(AssumeRoleCommand).rejects(STS_DENIED());
     const response = await lookupResponse(event('Create'), context, clients(), options());
     expect(response.Status).toBe('FAILED');
@@ -123,12 +138,14 @@ describe('Custom::CellEndpointServiceName handler', () => {
     expect(sleeps).toEqual([]);
     sts.reset();
     sts.on(AssumeRoleCommand).rejects(awsError('RegionDisabledException', 403));
-    expect((await lookupResponse(event('Create'), context, clients(), options())).Reason).toMatch(/assuming .* failed: RegionDisabledException \(HTTP 403\)/);
+    expect((await lookupResponse(event('Create'), context, clients(), options())).Reason).toMatch(
+      /assuming .* failed: RegionDisabledException \(HTTP 403\)/,
+    );
     expect(sts.commandCalls(AssumeRoleCommand)).toHaveLength(1);
     expect(sleeps).toEqual([]);
   });
 
-  it('re-reads on update under the new fingerprint\'s id (a replacement), and does nothing on delete', async () => {
+  it("re-reads on update under the new fingerprint's id (a replacement), and does nothing on delete", async () => {
     sts.on(AssumeRoleCommand).resolves({ Credentials: CREDENTIALS });
     ssm.on(GetParameterCommand).resolves({ Parameter: { Name: PARAMETER, Value: SERVICE } });
     const updated = await lookupResponse(event('Update', { PhysicalResourceId: `c1:${PARAMETER}:aaaaaaaaaaaaaaaa` }), context, clients(), options());
@@ -142,7 +159,12 @@ describe('Custom::CellEndpointServiceName handler', () => {
   });
 
   it('fails a create whose properties are missing, saying which', async () => {
-    const response = await lookupResponse(event('Create', { ResourceProperties: { CellId: 'c1', Region: 'us-east-1' } }), context, clients(), options());
+    const response = await lookupResponse(
+      event('Create', { ResourceProperties: { CellId: 'c1', Region: 'us-east-1' } }),
+      context,
+      clients(),
+      options(),
+    );
     expect(response).toMatchObject({ Status: 'FAILED' });
     expect(response.Reason).toMatch(/missing properties RoleArn, ParameterName/);
     expect(sts.calls()).toHaveLength(0);
@@ -162,8 +184,13 @@ describe('CellEndpointLookup construct', () => {
   const answers: LookupResponse[] = [];
   const responder = http.createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => { answers.push(JSON.parse(body) as LookupResponse); res.writeHead(200).end(); });
+    req.on('data', (d) => {
+      body += d;
+    });
+    req.on('end', () => {
+      answers.push(JSON.parse(body) as LookupResponse);
+      res.writeHead(200).end();
+    });
   });
   let responseUrl: string;
   beforeAll(async () => {
@@ -188,32 +215,53 @@ describe('CellEndpointLookup construct', () => {
     expect(new AwsSolutionsChecks().validateScope(stack).violations.map((v) => v.ruleName)).toEqual([]);
   });
 
-  it('ships a bundle that assumes the reader role and reads the name in the cell\'s region', async () => {
+  it("ships a bundle that assumes the reader role and reads the name in the cell's region", async () => {
     const assembly = app.synth();
     const [fn] = Object.values(template.findResources('AWS::Lambda::Function'));
-    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8')) as { files: Record<string, { source: { path: string } }> };
+    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8')) as {
+      files: Record<string, { source: { path: string } }>;
+    };
     const bundle = path.join(assembly.directory, manifest.files[(fn.Properties.Code.S3Key as string).replace(/\.zip$/, '')].source.path, 'index.js');
     // The parameter, written in the cell's account (moto keeps accounts apart by the assumed role's).
     const sts = new STSClient(motoClientConfig(moto, 'eu-west-1'));
     const { Credentials: c } = await sts.send(new AssumeRoleCommand({ RoleArn: ROLE, RoleSessionName: 'cell-stack' }));
-    const cellSsm = new SSMClient({ ...motoClientConfig(moto, 'us-east-1'), credentials: { accessKeyId: c!.AccessKeyId!, secretAccessKey: c!.SecretAccessKey!, sessionToken: c!.SessionToken! } });
+    const cellSsm = new SSMClient({
+      ...motoClientConfig(moto, 'us-east-1'),
+      credentials: { accessKeyId: c!.AccessKeyId!, secretAccessKey: c!.SecretAccessKey!, sessionToken: c!.SessionToken! },
+    });
     await cellSsm.send(new PutParameterCommand({ Name: PARAMETER, Value: SERVICE, Type: 'String' }));
     sts.destroy();
     cellSsm.destroy();
     const lookupEvent: LookupEvent = {
-      RequestType: 'Create', ResponseURL: responseUrl, StackId: 'stack', RequestId: 'req-b', LogicalResourceId: 'Cellc1ServiceNameRead',
+      RequestType: 'Create',
+      ResponseURL: responseUrl,
+      StackId: 'stack',
+      RequestId: 'req-b',
+      LogicalResourceId: 'Cellc1ServiceNameRead',
       ResourceProperties: { CellId: 'c1', RoleArn: ROLE, Region: 'us-east-1', ParameterName: PARAMETER, Fingerprint: '0123456789abcdef' },
     };
     const script = `require(${JSON.stringify(bundle)}).handler(JSON.parse(process.env.LOOKUP_EVENT), { getRemainingTimeInMillis: () => 60000 }).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })`;
     await new Promise<void>((resolve, reject) => {
-      execFile(process.execPath, ['-e', script], {
-        cwd: path.dirname(bundle),
-        env: {
-          PATH: process.env.PATH, LOOKUP_EVENT: JSON.stringify(lookupEvent), AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing',
-          AWS_ENDPOINT_URL: moto.endpoint, AWS_MAX_ATTEMPTS: '1',
+      execFile(
+        process.execPath,
+        ['-e', script],
+        {
+          cwd: path.dirname(bundle),
+          env: {
+            PATH: process.env.PATH,
+            LOOKUP_EVENT: JSON.stringify(lookupEvent),
+            AWS_REGION: 'eu-west-1',
+            AWS_ACCESS_KEY_ID: 'testing',
+            AWS_SECRET_ACCESS_KEY: 'testing',
+            AWS_ENDPOINT_URL: moto.endpoint,
+            AWS_MAX_ATTEMPTS: '1',
+          },
         },
-      }, (error, _stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}\n${moto.log()}`)) : resolve()));
+        (error, _stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}\n${moto.log()}`)) : resolve()),
+      );
     });
-    expect(answers).toEqual([expect.objectContaining({ Status: 'SUCCESS', PhysicalResourceId: `c1:${PARAMETER}:0123456789abcdef`, Data: { 'Parameter.Value': SERVICE } })]);
+    expect(answers).toEqual([
+      expect.objectContaining({ Status: 'SUCCESS', PhysicalResourceId: `c1:${PARAMETER}:0123456789abcdef`, Data: { 'Parameter.Value': SERVICE } }),
+    ]);
   });
 });

@@ -13,7 +13,11 @@ import { until } from '../../support/cells';
 /** The Dockerfile's instructions, continuation lines joined. */
 function instructions(image: ImageName): string[] {
   const text = fs.readFileSync(path.join(REPO_ROOT, imageDockerfile(image)), 'utf8');
-  return text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  return text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
 }
 
 describe('router images', () => {
@@ -39,7 +43,7 @@ describe('router images', () => {
     expect(runtime.slice(0, volume).some((l) => l.startsWith('RUN') && l.includes(`chown -R ${ROUTER_USER} ${STATE_DIR}`))).toBe(true);
   });
 
-  it('run the agent as the HAProxy image\'s user, pointed at the same state directory and runtime API', () => {
+  it("run the agent as the HAProxy image's user, pointed at the same state directory and runtime API", () => {
     expect(agent.filter((l) => l.startsWith('USER'))).toEqual([`USER ${ROUTER_USER}`]);
     expect(agent.find((l) => l.startsWith('ENV'))).toContain(`STATE_DIR=${STATE_DIR}`);
     expect(agent.find((l) => l.startsWith('ENV'))).toContain(`HAPROXY_ADMIN=${HAPROXY_ADMIN}`);
@@ -48,7 +52,8 @@ describe('router images', () => {
 });
 
 /** An exit hook that writes the modules the process loaded (`require.cache`) to a file. */
-const probe = (out: string) => `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));`;
+const probe = (out: string) =>
+  `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));`;
 
 /** The agent Dockerfile's stages, each from its FROM line. */
 const agentStages = instructions('router-agent').reduce<string[][]>((stages, line) => {
@@ -73,16 +78,28 @@ describe('router images: what their entry points load', () => {
     const out = path.join(dir, 'modules.json');
     // Run from an empty directory: nothing can be found in a node_modules.
     const agent = spawn(process.execPath, ['-e', `${probe(out)} require(${JSON.stringify(bundle)});`], {
-      cwd: dir, stdio: ['ignore', 'pipe', 'ignore'],
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'ignore'],
       env: {
-        PATH: process.env.PATH, MAPPING_BUCKET: 'b', ROUTER_GROUP: 'main', STATE_DIR: dir, HAPROXY_ADMIN: '127.0.0.1:1', HEALTH_PORT: '0',
-        AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_MAX_ATTEMPTS: '1',
+        PATH: process.env.PATH,
+        MAPPING_BUCKET: 'b',
+        ROUTER_GROUP: 'main',
+        STATE_DIR: dir,
+        HAPROXY_ADMIN: '127.0.0.1:1',
+        HEALTH_PORT: '0',
+        AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1',
+        AWS_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'x',
+        AWS_SECRET_ACCESS_KEY: 'x',
+        AWS_MAX_ATTEMPTS: '1',
       },
     });
     // Running, not just started: its first poll went to S3 (nothing listens there) and failed.
     let stdout = '';
-    agent.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
-    await until('the agent\'s first poll', async () => stdout.includes('"event":"fetch-error"'), 60_000);
+    agent.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    await until("the agent's first poll", async () => stdout.includes('"event":"fetch-error"'), 60_000);
     agent.kill('SIGTERM');
     await new Promise((r) => agent.once('exit', r));
     const loaded = JSON.parse(fs.readFileSync(out, 'utf8')) as string[];

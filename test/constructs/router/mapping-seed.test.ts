@@ -17,7 +17,12 @@ import { NOW, sampleMapping } from '../../support/mapping';
 import { Moto, motoClientConfig, startMoto } from '../../support/moto';
 
 /** What the fake S3 saw of one request. */
-interface Seen { method: string; url: string; headers: http.IncomingHttpHeaders; body: string }
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
 
 /**
  * A stand-in for S3 (path-style, on loopback) and for CloudFormation's presigned response URL
@@ -31,7 +36,9 @@ class FakeAws {
   responseAnswers: number[] = [];
   private readonly server = http.createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => { body += d; });
+    req.on('data', (d) => {
+      body += d;
+    });
     req.on('end', () => {
       if (req.url?.startsWith('/response/')) {
         const status = this.responseAnswers.shift() ?? 200;
@@ -47,8 +54,11 @@ class FakeAws {
         return;
       }
       const code = { 403: 'AccessDenied', 409: 'ConditionalRequestConflict', 412: 'PreconditionFailed' }[answer] ?? 'InternalError';
-      res.writeHead(answer, { 'content-type': 'application/xml' })
-        .end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${code} from the stand-in</Message><RequestId>r1</RequestId></Error>`);
+      res
+        .writeHead(answer, { 'content-type': 'application/xml' })
+        .end(
+          `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${code} from the stand-in</Message><RequestId>r1</RequestId></Error>`,
+        );
     });
   });
 
@@ -71,7 +81,13 @@ describe('MappingSeed handler', () => {
   let s3: S3Client;
   beforeAll(async () => {
     endpoint = await aws.start();
-    s3 = new S3Client({ endpoint, forcePathStyle: true, region: 'eu-west-1', credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'secret' }, maxAttempts: 1 });
+    s3 = new S3Client({
+      endpoint,
+      forcePathStyle: true,
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'secret' },
+      maxAttempts: 1,
+    });
   });
   afterEach(() => jest.restoreAllMocks());
   afterAll(async () => {
@@ -125,14 +141,14 @@ describe('MappingSeed handler', () => {
     expect(aws.seen.map((s) => s.headers['if-none-match'])).toEqual(['*', '*', '*']);
   });
 
-  it('retries 403 AccessDenied for a while (a first deploy\'s new role and policies are not seen everywhere at once)', async () => {
+  it("retries 403 AccessDenied for a while (a first deploy's new role and policies are not seen everywhere at once)", async () => {
     aws.s3Answers = [403, 403, 200];
     const response = await seedResponse(event('Create'), context, s3, { retryDelayMs: 10 });
     expect(response).toMatchObject({ Status: 'SUCCESS', Data: { Outcome: 'written' } });
     expect(aws.seen.map((s) => s.headers['if-none-match'])).toEqual(['*', '*', '*']);
   });
 
-  it('fails the create with the reason and what to fix when S3 keeps refusing, keeping a physical id for the rollback\'s delete', async () => {
+  it("fails the create with the reason and what to fix when S3 keeps refusing, keeping a physical id for the rollback's delete", async () => {
     aws.s3Answers = Array(100).fill(403);
     const response = await seedResponse(event('Create'), context, s3, { retryDelayMs: 10, accessDeniedMs: 200 });
     expect(aws.seen.length).toBeGreaterThan(1);
@@ -150,13 +166,20 @@ describe('MappingSeed handler', () => {
     expect(response.Reason).toMatch(/no answer from S3 within 1500 ms/);
   });
 
-  it('does nothing on update (later documents are the operator\'s) and keeps the physical id', async () => {
-    const response = await seedResponse(event('Update', { PhysicalResourceId: 'mappings/v1.json', ResourceProperties: { Bucket: 'orders-mappings-0f0e0d0c', Key: 'mappings/v1.json', Body: '{"changed":true}' } }), context, s3);
+  it("does nothing on update (later documents are the operator's) and keeps the physical id", async () => {
+    const response = await seedResponse(
+      event('Update', {
+        PhysicalResourceId: 'mappings/v1.json',
+        ResourceProperties: { Bucket: 'orders-mappings-0f0e0d0c', Key: 'mappings/v1.json', Body: '{"changed":true}' },
+      }),
+      context,
+      s3,
+    );
     expect(response).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'mappings/v1.json' });
     expect(aws.seen).toEqual([]);
   });
 
-  it('does nothing on delete (the bucket and its documents are retained), also for a failed create\'s rollback', async () => {
+  it("does nothing on delete (the bucket and its documents are retained), also for a failed create's rollback", async () => {
     for (const physical of ['mappings/v1.json', 'groups/main/mapping.json']) {
       const response = await seedResponse(event('Delete', { PhysicalResourceId: physical }), context, s3);
       expect(response).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: physical });
@@ -173,7 +196,14 @@ describe('MappingSeed handler', () => {
 
   it('answers CloudFormation through the response URL, retrying a 5xx, within 4096 bytes', async () => {
     aws.responseAnswers = [503];
-    const response: SeedResponse = { Status: 'FAILED', Reason: 'x'.repeat(10_000), PhysicalResourceId: 'k', StackId: 's', RequestId: 'r', LogicalResourceId: 'l' };
+    const response: SeedResponse = {
+      Status: 'FAILED',
+      Reason: 'x'.repeat(10_000),
+      PhysicalResourceId: 'k',
+      StackId: 's',
+      RequestId: 'r',
+      LogicalResourceId: 'l',
+    };
     await sendResponse(`${endpoint}/response/2`, response, 3, 10);
     expect(aws.responses).toHaveLength(1);
     expect(aws.responses[0]).toMatchObject({ Status: 'FAILED', PhysicalResourceId: 'k', RequestId: 'r' });
@@ -201,21 +231,35 @@ describe('MappingSeed construct', () => {
     app = cdkApp({ bundling: true });
     stack = new Stack(app, 'seed', { env: { account: '222222222222', region: 'eu-west-1' } });
     const role = new iam.Role(stack, 'CustomResourceRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
-    const mappings = new MappingBucket(stack, 'Mappings', { namePrefix: 'orders-mappings', parameterName: '/orders/router/mapping-bucket', keptVersions: 3, writerRoleArns: [role.roleArn] });
+    const mappings = new MappingBucket(stack, 'Mappings', {
+      namePrefix: 'orders-mappings',
+      parameterName: '/orders/router/mapping-bucket',
+      keptVersions: 3,
+      writerRoleArns: [role.roleArn],
+    });
     seed = new MappingSeed(stack, 'MappingSeed', { bucket: mappings.bucket, documentText: DOCUMENT, version: 1, groups: ['canary', 'main'], role });
     role.addToPolicy(new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: seed.keys.map((key) => mappings.bucket.arnForObjects(key)) }));
     template = Template.fromStack(stack);
   });
-  afterAll(async () => { await aws.stop(); });
+  afterAll(async () => {
+    await aws.stop();
+  });
 
   it('is one custom resource per key on its own bundled handler, bounded in time', () => {
     const seeds = template.findResources('Custom::MappingSeed');
     expect(Object.keys(seeds).sort()).toEqual([
-      expect.stringMatching(/^MappingSeedgroupscanarymappingjsonPut/), expect.stringMatching(/^MappingSeedgroupsmainmappingjsonPut/), expect.stringMatching(/^MappingSeedmappingsv1jsonPut/),
+      expect.stringMatching(/^MappingSeedgroupscanarymappingjsonPut/),
+      expect.stringMatching(/^MappingSeedgroupsmainmappingjsonPut/),
+      expect.stringMatching(/^MappingSeedmappingsv1jsonPut/),
     ]);
     const [fnId] = Object.keys(template.findResources('AWS::Lambda::Function'));
     for (const r of Object.values(seeds)) {
-      expect(r.Properties).toMatchObject({ ServiceToken: { 'Fn::GetAtt': [fnId, 'Arn'] }, ServiceTimeout: '300', Body: DOCUMENT, ContentType: 'application/json' });
+      expect(r.Properties).toMatchObject({
+        ServiceToken: { 'Fn::GetAtt': [fnId, 'Arn'] },
+        ServiceTimeout: '300',
+        Body: DOCUMENT,
+        ContentType: 'application/json',
+      });
     }
     template.hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs24.x', Handler: 'index.handler', Timeout: 120 });
     // No AwsCustomResource (whose SDK is the runtime's) is left.
@@ -226,7 +270,11 @@ describe('MappingSeed construct', () => {
     for (const [id, r] of Object.entries(template.findResources('Custom::MappingSeed'))) {
       expect([id, r.Properties.Follow]).toEqual([id, id.startsWith('MappingSeedgroups') ? 'groups/' : undefined]);
     }
-    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement) as { Action: string; Resource: unknown; Condition?: unknown }[];
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement) as {
+      Action: string;
+      Resource: unknown;
+      Condition?: unknown;
+    }[];
     const list = statements.find((st) => st.Action === 's3:ListBucket')!;
     expect(list.Condition).toEqual({ StringEquals: { 's3:prefix': 'groups/' } });
     const read = statements.find((st) => st.Action === 's3:GetObject')!;
@@ -241,7 +289,9 @@ describe('MappingSeed construct', () => {
     const assembly = app.synth();
     // The function's code asset, as the asset manifest hands it to the publishing step.
     const [fn] = Object.values(template.findResources('AWS::Lambda::Function'));
-    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8')) as { files: Record<string, { source: { path: string; packaging: string } }> };
+    const manifest = JSON.parse(fs.readFileSync(path.join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8')) as {
+      files: Record<string, { source: { path: string; packaging: string } }>;
+    };
     const asset = manifest.files[(fn.Properties.Code.S3Key as string).replace(/\.zip$/, '')];
     expect(asset.source.packaging).toBe('zip');
     const bundle = path.join(assembly.directory, asset.source.path, 'index.js');
@@ -249,18 +299,33 @@ describe('MappingSeed construct', () => {
     expect(fs.readFileSync(bundle, 'utf8')).toMatch(/If-None-Match/);
     const script = `require(${JSON.stringify(bundle)}).handler(JSON.parse(process.env.SEED_EVENT), { getRemainingTimeInMillis: () => 60000 }).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })`;
     const seedEvent: SeedEvent = {
-      RequestType: 'Create', ResponseURL: `${endpoint}/response/bundle`, StackId: 'stack', RequestId: 'req-b', LogicalResourceId: 'Seed',
+      RequestType: 'Create',
+      ResponseURL: `${endpoint}/response/bundle`,
+      StackId: 'stack',
+      RequestId: 'req-b',
+      LogicalResourceId: 'Seed',
       ResourceProperties: { Bucket: 'orders-mappings-0f0e0d0c', Key: 'groups/main/mapping.json', Body: DOCUMENT, ContentType: 'application/json' },
     };
-    const run = () => new Promise<void>((resolve, reject) => {
-      execFile(process.execPath, ['-e', script], {
-        cwd: path.dirname(bundle),
-        env: {
-          PATH: process.env.PATH, SEED_EVENT: JSON.stringify(seedEvent), AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'secret',
-          AWS_ENDPOINT_URL_S3: endpoint, AWS_MAX_ATTEMPTS: '1',
-        },
-      }, (error, _stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve()));
-    });
+    const run = () =>
+      new Promise<void>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['-e', script],
+          {
+            cwd: path.dirname(bundle),
+            env: {
+              PATH: process.env.PATH,
+              SEED_EVENT: JSON.stringify(seedEvent),
+              AWS_REGION: 'eu-west-1',
+              AWS_ACCESS_KEY_ID: 'AKIDTEST',
+              AWS_SECRET_ACCESS_KEY: 'secret',
+              AWS_ENDPOINT_URL_S3: endpoint,
+              AWS_MAX_ATTEMPTS: '1',
+            },
+          },
+          (error, _stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve()),
+        );
+      });
     aws.s3Answers = [200];
     await run();
     aws.s3Answers = [412];
@@ -303,13 +368,25 @@ describe('MappingSeed handler: a group added later follows the version in force 
 
   const v1 = sampleMapping(4);
   const create = (key: string, follow = true): SeedEvent => ({
-    RequestType: 'Create', ResponseURL: 'http://unused', StackId: 'stack', RequestId: `req-${key}`, LogicalResourceId: key.replace(/[^A-Za-z0-9]/g, ''),
-    ResourceProperties: { Bucket: BUCKET, Key: key, Body: serializeMapping(v1), ContentType: 'application/json', ...(follow ? { Follow: 'groups/' } : {}) },
+    RequestType: 'Create',
+    ResponseURL: 'http://unused',
+    StackId: 'stack',
+    RequestId: `req-${key}`,
+    LogicalResourceId: key.replace(/[^A-Za-z0-9]/g, ''),
+    ResourceProperties: {
+      Bucket: BUCKET,
+      Key: key,
+      Body: serializeMapping(v1),
+      ContentType: 'application/json',
+      ...(follow ? { Follow: 'groups/' } : {}),
+    },
   });
   const context = { getRemainingTimeInMillis: () => 120_000 };
 
   it('seeds version 1 on a first deploy, every pointer at once', async () => {
-    const responses = await Promise.all([versionKey(1), groupKey('canary'), groupKey('main')].map((key) => seedResponse(create(key, key.startsWith('groups/')), context, s3)));
+    const responses = await Promise.all(
+      [versionKey(1), groupKey('canary'), groupKey('main')].map((key) => seedResponse(create(key, key.startsWith('groups/')), context, s3)),
+    );
     expect(responses.map((r) => r.Status)).toEqual(['SUCCESS', 'SUCCESS', 'SUCCESS']);
     for (const group of ['canary', 'main']) expect((await store.readGroup(group))!.document).toEqual(v1);
   });

@@ -8,9 +8,9 @@ import { routerStackPropsOf } from '../../../lib/app/router-props';
 import { RouterStack } from '../../../lib/constructs/router';
 import { cdkApp, exampleFleet } from '../../support/fleet';
 
-type Json = Record<string, any>;  
+type Json = Record<string, any>;
 
-describe('MoveBucket (in the first region\'s router stack)', () => {
+describe("MoveBucket (in the first region's router stack)", () => {
   let fleet: Fleet;
   let primary: RouterStack;
   let secondary: RouterStack;
@@ -31,7 +31,7 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
     policy = policies[0].Properties.PolicyDocument.Statement;
   });
 
-  it('is one bucket per fleet, in the router account\'s first region only', () => {
+  it("is one bucket per fleet, in the router account's first region only", () => {
     expect(primary.moves).toBeDefined();
     expect(secondary.moves).toBeUndefined();
     // Besides the mapping bucket's and the router groups' hand-over parameters: exactly one for moves.
@@ -57,10 +57,12 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
     expect(byPrefix['tasks/']).toMatchObject({ ExpirationInDays: 14, Status: 'Enabled' });
     expect(byPrefix['moves/'].ExpirationInDays).toBeUndefined();
     // Named after the stack id: a retried first create makes a new bucket instead of failing on the retained one.
-    expect(JSON.stringify(bucket.Properties.BucketName)).toContain('"orders-moves-222222222222-",{"Fn::Select":[4,{"Fn::Split":["-",{"Fn::Select":[2,{"Fn::Split":["/",{"Ref":"AWS::StackId"}');
+    expect(JSON.stringify(bucket.Properties.BucketName)).toContain(
+      '"orders-moves-222222222222-",{"Fn::Select":[4,{"Fn::Split":["-",{"Fn::Select":[2,{"Fn::Split":["/",{"Ref":"AWS::StackId"}',
+    );
   });
 
-  it('lets each cell account\'s mover role write only its from= lanes and read only its to= lanes, by one statement for every cell, bounded by the organization', () => {
+  it("lets each cell account's mover role write only its from= lanes and read only its to= lanes, by one statement for every cell, bounded by the organization", () => {
     const write = policy.find((s) => s.Sid === 'CellMoversWriteOwnLanes')!;
     const read = policy.find((s) => s.Sid === 'CellMoversReadOwnLanes')!;
     for (const s of [write, read]) {
@@ -84,7 +86,8 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
 
   it('has the move operator write the mapping buckets of every region (freeze, flip), next to the publisher', () => {
     for (const template of [t, t2]) {
-      const deny = Object.values(template.findResources('AWS::S3::BucketPolicy')).flatMap((p) => p.Properties.PolicyDocument.Statement as Json[])
+      const deny = Object.values(template.findResources('AWS::S3::BucketPolicy'))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement as Json[])
         .find((s) => s.Effect === 'Deny' && s.Condition?.ArnNotEquals && JSON.stringify(s.Condition).includes('mapping-publisher'));
       expect(JSON.stringify(deny!.Condition)).toContain(':iam::222222222222:role/orders-move-operator');
     }
@@ -97,14 +100,17 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
     expect(JSON.stringify(role.Properties.AssumeRolePolicyDocument)).toContain(`:iam::${fleet.accounts.tooling}:root`);
     const statements = Object.values(t.findResources('AWS::IAM::Policy')).flatMap((p) => p.Properties.PolicyDocument.Statement as Json[]);
     const assume = statements.filter((s) => s.Action === 'sts:AssumeRole' && JSON.stringify(s.Resource).includes('mover-launcher'));
-    expect(assume).toEqual([{
-      Effect: 'Allow', Action: 'sts:AssumeRole',
-      Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/orders-*-mover-launcher']] },
-      Condition: { StringEquals: { 'aws:ResourceOrgID': fleet.pipeline!.organizationId } },
-    }]);
+    expect(assume).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'sts:AssumeRole',
+        Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/orders-*-mover-launcher']] },
+        Condition: { StringEquals: { 'aws:ResourceOrgID': fleet.pipeline!.organizationId } },
+      },
+    ]);
   });
 
-  it('lists the cells\' accounts and launcher roles instead when the fleet names no organization', () => {
+  it("lists the cells' accounts and launcher roles instead when the fleet names no organization", () => {
     const noOrg: Fleet = { ...fleet, pipeline: { ...fleet.pipeline!, organizationId: undefined } };
     const stack = new RouterStack(cdkApp(), 'router-eu-west-1', routerStackPropsOf(noOrg, 'eu-west-1'));
     const template = Template.fromStack(stack);
@@ -115,17 +121,29 @@ describe('MoveBucket (in the first region\'s router stack)', () => {
   });
 
   it('has no unacknowledged AwsSolutions finding', () => {
-    expect(new AwsSolutionsChecks().validateScope(primary).violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`)).toEqual([]);
+    expect(
+      new AwsSolutionsChecks().validateScope(primary).violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath)}`),
+    ).toEqual([]);
   });
 });
 
 describe('MoveBucket: bad input', () => {
   const props = (app: string, handoffDays?: number) => {
     const stack = new Stack(cdkApp(), 's', { env: { account: '222222222222', region: 'eu-west-1' } });
-    return () => new MoveBucket(stack, 'M', {
-      app, routerAccount: '222222222222', toolingAccount: '111111111111', cells: [{ id: 'a', account: '333333333330' }], accessLogs: new s3.Bucket(stack, 'L'),
-      parameterName: '/x/moves/bucket', mappingBucketPrefix: 'x-mappings', mappingRegions: ['eu-west-1'], mappingBucketParameter: '/x/router/mapping-bucket', routerClusterParameter: '/x/router/cluster-name', handoffDays,
-    });
+    return () =>
+      new MoveBucket(stack, 'M', {
+        app,
+        routerAccount: '222222222222',
+        toolingAccount: '111111111111',
+        cells: [{ id: 'a', account: '333333333330' }],
+        accessLogs: new s3.Bucket(stack, 'L'),
+        parameterName: '/x/moves/bucket',
+        mappingBucketPrefix: 'x-mappings',
+        mappingRegions: ['eu-west-1'],
+        mappingBucketParameter: '/x/router/mapping-bucket',
+        routerClusterParameter: '/x/router/cluster-name',
+        handoffDays,
+      });
   };
   it('refuses an app name that makes the bucket name too long, and a retention of no days', () => {
     expect(props('a'.repeat(40))).toThrow(/longer than 50 characters/);

@@ -18,7 +18,11 @@ import { cdkApp, exampleFleet, REPO_ROOT, resolve, validInput } from '../../supp
  */
 const REGION = 'eu-west-1';
 
-interface RouterImages { readonly haproxy: string; readonly agent: string; readonly configs: readonly string[] }
+interface RouterImages {
+  readonly haproxy: string;
+  readonly agent: string;
+  readonly configs: readonly string[];
+}
 
 /** The image tag (the asset hash) of each router container of a synthesized task definition. */
 function imagesOf(template: Template, configs: readonly string[]): RouterImages {
@@ -32,10 +36,16 @@ function imagesOf(template: Template, configs: readonly string[]): RouterImages 
 function routerImages(fleet: Fleet): RouterImages {
   const app = cdkApp();
   const stack = new RouterGroupsStack(app, 'groups', routerGroupsStackPropsOf(fleet, REGION, 'canary'));
-  return imagesOf(Template.fromStack(stack), stack.groups.map((g) => g.haproxyConfig));
+  return imagesOf(
+    Template.fromStack(stack),
+    stack.groups.map((g) => g.haproxyConfig),
+  );
 }
 
-const withRouter = (input: FleetInput, router: Partial<NonNullable<FleetInput['router']>>): FleetInput => ({ ...input, router: { ...input.router!, ...router } });
+const withRouter = (input: FleetInput, router: Partial<NonNullable<FleetInput['router']>>): FleetInput => ({
+  ...input,
+  router: { ...input.router!, ...router },
+});
 
 describe('router image assets, synthesized from fleets', () => {
   let base: RouterImages;
@@ -54,16 +64,18 @@ describe('router image assets, synthesized from fleets', () => {
     expect(base.configs[0]).toBe(routerImageConfig(fleet));
   });
 
-  it('a fleet differing only in its cells (a cell\'s shape and state, one cell more) has the same router images', () => {
+  it("a fleet differing only in its cells (a cell's shape and state, one cell more) has the same router images", () => {
     const input = validInput();
-    const cells = input.cells.map((c) => (c.id === 'eu-3' ? { ...c, shape: 'standard' } : c.id === 'eu-2' ? { ...c, state: 'draining' as const } : c));
+    const cells = input.cells.map((c) =>
+      c.id === 'eu-3' ? { ...c, shape: 'standard' } : c.id === 'eu-2' ? { ...c, state: 'draining' as const } : c,
+    );
     cells.push({ id: 'eu-4', region: REGION, cidr: '10.0.64.0/20', shape: 'small', account: '444444444499' });
     const other = routerImages(resolve({ ...input, cells }));
     expect(other.configs).toEqual(base.configs);
     expect({ haproxy: other.haproxy, agent: other.agent }).toEqual({ haproxy: base.haproxy, agent: base.agent });
   });
 
-  it('a router setting changes the HAProxy image, and not the agent\'s', () => {
+  it("a router setting changes the HAProxy image, and not the agent's", () => {
     const input = validInput();
     const maxConn = routerImages(resolve(withRouter(input, { cellMaxConn: 300 })));
     const header = routerImages(resolve({ ...input, partitionKey: { source: 'header', name: 'x-org-id' } }));
@@ -114,7 +126,11 @@ function routerImagesFrom(root: string, steps: readonly Edits[]): RouterImages[]
   `;
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-image-script-')), 'synth.ts');
   fs.writeFileSync(file, script);
-  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx'), [file], { cwd: root, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'tsx'), [file], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
   if (r.status !== 0) throw new Error(`synth in ${root} failed: ${r.stderr}`);
   const out = JSON.parse(r.stdout) as { containers: { Name: string; Image: unknown }[]; configs: string[] }[];
@@ -135,7 +151,10 @@ function copyOfSource(): string {
     fs.cpSync(path.join(REPO_ROOT, entry), path.join(copy, entry), { recursive: true });
   }
   fs.mkdirSync(path.join(copy, 'node_modules'));
-  const entries = fs.readdirSync(path.join(REPO_ROOT, 'node_modules')).filter((e) => e !== '.cache').map((e) => path.join(REPO_ROOT, 'node_modules', e));
+  const entries = fs
+    .readdirSync(path.join(REPO_ROOT, 'node_modules'))
+    .filter((e) => e !== '.cache')
+    .map((e) => path.join(REPO_ROOT, 'node_modules', e));
   const r = spawnSync('cp', ['-al', ...entries, path.join(copy, 'node_modules')], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`copying node_modules: ${r.stderr}`);
   return copy;
@@ -150,7 +169,12 @@ describe('router image assets, synthesized from an edited copy of the source', (
     copy = copyOfSource();
     // A change to the cell constructs that any bundle importing them would carry (a side effect
     // survives tree shaking); then one to the agent's own source.
-    const cellEdit = Object.fromEntries(['compute.ts', 'entry.ts', 'index.ts'].map((file) => [path.join('lib', 'constructs', 'cell', file), `\nprocess.env.EDITED_${file.replace('.ts', '').toUpperCase()} ??= '1';\n`]));
+    const cellEdit = Object.fromEntries(
+      ['compute.ts', 'entry.ts', 'index.ts'].map((file) => [
+        path.join('lib', 'constructs', 'cell', file),
+        `\nprocess.env.EDITED_${file.replace('.ts', '').toUpperCase()} ??= '1';\n`,
+      ]),
+    );
     const agentEdit = { [path.join('lib', 'runtime', 'router', 'agent.ts')]: "\nprocess.env.EDITED_AGENT ??= '1';\n" };
     [here, edited, agentEdited] = routerImagesFrom(copy, [{}, cellEdit, agentEdit]);
   }, 600_000);
@@ -166,7 +190,7 @@ describe('router image assets, synthesized from an edited copy of the source', (
     expect({ haproxy: here.haproxy, agent: here.agent }).toEqual({ haproxy: local.haproxy, agent: local.agent });
   });
 
-  it('an edit of the agent\'s own source changes the agent image only', () => {
+  it("an edit of the agent's own source changes the agent image only", () => {
     expect(agentEdited.haproxy).toBe(here.haproxy);
     expect(agentEdited.agent).not.toBe(here.agent);
   });

@@ -18,11 +18,18 @@ const PROPS: RouterStackProps = {
   toolingAccount: '333333333333',
   availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'],
   cidr: '10.200.0.0/16',
-  groups: [{ name: 'canary', weight: 1 }, { name: 'main', weight: 9 }],
+  groups: [
+    { name: 'canary', weight: 1 },
+    { name: 'main', weight: 9 },
+  ],
   cells: CELLS,
   mappingBucketPrefix: 'shop-mappings',
   keptMappingVersions: 5,
-  seedMapping: initialMapping(CELLS.map((c, i) => ({ id: c.id, state: 'active' as const, canary: i === 0, endpoint: `http://${c.id}.shop.internal` })), 1024, { now: '1970-01-01T00:00:00.000Z' }),
+  seedMapping: initialMapping(
+    CELLS.map((c, i) => ({ id: c.id, state: 'active' as const, canary: i === 0, endpoint: `http://${c.id}.shop.internal` })),
+    1024,
+    { now: '1970-01-01T00:00:00.000Z' },
+  ),
 };
 const GROUPS: RouterGroupsStackProps = {
   app: 'shop',
@@ -31,7 +38,16 @@ const GROUPS: RouterGroupsStackProps = {
   availabilityZones: PROPS.availabilityZones,
   part: 'rest',
   groups: [{ name: 'main', tasks: 2 }],
-  routing: { partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024, slots: 4, zones: 3, cellMaxConn: 100, queueTimeoutMs: 2000, tenantMaxConn: 10, cellHealthCheckPath: '/health' },
+  routing: {
+    partitionKey: { source: 'header', name: 'x-tenant-id' },
+    bucketCount: 1024,
+    slots: 4,
+    zones: 3,
+    cellMaxConn: 100,
+    queueTimeoutMs: 2000,
+    tenantMaxConn: 10,
+    cellHealthCheckPath: '/health',
+  },
   stalenessMinutes: 10,
 };
 
@@ -43,7 +59,12 @@ describe('RouterStack and RouterGroupsStack from their own props', () => {
   beforeAll(() => {
     const app = cdkApp();
     const plainStack = new RouterStack(app, 'router', PROPS);
-    homeStack = new RouterStack(app, 'router-home', { ...PROPS, homeOf: ['eu-west-1', 'us-east-1'], certificateArn: 'arn:aws:acm:eu-west-1:111111111111:certificate/abc', cellZoneName: 'shop.cells.internal' });
+    homeStack = new RouterStack(app, 'router-home', {
+      ...PROPS,
+      homeOf: ['eu-west-1', 'us-east-1'],
+      certificateArn: 'arn:aws:acm:eu-west-1:111111111111:certificate/abc',
+      cellZoneName: 'shop.cells.internal',
+    });
     const groupsStack = new RouterGroupsStack(app, 'groups', GROUPS);
     [plain, home, groups] = [plainStack, homeStack, groupsStack].map((stack) => Template.fromStack(stack));
   });
@@ -58,16 +79,21 @@ describe('RouterStack and RouterGroupsStack from their own props', () => {
   it('forwards to one target group per group by weight, on port 80 without a certificate and TLS 443 with one', () => {
     plain.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 2);
     plain.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', {
-      Port: 80, Protocol: 'TCP',
+      Port: 80,
+      Protocol: 'TCP',
       DefaultActions: [{ Type: 'forward', ForwardConfig: { TargetGroups: [Match.objectLike({ Weight: 1 }), Match.objectLike({ Weight: 9 })] } }],
     });
     home.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', { Port: 443, Protocol: 'TLS' });
   });
 
-  it('reaches every cell it is given, on each cell\'s port, and names them in the zone only when given one', () => {
+  it("reaches every cell it is given, on each cell's port, and names them in the zone only when given one", () => {
     expect(homeStack.cellLinks.size).toBe(2);
-    const [endpoints] = Object.keys(home.findResources('AWS::EC2::SecurityGroup', { Properties: { GroupDescription: 'shop-router-eu-west-1: interface endpoints to the cells' } }));
-    const ports = Object.values(home.findResources('AWS::EC2::SecurityGroupIngress', { Properties: { GroupId: { 'Fn::GetAtt': [endpoints, 'GroupId'] } } })).map((r) => r.Properties.FromPort);
+    const [endpoints] = Object.keys(
+      home.findResources('AWS::EC2::SecurityGroup', { Properties: { GroupDescription: 'shop-router-eu-west-1: interface endpoints to the cells' } }),
+    );
+    const ports = Object.values(
+      home.findResources('AWS::EC2::SecurityGroupIngress', { Properties: { GroupId: { 'Fn::GetAtt': [endpoints, 'GroupId'] } } }),
+    ).map((r) => r.Properties.FromPort);
     expect(ports.sort()).toEqual([443, 80]);
     home.resourceCountIs('AWS::Route53::HostedZone', 1);
     plain.resourceCountIs('AWS::Route53::HostedZone', 0);
@@ -81,14 +107,16 @@ describe('RouterStack and RouterGroupsStack from their own props', () => {
     expect(homeStack.moves).toBeDefined();
   });
 
-  it('builds each group\'s service from the routing it is given', () => {
+  it("builds each group's service from the routing it is given", () => {
     groups.hasResourceProperties('AWS::ECS::Service', { ServiceName: 'shop-router-eu-west-1-main', DesiredCount: 2 });
     groups.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-router-eu-west-1-main-stale-mapping', Threshold: 600 });
     groups.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'shop-router-eu-west-1-main-health' });
   });
 
   it('refuses props it cannot build, naming the field', () => {
-    expect(() => new RouterStack(cdkApp(), 'r', { ...PROPS, availabilityZones: ['euw1-az1', 'euw1-az2'] })).toThrow(/at least 3 Availability Zones; availabilityZones lists 2/);
+    expect(() => new RouterStack(cdkApp(), 'r', { ...PROPS, availabilityZones: ['euw1-az1', 'euw1-az2'] })).toThrow(
+      /at least 3 Availability Zones; availabilityZones lists 2/,
+    );
     expect(() => new RouterStack(cdkApp(), 'r', { ...PROPS, groups: [] })).toThrow(/groups is empty/);
     expect(() => new RouterGroupsStack(cdkApp(), 'g', { ...GROUPS, groups: [] })).toThrow(/groups is empty/);
   });

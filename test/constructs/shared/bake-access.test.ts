@@ -17,19 +17,20 @@ describe('CellBakeAccess', () => {
   });
 
   it('lets only the tooling account describe alarms (composite included) and do nothing else', () => {
-    const [roleId, role] = Object.entries(template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${FARGATE_CELL}-bake-watcher` } }))[0];
+    const [roleId, role] = Object.entries(
+      template.findResources('AWS::IAM::Role', { Properties: { RoleName: `orders-${FARGATE_CELL}-bake-watcher` } }),
+    )[0];
     expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
       expect.objectContaining({ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: 'arn:aws:iam::111111111111:root' } }),
     ]);
     const [policy] = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }));
     // On `*`: DescribeAlarms returns composite alarms only to a permission not scoped to alarm ARNs.
-    expect(policy.Properties.PolicyDocument.Statement).toEqual([
-      { Action: 'cloudwatch:DescribeAlarms', Effect: 'Allow', Resource: '*' },
-    ]);
+    expect(policy.Properties.PolicyDocument.Statement).toEqual([{ Action: 'cloudwatch:DescribeAlarms', Effect: 'Allow', Resource: '*' }]);
   });
 
   it('refuses a tooling account that is not a 12-digit id, naming the field', () => {
-    expect(() => new CellBakeAccess(new Stack(), 'BakeAccess', { roleName: 'r', toolingAccount: '11111' }))
-      .toThrow('CellBakeAccess: toolingAccount `11111` is not a 12-digit account id');
+    expect(() => new CellBakeAccess(new Stack(), 'BakeAccess', { roleName: 'r', toolingAccount: '11111' })).toThrow(
+      'CellBakeAccess: toolingAccount `11111` is not a 12-digit account id',
+    );
   });
 });

@@ -21,7 +21,12 @@ describe('CellKey', () => {
     expect(Object.keys(template.findResources('AWS::SQS::Queue', { Properties: { KmsMasterKeyId: ref } }))).toHaveLength(2);
     const encrypted = Object.keys(template.findResources('AWS::Logs::LogGroup', { Properties: { KmsKeyId: ref } }));
     expect(encrypted.sort()).toEqual(Object.keys(template.findResources('AWS::Logs::LogGroup')).sort());
-    expect(encrypted.map((id) => id.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(['CellComputeLogs', 'CellEntryWafLogs', 'CellMoverLogs', 'CellNetworkFlowLogs']);
+    expect(encrypted.map((id) => id.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual([
+      'CellComputeLogs',
+      'CellEntryWafLogs',
+      'CellMoverLogs',
+      'CellNetworkFlowLogs',
+    ]);
     template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: ref });
   });
 });

@@ -12,7 +12,11 @@ describe('LogBucket', () => {
     const app = cdkApp();
     stack = new Stack(app, 'Logs', { env: { account: '111111111111', region: 'eu-west-1' } });
     new LogBucket(stack, 'AccessLogs', { receives: 'test logs', whyNotKms: 'delivery takes SSE-S3 only' });
-    new LogBucket(stack, 'ServerLogs', { receives: 'server logs', whyNotKms: 'SSE-S3 only', objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED });
+    new LogBucket(stack, 'ServerLogs', {
+      receives: 'server logs',
+      whyNotKms: 'SSE-S3 only',
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+    });
     template = Template.fromStack(stack);
   });
 
@@ -40,7 +44,9 @@ describe('LogBucket', () => {
 
   it('refuses requests without TLS', () => {
     template.hasResourceProperties('AWS::S3::BucketPolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+      },
     });
   });
 

@@ -8,7 +8,11 @@ export const SETTINGS: CapacitySettings = { targetUtilisation: 0.5, spareCells: 
 export function cellsAndMapping(n: number, testedRps = 1000, maxTenants = 1000): { limits: CellLimits[]; mapping: MappingDocument } {
   const ids = Array.from({ length: n }, (_, i) => `cell-${i + 1}`);
   const limits = ids.map((cell) => ({ cell, region: 'eu-west-1', shape: 'standard', state: 'active' as const, testedRps, maxTenants, zones: 3 }));
-  const mapping = initialMapping(ids.map((id) => ({ id, endpoint: `http://${id}.internal`, state: 'active' as const })), 1024, NOW);
+  const mapping = initialMapping(
+    ids.map((id) => ({ id, endpoint: `http://${id}.internal`, state: 'active' as const })),
+    1024,
+    NOW,
+  );
   return { limits, mapping };
 }
 

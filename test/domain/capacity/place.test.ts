@@ -12,7 +12,13 @@ describe('place', () => {
   const fleet = judged(limits, mapping, tenants);
 
   it('takes the best fit under the target: the fullest cell that still has room', () => {
-    expect(place(fleet, { tenant: 'new', expectedRps: 150 })).toEqual({ kind: 'fits', cell: 'cell-2', peakRpsAfter: 450, targetRps: 500, utilisationAfter: 0.45 });
+    expect(place(fleet, { tenant: 'new', expectedRps: 150 })).toEqual({
+      kind: 'fits',
+      cell: 'cell-2',
+      peakRpsAfter: 450,
+      targetRps: 500,
+      utilisationAfter: 0.45,
+    });
     expect(place(fleet, { tenant: 'new', expectedRps: 50 })).toMatchObject({ kind: 'fits', cell: 'cell-1', peakRpsAfter: 500 });
     expect(place(fleet, { tenant: 'new', expectedRps: 300 })).toMatchObject({ kind: 'fits', cell: 'cell-3' });
   });
@@ -26,7 +32,7 @@ describe('place', () => {
     expect(place(fleet, { tenant: 'new', expectedRps: 450 })).toEqual({ kind: 'no-room', shape: 'standard', targetRps: 500 });
   });
 
-  it('says when the tenant is too big for any cell\'s target', () => {
+  it("says when the tenant is too big for any cell's target", () => {
     expect(place(fleet, { tenant: 'new', expectedRps: 501 })).toEqual({ kind: 'too-big', largestTargetRps: 500 });
   });
 

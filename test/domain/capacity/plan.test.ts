@@ -9,14 +9,21 @@ describe('planCapacity', () => {
     // cell-1: one tenant at 400 and five at 40 = 600 > 500; the others at 100.
     const [heavy, ...light] = tenantsOn(mapping, 'cell-1', 6);
     const tenants: TenantLoad[] = [
-      { tenant: heavy, rps: 400 }, ...light.map((tenant) => ({ tenant, rps: 40 })),
+      { tenant: heavy, rps: 400 },
+      ...light.map((tenant) => ({ tenant, rps: 40 })),
       ...tenantsOn(mapping, 'cell-2', 2).map((tenant) => ({ tenant, rps: 50 })),
       ...tenantsOn(mapping, 'cell-3', 1).map((tenant) => ({ tenant, rps: 300 })),
     ];
     const plan = planCapacity(judged(limits, mapping, tenants), mapping);
     // 100 over: one light tenant is not enough, two are; the heavy one alone is: the fewest tenants.
     expect(plan.moves).toHaveLength(1);
-    expect(plan.moves[0]).toMatchObject({ tenant: heavy, from: 'cell-1', to: 'cell-2', peakRps: 400, bucket: compileMapping(mapping).lookup(heavy).bucket });
+    expect(plan.moves[0]).toMatchObject({
+      tenant: heavy,
+      from: 'cell-1',
+      to: 'cell-2',
+      peakRps: 400,
+      bucket: compileMapping(mapping).lookup(heavy).bucket,
+    });
     expect(plan.unresolved).toEqual([]);
     expect(plan.cells.find((c) => c.cell === 'cell-1')).toMatchObject({ peakRpsBefore: 600, peakRpsAfter: 200, tenantsAfter: 5 });
     expect(plan.cells.find((c) => c.cell === 'cell-2')).toMatchObject({ peakRpsAfter: 500 });
@@ -26,7 +33,14 @@ describe('planCapacity', () => {
   it('prefers the smallest tenant that covers the excess alone', () => {
     const { limits, mapping } = cellsAndMapping(2);
     const [a, b, c] = tenantsOn(mapping, 'cell-1', 3);
-    const plan = planCapacity(judged(limits, mapping, [{ tenant: a, rps: 300 }, { tenant: b, rps: 150 }, { tenant: c, rps: 100 }]), mapping);
+    const plan = planCapacity(
+      judged(limits, mapping, [
+        { tenant: a, rps: 300 },
+        { tenant: b, rps: 150 },
+        { tenant: c, rps: 100 },
+      ]),
+      mapping,
+    );
     expect(plan.moves.map((m) => m.tenant)).toEqual([c]);
   });
 
@@ -35,9 +49,21 @@ describe('planCapacity', () => {
     const [pinned] = tenantsOn(mapping, 'cell-2', 1, 'p');
     const pinnedDoc = pinKey(mapping, pinned, 'cell-1', NOW);
     const [other] = tenantsOn(mapping, 'cell-1', 1);
-    const full = planCapacity(judged(limits, pinnedDoc, [{ tenant: pinned, rps: 450 }, { tenant: other, rps: 100 }]), pinnedDoc);
+    const full = planCapacity(
+      judged(limits, pinnedDoc, [
+        { tenant: pinned, rps: 450 },
+        { tenant: other, rps: 100 },
+      ]),
+      pinnedDoc,
+    );
     expect(full.moves).toEqual([{ tenant: other, bucket: expect.any(Number), from: 'cell-1', to: 'cell-2', peakRps: 100 }]);
-    const alone = planCapacity(judged(limits, pinnedDoc, [{ tenant: pinned, rps: 100 }, { tenant: other, rps: 450 }]), pinnedDoc);
+    const alone = planCapacity(
+      judged(limits, pinnedDoc, [
+        { tenant: pinned, rps: 100 },
+        { tenant: other, rps: 450 },
+      ]),
+      pinnedDoc,
+    );
     expect(alone.moves).toEqual([{ tenant: pinned, from: 'cell-1', to: 'cell-2', peakRps: 100 }]);
     expect(movePlanOf(alone).moves).toEqual([{ tenant: pinned, from: 'cell-1', to: 'cell-2' }]);
 
@@ -51,7 +77,14 @@ describe('planCapacity', () => {
     const { limits, mapping } = cellsAndMapping(2);
     const [giant, x] = tenantsOn(mapping, 'cell-1', 2);
     const [y] = tenantsOn(mapping, 'cell-2', 1);
-    const plan = planCapacity(judged(limits, mapping, [{ tenant: giant, rps: 700 }, { tenant: x, rps: 200 }, { tenant: y, rps: 480 }]), mapping);
+    const plan = planCapacity(
+      judged(limits, mapping, [
+        { tenant: giant, rps: 700 },
+        { tenant: x, rps: 200 },
+        { tenant: y, rps: 480 },
+      ]),
+      mapping,
+    );
     expect(plan.moves).toEqual([]);
     expect(plan.tooBig).toEqual([{ tenant: giant, cell: 'cell-1', peakRps: 700, targetRps: 500 }]);
     expect(plan.unresolved).toEqual([{ cell: 'cell-1', excessRps: 400 }]);
@@ -61,7 +94,17 @@ describe('planCapacity', () => {
   it('never sends a tenant to the canary cell', () => {
     const { limits, mapping } = cellsAndMapping(2);
     const [a, b] = tenantsOn(mapping, 'cell-1', 2);
-    const plan = planCapacity(judged(limits.map((l) => (l.cell === 'cell-2' ? { ...l, canary: true } : l)), mapping, [{ tenant: a, rps: 300 }, { tenant: b, rps: 300 }]), mapping);
+    const plan = planCapacity(
+      judged(
+        limits.map((l) => (l.cell === 'cell-2' ? { ...l, canary: true } : l)),
+        mapping,
+        [
+          { tenant: a, rps: 300 },
+          { tenant: b, rps: 300 },
+        ],
+      ),
+      mapping,
+    );
     expect(plan.moves).toEqual([]);
     expect(plan.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
   });
@@ -69,15 +112,27 @@ describe('planCapacity', () => {
   it('never sends a tenant to a cell hot by its database or compute CPU, though its rate has room', () => {
     const { limits, mapping } = cellsAndMapping(3);
     const [a, b] = tenantsOn(mapping, 'cell-1', 2);
-    const loads = loadsOf(mapping, [{ tenant: a, rps: 300 }, { tenant: b, rps: 300 }]);
-    const cpu = (cell: string, peak: number) => ({ cell, currentRps: 0, peakRps: 0, activeTenants: 0, topTenants: [], signals: { databaseCpu: { current: peak, peak, missingPeriods: 0 } } });
+    const loads = loadsOf(mapping, [
+      { tenant: a, rps: 300 },
+      { tenant: b, rps: 300 },
+    ]);
+    const cpu = (cell: string, peak: number) => ({
+      cell,
+      currentRps: 0,
+      peakRps: 0,
+      activeTenants: 0,
+      topTenants: [],
+      signals: { databaseCpu: { current: peak, peak, missingPeriods: 0 } },
+    });
     const plan = planCapacity(judgeFleet(limits, [...loads, cpu('cell-2', 80), cpu('cell-3', 40)], SETTINGS), mapping);
     expect(plan.moves).toEqual([expect.objectContaining({ from: 'cell-1', to: 'cell-3' })]);
   });
 
   it('never sends tenants to another region, a draining cell, or past maxTenants', () => {
     const { limits, mapping } = cellsAndMapping(4, 1000, 3);
-    const where: CellLimits[] = limits.map((l) => (l.cell === 'cell-2' ? { ...l, region: 'us-east-1' } : l.cell === 'cell-3' ? { ...l, state: 'draining' } : l));
+    const where: CellLimits[] = limits.map((l) =>
+      l.cell === 'cell-2' ? { ...l, region: 'us-east-1' } : l.cell === 'cell-3' ? { ...l, state: 'draining' } : l,
+    );
     const hot = tenantsOn(mapping, 'cell-1', 3).map((tenant) => ({ tenant, rps: 200 }));
     const fourth = tenantsOn(mapping, 'cell-4', 3).map((tenant) => ({ tenant, rps: 10 }));
     const plan = planCapacity(judged(where, mapping, [...hot, ...fourth]), mapping);
@@ -96,61 +151,70 @@ describe('planCapacity, for any fleet and load (fast-check)', () => {
   });
 
   it('never overfills a cell, never moves a tenant twice, and moves only from where a tenant is', () => {
-    fc.assert(fc.property(fleetArb, ({ cells, tenants, target, maxTenants }) => {
-      const { limits, mapping } = cellsAndMapping(cells, 1000, maxTenants);
-      const fleet = judged(limits, mapping, tenants, { ...SETTINGS, targetUtilisation: target });
-      const plan = planCapacity(fleet, mapping);
-      const compiled = compileMapping(mapping);
-      const names = plan.moves.map((m) => m.tenant);
-      expect(new Set(names).size).toBe(names.length);
-      const load = new Map(fleet.cells.map((c) => [c.cell, c.peakRps]));
-      const count = new Map(fleet.cells.map((c) => [c.cell, c.activeTenants]));
-      for (const m of plan.moves) {
-        expect(compiled.lookup(m.tenant).cell).toBe(m.from);
-        expect(m.to).not.toBe(m.from);
-        expect(m.peakRps).toBe(tenants.find((t) => t.tenant === m.tenant)!.rps);
-        load.set(m.from, load.get(m.from)! - m.peakRps);
-        load.set(m.to, load.get(m.to)! + m.peakRps);
-        count.set(m.to, count.get(m.to)! + 1);
-        count.set(m.from, count.get(m.from)! - 1);
-      }
-      for (const c of fleet.cells) {
-        const after = plan.cells.find((x) => x.cell === c.cell)!;
-        expect(after.peakRpsAfter).toBeCloseTo(load.get(c.cell)!, 6);
-        // A cell that receives a tenant stays under its target and its tenant limit.
-        if (plan.moves.some((m) => m.to === c.cell)) {
-          expect(load.get(c.cell)!).toBeLessThanOrEqual(c.targetRps + 1e-9);
-          expect(count.get(c.cell)!).toBeLessThanOrEqual(c.maxTenants);
-          expect(plan.moves.some((m) => m.from === c.cell)).toBe(false);
+    fc.assert(
+      fc.property(fleetArb, ({ cells, tenants, target, maxTenants }) => {
+        const { limits, mapping } = cellsAndMapping(cells, 1000, maxTenants);
+        const fleet = judged(limits, mapping, tenants, { ...SETTINGS, targetUtilisation: target });
+        const plan = planCapacity(fleet, mapping);
+        const compiled = compileMapping(mapping);
+        const names = plan.moves.map((m) => m.tenant);
+        expect(new Set(names).size).toBe(names.length);
+        const load = new Map(fleet.cells.map((c) => [c.cell, c.peakRps]));
+        const count = new Map(fleet.cells.map((c) => [c.cell, c.activeTenants]));
+        for (const m of plan.moves) {
+          expect(compiled.lookup(m.tenant).cell).toBe(m.from);
+          expect(m.to).not.toBe(m.from);
+          expect(m.peakRps).toBe(tenants.find((t) => t.tenant === m.tenant)!.rps);
+          load.set(m.from, load.get(m.from)! - m.peakRps);
+          load.set(m.to, load.get(m.to)! + m.peakRps);
+          count.set(m.to, count.get(m.to)! + 1);
+          count.set(m.from, count.get(m.from)! - 1);
         }
-        // A cell left above its target is reported, with cells to add.
-        const over = load.get(c.cell)! > c.targetRps;
-        expect(plan.unresolved.some((u) => u.cell === c.cell)).toBe(over);
-      }
-      if (plan.unresolved.length > 0) expect(plan.cellsToAdd.reduce((n, a) => n + a.count, 0)).toBeGreaterThan(0);
-    }), { numRuns: 300 });
+        for (const c of fleet.cells) {
+          const after = plan.cells.find((x) => x.cell === c.cell)!;
+          expect(after.peakRpsAfter).toBeCloseTo(load.get(c.cell)!, 6);
+          // A cell that receives a tenant stays under its target and its tenant limit.
+          if (plan.moves.some((m) => m.to === c.cell)) {
+            expect(load.get(c.cell)!).toBeLessThanOrEqual(c.targetRps + 1e-9);
+            expect(count.get(c.cell)!).toBeLessThanOrEqual(c.maxTenants);
+            expect(plan.moves.some((m) => m.from === c.cell)).toBe(false);
+          }
+          // A cell left above its target is reported, with cells to add.
+          const over = load.get(c.cell)! > c.targetRps;
+          expect(plan.unresolved.some((u) => u.cell === c.cell)).toBe(over);
+        }
+        if (plan.unresolved.length > 0) expect(plan.cellsToAdd.reduce((n, a) => n + a.count, 0)).toBeGreaterThan(0);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('moves no tenant when every cell is already under its target', () => {
-    fc.assert(fc.property(fleetArb, ({ cells, tenants }) => {
-      const { limits, mapping } = cellsAndMapping(cells, 1000);
-      const fleet = judged(limits, mapping, tenants, { ...SETTINGS, targetUtilisation: 0.5 });
-      fc.pre(fleet.cells.every((c) => c.peakRps <= c.targetRps));
-      expect(planCapacity(fleet, mapping).moves).toEqual([]);
-    }), { numRuns: 100 });
+    fc.assert(
+      fc.property(fleetArb, ({ cells, tenants }) => {
+        const { limits, mapping } = cellsAndMapping(cells, 1000);
+        const fleet = judged(limits, mapping, tenants, { ...SETTINGS, targetUtilisation: 0.5 });
+        fc.pre(fleet.cells.every((c) => c.peakRps <= c.targetRps));
+        expect(planCapacity(fleet, mapping).moves).toEqual([]);
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('when one tenant alone could fix a hot cell, moves exactly one', () => {
-    fc.assert(fc.property(fleetArb, ({ cells, tenants }) => {
-      fc.pre(cells >= 2);
-      const { limits, mapping } = cellsAndMapping(cells, 1000);
-      const fleet = judged(limits, mapping, tenants);
-      const hot = fleet.cells.filter((c) => c.peakRps > c.targetRps);
-      fc.pre(hot.length === 1);
-      const h = hot[0];
-      const roomiest = Math.max(...fleet.cells.filter((c) => c.cell !== h.cell).map((c) => c.targetRps - c.peakRps));
-      fc.pre(h.topTenants.some((t) => t.rps >= h.peakRps - h.targetRps && t.rps <= roomiest));
-      expect(planCapacity(fleet, mapping).moves).toHaveLength(1);
-    }), { numRuns: 200 });
+    fc.assert(
+      fc.property(fleetArb, ({ cells, tenants }) => {
+        fc.pre(cells >= 2);
+        const { limits, mapping } = cellsAndMapping(cells, 1000);
+        const fleet = judged(limits, mapping, tenants);
+        const hot = fleet.cells.filter((c) => c.peakRps > c.targetRps);
+        fc.pre(hot.length === 1);
+        const h = hot[0];
+        const roomiest = Math.max(...fleet.cells.filter((c) => c.cell !== h.cell).map((c) => c.targetRps - c.peakRps));
+        fc.pre(h.topTenants.some((t) => t.rps >= h.peakRps - h.targetRps && t.rps <= roomiest));
+        expect(planCapacity(fleet, mapping).moves).toHaveLength(1);
+      }),
+      { numRuns: 200 },
+    );
   });
 });

@@ -11,13 +11,23 @@ describe('cell zero in the fleet file', () => {
   it('resolves with its defaults and is reached like a cell', () => {
     const fleet = cellZeroFleet();
     expect(fleet.cellZero).toMatchObject({
-      id: 'zero', region: 'eu-west-1', account: CELL_ZERO_ACCOUNT, availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'],
+      id: 'zero',
+      region: 'eu-west-1',
+      account: CELL_ZERO_ACCOUNT,
+      availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'],
       loadBalancer: { protocol: 'http', listenerPort: 8080, healthCheckPath: fleet.workload.healthCheckPath },
       database: { port: 5432, name: 'orders' },
     });
     // Not one of the factory's cells: nothing stamps a cell stack, a wave or a capacity row for it.
     expect(fleet.cells.map((c) => c.id)).not.toContain('zero');
-    expect(routedCells(fleet).at(-1)).toEqual({ id: 'zero', region: 'eu-west-1', account: CELL_ZERO_ACCOUNT, port: 80, scheme: 'http', adopted: true });
+    expect(routedCells(fleet).at(-1)).toEqual({
+      id: 'zero',
+      region: 'eu-west-1',
+      account: CELL_ZERO_ACCOUNT,
+      port: 80,
+      scheme: 'http',
+      adopted: true,
+    });
     expect(cellEndpoint(fleet, 'zero')).toBe('http://zero.orders.cells.internal');
     expect(cellEndpoint(cellZeroFleet({ loadBalancer: { ...lb, protocol: 'https' } }), 'zero')).toBe('https://zero.orders.cells.internal');
     // One more router slot for it: the default doubles the routed cells.
@@ -38,22 +48,60 @@ describe('cell zero in the fleet file', () => {
   });
 
   it.each<[string, Partial<CellZeroConfig>, RegExp]>([
-    ['an NLB where the adoption NLB needs an ALB target', { loadBalancer: { ...lb, arn: lb.arn.replace('/app/', '/net/') } },
-      /^cellZero\.loadBalancer\.arn: a Network Load Balancer; the adoption NLB forwards only to an Application Load Balancer/],
-    ['a load balancer in another region', { loadBalancer: { ...lb, arn: lb.arn.replace('eu-west-1', 'us-east-1') } }, /^cellZero\.loadBalancer\.arn: the load balancer is in `us-east-1`, cell zero in `eu-west-1`/],
-    ['a load balancer in another account', { loadBalancer: { ...lb, arn: lb.arn.replace(CELL_ZERO_ACCOUNT, '666666666666') } }, /load balancer is in account 666666666666/],
-    ['something that is not a load balancer ARN', { loadBalancer: { ...lb, arn: 'orders-prod' } }, /^cellZero\.loadBalancer\.arn: `orders-prod` is not a load balancer ARN/],
-    ['a listener port out of range', { loadBalancer: { ...lb, listenerPort: 70000 } }, /^cellZero\.loadBalancer\.listenerPort: 70000 is not a TCP port/],
-    ['a secret in another region', { database: { ...db, secretArn: db.secretArn.replace('eu-west-1', 'eu-central-1') } },
-      /^cellZero\.database\.secretArn: the secret is in `eu-central-1`; the mover tasks read it in cell zero's region `eu-west-1`: replicate it there/],
-    ['a partial secret ARN', { database: { ...db, secretArn: db.secretArn.replace(/-AbCdEf$/, '') } }, /^cellZero\.database\.secretArn: `[^`]+` has no 6-character suffix; give the complete ARN/],
-    ['a secret in another account', { database: { ...db, secretArn: db.secretArn.replace(CELL_ZERO_ACCOUNT, '666666666666') } }, /the secret is in account 666666666666/],
+    [
+      'an NLB where the adoption NLB needs an ALB target',
+      { loadBalancer: { ...lb, arn: lb.arn.replace('/app/', '/net/') } },
+      /^cellZero\.loadBalancer\.arn: a Network Load Balancer; the adoption NLB forwards only to an Application Load Balancer/,
+    ],
+    [
+      'a load balancer in another region',
+      { loadBalancer: { ...lb, arn: lb.arn.replace('eu-west-1', 'us-east-1') } },
+      /^cellZero\.loadBalancer\.arn: the load balancer is in `us-east-1`, cell zero in `eu-west-1`/,
+    ],
+    [
+      'a load balancer in another account',
+      { loadBalancer: { ...lb, arn: lb.arn.replace(CELL_ZERO_ACCOUNT, '666666666666') } },
+      /load balancer is in account 666666666666/,
+    ],
+    [
+      'something that is not a load balancer ARN',
+      { loadBalancer: { ...lb, arn: 'orders-prod' } },
+      /^cellZero\.loadBalancer\.arn: `orders-prod` is not a load balancer ARN/,
+    ],
+    [
+      'a listener port out of range',
+      { loadBalancer: { ...lb, listenerPort: 70000 } },
+      /^cellZero\.loadBalancer\.listenerPort: 70000 is not a TCP port/,
+    ],
+    [
+      'a secret in another region',
+      { database: { ...db, secretArn: db.secretArn.replace('eu-west-1', 'eu-central-1') } },
+      /^cellZero\.database\.secretArn: the secret is in `eu-central-1`; the mover tasks read it in cell zero's region `eu-west-1`: replicate it there/,
+    ],
+    [
+      'a partial secret ARN',
+      { database: { ...db, secretArn: db.secretArn.replace(/-AbCdEf$/, '') } },
+      /^cellZero\.database\.secretArn: `[^`]+` has no 6-character suffix; give the complete ARN/,
+    ],
+    [
+      'a secret in another account',
+      { database: { ...db, secretArn: db.secretArn.replace(CELL_ZERO_ACCOUNT, '666666666666') } },
+      /the secret is in account 666666666666/,
+    ],
     ['an unknown region', { region: 'ap-south-1' }, /^cellZero: unknown region `ap-south-1`/],
     ['the router account', { account: '222222222222' }, /^cellZero\.account: 222222222222 is the router or tooling account/],
-    ['a cell\'s account', { account: '444444444441' }, /^cellZero\.account: 444444444441 is already a cell's account/],
-    ['a cell\'s id', { id: 'eu-1' }, /^cellZero\.id: `eu-1` is also a cell of `cells`/],
-    ['a single subnet', { vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0aaaaaaaaaaaaaaa1'] } }, /^cellZero\.vpc\.privateSubnetIds: give at least two different subnets/],
-    ['a malformed security group', { database: { ...db, clientSecurityGroupId: 'default' } }, /^cellZero\.database\.clientSecurityGroupId: `default` is not a security group id/],
+    ["a cell's account", { account: '444444444441' }, /^cellZero\.account: 444444444441 is already a cell's account/],
+    ["a cell's id", { id: 'eu-1' }, /^cellZero\.id: `eu-1` is also a cell of `cells`/],
+    [
+      'a single subnet',
+      { vpc: { id: 'vpc-0123456789abcdef0', privateSubnetIds: ['subnet-0aaaaaaaaaaaaaaa1'] } },
+      /^cellZero\.vpc\.privateSubnetIds: give at least two different subnets/,
+    ],
+    [
+      'a malformed security group',
+      { database: { ...db, clientSecurityGroupId: 'default' } },
+      /^cellZero\.database\.clientSecurityGroupId: `default` is not a security group id/,
+    ],
   ])('refuses %s with one line', (_what, overrides, message) => {
     const problems = problemsWith(overrides);
     expect(problems.filter((p) => p.startsWith('cellZero'))).toHaveLength(1);
@@ -64,7 +112,9 @@ describe('cell zero in the fleet file', () => {
     const input = { ...validInput(), cellZero: { ...cellZeroConfig(), loadBalancerArn: lb.arn } };
     expect(fleetProblems(input as never)).toEqual(['cellZero: unknown key `loadBalancerArn`; did you mean `loadBalancer`?']);
     // One cell zero: a list is refused by type.
-    expect(fleetProblems({ ...validInput(), cellZero: [cellZeroConfig(), cellZeroConfig()] } as never)).toEqual([expect.stringMatching(/^cellZero must be an object, got a list/)]);
+    expect(fleetProblems({ ...validInput(), cellZero: [cellZeroConfig(), cellZeroConfig()] } as never)).toEqual([
+      expect.stringMatching(/^cellZero must be an object, got a list/),
+    ]);
   });
 
   it('names the ALB for CloudWatch', () => {

@@ -16,7 +16,9 @@ describe('deploymentWindowProblems (CodePipeline DeploymentWindow rule: Quartz-s
 
   it('rejects an EventBridge cron(...) and names the window expression to write instead', () => {
     expect(deploymentWindowProblems('cron(0 8-16 ? * MON-THU *)')).toEqual([
-      expect.stringMatching(/is an EventBridge cron\(\.\.\.\); CodePipeline expects a DeploymentWindow expression: 6 fields and an optional year, seconds first.*write `\* \* 8-16 \? \* MON-THU \*`$/),
+      expect.stringMatching(
+        /is an EventBridge cron\(\.\.\.\); CodePipeline expects a DeploymentWindow expression: 6 fields and an optional year, seconds first.*write `\* \* 8-16 \? \* MON-THU \*`$/,
+      ),
     ]);
   });
 
@@ -45,11 +47,15 @@ describe('fleet validation of pipeline.deploymentWindow', () => {
 
   it('refuses the EventBridge form, saying what to write', () => {
     expect(withWindow('cron(0 8-16 ? * MON-THU *)')).toEqual([
-      expect.stringMatching(/^pipeline\.deploymentWindow\.cron: `cron\(0 8-16 \? \* MON-THU \*\)` is an EventBridge cron.*`\* \* 8-16 \? \* MON-THU \*`$/),
+      expect.stringMatching(
+        /^pipeline\.deploymentWindow\.cron: `cron\(0 8-16 \? \* MON-THU \*\)` is an EventBridge cron.*`\* \* 8-16 \? \* MON-THU \*`$/,
+      ),
     ]);
   });
 
   it('refuses a field-shifted expression (minutes first)', () => {
-    expect(withWindow('0 8-16 ? * MON-THU *')).toEqual(expect.arrayContaining([expect.stringMatching(/^pipeline\.deploymentWindow\.cron: .*seconds `0` must be `\*`/)]));
+    expect(withWindow('0 8-16 ? * MON-THU *')).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^pipeline\.deploymentWindow\.cron: .*seconds `0` must be `\*`/)]),
+    );
   });
 });

@@ -5,9 +5,12 @@ import { exampleFleet, validInput } from '../../support/fleet';
 describe('cell endpoints from the fleet', () => {
   const fleet = exampleFleet();
 
-  it('names each cell in the routers\' private zone, https only for a cell with a certificate', () => {
+  it("names each cell in the routers' private zone, https only for a cell with a certificate", () => {
     expect(cellEndpoint(fleet, 'eu-1')).toBe('http://eu-1.orders.cells.internal');
-    const withCert = { ...fleet, cells: fleet.cells.map((c) => (c.id === 'eu-1' ? { ...c, certificateArn: 'arn:aws:acm:eu-west-1:333333333331:certificate/x' } : c)) };
+    const withCert = {
+      ...fleet,
+      cells: fleet.cells.map((c) => (c.id === 'eu-1' ? { ...c, certificateArn: 'arn:aws:acm:eu-west-1:333333333331:certificate/x' } : c)),
+    };
     expect(cellEndpoint(withCert, 'eu-1')).toBe('https://eu-1.orders.cells.internal');
     expect(cellZoneName(fleet)).toBe('orders.cells.internal');
     expect(() => cellEndpoint(fleet, 'eu-9')).toThrow(/cell `eu-9` is not in the fleet/);

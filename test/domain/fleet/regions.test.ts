@@ -6,7 +6,9 @@ describe('availabilityZoneProblems', () => {
   });
   it('refuses AZ names, which differ between the router and cell accounts, naming the IDs to use', () => {
     expect(availabilityZoneProblems('us-east-1', ['us-east-1a', 'use1-az2'])).toEqual([
-      expect.stringMatching(/`us-east-1a` is an Availability Zone name, which maps to a different zone in each account; list AZ IDs .*: use1-az1, use1-az2/),
+      expect.stringMatching(
+        /`us-east-1a` is an Availability Zone name, which maps to a different zone in each account; list AZ IDs .*: use1-az1, use1-az2/,
+      ),
     ]);
   });
   it('names the valid zones when one is wrong', () => {
@@ -22,7 +24,9 @@ describe('availabilityZoneProblems', () => {
       const problems = availabilityZoneProblems(region, [`${region}a`, `${region}b`]);
       expect(problems).toEqual([unknownRegionProblem(region)]);
       expect(problems[0]).toContain(`region \`${region}\`: unknown region, not in the AZ-ID table (lib/domain/fleet/regions.ts`);
-      expect(problems[0]).toContain('add its row to KNOWN_REGIONS from https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html');
+      expect(problems[0]).toContain(
+        'add its row to KNOWN_REGIONS from https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html',
+      );
       expect(problems[0]).toContain(`aws ec2 describe-availability-zones --region ${region} --query 'AvailabilityZones[].ZoneId'`);
       expect(problems[0]).toContain('eu-west-1, eu-west-2');
     }

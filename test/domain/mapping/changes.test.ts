@@ -1,7 +1,22 @@
 import fc from 'fast-check';
 import {
-  addCell, adoptionMapping, bucketCounts, diffMappings, drainCell, initialMapping, lookup, MappingChangeError, MappingDocument,
-  pinKey, quarantineKey, removeCell, removePrefix, routesTo, setPrefix, unpinKey, validateMapping,
+  addCell,
+  adoptionMapping,
+  bucketCounts,
+  diffMappings,
+  drainCell,
+  initialMapping,
+  lookup,
+  MappingChangeError,
+  MappingDocument,
+  pinKey,
+  quarantineKey,
+  removeCell,
+  removePrefix,
+  routesTo,
+  setPrefix,
+  unpinKey,
+  validateMapping,
 } from '../../../lib/domain/mapping';
 import { cells, NOW, sampleMapping } from '../../support/mapping';
 
@@ -87,9 +102,13 @@ describe('a cell zero leaving the mapping', () => {
     // A drain keeps the cell's overrides.
     const pinned = drainCell(pinKey(adopted(), 'acme', 'zero', NOW), 'zero', NOW);
     expect(routesTo(pinned, 'zero')).toEqual({ buckets: 0, exact: ['acme'], prefix: [] });
-    expect(() => removeCell(pinned, 'zero', NOW)).toThrow(new MappingChangeError('cell `zero` still serves: pin acme route to it; move them to other cells first'));
+    expect(() => removeCell(pinned, 'zero', NOW)).toThrow(
+      new MappingChangeError('cell `zero` still serves: pin acme route to it; move them to other cells first'),
+    );
     expect(() => removeCell(adopted(), 'zero', NOW)).toThrow(/^cell `zero` still serves: 16384 buckets route to it/);
-    expect(() => removeCell(drainCell(setPrefix(adopted(), 'old-', 'zero', NOW), 'zero', NOW), 'zero', NOW)).toThrow(/still serves: prefix old- route to it/);
+    expect(() => removeCell(drainCell(setPrefix(adopted(), 'old-', 'zero', NOW), 'zero', NOW), 'zero', NOW)).toThrow(
+      /still serves: prefix old- route to it/,
+    );
     const removed = removeCell(drained, 'zero', NOW);
     expect(validateMapping(removed, { previousVersion: drained.version })).toEqual([]);
     expect(Object.keys(removed.cells)).toEqual(['canary', 'cell-1', 'cell-2', 'cell-3']);
@@ -131,7 +150,8 @@ describe('overrides', () => {
 });
 
 describe('random change sequences', () => {
-  type Op = { kind: 'add' } | { kind: 'drain'; pick: number } | { kind: 'pin'; key: string; pick: number } | { kind: 'prefix'; prefix: string; pick: number };
+  type Op =
+    { kind: 'add' } | { kind: 'drain'; pick: number } | { kind: 'pin'; key: string; pick: number } | { kind: 'prefix'; prefix: string; pick: number };
   const opArb: fc.Arbitrary<Op> = fc.oneof(
     fc.constant<Op>({ kind: 'add' }),
     fc.record({ kind: fc.constant('drain' as const), pick: fc.nat() }),
@@ -140,37 +160,40 @@ describe('random change sequences', () => {
   );
 
   it('keep every invariant: valid, version+1, minimal churn, balanced adds', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 6 }), fc.constantFrom(1024, 4096, 16384), fc.array(opArb, { maxLength: 12 }), (n, bucketCount, ops) => {
-      let doc: MappingDocument = initialMapping(cells(n, { canary: true }), bucketCount, NOW);
-      let added = 0;
-      for (const op of ops) {
-        const active = Object.keys(doc.cells).filter((id) => doc.cells[id].state === 'active');
-        const holders = [...bucketCounts(doc).keys()];
-        let next: MappingDocument;
-        if (op.kind === 'add') {
-          next = addCell(doc, { id: `new-${++added}`, endpoint: `http://127.0.0.1:${9500 + added}` }, NOW);
-          const diff = diffMappings(doc, next);
-          expect(diff.moves.every((m) => m.to === `new-${added}`)).toBe(true);
-          const got = bucketCounts(next).get(`new-${added}`)!;
-          expect(got).toBe(Math.floor(bucketCount / (holders.length + 1)));
-        } else if (op.kind === 'drain') {
-          if (holders.length < 2) continue;
-          const victim = holders[op.pick % holders.length];
-          next = drainCell(doc, victim, NOW);
-          const diff = diffMappings(doc, next);
-          expect(diff.moves.every((m) => m.from === victim)).toBe(true);
-          expect(bucketCounts(next).has(victim)).toBe(false);
-        } else if (op.kind === 'pin') {
-          next = pinKey(doc, op.key, active[op.pick % active.length], NOW);
-          expect(diffMappings(doc, next).bucketsMoved).toBe(0);
-        } else {
-          next = setPrefix(doc, op.prefix, active[op.pick % active.length], NOW);
-          expect(diffMappings(doc, next).bucketsMoved).toBe(0);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.constantFrom(1024, 4096, 16384), fc.array(opArb, { maxLength: 12 }), (n, bucketCount, ops) => {
+        let doc: MappingDocument = initialMapping(cells(n, { canary: true }), bucketCount, NOW);
+        let added = 0;
+        for (const op of ops) {
+          const active = Object.keys(doc.cells).filter((id) => doc.cells[id].state === 'active');
+          const holders = [...bucketCounts(doc).keys()];
+          let next: MappingDocument;
+          if (op.kind === 'add') {
+            next = addCell(doc, { id: `new-${++added}`, endpoint: `http://127.0.0.1:${9500 + added}` }, NOW);
+            const diff = diffMappings(doc, next);
+            expect(diff.moves.every((m) => m.to === `new-${added}`)).toBe(true);
+            const got = bucketCounts(next).get(`new-${added}`)!;
+            expect(got).toBe(Math.floor(bucketCount / (holders.length + 1)));
+          } else if (op.kind === 'drain') {
+            if (holders.length < 2) continue;
+            const victim = holders[op.pick % holders.length];
+            next = drainCell(doc, victim, NOW);
+            const diff = diffMappings(doc, next);
+            expect(diff.moves.every((m) => m.from === victim)).toBe(true);
+            expect(bucketCounts(next).has(victim)).toBe(false);
+          } else if (op.kind === 'pin') {
+            next = pinKey(doc, op.key, active[op.pick % active.length], NOW);
+            expect(diffMappings(doc, next).bucketsMoved).toBe(0);
+          } else {
+            next = setPrefix(doc, op.prefix, active[op.pick % active.length], NOW);
+            expect(diffMappings(doc, next).bucketsMoved).toBe(0);
+          }
+          expect(validateMapping(next, { previousVersion: doc.version })).toEqual([]);
+          expect(next.version).toBe(doc.version + 1);
+          doc = next;
         }
-        expect(validateMapping(next, { previousVersion: doc.version })).toEqual([]);
-        expect(next.version).toBe(doc.version + 1);
-        doc = next;
-      }
-    }), { numRuns: 150 });
+      }),
+      { numRuns: 150 },
+    );
   });
 });

@@ -18,8 +18,14 @@ describe('keyHash', () => {
 
   it('matches SHA-256 on random ASCII and non-ASCII strings', () => {
     const hash = createKeyHasher();
-    fc.assert(fc.property(fc.string({ maxLength: 300 }), (key) => hash(key) === reference(key)), { numRuns: 2000 });
-    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), (key) => keyHash(key) === reference(key)), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), (key) => hash(key) === reference(key)),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), (key) => keyHash(key) === reference(key)),
+      { numRuns: 500 },
+    );
   });
 
   it('is the DESIGN.md bucket: first 4 bytes big-endian mod bucketCount', () => {
@@ -39,11 +45,14 @@ describe('the batch hasher (SIMD, four keys at a time)', () => {
 
   it('matches SHA-256 on random batches, non-ASCII keys and batches over one kernel call included', () => {
     const hashMany = createBatchHasher();
-    fc.assert(fc.property(fc.array(fc.oneof(fc.string({ maxLength: 60 }), fc.string({ unit: 'grapheme', maxLength: 20 })), { maxLength: 2500 }), (keys) => {
-      const out = new Uint32Array(keys.length);
-      hashMany(keys, out);
-      return keys.every((key, i) => out[i] === reference(key));
-    }), { numRuns: 40 });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string({ maxLength: 60 }), fc.string({ unit: 'grapheme', maxLength: 20 })), { maxLength: 2500 }), (keys) => {
+        const out = new Uint32Array(keys.length);
+        hashMany(keys, out);
+        return keys.every((key, i) => out[i] === reference(key));
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it('runs the committed kernel, which is its source compiled (npm run build:wasm)', async () => {

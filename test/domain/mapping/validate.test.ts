@@ -15,38 +15,210 @@ describe('validateMapping', () => {
 
   it('accepts the DESIGN.md example', () => {
     const doc = {
-      schemaVersion: 1, version: 12, createdAt: '2026-11-29T16:00:00Z', hash: 'sha256-u32be', bucketCount: 16384,
-      cells: { 'cell-1': { endpoint: 'https://cell-1.internal.example', state: 'active' }, 'cell-2': { endpoint: 'https://cell-2.internal.example', state: 'active' }, 'cell-0': { endpoint: 'https://cell-0.internal.example', state: 'active' } },
-      buckets: [{ from: 0, to: 8191, cell: 'cell-1' }, { from: 8192, to: 16383, cell: 'cell-2' }],
+      schemaVersion: 1,
+      version: 12,
+      createdAt: '2026-11-29T16:00:00Z',
+      hash: 'sha256-u32be',
+      bucketCount: 16384,
+      cells: {
+        'cell-1': { endpoint: 'https://cell-1.internal.example', state: 'active' },
+        'cell-2': { endpoint: 'https://cell-2.internal.example', state: 'active' },
+        'cell-0': { endpoint: 'https://cell-0.internal.example', state: 'active' },
+      },
+      buckets: [
+        { from: 0, to: 8191, cell: 'cell-1' },
+        { from: 8192, to: 16383, cell: 'cell-2' },
+      ],
       overrides: { exact: { 'tenant-42': 'cell-2' }, prefix: { 'internal-': 'cell-0' } },
     };
     expect(validateMapping(doc)).toEqual([]);
   });
 
   const cases: [string, (doc: Mutable) => void, string, RegExp][] = [
-    ['gap', (d) => { (d.buckets as { to: number }[])[0].to -= 1; }, '$.buckets[1]', /gap: buckets 4095 … 4095 belong to no cell/],
-    ['gap at the end', (d) => { (d.buckets as { to: number }[])[3].to -= 10; }, '$.buckets', /gap: buckets 16374 … 16383/],
-    ['overlap', (d) => { (d.buckets as { from: number }[])[1].from -= 1; }, '$.buckets[1]', /overlap or unsorted/],
-    ['unsorted', (d) => { (d.buckets as unknown[]).reverse(); }, '$.buckets[0]', /gap/],
-    ['out of bounds', (d) => { (d.buckets as { to: number }[])[3].to = 20000; }, '$.buckets[3]', /out of bounds 0 … 16383/],
-    ['non-integer', (d) => { (d.buckets as { to: unknown }[])[0].to = 4095.5; }, '$.buckets[0]', /must be integers/],
-    ['from after to', (d) => { (d.buckets as { from: number; to: number }[])[0].from = 5000; }, '$.buckets[0]', /greater than to/],
-    ['unknown cell', (d) => { (d.buckets as { cell: string }[])[0].cell = 'ghost'; }, '$.buckets[0].cell', /unknown cell "ghost"/],
-    ['draining cell with buckets', (d) => { (d.cells as Record<string, { state: string }>)['cell-1'].state = 'draining'; }, '$.buckets[0].cell', /cell-1 is draining; only active cells take buckets/],
-    ['override to unknown cell', (d) => { (d.overrides as { exact: Record<string, string> }).exact['tenant-1'] = 'ghost'; }, '$.overrides.exact["tenant-1"]', /unknown cell/],
-    ['bad key in overrides', (d) => { (d.overrides as { exact: Record<string, string> }).exact['bad key'] = 'cell-1'; }, '$.overrides.exact["bad key"]', /key must match/],
-    ['bad prefix', (d) => { (d.overrides as { prefix: Record<string, string> }).prefix['-x'] = 'cell-1'; }, '$.overrides.prefix["-x"]', /prefix must match/],
-    ['wrong schemaVersion', (d) => { d.schemaVersion = 2; }, '$.schemaVersion', /must be 1, got 2/],
-    ['wrong hash', (d) => { d.hash = 'md5'; }, '$.hash', /must be "sha256-u32be"/],
-    ['bucketCount not a power of two', (d) => { d.bucketCount = 10000; }, '$.bucketCount', /power of two/],
-    ['bucketCount too small', (d) => { d.bucketCount = 512; }, '$.bucketCount', /between 1024 and 1048576/],
-    ['bucketCount too large', (d) => { d.bucketCount = 2 ** 21; }, '$.bucketCount', /between 1024 and 1048576/],
-    ['version zero', (d) => { d.version = 0; }, '$.version', /positive integer/],
-    ['version fractional', (d) => { d.version = 1.5; }, '$.version', /positive integer/],
-    ['bad endpoint', (d) => { (d.cells as Record<string, { endpoint: string }>)['cell-1'].endpoint = 'ftp://x'; }, '$.cells.cell-1.endpoint', /http\(s\) URL/],
-    ['bad state', (d) => { (d.cells as Record<string, { state: string }>)['cell-1'].state = 'gone'; }, '$.cells.cell-1.state', /active, draining or quarantine/],
-    ['unknown field', (d) => { (d as Record<string, unknown>).extra = 1; }, '$.extra', /unknown field/],
-    ['bad createdAt', (d) => { d.createdAt = 'yesterday'; }, '$.createdAt', /ISO 8601/],
+    [
+      'gap',
+      (d) => {
+        (d.buckets as { to: number }[])[0].to -= 1;
+      },
+      '$.buckets[1]',
+      /gap: buckets 4095 … 4095 belong to no cell/,
+    ],
+    [
+      'gap at the end',
+      (d) => {
+        (d.buckets as { to: number }[])[3].to -= 10;
+      },
+      '$.buckets',
+      /gap: buckets 16374 … 16383/,
+    ],
+    [
+      'overlap',
+      (d) => {
+        (d.buckets as { from: number }[])[1].from -= 1;
+      },
+      '$.buckets[1]',
+      /overlap or unsorted/,
+    ],
+    [
+      'unsorted',
+      (d) => {
+        (d.buckets as unknown[]).reverse();
+      },
+      '$.buckets[0]',
+      /gap/,
+    ],
+    [
+      'out of bounds',
+      (d) => {
+        (d.buckets as { to: number }[])[3].to = 20000;
+      },
+      '$.buckets[3]',
+      /out of bounds 0 … 16383/,
+    ],
+    [
+      'non-integer',
+      (d) => {
+        (d.buckets as { to: unknown }[])[0].to = 4095.5;
+      },
+      '$.buckets[0]',
+      /must be integers/,
+    ],
+    [
+      'from after to',
+      (d) => {
+        (d.buckets as { from: number; to: number }[])[0].from = 5000;
+      },
+      '$.buckets[0]',
+      /greater than to/,
+    ],
+    [
+      'unknown cell',
+      (d) => {
+        (d.buckets as { cell: string }[])[0].cell = 'ghost';
+      },
+      '$.buckets[0].cell',
+      /unknown cell "ghost"/,
+    ],
+    [
+      'draining cell with buckets',
+      (d) => {
+        (d.cells as Record<string, { state: string }>)['cell-1'].state = 'draining';
+      },
+      '$.buckets[0].cell',
+      /cell-1 is draining; only active cells take buckets/,
+    ],
+    [
+      'override to unknown cell',
+      (d) => {
+        (d.overrides as { exact: Record<string, string> }).exact['tenant-1'] = 'ghost';
+      },
+      '$.overrides.exact["tenant-1"]',
+      /unknown cell/,
+    ],
+    [
+      'bad key in overrides',
+      (d) => {
+        (d.overrides as { exact: Record<string, string> }).exact['bad key'] = 'cell-1';
+      },
+      '$.overrides.exact["bad key"]',
+      /key must match/,
+    ],
+    [
+      'bad prefix',
+      (d) => {
+        (d.overrides as { prefix: Record<string, string> }).prefix['-x'] = 'cell-1';
+      },
+      '$.overrides.prefix["-x"]',
+      /prefix must match/,
+    ],
+    [
+      'wrong schemaVersion',
+      (d) => {
+        d.schemaVersion = 2;
+      },
+      '$.schemaVersion',
+      /must be 1, got 2/,
+    ],
+    [
+      'wrong hash',
+      (d) => {
+        d.hash = 'md5';
+      },
+      '$.hash',
+      /must be "sha256-u32be"/,
+    ],
+    [
+      'bucketCount not a power of two',
+      (d) => {
+        d.bucketCount = 10000;
+      },
+      '$.bucketCount',
+      /power of two/,
+    ],
+    [
+      'bucketCount too small',
+      (d) => {
+        d.bucketCount = 512;
+      },
+      '$.bucketCount',
+      /between 1024 and 1048576/,
+    ],
+    [
+      'bucketCount too large',
+      (d) => {
+        d.bucketCount = 2 ** 21;
+      },
+      '$.bucketCount',
+      /between 1024 and 1048576/,
+    ],
+    [
+      'version zero',
+      (d) => {
+        d.version = 0;
+      },
+      '$.version',
+      /positive integer/,
+    ],
+    [
+      'version fractional',
+      (d) => {
+        d.version = 1.5;
+      },
+      '$.version',
+      /positive integer/,
+    ],
+    [
+      'bad endpoint',
+      (d) => {
+        (d.cells as Record<string, { endpoint: string }>)['cell-1'].endpoint = 'ftp://x';
+      },
+      '$.cells.cell-1.endpoint',
+      /http\(s\) URL/,
+    ],
+    [
+      'bad state',
+      (d) => {
+        (d.cells as Record<string, { state: string }>)['cell-1'].state = 'gone';
+      },
+      '$.cells.cell-1.state',
+      /active, draining or quarantine/,
+    ],
+    [
+      'unknown field',
+      (d) => {
+        (d as Record<string, unknown>).extra = 1;
+      },
+      '$.extra',
+      /unknown field/,
+    ],
+    [
+      'bad createdAt',
+      (d) => {
+        d.createdAt = 'yesterday';
+      },
+      '$.createdAt',
+      /ISO 8601/,
+    ],
   ];
 
   it.each(cases)('reports %s with its JSON path', (_name, edit, path, message) => {
@@ -62,16 +234,19 @@ describe('validateMapping', () => {
 });
 
 describe('documents valid in form but wrong for the routers', () => {
-  it('refuses a bucket count other than the fleet\'s', () => {
+  it("refuses a bucket count other than the fleet's", () => {
     const doc = sampleMapping();
     expect(validateMapping(doc, { bucketCount: 16384 })).toEqual([]);
-    expect(validateMapping({ ...doc, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: 'cell-1' }] }, { bucketCount: 16384 }))
-      .toEqual([{ path: '$.bucketCount', message: expect.stringMatching(/^65536, but the fleet's routers hash keys into 16384 buckets/) }]);
+    expect(validateMapping({ ...doc, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: 'cell-1' }] }, { bucketCount: 16384 })).toEqual([
+      { path: '$.bucketCount', message: expect.stringMatching(/^65536, but the fleet's routers hash keys into 16384 buckets/) },
+    ]);
   });
 
   it('refuses a version a next version or a rollback could not follow', () => {
     for (const version of [1e308, 2 ** 53, 2 ** 52 + 1]) {
-      expect(validateMapping({ ...sampleMapping(), version })).toEqual([{ path: '$.version', message: expect.stringContaining(`is over ${2 ** 52} (2^52)`) }]);
+      expect(validateMapping({ ...sampleMapping(), version })).toEqual([
+        { path: '$.version', message: expect.stringContaining(`is over ${2 ** 52} (2^52)`) },
+      ]);
     }
     expect(validateMapping({ ...sampleMapping(), version: 2 ** 52 })).toEqual([]);
   });
@@ -92,13 +267,17 @@ describe('documents valid in form but wrong for the routers', () => {
     const limits = { maxEntries: doc.buckets.length + 10, maxBytes: 4096 };
     const exact = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`pin-${i}`, doc.buckets[0].cell]));
     expect(validateMapping({ ...doc, overrides: { exact: exact(9), prefix: {} } }, { limits })).toEqual([]);
-    expect(validateMapping({ ...doc, overrides: { exact: exact(11), prefix: {} } }, { limits }))
-      .toEqual([{ path: '$', message: expect.stringMatching(/^15 overrides, frozen keys and bucket ranges; a router task holds at most 14/) }]);
+    expect(validateMapping({ ...doc, overrides: { exact: exact(11), prefix: {} } }, { limits })).toEqual([
+      { path: '$', message: expect.stringMatching(/^15 overrides, frozen keys and bucket ranges; a router task holds at most 14/) },
+    ]);
     const large = parseMapping(JSON.stringify({ ...doc, overrides: { exact: exact(200), prefix: {} } }), { limits: { ...limits, maxEntries: 1000 } });
-    expect(large).toEqual({ ok: false, problems: [{ path: '$', message: expect.stringMatching(/^the document is [\d.]+ MiB; a router task holds at most/) }] });
+    expect(large).toEqual({
+      ok: false,
+      problems: [{ path: '$', message: expect.stringMatching(/^the document is [\d.]+ MiB; a router task holds at most/) }],
+    });
   });
 
-  it('derives the limits from the router task\'s memory', () => {
+  it("derives the limits from the router task's memory", () => {
     expect(documentLimits(MAPPING_MEMORY_MIB)).toEqual(DOCUMENT_LIMITS);
     expect(DOCUMENT_LIMITS.maxEntries).toBeGreaterThanOrEqual(100_000); // bench:mapping's 100,000 pins fit
     expect(documentLimits(MAPPING_MEMORY_MIB * 2).maxEntries).toBeGreaterThan(DOCUMENT_LIMITS.maxEntries * 1.9);

@@ -15,19 +15,42 @@ function fleetNames(fleet: Fleet): { readonly kind: Kind; readonly name: string 
   add('stack', names.pipelineStackName(app));
   add('codebuild', names.stageProjectName(app, 'bake-wave-10-2'));
   add('role', names.publisherRoleName(app), names.moveOperatorRoleName(app));
-  add('parameter', names.mappingBucketParameter(app), names.routerClusterParameter(app), names.moveBucketParameter(app),
-    names.routerParameters.taskSubnetIds(app), names.routerParameters.taskSecurityGroupId(app));
+  add(
+    'parameter',
+    names.mappingBucketParameter(app),
+    names.routerClusterParameter(app),
+    names.moveBucketParameter(app),
+    names.routerParameters.taskSubnetIds(app),
+    names.routerParameters.taskSecurityGroupId(app),
+  );
   add('bucket prefix', names.moveBucketNamePrefix(app, fleet.accounts.router));
   for (const cell of fleet.cells) {
     add('stack', names.cellStackName(app, cell.id));
-    add('role', names.cellEndpointReaderRoleName(app, cell.id), names.bakeWatcherRoleName(app, cell.id), names.cellDeletionProtectorRoleName(app, cell.id),
-      names.moverTaskRoleName(app, cell.id), names.moverLauncherRoleName(app, cell.id), names.cellMetricsReaderRoleName(app, cell.id));
+    add(
+      'role',
+      names.cellEndpointReaderRoleName(app, cell.id),
+      names.bakeWatcherRoleName(app, cell.id),
+      names.cellDeletionProtectorRoleName(app, cell.id),
+      names.moverTaskRoleName(app, cell.id),
+      names.moverLauncherRoleName(app, cell.id),
+      names.cellMetricsReaderRoleName(app, cell.id),
+    );
     add('parameter', names.cellEndpointServiceParameter(app, cell.id), names.moverParameter(app, cell.id), names.cellSignalsParameter(app, cell.id));
     add('alarm', names.cellHealthAlarmName(app, cell.id));
   }
   for (const region of regions) {
-    add('stack', names.routerStackName(app, region), names.routerGroupsStackName(app, region, 'canary'), names.routerGroupsStackName(app, region, 'rest'));
-    add('role', names.routerBakeWatcherRoleName(app, region), names.routerDeletionProtectorRoleName(app, region), names.routerCustomResourceRoleName(app, region));
+    add(
+      'stack',
+      names.routerStackName(app, region),
+      names.routerGroupsStackName(app, region, 'canary'),
+      names.routerGroupsStackName(app, region, 'rest'),
+    );
+    add(
+      'role',
+      names.routerBakeWatcherRoleName(app, region),
+      names.routerDeletionProtectorRoleName(app, region),
+      names.routerCustomResourceRoleName(app, region),
+    );
     add('topic', names.routerAlarmTopicName(app, region));
     for (const group of groups) {
       add('role', names.routerTaskRoleName(app, region, group));
@@ -41,15 +64,30 @@ function fleetNames(fleet: Fleet): { readonly kind: Kind; readonly name: string 
 
 /** AWS's limit on each kind of name (IAM, CloudFormation, SSM, S3 with the 13 characters the stack-id suffix adds, CodeBuild, CloudWatch, SNS, ECS). */
 const MAX_LENGTH: Record<Kind, number> = {
-  role: LIMITS.roleName.value, stack: 128, parameter: 1011, 'bucket prefix': 63 - 13, codebuild: 255, alarm: 255, topic: 256, service: 255,
+  role: LIMITS.roleName.value,
+  stack: 128,
+  parameter: 1011,
+  'bucket prefix': 63 - 13,
+  codebuild: 255,
+  alarm: 255,
+  topic: 256,
+  service: 255,
 };
 const PATTERN: Record<Kind, RegExp> = {
-  role: /^[\w+=,.@-]+$/, stack: /^[A-Za-z][A-Za-z0-9-]*$/, parameter: /^(\/[a-zA-Z0-9_.-]+)+$/, 'bucket prefix': /^[a-z0-9][a-z0-9-]*$/,
-  codebuild: /^[A-Za-z0-9][A-Za-z0-9_-]*$/, alarm: /^[^\s]+$/, topic: /^[A-Za-z0-9_-]+$/, service: /^[A-Za-z0-9_-]+$/,
+  role: /^[\w+=,.@-]+$/,
+  stack: /^[A-Za-z][A-Za-z0-9-]*$/,
+  parameter: /^(\/[a-zA-Z0-9_.-]+)+$/,
+  'bucket prefix': /^[a-z0-9][a-z0-9-]*$/,
+  codebuild: /^[A-Za-z0-9][A-Za-z0-9_-]*$/,
+  alarm: /^[^\s]+$/,
+  topic: /^[A-Za-z0-9_-]+$/,
+  service: /^[A-Za-z0-9_-]+$/,
 };
 
 function overLimit(fleet: Fleet): string[] {
-  return fleetNames(fleet).flatMap(({ kind, name }) => (name.length > MAX_LENGTH[kind] || !PATTERN[kind].test(name) ? [`${kind} ${name} (${name.length})`] : []));
+  return fleetNames(fleet).flatMap(({ kind, name }) =>
+    name.length > MAX_LENGTH[kind] || !PATTERN[kind].test(name) ? [`${kind} ${name} (${name.length})`] : [],
+  );
 }
 
 const LONG_APP = 'a2345678901234567890z';
@@ -96,7 +134,7 @@ describe('cross-component names', () => {
     expect(overLimit(fleet)).toEqual([]);
   });
 
-  it('shortens a router task role that would pass IAM\'s limit, keeping regions and groups apart', () => {
+  it("shortens a router task role that would pass IAM's limit, keeping regions and groups apart", () => {
     const a = names.routerTaskRoleName(LONG_APP, LONGEST_REGION, LONGEST_GROUP);
     const b = names.routerTaskRoleName(LONG_APP, LONGEST_REGION, `${LONGEST_GROUP.slice(1)}h`);
     expect(a).toMatch(new RegExp(`^${LONG_APP}-router-task-[0-9a-f]{16}$`));
@@ -104,9 +142,11 @@ describe('cross-component names', () => {
     expect(names.routerTaskRoleName('orders', 'eu-west-1', 'main')).toBe('orders-router-eu-west-1-main-task');
   });
 
-  it('keeps the router roles under the prefix the cells\' endpoint reader roles trust', () => {
+  it("keeps the router roles under the prefix the cells' endpoint reader roles trust", () => {
     const roles = [
-      names.routerCustomResourceRoleName(LONG_APP, LONGEST_REGION), names.routerTaskRoleName(LONG_APP, 'eu-west-1', 'main'), names.routerTaskRoleName(LONG_APP, LONGEST_REGION, LONGEST_GROUP),
+      names.routerCustomResourceRoleName(LONG_APP, LONGEST_REGION),
+      names.routerTaskRoleName(LONG_APP, 'eu-west-1', 'main'),
+      names.routerTaskRoleName(LONG_APP, LONGEST_REGION, LONGEST_GROUP),
     ];
     for (const role of roles) expect(role.startsWith(names.routerRolePrefix(LONG_APP))).toBe(true);
   });

@@ -38,7 +38,7 @@ describe('planWaves', () => {
     expect(plan.minimumRolloutSeconds).toBe(9000 + 3600 + 3 * 1800);
   });
 
-  it('takes the routers of the canary cell\'s region first', () => {
+  it("takes the routers of the canary cell's region first", () => {
     const base = fleetOf(10, {});
     const canaryInUs = { ...base, cells: base.cells.map((c) => ({ ...c, canary: c.id === base.cells.find((x) => x.region === 'us-east-1')!.id })) };
     expect(planWaves(canaryInUs).routerWaves.map((w) => w.region)).toEqual(['us-east-1', 'us-east-1', 'eu-west-1', 'eu-west-1']);
@@ -58,50 +58,55 @@ describe('planWaves', () => {
 
   it('fails clearly when the fleet needs more stages than a pipeline holds', () => {
     expect(() => planWaves(fleetOf(200, { maxCellsPerWave: 2, growthFactor: 1.01 }))).toThrow(WavePlanError);
-    expect(() => planWaves(fleetOf(200, { maxCellsPerWave: 2, growthFactor: 1.01 }))).toThrow(/needs \d+ pipeline stages .* but a pipeline holds 50; raise waves.maxCellsPerWave/);
+    expect(() => planWaves(fleetOf(200, { maxCellsPerWave: 2, growthFactor: 1.01 }))).toThrow(
+      /needs \d+ pipeline stages .* but a pipeline holds 50; raise waves.maxCellsPerWave/,
+    );
   });
 
   it('keeps every invariant on random fleets and policies', () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 2, max: 300 }),
-      fc.integer({ min: 0, max: 5 }),
-      fc.double({ min: 1.1, max: 4, noNaN: true }),
-      fc.integer({ min: 1, max: 100 }),
-      fc.integer({ min: 1, max: 2 }),
-      (count, singleCellWaves, growthFactor, maxCellsPerWave, regions) => {
-        const fleet = fleetOf(count, { singleCellWaves, growthFactor, maxCellsPerWave }, regions);
-        let plan;
-        try {
-          plan = planWaves(fleet);
-        } catch (error) {
-          expect(error).toBeInstanceOf(WavePlanError);
-          return;
-        }
-        const ids = plan.waves.flatMap((w) => w.cells);
-        // Every cell exactly once; canary first.
-        expect([...ids].sort()).toEqual(fleet.cells.map((c) => c.id).sort());
-        expect(plan.waves[0].kind).toBe('canary');
-        expect(plan.waves[0].cells).toEqual(fleet.cells.filter((c) => c.canary).map((c) => c.id));
-        const cap = Math.min(maxCellsPerWave, MAX_CELLS_PER_STAGE);
-        const groups = plan.waves.filter((w) => w.kind === 'group');
-        for (const [i, g] of groups.entries()) {
-          // The cap holds; sizes never shrink, except the last wave, which takes what is left.
-          expect(g.cells.length).toBeLessThanOrEqual(cap);
-          if (i > 0 && i < groups.length - 1) expect(g.cells.length).toBeGreaterThanOrEqual(groups[i - 1].cells.length);
-        }
-        // Kinds in order: canary, singles, groups.
-        const kinds = plan.waves.map((w) => w.kind).join(',');
-        expect(kinds).toMatch(/^canary(,single)*(,group)*$/);
-        // A region's first cell goes alone before any group touches the region.
-        for (const g of groups) {
-          for (const region of g.regions) {
-            const earlier = plan.waves.filter((w) => w.index < g.index && w.cells.length === 1 && w.regions[0] === region);
-            expect([g.name, region, earlier.length > 0]).toEqual([g.name, region, true]);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 300 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.double({ min: 1.1, max: 4, noNaN: true }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.integer({ min: 1, max: 2 }),
+        (count, singleCellWaves, growthFactor, maxCellsPerWave, regions) => {
+          const fleet = fleetOf(count, { singleCellWaves, growthFactor, maxCellsPerWave }, regions);
+          let plan;
+          try {
+            plan = planWaves(fleet);
+          } catch (error) {
+            expect(error).toBeInstanceOf(WavePlanError);
+            return;
           }
-        }
-        // Deterministic.
-        expect(planWaves(fleet)).toEqual(plan);
-      },
-    ), { numRuns: 150 });
+          const ids = plan.waves.flatMap((w) => w.cells);
+          // Every cell exactly once; canary first.
+          expect([...ids].sort()).toEqual(fleet.cells.map((c) => c.id).sort());
+          expect(plan.waves[0].kind).toBe('canary');
+          expect(plan.waves[0].cells).toEqual(fleet.cells.filter((c) => c.canary).map((c) => c.id));
+          const cap = Math.min(maxCellsPerWave, MAX_CELLS_PER_STAGE);
+          const groups = plan.waves.filter((w) => w.kind === 'group');
+          for (const [i, g] of groups.entries()) {
+            // The cap holds; sizes never shrink, except the last wave, which takes what is left.
+            expect(g.cells.length).toBeLessThanOrEqual(cap);
+            if (i > 0 && i < groups.length - 1) expect(g.cells.length).toBeGreaterThanOrEqual(groups[i - 1].cells.length);
+          }
+          // Kinds in order: canary, singles, groups.
+          const kinds = plan.waves.map((w) => w.kind).join(',');
+          expect(kinds).toMatch(/^canary(,single)*(,group)*$/);
+          // A region's first cell goes alone before any group touches the region.
+          for (const g of groups) {
+            for (const region of g.regions) {
+              const earlier = plan.waves.filter((w) => w.index < g.index && w.cells.length === 1 && w.regions[0] === region);
+              expect([g.name, region, earlier.length > 0]).toEqual([g.name, region, true]);
+            }
+          }
+          // Deterministic.
+          expect(planWaves(fleet)).toEqual(plan);
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });

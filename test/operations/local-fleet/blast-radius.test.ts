@@ -4,14 +4,28 @@ import * as os from 'os';
 import * as path from 'path';
 import { pidRunning } from '../../../lib/domain/files';
 import {
-  injectFault, LocalFleet, markdownTable, renderSvg, request, ScenarioResult, startFloodProcess, startLocalFleet, steadyLoad, summarize, tenantsPerCell,
+  injectFault,
+  LocalFleet,
+  markdownTable,
+  renderSvg,
+  request,
+  ScenarioResult,
+  startFloodProcess,
+  startLocalFleet,
+  steadyLoad,
+  summarize,
+  tenantsPerCell,
 } from '../../../lib/operations/local-fleet';
 import { childPids, makeTempDir } from '../../../lib/operations/local-fleet/postgres';
 import { initialMapping, lookup, MappingDocument, parseMapping } from '../../../lib/domain/mapping';
 import { until } from '../../support/cells';
 
 describe('measurement', () => {
-  const doc = initialMapping(['a', 'b', 'c', 'd'].map((id) => ({ id, state: 'active' as const, canary: false, endpoint: `http://${id}` })), 16384, { now: '2026-01-01T00:00:00Z' });
+  const doc = initialMapping(
+    ['a', 'b', 'c', 'd'].map((id) => ({ id, state: 'active' as const, canary: false, endpoint: `http://${id}` })),
+    16384,
+    { now: '2026-01-01T00:00:00Z' },
+  );
 
   test('tenantsPerCell gives every cell the same number of tenants, each routed there by bucket', () => {
     const byCell = tenantsPerCell(doc, 7);
@@ -22,7 +36,7 @@ describe('measurement', () => {
     }
   });
 
-  test('summarize: shares over the tenants the window reached, the others\' errors and p99 apart', () => {
+  test("summarize: shares over the tenants the window reached, the others' errors and p99 apart", () => {
     const samples = [
       { tenant: 'a1', ok: false, status: 503, ms: 1 },
       { tenant: 'a1', ok: true, status: 200, ms: 50 },
@@ -31,7 +45,16 @@ describe('measurement', () => {
     ];
     // a2 was never reached: three tenants seen, one of them in the faulty cell.
     const r = summarize('workload-killed', 2, 'a', 0.5, new Set(['a1', 'a2']), samples, 1);
-    expect(r).toMatchObject({ tenants: 3, expectedShare: 1 / 3, affectedShare: 1 / 3, othersWithErrors: 0, othersErrorRate: 0, othersP99Ms: 20, cellP99Ms: 50, requests: 4 });
+    expect(r).toMatchObject({
+      tenants: 3,
+      expectedShare: 1 / 3,
+      affectedShare: 1 / 3,
+      othersWithErrors: 0,
+      othersErrorRate: 0,
+      othersP99Ms: 20,
+      cellP99Ms: 50,
+      requests: 4,
+    });
     const worse = summarize('tenant-flood', 2, 'a', 0.5, new Set(['a1', 'a2']), [...samples, { tenant: 'b2', ok: false, status: 0, ms: 5000 }], 1);
     expect(worse).toMatchObject({ affectedShare: 2 / 3, othersWithErrors: 1, othersErrorRate: 1 / 3 });
   });
@@ -51,7 +74,7 @@ describe('one fault on a real local fleet', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a killed workload affects exactly its cell\'s tenants; the others see no error', async () => {
+  test("a killed workload affects exactly its cell's tenants; the others see no error", async () => {
     const parsed = parseMapping(fs.readFileSync(fleet.mappingFile, 'utf8'));
     if (!parsed.ok) throw new Error('bad mapping');
     const byCell = tenantsPerCell(parsed.document, 6);
@@ -81,7 +104,11 @@ describe('one fault on a real local fleet', () => {
   test('the flood runs in its own process at the priority asked, reaches its cell, and reports what it sent when stopped', async () => {
     const tenant = tenantOf('cell-2');
     // The previous test restarted cell-2's workload: the router's health check must see it up again.
-    await until('the router to serve cell-2 again', async () => (await request(fleet.routerUrl, 'x-tenant-id', tenant, 'GET', '/v1/items?limit=1')).status === 200, 60_000);
+    await until(
+      'the router to serve cell-2 again',
+      async () => (await request(fleet.routerUrl, 'x-tenant-id', tenant, 'GET', '/v1/items?limit=1')).status === 200,
+      60_000,
+    );
     const flood = await startFloodProcess({ routerUrl: fleet.routerUrl, header: 'x-tenant-id', tenant, clients: 8, nice: 19, timeoutMs: 60_000 });
     expect(flood.pid).not.toBe(process.pid);
     expect(os.getPriority(flood.pid)).toBe(19);
@@ -94,7 +121,7 @@ describe('one fault on a real local fleet', () => {
     await until('the flood process to exit', async () => !pidRunning(flood.pid), 60_000);
   });
 
-  test('setPriority lowers a cell\'s workload and database processes, and keeps it after each restarts', async () => {
+  test("setPriority lowers a cell's workload and database processes, and keeps it after each restarts", async () => {
     const cell = fleet.cell('cell-2');
     const other = fleet.cell('cell-1');
     const treeNice = (pid: number | undefined) => {
@@ -124,11 +151,27 @@ describe('one fault on a real local fleet', () => {
 });
 
 describe('the chart', () => {
-  const results: ScenarioResult[] = [4, 8].flatMap((cells) => (['none', 'workload-killed', 'database-stopped', 'database-slow', 'poison-request', 'tenant-flood'] as const).map((fault) => ({
-    fault, cells, cell: 'cell-2', keyspaceShare: 1 / cells, tenants: cells * 10, expectedShare: 1 / cells, affectedShare: fault === 'none' || fault === 'database-slow' ? 0 : 1 / cells,
-    othersWithErrors: 0, othersErrorRate: 0, othersP99Ms: 40, cellP99Ms: 60, requests: 1000, seconds: 8,
-  })));
-  const baseline = new Map([[4, 38], [8, 41]]);
+  const results: ScenarioResult[] = [4, 8].flatMap((cells) =>
+    (['none', 'workload-killed', 'database-stopped', 'database-slow', 'poison-request', 'tenant-flood'] as const).map((fault) => ({
+      fault,
+      cells,
+      cell: 'cell-2',
+      keyspaceShare: 1 / cells,
+      tenants: cells * 10,
+      expectedShare: 1 / cells,
+      affectedShare: fault === 'none' || fault === 'database-slow' ? 0 : 1 / cells,
+      othersWithErrors: 0,
+      othersErrorRate: 0,
+      othersP99Ms: 40,
+      cellP99Ms: 60,
+      requests: 1000,
+      seconds: 8,
+    })),
+  );
+  const baseline = new Map([
+    [4, 38],
+    [8, 41],
+  ]);
 
   test('the table has a row per fleet size and fault', () => {
     const table = markdownTable(results, baseline).split('\n');
@@ -143,11 +186,30 @@ describe('the chart', () => {
       const svg = path.join(dir, 'chart.svg');
       const blank = path.join(dir, 'blank.svg');
       fs.writeFileSync(svg, renderSvg(results, baseline));
-      fs.writeFileSync(blank, '<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="470"><rect width="1000" height="470" fill="white"/></svg>');
+      fs.writeFileSync(
+        blank,
+        '<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="470"><rect width="1000" height="470" fill="white"/></svg>',
+      );
       const shot = (file: string, png: string) => {
         const profile = fs.mkdtempSync(path.join(dir, 'profile-'));
-        const r = spawnSync('chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-          '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`, '--window-size=1000,470', `--screenshot=${png}`, `file://${file}`], { encoding: 'utf8', timeout: 60_000 });
+        const r = spawnSync(
+          'chromium',
+          [
+            '--headless',
+            '--no-sandbox',
+            '--disable-gpu',
+            '--disable-quic',
+            '--no-first-run',
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+            `--user-data-dir=${profile}`,
+            '--window-size=1000,470',
+            `--screenshot=${png}`,
+            `file://${file}`,
+          ],
+          { encoding: 'utf8', timeout: 60_000 },
+        );
         if (!fs.existsSync(png)) throw new Error(`chromium wrote no screenshot: ${r.stderr}`);
         return fs.statSync(png).size;
       };

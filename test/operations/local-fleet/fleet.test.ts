@@ -29,7 +29,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('fleet.json describes the router, the mapping and each cell\'s workload and database', () => {
+test("fleet.json describes the router, the mapping and each cell's workload and database", () => {
   const file = readFleetFile(fleet.stateDir)!;
   expect(file).toMatchObject({ schemaVersion: 1, pid: process.pid, routerUrl: fleet.routerUrl, mappingFile: fleet.mappingFile, bucketCount: 16384 });
   expect(file.cells.map((c) => c.id)).toEqual(['cell-1', 'cell-2', 'cell-3']);
@@ -42,7 +42,7 @@ test('fleet.json describes the router, the mapping and each cell\'s workload and
   expect(Object.values(mapping().cells).map((c) => c.endpoint)).toEqual(file.cells.map((c) => c.workloadUrl));
 });
 
-test('every tenant is served by the cell the mapping names, and its data lands in that cell\'s database only', async () => {
+test("every tenant is served by the cell the mapping names, and its data lands in that cell's database only", async () => {
   const doc = mapping();
   const seen = new Set<string>();
   for (const tenant of tenants.slice(0, 12)) {
@@ -60,13 +60,17 @@ test('every tenant is served by the cell the mapping names, and its data lands i
   expect(seen.size).toBeGreaterThan(1);
 });
 
-test('cellctl mapping against the fleet\'s mapping file takes effect (the agent re-reads it, as in AWS)', async () => {
+test("cellctl mapping against the fleet's mapping file takes effect (the agent re-reads it, as in AWS)", async () => {
   const doc = mapping();
   const tenant = 'pinned-tenant';
   const target = fleet.cells.map((c) => c.id).find((id) => id !== lookup(doc, tenant).cell)!;
   const io = { out: () => undefined, err: () => undefined };
   expect(await runCli(['mapping', 'pin', tenant, target, '--mapping', fleet.mappingFile, '--routing-only'], io)).toBe(0);
-  await until('the router to serve the pinned tenant from its new cell', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).headers.get('x-cell') === target, 60_000);
+  await until(
+    'the router to serve the pinned tenant from its new cell',
+    async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).headers.get('x-cell') === target,
+    60_000,
+  );
 });
 
 test('a killed cell affects only its own tenants, and serves again once restarted', async () => {
@@ -91,7 +95,11 @@ test('a poison request crashes the workload, which is restarted like a replaced 
   const pid = cell.workloadPid;
   const r = await api(fleet.routerUrl, 'GET', '/v1/items', tenant, undefined, { 'x-fault': 'crash' });
   expect([0, 502, 503]).toContain(r.status);
-  await until('the workload to be restarted', async () => cell.workloadPid !== undefined && cell.workloadPid !== pid && (await api(cell.workloadUrl, 'GET', '/healthz')).status === 200, 60_000);
+  await until(
+    'the workload to be restarted',
+    async () => cell.workloadPid !== undefined && cell.workloadPid !== pid && (await api(cell.workloadUrl, 'GET', '/healthz')).status === 200,
+    60_000,
+  );
   await until('the router to route to it again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).status === 200, 60_000);
   expect(cell.restarts).toBeGreaterThanOrEqual(1);
 });
@@ -100,10 +108,14 @@ test('stop leaves nothing running; a second start reuses the state (data, ports,
   const before = readFleetFile(fleet.stateDir)!;
   const pids = before.cells.flatMap((c) => [c.workloadPid, c.database.pid]);
   let created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
-  await until('the survivor item to be written', async () => {
-    if (created.status !== 201) created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
-    return created.status === 201;
-  }, 60_000);
+  await until(
+    'the survivor item to be written',
+    async () => {
+      if (created.status !== 201) created = await api(fleet.routerUrl, 'POST', '/v1/items', 'survivor', { keep: true });
+      return created.status === 201;
+    },
+    60_000,
+  );
   await fleet.stop();
   for (const pid of pids) expect(pidRunning(pid)).toBe(false);
   expect((await api(fleet.routerUrl, 'GET', '/v1/items', 'survivor')).status).toBe(0);

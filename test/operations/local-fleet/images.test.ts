@@ -19,7 +19,10 @@ import { testClient } from '../../support/postgres';
  */
 const missing = missingContainerTools('local');
 const describeImages = missing ? describe.skip : describe;
-if (missing) test('the image tests can run here', () => { throw new Error(`image tests: ${missing}`); });
+if (missing)
+  test('the image tests can run here', () => {
+    throw new Error(`image tests: ${missing}`);
+  });
 
 describeImages('the local fleet from its images', () => {
   let dir: string;
@@ -73,7 +76,9 @@ describeImages('the local fleet from its images', () => {
   it('stops every container it started', async () => {
     await fleet.stop();
     expect(await runningFleetContainers(fleet.stateDir)).toEqual([]);
-    expect((await podman(['ps', '--all', '--filter', `label=cell-factory.fleet=${path.resolve(fleet.stateDir)}`, '--format', '{{.Names}}'])).stdout.trim()).toBe('');
+    expect(
+      (await podman(['ps', '--all', '--filter', `label=cell-factory.fleet=${path.resolve(fleet.stateDir)}`, '--format', '{{.Names}}'])).stdout.trim(),
+    ).toBe('');
   });
 });
 
@@ -82,19 +87,30 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
   const cellctl = path.join(ROOT, 'bin', 'cellctl.js');
   let dir: string;
 
-  beforeAll(() => { dir = makeTempDir('cells-fleet-images-cli-'); });
+  beforeAll(() => {
+    dir = makeTempDir('cells-fleet-images-cli-');
+  });
 
   afterAll(() => {
-    for (const state of ['state', 'killed']) spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', path.join(dir, state)], { cwd: ROOT });
+    for (const state of ['state', 'killed'])
+      spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', path.join(dir, state)], { cwd: ROOT });
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   /** `cellctl fleet local --images` of one cell in `stateDir`; its output so far (stdout and stderr). */
   const startImageFleet = (stateDir: string) => {
-    const child = spawn(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [cellctl, 'fleet', 'local', '--images', '--base-images', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     return { child, output: () => out };
   };
 
@@ -120,10 +136,18 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
     const { child, output } = startImageFleet(stateDir);
     await until('the fleet to start', async () => /^workloads /m.test(output()), 600_000);
     child.kill('SIGKILL');
-    await until('the workload container to stop', async () => (await runningFleetContainers(stateDir)).every((n) => /-router-(haproxy|agent)$/.test(n)), 60_000);
+    await until(
+      'the workload container to stop',
+      async () => (await runningFleetContainers(stateDir)).every((n) => /-router-(haproxy|agent)$/.test(n)),
+      60_000,
+    );
     expect((await runningFleetContainers(stateDir)).length).toBe(2);
     const stop = spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'stop', '--state-dir', stateDir], { cwd: ROOT, encoding: 'utf8' });
-    expect([stop.status, stop.stdout, stop.stderr]).toEqual([0, 'fleet stopped\n', expect.stringMatching(/^removed 2 containers left running: .*-router-haproxy, .*-router-agent\n$/)]);
+    expect([stop.status, stop.stdout, stop.stderr]).toEqual([
+      0,
+      'fleet stopped\n',
+      expect.stringMatching(/^removed 2 containers left running: .*-router-haproxy, .*-router-agent\n$/),
+    ]);
     expect(await runningFleetContainers(stateDir)).toEqual([]);
   }, 900_000);
 
@@ -136,8 +160,17 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
     const bin = makeTempDir('cells-no-podman-');
     try {
       fs.symlinkSync('/bin/sh', path.join(bin, 'sh'));
-      const none = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--state-dir', path.join(dir, 'no-tools')], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: bin } });
-      expect([none.status, none.stderr.trim().split('\n')]).toEqual([1, ['error: --images: buildah, podman, runc not installed; apt-get install -y buildah podman runc (Debian/Ubuntu; add debootstrap for --base-images local)']]);
+      const none = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--state-dir', path.join(dir, 'no-tools')], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, PATH: bin },
+      });
+      expect([none.status, none.stderr.trim().split('\n')]).toEqual([
+        1,
+        [
+          'error: --images: buildah, podman, runc not installed; apt-get install -y buildah podman runc (Debian/Ubuntu; add debootstrap for --base-images local)',
+        ],
+      ]);
     } finally {
       fs.rmSync(bin, { recursive: true, force: true });
     }

@@ -18,7 +18,9 @@ describe('a local fleet on a busy port', () => {
   it('is refused with one line, and nothing is started', async () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'busy-port-'));
     await expect(startLocalFleet({ port, stateDir, cells: 1 })).rejects.toThrow(
-      new RegExp(`^port ${port} is already in use on 127\\.0\\.0\\.1 \\(another \`cellctl fleet local\` or router\\?\\); stop what listens there or pick another --port$`),
+      new RegExp(
+        `^port ${port} is already in use on 127\\.0\\.0\\.1 \\(another \`cellctl fleet local\` or router\\?\\); stop what listens there or pick another --port$`,
+      ),
     );
     expect(fs.readdirSync(stateDir)).toEqual([]);
     fs.rmSync(stateDir, { recursive: true, force: true });

@@ -8,7 +8,14 @@ import { api } from '../../support/workload';
 async function cellctl(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  const code = await runCli(argv, {
+    out: (s) => {
+      out += s;
+    },
+    err: (s) => {
+      err += s;
+    },
+  });
   return { code, out, err };
 }
 

@@ -27,7 +27,7 @@ const FRESH_MS = 5000;
  * The waits look every 100 ms for real and judge their own deadlines on the same clock; the tests
  * wait on what the waits saw (`looks`), never on a fixed sleep, and never check how long one took.
  */
-describe('S3RoutingControl with the routers\' served reports', () => {
+describe("S3RoutingControl with the routers' served reports", () => {
   let s3: LocalS3;
   let client: S3Client;
   const buckets = REGIONS.map((region) => ({ region, bucket: `mappings-${region}` }));
@@ -44,7 +44,8 @@ describe('S3RoutingControl with the routers\' served reports', () => {
   /** The tasks that keep running, with the version each serves. */
   const live: { tasks: S3ServedReporter[]; version: () => number }[] = [];
   /** One reporter per (region, group, task), as each router task's agent has; heartbeat 1 s, on the test's clock. */
-  const task = (region: string, group: string, id: string) => new S3ServedReporter(client, `mappings-${region}`, group, id, { heartbeatMs: 1000, now: () => now });
+  const task = (region: string, group: string, id: string) =>
+    new S3ServedReporter(client, `mappings-${region}`, group, id, { heartbeatMs: 1000, now: () => now });
   /** Tasks that keep running: each ticks every 100 ms as an agent does, writing when its version changes or its heartbeat is due. */
   const running = (tasks: S3ServedReporter[], version: () => number) => {
     live.push({ tasks, version });
@@ -60,10 +61,24 @@ describe('S3RoutingControl with the routers\' served reports', () => {
   /** What every wait's probe saw, in order. */
   const looks: Readonly<Record<string, GroupServing>>[] = [];
   const routing = (o: { silentLimitMs?: number; timeoutMs?: number; progress?: (l: string) => void } = {}) => {
-    const probe = servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS });
+    const probe = servedReportProbe(
+      buckets.map((b) => ({ ...b, s3: client })),
+      GROUPS,
+      { freshnessMs: FRESH_MS },
+    );
     return new S3RoutingControl({
-      stores, groups: GROUPS, clock, pollMs: 100, timeoutMs: 60_000, signal: interrupt.signal, ...o,
-      probe: async () => { const seen = await probe(); looks.push(seen); return seen; },
+      stores,
+      groups: GROUPS,
+      clock,
+      pollMs: 100,
+      timeoutMs: 60_000,
+      signal: interrupt.signal,
+      ...o,
+      probe: async () => {
+        const seen = await probe();
+        looks.push(seen);
+        return seen;
+      },
     });
   };
   /**
@@ -72,19 +87,29 @@ describe('S3RoutingControl with the routers\' served reports', () => {
    */
   const settle = async <T>(what: string, promise: Promise<T>): Promise<T> => {
     let done = false;
-    const tracked = promise.finally(() => { done = true; });
+    const tracked = promise.finally(() => {
+      done = true;
+    });
     tracked.catch(() => undefined);
     await until(what, async () => done, 30_000);
     return tracked;
   };
-  const all = (make: (region: string, group: string) => S3ServedReporter | undefined) => REGIONS.flatMap((r) => GROUPS.map((g) => make(r, g))).filter((t): t is S3ServedReporter => !!t);
+  const all = (make: (region: string, group: string) => S3ServedReporter | undefined) =>
+    REGIONS.flatMap((r) => GROUPS.map((g) => make(r, g))).filter((t): t is S3ServedReporter => !!t);
 
   beforeAll(async () => {
     s3 = await startLocalS3('unused', { now: () => now });
     client = localS3Client(s3, 1);
     for (const { bucket } of buckets) await client.send(new CreateBucketCommand({ Bucket: bucket }));
     stores = buckets.map(({ bucket }) => new MappingStore(client, bucket));
-    v1 = initialMapping([{ id: 'cell-a', endpoint: 'https://a.example', state: 'active' }, { id: 'cell-b', endpoint: 'https://b.example', state: 'active' }], 16384, { now: NOW });
+    v1 = initialMapping(
+      [
+        { id: 'cell-a', endpoint: 'https://a.example', state: 'active' },
+        { id: 'cell-b', endpoint: 'https://b.example', state: 'active' },
+      ],
+      16384,
+      { now: NOW },
+    );
     await publishMapping(stores, v1, { groups: GROUPS, bakeSeconds: 0 });
   });
   afterEach(() => {
@@ -100,7 +125,10 @@ describe('S3RoutingControl with the routers\' served reports', () => {
 
   it('refuses to freeze on a first deploy, before any router has reported: nothing is published', async () => {
     const control = routing();
-    const refused = await settle('the refusal', control.publish(freezeSubject(v1, ACME, NOW), 1)).then(() => undefined, (e: Error) => e);
+    const refused = await settle('the refusal', control.publish(freezeSubject(v1, ACME, NOW), 1)).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(refused).toBeInstanceOf(MoveError);
     expect(refused!.message).toMatch(/^not freezing: .*\n {2}eu-west-1\/blue: no router task has ever reported .*deploy the router groups/);
     expect(refused!.message).toMatch(/us-east-1\/green: no router task has ever reported/);
@@ -114,12 +142,29 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     const frozen = freezeSubject(v1, ACME, NOW);
     await settle('the freeze', control.publish(frozen, 1));
     let outcome: string | undefined;
-    const waiting = control.waitApplied(2).then(() => { outcome = 'applied'; }, (e: Error) => { outcome = e.message; });
+    const waiting = control.waitApplied(2).then(
+      () => {
+        outcome = 'applied';
+      },
+      (e: Error) => {
+        outcome = e.message;
+      },
+    );
     // All but one task apply the freeze: the wait goes on, whatever the probe sees meanwhile.
     await Promise.all(tasks.slice(0, -1).map((t) => t.update(2)));
-    const probe = servedReportProbe(buckets.map((b) => ({ ...b, s3: client })), GROUPS, { freshnessMs: FRESH_MS });
+    const probe = servedReportProbe(
+      buckets.map((b) => ({ ...b, s3: client })),
+      GROUPS,
+      { freshnessMs: FRESH_MS },
+    );
     const seen = await probe();
-    expect(seen['us-east-1/green']).toEqual({ state: 'serving', tasks: expect.arrayContaining([{ taskId: 'green-1', version: 2 }, { taskId: 'green-2', version: 1 }]) });
+    expect(seen['us-east-1/green']).toEqual({
+      state: 'serving',
+      tasks: expect.arrayContaining([
+        { taskId: 'green-1', version: 2 },
+        { taskId: 'green-2', version: 1 },
+      ]),
+    });
     expect(outcome).toBeUndefined();
     // The last one, in the second region.
     await tasks.at(-1)!.update(2);
@@ -145,7 +190,9 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     await task('eu-west-1', 'blue', 'blue-9').update(3);
     looks.length = 0;
     let returned = false;
-    const waiting = control.waitApplied(next.version).then(() => { returned = true; });
+    const waiting = control.waitApplied(next.version).then(() => {
+      returned = true;
+    });
     const blue9 = (seen: Readonly<Record<string, GroupServing>>) => {
       const blue = seen['eu-west-1/blue'];
       return blue.state === 'serving' ? blue.tasks.find((t) => t.taskId === 'blue-9') : undefined;
@@ -173,17 +220,28 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     // While its stopped report is fresh, the group still counts it (its HAProxy finishes what it holds).
     looks.length = 0;
     let returned = false;
-    const waiting = routing({ progress: (l) => progress.push(l) }).waitApplied(10).then(() => { returned = true; });
-    await until('a look that counts the stopping task', async () => looks.some((seen) => {
-      const green = seen['us-east-1/green'];
-      return green.state === 'serving' && green.tasks.some((t) => t.taskId === 'green-1' && t.version === 4);
-    }), 30_000);
+    const waiting = routing({ progress: (l) => progress.push(l) })
+      .waitApplied(10)
+      .then(() => {
+        returned = true;
+      });
+    await until(
+      'a look that counts the stopping task',
+      async () =>
+        looks.some((seen) => {
+          const green = seen['us-east-1/green'];
+          return green.state === 'serving' && green.tasks.some((t) => t.taskId === 'green-1' && t.version === 4);
+        }),
+      30_000,
+    );
     expect(returned).toBe(false);
     // Once it is older than the freshness window the group has no running task.
     await advance(FRESH_MS + 1000);
     await settle('the wait to return', waiting);
     // (A busy stand-in may also have made a look fail and be retried: 'trying again'.)
-    expect(progress.filter((l) => !l.endsWith('; trying again'))).toEqual([expect.stringMatching(/^us-east-1\/green: no running task \(the last one stopped at .*\): counted as applied$/)]);
+    expect(progress.filter((l) => !l.endsWith('; trying again'))).toEqual([
+      expect.stringMatching(/^us-east-1\/green: no running task \(the last one stopped at .*\): counted as applied$/),
+    ]);
   });
 
   it('stops with the silent group named once no task of it has reported for the silence limit', async () => {
@@ -193,7 +251,10 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     await task('eu-west-1', 'blue', 'blue-1').update(10);
     const control = routing({ silentLimitMs: 1000 });
     looks.length = 0;
-    const failing = control.waitApplied(11).then(() => undefined, (e: Error) => e);
+    const failing = control.waitApplied(11).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     // Its last report goes stale: the group is silent from the next look on...
     await advance(FRESH_MS + 1000);
     await until('a look that finds eu-west-1/blue silent', async () => looks.some((seen) => seen['eu-west-1/blue'].state === 'silent'), 30_000);
@@ -201,10 +262,14 @@ describe('S3RoutingControl with the routers\' served reports', () => {
     await advance(1000);
     const failed = await settle('the wait to stop', failing);
     expect(failed).toBeInstanceOf(MoveError);
-    expect(failed!.message).toMatch(/^routers did not report serving mapping v11 \(nothing is known about eu-west-1\/blue for 1 s\):\n {2}eu-west-1\/blue: no task has reported for \d+ s \(the last report: task blue-1, v10\); is the group's service running.*\n(.|\n)*cellctl move resume/);
+    expect(failed!.message).toMatch(
+      /^routers did not report serving mapping v11 \(nothing is known about eu-west-1\/blue for 1 s\):\n {2}eu-west-1\/blue: no task has reported for \d+ s \(the last report: task blue-1, v10\); is the group's service running.*\n(.|\n)*cellctl move resume/,
+    );
     // A freeze is not even published while a group is silent.
     const doc = await control.read();
-    await expect(settle('the refusal', control.publish(freezeSubject(doc, { kind: 'tenant', tenant: 'initech' }, NOW), doc.version))).rejects.toThrow(/^not freezing: (.|\n)*eu-west-1\/blue: no task has reported/);
+    await expect(settle('the refusal', control.publish(freezeSubject(doc, { kind: 'tenant', tenant: 'initech' }, NOW), doc.version))).rejects.toThrow(
+      /^not freezing: (.|\n)*eu-west-1\/blue: no task has reported/,
+    );
     expect((await control.read()).version).toBe(doc.version);
   });
 

@@ -11,15 +11,44 @@ import { LocalS3, localS3Client, startLocalS3 } from '../../support/s3';
 
 describe('the mover task entrypoint (lib/operations/moves/aws-task.ts)', () => {
   let s3: LocalS3;
-  beforeAll(async () => { s3 = await startLocalS3('moves-task-test'); });
-  afterAll(async () => { await s3.stop(); });
+  beforeAll(async () => {
+    s3 = await startLocalS3('moves-task-test');
+  });
+  afterAll(async () => {
+    await s3.stop();
+  });
 
-  const env = (id: string) => ({ CELL_ID: 'eu-1', DB_HOST: 'db', DB_NAME: 'cell', DB_USER: 'u', DB_PASSWORD: 'p', MOVE_BUCKET: s3.bucket, MOVE_BUCKET_REGION: 'us-east-1', MOVE_REQUEST_KEY: `tasks/333333333331/${id}/request.json`, MOVE_RESULT_KEY: `tasks/333333333331/${id}/result.json` });
-  const put = (key: string, body: unknown) => localS3Client(s3).send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: JSON.stringify(body) }));
-  const result = async (id: string) => JSON.parse(await (await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: `tasks/333333333331/${id}/result.json` }))).Body!.transformToString());
+  const env = (id: string) => ({
+    CELL_ID: 'eu-1',
+    DB_HOST: 'db',
+    DB_NAME: 'cell',
+    DB_USER: 'u',
+    DB_PASSWORD: 'p',
+    MOVE_BUCKET: s3.bucket,
+    MOVE_BUCKET_REGION: 'us-east-1',
+    MOVE_REQUEST_KEY: `tasks/333333333331/${id}/request.json`,
+    MOVE_RESULT_KEY: `tasks/333333333331/${id}/result.json`,
+  });
+  const put = (key: string, body: unknown) =>
+    localS3Client(s3).send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: JSON.stringify(body) }));
+  const result = async (id: string) =>
+    JSON.parse(
+      await (
+        await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: `tasks/333333333331/${id}/result.json` }))
+      ).Body!.transformToString(),
+    );
   const opened: string[] = [];
-  const fakeCell = (version: number) => (cell: string) => { opened.push(cell); return { cell, schemaVersion: async () => version, close: async () => undefined } as unknown as CellData; };
-  const deps = (version = 7) => ({ s3: () => localS3Client(s3), secret: async () => '{}', clock: { now: () => new Date(), sleep: async () => undefined }, openCell: fakeCell(version), log: () => undefined });
+  const fakeCell = (version: number) => (cell: string) => {
+    opened.push(cell);
+    return { cell, schemaVersion: async () => version, close: async () => undefined } as unknown as CellData;
+  };
+  const deps = (version = 7) => ({
+    s3: () => localS3Client(s3),
+    secret: async () => '{}',
+    clock: { now: () => new Date(), sleep: async () => undefined },
+    openCell: fakeCell(version),
+    log: () => undefined,
+  });
 
   it('runs the request for its own cell and writes the answer', async () => {
     await put('tasks/333333333331/r1/request.json', { op: 'schemaVersion', args: {}, cell: 'eu-1', bucketCount: 1024, batchRows: 10 });
@@ -45,12 +74,14 @@ describe('the mover task entrypoint (lib/operations/moves/aws-task.ts)', () => {
     expect(lines).toEqual(['mover: MOVE_BUCKET is not set']);
   });
 
-  it('keeps hand-off data in the move\'s lane and refuses keys that could leave it', async () => {
+  it("keeps hand-off data in the move's lane and refuses keys that could leave it", async () => {
     const lane = { sourceAccount: '333333333331', targetAccount: '333333333334' };
     const store = new S3HandoffStore(localS3Client(s3), s3.bucket, lane);
     await store.put('m-1/clone/items/rows-0.json', '[1]');
     expect(await store.get('m-1/clone/items/rows-0.json')).toBe('[1]');
-    const raw = await localS3Client(s3).send(new GetObjectCommand({ Bucket: s3.bucket, Key: 'handoff/m-1/from=333333333331/to=333333333334/clone/items/rows-0.json' }));
+    const raw = await localS3Client(s3).send(
+      new GetObjectCommand({ Bucket: s3.bucket, Key: 'handoff/m-1/from=333333333331/to=333333333334/clone/items/rows-0.json' }),
+    );
     expect(await raw.Body!.transformToString()).toBe('[1]');
     await expect(store.put('m-1/clone/to=333333333331/rows-0.json', 'x')).rejects.toThrow(/not valid/);
     await expect(store.put('m-1/../m-2/x.json', 'x')).rejects.toThrow(/not valid/);

@@ -24,25 +24,42 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function twoCells(bucketCount = 1024): Promise<{ a: PostgresCellData; b: PostgresCellData; dbA: CellDatabase; dbB: CellDatabase; close: () => Promise<void> }> {
+async function twoCells(
+  bucketCount = 1024,
+): Promise<{ a: PostgresCellData; b: PostgresCellData; dbA: CellDatabase; dbB: CellDatabase; close: () => Promise<void> }> {
   n += 1;
   const dbA = await pg.createDatabase(`a${n}`);
   const dbB = await pg.createDatabase(`b${n}`);
   const options = { bucketCount, batchRows: 7, clock: systemClock };
   const a = new PostgresCellData('cell-a', dbA, options);
   const b = new PostgresCellData('cell-b', dbB, options);
-  return { a, b, dbA, dbB, close: async () => { await a.close(); await b.close(); } };
+  return {
+    a,
+    b,
+    dbA,
+    dbB,
+    close: async () => {
+      await a.close();
+      await b.close();
+    },
+  };
 }
 
 const itemsOf = async (db: CellDatabase, tenant: string) =>
-  (await sql<{ id: string; name: string }>(db, 'select id::text, data->>\'name\' as name from items where tenant_id = $1 order by id', [tenant])).map((r) => `${r.id}:${r.name}`);
+  (await sql<{ id: string; name: string }>(db, "select id::text, data->>'name' as name from items where tenant_id = $1 order by id", [tenant])).map(
+    (r) => `${r.id}:${r.name}`,
+  );
 
 describe('bucket in SQL (contract 2)', () => {
   test('equals the DESIGN.md bucket for ASCII keys of every length, at several bucket counts', async () => {
     const keys = Array.from({ length: 300 }, (_, i) => `tenant-${'x'.repeat(i % 70)}${i}`);
     keys.push('a', 'internal-canary', 'A.b:c@d-e_f');
     for (const count of [1024, 16384, 1 << 20]) {
-      const rows = await sql<{ k: string; b: string }>(pg.database('postgres'), `select k, ${bucketSql('k', count)}::text as b from unnest($1::text[]) k`, [keys]);
+      const rows = await sql<{ k: string; b: string }>(
+        pg.database('postgres'),
+        `select k, ${bucketSql('k', count)}::text as b from unnest($1::text[]) k`,
+        [keys],
+      );
       expect(rows.map((r) => Number(r.b))).toEqual(keys.map((k) => bucketOf(k, count)));
     }
   });
@@ -53,8 +70,14 @@ describe('PostgresCellData', () => {
     const { a, b, dbA, dbB, close } = await twoCells();
     try {
       const tenant: MoveSubject = { kind: 'tenant', tenant: 'acme' };
-      await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'item-' || g, 'n', g) from generate_series(1, 50) g`);
-      await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('name', 'o-' || g) from generate_series(1, 20) g`);
+      await sql(
+        dbA,
+        `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'item-' || g, 'n', g) from generate_series(1, 50) g`,
+      );
+      await sql(
+        dbA,
+        `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', jsonb_build_object('name', 'o-' || g) from generate_series(1, 20) g`,
+      );
       await sql(dbA, `insert into notes (id, tenant_id, text) select g, 'acme', 'note ' || g from generate_series(1, 10) g`);
       const clone = await a.exportDelta(tenant, '0', handoff, 't1/clone');
       expect(clone.tables.items.rows).toBe(50);
@@ -64,7 +87,10 @@ describe('PostgresCellData', () => {
       expect(await b.checksums(tenant)).toEqual(await a.checksums(tenant));
 
       // While the move runs: updates, deletes, inserts.
-      await sql(dbA, `update items set data = jsonb_set(data, '{name}', to_jsonb((data->>'name') || '-v2')) where tenant_id = 'acme' and (data->>'n')::int <= 5`);
+      await sql(
+        dbA,
+        `update items set data = jsonb_set(data, '{name}', to_jsonb((data->>'name') || '-v2')) where tenant_id = 'acme' and (data->>'n')::int <= 5`,
+      );
       await sql(dbA, `delete from items where tenant_id = 'acme' and (data->>'n')::int between 40 and 50`);
       await sql(dbA, `delete from notes where id = 3`);
       await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'late'::text))`);
@@ -93,7 +119,11 @@ describe('PostgresCellData', () => {
     const { a, b, dbA, dbB, close } = await twoCells(1024);
     try {
       const tenants = Array.from({ length: 400 }, (_, i) => `t${i}`);
-      await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, jsonb_build_object('name', 'x') from unnest($1::text[]) t`, [tenants]);
+      await sql(
+        dbA,
+        `insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, jsonb_build_object('name', 'x') from unnest($1::text[]) t`,
+        [tenants],
+      );
       const bucket = bucketOf('t7', 1024);
       const subject: MoveSubject = { kind: 'buckets', ranges: [{ from: bucket, to: bucket + 9 }] };
       const expected = tenants.filter((t) => bucketOf(t, 1024) >= bucket && bucketOf(t, 1024) <= bucket + 9).sort();
@@ -114,7 +144,9 @@ describe('PostgresCellData', () => {
     try {
       // The writer takes row_version N and stays open; a later writer commits N+1 first.
       await writer.query('begin');
-      await writer.query(`insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'slow', jsonb_build_object('name', 'first'::text))`);
+      await writer.query(
+        `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'slow', jsonb_build_object('name', 'first'::text))`,
+      );
       await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'slow', jsonb_build_object('name', 'second'::text))`);
       const exporting = a.exportDelta(subject, '0', handoff, 't3/clone');
       await new Promise((r) => setTimeout(r, 200));
@@ -133,15 +165,22 @@ describe('PostgresCellData', () => {
     const { a, dbA, close } = await twoCells();
     // nextval runs in the BEFORE trigger; the transaction gets its id only at the row insert after it
     // (nextval assigns one only every 32 values, when it logs the sequence). This trigger stretches that gap.
-    await sql(dbA, `create table slow (id text primary key, tenant_id text not null, row_version bigint not null default 0);
+    await sql(
+      dbA,
+      `create table slow (id text primary key, tenant_id text not null, row_version bigint not null default 0);
       create function slow_row_version() returns trigger language plpgsql as $$
       begin new.row_version := nextval('cf_row_version'); perform pg_sleep(0.5); return new; end $$;
-      create trigger slow_row_version before insert or update on slow for each row execute function slow_row_version();`);
+      create trigger slow_row_version before insert or update on slow for each row execute function slow_row_version();`,
+    );
     const subject: MoveSubject = { kind: 'tenant', tenant: 'gap' };
     try {
       const inserting = sql(dbA, `insert into slow (id, tenant_id) values ('s1', 'gap')`);
       // The delta is cut while the insert sleeps in its trigger, holding its row_version.
-      await until('the insert to hold its row_version', async () => (await sql(dbA, `select 1 from pg_stat_activity where datname = current_database() and wait_event = 'PgSleep'`)).length === 1, 60_000);
+      await until(
+        'the insert to hold its row_version',
+        async () => (await sql(dbA, `select 1 from pg_stat_activity where datname = current_database() and wait_event = 'PgSleep'`)).length === 1,
+        60_000,
+      );
       const manifest = await a.exportDelta(subject, '0', handoff, 't5/clone');
       await inserting;
       expect(manifest.tables.slow.rows).toBe(1);
@@ -153,10 +192,15 @@ describe('PostgresCellData', () => {
   test('fence, clearMovedAway and forget: forget deletes only what still went away with its move', async () => {
     const { a, dbA, close } = await twoCells();
     try {
-      await sql(dbA, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'x'::text)), (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'y'::text)), (gen_random_uuid()::text, 'other', jsonb_build_object('name', 'z'::text))`);
+      await sql(
+        dbA,
+        `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'x'::text)), (gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'y'::text)), (gen_random_uuid()::text, 'other', jsonb_build_object('name', 'z'::text))`,
+      );
       const acme: MoveSubject = { kind: 'tenant', tenant: 'acme' };
       await a.fence(acme, 'm-one', 'cell-b', 'frozen');
-      expect(await sql(dbA, 'select kind, value, move_id, moved_to, state from cf_moved_away')).toEqual([{ kind: 'tenant', value: 'acme', move_id: 'm-one', moved_to: 'cell-b', state: 'frozen' }]);
+      expect(await sql(dbA, 'select kind, value, move_id, moved_to, state from cf_moved_away')).toEqual([
+        { kind: 'tenant', value: 'acme', move_id: 'm-one', moved_to: 'cell-b', state: 'frozen' },
+      ]);
       // The flip: the same record, now answered 421.
       await a.fence(acme, 'm-one', 'cell-b', 'moved');
       expect(await sql(dbA, 'select move_id, state from cf_moved_away')).toEqual([{ move_id: 'm-one', state: 'moved' }]);
@@ -172,7 +216,9 @@ describe('PostgresCellData', () => {
       // Abort: unfence removes this move's records only.
       const bucket = bucketOf('other', 1024);
       await a.fence({ kind: 'buckets', ranges: [{ from: bucket, to: bucket + 1 }] }, 'm-three', 'cell-c');
-      expect(await a.blockingRecords({ kind: 'tenant', tenant: 'other' })).toEqual([{ kind: 'bucket', value: String(bucket), moveId: 'm-three', movedTo: 'cell-c' }]);
+      expect(await a.blockingRecords({ kind: 'tenant', tenant: 'other' })).toEqual([
+        { kind: 'bucket', value: String(bucket), moveId: 'm-three', movedTo: 'cell-c' },
+      ]);
       await a.unfence('m-three');
       expect(await sql(dbA, `select value, move_id from cf_moved_away order by value`)).toEqual([{ value: 'acme', move_id: 'm-two' }]);
     } finally {
@@ -182,7 +228,10 @@ describe('PostgresCellData', () => {
 
   test('a workload whose cf_moved_away has no state column is fenced all the same (421 from the freeze on)', async () => {
     n += 1;
-    const db = await pg.createDatabase(`nostate${n}`, `create table cf_moved_away (kind text not null, value text not null, move_id text not null, moved_to text not null, at timestamptz not null default now(), primary key (kind, value));`);
+    const db = await pg.createDatabase(
+      `nostate${n}`,
+      `create table cf_moved_away (kind text not null, value text not null, move_id text not null, moved_to text not null, at timestamptz not null default now(), primary key (kind, value));`,
+    );
     const cell = new PostgresCellData('cell-x', db, { bucketCount: 1024, batchRows: 10, clock: systemClock });
     try {
       await cell.fence({ kind: 'tenant', tenant: 'acme' }, 'm-old', 'cell-y', 'frozen');
@@ -194,7 +243,10 @@ describe('PostgresCellData', () => {
 
   test('a table with tenant_id but no row_version is refused with the reason', async () => {
     n += 1;
-    const db = await pg.createDatabase(`bad${n}`, `create table cf_schema_migrations (version int primary key); create table orders (id int primary key, tenant_id text);`);
+    const db = await pg.createDatabase(
+      `bad${n}`,
+      `create table cf_schema_migrations (version int primary key); create table orders (id int primary key, tenant_id text);`,
+    );
     const cell = new PostgresCellData('cell-x', db, { bucketCount: 1024, batchRows: 10, clock: systemClock });
     try {
       await expect(cell.checksums({ kind: 'tenant', tenant: 'a' })).rejects.toThrow(/table orders has tenant_id but no row_version column/);
@@ -211,7 +263,10 @@ describe('incremental verify (row hashes before the freeze, only the changed row
   async function copied() {
     const cells = await twoCells();
     const { a, b, dbA } = cells;
-    await sql(dbA, `insert into items (id, tenant_id, data) select 'i' || lpad(g::text, 4, '0'), 'acme', jsonb_build_object('name', 'item-' || g) from generate_series(1, 200) g`);
+    await sql(
+      dbA,
+      `insert into items (id, tenant_id, data) select 'i' || lpad(g::text, 4, '0'), 'acme', jsonb_build_object('name', 'item-' || g) from generate_series(1, 200) g`,
+    );
     await sql(dbA, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'other', '{}' from generate_series(1, 20) g`);
     await sql(dbA, `insert into notes (id, tenant_id, text) select g, 'acme', 'note ' || g from generate_series(1, 10) g`);
     n += 1;

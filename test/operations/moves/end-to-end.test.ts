@@ -61,15 +61,25 @@ describe('moves end to end on the local fleet', () => {
         const wrote = await api(routerUrl, 'POST', '/v1/items', tenant, { n: i });
         statuses[wrote.status] = (statuses[wrote.status] ?? 0) + 1;
         if (wrote.status === 201) acked.push(wrote.body.id);
-        else if (wrote.status !== 503 || wrote.headers.get('retry-after') === null || wrote.body?.error !== 'frozen') bad.push(`POST ${wrote.status} ${JSON.stringify(wrote.body)}`);
+        else if (wrote.status !== 503 || wrote.headers.get('retry-after') === null || wrote.body?.error !== 'frozen')
+          bad.push(`POST ${wrote.status} ${JSON.stringify(wrote.body)}`);
         if (acked.length > 0) {
           const read = await api(routerUrl, 'GET', `/v1/items/${acked[Math.floor(acked.length / 2)]}`, tenant);
           statuses[`GET ${read.status}`] = (statuses[`GET ${read.status}`] ?? 0) + 1;
-          if (read.status !== 200 && !(read.status === 503 && read.body?.error === 'frozen')) bad.push(`GET ${read.status} ${JSON.stringify(read.body)}`);
+          if (read.status !== 200 && !(read.status === 503 && read.body?.error === 'frozen'))
+            bad.push(`GET ${read.status} ${JSON.stringify(read.body)}`);
         }
       }
     })();
-    return { acked, statuses, bad, stop: async () => { stop = true; await done; } };
+    return {
+      acked,
+      statuses,
+      bad,
+      stop: async () => {
+        stop = true;
+        await done;
+      },
+    };
   }
 
   it('a tenant moved A -> B and back while it writes and reads: nothing lost or duplicated, only frozen 503s, other tenants unaffected', async () => {
@@ -86,7 +96,9 @@ describe('moves end to end on the local fleet', () => {
       expect([there.code, there.err]).toEqual([0, expect.stringMatching(/; frozen for \d+ ms;/)]);
       const first = JSON.parse(there.out) as MoveRecord;
       await until('writes on the new cell', async () => moving.acked.length > 60, 60_000).catch((error) => {
-        throw new Error(`${error.message}: ${JSON.stringify({ statuses: moving.statuses, bad: moving.bad.slice(0, 5), acked: moving.acked.length, mapping: mapping() })}`);
+        throw new Error(
+          `${error.message}: ${JSON.stringify({ statuses: moving.statuses, bad: moving.bad.slice(0, 5), acked: moving.acked.length, mapping: mapping() })}`,
+        );
       });
 
       // A router that has not applied the flip sends to the source: refused with 421, nothing written.
@@ -117,7 +129,9 @@ describe('moves end to end on the local fleet', () => {
     const home = compileMapping(mapping()).lookup(tenant).cell;
     const away = otherCell(home);
     for (let i = 0; i < 2000; i += 10) {
-      const answers = await Promise.all(Array.from({ length: 10 }, (_, j) => api(routerUrl, 'POST', '/v1/items', tenant, { i: i + j, pad: 'x'.repeat(200) })));
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, j) => api(routerUrl, 'POST', '/v1/items', tenant, { i: i + j, pad: 'x'.repeat(200) })),
+      );
       expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
     }
     const before = (await allItems(tenant)).sort();
@@ -132,12 +146,20 @@ describe('moves end to end on the local fleet', () => {
     // kill lands inside the next step), until the move is done. The copy rate keeps the copy slow.
     for (let round = 0; round < 20 && record().status === 'active'; round++) {
       const from = record().completed;
-      const mover: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'bin/cellctl.ts'), 'move', 'resume', id, '--copy-rate', '4000', ...local()], { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] });
+      const mover: ChildProcess = spawn(
+        process.execPath,
+        ['--import', 'tsx', path.join(REPO, 'bin/cellctl.ts'), 'move', 'resume', id, '--copy-rate', '4000', ...local()],
+        { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
       let stderr = '';
-      mover.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+      mover.stderr!.on('data', (d: Buffer) => {
+        stderr += d.toString();
+      });
       const exited = new Promise<number | null>((resolve) => mover.once('exit', (code) => resolve(code)));
       let finished = false;
-      void exited.then(() => { finished = true; });
+      void exited.then(() => {
+        finished = true;
+      });
       await until(`move past ${from}`, async () => finished || record().completed !== from, 60_000);
       if (!finished) {
         mover.kill('SIGKILL');
@@ -180,7 +202,11 @@ describe('moves end to end on the local fleet', () => {
     const marked = await cellctl('mapping', 'drain', drained, '--mapping', mappingFile, '--force');
     expect([marked.code, marked.err]).toEqual([0, '']);
     expect(mapping().cells[drained].state).toBe('draining');
-    await until('router on the drained mapping', async () => Number((await api(routerUrl, 'GET', '/v1/items', 'probe')).headers.get('x-mapping-version')) === mapping().version, 60_000);
+    await until(
+      'router on the drained mapping',
+      async () => Number((await api(routerUrl, 'GET', '/v1/items', 'probe')).headers.get('x-mapping-version')) === mapping().version,
+      60_000,
+    );
     for (const t of tenants) {
       expect(compileMapping(mapping()).lookup(t).cell).not.toBe(drained);
       expect((await allItems(t)).sort()).toEqual(seeded.get(t));

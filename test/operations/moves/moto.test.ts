@@ -12,9 +12,21 @@ import { until } from '../../support/cells';
 import { Moto, motoClientConfig, startMoto } from '../../support/moto';
 
 const record = (id: string): MoveRecord => ({
-  id, subject: { kind: 'tenant', tenant: 'acme' }, source: 'cell-a', target: 'cell-b', bucketCount: 1024, reason: '', actor: 't',
-  createdAt: '2026-11-30T00:00:00Z', status: 'active', completed: 'planned', watermark: '0', rounds: 0, rowsCopied: 0,
-  mappingVersions: {}, updatedAt: '2026-11-30T00:00:00Z',
+  id,
+  subject: { kind: 'tenant', tenant: 'acme' },
+  source: 'cell-a',
+  target: 'cell-b',
+  bucketCount: 1024,
+  reason: '',
+  actor: 't',
+  createdAt: '2026-11-30T00:00:00Z',
+  status: 'active',
+  completed: 'planned',
+  watermark: '0',
+  rounds: 0,
+  rowsCopied: 0,
+  mappingVersions: {},
+  updatedAt: '2026-11-30T00:00:00Z',
 });
 
 /**
@@ -43,8 +55,12 @@ describe('move state against moto (S3 emulator)', () => {
     await store.replace({ ...a.record, completed: 'cloned' }, a.tag);
     await expect(store.replace({ ...b.record, completed: 'caught-up' }, b.tag)).rejects.toThrow(/only one operator may drive a move/);
     await store.create(record('m-two'));
-    expect((await store.list()).map((r) => [r.id, r.completed])).toEqual([['m-one', 'cloned'], ['m-two', 'planned']]);
-    for (const [i, event] of ['planned', 'run', 'delta'].entries()) await store.appendAudit('m-one', { at: `2026-11-30T00:00:0${i}.000Z`, actor: 'a', event });
+    expect((await store.list()).map((r) => [r.id, r.completed])).toEqual([
+      ['m-one', 'cloned'],
+      ['m-two', 'planned'],
+    ]);
+    for (const [i, event] of ['planned', 'run', 'delta'].entries())
+      await store.appendAudit('m-one', { at: `2026-11-30T00:00:0${i}.000Z`, actor: 'a', event });
     expect((await store.readAudit('m-one')).map((e) => e.event)).toEqual(['planned', 'run', 'delta']);
   });
 
@@ -58,17 +74,29 @@ describe('move state against moto (S3 emulator)', () => {
     // The second operator's client counts moto's 412 answers to its conditional create of the lock.
     const second = new S3Client({ ...motoClientConfig(moto), forcePathStyle: true });
     let refused = 0;
-    second.middlewareStack.add((next) => async (args) => {
-      try {
-        return await next(args);
-      } catch (error) {
-        if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412) refused += 1;
-        throw error;
-      }
-    }, { step: 'initialize', name: 'count412' });
+    second.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          if ((error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412) refused += 1;
+          throw error;
+        }
+      },
+      { step: 'initialize', name: 'count412' },
+    );
     const both = Promise.all([
-      store.withPlanLock(async () => { order.push('first in'); firstIn(); await firstMayGo; order.push('first out'); }),
-      firstHolds.then(() => new S3MoveStore(second, BUCKET, 'moves/', 2500).withPlanLock(async () => { order.push('second in'); })),
+      store.withPlanLock(async () => {
+        order.push('first in');
+        firstIn();
+        await firstMayGo;
+        order.push('first out');
+      }),
+      firstHolds.then(() =>
+        new S3MoveStore(second, BUCKET, 'moves/', 2500).withPlanLock(async () => {
+          order.push('second in');
+        }),
+      ),
     ]);
     await firstHolds;
     // The second is refused (412 on its create) and waits while the first holds the lock.
@@ -89,7 +117,7 @@ describe('move state against moto (S3 emulator)', () => {
     await expect(s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'moves/.plan-lock' }))).rejects.toMatchObject({ name: 'NoSuchKey' });
   });
 
-  it('keeps hand-off data in its lane (source and target account) and removes a move\'s data', async () => {
+  it("keeps hand-off data in its lane (source and target account) and removes a move's data", async () => {
     const lane = { sourceAccount: '333333333331', targetAccount: '333333333332' };
     const handoff = new S3HandoffStore(s3, BUCKET, lane);
     await handoff.put('m-one/d1/orders.json', '{"rows":2}');
@@ -97,7 +125,8 @@ describe('move state against moto (S3 emulator)', () => {
     expect(await handoff.get('m-one/d1/orders.json')).toBe('{"rows":2}');
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'handoff/' }));
     expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual([
-      'handoff/m-one/from=333333333331/to=333333333332/d1/lines.json', 'handoff/m-one/from=333333333331/to=333333333332/d1/orders.json',
+      'handoff/m-one/from=333333333331/to=333333333332/d1/lines.json',
+      'handoff/m-one/from=333333333331/to=333333333332/d1/orders.json',
     ]);
     await handoff.remove('m-one/');
     expect((await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'handoff/' }))).KeyCount).toBe(0);
@@ -110,7 +139,7 @@ describe('move state against moto (S3 emulator)', () => {
  * workload's cf_pending_work view), to the target's queue. Against a real PostgreSQL with the
  * reference workload's migrations and moto's SQS.
  */
-describe('requeue: the subject\'s pending work re-sent to the target cell\'s SQS queue (moto SQS, PostgreSQL)', () => {
+describe("requeue: the subject's pending work re-sent to the target cell's SQS queue (moto SQS, PostgreSQL)", () => {
   let moto: Moto;
   let pg: PostgresServer;
   let db: CellDatabase;
@@ -122,7 +151,12 @@ describe('requeue: the subject\'s pending work re-sent to the target cell\'s SQS
     [moto, pg] = await Promise.all([startMoto(), startPostgres()]);
     db = await pg.createDatabase('requeue');
     // The mover task's own SQS client takes its endpoint and region from the environment, as in ECS.
-    for (const [k, v] of Object.entries({ AWS_ENDPOINT_URL: moto.endpoint, AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing' })) {
+    for (const [k, v] of Object.entries({
+      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_REGION: 'eu-west-1',
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: 'testing',
+    })) {
       saved[k] = process.env[k];
       process.env[k] = v;
     }
@@ -135,7 +169,8 @@ describe('requeue: the subject\'s pending work re-sent to the target cell\'s SQS
       ...Array.from({ length: 23 }, (_, i) => ['acme', `acme-${String(i).padStart(2, '0')}`, i < 8 ? 'processed' : 'pending']),
       ...Array.from({ length: 5 }, (_, i) => ['globex', `globex-${i}`, 'pending']),
     ];
-    for (const [tenant, id, status] of rows) await sql(db, 'insert into items (id, tenant_id, data, status) values ($1, $2, \'{}\', $3)', [id, tenant, status]);
+    for (const [tenant, id, status] of rows)
+      await sql(db, "insert into items (id, tenant_id, data, status) values ($1, $2, '{}', $3)", [id, tenant, status]);
   }, 120_000);
   afterAll(async () => {
     for (const [k, v] of Object.entries(saved)) {
@@ -159,7 +194,7 @@ describe('requeue: the subject\'s pending work re-sent to the target cell\'s SQS
     }
   };
 
-  it('lists exactly the subject\'s unfinished items as the messages the workload sends for them', async () => {
+  it("lists exactly the subject's unfinished items as the messages the workload sends for them", async () => {
     const cell = new PostgresCellData('eu-2', db, { bucketCount: 1024, batchRows: 100, clock: systemClock });
     try {
       const bodies = (await cell.pendingWork({ kind: 'tenant', tenant: 'acme' })).map((b) => JSON.parse(b));
@@ -171,14 +206,42 @@ describe('requeue: the subject\'s pending work re-sent to the target cell\'s SQS
     }
   });
 
-  it('sends them to the cell\'s queue from the mover task (batches of 10), and again when the step is repeated', async () => {
+  it("sends them to the cell's queue from the mover task (batches of 10), and again when the step is repeated", async () => {
     const run = async (id: string) => {
-      await s3.send(new PutObjectCommand({ Bucket: 'orders-moves-requeue', Key: `tasks/333333333332/${id}/request.json`, Body: JSON.stringify({ op: 'requeue', args: { subject: { kind: 'tenant', tenant: 'acme' } }, cell: 'eu-2', bucketCount: 1024, batchRows: 100 }) }));
-      const exit = await runMoverTask({
-        CELL_ID: 'eu-2', DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password, MOVE_BUCKET: 'orders-moves-requeue',
-        MOVE_BUCKET_REGION: 'eu-west-1', MOVE_REQUEST_KEY: `tasks/333333333332/${id}/request.json`, MOVE_RESULT_KEY: `tasks/333333333332/${id}/result.json`, QUEUE_URL: queueUrl,
-      }, { s3: () => s3, secret: async () => '{}', clock: systemClock, log: () => undefined });
-      const result = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: 'orders-moves-requeue', Key: `tasks/333333333332/${id}/result.json` }))).Body!.transformToString());
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: 'orders-moves-requeue',
+          Key: `tasks/333333333332/${id}/request.json`,
+          Body: JSON.stringify({
+            op: 'requeue',
+            args: { subject: { kind: 'tenant', tenant: 'acme' } },
+            cell: 'eu-2',
+            bucketCount: 1024,
+            batchRows: 100,
+          }),
+        }),
+      );
+      const exit = await runMoverTask(
+        {
+          CELL_ID: 'eu-2',
+          DB_HOST: db.host,
+          DB_PORT: String(db.port),
+          DB_NAME: db.database,
+          DB_USER: db.user,
+          DB_PASSWORD: db.password,
+          MOVE_BUCKET: 'orders-moves-requeue',
+          MOVE_BUCKET_REGION: 'eu-west-1',
+          MOVE_REQUEST_KEY: `tasks/333333333332/${id}/request.json`,
+          MOVE_RESULT_KEY: `tasks/333333333332/${id}/result.json`,
+          QUEUE_URL: queueUrl,
+        },
+        { s3: () => s3, secret: async () => '{}', clock: systemClock, log: () => undefined },
+      );
+      const result = JSON.parse(
+        await (
+          await s3.send(new GetObjectCommand({ Bucket: 'orders-moves-requeue', Key: `tasks/333333333332/${id}/result.json` }))
+        ).Body!.transformToString(),
+      );
       return { exit, result };
     };
     expect(await run('r1')).toEqual({ exit: 0, result: { ok: true, value: 15 } });
@@ -189,14 +252,41 @@ describe('requeue: the subject\'s pending work re-sent to the target cell\'s SQS
     expect((await receiveAll()).length).toBe(15);
   });
 
-  it('fails the step, saying what is missing, for a mover without the cell\'s queue', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: 'orders-moves-requeue', Key: 'tasks/333333333332/r3/request.json', Body: JSON.stringify({ op: 'requeue', args: { subject: { kind: 'tenant', tenant: 'acme' } }, cell: 'eu-2', bucketCount: 1024, batchRows: 100 }) }));
-    const exit = await runMoverTask({
-      CELL_ID: 'eu-2', DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password, MOVE_BUCKET: 'orders-moves-requeue',
-      MOVE_BUCKET_REGION: 'eu-west-1', MOVE_REQUEST_KEY: 'tasks/333333333332/r3/request.json', MOVE_RESULT_KEY: 'tasks/333333333332/r3/result.json',
-    }, { s3: () => s3, secret: async () => '{}', clock: systemClock, log: () => undefined });
+  it("fails the step, saying what is missing, for a mover without the cell's queue", async () => {
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: 'orders-moves-requeue',
+        Key: 'tasks/333333333332/r3/request.json',
+        Body: JSON.stringify({
+          op: 'requeue',
+          args: { subject: { kind: 'tenant', tenant: 'acme' } },
+          cell: 'eu-2',
+          bucketCount: 1024,
+          batchRows: 100,
+        }),
+      }),
+    );
+    const exit = await runMoverTask(
+      {
+        CELL_ID: 'eu-2',
+        DB_HOST: db.host,
+        DB_PORT: String(db.port),
+        DB_NAME: db.database,
+        DB_USER: db.user,
+        DB_PASSWORD: db.password,
+        MOVE_BUCKET: 'orders-moves-requeue',
+        MOVE_BUCKET_REGION: 'eu-west-1',
+        MOVE_REQUEST_KEY: 'tasks/333333333332/r3/request.json',
+        MOVE_RESULT_KEY: 'tasks/333333333332/r3/result.json',
+      },
+      { s3: () => s3, secret: async () => '{}', clock: systemClock, log: () => undefined },
+    );
     expect(exit).toBe(1);
-    const result = JSON.parse(await (await s3.send(new GetObjectCommand({ Bucket: 'orders-moves-requeue', Key: 'tasks/333333333332/r3/result.json' }))).Body!.transformToString());
+    const result = JSON.parse(
+      await (
+        await s3.send(new GetObjectCommand({ Bucket: 'orders-moves-requeue', Key: 'tasks/333333333332/r3/result.json' }))
+      ).Body!.transformToString(),
+    );
     expect(result.error).toMatch(/this cell's data has no work queue \(QUEUE_URL\)/);
   });
 });

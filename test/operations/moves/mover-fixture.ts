@@ -3,9 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Pool, PoolClient } from 'pg';
 import { bucketOf, compileMapping, initialMapping, MappingDocument, parseMapping } from '../../../lib/domain/mapping';
-import {
-  FileRoutingControl, LocalHandoffStore, LocalMoveStore, MoveLimits, MoverDeps, systemClock,
-} from '../../../lib/operations/moves';
+import { FileRoutingControl, LocalHandoffStore, LocalMoveStore, MoveLimits, MoverDeps, systemClock } from '../../../lib/operations/moves';
 import { CellDatabase, PostgresCellData } from '../../../lib/operations/moves/cell-data';
 import { PostgresServer, sql } from './postgres-fixture';
 import { testPool } from '../../support/postgres';
@@ -35,7 +33,11 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
   const dbs: Record<string, CellDatabase> = {};
   for (const cell of ['cell-a', 'cell-b', 'cell-c']) dbs[cell] = await pg.createDatabase(`w${worlds}_${cell.replace('-', '_')}`);
   const mappingFile = path.join(dir, 'mapping.json');
-  const doc = initialMapping(['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${19000 + i}`, state: 'active' as const })), BUCKETS, { now: new Date().toISOString() });
+  const doc = initialMapping(
+    ['cell-a', 'cell-b', 'cell-c'].map((id, i) => ({ id, endpoint: `http://127.0.0.1:${19000 + i}`, state: 'active' as const })),
+    BUCKETS,
+    { now: new Date().toISOString() },
+  );
   fs.writeFileSync(mappingFile, JSON.stringify(doc));
   const mapping = () => {
     const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
@@ -78,7 +80,11 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
         ...overrides,
       };
     },
-    write: (tenant, name) => act(tenant, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', $2::text))`, [tenant, name]),
+    write: (tenant, name) =>
+      act(tenant, `insert into items (id, tenant_id, data) values (gen_random_uuid()::text, $1, jsonb_build_object('name', $2::text))`, [
+        tenant,
+        name,
+      ]),
     remove: (tenant, name) => act(tenant, `delete from items where tenant_id = $1 and data->>'name' = $2`, [tenant, name]),
     close: async () => {
       for (const p of pools.values()) await p.end();
@@ -88,32 +94,39 @@ export async function createWorld(pg: PostgresServer, limits: Partial<MoveLimits
   };
 
   async function act(tenant: string, text: string, params: unknown[]): Promise<'ok' | 'frozen' | 'moved'> {
-      const doc = mapping();
-      if (doc.freeze?.exact.includes(tenant) || doc.freeze?.buckets.some((r) => bucketOf(tenant, BUCKETS) >= r.from && bucketOf(tenant, BUCKETS) <= r.to)) return 'frozen';
-      const c = await pool(compileMapping(doc).lookup(tenant).cell).connect();
-      try {
-        return await inTransaction(c, tenant, text, params);
-      } finally {
-        c.release();
-      }
+    const doc = mapping();
+    if (
+      doc.freeze?.exact.includes(tenant) ||
+      doc.freeze?.buckets.some((r) => bucketOf(tenant, BUCKETS) >= r.from && bucketOf(tenant, BUCKETS) <= r.to)
+    )
+      return 'frozen';
+    const c = await pool(compileMapping(doc).lookup(tenant).cell).connect();
+    try {
+      return await inTransaction(c, tenant, text, params);
+    } finally {
+      c.release();
+    }
   }
 
   async function inTransaction(c: PoolClient, tenant: string, text: string, params: unknown[]): Promise<'ok' | 'frozen' | 'moved'> {
-      await c.query('begin');
-      try {
-        await c.query('lock table cf_moved_away in share mode');
-        const { rows } = await c.query<{ state: string }>(`select state from cf_moved_away where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = $2)`, [tenant, String(bucketOf(tenant, BUCKETS))]);
-        if (rows.length > 0) {
-          await c.query('rollback');
-          // A request routed before the routers applied the freeze gets the freeze's answer from the cell.
-          return rows[0].state === 'frozen' ? 'frozen' : 'moved';
-        }
-        await c.query(text, params);
-        await c.query('commit');
-        return 'ok';
-      } catch (error) {
+    await c.query('begin');
+    try {
+      await c.query('lock table cf_moved_away in share mode');
+      const { rows } = await c.query<{ state: string }>(
+        `select state from cf_moved_away where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = $2)`,
+        [tenant, String(bucketOf(tenant, BUCKETS))],
+      );
+      if (rows.length > 0) {
         await c.query('rollback');
-        throw error;
+        // A request routed before the routers applied the freeze gets the freeze's answer from the cell.
+        return rows[0].state === 'frozen' ? 'frozen' : 'moved';
       }
+      await c.query(text, params);
+      await c.query('commit');
+      return 'ok';
+    } catch (error) {
+      await c.query('rollback');
+      throw error;
+    }
   }
 }

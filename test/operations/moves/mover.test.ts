@@ -1,7 +1,5 @@
 import { compileMapping } from '../../../lib/domain/mapping';
-import {
-  abortMove, forgetMove, MoveRecord, MoveStep, planMove, runMove, STEPS,
-} from '../../../lib/operations/moves';
+import { abortMove, forgetMove, MoveRecord, MoveStep, planMove, runMove, STEPS } from '../../../lib/operations/moves';
 import { Pool } from 'pg';
 import { ItemStore, postgresWorkQueue, WorkQueue } from '../../../lib/runtime/workload';
 import { until } from '../../support/cells';
@@ -10,8 +8,12 @@ import { BUCKETS, createWorld, MoveWorld } from './mover-fixture';
 import { PostgresServer, startPostgres } from './postgres-fixture';
 
 let pg: PostgresServer;
-beforeAll(async () => { pg = await startPostgres(); });
-afterAll(async () => { await pg?.stop(); });
+beforeAll(async () => {
+  pg = await startPostgres();
+});
+afterAll(async () => {
+  await pg?.stop();
+});
 
 const names = async (w: MoveWorld, cell: string, tenant: string) =>
   (await w.sql<{ name: string }>(cell, `select data->>'name' as name from items where tenant_id = $1 order by 1`, [tenant])).map((r) => r.name);
@@ -31,20 +33,37 @@ function writer(w: MoveWorld, tenant: string) {
       await new Promise((r) => setTimeout(r, 2));
     }
   })();
-  return { acked, outcomes, stop: async () => { stop = true; await done; } };
+  return {
+    acked,
+    outcomes,
+    stop: async () => {
+      stop = true;
+      await done;
+    },
+  };
 }
 
 describe('a move of a tenant', () => {
   let w: MoveWorld;
-  beforeAll(async () => { w = await createWorld(pg, { catchUpRows: 5 }); });
-  afterAll(async () => { await w.close(); });
+  beforeAll(async () => {
+    w = await createWorld(pg, { catchUpRows: 5 });
+  });
+  afterAll(async () => {
+    await w.close();
+  });
 
   test('A -> B and back while it writes: no acknowledged write lost or duplicated, the other tenant untouched', async () => {
     const tenant = 'acme';
     const source = compileMapping(w.mapping()).lookup(tenant).cell;
     const target = source === 'cell-b' ? 'cell-c' : 'cell-b';
-    await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'seed-' || lpad(g::text, 5, '0')) from generate_series(1, 2000) g`);
-    await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'zeta', jsonb_build_object('name', 'z' || g) from generate_series(1, 300) g`);
+    await w.sql(
+      source,
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'acme', jsonb_build_object('name', 'seed-' || lpad(g::text, 5, '0')) from generate_series(1, 2000) g`,
+    );
+    await w.sql(
+      source,
+      `insert into items (id, tenant_id, data) select gen_random_uuid()::text, 'zeta', jsonb_build_object('name', 'z' || g) from generate_series(1, 300) g`,
+    );
     // Deletes during the copy stay deleted.
     const deleting = (async () => {
       for (let g = 1; g <= 100; g++) {
@@ -120,7 +139,11 @@ describe('verify under the freeze', () => {
       const tenant = 'checked';
       const source = compileMapping(w.mapping()).lookup(tenant).cell;
       const target = source === 'cell-a' ? 'cell-b' : 'cell-a';
-      await w.sql(source, `insert into items (id, tenant_id, data) select 'c' || g, $1, jsonb_build_object('name', 'c' || g) from generate_series(1, 3000) g`, [tenant]);
+      await w.sql(
+        source,
+        `insert into items (id, tenant_id, data) select 'c' || g, $1, jsonb_build_object('name', 'c' || g) from generate_series(1, 3000) g`,
+        [tenant],
+      );
       // A clean move: the verify re-reads a handful of rows, not 3,000.
       const deps = w.deps();
       const clean = await runMove(deps, (await planMove(deps, { subject: { kind: 'tenant', tenant }, target })).id);
@@ -174,20 +197,37 @@ describe('the work queue (cf_work_queue) moves with the tenant', () => {
       await here.store.create('stays', { n: 0 });
       await w.sql(source, `update cf_work_queue set visible_at = 'infinity' where id = (select min(id) from cf_work_queue)`);
       // The source's worker starts once the subject is fenced: every message it takes is refused, and kept.
-      const deps = w.deps({ afterStep: (step: MoveStep) => { if (step === 'synced') here.queue.start((m) => here.store.process(m)); } });
+      const deps = w.deps({
+        afterStep: (step: MoveStep) => {
+          if (step === 'synced') here.queue.start((m) => here.store.process(m));
+        },
+      });
       const move = await runMove(deps, (await planMove(deps, { subject: { kind: 'tenant', tenant }, target })).id);
       expect(move.status).toBe('retained');
       const log = await deps.store.readAudit(move.id);
       expect(log.find((e) => e.event === 'queue-moved')!.detail).toEqual({ messages: 20, added: 20 });
-      await until('the source worker to take the other tenant\'s message', async () => (await w.sql(source, `select 1 from cf_work_queue where tenant_id = 'stays'`)).length === 0, 60_000);
+      await until(
+        "the source worker to take the other tenant's message",
+        async () => (await w.sql(source, `select 1 from cf_work_queue where tenant_id = 'stays'`)).length === 0,
+        60_000,
+      );
 
       there.queue.start((m) => there.store.process(m));
-      await until('the target to handle the moved work', async () =>
-        (await w.sql<{ n: number }>(target, `select count(*)::int as n from items where tenant_id = $1 and status = 'processed'`, [tenant]))[0].n === 19, 60_000);
+      await until(
+        'the target to handle the moved work',
+        async () =>
+          (await w.sql<{ n: number }>(target, `select count(*)::int as n from items where tenant_id = $1 and status = 'processed'`, [tenant]))[0]
+            .n === 19,
+        60_000,
+      );
       // The parked message stays parked on the target; the source handled nothing of the tenant and kept its messages.
-      expect(await w.sql(target, `select receive_count from cf_work_queue where tenant_id = $1 and visible_at = 'infinity'`, [tenant])).toEqual([{ receive_count: 0 }]);
+      expect(await w.sql(target, `select receive_count from cf_work_queue where tenant_id = $1 and visible_at = 'infinity'`, [tenant])).toEqual([
+        { receive_count: 0 },
+      ]);
       expect(await w.sql(source, `select count(*)::int as n from items where tenant_id = $1 and status = 'pending'`, [tenant])).toEqual([{ n: 20 }]);
-      expect(await w.sql(source, `select count(*)::int as n, max(receive_count) as r from cf_work_queue where tenant_id = $1`, [tenant])).toEqual([{ n: 20, r: 0 }]);
+      expect(await w.sql(source, `select count(*)::int as n, max(receive_count) as r from cf_work_queue where tenant_id = $1`, [tenant])).toEqual([
+        { n: 20, r: 0 },
+      ]);
       // Forget deletes the source's messages with its copy.
       await forgetMove(deps, move.id, true);
       expect(await w.sql(source, `select count(*)::int as n from cf_work_queue`)).toEqual([{ n: 0 }]);
@@ -208,8 +248,16 @@ describe('resumability', () => {
       const tenant = 'resume-me';
       const source = compileMapping(w.mapping()).lookup(tenant).cell;
       const target = source === 'cell-a' ? 'cell-b' : 'cell-a';
-      await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('name', 'r' || g) from generate_series(1, 500) g`, [tenant]);
-      const killer = w.deps({ afterStep: (step: MoveStep) => { if (step === killAt) throw new Killed(step); } });
+      await w.sql(
+        source,
+        `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('name', 'r' || g) from generate_series(1, 500) g`,
+        [tenant],
+      );
+      const killer = w.deps({
+        afterStep: (step: MoveStep) => {
+          if (step === killAt) throw new Killed(step);
+        },
+      });
       const move = await planMove(killer, { subject: { kind: 'tenant', tenant }, target });
       await expect(runMove(killer, move.id)).rejects.toThrow(Killed);
       // Writes keep arriving between the crash and the resume.
@@ -238,7 +286,11 @@ describe('abort', () => {
       const tenant = 'undo';
       const source = compileMapping(w.mapping()).lookup(tenant).cell;
       const target = source === 'cell-a' ? 'cell-b' : 'cell-a';
-      await w.sql(source, `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('name', 'u' || g) from generate_series(1, 50) g`, [tenant]);
+      await w.sql(
+        source,
+        `insert into items (id, tenant_id, data) select gen_random_uuid()::text, $1, jsonb_build_object('name', 'u' || g) from generate_series(1, 50) g`,
+        [tenant],
+      );
       const before = w.mapping();
       const deps = w.deps();
       const move = await planMove(deps, { subject: { kind: 'tenant', tenant }, target });
@@ -279,16 +331,23 @@ describe('a bucket move', () => {
         else if (outside.length < 50 && r.cell === 'cell-a') outside.push(r.key);
       }
       expect(compileMapping(doc).lookup(inside[0]).cell).toBe('cell-a');
-      await w.sql('cell-a', `insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, jsonb_build_object('name', 'x' || g) from unnest($1::text[]) t, generate_series(1, 3) g`, [[...inside, ...outside]]);
+      await w.sql(
+        'cell-a',
+        `insert into items (id, tenant_id, data) select gen_random_uuid()::text, t, jsonb_build_object('name', 'x' || g) from unnest($1::text[]) t, generate_series(1, 3) g`,
+        [[...inside, ...outside]],
+      );
       const deps = w.deps();
       const move = await planMove(deps, { subject: { kind: 'buckets', ranges: [range] }, target: 'cell-c' });
       await runMove(deps, move.id);
       expect(compileMapping(w.mapping()).lookup(inside[500]).cell).toBe('cell-c');
       expect(compileMapping(w.mapping()).lookup(outside[0]).cell).toBe('cell-a');
-      const count = async (cell: string, tenants: string[]) => (await w.sql<{ n: number }>(cell, 'select count(*)::int as n from items where tenant_id = any($1)', [tenants]))[0].n;
+      const count = async (cell: string, tenants: string[]) =>
+        (await w.sql<{ n: number }>(cell, 'select count(*)::int as n from items where tenant_id = any($1)', [tenants]))[0].n;
       expect(await count('cell-c', inside)).toBe(3000);
       expect(await count('cell-c', outside)).toBe(0);
-      expect((await w.sql<{ n: number }>('cell-a', `select count(*)::int as n from cf_moved_away where kind = 'bucket' and move_id = $1`, [move.id]))[0].n).toBe(16);
+      expect(
+        (await w.sql<{ n: number }>('cell-a', `select count(*)::int as n from cf_moved_away where kind = 'bucket' and move_id = $1`, [move.id]))[0].n,
+      ).toBe(16);
       expect(await w.write(inside[1], 'new')).toBe('ok');
       await forgetMove(deps, move.id, true);
       expect(await count('cell-a', inside)).toBe(0);

@@ -1,12 +1,25 @@
 import { compileMapping, validateMapping } from '../../../lib/domain/mapping';
-import { currentCell, flipAndUnfreeze, flipSubject, freezeSubject, isFrozen, MoveError, parseRanges, subjectsOverlap, unfreezeSubject } from '../../../lib/operations/moves';
+import {
+  currentCell,
+  flipAndUnfreeze,
+  flipSubject,
+  freezeSubject,
+  isFrozen,
+  MoveError,
+  parseRanges,
+  subjectsOverlap,
+  unfreezeSubject,
+} from '../../../lib/operations/moves';
 import { sampleMapping } from '../../support/mapping';
 
 const NOW = '2026-11-30T12:00:00.000Z';
 
 describe('bucket ranges', () => {
   test('parse, sort and merge; bad input says how to write it', () => {
-    expect(parseRanges('40-47, 0-15,16,3', 1024)).toEqual([{ from: 0, to: 16 }, { from: 40, to: 47 }]);
+    expect(parseRanges('40-47, 0-15,16,3', 1024)).toEqual([
+      { from: 0, to: 16 },
+      { from: 40, to: 47 },
+    ]);
     expect(() => parseRanges('5-2', 1024)).toThrow(/5 is greater than 2/);
     expect(() => parseRanges('1024', 1024)).toThrow(/from 0 to 1023/);
     expect(() => parseRanges('a-b', 1024)).toThrow(/write N or N-M/);
@@ -15,7 +28,9 @@ describe('bucket ranges', () => {
   test('overlap between tenants and buckets', () => {
     const bucket = compileMapping(sampleMapping(4, 1024)).lookup('acme').bucket;
     expect(subjectsOverlap({ kind: 'tenant', tenant: 'acme' }, { kind: 'buckets', ranges: [{ from: bucket, to: bucket }] }, 1024)).toBe(true);
-    expect(subjectsOverlap({ kind: 'tenant', tenant: 'acme' }, { kind: 'buckets', ranges: [{ from: bucket + 1, to: bucket + 5 }] }, 1024)).toBe(false);
+    expect(subjectsOverlap({ kind: 'tenant', tenant: 'acme' }, { kind: 'buckets', ranges: [{ from: bucket + 1, to: bucket + 5 }] }, 1024)).toBe(
+      false,
+    );
     expect(subjectsOverlap({ kind: 'buckets', ranges: [{ from: 0, to: 9 }] }, { kind: 'buckets', ranges: [{ from: 9, to: 20 }] }, 1024)).toBe(true);
     expect(subjectsOverlap({ kind: 'tenant', tenant: 'a' }, { kind: 'tenant', tenant: 'b' }, 1024)).toBe(false);
   });
@@ -34,14 +49,34 @@ describe('freeze, flip, unfreeze on the mapping', () => {
     expect(isFrozen(frozen, tenant)).toBe(true);
     const both = freezeSubject(frozen, { kind: 'buckets', ranges: [{ from: 10, to: 20 }] }, NOW);
     const partly = unfreezeSubject(both, { kind: 'buckets', ranges: [{ from: 12, to: 13 }] }, NOW);
-    expect(partly.freeze).toEqual({ exact: ['acme'], buckets: [{ from: 10, to: 11 }, { from: 14, to: 20 }] });
-    const thawed = unfreezeSubject(unfreezeSubject(unfreezeSubject(partly, { kind: 'buckets', ranges: [{ from: 0, to: 1023 }] }, NOW), tenant, NOW), tenant, NOW);
+    expect(partly.freeze).toEqual({
+      exact: ['acme'],
+      buckets: [
+        { from: 10, to: 11 },
+        { from: 14, to: 20 },
+      ],
+    });
+    const thawed = unfreezeSubject(
+      unfreezeSubject(unfreezeSubject(partly, { kind: 'buckets', ranges: [{ from: 0, to: 1023 }] }, NOW), tenant, NOW),
+      tenant,
+      NOW,
+    );
     expect(thawed.freeze).toBeUndefined();
     expect(validateMapping(thawed)).toEqual([]);
   });
 
   test('the validator rejects a malformed freeze with its path', () => {
-    const problems = validateMapping({ ...doc, freeze: { exact: ['bad key'], buckets: [{ from: 5, to: 2 }, { from: 0, to: 5000 }], extra: 1 } });
+    const problems = validateMapping({
+      ...doc,
+      freeze: {
+        exact: ['bad key'],
+        buckets: [
+          { from: 5, to: 2 },
+          { from: 0, to: 5000 },
+        ],
+        extra: 1,
+      },
+    });
     expect(problems.map((p) => p.path)).toEqual(['$.freeze.extra', '$.freeze.exact[0]', '$.freeze.buckets[0]', '$.freeze.buckets[1]']);
     expect(validateMapping({ ...doc, freeze: [] })[0]).toMatchObject({ path: '$.freeze' });
   });

@@ -5,9 +5,22 @@ import { LocalS3, localS3Client, startLocalS3 } from '../../support/s3';
 import { until } from '../../support/cells';
 
 const record = (id: string, patch: Partial<MoveRecord> = {}): MoveRecord => ({
-  id, subject: { kind: 'tenant', tenant: 'acme' }, source: 'cell-a', target: 'cell-b', bucketCount: 1024, reason: '', actor: 't',
-  createdAt: '2026-11-30T00:00:00Z', status: 'active', completed: 'planned', watermark: '0', rounds: 0, rowsCopied: 0,
-  mappingVersions: {}, updatedAt: '2026-11-30T00:00:00Z', ...patch,
+  id,
+  subject: { kind: 'tenant', tenant: 'acme' },
+  source: 'cell-a',
+  target: 'cell-b',
+  bucketCount: 1024,
+  reason: '',
+  actor: 't',
+  createdAt: '2026-11-30T00:00:00Z',
+  status: 'active',
+  completed: 'planned',
+  watermark: '0',
+  rounds: 0,
+  rowsCopied: 0,
+  mappingVersions: {},
+  updatedAt: '2026-11-30T00:00:00Z',
+  ...patch,
 });
 
 /** Against s3rver behind the conditional-write layer that answers 412 as S3 does (test/support/s3). */
@@ -15,8 +28,12 @@ describe('S3MoveStore', () => {
   let s3: LocalS3;
   /** How far S3's clock is behind this machine's: a write made while it is 3 s dates its object 3 s back. */
   let behindMs = 0;
-  beforeAll(async () => { s3 = await startLocalS3('moves-test', { now: () => Date.now() - behindMs }); });
-  afterAll(async () => { await s3.stop(); });
+  beforeAll(async () => {
+    s3 = await startLocalS3('moves-test', { now: () => Date.now() - behindMs });
+  });
+  afterAll(async () => {
+    await s3.stop();
+  });
 
   test('create once, replace only from the version read, list, audit entries in order', async () => {
     const store = new S3MoveStore(localS3Client(s3, 1), s3.bucket);
@@ -31,7 +48,8 @@ describe('S3MoveStore', () => {
     expect(await store.read('m-s3-nope')).toBeUndefined();
     await store.create(record('m-s3-two'));
     expect((await store.list()).map((r) => r.id)).toEqual(['m-s3-one', 'm-s3-two']);
-    for (const [i, event] of ['planned', 'run', 'delta'].entries()) await store.appendAudit('m-s3-one', { at: `2026-11-30T00:00:0${i}.000Z`, actor: 'a', event });
+    for (const [i, event] of ['planned', 'run', 'delta'].entries())
+      await store.appendAudit('m-s3-one', { at: `2026-11-30T00:00:0${i}.000Z`, actor: 'a', event });
     expect((await store.readAudit('m-s3-one')).map((e) => e.event)).toEqual(['planned', 'run', 'delta']);
     // The plan lock is held during the body and released after.
     // The second operator tries once the first holds the lock; the first lets go only once the
@@ -48,7 +66,11 @@ describe('S3MoveStore', () => {
         await until('the second operator refused', async () => refused() > refusedBefore, 60_000);
         order.push('first out');
       }),
-      firstHolds.then(() => store.withPlanLock(async () => { order.push('second in'); })),
+      firstHolds.then(() =>
+        store.withPlanLock(async () => {
+          order.push('second in');
+        }),
+      ),
     ]);
     expect(order).toEqual(['first in', 'first out', 'second in']);
   });
@@ -69,21 +91,24 @@ describe('S3MoveStore', () => {
     const b = new S3MoveStore(localS3Client(s3, 1), s3.bucket, 'moves/', 2500);
     const racing = localS3Client(s3, 1);
     let raced = false;
-    racing.middlewareStack.add((next, context) => async (args) => {
-      if (context.commandName === 'DeleteObjectCommand' && !raced) {
-        raced = true;
-        // B lets go once A's delete met its lock (412): held no longer than that, B's own lock stays
-        // far from looking stale, however slow this machine is.
-        void b.withPlanLock(async () => {
-          order.push('B in');
-          bIn();
-          await until('A\'s delete refused', async () => s3.requests.slice(before).some((r) => r.method === 'DELETE' && r.status === 412), 60_000);
-          order.push('B out');
-        });
-        await bHolds;
-      }
-      return next(args);
-    }, { step: 'initialize', name: 'raceStaleLockDelete' });
+    racing.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'DeleteObjectCommand' && !raced) {
+          raced = true;
+          // B lets go once A's delete met its lock (412): held no longer than that, B's own lock stays
+          // far from looking stale, however slow this machine is.
+          void b.withPlanLock(async () => {
+            order.push('B in');
+            bIn();
+            await until("A's delete refused", async () => s3.requests.slice(before).some((r) => r.method === 'DELETE' && r.status === 412), 60_000);
+            order.push('B out');
+          });
+          await bHolds;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'raceStaleLockDelete' },
+    );
     const a = new S3MoveStore(racing, s3.bucket, 'moves/', 2500);
     const before = s3.requests.length;
     await a.withPlanLock(async () => {

@@ -30,10 +30,12 @@ async function gapsOf(db: CellDatabase) {
 
 describe('the movable-schema contract against a real PostgreSQL', () => {
   let pg: PostgresServer;
-  beforeAll(async () => { pg = await startPostgres(); });
+  beforeAll(async () => {
+    pg = await startPostgres();
+  });
   afterAll(async () => pg.stop());
 
-  it('finds nothing required in the reference workload\'s own schema', async () => {
+  it("finds nothing required in the reference workload's own schema", async () => {
     const db = await pg.createDatabase('contract_ref');
     const gaps = await gapsOf(db);
     expect(gaps.filter((g) => g.level === 'required')).toEqual([]);
@@ -70,7 +72,9 @@ describe('the movable-schema contract against a real PostgreSQL', () => {
     expect(result.code).toBe(1);
     expect(result.err).toBe('');
     expect(result.out).toMatch(/^movable-schema contract: 3 tables, 0 meet it, the database lacks its bookkeeping\n/);
-    expect(result.out).toMatch(/^items +missing +tenant_id not null; row_version column; row-version trigger; tombstone trigger; row versions on existing rows$/m);
+    expect(result.out).toMatch(
+      /^items +missing +tenant_id not null; row_version column; row-version trigger; tombstone trigger; row versions on existing rows$/m,
+    );
   });
 
   it('--sql prints the SQL that makes the tables movable: applied, the check passes and every row has a version', async () => {
@@ -80,7 +84,10 @@ describe('the movable-schema contract against a real PostgreSQL', () => {
     expect(printed.code).toBe(1);
     expect(printed.out).toContain('create trigger "items_tombstone" after delete on "items" for each row execute function cf_record_tombstone();');
     // As an operator applies it: psql, one statement at a time (create index concurrently runs outside a transaction).
-    execFileSync('psql', [url(db), '--no-psqlrc', '--quiet', '-v', 'ON_ERROR_STOP=1'], { input: printed.out.replace("<the cells' schema version>", '5'), stdio: ['pipe', 'ignore', 'pipe'] });
+    execFileSync('psql', [url(db), '--no-psqlrc', '--quiet', '-v', 'ON_ERROR_STOP=1'], {
+      input: printed.out.replace("<the cells' schema version>", '5'),
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     expect((await gapsOf(db)).filter((g) => g.level === 'required')).toEqual([]);
     expect(await sql(db, 'select count(*)::int as n from items where row_version <= 0')).toEqual([{ n: 0 }]);
     expect((await cellctl('cell-zero', 'check', '--url', url(db))).code).toBe(0);
@@ -89,13 +96,17 @@ describe('the movable-schema contract against a real PostgreSQL', () => {
   it('says in one line when it cannot connect', async () => {
     const result = await cellctl('cell-zero', 'check', '--url', 'postgres://nobody:x@127.0.0.1:1/none');
     expect(result.code).toBe(1);
-    expect(result.err).toMatch(/^error: cannot read the database's schema: .*; give --url postgres:\/\/USER:PASSWORD@HOST:PORT\/DATABASE or set PGHOST/);
+    expect(result.err).toMatch(
+      /^error: cannot read the database's schema: .*; give --url postgres:\/\/USER:PASSWORD@HOST:PORT\/DATABASE or set PGHOST/,
+    );
     expect(result.err.trim().split('\n')).toHaveLength(1);
   });
 
   describe('cellctl move', () => {
     let w: MoveWorld;
-    beforeAll(async () => { w = await createWorld(pg); });
+    beforeAll(async () => {
+      w = await createWorld(pg);
+    });
     afterAll(async () => w.close());
 
     it('refuses to move a tenant out of a cell whose tables do not meet the contract, and moves it once they do', async () => {
@@ -105,9 +116,17 @@ describe('the movable-schema contract against a real PostgreSQL', () => {
       await w.sql(source, 'drop trigger notes_tombstone on notes');
       const refused = planMove(w.deps(), { subject: { kind: 'tenant', tenant }, target });
       await expect(refused).rejects.toThrow(MoveError);
-      await expect(refused).rejects.toThrow(new RegExp(`^tenant ${tenant} cannot leave ${source}: its database does not meet the movable-schema contract \\(run \`cellctl cell-zero check\`[^\\n]*\\n  - notes: tombstone trigger$`));
+      await expect(refused).rejects.toThrow(
+        new RegExp(
+          `^tenant ${tenant} cannot leave ${source}: its database does not meet the movable-schema contract \\(run \`cellctl cell-zero check\`[^\\n]*\\n  - notes: tombstone trigger$`,
+        ),
+      );
       await w.sql(source, 'create trigger notes_tombstone after delete on notes for each row execute function cf_record_tombstone()');
-      await expect(planMove(w.deps(), { subject: { kind: 'tenant', tenant }, target })).resolves.toMatchObject({ source, target, completed: 'planned' });
+      await expect(planMove(w.deps(), { subject: { kind: 'tenant', tenant }, target })).resolves.toMatchObject({
+        source,
+        target,
+        completed: 'planned',
+      });
     });
   });
 });

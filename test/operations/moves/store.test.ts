@@ -4,14 +4,29 @@ import * as path from 'path';
 import { admissionProblems, LocalMoveStore, MoveConflictError, MoveRecord, RateLimiter } from '../../../lib/operations/moves';
 
 const record = (id: string, patch: Partial<MoveRecord> = {}): MoveRecord => ({
-  id, subject: { kind: 'tenant', tenant: id }, source: 'cell-a', target: 'cell-b', bucketCount: 1024, reason: '', actor: 't',
-  createdAt: '2026-11-30T00:00:00Z', status: 'active', completed: 'planned', watermark: '0', rounds: 0, rowsCopied: 0,
-  mappingVersions: {}, updatedAt: '2026-11-30T00:00:00Z', ...patch,
+  id,
+  subject: { kind: 'tenant', tenant: id },
+  source: 'cell-a',
+  target: 'cell-b',
+  bucketCount: 1024,
+  reason: '',
+  actor: 't',
+  createdAt: '2026-11-30T00:00:00Z',
+  status: 'active',
+  completed: 'planned',
+  watermark: '0',
+  rounds: 0,
+  rowsCopied: 0,
+  mappingVersions: {},
+  updatedAt: '2026-11-30T00:00:00Z',
+  ...patch,
 });
 
 describe('LocalMoveStore', () => {
   let dir: string;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'moves-store-')); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'moves-store-'));
+  });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   test('conditional writes: create only once, replace only from the version read', async () => {
@@ -56,20 +71,33 @@ describe('LocalMoveStore', () => {
 
 describe('limits', () => {
   test('concurrent moves per cell and one move per tenant; retained moves do not count', () => {
-    const moves = [record('m-a1', { subject: { kind: 'tenant', tenant: 'x' } }), record('m-a2', { subject: { kind: 'tenant', tenant: 'y' }, source: 'cell-c', target: 'cell-a' }),
-      record('m-a3', { subject: { kind: 'tenant', tenant: 'z' }, status: 'retained' })];
+    const moves = [
+      record('m-a1', { subject: { kind: 'tenant', tenant: 'x' } }),
+      record('m-a2', { subject: { kind: 'tenant', tenant: 'y' }, source: 'cell-c', target: 'cell-a' }),
+      record('m-a3', { subject: { kind: 'tenant', tenant: 'z' }, status: 'retained' }),
+    ];
     const limits = { concurrentMovesPerCell: 2 };
-    expect(admissionProblems({ subject: { kind: 'tenant', tenant: 'z' }, source: 'cell-d', target: 'cell-e', bucketCount: 1024 }, moves, limits)).toEqual([]);
-    expect(admissionProblems({ subject: { kind: 'tenant', tenant: 'x' }, source: 'cell-d', target: 'cell-e', bucketCount: 1024 }, moves, limits))
-      .toEqual([expect.stringMatching(/overlaps move m-a1/)]);
-    expect(admissionProblems({ subject: { kind: 'tenant', tenant: 'w' }, source: 'cell-a', target: 'cell-e', bucketCount: 1024 }, moves, limits))
-      .toEqual([expect.stringMatching(/cell cell-a is already in 2 moves \(m-a1, m-a2\); the limit is 2 per cell/)]);
+    expect(
+      admissionProblems({ subject: { kind: 'tenant', tenant: 'z' }, source: 'cell-d', target: 'cell-e', bucketCount: 1024 }, moves, limits),
+    ).toEqual([]);
+    expect(
+      admissionProblems({ subject: { kind: 'tenant', tenant: 'x' }, source: 'cell-d', target: 'cell-e', bucketCount: 1024 }, moves, limits),
+    ).toEqual([expect.stringMatching(/overlaps move m-a1/)]);
+    expect(
+      admissionProblems({ subject: { kind: 'tenant', tenant: 'w' }, source: 'cell-a', target: 'cell-e', bucketCount: 1024 }, moves, limits),
+    ).toEqual([expect.stringMatching(/cell cell-a is already in 2 moves \(m-a1, m-a2\); the limit is 2 per cell/)]);
   });
 
   test('the copy rate limiter sleeps through the injected clock', async () => {
     let now = 0;
     const sleeps: number[] = [];
-    const clock = { now: () => new Date(now), sleep: async (ms: number) => { sleeps.push(ms); now += ms; } };
+    const clock = {
+      now: () => new Date(now),
+      sleep: async (ms: number) => {
+        sleeps.push(ms);
+        now += ms;
+      },
+    };
     const limiter = new RateLimiter(1000, clock);
     await limiter.take(1000);
     expect(sleeps).toEqual([]);

@@ -2,7 +2,16 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { MappingDocument, pinKey } from '../../../lib/domain/mapping';
-import { FetchResult, mapContents, MappingAgent, MappingApplier, MappingSource, RuntimeApi, UNAPPLIABLE_HINT, UnappliableDocumentError } from '../../../lib/runtime/router';
+import {
+  FetchResult,
+  mapContents,
+  MappingAgent,
+  MappingApplier,
+  MappingSource,
+  RuntimeApi,
+  UNAPPLIABLE_HINT,
+  UnappliableDocumentError,
+} from '../../../lib/runtime/router';
 import { NOW, sampleMapping } from '../../support/mapping';
 
 /**
@@ -21,14 +30,24 @@ describe('the mapping agent reports each problem once', () => {
   let agent: MappingAgent;
 
   /** A source that hands out `text` at every poll, as an S3 source without a usable ETag does. */
-  const source: MappingSource = { description: 'test-source', fetch: async (): Promise<FetchResult> => ({ changed: true, text }), reset: () => undefined };
-  const api = { info: async () => ({ Pid: pid }), send: async () => '', stats: async () => [], env: async () => String(sampleMapping().bucketCount) } as unknown as RuntimeApi;
+  const source: MappingSource = {
+    description: 'test-source',
+    fetch: async (): Promise<FetchResult> => ({ changed: true, text }),
+    reset: () => undefined,
+  };
+  const api = {
+    info: async () => ({ Pid: pid }),
+    send: async () => '',
+    stats: async () => [],
+    env: async () => String(sampleMapping().bucketCount),
+  } as unknown as RuntimeApi;
   const applier = {
     currentVersion: async () => applied[applied.length - 1],
     currentSlots: async () => new Map<string, number>(),
     refreshAddresses: async () => [],
     apply: async (doc: MappingDocument) => {
-      if (unresolvable) throw new UnappliableDocumentError(`cell cell-1: endpoint host ${unresolvable} does not resolve (getaddrinfo ENOTFOUND ${unresolvable})`);
+      if (unresolvable)
+        throw new UnappliableDocumentError(`cell cell-1: endpoint host ${unresolvable} does not resolve (getaddrinfo ENOTFOUND ${unresolvable})`);
       applied.push(doc.version);
       const slots = new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));
       return { slots, contents: mapContents(doc, slots) };
@@ -51,7 +70,16 @@ describe('the mapping agent reports each problem once', () => {
     unresolvable = undefined;
     applied = [];
     logs = [];
-    agent = new MappingAgent({ api, source, applier, stateDir, group: 'test', emit: (l) => logs.push(JSON.parse(l)), now: () => clock, retryUnappliableMs: 2000 });
+    agent = new MappingAgent({
+      api,
+      source,
+      applier,
+      stateDir,
+      group: 'test',
+      emit: (l) => logs.push(JSON.parse(l)),
+      now: () => clock,
+      retryUnappliableMs: 2000,
+    });
     text = JSON.stringify({ ...sampleMapping(), version: 5 });
     await poll(1);
     expect(applied).toEqual([5]);
@@ -67,10 +95,15 @@ describe('the mapping agent reports each problem once', () => {
     text = JSON.stringify(pinKey(doc, 'tenant-1', 'cell-2', NOW));
     text = JSON.stringify({ ...JSON.parse(text), version: 5 });
     await poll(10);
-    expect(events('ignored')).toEqual([expect.objectContaining({
-      level: 'warn', version: 5, keptVersion: 5,
-      reason: 'the document changed but its version 5 is the version in force; raise `version` above the version in force to apply it (the `cellctl mapping` commands do)',
-    })]);
+    expect(events('ignored')).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        version: 5,
+        keptVersion: 5,
+        reason:
+          'the document changed but its version 5 is the version in force; raise `version` above the version in force to apply it (the `cellctl mapping` commands do)',
+      }),
+    ]);
     // Another edit, still version 5: news again, once.
     text = JSON.stringify({ ...JSON.parse(text), overrides: { ...doc.overrides, exact: { ...doc.overrides.exact, 'tenant-2': 'cell-3' } } });
     await poll(5);
@@ -80,7 +113,18 @@ describe('the mapping agent reports each problem once', () => {
     text = JSON.stringify({ ...doc, version: 4 });
     await poll(10);
     expect(agent.rejectedDocuments).toBe(before + 1);
-    expect(events('rejected')).toEqual([expect.objectContaining({ version: 4, problems: [{ path: '$.version', message: '4 is older than the version in force 5; raise `version` above the version in force to apply it (the `cellctl mapping` commands do)' }] })]);
+    expect(events('rejected')).toEqual([
+      expect.objectContaining({
+        version: 4,
+        problems: [
+          {
+            path: '$.version',
+            message:
+              '4 is older than the version in force 5; raise `version` above the version in force to apply it (the `cellctl mapping` commands do)',
+          },
+        ],
+      }),
+    ]);
     expect(applied).toEqual([5]);
     // Raised: applied.
     text = JSON.stringify({ ...doc, version: 6 });
@@ -92,10 +136,20 @@ describe('the mapping agent reports each problem once', () => {
     unresolvable = 'cell-1.orders.cells.internal';
     text = JSON.stringify({ ...JSON.parse(text), version: 6 });
     await poll(20); // 10 s: five retries at 2 s
-    expect(events('rejected')).toEqual([expect.objectContaining({
-      version: 6, keptVersion: 5, hint: UNAPPLIABLE_HINT, retryInSeconds: 2,
-      problems: [{ path: '$.cells', message: 'cell cell-1: endpoint host cell-1.orders.cells.internal does not resolve (getaddrinfo ENOTFOUND cell-1.orders.cells.internal)' }],
-    })]);
+    expect(events('rejected')).toEqual([
+      expect.objectContaining({
+        version: 6,
+        keptVersion: 5,
+        hint: UNAPPLIABLE_HINT,
+        retryInSeconds: 2,
+        problems: [
+          {
+            path: '$.cells',
+            message: 'cell cell-1: endpoint host cell-1.orders.cells.internal does not resolve (getaddrinfo ENOTFOUND cell-1.orders.cells.internal)',
+          },
+        ],
+      }),
+    ]);
     expect(agent.rejectedDocuments).toBe(1);
     // Resolving again: applied at the next retry, without a new document.
     unresolvable = undefined;

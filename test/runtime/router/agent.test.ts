@@ -26,13 +26,23 @@ describe('the mapping agent with a router group in S3', () => {
     client = localS3Client(s3, 1);
     store = new MappingStore(client, s3.bucket);
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c', 'cell-d'].map((name) => startCell(name)));
-    v1 = initialMapping(cells.slice(0, 4).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    v1 = initialMapping(
+      cells.slice(0, 4).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })),
+      16384,
+      NOW,
+    );
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        source: new S3MappingSource(client, s3.bucket, GROUP, 1000), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
-        bucketCount: 16384, healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 60_000,
+        source: new S3MappingSource(client, s3.bucket, GROUP, 1000),
+        port,
+        debugHeaders: true,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: (l) => logs.push(l),
+        pollMs: 60_000,
       });
     });
     router.stopAgent(); // the tests drive the agent tick by tick
@@ -49,7 +59,12 @@ describe('the mapping agent with a router group in S3', () => {
   /** Writes a raw document to the group pointer, bypassing publish's checks (a broken writer). */
   const putRaw = async (text: string) => {
     const stored = await store.readGroup(GROUP).catch(() => undefined);
-    await store.put(groupKey(GROUP), text, stored?.etag ?? (await client.send(new (await import('@aws-sdk/client-s3')).HeadObjectCommand({ Bucket: s3.bucket, Key: groupKey(GROUP) }))).ETag);
+    await store.put(
+      groupKey(GROUP),
+      text,
+      stored?.etag ??
+        (await client.send(new (await import('@aws-sdk/client-s3')).HeadObjectCommand({ Bucket: s3.bucket, Key: groupKey(GROUP) }))).ETag,
+    );
   };
 
   it('applies the group document and becomes ready', async () => {
@@ -69,15 +84,49 @@ describe('the mapping agent with a router group in S3', () => {
 
   const broken: [string, (doc: MappingDocument) => string][] = [
     ['a gap', (d) => JSON.stringify({ ...d, version: d.version + 1, buckets: d.buckets.slice(1) })],
-    ['an overlap', (d) => JSON.stringify({ ...d, version: d.version + 1, buckets: [{ ...d.buckets[0], to: d.buckets[0].to + 5 }, ...d.buckets.slice(1)] })],
-    ['an unknown cell', (d) => JSON.stringify({ ...d, version: d.version + 1, buckets: [{ ...d.buckets[0], cell: 'ghost' }, ...d.buckets.slice(1)] })],
+    [
+      'an overlap',
+      (d) => JSON.stringify({ ...d, version: d.version + 1, buckets: [{ ...d.buckets[0], to: d.buckets[0].to + 5 }, ...d.buckets.slice(1)] }),
+    ],
+    [
+      'an unknown cell',
+      (d) => JSON.stringify({ ...d, version: d.version + 1, buckets: [{ ...d.buckets[0], cell: 'ghost' }, ...d.buckets.slice(1)] }),
+    ],
     ['an older version', (d) => JSON.stringify({ ...pinKey(d, 'tenant-1', 'cell-c', NOW), version: d.version - 1 })],
     ['truncated JSON', (d) => JSON.stringify(pinKey(d, 'tenant-1', 'cell-c', NOW)).slice(0, 500)],
     // Valid JSON, wrong for this router: most keys would reach another cell than the document names.
-    ['another bucket count than HAProxy hashes into', (d) => JSON.stringify({ ...d, version: d.version + 1, bucketCount: 65536, buckets: d.buckets.map((r, i, all) => ({ ...r, from: r.from * 4, to: i === all.length - 1 ? 65535 : r.to * 4 + 3 })) })],
+    [
+      'another bucket count than HAProxy hashes into',
+      (d) =>
+        JSON.stringify({
+          ...d,
+          version: d.version + 1,
+          bucketCount: 65536,
+          buckets: d.buckets.map((r, i, all) => ({ ...r, from: r.from * 4, to: i === all.length - 1 ? 65535 : r.to * 4 + 3 })),
+        }),
+    ],
     ['a version no later version can follow', (d) => JSON.stringify({ ...d, version: 1e308 })],
-    ['two cells on one endpoint', (d) => JSON.stringify({ ...d, version: d.version + 1, cells: { ...d.cells, 'cell-b': { ...d.cells['cell-b'], endpoint: d.cells['cell-a'].endpoint } } })],
-    ['more overrides than a router task holds', (d) => JSON.stringify({ ...d, version: d.version + 1, overrides: { ...d.overrides, exact: Object.fromEntries(Array.from({ length: DOCUMENT_LIMITS.maxEntries }, (_, i) => [`pin-${i}`, 'cell-a'])) } })],
+    [
+      'two cells on one endpoint',
+      (d) =>
+        JSON.stringify({
+          ...d,
+          version: d.version + 1,
+          cells: { ...d.cells, 'cell-b': { ...d.cells['cell-b'], endpoint: d.cells['cell-a'].endpoint } },
+        }),
+    ],
+    [
+      'more overrides than a router task holds',
+      (d) =>
+        JSON.stringify({
+          ...d,
+          version: d.version + 1,
+          overrides: {
+            ...d.overrides,
+            exact: Object.fromEntries(Array.from({ length: DOCUMENT_LIMITS.maxEntries }, (_, i) => [`pin-${i}`, 'cell-a'])),
+          },
+        }),
+    ],
   ];
 
   it.each(broken)('never applies a document with %s, and counts it', async (_name, make) => {
@@ -169,7 +218,17 @@ describe('the mapping agent with a router group in S3', () => {
     expect(lines[0]).toMatchObject({ RouterGroup: 'local', MappingVersion: v1.version, RejectedDocuments: broken.length, FetchErrors: 4 });
     expect(lines[0].Requests).toBeGreaterThanOrEqual(30);
     expect(lines[0]._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name)).toEqual([
-      'MappingVersion', 'SecondsSinceRefresh', 'RejectedDocuments', 'FetchErrors', 'Requests', 'Responses4xx', 'Responses5xx', 'Connections', 'ConnectionLimit', 'ConnectionUsePercent', 'DroppedLogs',
+      'MappingVersion',
+      'SecondsSinceRefresh',
+      'RejectedDocuments',
+      'FetchErrors',
+      'Requests',
+      'Responses4xx',
+      'Responses5xx',
+      'Connections',
+      'ConnectionLimit',
+      'ConnectionUsePercent',
+      'DroppedLogs',
     ]);
     expect(lines[0].DroppedLogs).toBeGreaterThanOrEqual(0);
     // Counts are per interval: nothing happened since.

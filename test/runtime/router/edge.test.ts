@@ -42,7 +42,9 @@ async function recordingCell(name: string): Promise<RecordingCell> {
     cell.inFlight += 1;
     cell.maxInFlight = Math.max(cell.maxInFlight, cell.inFlight);
     let body = '';
-    req.on('data', (d) => { body += d; });
+    req.on('data', (d) => {
+      body += d;
+    });
     req.on('end', () => {
       cell.seen.push({ headers: req.headers, body, url: req.url! });
       setTimeout(() => {
@@ -56,7 +58,11 @@ async function recordingCell(name: string): Promise<RecordingCell> {
   const { port } = server.address() as AddressInfo;
   return Object.assign(cell, {
     endpoint: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   });
 }
 
@@ -64,7 +70,12 @@ async function recordingCell(name: string): Promise<RecordingCell> {
  * Writes `parts` to a raw connection, waiting `gapMs` between them, and resolves with the status line
  * of the first response (or '' when the connection closed without one) and when it came.
  */
-function trickle(port: number, parts: readonly string[], gapMs: number, localAddress = '127.0.0.1'): Promise<{ status: string; ms: number; text: string }> {
+function trickle(
+  port: number,
+  parts: readonly string[],
+  gapMs: number,
+  localAddress = '127.0.0.1',
+): Promise<{ status: string; ms: number; text: string }> {
   const started = Date.now();
   return new Promise((resolve) => {
     const socket = net.createConnection({ host: '127.0.0.1', port, localAddress });
@@ -92,25 +103,40 @@ function trickle(port: number, parts: readonly string[], gapMs: number, localAdd
 }
 
 /** GET with arbitrary headers (and optionally from another loopback source address). */
-function get(port: number, headers: http.OutgoingHttpHeaders, options: { localAddress?: string; path?: string } = {}): Promise<{ status: number; body: string }> {
+function get(
+  port: number,
+  headers: http.OutgoingHttpHeaders,
+  options: { localAddress?: string; path?: string } = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path: options.path ?? '/', headers, agent: false, localAddress: options.localAddress }, (res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: options.path ?? '/', headers, agent: false, localAddress: options.localAddress },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => {
+          body += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
     req.on('error', () => resolve({ status: 0, body: '' }));
     req.end();
   });
 }
 
-function ready(port: number): Promise<{ status: number; body: { ready: boolean; version?: number; reason?: string; connections: number; limit: number } }> {
+function ready(
+  port: number,
+): Promise<{ status: number; body: { ready: boolean; version?: number; reason?: string; connections: number; limit: number } }> {
   return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/ready', agent: false }, (res) => {
-      let body = '';
-      res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
-    }).on('error', reject);
+    http
+      .get({ host: '127.0.0.1', port, path: '/ready', agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d) => {
+          body += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
+      })
+      .on('error', reject);
   });
 }
 
@@ -123,19 +149,36 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
   let mappingFile: string;
   const logs: string[] = [];
   /** A key served by each cell. */
-  const keyOf = (cell: string, not: string[] = []) => Array.from({ length: 2000 }, (_, i) => `edge-${i}`).find((k) => lookup(doc, k).cell === cell && !not.includes(k))!;
+  const keyOf = (cell: string, not: string[] = []) =>
+    Array.from({ length: 2000 }, (_, i) => `edge-${i}`).find((k) => lookup(doc, k).cell === cell && !not.includes(k))!;
 
   beforeAll(async () => {
     cells = await Promise.all(['cell-a', 'cell-b'].map((n) => recordingCell(n)));
-    doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    doc = initialMapping(
+      cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })),
+      16384,
+      NOW,
+    );
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-edge-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
     router = await onFreePorts(2, async (ports) => {
       [port, readyPort] = ports;
       return startLocalRouter({
-        mappingFile, port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-        log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, maxConn: MAX_CONN, requestTimeoutMs: REQUEST_TIMEOUT_MS,
-        maxBodyBytes: 1000, badKeysPer10s: BAD_KEYS_PER_10S, retryUnappliableMs: 1000, hardStopAfterMs: 3000,
+        mappingFile,
+        port,
+        readyPort,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: (l) => logs.push(l),
+        pollMs: 200,
+        cellMaxConn: CELL_MAX_CONN,
+        maxConn: MAX_CONN,
+        requestTimeoutMs: REQUEST_TIMEOUT_MS,
+        maxBodyBytes: 1000,
+        badKeysPer10s: BAD_KEYS_PER_10S,
+        retryUnappliableMs: 1000,
+        hardStopAfterMs: 3000,
       });
     });
   });
@@ -155,7 +198,13 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
   it('answers 408 to a client trickling its headers, within the request timeout', async () => {
     const key = keyOf('cell-a');
     // The headers would take 18 s to arrive whole: a 408 can only be the request timeout's.
-    const parts = ['GET / HTTP/1.1\r\n', 'host: x\r\n', `x-tenant-id: ${key}\r\n`, ...Array.from({ length: 60 }, (_, i) => `x-pad-${i}: y\r\n`), '\r\n'];
+    const parts = [
+      'GET / HTTP/1.1\r\n',
+      'host: x\r\n',
+      `x-tenant-id: ${key}\r\n`,
+      ...Array.from({ length: 60 }, (_, i) => `x-pad-${i}: y\r\n`),
+      '\r\n',
+    ];
     const answer = await trickle(port, parts, 300);
     expect(answer.status).toBe('408');
     // Not before the timeout (a load can only make it later); the 408 itself says it was the
@@ -164,14 +213,21 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     expect(cells[0].seen).toHaveLength(0);
   });
 
-  it('slow request bodies never hold a cell slot: the cell\'s other tenants are served meanwhile, the slow ones get 408', async () => {
+  it("slow request bodies never hold a cell slot: the cell's other tenants are served meanwhile, the slow ones get 408", async () => {
     const key = keyOf('cell-a');
     const body = 'x'.repeat(100);
     // Twice the cell's maxconn of clients sending their body a byte at a time.
     const slowStarted = Date.now();
-    const slow = Array.from({ length: CELL_MAX_CONN * 2 }, () => trickle(port, [
-      `POST /orders HTTP/1.1\r\nhost: x\r\nx-tenant-id: ${key}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\n\r\n`, ...body.split(''),
-    ], 100));
+    const slow = Array.from({ length: CELL_MAX_CONN * 2 }, () =>
+      trickle(
+        port,
+        [
+          `POST /orders HTTP/1.1\r\nhost: x\r\nx-tenant-id: ${key}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\n\r\n`,
+          ...body.split(''),
+        ],
+        100,
+      ),
+    );
     await new Promise((r) => setTimeout(r, 300));
     const other = keyOf('cell-a', [key]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
@@ -190,9 +246,16 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
 
   it('forwards a body within the limit whole, refuses a larger one (413) and chunked bodies (411)', async () => {
     const key = keyOf('cell-b');
-    const post = (payload: string, headers: Record<string, string>) => trickle(port, [
-      `POST /in HTTP/1.1\r\nhost: x\r\nx-tenant-id: ${key}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${payload}`,
-    ], 0);
+    const post = (payload: string, headers: Record<string, string>) =>
+      trickle(
+        port,
+        [
+          `POST /in HTTP/1.1\r\nhost: x\r\nx-tenant-id: ${key}\r\n${Object.entries(headers)
+            .map(([k, v]) => `${k}: ${v}\r\n`)
+            .join('')}\r\n${payload}`,
+        ],
+        0,
+      );
     expect((await post('y'.repeat(900), { 'content-length': '900' })).status).toBe('200');
     expect(cells[1].seen.map((s) => s.body)).toEqual(['y'.repeat(900)]);
     const large = await post('y'.repeat(1200), { 'content-length': '1200' });
@@ -208,7 +271,10 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
       session.on('error', (e) => resolve(`error: ${e.message}`));
       session.on('close', () => resolve('error: closed'));
       const req = session.request({ ':path': '/', 'x-tenant-id': keyOf('cell-a') });
-      req.on('response', (h) => { resolve(`status ${h[':status']}`); session.close(); });
+      req.on('response', (h) => {
+        resolve(`status ${h[':status']}`);
+        session.close();
+      });
       req.on('error', (e) => resolve(`error: ${e.message}`));
       req.end();
     });
@@ -218,9 +284,18 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
 
   it('removes client-sent x-cell, x-mapping-version, forwarded and x-forwarded-* and sets its own', async () => {
     const key = keyOf('cell-b');
-    const answer = await get(port, {
-      'x-tenant-id': key, 'x-cell': 'cell-a', 'x-mapping-version': '999', 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https', forwarded: 'for=203.0.113.9',
-    }, { localAddress: '127.0.0.7' });
+    const answer = await get(
+      port,
+      {
+        'x-tenant-id': key,
+        'x-cell': 'cell-a',
+        'x-mapping-version': '999',
+        'x-forwarded-for': '203.0.113.9',
+        'x-forwarded-proto': 'https',
+        forwarded: 'for=203.0.113.9',
+      },
+      { localAddress: '127.0.0.7' },
+    );
     expect(answer.status).toBe(200);
     const { headers } = cells[1].seen[0];
     expect(headers['x-cell']).toBeUndefined();
@@ -298,7 +373,8 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
       if (after > 2 * BAD_KEYS_PER_10S) expect(status).toBe(0);
       // A deadline for the wait, as every wait here has (60 s), not a speed check: the rate falls
       // within two 10 s periods.
-      if (Date.now() - refusedSince > 60_000) throw new Error(`the client is still refused after 60 s (rate ${now}): its rate should have fallen within two 10 s periods`);
+      if (Date.now() - refusedSince > 60_000)
+        throw new Error(`the client is still refused after 60 s (rate ${now}): its rate should have fallen within two 10 s periods`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }, 120_000);
@@ -309,7 +385,11 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     const sockets: net.Socket[] = [];
     try {
       for (let i = 0; i < MAX_CONN * 0.9; i++) {
-        sockets.push(await new Promise<net.Socket>((resolve) => { const s = net.createConnection({ host: '127.0.0.1', port }, () => resolve(s)); }));
+        sockets.push(
+          await new Promise<net.Socket>((resolve) => {
+            const s = net.createConnection({ host: '127.0.0.1', port }, () => resolve(s));
+          }),
+        );
       }
       await until('the connections counted', async () => (await ready(readyPort)).body.connections >= MAX_CONN * 0.9, 60_000);
       // A flood fills every task alike: readiness failing near the limit would take them all out together.
@@ -325,7 +405,11 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
 
   it('rejects a document that cannot be applied (an endpoint that does not resolve) and stays ready on its last-known-good', async () => {
     const rejectedBefore = router.agent.rejectedDocuments;
-    const bad = { ...doc, version: doc.version + 1, cells: { ...doc.cells, 'cell-b': { ...doc.cells['cell-b'], endpoint: 'http://cell-b.does-not-resolve.invalid:8080' } } };
+    const bad = {
+      ...doc,
+      version: doc.version + 1,
+      cells: { ...doc.cells, 'cell-b': { ...doc.cells['cell-b'], endpoint: 'http://cell-b.does-not-resolve.invalid:8080' } },
+    };
     fs.writeFileSync(mappingFile, JSON.stringify(bad));
     // Readiness sampled until the document was rejected (however long resolving takes here), then
     // for 3 s more, long enough for the agent to try it again (retryUnappliableMs 1 s) at least once.
@@ -357,14 +441,23 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     const cell = cells.find((c) => c.name === lookup(doc, key).cell)!;
     cell.holdMs = 8000; // far longer than the 1 s queue timeout: requests past the cell's maxconn get 503
     const count = logs.length;
-    const answers = await Promise.all(Array.from({ length: CELL_MAX_CONN + 3 }, () => get(port, { 'x-tenant-id': key }, { path: '/v1/x?email=someone@example.com' })));
+    const answers = await Promise.all(
+      Array.from({ length: CELL_MAX_CONN + 3 }, () => get(port, { 'x-tenant-id': key }, { path: '/v1/x?email=someone@example.com' })),
+    );
     expect(answers.filter((a) => a.status === 503)).toHaveLength(3);
     await until('the 503s logged', async () => logs.slice(count).join('\n').split('"status":503').length - 1 >= 3, 60_000);
-    const lines = logs.slice(count).flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{"time"'));
+    const lines = logs
+      .slice(count)
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.startsWith('{"time"'));
     for (const line of lines) {
       expect(line).not.toContain('email');
       expect(line).not.toContain(key);
-      expect(JSON.parse(line)).toMatchObject({ status: 503, path: '/v1/x', key_sha256: createHash('sha256').update(key).digest('hex').slice(0, 16).toUpperCase() });
+      expect(JSON.parse(line)).toMatchObject({
+        status: 503,
+        path: '/v1/x',
+        key_sha256: createHash('sha256').update(key).digest('hex').slice(0, 16).toUpperCase(),
+      });
     }
   });
 });

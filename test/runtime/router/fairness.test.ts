@@ -19,10 +19,12 @@ function send(agent: http.Agent, port: number, tenant: string): Promise<{ status
 }
 
 describe('the per-tenant cap in a router task', () => {
-  it('is rendered from the fleet\'s router.tenantMaxConn, half of the cell\'s slots unless the fleet says otherwise', () => {
+  it("is rendered from the fleet's router.tenantMaxConn, half of the cell's slots unless the fleet says otherwise", () => {
     const fleet = exampleFleet();
     expect(fleet.router.tenantMaxConn).toBe(tenantMaxConnOf(fleet.router.cellMaxConn));
-    expect(renderHaproxyConfig(routerTaskOptions(routerRoutingOf(fleet)))).toContain(`hdr retry-after 1 if { sc0_trackers gt ${fleet.router.cellMaxConn / 2} }`);
+    expect(renderHaproxyConfig(routerTaskOptions(routerRoutingOf(fleet)))).toContain(
+      `hdr retry-after 1 if { sc0_trackers gt ${fleet.router.cellMaxConn / 2} }`,
+    );
     const capped = renderHaproxyConfig(routerTaskOptions({ ...routerRoutingOf(fleet), tenantMaxConn: 100 }));
     expect(capped).toContain(`hdr retry-after 1 if { sc0_trackers gt 100 }`);
   });
@@ -44,7 +46,10 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
     cell.behaviour = 'slow';
     cell.delayMs = 1500;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-'));
-    fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })));
+    fs.writeFileSync(
+      path.join(dir, 'mapping.json'),
+      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })),
+    );
   });
   afterAll(async () => {
     await Promise.all(routers.map((r) => r.stop()));
@@ -52,15 +57,24 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = (tenantMaxConn: number | undefined) => onFreePorts(1, async ([port]) => {
-    // 24 slots for the cell, split over 3 zonal servers; a saturated cell queues for 1 s, then 503.
-    const router = await startLocalRouter({
-      mappingFile: path.join(dir, 'mapping.json'), port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-      healthCheckPath: '/health', log: () => undefined, pollMs: 200, cellMaxConn: 24, queueTimeoutMs: 1000, ...(tenantMaxConn ? { tenantMaxConn } : {}),
+  const start = (tenantMaxConn: number | undefined) =>
+    onFreePorts(1, async ([port]) => {
+      // 24 slots for the cell, split over 3 zonal servers; a saturated cell queues for 1 s, then 503.
+      const router = await startLocalRouter({
+        mappingFile: path.join(dir, 'mapping.json'),
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        cellMaxConn: 24,
+        queueTimeoutMs: 1000,
+        ...(tenantMaxConn ? { tenantMaxConn } : {}),
+      });
+      routers.push(router);
+      return { router, port };
     });
-    routers.push(router);
-    return { router, port };
-  });
 
   /**
    * The heavy tenant keeps 80 slow requests in flight (a new wave as each ends) while its neighbour
@@ -71,18 +85,18 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
     let done = false;
     const heavy: { status: number; retryAfter?: string }[] = [];
     const pressure = (async () => {
-      while (!done) heavy.push(...await Promise.all(Array.from({ length: 80 }, () => send(agent, port, 'heavy'))));
+      while (!done) heavy.push(...(await Promise.all(Array.from({ length: 80 }, () => send(agent, port, 'heavy')))));
     })();
     await new Promise((r) => setTimeout(r, 200));
     const neighbour: { status: number }[] = [];
-    for (let wave = 0; wave < 3; wave++) neighbour.push(...await Promise.all(Array.from({ length: 10 }, () => send(agent, port, 'neighbour'))));
+    for (let wave = 0; wave < 3; wave++) neighbour.push(...(await Promise.all(Array.from({ length: 10 }, () => send(agent, port, 'neighbour')))));
     done = true;
     await pressure;
     agent.destroy();
     return { heavy, neighbour };
   }
 
-  it('answers the heavy tenant\'s excess 429 with Retry-After and keeps its neighbour at 100% success', async () => {
+  it("answers the heavy tenant's excess 429 with Retry-After and keeps its neighbour at 100% success", async () => {
     const { port } = await start(tenantMaxConnOf(24));
     const { heavy, neighbour } = await contention(port);
     expect(neighbour.filter((r) => r.status !== 200)).toEqual([]);
@@ -95,7 +109,7 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
     expect(refused.every((r) => r.retryAfter === '1')).toBe(true);
   });
 
-  it('without the cap, the same load takes the neighbour\'s slots (the test can fail)', async () => {
+  it("without the cap, the same load takes the neighbour's slots (the test can fail)", async () => {
     const { port } = await start(undefined);
     const { neighbour } = await contention(port);
     expect(neighbour.filter((r) => r.status === 503).length).toBeGreaterThan(0);

@@ -8,8 +8,14 @@ import { freePorts, routed, until } from '../../support/cells';
 import { healthCheckGet } from '../../support/nlb';
 
 const options = (dir: string) => ({
-  bind: { address: '127.0.0.1', port: 18081 }, adminSocket: path.join(dir, 'admin.sock'), stateDir: dir,
-  partitionKey: { source: 'header' as const, name: 'x-tenant-id' }, bucketCount: 16384, slots: 4, cellMaxConn: 50, healthCheckPath: '/health',
+  bind: { address: '127.0.0.1', port: 18081 },
+  adminSocket: path.join(dir, 'admin.sock'),
+  stateDir: dir,
+  partitionKey: { source: 'header' as const, name: 'x-tenant-id' },
+  bucketCount: 16384,
+  slots: 4,
+  cellMaxConn: 50,
+  healthCheckPath: '/health',
 });
 
 describe('renderHaproxyConfig', () => {
@@ -19,19 +25,34 @@ describe('renderHaproxyConfig', () => {
     fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
     const [port, readyPort] = await freePorts(2);
     const file = path.join(dir, 'haproxy.cfg');
-    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, acceptProxy: true, readyBind: { address: '127.0.0.1', port: readyPort } }));
+    fs.writeFileSync(
+      file,
+      renderHaproxyConfig({
+        ...options(dir),
+        bind: { address: '127.0.0.1', port },
+        acceptProxy: true,
+        readyBind: { address: '127.0.0.1', port: readyPort },
+      }),
+    );
     const haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });
     try {
       let answer: { status: number; body: string } | undefined;
-      await until('readiness to answer a PROXY v2 health check', async () => {
-        answer = await healthCheckGet(readyPort, '/ready', { proxy: true, timeoutMs: 2000 });
-        return true;
-      }, 60_000);
+      await until(
+        'readiness to answer a PROXY v2 health check',
+        async () => {
+          answer = await healthCheckGet(readyPort, '/ready', { proxy: true, timeoutMs: 2000 });
+          return true;
+        },
+        60_000,
+      );
       // An answer, not a 400: 503 until a mapping is in force (what the NLB counts as unhealthy).
       expect(answer!.status).toBe(503);
       expect(JSON.parse(answer!.body)).toMatchObject({ ready: false, reason: 'no mapping in force' });
       // Without the header the connection is refused as a protocol error: never a 200.
-      const plain = await healthCheckGet(readyPort, '/ready', { proxy: false, timeoutMs: 2000 }).catch((e: Error) => ({ status: 0, body: e.message }));
+      const plain = await healthCheckGet(readyPort, '/ready', { proxy: false, timeoutMs: 2000 }).catch((e: Error) => ({
+        status: 0,
+        body: e.message,
+      }));
       expect(plain.status).not.toBe(200);
       expect(plain.status).not.toBe(503);
     } finally {
@@ -53,19 +74,27 @@ describe('renderHaproxyConfig', () => {
     const agent = new http.Agent({ keepAlive: false });
     try {
       let answer = await routed(agent, port, 'tenant-1');
-      for (const deadline = Date.now() + 60_000; answer.status === 0 && Date.now() < deadline;) { // 0: not listening yet
+      for (const deadline = Date.now() + 60_000; answer.status === 0 && Date.now() < deadline;) {
+        // 0: not listening yet
         await new Promise((r) => setTimeout(r, 100));
         answer = await routed(agent, port, 'tenant-1');
       }
       expect(answer).toMatchObject({ status: 503, retryAfter: '5', cell: undefined });
       expect(JSON.parse(answer.body)).toEqual({ error: 'no mapping loaded' });
       const missing = await routed(agent, port, undefined);
-      expect([missing.status, JSON.parse(missing.body)]).toEqual([400, { error: 'missing partition key', message: 'missing partition key: send it in the x-tenant-id header' }]);
+      expect([missing.status, JSON.parse(missing.body)]).toEqual([
+        400,
+        { error: 'missing partition key', message: 'missing partition key: send it in the x-tenant-id header' },
+      ]);
       const invalid = await routed(agent, port, 'bad key');
-      expect([invalid.status, JSON.parse(invalid.body)]).toEqual([400, {
-        error: 'invalid partition key',
-        message: 'invalid partition key: send one key in the x-tenant-id header, 1 to 128 characters from A-Z a-z 0-9 . _ : @ -, starting with a letter or digit',
-      }]);
+      expect([invalid.status, JSON.parse(invalid.body)]).toEqual([
+        400,
+        {
+          error: 'invalid partition key',
+          message:
+            'invalid partition key: send one key in the x-tenant-id header, 1 to 128 characters from A-Z a-z 0-9 . _ : @ -, starting with a letter or digit',
+        },
+      ]);
     } finally {
       haproxy.kill('SIGKILL');
     }
@@ -81,8 +110,11 @@ describe('renderHaproxyConfig', () => {
     expect(config).not.toMatch(/ req\.fhdr\(x-tenant-id\)/);
     // The bucket is kept per tenant (gpt0 of its keys-table entry), set once the whole key passed the check.
     expect(at('http-request track-sc0 capture.req.hdr(0) table keys')).toBeGreaterThan(at('frontend router'));
-    expect(at('http-request sc-set-gpt0(0) capture.req.hdr(0),sha2(256),bytes(0,4),hex,hex2i,and(16383),add(1) if { sc0_get_gpt0 eq 0 } { capture.req.hdr(0) -m reg'))
-      .toBeGreaterThan(at('http-request track-sc0'));
+    expect(
+      at(
+        'http-request sc-set-gpt0(0) capture.req.hdr(0),sha2(256),bytes(0,4),hex,hex2i,and(16383),add(1) if { sc0_get_gpt0 eq 0 } { capture.req.hdr(0) -m reg',
+      ),
+    ).toBeGreaterThan(at('http-request track-sc0'));
     expect(at('use_backend bad_key if !{ sc0_get_gpt0 gt 0 } !{ capture.req.hdr(0) -m reg')).toBeGreaterThan(at('sc-set-gpt0'));
     expect(at('use_backend bad_key')).toBeLessThan(at('map_str(/state/exact.map)'));
     expect(at('map_str(/state/exact.map)')).toBeLessThan(at('map_beg(/state/prefix.map)'));
@@ -92,8 +124,9 @@ describe('renderHaproxyConfig', () => {
 
   it('keeps more tenants than the frontend has connections, so every valid key gets an entry to hold its bucket', () => {
     expect(renderHaproxyConfig({ ...options('/s'), maxConn: 4000, keyCacheEntries: 4001 })).toContain('stick-table type string len 129 size 4001 ');
-    expect(() => renderHaproxyConfig({ ...options('/s'), maxConn: 4000, keyCacheEntries: 4000 }))
-      .toThrow(/^keyCacheEntries 4000 must be a whole number above maxConn \(4000\): every request in flight holds its tenant's entry/);
+    expect(() => renderHaproxyConfig({ ...options('/s'), maxConn: 4000, keyCacheEntries: 4000 })).toThrow(
+      /^keyCacheEntries 4000 must be a whole number above maxConn \(4000\): every request in flight holds its tenant's entry/,
+    );
     // No rule routes a key without an entry: the bucket always comes from the entry.
     expect(renderHaproxyConfig(options('/s'))).not.toContain('sc0_tracked');
   });
@@ -106,7 +139,11 @@ describe('renderHaproxyConfig', () => {
     expect(bucketNetworks(0, 2 ** 20 - 1)).toEqual(['0.0.0.0/12']);
     // Every bucket of a random range is covered exactly once, none outside it.
     const toInt = (ip: string) => ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
-    for (const [from, to] of [[3, 1000], [4095, 4097], [12345, 65535]]) {
+    for (const [from, to] of [
+      [3, 1000],
+      [4095, 4097],
+      [12345, 65535],
+    ]) {
       const covered: number[] = [];
       for (const net of bucketNetworks(from, to)) {
         const [ip, bits] = net.split('/');

@@ -20,7 +20,11 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
 
   beforeAll(async () => {
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
-    doc = initialMapping(cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    doc = initialMapping(
+      cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })),
+      16384,
+      NOW,
+    );
     // A cell added later takes buckets from every other cell: fragmented ranges, as in production.
     doc = addCell(doc, { id: cells[3].name, endpoint: cells[3].endpoint }, NOW);
     doc = setPrefix(setPrefix(pinKey(doc, 'tenant-42', 'cell-c', NOW), 'acme-', 'cell-a', NOW), 'acme-eu-', 'cell-b', NOW);
@@ -29,8 +33,14 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384,
-        healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+        mappingFile,
+        port,
+        debugHeaders: true,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: (l) => logs.push(l),
+        pollMs: 200,
       });
     });
   });
@@ -40,7 +50,10 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     await Promise.all(cells.map((c) => c.close()));
   });
   beforeEach(() => {
-    for (const c of cells) { c.behaviour = 'ok'; c.requests = 0; }
+    for (const c of cells) {
+      c.behaviour = 'ok';
+      c.requests = 0;
+    }
   });
 
   it('is ready once the mapping is applied', () => {
@@ -52,7 +65,16 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
   it('routes 10,000 random keys exactly as the TypeScript lookup does, overrides included', async () => {
     const keys = [
       ...fc.sample(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,40}$/), { numRuns: 9_990, seed: 42 }),
-      'tenant-42', 'acme-1', 'acme-eu-1', 'acme-eu-', 'internal-smoke', 'internal-', 'acme', 'x', 'A'.repeat(128), 'Z9._:@-',
+      'tenant-42',
+      'acme-1',
+      'acme-eu-1',
+      'acme-eu-',
+      'internal-smoke',
+      'internal-',
+      'acme',
+      'x',
+      'A'.repeat(128),
+      'Z9._:@-',
     ];
     const mismatches: string[] = [];
     for (let i = 0; i < keys.length; i += 64) {
@@ -60,7 +82,8 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
       const answers = await Promise.all(batch.map((key) => routed(agent, port, key)));
       answers.forEach((answer, j) => {
         const expected = lookup(doc, batch[j]).cell;
-        if (answer.status !== 200 || answer.cell !== expected || answer.servedBy !== expected) mismatches.push(`${batch[j]}: ${answer.status} ${answer.cell} ${answer.servedBy} (expected ${expected})`);
+        if (answer.status !== 200 || answer.cell !== expected || answer.servedBy !== expected)
+          mismatches.push(`${batch[j]}: ${answer.status} ${answer.cell} ${answer.servedBy} (expected ${expected})`);
       });
     }
     expect(mismatches.slice(0, 5)).toEqual([]);
@@ -83,7 +106,10 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     const answer = await routed(agent, port, key);
     expect(answer.status).toBe(400);
     // The message names the header the router wanted (x-tenant-id here).
-    expect(JSON.parse(answer.body)).toEqual({ error, message: expect.stringMatching(new RegExp(`^${error}: send (it|one key) in the x-tenant-id header`)) });
+    expect(JSON.parse(answer.body)).toEqual({
+      error,
+      message: expect.stringMatching(new RegExp(`^${error}: send (it|one key) in the x-tenant-id header`)),
+    });
     expect(cells.reduce((n, c) => n + c.requests, 0)).toBe(0);
   });
 
@@ -137,7 +163,12 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
 
   it('refuses a second router on the same port at once (no port sharing)', async () => {
     const second = startLocalRouter({
-      mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined,
+      mappingFile,
+      port,
+      partitionKey: { source: 'header', name: 'x-tenant-id' },
+      bucketCount: 16384,
+      healthCheckPath: '/health',
+      log: () => undefined,
     });
     await expect(second).rejects.toThrow(HaproxyStartError);
     await expect(second).rejects.toThrow(new RegExp(`^port ${port} is already in use on 127.0.0.1`));
@@ -149,10 +180,18 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     const slow = path.join(dir, 'haproxy');
     fs.writeFileSync(slow, '#!/bin/sh\nif [ "$1" = "-v" ]; then exec haproxy -v; fi\nexec sleep 30\n', { mode: 0o755 });
     const attempt = startLocalRouter({
-      mappingFile, port: 1, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health', log: () => undefined,
-      haproxyBinary: slow, startTimeoutMs: 1500,
+      mappingFile,
+      port: 1,
+      partitionKey: { source: 'header', name: 'x-tenant-id' },
+      bucketCount: 16384,
+      healthCheckPath: '/health',
+      log: () => undefined,
+      haproxyBinary: slow,
+      startTimeoutMs: 1500,
     });
-    await expect(attempt).rejects.toThrow(/^HAProxy did not answer on its runtime API \(.*admin\.sock\) within 1\.5 s while loading 0\.0 MiB of maps from .*; on a slow machine or under a profiler, give it longer \(--start-timeout SECONDS\)$/);
+    await expect(attempt).rejects.toThrow(
+      /^HAProxy did not answer on its runtime API \(.*admin\.sock\) within 1\.5 s while loading 0\.0 MiB of maps from .*; on a slow machine or under a profiler, give it longer \(--start-timeout SECONDS\)$/,
+    );
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -23,12 +23,20 @@ describe('router local logs each HAProxy line once', () => {
     cell = await startCell('cell-a');
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-log-once-'));
     const mappingFile = path.join(dir, 'mapping.json');
-    fs.writeFileSync(mappingFile, JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: '2026-11-30T21:00:00.000Z' })));
+    fs.writeFileSync(
+      mappingFile,
+      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: '2026-11-30T21:00:00.000Z' })),
+    );
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-        healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 200,
+        mappingFile,
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: (l) => logs.push(l),
+        pollMs: 200,
       });
     });
     await untilCellChecked(router, 'cell-a', 'UP');

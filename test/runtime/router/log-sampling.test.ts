@@ -22,18 +22,29 @@ describe('log sampling (real HAProxy on loopback)', () => {
   let mappingFile: string;
   let port: number;
   const logs: string[] = [];
-  const keysOf = (cell: string, n: number) => Array.from({ length: 20_000 }, (_, i) => `sampled-${i}`).filter((k) => lookup(doc, k).cell === cell).slice(0, n);
+  const keysOf = (cell: string, n: number) =>
+    Array.from({ length: 20_000 }, (_, i) => `sampled-${i}`)
+      .filter((k) => lookup(doc, k).cell === cell)
+      .slice(0, n);
   /** JSON log lines of requests written since `from` (an index into `logs`). */
-  const lines = (from: number) => logs.slice(from).flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{"time"')).map((l) => {
-    try {
-      return JSON.parse(l) as { status: number; backend: string };
-    } catch {
-      throw new Error(`a log line that is not JSON: ${l}`);
-    }
-  });
+  const lines = (from: number) =>
+    logs
+      .slice(from)
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.startsWith('{"time"'))
+      .map((l) => {
+        try {
+          return JSON.parse(l) as { status: number; backend: string };
+        } catch {
+          throw new Error(`a log line that is not JSON: ${l}`);
+        }
+      });
   const slotOf = async (cell: string) => {
     const cellsMap = await new RuntimeApi(path.join(router.stateDir, 'admin.sock')).send(`show map ${path.join(router.stateDir, 'cells.map')}`);
-    const slot = cellsMap.split('\n').map((l) => l.trim().split(' ')).find((f) => f[2] === cell)?.[1];
+    const slot = cellsMap
+      .split('\n')
+      .map((l) => l.trim().split(' '))
+      .find((f) => f[2] === cell)?.[1];
     if (!slot) throw new Error(`no slot for ${cell} in ${cellsMap}`);
     return slot;
   };
@@ -50,23 +61,37 @@ describe('log sampling (real HAProxy on loopback)', () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
     const statuses: number[] = [];
     let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < keys.length) statuses.push((await routed(agent, port, keys[next++])).status);
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < keys.length) statuses.push((await routed(agent, port, keys[next++])).status);
+      }),
+    );
     agent.destroy();
     return statuses;
   };
 
   beforeAll(async () => {
     cells = { down: await startCell('down'), failing: await startCell('failing'), slow: await startCell('slow') };
-    doc = initialMapping(Object.values(cells).map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 1024, NOW);
+    doc = initialMapping(
+      Object.values(cells).map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })),
+      1024,
+      NOW,
+    );
     mappingFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'router-sampling-')), 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024, healthCheckPath: '/health',
-        log: (l) => logs.push(l), pollMs: 200, cellMaxConn: CELL_MAX_CONN, queueTimeoutMs: 1000, zones: 1,
+        mappingFile,
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: (l) => logs.push(l),
+        pollMs: 200,
+        cellMaxConn: CELL_MAX_CONN,
+        queueTimeoutMs: 1000,
+        zones: 1,
       });
     });
   });
@@ -104,11 +129,18 @@ describe('log sampling (real HAProxy on loopback)', () => {
     const backend = await slotOf('down');
     await cells.down.close();
     const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
-    await until('the cell marked down', async () => (await api.stats()).some((r) => r.pxname === backend && r.svname === 'BACKEND' && r.status === 'DOWN'), 60_000);
+    await until(
+      'the cell marked down',
+      async () => (await api.stats()).some((r) => r.pxname === backend && r.svname === 'BACKEND' && r.status === 'DOWN'),
+      60_000,
+    );
     const requests = 3000;
     const keys = keysOf('down', 100);
     const from = logs.length;
-    const statuses = await send(Array.from({ length: requests }, (_, i) => keys[i % keys.length]), 16);
+    const statuses = await send(
+      Array.from({ length: requests }, (_, i) => keys[i % keys.length]),
+      16,
+    );
     expect(statuses).toEqual(Array(requests).fill(503));
     // Expected 30 (binomial, sd 5.4): below 10 or above 60 is a chance of about 1 in 10^5.
     // Logging is asynchronous (HAProxy's log lines reach us through a pipe, later on a loaded
@@ -119,7 +151,7 @@ describe('log sampling (real HAProxy on loopback)', () => {
     expect(logged()).toBeLessThanOrEqual(60);
   });
 
-  it('samples a flooded cell\'s 503s once more requests wait in its queue than it serves at once', async () => {
+  it("samples a flooded cell's 503s once more requests wait in its queue than it serves at once", async () => {
     cells.slow.behaviour = 'slow';
     // Long enough that all the requests below are in the queue while the first CELL_MAX_CONN are
     // served, even when opening 400 connections takes seconds on a loaded machine.

@@ -23,7 +23,11 @@ const PER_CLIENT_RATE = 1000;
 const BAD_KEYS = 20;
 const VICTIM = '127.0.0.7';
 
-interface Answer { status: number; ms: number; body: string }
+interface Answer {
+  status: number;
+  ms: number;
+  body: string;
+}
 
 /** One request through the stand-in from `from` (a loopback address: the client it stands for). */
 function request(port: number, from: string, headers: http.OutgoingHttpHeaders, agent?: http.Agent): Promise<Answer> {
@@ -31,7 +35,9 @@ function request(port: number, from: string, headers: http.OutgoingHttpHeaders, 
   return new Promise((resolve) => {
     const req = http.request({ host: '127.0.0.1', port, path: '/', headers, agent: agent ?? false, localAddress: from }, (res) => {
       let body = '';
-      res.on('data', (d) => { body += d; });
+      res.on('data', (d) => {
+        body += d;
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
     });
     req.on('error', () => resolve({ status: 0, body: '', ms: Number(process.hrtime.bigint() - started) / 1e6 }));
@@ -54,12 +60,14 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
     const answers: Answer[] = [];
     const until = Date.now() + ms;
     try {
-      await Promise.all([0, 1].map(async () => {
-        while (Date.now() < until) {
-          answers.push(await request(nlb.port, VICTIM, { 'x-tenant-id': victimKey }, agent));
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }));
+      await Promise.all(
+        [0, 1].map(async () => {
+          while (Date.now() < until) {
+            answers.push(await request(nlb.port, VICTIM, { 'x-tenant-id': victimKey }, agent));
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }),
+      );
     } finally {
       agent.destroy();
     }
@@ -68,7 +76,10 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
 
   /** The victim's success and p99 under `attack` against its baseline just before. */
   async function underAttack(attack: (stop: () => boolean) => Promise<unknown>, ms = 3000): Promise<{ baseline: number; attacked: Answer[] }> {
-    const baseline = percentile((await victim(2000)).map((a) => a.ms), 99);
+    const baseline = percentile(
+      (await victim(2000)).map((a) => a.ms),
+      99,
+    );
     let stopped = false;
     const running = attack(() => stopped);
     await new Promise((r) => setTimeout(r, 300));
@@ -81,21 +92,45 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
   function expectUnharmed({ baseline, attacked }: { baseline: number; attacked: Answer[] }): void {
     expect(attacked.length).toBeGreaterThan(20);
     expect(attacked.filter((a) => a.status !== 200)).toEqual([]);
-    expect(percentile(attacked.map((a) => a.ms), 99)).toBeLessThanOrEqual(2 * Math.max(baseline, 10));
+    expect(
+      percentile(
+        attacked.map((a) => a.ms),
+        99,
+      ),
+    ).toBeLessThanOrEqual(2 * Math.max(baseline, 10));
   }
 
   beforeAll(async () => {
     cells = await Promise.all(['cell-a', 'cell-b'].map((name) => startCell(name)));
-    doc = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    doc = initialMapping(
+      cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })),
+      16384,
+      NOW,
+    );
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'one-client-'));
     const mappingFile = path.join(dir, 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
-    router = await onFreePorts(1, ([port]) => startLocalRouter({
-      mappingFile, port, acceptProxy: true, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-      log: () => undefined, pollMs: 200, maxConn: MAX_CONN, maxConnPerClient: PER_CLIENT, requestsPerClientPer10s: PER_CLIENT_RATE, badKeysPer10s: BAD_KEYS,
-      requestTimeoutMs: 3000,
-    }));
-    nlb = await startProxyProtocolForwarder(Number(/bind 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(router.stateDir, 'haproxy.cfg'), 'utf8'))![1]), 'by-source');
+    router = await onFreePorts(1, ([port]) =>
+      startLocalRouter({
+        mappingFile,
+        port,
+        acceptProxy: true,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        maxConn: MAX_CONN,
+        maxConnPerClient: PER_CLIENT,
+        requestsPerClientPer10s: PER_CLIENT_RATE,
+        badKeysPer10s: BAD_KEYS,
+        requestTimeoutMs: 3000,
+      }),
+    );
+    nlb = await startProxyProtocolForwarder(
+      Number(/bind 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(router.stateDir, 'haproxy.cfg'), 'utf8'))![1]),
+      'by-source',
+    );
     api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
     await until('the victim served', async () => (await request(nlb.port, VICTIM, { 'x-tenant-id': victimKey })).status === 200, 60_000);
   });
@@ -106,7 +141,7 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('counts each client by the address in the PROXY header, not the NLB\'s', async () => {
+  it("counts each client by the address in the PROXY header, not the NLB's", async () => {
     await request(nlb.port, '127.0.0.21', { 'x-tenant-id': 'who-1' });
     await request(nlb.port, '127.0.0.22', { 'x-tenant-id': 'who-2' });
     const table = await api.send(`show table ${CLIENT_TABLE}`);
@@ -142,12 +177,14 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
       // About 600 requests a second, six times its limit (the load generator shares this process and
       // machine with the victim: an unpaced flood would measure the test's own event loop).
       const agent = new http.Agent({ keepAlive: true, maxSockets: 4, localAddress: '127.0.0.10' });
-      await Promise.all(Array.from({ length: 4 }, async () => {
-        while (!stopped()) {
-          statuses.push((await request(nlb.port, '127.0.0.10', { 'x-tenant-id': 'flooder' }, agent)).status);
-          await new Promise((r) => setTimeout(r, 5));
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (!stopped()) {
+            statuses.push((await request(nlb.port, '127.0.0.10', { 'x-tenant-id': 'flooder' }, agent)).status);
+            await new Promise((r) => setTimeout(r, 5));
+          }
+        }),
+      );
       agent.destroy();
     });
     expectUnharmed(result);
@@ -163,13 +200,23 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
       const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
       await Promise.all([
         // About 100 bad keys a second, each on a new connection.
-        (async () => { while (!stopped()) { flood.push((await request(nlb.port, '127.0.0.11', { 'x-tenant-id': 'bad key' })).status); await pause(10); } })(),
+        (async () => {
+          while (!stopped()) {
+            flood.push((await request(nlb.port, '127.0.0.11', { 'x-tenant-id': 'bad key' })).status);
+            await pause(10);
+          }
+        })(),
         // Behind one NAT address, under its request limit: two clients sending good keys, one sending
         // bad keys (a third of what the address sends, more than twice the bad-key budget in all).
-        ...[0, 1].map((worker) => (async () => {
-          for (let i = 0; !stopped(); i++) nat.good.push((await request(nlb.port, '127.0.0.12', { 'x-tenant-id': `nat-${worker}-${i % 50}` })).status);
-        })()),
-        (async () => { while (!stopped()) nat.bad.push((await request(nlb.port, '127.0.0.12', { 'x-tenant-id': 'bad key' })).status); })(),
+        ...[0, 1].map((worker) =>
+          (async () => {
+            for (let i = 0; !stopped(); i++)
+              nat.good.push((await request(nlb.port, '127.0.0.12', { 'x-tenant-id': `nat-${worker}-${i % 50}` })).status);
+          })(),
+        ),
+        (async () => {
+          while (!stopped()) nat.bad.push((await request(nlb.port, '127.0.0.12', { 'x-tenant-id': 'bad key' })).status);
+        })(),
       ]);
     }, 6000);
     expectUnharmed(result);
@@ -186,9 +233,22 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
   it('removes every client-sent forwarding and identity header, underscore variants of the key included, and sets its own', async () => {
     const key = Array.from({ length: 100 }, (_, i) => `hdr-${i}`).find((k) => lookup(doc, k).cell === 'cell-b')!;
     const spoofed = {
-      'x-tenant-id': key, x_tenant_id: 'someone-else', 'x-forwarded-for': '203.0.113.1', 'x-forwarded-host': 'evil.example', 'x-forwarded-port': '1',
-      'x-forwarded-proto': 'http', 'x-forwarded-prefix': '/admin', 'x-real-ip': '203.0.113.2', 'x-original-url': '/admin', 'x-rewrite-url': '/admin',
-      'true-client-ip': '203.0.113.3', forwarded: 'for=203.0.113.4', 'x-cell': 'cell-a', 'x-mapping-version': '9', 'x-client-ip': '203.0.113.5', 'x-custom': 'kept',
+      'x-tenant-id': key,
+      x_tenant_id: 'someone-else',
+      'x-forwarded-for': '203.0.113.1',
+      'x-forwarded-host': 'evil.example',
+      'x-forwarded-port': '1',
+      'x-forwarded-proto': 'http',
+      'x-forwarded-prefix': '/admin',
+      'x-real-ip': '203.0.113.2',
+      'x-original-url': '/admin',
+      'x-rewrite-url': '/admin',
+      'true-client-ip': '203.0.113.3',
+      forwarded: 'for=203.0.113.4',
+      'x-cell': 'cell-a',
+      'x-mapping-version': '9',
+      'x-client-ip': '203.0.113.5',
+      'x-custom': 'kept',
     };
     expect((await request(nlb.port, '127.0.0.13', spoofed)).status).toBe(200);
     const seen = cells[1].lastHeaders!;

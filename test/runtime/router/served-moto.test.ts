@@ -32,15 +32,23 @@ describe('served reports against moto (S3 emulator)', () => {
     const probe = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['canary', 'main']);
     const served = await probe();
     expect(served['eu-west-1/main']).toEqual({ state: 'never' });
-    expect(served['eu-west-1/canary']).toEqual({ state: 'serving', tasks: expect.arrayContaining([{ taskId: 'task-a', version: 3 }, { taskId: 'task-b', version: 2 }]) });
+    expect(served['eu-west-1/canary']).toEqual({
+      state: 'serving',
+      tasks: expect.arrayContaining([
+        { taskId: 'task-a', version: 3 },
+        { taskId: 'task-b', version: 2 },
+      ]),
+    });
 
     // Both stop; judged a freshness window later, the group has no task (scaled to 0), not a silent one.
     await Promise.all([a.stop(3), b.stop(2)]);
-    const later = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['canary'], { clock: { now: () => new Date(Date.now() + SERVED_FRESHNESS_MS + 5_000), sleep: async () => undefined } });
+    const later = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['canary'], {
+      clock: { now: () => new Date(Date.now() + SERVED_FRESHNESS_MS + 5_000), sleep: async () => undefined },
+    });
     expect((await later())['eu-west-1/canary']).toMatchObject({ state: 'no-task' });
   });
 
-  it('with ECS\'s running tasks: waits for a task whose agent went quiet while ECS runs it, forgets it once ECS does not, counts a running task that never reported', async () => {
+  it("with ECS's running tasks: waits for a task whose agent went quiet while ECS runs it, forgets it once ECS does not, counts a running task that never reported", async () => {
     // S3's LastModified has whole seconds: a report is stale here after 2 s, and task-quiet's goes quiet for 3.
     const FRESH = 2000;
     const quiet = new S3ServedReporter(s3, 'mappings-eu', 'main', 'task-quiet');
@@ -49,17 +57,22 @@ describe('served reports against moto (S3 emulator)', () => {
     const live = new S3ServedReporter(s3, 'mappings-eu', 'main', 'task-live');
     await live.update(6);
     let running = new Set(['task-quiet', 'task-live']);
-    const probe = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['main'], { freshnessMs: FRESH, runningTasks: async (region, group) => {
-      expect([region, group]).toEqual(['eu-west-1', 'main']);
-      return running;
-    } });
+    const probe = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['main'], {
+      freshnessMs: FRESH,
+      runningTasks: async (region, group) => {
+        expect([region, group]).toEqual(['eu-west-1', 'main']);
+        return running;
+      },
+    });
     const stale = (await probe())['eu-west-1/main'];
     expect(stale).toMatchObject({ state: 'serving' });
     const tasks = (stale as unknown as { tasks: { taskId: string; version: number | null; staleSeconds?: number }[] }).tasks;
     expect(tasks.find((t) => t.taskId === 'task-live')).toEqual({ taskId: 'task-live', version: 6 });
     expect(tasks.find((t) => t.taskId === 'task-quiet')).toMatchObject({ version: 5, staleSeconds: expect.any(Number) });
     expect(groupApplied(stale, 6)).toBe(false);
-    expect(describeServing('eu-west-1/main', stale, 6)).toMatch(/task task-quiet is running but its agent last reported \d+ s ago \(v5\); its HAProxy may still serve that/);
+    expect(describeServing('eu-west-1/main', stale, 6)).toMatch(
+      /task task-quiet is running but its agent last reported \d+ s ago \(v5\); its HAProxy may still serve that/,
+    );
     // Without ECS's view the quiet task is simply forgotten, and the group looks done.
     const blind = servedReportProbe([{ region: 'eu-west-1', s3, bucket: 'mappings-eu' }], ['main'], { freshnessMs: FRESH });
     expect(groupApplied((await blind())['eu-west-1/main'], 6)).toBe(true);
@@ -73,11 +86,13 @@ describe('served reports against moto (S3 emulator)', () => {
     expect((await probe())['eu-west-1/main']).toEqual({ state: 'serving', tasks: [{ taskId: 'task-live', version: 6 }] });
   });
 
-  it('lists the running task ids of a service through ECS ListTasks (moto: the cluster\'s tasks)', async () => {
+  it("lists the running task ids of a service through ECS ListTasks (moto: the cluster's tasks)", async () => {
     const ecs = new ECSClient(motoClientConfig(moto, 'eu-west-1'));
     await ecs.send(new CreateClusterCommand({ clusterName: 'orders-router-eu-west-1' }));
     await ecs.send(new RegisterTaskDefinitionCommand({ family: 'router', containerDefinitions: [{ name: 'haproxy', image: 'h', memory: 512 }] }));
-    const started = await ecs.send(new RunTaskCommand({ cluster: 'orders-router-eu-west-1', taskDefinition: 'router', count: 2, launchType: 'FARGATE' }));
+    const started = await ecs.send(
+      new RunTaskCommand({ cluster: 'orders-router-eu-west-1', taskDefinition: 'router', count: 2, launchType: 'FARGATE' }),
+    );
     const ids = started.tasks!.map((t) => t.taskArn!.split('/').pop()!);
     // moto 5.2 ignores ListTasks' serviceName filter and starts no task for a service: the cluster holds only these two.
     expect([...(await ecsRunningTasks(ecs, 'orders-router-eu-west-1', 'orders-router-eu-west-1-main'))].sort()).toEqual(ids.sort());

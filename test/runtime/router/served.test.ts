@@ -3,7 +3,16 @@ import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/clien
 import { freezeSubject } from '../../../lib/operations/moves/routing';
 import { initialMapping, MappingDocument } from '../../../lib/domain/mapping';
 import { MappingStore, publishMapping } from '../../../lib/adapters/mapping-store';
-import { LocalRouter, parseServedReport, S3MappingSource, S3ServedReporter, ServedReport, servedKey, servedPrefix, startLocalRouter } from '../../../lib/runtime/router';
+import {
+  LocalRouter,
+  parseServedReport,
+  S3MappingSource,
+  S3ServedReporter,
+  ServedReport,
+  servedKey,
+  servedPrefix,
+  startLocalRouter,
+} from '../../../lib/runtime/router';
 import { FakeCell, freePort, routed, startCell } from '../../support/cells';
 import { LocalS3, localS3Client, startLocalS3 } from '../../support/s3';
 
@@ -43,14 +52,25 @@ describe('the agent reports the mapping version HAProxy serves', () => {
     client = localS3Client(s3, 1);
     store = new MappingStore(client, s3.bucket);
     cells = await Promise.all(['cell-a', 'cell-b'].map((name) => startCell(name)));
-    v1 = initialMapping(cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })), 16384, NOW);
+    v1 = initialMapping(
+      cells.map((c) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const })),
+      16384,
+      NOW,
+    );
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
     clock = Date.parse(NOW.now);
     reporter = new S3ServedReporter(client, s3.bucket, GROUP, 'task-1', { heartbeatMs: 10_000, now: () => clock, emit: (l) => logs.push(l) });
     port = await freePort();
     router = await startLocalRouter({
-      source: new S3MappingSource(client, s3.bucket, GROUP, 2000), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
-      bucketCount: 16384, healthCheckPath: '/health', log: (l) => logs.push(l), pollMs: 60_000, served: reporter,
+      source: new S3MappingSource(client, s3.bucket, GROUP, 2000),
+      port,
+      debugHeaders: true,
+      partitionKey: { source: 'header', name: 'x-tenant-id' },
+      bucketCount: 16384,
+      healthCheckPath: '/health',
+      log: (l) => logs.push(l),
+      pollMs: 60_000,
+      served: reporter,
     });
     router.stopAgent(); // the test drives the agent tick by tick
     await router.agent.lastReport;
@@ -132,7 +152,13 @@ describe('S3ServedReporter while S3 refuses the writes', () => {
     let clock = Date.parse('2026-11-30T16:00:00.000Z');
     let failing = true;
     const writes: number[] = [];
-    const s3 = { send: async () => { writes.push(clock); if (failing) throw Object.assign(new Error('Slow down'), { name: 'SlowDown', $metadata: { httpStatusCode: 503 } }); return {}; } } as unknown as S3Client;
+    const s3 = {
+      send: async () => {
+        writes.push(clock);
+        if (failing) throw Object.assign(new Error('Slow down'), { name: 'SlowDown', $metadata: { httpStatusCode: 503 } });
+        return {};
+      },
+    } as unknown as S3Client;
     const logs: string[] = [];
     const reporter = new S3ServedReporter(s3, 'bucket', GROUP, 'task-9', { heartbeatMs: 10_000, now: () => clock, emit: (l) => logs.push(l) });
     // An agent under a freeze: a tick every 250 ms for 20 s, the version changing half-way.

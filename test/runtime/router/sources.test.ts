@@ -70,7 +70,9 @@ describe('S3MappingSource', () => {
       s3.listPermission(() => false);
       const fetching = new S3MappingSource(client, s3.bucket, 'nothing-here').fetch();
       await expect(fetching).rejects.toThrow(SourceAccessDenied);
-      await expect(new S3MappingSource(client, s3.bucket, 'nothing-here').fetch()).rejects.toThrow(/access denied \(403\)\. The router task role needs s3:GetObject on this key and s3:ListBucket on the bucket with s3:prefix "groups\/nothing-here\/mapping\.json"/);
+      await expect(new S3MappingSource(client, s3.bucket, 'nothing-here').fetch()).rejects.toThrow(
+        /access denied \(403\)\. The router task role needs s3:GetObject on this key and s3:ListBucket on the bucket with s3:prefix "groups\/nothing-here\/mapping\.json"/,
+      );
     });
 
     it('is an error, not "missing", when the bucket does not exist', async () => {
@@ -80,7 +82,9 @@ describe('S3MappingSource', () => {
     it('is "denied" when the object exists but reading it is refused (the listing shows it)', async () => {
       const mocked = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
       const mock = mockClient(mocked);
-      mock.on(GetObjectCommand).rejects(new S3ServiceException({ name: 'AccessDenied', $fault: 'client', $metadata: { httpStatusCode: 403 }, message: 'Access Denied' }));
+      mock
+        .on(GetObjectCommand)
+        .rejects(new S3ServiceException({ name: 'AccessDenied', $fault: 'client', $metadata: { httpStatusCode: 403 }, message: 'Access Denied' }));
       mock.on(ListObjectsV2Command).resolves({ Contents: [{ Key: groupKey('main') }] });
       await expect(new S3MappingSource(mocked, 'bucket', 'main').fetch()).rejects.toThrow(SourceAccessDenied);
       mock.restore();

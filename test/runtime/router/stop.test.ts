@@ -22,7 +22,10 @@ const LONG_HARD_STOP_AFTER_MS = 20_000;
 /** Whether a TCP connection to the port is accepted (and not closed at once). */
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.createConnection({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
+    const socket = net.createConnection({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.on('error', () => resolve(false));
   });
 }
@@ -32,7 +35,9 @@ function get(port: number, key: string, p = '/'): Promise<{ status: number; body
   return new Promise((resolve) => {
     const req = http.request({ host: '127.0.0.1', port, path: p, headers: { 'x-tenant-id': key }, agent: false }, (res) => {
       let body = '';
-      res.on('data', (d) => { body += d; });
+      res.on('data', (d) => {
+        body += d;
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body, at: Date.now() }));
       res.on('error', () => resolve({ status: 0, body, at: Date.now() }));
     });
@@ -52,14 +57,23 @@ async function holdingCell(): Promise<{ endpoint: string; held: http.ServerRespo
   return {
     endpoint: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     held,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** GET on a fresh connection; the status, or 0 when refused. */
 function status(port: number, p: string): Promise<number> {
   return new Promise((resolve) => {
-    http.get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => { res.resume(); resolve(res.statusCode!); }).on('error', () => resolve(0));
+    http
+      .get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+      .on('error', () => resolve(0));
   });
 }
 
@@ -75,12 +89,23 @@ describe('stopping a router task (real HAProxy, SIGUSR1)', () => {
   const start = async (hardStopAfterMs: number) => {
     cell = await holdingCell();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-stop-'));
-    fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, NOW)));
+    fs.writeFileSync(
+      path.join(dir, 'mapping.json'),
+      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, NOW)),
+    );
     router = await onFreePorts(2, async (ports) => {
       [port, readyPort] = ports;
       return startLocalRouter({
-        mappingFile: path.join(dir, 'mapping.json'), port, readyPort, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 1024,
-        healthCheckPath: '/health', log: () => undefined, pollMs: 200, hardStopAfterMs, zones: 1,
+        mappingFile: path.join(dir, 'mapping.json'),
+        port,
+        readyPort,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        hardStopAfterMs,
+        zones: 1,
       });
     });
     await until('ready', async () => (await status(readyPort, '/ready')) === 200, 60_000);

@@ -21,7 +21,8 @@ import { LocalS3, localS3Client, startLocalS3 } from '../../support/s3';
 const NOW = { now: '2026-11-29T16:00:00.000Z' };
 const GROUP = 'main';
 
-const exited = (p: ChildProcess) => new Promise<number | null>((resolve) => (p.exitCode !== null ? resolve(p.exitCode) : p.once('exit', (code) => resolve(code))));
+const exited = (p: ChildProcess) =>
+  new Promise<number | null>((resolve) => (p.exitCode !== null ? resolve(p.exitCode) : p.once('exit', (code) => resolve(code))));
 
 describe('the router task (generated HAProxy configuration + the agent entry point)', () => {
   let s3: LocalS3;
@@ -47,15 +48,29 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
 
   const agentEnv = () => ({
     PATH: process.env.PATH,
-    MAPPING_BUCKET: s3.bucket, ROUTER_GROUP: GROUP, STATE_DIR: stateDir, HAPROXY_ADMIN: `127.0.0.1:${adminPort}`,
-    HEALTH_PORT: String(healthPort), POLL_SECONDS: '1', METRICS_SECONDS: '1', ALLOW_LOOPBACK_ENDPOINTS: 'true',
-    AWS_ENDPOINT_URL_S3: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    MAPPING_BUCKET: s3.bucket,
+    ROUTER_GROUP: GROUP,
+    STATE_DIR: stateDir,
+    HAPROXY_ADMIN: `127.0.0.1:${adminPort}`,
+    HEALTH_PORT: String(healthPort),
+    POLL_SECONDS: '1',
+    METRICS_SECONDS: '1',
+    ALLOW_LOOPBACK_ENDPOINTS: 'true',
+    AWS_ENDPOINT_URL_S3: s3.endpoint,
+    S3_FORCE_PATH_STYLE: 'true',
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
   });
   const startAgent = () => {
     stdout = '';
     agentProcess = spawn(process.execPath, [agentBundle], { cwd: stateDir, env: agentEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    agentProcess.stdout!.on('data', (d) => { stdout += d; });
-    agentProcess.stderr!.on('data', (d) => { stderr += d; });
+    agentProcess.stdout!.on('data', (d) => {
+      stdout += d;
+    });
+    agentProcess.stderr!.on('data', (d) => {
+      stderr += d;
+    });
   };
   /**
    * The agent's own /ready (`on` = the agent), or HAProxy's, which the NLB checks (`on` = 'haproxy')
@@ -67,11 +82,15 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
       return { status: answer.status, body: JSON.parse(answer.body) };
     }
     return new Promise((resolve, reject) => {
-      http.get(`http://127.0.0.1:${healthPort}/ready`, (res) => {
-        let body = '';
-        res.on('data', (d) => { body += d; });
-        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
-      }).on('error', reject);
+      http
+        .get(`http://127.0.0.1:${healthPort}/ready`, (res) => {
+          let body = '';
+          res.on('data', (d) => {
+            body += d;
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
+        })
+        .on('error', reject);
     });
   };
   const servedBy = async (key: string) => (await routed(agent, port, key)).body;
@@ -85,19 +104,43 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     client = localS3Client(s3, 1);
     store = new MappingStore(client, s3.bucket);
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
-    v1 = initialMapping(cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    v1 = initialMapping(
+      cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })),
+      16384,
+      NOW,
+    );
     await publishMapping(store, v1, { groups: [GROUP], bakeSeconds: 0 });
     [haproxyPort, healthPort, adminPort, readyPort, statsPort] = await freePorts(5);
     // What the HAProxy image's build stage runs (another port, state directory and admin address).
     stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-task-'));
     agentBundle = path.join(stateDir, 'router-agent.js');
     fs.copyFileSync(path.join(imageContext('router-agent'), 'router-agent.js'), agentBundle);
-    const config = spawnSync(process.execPath, [
-      path.join(REPO_ROOT, 'bin', 'cellctl.js'), 'router', 'config', '--config', 'cells.config.ts', '--port', String(haproxyPort),
-      '--state-dir', stateDir, '--admin-socket', `127.0.0.1:${adminPort}`, '--stats-port', String(statsPort), '--out-dir', stateDir,
-      // Below this machine's file-descriptor limit (the task's is sized for the default).
-      '--max-conn', '2000', '--ready-port', String(readyPort),
-    ], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const config = spawnSync(
+      process.execPath,
+      [
+        path.join(REPO_ROOT, 'bin', 'cellctl.js'),
+        'router',
+        'config',
+        '--config',
+        'cells.config.ts',
+        '--port',
+        String(haproxyPort),
+        '--state-dir',
+        stateDir,
+        '--admin-socket',
+        `127.0.0.1:${adminPort}`,
+        '--stats-port',
+        String(statsPort),
+        '--out-dir',
+        stateDir,
+        // Below this machine's file-descriptor limit (the task's is sized for the default).
+        '--max-conn',
+        '2000',
+        '--ready-port',
+        String(readyPort),
+      ],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
+    );
     if (config.status !== 0) throw new Error(`cellctl router config failed: ${config.stderr}`);
     haproxy = spawn('haproxy', ['-f', path.join(stateDir, 'haproxy.cfg'), '-db'], { stdio: 'ignore' });
     // The bind has accept-proxy: clients arrive through a stand-in for the NLB that sends PROXY v2.
@@ -136,7 +179,10 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
 
   it('emits the EMF metrics on stdout, and keeps stdout to EMF and JSON log lines', async () => {
     await until('a metrics line once the mapping is applied', async () => stdout.includes('"MappingVersion":1'), 60_000);
-    const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const metrics = lines.filter((l) => l._aws && l.RouterGroup === GROUP && !l.Cell).pop();
     expect(metrics).toMatchObject({ MappingVersion: 1, RejectedDocuments: 0 });
   });
@@ -146,7 +192,12 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     await publishMapping(store, v2, { groups: [GROUP], bakeSeconds: 0 });
     await until('version 2', async () => (await health()).body.version === v2.version, 60_000);
     expect(await servedBy('vip-1')).toBe('cell-c');
-    expect(await routesLike(v2, Array.from({ length: 300 }, (_, i) => `task-${i}`))).toBe(true);
+    expect(
+      await routesLike(
+        v2,
+        Array.from({ length: 300 }, (_, i) => `task-${i}`),
+      ),
+    ).toBe(true);
   });
 
   it('keeps HAProxy serving while the agent is dead, and a restarted agent serves the last-known-good with S3 down', async () => {
@@ -179,13 +230,23 @@ describe('the router task (generated HAProxy configuration + the agent entry poi
     agentProcess!.kill('SIGTERM');
     expect(await exited(agentProcess!)).toBe(0);
     const missing = spawnSync(process.execPath, [agentBundle], {
-      cwd: stateDir, encoding: 'utf8', env: { ...agentEnv(), MAPPING_BUCKET: '' },
+      cwd: stateDir,
+      encoding: 'utf8',
+      env: { ...agentEnv(), MAPPING_BUCKET: '' },
     });
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('MAPPING_BUCKET is not set');
     // A heartbeat a move would take for a dead task's, or no number at all: refused, not silently NaN.
-    for (const [name, value] of [['REPORT_SECONDS', '20'], ['POLL_SECONDS', 'five']]) {
-      const bad = spawnSync(process.execPath, [agentBundle], { cwd: stateDir, encoding: 'utf8', env: { ...agentEnv(), [name]: value }, timeout: 60_000 });
+    for (const [name, value] of [
+      ['REPORT_SECONDS', '20'],
+      ['POLL_SECONDS', 'five'],
+    ]) {
+      const bad = spawnSync(process.execPath, [agentBundle], {
+        cwd: stateDir,
+        encoding: 'utf8',
+        env: { ...agentEnv(), [name]: value },
+        timeout: 60_000,
+      });
       expect([bad.status, bad.stderr]).toEqual([2, expect.stringContaining(`router-agent: ${name}=${value} must be a number of seconds in (0, 15]`)]);
     }
     expect(stderr).not.toContain('Error:');

@@ -17,7 +17,23 @@ function makeCertificates(dir: string, host: string): { ca: string; key: string;
   run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=test cells CA');
   run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'cell.key', '-out', 'cell.csr', '-subj', `/CN=${host}`);
   fs.writeFileSync(path.join(dir, 'ext.cnf'), `subjectAltName=DNS:${host}\n`);
-  run('x509', '-req', '-in', 'cell.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cell.pem', '-days', '2', '-extfile', 'ext.cnf');
+  run(
+    'x509',
+    '-req',
+    '-in',
+    'cell.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'cell.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  );
   return { ca: path.join(dir, 'ca.pem'), key: path.join(dir, 'cell.key'), cert: path.join(dir, 'cell.pem') };
 }
 
@@ -44,19 +60,30 @@ describe('TLS to cells (certificate verified against a CA file and the endpoint 
     const tlsPort = await listen(https.createServer({ key: fs.readFileSync(tls.key), cert: fs.readFileSync(tls.cert) }, answer('tls')));
     const plainPort = await listen(http.createServer(answer('plain')));
     // The endpoint says wrong-name.test, the certificate names cell-tls.test: must be refused.
-    doc = initialMapping([
-      { id: 'tls', endpoint: `https://cell-tls.test:${tlsPort}`, state: 'active' as const },
-      { id: 'plain', endpoint: `http://127.0.0.1:${plainPort}`, state: 'active' as const },
-      { id: 'wrong-name', endpoint: `https://wrong-name.test:${tlsPort}`, state: 'active' as const },
-    ], 16384, NOW);
+    doc = initialMapping(
+      [
+        { id: 'tls', endpoint: `https://cell-tls.test:${tlsPort}`, state: 'active' as const },
+        { id: 'plain', endpoint: `http://127.0.0.1:${plainPort}`, state: 'active' as const },
+        { id: 'wrong-name', endpoint: `https://wrong-name.test:${tlsPort}`, state: 'active' as const },
+      ],
+      16384,
+      NOW,
+    );
     doc = pinKey(pinKey(pinKey(doc, 'to-tls', 'tls', NOW), 'to-plain', 'plain', NOW), 'to-wrong', 'wrong-name', NOW);
     const mappingFile = path.join(dir, 'mapping.json');
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-        log: () => undefined, pollMs: 200, caFile: tls.ca, resolve: async () => ['127.0.0.1'],
+        mappingFile,
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        caFile: tls.ca,
+        resolve: async () => ['127.0.0.1'],
       });
     });
   }, 120_000);
@@ -94,7 +121,10 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
     let cellPort = 0;
     for (const address of zones) {
       const server = http.createServer((req, res) => {
-        if (req.url === '/health') { res.end('ok'); return; }
+        if (req.url === '/health') {
+          res.end('ok');
+          return;
+        }
         seen.push(address);
         setTimeout(() => res.end(address), holdMs);
       });
@@ -109,18 +139,31 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        mappingFile, port, partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, healthCheckPath: '/health',
-        log: () => undefined, pollMs: 200, cellMaxConn: 6, zones: 3, localNetworks: ['127.0.0.3/32'], resolve: async () => resolved, refreshAddressesMs: 500,
+        mappingFile,
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        cellMaxConn: 6,
+        zones: 3,
+        localNetworks: ['127.0.0.3/32'],
+        resolve: async () => resolved,
+        refreshAddressesMs: 500,
       });
     });
   }, 120_000);
   afterAll(async () => {
     await router.stop();
-    servers.forEach((s) => { s.closeAllConnections(); s.close(); });
+    servers.forEach((s) => {
+      s.closeAllConnections();
+      s.close();
+    });
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('sends a cell\'s traffic to the task\'s own zone while it has room, then to the other zones (the cell\'s maxconn split)', async () => {
+  it("sends a cell's traffic to the task's own zone while it has room, then to the other zones (the cell's maxconn split)", async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     seen.length = 0;
     for (let i = 0; i < 20; i++) expect((await routed(agent, port, `k-${i}`)).status).toBe(200);
@@ -148,13 +191,17 @@ describe('zones: one server per zonal address of a cell endpoint, own zone first
     expect(seen.every((a) => a !== '127.0.0.3')).toBe(true);
     // The endpoint loses 127.0.0.4: after the next re-resolution nothing goes there.
     resolved = ['127.0.0.2', '127.0.0.3'];
-    await until('the zonal servers to follow DNS', async () => {
-      seen.length = 0;
-      holdMs = 200;
-      await Promise.all(Array.from({ length: 4 }, (_, i) => routed(agent, port, `d-${i}`)));
-      holdMs = 0;
-      return !seen.includes('127.0.0.4');
-    }, 60_000);
+    await until(
+      'the zonal servers to follow DNS',
+      async () => {
+        seen.length = 0;
+        holdMs = 200;
+        await Promise.all(Array.from({ length: 4 }, (_, i) => routed(agent, port, `d-${i}`)));
+        holdMs = 0;
+        return !seen.includes('127.0.0.4');
+      },
+      60_000,
+    );
     agent.destroy();
   }, 120_000);
 });

@@ -40,13 +40,25 @@ describe('the router under load', () => {
     s3 = await startLocalS3();
     client = localS3Client(s3);
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
-    doc = initialMapping(cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), 16384, NOW);
+    doc = initialMapping(
+      cells.map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })),
+      16384,
+      NOW,
+    );
     await publishMapping(new MappingStore(client, s3.bucket), doc, { groups: ['main'], bakeSeconds: 0 });
     router = await onFreePorts(1, async (ports) => {
       port = ports[0];
       return startLocalRouter({
-        source: new S3MappingSource(client, s3.bucket, 'main'), port, debugHeaders: true, partitionKey: { source: 'header', name: 'x-tenant-id' },
-        bucketCount: 16384, healthCheckPath: '/health', log: () => undefined, pollMs: 200, cellMaxConn: 20, queueTimeoutMs: 1000,
+        source: new S3MappingSource(client, s3.bucket, 'main'),
+        port,
+        debugHeaders: true,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 16384,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        cellMaxConn: 20,
+        queueTimeoutMs: 1000,
       });
     });
   });
@@ -73,19 +85,23 @@ describe('the router under load', () => {
         await until(`the router on v${next.version}`, async () => router.agent.version === next.version, 60_000);
         await new Promise((r) => setTimeout(r, 500));
       }
-    })().finally(() => { stop = true; });
+    })().finally(() => {
+      stop = true;
+    });
     // Each client loop is one keep-alive connection: its versions must never decrease.
     const loops = 16;
     const seen: number[][] = Array.from({ length: loops }, () => []);
     const agents = Array.from({ length: loops }, () => new http.Agent({ keepAlive: true, maxSockets: 1 }));
     const results: Awaited<ReturnType<typeof routed>>[] = [];
-    await Promise.all(Array.from({ length: loops }, async (_, loop) => {
-      for (let i = loop; !stop; i += loops) {
-        const answer = await routed(agents[loop], port, `load-${i % 997}`);
-        if (answer.version !== undefined) seen[loop].push(answer.version);
-        results.push(answer);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: loops }, async (_, loop) => {
+        for (let i = loop; !stop; i += loops) {
+          const answer = await routed(agents[loop], port, `load-${i % 997}`);
+          if (answer.version !== undefined) seen[loop].push(answer.version);
+          results.push(answer);
+        }
+      }),
+    );
     await publisher;
     agents.forEach((a) => a.destroy());
     expect(results.length).toBeGreaterThan(1000);
@@ -116,18 +132,27 @@ describe('the router under load', () => {
       // machine does not decide the result.
       const windows = [];
       for (let w = 0; w < 3; w++) {
-        windows.push(await load(loops, 1500, async (i) => {
-          const started = Date.now();
-          const answer = await routed(agent, port, healthyKeys[i % healthyKeys.length]);
-          await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - started))));
-          return answer;
-        }));
+        windows.push(
+          await load(loops, 1500, async (i) => {
+            const started = Date.now();
+            const answer = await routed(agent, port, healthyKeys[i % healthyKeys.length]);
+            await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - started))));
+            return answer;
+          }),
+        );
       }
       agent.destroy();
       const results = windows.flat();
       if (warmUp) return { rps: 0, p99: 0 };
       expect([...new Set(results.filter((r) => r.status !== 200).map((r) => `${r.status}: ${r.body}`))]).toEqual([]);
-      const p99s = windows.map((w) => percentile(w.map((r) => r.ms), 99)).sort((a, b) => a - b);
+      const p99s = windows
+        .map((w) =>
+          percentile(
+            w.map((r) => r.ms),
+            99,
+          ),
+        )
+        .sort((a, b) => a - b);
       return { rps: results.length / 4.5, p99: p99s[1] };
     };
     // Warm-up, not judged: at the start of a full test run this process can stall long enough for
@@ -139,9 +164,13 @@ describe('the router under load', () => {
     // The flood comes from another process (200 connections hammering the slow cell's tenants),
     // so the measuring loop does not share an event loop with it.
     const reached = slow.requests;
-    const flood = spawn(process.execPath, ['-e', FLOOD, String(port), JSON.stringify(slowKeys.slice(0, 200)), '10000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const flood = spawn(process.execPath, ['-e', FLOOD, String(port), JSON.stringify(slowKeys.slice(0, 200)), '10000'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let floodOut = '';
-    flood.stdout.on('data', (d: Buffer) => { floodOut += d.toString(); });
+    flood.stdout.on('data', (d: Buffer) => {
+      floodOut += d.toString();
+    });
     const floodDone = new Promise((resolve) => flood.on('exit', resolve));
     // Measured once the flood fills the slow cell's slots (the flood runs 10 s; measuring takes 4.5 s).
     await until('the flood to fill the slow cell', async () => slow.requests - reached >= 20, 60_000);

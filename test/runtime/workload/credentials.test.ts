@@ -8,7 +8,14 @@ describe('cached secret credentials', () => {
     let now = 0;
     let fetches = 0;
     let password = 'one';
-    const source = cachedSecretCredentials({ name: 'secret', now: () => now, fetch: async () => { fetches += 1; return JSON.stringify({ username: 'u', password }); } });
+    const source = cachedSecretCredentials({
+      name: 'secret',
+      now: () => now,
+      fetch: async () => {
+        fetches += 1;
+        return JSON.stringify({ username: 'u', password });
+      },
+    });
     expect(await source.get()).toEqual({ username: 'u', password: 'one' });
     password = 'two';
     now = 59_000;
@@ -23,13 +30,22 @@ describe('cached secret credentials', () => {
 
   test('concurrent connects share one fetch', async () => {
     let fetches = 0;
-    const source = cachedSecretCredentials({ name: 'secret', fetch: async () => { fetches += 1; await new Promise((r) => setTimeout(r, 20)); return '{"username":"u","password":"p"}'; } });
+    const source = cachedSecretCredentials({
+      name: 'secret',
+      fetch: async () => {
+        fetches += 1;
+        await new Promise((r) => setTimeout(r, 20));
+        return '{"username":"u","password":"p"}';
+      },
+    });
     await Promise.all([source.get(), source.get(), source.get()]);
     expect(fetches).toBe(1);
   });
 
   test('a secret without username and password is a clear error', async () => {
-    await expect(cachedSecretCredentials({ name: 'arn:x', fetch: async () => '{"user":"u"}' }).get()).rejects.toThrow(/arn:x: the secret has no string username and password/);
+    await expect(cachedSecretCredentials({ name: 'arn:x', fetch: async () => '{"user":"u"}' }).get()).rejects.toThrow(
+      /arn:x: the secret has no string username and password/,
+    );
     await expect(cachedSecretCredentials({ name: 'arn:x', fetch: async () => 'nope' }).get()).rejects.toThrow(/not JSON/);
   });
 });
@@ -57,8 +73,22 @@ describe('rotation against a real PostgreSQL', () => {
     // The secret store: what Secrets Manager holds now.
     let stored = { username: 'app', password: 'first' };
     let fetches = 0;
-    const credentials = cachedSecretCredentials({ name: 'secret', fetch: async () => { fetches += 1; return JSON.stringify(stored); } });
-    const pool = createDatabasePool({ host: pg.server.host, port: pg.server.port, database, credentials, ssl: false, max: 2, statementTimeoutMs: 5000 });
+    const credentials = cachedSecretCredentials({
+      name: 'secret',
+      fetch: async () => {
+        fetches += 1;
+        return JSON.stringify(stored);
+      },
+    });
+    const pool = createDatabasePool({
+      host: pg.server.host,
+      port: pg.server.port,
+      database,
+      credentials,
+      ssl: false,
+      max: 2,
+      statementTimeoutMs: 5000,
+    });
     try {
       await migrate(pool);
       expect(fetches).toBe(1);

@@ -5,7 +5,11 @@ import { imageContext } from '../../../lib/runtime/images';
 /** The Dockerfile's instructions, continuation lines joined, comments dropped. */
 function instructions(context: string): string[] {
   const text = fs.readFileSync(path.join(context, 'Dockerfile'), 'utf8');
-  return text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  return text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
 }
 
 describe('the workload image', () => {

@@ -62,7 +62,8 @@ test('row_version comes from one sequence on insert and update', async () => {
   expect(Number(b)).toBeGreaterThan(Number(a));
   expect(Number(a2)).toBeGreaterThan(Number(b));
   // Even an explicit value is replaced: copies cannot smuggle versions in.
-  const c = (await pool.query("insert into items (id, tenant_id, data, row_version) values ('c', 't', '{}', 1) returning row_version")).rows[0].row_version;
+  const c = (await pool.query("insert into items (id, tenant_id, data, row_version) values ('c', 't', '{}', 1) returning row_version")).rows[0]
+    .row_version;
   expect(Number(c)).toBeGreaterThan(Number(a2));
 });
 
@@ -75,6 +76,8 @@ test('cf_bucket in SQL equals the mapping bucket (DESIGN.md) for random keys and
     for (const row of result.rows) expect([row.k, row.b]).toEqual([row.k, bucketOf(row.k, count)]);
   }
   // The contract's expression, literally, gives the same as the function.
-  const literal = await pool.query("select (('x' || encode(substring(sha256(convert_to('acme','UTF8')) from 1 for 4),'hex'))::bit(32)::bigint) % 16384 as b");
+  const literal = await pool.query(
+    "select (('x' || encode(substring(sha256(convert_to('acme','UTF8')) from 1 for 4),'hex'))::bit(32)::bigint) % 16384 as b",
+  );
   expect(Number(literal.rows[0].b)).toBe(bucketOf('acme', 16384));
 });

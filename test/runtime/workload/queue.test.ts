@@ -12,8 +12,14 @@ test('SQS: send writes the message; the consumer handles, then deletes; a failur
   const sqs = mockClient(SQSClient);
   const message: WorkMessage = { kind: 'item.created', tenantId: 'acme', itemId: 'i-1' };
   sqs.on(SendMessageCommand).resolves({ MessageId: 'm-0' });
-  sqs.on(ReceiveMessageCommand)
-    .resolvesOnce({ Messages: [{ MessageId: 'm-1', ReceiptHandle: 'r-1', Body: JSON.stringify(message) }, { MessageId: 'm-2', ReceiptHandle: 'r-2', Body: JSON.stringify({ ...message, itemId: 'bad' }) }] })
+  sqs
+    .on(ReceiveMessageCommand)
+    .resolvesOnce({
+      Messages: [
+        { MessageId: 'm-1', ReceiptHandle: 'r-1', Body: JSON.stringify(message) },
+        { MessageId: 'm-2', ReceiptHandle: 'r-2', Body: JSON.stringify({ ...message, itemId: 'bad' }) },
+      ],
+    })
     .resolves({ Messages: [] });
   sqs.on(DeleteMessageCommand).resolves({});
   sqs.on(ChangeMessageVisibilityCommand).resolves({});

@@ -40,7 +40,12 @@ describe('the tenant', () => {
   });
 
   test('a header sent twice is a 400', async () => {
-    const response = await fetch(`${base}/v1/items`, { headers: [['x-tenant-id', 'a'], ['x-tenant-id', 'b']] });
+    const response = await fetch(`${base}/v1/items`, {
+      headers: [
+        ['x-tenant-id', 'a'],
+        ['x-tenant-id', 'b'],
+      ],
+    });
     expect(response.status).toBe(400);
   });
 });
@@ -66,7 +71,11 @@ describe('items', () => {
   });
 
   test('a form-encoded body (what curl -d sends) is read as JSON; a non-object is a 400', async () => {
-    const response = await fetch(`${base}/v1/items`, { method: 'POST', headers: { 'x-tenant-id': 'curl', 'content-type': 'application/x-www-form-urlencoded' }, body: '{"name":"x"}' });
+    const response = await fetch(`${base}/v1/items`, {
+      method: 'POST',
+      headers: { 'x-tenant-id': 'curl', 'content-type': 'application/x-www-form-urlencoded' },
+      body: '{"name":"x"}',
+    });
     expect(response.status).toBe(201);
     expect((await api(base, 'POST', '/v1/items', 'curl', '[1]')).status).toBe(400);
     expect((await api(base, 'POST', '/v1/items', 'curl', 'not json')).status).toBe(400);
@@ -88,7 +97,7 @@ describe('items', () => {
     expect((await api(base, 'GET', '/v1/items?after=zzz', 'pager')).status).toBe(400);
   });
 
-  test('isolation: one tenant never sees, lists or deletes another tenant\'s items', async () => {
+  test("isolation: one tenant never sees, lists or deletes another tenant's items", async () => {
     const mine = await api(base, 'POST', '/v1/items', 'iso-a', { secret: 'a' });
     await api(base, 'POST', '/v1/items', 'iso-b', { secret: 'b' });
     expect((await api(base, 'GET', `/v1/items/${mine.body.id}`, 'iso-b')).status).toBe(404);
@@ -101,7 +110,11 @@ describe('items', () => {
   test('the queue round trip: a write enqueues a message and the consumer marks the item processed', async () => {
     const created = await api(base, 'POST', '/v1/items', 'queued', { name: 'q' });
     expect(created.body.status).toBe('pending');
-    await until('the consumer to process the item', async () => (await api(base, 'GET', `/v1/items/${created.body.id}`, 'queued')).body.status === 'processed', 60_000);
+    await until(
+      'the consumer to process the item',
+      async () => (await api(base, 'GET', `/v1/items/${created.body.id}`, 'queued')).body.status === 'processed',
+      60_000,
+    );
     const left = await admin.query('select count(*)::int as n from cf_work_queue');
     expect(left.rows[0].n).toBe(0);
   });
@@ -111,7 +124,12 @@ describe('moved tenants and buckets', () => {
   test('a tenant recorded as moved away gets 421 with the new cell, for reads and writes', async () => {
     const before = await api(base, 'POST', '/v1/items', 'gone', { n: 1 });
     await admin.query("insert into cf_moved_away (kind, value, move_id, moved_to) values ('tenant', 'gone', 'mv-1', 'cell-b')");
-    for (const [method, path] of [['POST', '/v1/items'], ['GET', '/v1/items'], ['GET', `/v1/items/${before.body.id}`], ['DELETE', `/v1/items/${before.body.id}`]]) {
+    for (const [method, path] of [
+      ['POST', '/v1/items'],
+      ['GET', '/v1/items'],
+      ['GET', `/v1/items/${before.body.id}`],
+      ['DELETE', `/v1/items/${before.body.id}`],
+    ]) {
       const r = await api(base, method, path, 'gone', method === 'POST' ? { n: 2 } : undefined);
       expect(r.status).toBe(421);
       expect(r.body).toEqual({ error: 'moved', cell: 'cell-b', moveId: 'mv-1' });
@@ -121,10 +139,14 @@ describe('moved tenants and buckets', () => {
     expect((await api(base, 'GET', '/v1/items', 'stays')).status).toBe(200);
   });
 
-  test('a tenant fenced under its freeze gets the freeze\'s 503 + Retry-After, never 421; the flip turns it into 421', async () => {
+  test("a tenant fenced under its freeze gets the freeze's 503 + Retry-After, never 421; the flip turns it into 421", async () => {
     const before = await api(base, 'POST', '/v1/items', 'moving', { n: 1 });
     await admin.query("insert into cf_moved_away (kind, value, move_id, moved_to, state) values ('tenant', 'moving', 'mv-f', 'cell-b', 'frozen')");
-    for (const [method, path] of [['POST', '/v1/items'], ['GET', `/v1/items/${before.body.id}`], ['DELETE', `/v1/items/${before.body.id}`]]) {
+    for (const [method, path] of [
+      ['POST', '/v1/items'],
+      ['GET', `/v1/items/${before.body.id}`],
+      ['DELETE', `/v1/items/${before.body.id}`],
+    ]) {
       const r = await api(base, method, path, 'moving', method === 'POST' ? { n: 2 } : undefined);
       expect([r.status, r.headers.get('retry-after'), r.body.error, r.body.moveId]).toEqual([503, '1', 'frozen', 'mv-f']);
     }
@@ -148,12 +170,18 @@ describe('moved tenants and buckets', () => {
     // A slow write (test hook: pg_sleep inside its transaction) is in flight when the move is recorded.
     // 3 s: long enough to be seen holding its lock below however slow this machine is.
     const slow = api(base, 'POST', '/v1/items', 'racer', { n: 1 }, { 'x-fault': 'slow', 'x-fault-delay-ms': '3000' });
-    await until('the slow write to hold its lock', async () => {
-      // The slow write's own lock (it sleeps holding it), not any share lock: another transaction's
-      // (the in-process queue worker writes too) let the record land before the slow write began.
-      const r = await admin.query("select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation join pg_stat_activity a on a.pid = l.pid where c.relname = 'cf_moved_away' and l.mode = 'ShareLock' and l.granted and a.query like '%pg_sleep%'");
-      return r.rows[0].n > 0;
-    }, 60_000);
+    await until(
+      'the slow write to hold its lock',
+      async () => {
+        // The slow write's own lock (it sleeps holding it), not any share lock: another transaction's
+        // (the in-process queue worker writes too) let the record land before the slow write began.
+        const r = await admin.query(
+          "select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation join pg_stat_activity a on a.pid = l.pid where c.relname = 'cf_moved_away' and l.mode = 'ShareLock' and l.granted and a.query like '%pg_sleep%'",
+        );
+        return r.rows[0].n > 0;
+      },
+      60_000,
+    );
     await admin.query("insert into cf_moved_away (kind, value, move_id, moved_to) values ('tenant', 'racer', 'mv-3', 'cell-d')");
     // The record waited for the write in flight: that write had committed when the record landed.
     expect((await admin.query("select count(*)::int as n from items where tenant_id = 'racer'")).rows[0].n).toBe(1);
@@ -179,10 +207,14 @@ describe('meta and health', () => {
       // Were the hook on, the read would sleep in the database (pg_sleep) before answering: look for
       // that sleep until the answer arrives.
       let answer: Awaited<ReturnType<typeof api>> | undefined;
-      const request = api(plain.url, 'GET', '/v1/items', 'acme', undefined, { 'x-fault': 'slow', 'x-fault-delay-ms': '30000' }).then((r) => { answer = r; });
+      const request = api(plain.url, 'GET', '/v1/items', 'acme', undefined, { 'x-fault': 'slow', 'x-fault-delay-ms': '30000' }).then((r) => {
+        answer = r;
+      });
       let slept = false;
       while (!answer && !slept) {
-        const sleeping = await admin.query("select count(*)::int as n from pg_stat_activity where state = 'active' and query like '%pg_sleep%' and pid <> pg_backend_pid()");
+        const sleeping = await admin.query(
+          "select count(*)::int as n from pg_stat_activity where state = 'active' and query like '%pg_sleep%' and pid <> pg_backend_pid()",
+        );
         slept = sleeping.rows[0].n > 0;
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -195,7 +227,10 @@ describe('meta and health', () => {
   });
 
   test('a database that does not exist yet is created at start (RDS creates only `postgres`)', async () => {
-    const fresh = await startWorkload(testWorkloadConfig(pg, database, { database: { ...testWorkloadConfig(pg, database).database, name: `fresh_${process.pid}` } }), { log: () => undefined });
+    const fresh = await startWorkload(
+      testWorkloadConfig(pg, database, { database: { ...testWorkloadConfig(pg, database).database, name: `fresh_${process.pid}` } }),
+      { log: () => undefined },
+    );
     try {
       await fresh.ready;
       expect((await api(fresh.url, 'POST', '/v1/items', 'acme', { n: 1 })).status).toBe(201);
