@@ -77,6 +77,7 @@ describe('the packed package in a fresh CDK app', () => {
             [PACKAGE.name]: `file:${path.join(work, packed.filename)}`,
             'aws-cdk-lib': versionOf('aws-cdk-lib'),
             constructs: versionOf('constructs'),
+            'cdk-nag': versionOf('cdk-nag'),
           },
         },
         null,
@@ -111,7 +112,7 @@ describe('the packed package in a fresh CDK app', () => {
   });
   afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
-  it('installs compiled JavaScript and .d.ts, no TypeScript sources, with aws-cdk-lib and constructs from the app', () => {
+  it('installs compiled JavaScript and .d.ts, no TypeScript sources, with aws-cdk-lib, constructs and cdk-nag from the app', () => {
     const files = filesUnder(installed).filter((f) => !f.startsWith(`node_modules${path.sep}`));
     expect(files).toEqual(
       expect.arrayContaining([
@@ -126,8 +127,18 @@ describe('the packed package in a fresh CDK app', () => {
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     // The peer dependencies resolve to the app's copies: one aws-cdk-lib, so `instanceof` and
     // Stack.of work between the app's constructs and the package's.
-    expect(fs.existsSync(path.join(installed, 'node_modules', 'aws-cdk-lib'))).toBe(false);
-    expect(require.resolve('aws-cdk-lib', { paths: [installed] })).toBe(require.resolve('aws-cdk-lib', { paths: [app] }));
+    // cdk-nag too: the audit gate's packs and the acknowledgements are the app's cdk-nag, so a pack or
+    // an acknowledgement of the app's own is one of the same rule set.
+    for (const peer of ['aws-cdk-lib', 'constructs', 'cdk-nag']) {
+      expect(fs.existsSync(path.join(installed, 'node_modules', peer))).toBe(false);
+      expect(require.resolve(peer, { paths: [installed] })).toBe(require.resolve(peer, { paths: [app] }));
+    }
+    const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      dependencies: Record<string, string>;
+    };
+    expect(Object.keys(manifest.peerDependencies).sort()).toEqual(['aws-cdk-lib', 'cdk-nag', 'constructs']);
+    expect(Object.keys(manifest.dependencies)).not.toContain('cdk-nag');
   });
 
   it('opens the curated entry point only', () => {
