@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
-import { MAX_ROUTER_SLOTS } from '../domain/fleet';
+import { DEFAULT_PARTITION_KEY, MAX_ROUTER_SLOTS } from '../domain/fleet';
 import { parseMapping } from '../domain/mapping';
 // The router module (agent, S3 source, AWS SDK) loads when a router command runs, not when cellctl starts.
 import type { LocalRouter } from '../runtime/router';
@@ -93,7 +93,7 @@ export function routerCommand(
             mappingFile: flags.mapping,
             port: listen,
             debugHeaders: flags.debugHeaders,
-            partitionKey: fleet?.partitionKey ?? { source: 'header', name: 'x-tenant-id' },
+            partitionKey: fleet?.partitionKey ?? DEFAULT_PARTITION_KEY,
             bucketCount: parsed.document.bucketCount,
             healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
             slots:

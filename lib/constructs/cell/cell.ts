@@ -10,6 +10,7 @@ import {
   DEFAULT_CAPACITY,
   DEFAULT_PARTITION_KEY,
   PartitionKeySource,
+  ROUTED_KEY_HEADER,
 } from '../../domain/fleet';
 import { cellNamePrefix } from '../../domain/names';
 import { CellAlarmOptions, CellAlarms } from './alarms';
@@ -111,7 +112,7 @@ export interface CellProps {
 
 /** The header WAF throttles on: the configured one, or the one the router forwards the key in. */
 export function tenantHeaderOf(partitionKey: PartitionKeySource): string {
-  return partitionKey.source === 'header' ? partitionKey.name : 'x-tenant-id';
+  return partitionKey.source === 'header' ? partitionKey.name : ROUTED_KEY_HEADER;
 }
 
 /** Every problem with `props` that a construct further down would report less clearly, or not at all. */

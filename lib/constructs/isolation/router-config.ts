@@ -5,6 +5,8 @@
  * and a retry or redispatch sends a request a second time, possibly to another cell.
  */
 
+import { ROUTED_KEY_HEADER } from '../../domain/fleet/defaults';
+
 /** `http-request` actions that only pick a backend or answer: no rewriting, no scripts, no calls out. */
 const REQUEST_ACTIONS = new Set([
   'return',
@@ -26,7 +28,7 @@ const REQUEST_ACTIONS = new Set([
  * `set-header`, or `add-header` after a `del-header` of the same section that removes the client's
  * copies. Removing a header (`del-header`) is always allowed: it cannot send a request anywhere else.
  */
-const SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-tenant-id']);
+const SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', ROUTED_KEY_HEADER]);
 /** Response-side actions: decorating the answer (debug headers) only. */
 const RESPONSE_ACTIONS = new Set(['set-header', 'add-header', 'del-header', 'set-log-level', 'set-var', 'return']);
 /** Services a frontend may hand requests to: the metrics exporter on the stats port. */

@@ -1,6 +1,11 @@
 import { AlarmThresholds, CapacityConfig, PartitionKeySource, RouterGroupConfig } from './types';
 
-export const DEFAULT_PARTITION_KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
+/**
+ * The header the router always sends the partition key in, whatever it routed by (the header the
+ * cell's WAF rate rule keys on for path- and host-keyed fleets), and the fleet's default key header.
+ */
+export const ROUTED_KEY_HEADER = 'x-tenant-id';
+export const DEFAULT_PARTITION_KEY = { source: 'header', name: ROUTED_KEY_HEADER } as const satisfies PartitionKeySource;
 export const DEFAULT_BUCKET_COUNT = 16384;
 export const DEFAULT_DATABASE_PORT = 5433;
 

@@ -4,6 +4,7 @@ import * as http from 'http';
 import * as path from 'path';
 import { pidRunning, watchChild, writeFileAtomic } from '../../domain/files';
 import { REPO_ROOT } from '../../domain/files/repo-root';
+import { DEFAULT_PARTITION_KEY } from '../../domain/fleet/defaults';
 import { PartitionKeySource } from '../../domain/fleet/types';
 import { adoptionMapping, bucketCounts, initialMapping, lookup, parseMapping, validateMapping } from '../../domain/mapping';
 import { LocalRouter, startLocalRouter } from '../../runtime/router/local';
@@ -185,7 +186,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   if (!Number.isInteger(count) || count < 1 || count > 64) throw new Error(`cells ${count}: give 1 to 64`);
   const log = o.log ?? (() => undefined);
   const stateDir = path.resolve(o.stateDir);
-  const partitionKey = o.partitionKey ?? { source: 'header', name: 'x-tenant-id' };
+  const partitionKey = o.partitionKey ?? DEFAULT_PARTITION_KEY;
   const bucketCount = o.bucketCount ?? 16384;
   const healthCheckPath = o.healthCheckPath ?? '/healthz';
 

@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { pidRunning } from '../../domain/files';
+import { DEFAULT_PARTITION_KEY } from '../../domain/fleet/defaults';
 import { CellDatabase } from './cell-data';
 import { MoveError } from '../../domain/moves/types';
 import { VersionProbe } from './routing-control';
@@ -82,7 +83,7 @@ export function readLocalFleet(stateDir: string): LocalFleetInfo {
   const urls = doc.routerUrls ?? doc.routerUrl ?? (isObject(doc.router) ? doc.router.url : undefined);
   const routerUrls = (Array.isArray(urls) ? urls : [urls]).filter((u): u is string => typeof u === 'string');
   if (routerUrls.length === 0) throw new MoveError(`${file}: no routerUrl`);
-  const header = doc.partitionHeader ?? (isObject(doc.partitionKey) ? doc.partitionKey.name : undefined) ?? 'x-tenant-id';
+  const header = doc.partitionHeader ?? (isObject(doc.partitionKey) ? doc.partitionKey.name : undefined) ?? DEFAULT_PARTITION_KEY.name;
   const rawCells = doc.cells;
   const entries: [string, unknown][] = Array.isArray(rawCells)
     ? rawCells.map((c) => [String((c as Record<string, unknown>).id), c])

@@ -1,6 +1,6 @@
 // The fleet's modules by file, not its index: the index loads the TypeScript config loader (tsx),
 // which the agent's bundle must not carry.
-import { MAX_ROUTER_SLOTS } from '../../domain/fleet/defaults';
+import { MAX_ROUTER_SLOTS, ROUTED_KEY_HEADER } from '../../domain/fleet/defaults';
 import type { PartitionKeySource } from '../../domain/fleet/types';
 import { KEY_PATTERN, ROUTER_RESERVED_MIB, ROUTER_TASK_MEMORY_MIB } from '../../domain/mapping';
 import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
@@ -145,9 +145,6 @@ export function connectionLimits(memoryMiB: number, reservedMiB = ROUTER_RESERVE
   const maxConn = Math.floor(budget / BYTES_PER_CONNECTION / 100) * 100;
   return { maxConn, nofile: 2 * (maxConn + RESERVED_CONNECTIONS) + 1000 };
 }
-
-/** The header the router always sends the partition key in (the header the cell's WAF rate rule keys on for path- and host-keyed fleets). */
-export const ROUTED_KEY_HEADER = 'x-tenant-id';
 
 /**
  * Client-sent headers the router removes: only the router may say which cell, which version, or who

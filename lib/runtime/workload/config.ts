@@ -1,3 +1,4 @@
+import { DEFAULT_PARTITION_KEY } from '../../domain/fleet/defaults';
 import { PartitionKeySource } from '../../domain/fleet/types';
 
 /** Where the workload reads its database password: Secrets Manager (AWS) or the environment (local). */
@@ -54,7 +55,7 @@ function intIn(env: NodeJS.ProcessEnv, name: string, fallback: number, min: numb
 }
 
 function partitionKeyFrom(raw: string | undefined, problems: string[]): PartitionKeySource {
-  if (!raw) return { source: 'header', name: 'x-tenant-id' };
+  if (!raw) return DEFAULT_PARTITION_KEY;
   // Forms: "header:x-tenant-id", "path:1", "host:1", or the fleet's JSON ({"source":"header","name":"..."}).
   try {
     if (raw.trim().startsWith('{')) {
@@ -73,7 +74,7 @@ function partitionKeyFrom(raw: string | undefined, problems: string[]): Partitio
     // reported below
   }
   problems.push(`PARTITION_KEY=${raw}: give header:<name>, path:<segment>, host:<label> or the fleet's partitionKey as JSON`);
-  return { source: 'header', name: 'x-tenant-id' };
+  return DEFAULT_PARTITION_KEY;
 }
 
 /**
