@@ -68,6 +68,10 @@ export class AdoptionEntry extends Construct {
       vpcSubnets: props.subnets,
       internetFacing: false,
       crossZoneEnabled: true,
+      // No security group, explicitly: cdk.json's `networkLoadBalancerWithSecurityGroupByDefault`
+      // would otherwise give it one with no inbound rule and a deny-all outbound rule, and an NLB's
+      // health checks and forwarded traffic obey its outbound rules (nothing would reach the ALB).
+      disableSecurityGroups: true,
     });
     this.loadBalancer.logAccessLogs(this.accessLogs, 'nlb');
     Validations.of(this.loadBalancer).acknowledge({
