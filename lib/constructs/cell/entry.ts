@@ -152,9 +152,20 @@ export class CellEntry extends Construct {
     for (const lb of [this.loadBalancer, this.privateLink])
       Validations.of(lb).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
     this.privateLink.logAccessLogs(this.accessLogs, 'nlb');
-    this.privateLink
-      .addListener('Tcp', { port: this.port, protocol: elbv2.Protocol.TCP })
-      .addTargets('Alb', { port: this.port, targets: [new targets.AlbListenerTarget(this.listener)] });
+    this.privateLink.addListener('Tcp', { port: this.port, protocol: elbv2.Protocol.TCP }).addTargets('Alb', {
+      port: this.port,
+      targets: [new targets.AlbListenerTarget(this.listener)],
+      // Through the ALB's listener to the workload's own health path: the default (`/`) reaches the
+      // workload without a partition key and gets 400, so the NLB would see its only target as
+      // unhealthy and only its fail-open would keep the path up. HTTPS on a TLS cell's 443.
+      healthCheck: {
+        protocol: props.certificateArn ? elbv2.Protocol.HTTPS : elbv2.Protocol.HTTP,
+        path: props.healthCheckPath,
+        interval: Duration.seconds(15),
+        healthyThresholdCount: 2,
+        unhealthyThresholdCount: 3,
+      },
+    });
 
     this.endpointService = new ec2.VpcEndpointService(this, 'EndpointService', {
       vpcEndpointServiceLoadBalancers: [this.privateLink],

@@ -72,6 +72,21 @@ describe('CellEntry', () => {
     http.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', { TargetType: 'alb', Protocol: 'TCP', Port: 80 });
   });
 
+  it("health-checks the ALB through its listener on the workload's health path (`/` has no partition key: 400), HTTPS on a TLS cell", () => {
+    http.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', {
+      TargetType: 'alb',
+      HealthCheckProtocol: 'HTTP',
+      HealthCheckPath: fleet.workload.healthCheckPath,
+    });
+    https.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', {
+      TargetType: 'alb',
+      Port: 443,
+      HealthCheckProtocol: 'HTTPS',
+      HealthCheckPath: fleet.workload.healthCheckPath,
+    });
+    expect(fleet.workload.healthCheckPath).not.toBe('/');
+  });
+
   it('throttles a single noisy tenant with a WAF rate rule keyed on the partition-key header', () => {
     http.hasResourceProperties('AWS::WAFv2::WebACL', {
       Scope: 'REGIONAL',
