@@ -9,7 +9,8 @@
  *   prereqs         the prerequisites check alone
  *
  * The check looks for what the integration tests start (test/support/prerequisites.ts). As root
- * where apt-get is, it installs what is missing and says so on stderr; elsewhere it prints one line
+ * where apt-get is, it says what is missing and installs it (TEST_INSTALL=no: never); elsewhere, or
+ * with TEST_INSTALL=no, it prints one line
  * per missing program with the command that installs it, and the integration tests are not run
  * (the unit tests still are) and the exit status is 1. JEST ARGS go to each jest run; with
  * `--json --outputFile=FILE` the runs' results are merged into FILE, as one jest run would write it.
@@ -73,12 +74,16 @@ function pipInstall(requirement: string): boolean {
 /** The prerequisites still missing after installing what can be installed here. */
 function prerequisites(): Prerequisite[] {
   const missing = PREREQUISITES.filter((p) => p.check() !== undefined);
-  const canInstall = process.getuid?.() === 0 && onPath('apt-get');
+  // TEST_INSTALL=no: never install, only name what is missing and how to install it (a root shell
+  // on a machine of your own, where system packages are yours to choose).
+  const optedOut = process.env.TEST_INSTALL === 'no';
+  const canInstall = process.getuid?.() === 0 && onPath('apt-get') && !optedOut;
+  if (missing.length > 0 && optedOut) say('test prerequisites: not installing anything (TEST_INSTALL=no)');
   if (missing.length > 0 && canInstall) {
     const apt = missing.flatMap((p) => p.apt ?? []);
     const pip = missing.flatMap((p) => (p.pip ? [p.pip] : []));
     const tools = [...(apt.length > 0 ? ['apt-get'] : []), ...(pip.length > 0 ? ['pip'] : [])];
-    say(`test prerequisites: installing ${[...apt, ...pip].join(' ')} (as root: ${tools.join(', ')})`);
+    say(`test prerequisites: installing ${[...apt, ...pip].join(' ')} (as root: ${tools.join(', ')}; TEST_INSTALL=no lists them instead)`);
     // One install per prerequisite: a package the distribution lacks leaves the others installed.
     for (const p of missing) {
       if (p.apt) aptInstall(p.apt);

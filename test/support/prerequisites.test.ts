@@ -1,6 +1,8 @@
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { REPO_ROOT } from './fleet';
 import { distributionIds, installCommand, prerequisitesFor } from './prerequisites';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'os-release-'));
@@ -61,5 +63,42 @@ describe('test prerequisites per distribution', () => {
     } finally {
       process.env.PATH = saved;
     }
+  });
+});
+
+describe('the prerequisites check as root (`npm run test:prereqs`)', () => {
+  /** Runs the check with only a fake apt-get (which records its calls), a failing python3, sh and node on PATH: every prerequisite is missing. */
+  function check(env: Record<string, string>) {
+    const bin = fs.mkdtempSync(path.join(dir, 'bin-'));
+    const calls = path.join(bin, 'apt-get.calls');
+    fs.writeFileSync(path.join(bin, 'apt-get'), `#!/bin/sh\necho "$@" >> ${calls}\n`, { mode: 0o755 });
+    fs.symlinkSync('/bin/sh', path.join(bin, 'sh'));
+    // A python3 that fails: pip is then not tried against a package index (none is reachable here).
+    fs.writeFileSync(path.join(bin, 'python3'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    const result = spawnSync(
+      process.execPath,
+      [require.resolve('tsx/cli', { paths: [REPO_ROOT] }), path.join(REPO_ROOT, 'scripts', 'test.ts'), 'prereqs'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, PATH: `${bin}:${path.dirname(process.execPath)}`, ...env },
+      },
+    );
+    return { status: result.status, stderr: result.stderr, aptCalls: fs.existsSync(calls) ? fs.readFileSync(calls, 'utf8') : '' };
+  }
+  const asRoot = process.getuid?.() === 0 ? test : test.skip;
+
+  asRoot('says what it will install, then installs it with apt-get', () => {
+    const r = check({});
+    expect(r.stderr).toMatch(/^test prerequisites: installing haproxy .*\(as root: apt-get, pip; TEST_INSTALL=no lists them instead\)$/m);
+    expect(r.aptCalls).toMatch(/install -y -qq haproxy/);
+    expect(r.status).toBe(1); // the fake installed nothing
+  });
+
+  asRoot('with TEST_INSTALL=no installs nothing and names each missing program with its install command', () => {
+    const r = check({ TEST_INSTALL: 'no' });
+    expect(r.aptCalls).toBe('');
+    expect(r.stderr).toContain('test prerequisites: not installing anything (TEST_INSTALL=no)');
+    expect(r.stderr).toMatch(/^test prerequisite missing: haproxy .*install it with: apt-get install -y haproxy/m);
+    expect(r.status).toBe(1);
   });
 });
