@@ -19,11 +19,7 @@ export function cellZeroStackProps(fleet: Fleet): CellZeroStackProps {
     routerAccount: fleet.accounts.router,
     toolingAccount: fleet.accounts.tooling,
     consumerRegions: Object.keys(fleet.regions).filter((r) => r !== zero.region),
-    alarms: {
-      errorRatePercent: fleet.alarms.errorRatePercent,
-      p99LatencyMs: fleet.alarms.p99LatencyMs,
-      evaluationPeriods: fleet.alarms.evaluationPeriods,
-    },
+    alarms: zero.alarms,
     names: {
       endpointServiceParameter: cellEndpointServiceParameter(fleet.app, zero.id),
       endpointReaderRole: cellEndpointReaderRoleName(fleet.app, zero.id),

@@ -2,7 +2,7 @@
  * Cell zero in the fleet model: its checks, its defaults, and the list of every cell a router
  * reaches (the factory's cells and cell zero). Pure: no CDK, no AWS SDK.
  */
-import { DEFAULT_CELL_ENDPOINT_TEMPLATE } from './defaults';
+import { DEFAULT_ALARMS, DEFAULT_CELL_ENDPOINT_TEMPLATE } from './defaults';
 import { CELL_ID } from './patterns';
 import { CellZero, Fleet, FleetInput } from './types';
 
@@ -99,6 +99,13 @@ export function cellZeroProblems(input: FleetInput, partition: string, cellAccou
   const placed = problems.length === before;
   problems.push(...loadBalancerProblems(zero, partition, placed));
   problems.push(...databaseProblems(zero, partition, placed));
+  const alarms = zero.alarms ?? {};
+  if (alarms.errorRatePercent !== undefined && !(alarms.errorRatePercent > 0 && alarms.errorRatePercent <= 100))
+    problems.push(`${at}.alarms.errorRatePercent: ${alarms.errorRatePercent} must be a percentage above 0 and at most 100`);
+  if (alarms.p99LatencyMs !== undefined && !(alarms.p99LatencyMs > 0))
+    problems.push(`${at}.alarms.p99LatencyMs: ${alarms.p99LatencyMs} must be a positive number of milliseconds`);
+  if (alarms.evaluationPeriods !== undefined && !(Number.isInteger(alarms.evaluationPeriods) && alarms.evaluationPeriods >= 1))
+    problems.push(`${at}.alarms.evaluationPeriods: ${alarms.evaluationPeriods} must be a whole number of 1-minute periods, at least 1`);
   const template = input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE;
   const endpointOf = (cellId: string) => template.replace('{cell}', cellId).replace('{app}', input.app);
   const clash = (input.cells ?? []).find((c) => c.id !== id && endpointOf(c.id).replace('{scheme}', '') === endpointOf(id).replace('{scheme}', ''));
@@ -204,5 +211,17 @@ export function resolveCellZero(input: FleetInput): CellZero | undefined {
       secretArn: zero.database.secretArn,
       clientSecurityGroupId: zero.database.clientSecurityGroupId,
     },
+    alarms: cellZeroAlarms(input),
+  };
+}
+
+/** Cell zero's thresholds: its own where given, else the fleet's. */
+function cellZeroAlarms(input: FleetInput): CellZero['alarms'] {
+  const fleet = { ...DEFAULT_ALARMS, ...input.alarms };
+  const own = input.cellZero?.alarms ?? {};
+  return {
+    errorRatePercent: own.errorRatePercent ?? fleet.errorRatePercent,
+    p99LatencyMs: own.p99LatencyMs ?? fleet.p99LatencyMs,
+    evaluationPeriods: own.evaluationPeriods ?? fleet.evaluationPeriods,
   };
 }

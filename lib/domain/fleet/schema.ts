@@ -9,6 +9,7 @@ import {
   AlarmThresholds,
   CapacityConfig,
   CellConfig,
+  CellZeroAlarms,
   CellZeroConfig,
   CellShape,
   FleetInput,
@@ -191,6 +192,9 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
         secretArn: string,
         clientSecurityGroupId: string,
       }),
+      alarms: optional(
+        object<Partial<CellZeroAlarms>>({ errorRatePercent: optional(number), p99LatencyMs: optional(number), evaluationPeriods: optional(integer) }),
+      ),
     }),
   ),
 };

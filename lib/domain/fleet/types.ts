@@ -331,6 +331,23 @@ export interface CellZeroConfig {
      */
     readonly clientSecurityGroupId: string;
   };
+  /**
+   * What cell zero's bake and its `health` alarm fire on, over all of the existing load balancer's
+   * traffic (not only what the routers send it): the existing service's own error rate and latency
+   * are rarely the new cells' thresholds. Each omitted value is the fleet's `alarms` value.
+   * @default - the fleet's `alarms`
+   */
+  readonly alarms?: Partial<CellZeroAlarms>;
+}
+
+/** Cell zero's alarm thresholds (CellZeroConfig.alarms). */
+export interface CellZeroAlarms {
+  /** 5xx (target and load balancer) as a percentage of the existing ALB's requests. */
+  readonly errorRatePercent: number;
+  /** p99 of the existing ALB's target response time, milliseconds. */
+  readonly p99LatencyMs: number;
+  /** Consecutive 1-minute periods before an alarm fires. */
+  readonly evaluationPeriods: number;
 }
 
 /** What you write in `cells.config.ts`. */
@@ -410,6 +427,7 @@ export interface CellZero {
     readonly secretArn: string;
     readonly clientSecurityGroupId: string;
   };
+  readonly alarms: CellZeroAlarms;
 }
 
 /** A cell with every default applied and its account resolved. */

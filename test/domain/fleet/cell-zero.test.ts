@@ -1,3 +1,4 @@
+import { cellZeroStackProps } from '../../../lib/app';
 import { cellEndpoint, CellZeroConfig, fleetProblems, loadBalancerFullName, resolveFleet, routedCells, seedMapping } from '../../../lib/domain/fleet';
 import { lookup, validateMapping } from '../../../lib/domain/mapping';
 import { CELL_ZERO_ACCOUNT, cellZeroConfig, cellZeroFleet, cellZeroInput } from '../../support/cell-zero';
@@ -115,6 +116,33 @@ describe('cell zero in the fleet file', () => {
     expect(fleetProblems({ ...validInput(), cellZero: [cellZeroConfig(), cellZeroConfig()] } as never)).toEqual([
       expect.stringMatching(/^cellZero must be an object, got a list/),
     ]);
+  });
+
+  it("bakes on the fleet's thresholds unless cell zero names its own, each value apart", () => {
+    const fleet = cellZeroFleet();
+    expect(fleet.cellZero!.alarms).toEqual({
+      errorRatePercent: fleet.alarms.errorRatePercent,
+      p99LatencyMs: fleet.alarms.p99LatencyMs,
+      evaluationPeriods: fleet.alarms.evaluationPeriods,
+    });
+    const own = cellZeroFleet({ alarms: { p99LatencyMs: 4500 } });
+    expect(own.cellZero!.alarms).toEqual({
+      errorRatePercent: fleet.alarms.errorRatePercent,
+      p99LatencyMs: 4500,
+      evaluationPeriods: fleet.alarms.evaluationPeriods,
+    });
+    // The cells keep the fleet's; the adoption stack's alarms get cell zero's.
+    expect(own.alarms.p99LatencyMs).toBe(fleet.alarms.p99LatencyMs);
+    expect(cellZeroStackProps(own).alarms.p99LatencyMs).toBe(4500);
+  });
+
+  it.each([
+    [{ errorRatePercent: 0 }, /^cellZero\.alarms\.errorRatePercent: 0 must be a percentage above 0 and at most 100$/],
+    [{ errorRatePercent: 150 }, /^cellZero\.alarms\.errorRatePercent: 150 must be/],
+    [{ p99LatencyMs: -1 }, /^cellZero\.alarms\.p99LatencyMs: -1 must be a positive number of milliseconds$/],
+    [{ evaluationPeriods: 0 }, /^cellZero\.alarms\.evaluationPeriods: 0 must be a whole number of 1-minute periods, at least 1$/],
+  ])('refuses cell zero alarms %j with one line', (alarms, message) => {
+    expect(problemsWith({ alarms })).toEqual([expect.stringMatching(message)]);
   });
 
   it('names the ALB for CloudWatch', () => {
