@@ -129,5 +129,19 @@ export class CellLinksStack extends NestedStack {
   constructor(scope: Construct, id: string, props: Omit<CellLinkProps, 'cell'> & { readonly cells: readonly LinkedCell[] }) {
     super(scope, id, { description: `Interface endpoints and names of cells ${props.cells[0]?.id} … ${props.cells[props.cells.length - 1]?.id}` });
     this.links = props.cells.map((cell) => new CellLink(this, `Cell-${cell.id}`, { ...props, cell }));
+    // The names in RECORD_LANES chains: CloudFormation would otherwise send every record of the batch
+    // to Route 53 at once, past its 5 ChangeResourceRecordSets requests a second per account
+    // (Route 53 Developer Guide, "Quotas", "Number of API requests"), and throttled changes fail.
+    this.links.forEach((link, i) => {
+      const before = this.links[i - RECORD_LANES];
+      if (link.record && before?.record) link.record.node.addDependency(before.record);
+    });
   }
 }
+
+/**
+ * How many names of a links stack are created at once. Each waits for its endpoint (minutes) and then
+ * for Route 53 to apply it (INSYNC, tens of seconds), so five chains per stack, across a region's
+ * few links stacks, stay far under Route 53's request rate while 100 names take minutes, not hours.
+ */
+export const RECORD_LANES = 5;

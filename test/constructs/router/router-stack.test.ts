@@ -8,6 +8,7 @@ import { serializeMapping } from '../../../lib/adapters/mapping-store';
 import {
   CELLS_PER_DASHBOARD,
   CELLS_PER_LINK_STACK,
+  RECORD_LANES,
   CONNECTION_USE_ALARM_PERCENT,
   CONNECTION_USE_STEPS,
   CONNECTION_USE_TARGET_PERCENT,
@@ -716,6 +717,18 @@ describe('RouterStack', () => {
     }
     const written = assembly.getStackArtifact(stack.artifactId).templateFullPath;
     expect(fs.statSync(written).size).toBeLessThan(1_000_000);
+  });
+
+  it(`creates the cells' names ${RECORD_LANES} at a time (Route 53 takes 5 changes a second per account): each after the one ${RECORD_LANES} before it`, () => {
+    const [links] = primary.node.children.filter((c): c is Stack => c instanceof Stack);
+    const resources = Template.fromStack(links).toJSON().Resources as Record<string, { Type: string; DependsOn?: string[] }>;
+    const records = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Route53::RecordSet');
+    expect(records.length).toBeGreaterThan(RECORD_LANES);
+    const ids = records.map(([id]) => id);
+    records.forEach(([, record], i) => {
+      const on = (record.DependsOn ?? []).filter((d) => resources[d]?.Type === 'AWS::Route53::RecordSet');
+      expect(on).toEqual(i < RECORD_LANES ? [] : [ids[i - RECORD_LANES]]);
+    });
   });
 
   it('has no unacknowledged AwsSolutions finding', () => {
