@@ -297,6 +297,22 @@ function routerProblems(input: FleetInput): string[] {
       );
     }
   }
+  // Cell zero's https listener is the existing ALB's: routers verify its certificate against the name
+  // they reach it by, which under a private top-level domain no public CA can have issued.
+  if (input.cellZero?.loadBalancer.protocol === 'https' && /^(https?|\{scheme\}):\/\//.test(template)) {
+    const id = input.cellZero.id ?? DEFAULT_CELL_ZERO_ID;
+    const host = template
+      .replace(/^[^:]+:\/\//, '')
+      .split(/[/:]/)[0]
+      .replace('{app}', input.app ?? 'app')
+      .replace('{cell}', id);
+    const tld = host.split('.').pop()!.toLowerCase();
+    if (PRIVATE_TLDS.has(tld)) {
+      problems.push(
+        `cellZero.loadBalancer.protocol: https, but routers reach cell zero as \`${host}\` and verify the existing ALB's certificate against that name, which no public CA issues under \`.${tld}\`; set router.cellEndpointTemplate to a name under a domain you own and add a certificate for \`${id}.<that domain>\` to the existing ALB's listener (ALBs pick certificates by SNI), or adopt an http listener`,
+      );
+    }
+  }
   return problems;
 }
 

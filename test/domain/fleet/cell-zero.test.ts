@@ -30,7 +30,9 @@ describe('cell zero in the fleet file', () => {
       adopted: true,
     });
     expect(cellEndpoint(fleet, 'zero')).toBe('http://zero.orders.cells.internal');
-    expect(cellEndpoint(cellZeroFleet({ loadBalancer: { ...lb, protocol: 'https' } }), 'zero')).toBe('https://zero.orders.cells.internal');
+    const https = cellZeroInput({ loadBalancer: { ...lb, protocol: 'https' } });
+    const owned = resolveFleet({ ...https, router: { ...https.router, cellEndpointTemplate: '{scheme}://{cell}.cells.example.com' } });
+    expect(cellEndpoint(owned, 'zero')).toBe('https://zero.cells.example.com');
     // One more router slot for it: the default doubles the routed cells.
     expect(fleet.router.slots).toBeGreaterThanOrEqual(routedCells(fleet).length + 1);
   });
@@ -143,6 +145,14 @@ describe('cell zero in the fleet file', () => {
     [{ evaluationPeriods: 0 }, /^cellZero\.alarms\.evaluationPeriods: 0 must be a whole number of 1-minute periods, at least 1$/],
   ])('refuses cell zero alarms %j with one line', (alarms, message) => {
     expect(problemsWith({ alarms })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it("refuses an https cell zero under the default .internal name: the routers could not verify the existing ALB's certificate", () => {
+    expect(problemsWith({ loadBalancer: { ...lb, protocol: 'https' } })).toEqual([
+      expect.stringMatching(
+        /^cellZero\.loadBalancer\.protocol: https, but routers reach cell zero as `zero\.orders\.cells\.internal` and verify the existing ALB's certificate against that name, which no public CA issues under `\.internal`; set router\.cellEndpointTemplate/,
+      ),
+    ]);
   });
 
   it('names the ALB for CloudWatch', () => {
