@@ -143,7 +143,8 @@ function routerImagesFrom(root: string, steps: readonly Edits[]): RouterImages[]
 /**
  * A copy of this repository's source at a new place: what synth reads (lib/, bin/, images/, the
  * fleet files, package.json, cdk.json) and node_modules hard-linked (same paths inside it, so a bundle
- * names its modules as it does here), without the image contexts kept there.
+ * names its modules as it does here; copied where the temporary folder is on another file system),
+ * without the image contexts kept there.
  */
 function copyOfSource(): string {
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'source-copy-'));
@@ -156,7 +157,15 @@ function copyOfSource(): string {
     .filter((e) => e !== '.cache')
     .map((e) => path.join(REPO_ROOT, 'node_modules', e));
   const r = spawnSync('cp', ['-al', ...entries, path.join(copy, 'node_modules')], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`copying node_modules: ${r.stderr}`);
+  if (r.status !== 0) {
+    // The temporary folder on another file system than the checkout (a build container's bind mount):
+    // no hard links across it, so a real copy (symbolic links would name the checkout's paths in the bundles).
+    if (!/cannot create hard link/.test(r.stderr)) throw new Error(`copying node_modules: ${r.stderr}`);
+    fs.rmSync(path.join(copy, 'node_modules'), { recursive: true, force: true });
+    fs.mkdirSync(path.join(copy, 'node_modules'));
+    const s = spawnSync('cp', ['-a', '--reflink=auto', ...entries, path.join(copy, 'node_modules')], { encoding: 'utf8' });
+    if (s.status !== 0) throw new Error(`copying node_modules: ${s.stderr}`);
+  }
   return copy;
 }
 
