@@ -1,5 +1,6 @@
 import * as path from 'path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, StackProps, Stage, StageProps, Validations } from 'aws-cdk-lib';
+import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -24,7 +25,7 @@ import { BAKE_ACTION_LIMIT_SECONDS, bakeSegments, FIXED_STAGES, MAX_PIPELINE_STA
 import { acknowledgeControlTower, acknowledgePipelineFindings, assertNoOpenFindings } from './acknowledge';
 import { BAKE_EXECUTION_ENV, BakeTarget, bakeVariables } from './bake';
 import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants';
-import { sizeAssetPublishing } from './publishing';
+import { CDK_ASSETS_VERSION, sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
 import { failedCreateVariables } from './failed-create';
 import { ProtectTarget, protectVariables } from './protect';
@@ -245,11 +246,13 @@ export class PipelineStack extends Stack {
     });
     const synth = new pipelines.CodeBuildStep('Synth', {
       input,
-      // The router tests drive a real HAProxy 2.6+: installed and checked before the tests (see synth.ts).
+      // What a build runs, unprivileged: install, checks, unit tests, synth with the audit gate, cfn-lint (synth.ts).
       installCommands: [...SYNTH_INSTALL_COMMANDS],
       commands: [...SYNTH_COMMANDS],
-      // The whole suite runs here (`.ci/run` allows itself 90 minutes on a fresh machine).
-      timeout: Duration.hours(2),
+      // About 10 minutes on 2 cores (the unit tests, the synth, cfn-lint); a hang fails well before an hour.
+      timeout: Duration.hours(1),
+      // Two jest workers synthesizing fleets want more than the default small build's 3 GB.
+      buildEnvironment: { computeType: codebuild.ComputeType.MEDIUM },
     });
     // The clear, protect and bake scripts, written into the assembly by this synth and published by
     // the synth step as a small file set of their own: every stage step sources them from it
@@ -262,6 +265,7 @@ export class PipelineStack extends Stack {
       crossAccountKeys: true,
       enableKeyRotation: true,
       selfMutation: true,
+      cdkAssetsCliVersion: CDK_ASSETS_VERSION,
       // One action per stack instead of two: a stage holds up to 48 cells plus the failed-create and bake steps.
       useChangeSets: false,
       // Every CodeBuild step (synth, self-mutation, assets, bakes) on the same image and pinned Node.js.

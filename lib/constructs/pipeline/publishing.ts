@@ -9,6 +9,12 @@ import { LIMITS } from '../../domain/limits';
  * up to MAX_PUBLISH_PARALLELISM.
  */
 export const PUBLISH_PARALLELISM = 8;
+/**
+ * The cdk-assets release the asset projects install (`npm install -g cdk-assets@…`): pinned, so a new
+ * release cannot change how the fleet's images and files are published between two runs (CDK
+ * Pipelines installs `latest` otherwise). Raise it deliberately, with aws-cdk-lib.
+ */
+export const CDK_ASSETS_VERSION = '4.7.3';
 /** The most destinations one asset project publishes to at once. */
 export const MAX_PUBLISH_PARALLELISM = 32;
 
@@ -74,7 +80,9 @@ export function compactPublishCommands(
     commands: [
       `manifests=$(grep -l -F '"${assetId}"' ${[...new Set(globs)].join(' ')} 2>/dev/null | sort -u)`,
       `found=$(printf '%s\\n' "$manifests" | grep -c .); if [ "$found" -ne ${destinations} ]; then echo "publish: asset ${assetId} is in $found manifests, synth planned ${destinations}" >&2; exit 1; fi`,
-      `printf '%s\\n' "$manifests" | xargs -P ${parallelism} -I{} cdk-assets --path {} publish ${assetId}`,
+      // A Docker config per process: parallel `docker login`s to different accounts' registries would
+      // otherwise overwrite each other's entry in the one ~/.docker/config.json, and pushes fail at random.
+      `printf '%s\\n' "$manifests" | xargs -P ${parallelism} -I{} sh -c 'DOCKER_CONFIG=$(mktemp -d) exec cdk-assets --path "$1" publish ${assetId}' publish {}`,
     ],
   };
 }

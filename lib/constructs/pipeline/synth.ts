@@ -26,37 +26,16 @@ export const SYNTH_BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_8_0;
 
 /** The oldest HAProxy the router supports (runtime map versions, `map_beg` longest match; see NOTES.md). */
 export const MIN_HAPROXY = { major: 2, minor: 6 } as const;
-/**
- * Fails unless `haproxy -v` reports at least MIN_HAPROXY, naming what was found. Pure shell; the
- * synth step runs it after installing HAProxy, the tests run it against fake `haproxy` binaries.
- */
-export function requireHaproxyCommand(): string {
-  const { major, minor } = MIN_HAPROXY;
-  return [
-    'v=$(haproxy -v 2>/dev/null | sed -n "s/^HAProxy version \\([0-9]*\\)\\.\\([0-9]*\\).*/\\1 \\2/p" | head -n1);',
-    'read -r maj min <<<"$v";',
-    `if [ -z "$maj" ] || [ "$maj" -lt ${major} ] || { [ "$maj" -eq ${major} ] && [ "$min" -lt ${minor} ]; }; then`,
-    `echo "synth: the router tests need HAProxy ${major}.${minor} or newer; found \${maj:-none}.\${min:-}" >&2; exit 1; fi;`,
-    'echo "synth: HAProxy $maj.$min"',
-  ].join(' ');
-}
 
 /** The cfn-lint release the synth step installs (the one on the CI machines). */
 export const CFN_LINT_VERSION = '1.51.0';
 
 /**
- * The synth step's install commands: the distribution's `haproxy` (2.8 on the Ubuntu 24.04 image),
- * checked before any test runs, so a different image fails here with the version it found. The
- * image ships Google Chrome, not `chromium`, which the HTML report test runs (and which Ubuntu has
- * only as a snap): `chromium` is pointed at Chrome when absent, so `.ci/run` need not install it.
+ * The build step's install commands: AWS's CloudFormation linter, which the build runs over every
+ * written template (the version whose stale-schema findings lib/app/audit/cfn-lint.ts acknowledges).
+ * Nothing that needs root or a container runtime: the step's CodeBuild project is unprivileged.
  */
 export const SYNTH_INSTALL_COMMANDS: readonly string[] = [
-  'apt-get update -qq',
-  'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy',
-  requireHaproxyCommand(),
-  'command -v chromium >/dev/null || { chrome=$(command -v google-chrome) && ln -s "$chrome" /usr/local/bin/chromium; } || echo "synth: no chromium or google-chrome; .ci/run will try apt"',
-  // AWS's CloudFormation linter, which .ci/run and `npm run audit` run over every written template;
-  // the version whose stale-schema findings lib/app/audit/cfn-lint.ts acknowledges.
   `pip install --quiet 'cfn-lint==${CFN_LINT_VERSION}'`,
   'cfn-lint --version',
   'node --version',
@@ -71,8 +50,22 @@ export function synthPartialBuildSpec(): codebuild.BuildSpec {
 }
 
 /**
- * The synth step's commands: the same `.ci/run` CI runs (installs what the tests need, type-checks,
- * synthesizes offline, runs the whole suite), the audit, then the synth whose `cdk.out` the
- * pipeline deploys.
+ * The build step's commands: what a build should run, in an unprivileged CodeBuild container from a
+ * clean checkout. Install, type check, the layer rules, lint and format, the unit tests (they need
+ * nothing but `npm ci`: docs/testing.md), the synth whose `cdk.out` the pipeline deploys (with the
+ * audit gate: an open cdk-nag finding fails it), and cfn-lint over every template it wrote. Not
+ * `.ci/run`: its integration tests start HAProxy, PostgreSQL and containers, and install system
+ * packages as root, which a build container neither has nor may do; CI runs them on every change
+ * before it reaches the pipeline. `test/constructs/pipeline/build.test.ts` runs exactly these
+ * commands in an unprivileged container.
  */
-export const SYNTH_COMMANDS: readonly string[] = ['bash .ci/run', 'npm run audit', 'npx cdk synth -q --no-notices'];
+export const SYNTH_COMMANDS: readonly string[] = [
+  'npm ci --no-audit --no-fund',
+  'npx tsc --noEmit -p .',
+  'npm run -s lint:layers',
+  'npm run -s lint',
+  'npm run -s format:check',
+  'npm run -s test:unit -- --ci',
+  'npx cdk synth -q --no-notices',
+  'npm run -s lint:cfn -- cdk.out',
+];

@@ -7,6 +7,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import { addPipeline, isolationChecksPropsOf } from '../../../lib/app';
 import { Fleet, generateFleet, resolveFleet } from '../../../lib/domain/fleet';
 import {
+  CDK_ASSETS_VERSION,
   assertNoOpenFindings,
   CFN_LINT_VERSION,
   PipelineStack,
@@ -91,17 +92,41 @@ describe('PipelineStack on the example fleet', () => {
     expect(new CellIsolationChecks(undefined, isolationChecksPropsOf(fleet)).validateScope(stack.node.root).violations).toEqual([]);
   });
 
-  it('runs source, build (tests + audit), self-mutation and assets before the waves', () => {
+  it('runs source, build (checks, unit tests, synth with the audit gate, cfn-lint), self-mutation and assets before the waves', () => {
     expect(stages.slice(0, 4).map((s) => s.Name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets']);
-    const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
+    const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npx cdk synth'));
     const spec = JSON.parse(synth.Properties.Source.BuildSpec);
-    expect(spec.phases.build.commands).toEqual(['bash .ci/run', 'npm run audit', 'npx cdk synth -q --no-notices']);
+    expect(spec.phases.build.commands).toEqual([
+      'npm ci --no-audit --no-fund',
+      'npx tsc --noEmit -p .',
+      'npm run -s lint:layers',
+      'npm run -s lint',
+      'npm run -s format:check',
+      'npm run -s test:unit -- --ci',
+      'npx cdk synth -q --no-notices',
+      'npm run -s lint:cfn -- cdk.out',
+    ]);
+    // Unprivileged: no container runtime, no integration tests, nothing installed as root.
+    expect(synth.Properties.Environment).toMatchObject({ PrivilegedMode: false, ComputeType: 'BUILD_GENERAL1_MEDIUM' });
+    const all = JSON.stringify(spec.phases);
+    for (const needsMore of ['.ci/run', 'test:integration', 'npm test', 'apt-get', 'podman', 'buildah', 'docker'])
+      expect(all).not.toContain(needsMore);
   });
 
-  it('installs cfn-lint with pip in the synth step, for .ci/run and the audit', () => {
-    const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npm run audit'));
+  it('installs cfn-lint with pip in the build step, for the lint over the written templates', () => {
+    const [synth] = Object.values(template.findResources('AWS::CodeBuild::Project')).filter((p) => JSON.stringify(p).includes('npx cdk synth'));
     const install: string[] = JSON.parse(synth.Properties.Source.BuildSpec).phases.install.commands;
     expect(install).toEqual(expect.arrayContaining([`pip install --quiet 'cfn-lint==${CFN_LINT_VERSION}'`, 'cfn-lint --version']));
+  });
+
+  it('installs the pinned cdk-assets in every asset project, never latest', () => {
+    const assets = Object.entries(template.findResources('AWS::CodeBuild::Project')).filter(([id]) => /^PipelineAssets(File|Docker)Asset/.test(id));
+    expect(assets.length).toBeGreaterThan(0);
+    for (const [, project] of assets) {
+      const install: string[] = JSON.parse(project.Properties.Source.BuildSpec).phases.install.commands;
+      expect(install).toContain(`npm install -g cdk-assets@${CDK_ASSETS_VERSION}`);
+      expect(install.join('\n')).not.toMatch(/cdk-assets@latest/);
+    }
   });
 
   it('publishes each asset to its destinations in parallel, with a timeout sized from them', () => {
@@ -110,27 +135,23 @@ describe('PipelineStack on the example fleet', () => {
     for (const [id, project] of assets) {
       const commands: string[] = JSON.parse(project.Properties.Source.BuildSpec).phases.build.commands;
       expect(commands).toHaveLength(3);
-      expect(commands[2]).toMatch(/^printf '%s\\n' "\$manifests" \| xargs -P 8 -I\{\} cdk-assets --path \{\} publish [0-9a-f]{64}$/);
+      expect(commands[2]).toMatch(
+        /^printf '%s\\n' "\$manifests" \| xargs -P 8 -I\{\} sh -c 'DOCKER_CONFIG=\$\(mktemp -d\) exec cdk-assets --path "\$1" publish [0-9a-f]{64}' publish \{\}$/,
+      );
       const planned = Number(/synth planned (\d+)/.exec(commands[1])![1]);
       expect(project.Properties.TimeoutInMinutes).toBe(publishingTimeoutMinutes(planned, id.includes('Docker') ? 'docker' : 'file'));
     }
   });
 
-  it("runs the synth on Ubuntu 24.04 (standard:8.0), a pinned Node.js LTS and the distribution's HAProxy, checked to be 2.6+", () => {
+  it('runs the build on Ubuntu 24.04 (standard:8.0) and a pinned Node.js LTS', () => {
     const projects = Object.values(template.findResources('AWS::CodeBuild::Project'));
-    const [synth] = projects.filter((p) => JSON.stringify(p).includes('npm run audit'));
+    const [synth] = projects.filter((p) => JSON.stringify(p).includes('npx cdk synth'));
     expect(synth.Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
     const spec = JSON.parse(synth.Properties.Source.BuildSpec);
     const nvmrc = fs.readFileSync(path.join(REPO_ROOT, '.nvmrc'), 'utf8').trim();
     // standard:8.0 offers Node.js 22 and 24 (its definition's runtimes.yml).
     expect([22, 24]).toContain(Number(nvmrc));
     expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: Number(nvmrc) });
-    const install: string[] = spec.phases.install.commands;
-    const apt = install.indexOf('DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy');
-    expect(apt).toBeGreaterThan(install.indexOf('apt-get update -qq'));
-    expect(install.findIndex((c) => c.includes('need HAProxy 2.6 or newer'))).toBeGreaterThan(apt);
-    // No third-party apt repository (Launchpad PPA, key server): Ubuntu 24.04's own haproxy is 2.8.
-    expect(install.filter((c) => /add-apt-repository|ppa:|software-properties-common/.test(c))).toEqual([]);
     // Every CodeBuild step of the pipeline runs the same image and Node.js.
     for (const project of projects) {
       expect(project.Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
@@ -359,7 +380,7 @@ describe('PipelineStack on the example fleet', () => {
   it('ships the clear, protect and bake scripts once: the synth step publishes them as a file set that every stage step takes as input', () => {
     expect(scripts).toEqual(stageScripts());
     const projects = template.findResources('AWS::CodeBuild::Project');
-    const [synth] = Object.values(projects).filter((p) => JSON.stringify(p).includes('npm run audit'));
+    const [synth] = Object.values(projects).filter((p) => JSON.stringify(p).includes('npx cdk synth'));
     const secondary = JSON.parse(synth.Properties.Source.BuildSpec).artifacts['secondary-artifacts'] as Record<string, { 'base-directory': string }>;
     const [artifact] = Object.entries(secondary).find(([, a]) => a['base-directory'] === `cdk.out/${STAGE_SCRIPTS_DIR}`)!;
     let steps = 0;

@@ -19,7 +19,9 @@ describe('asset publishing sized from the fleet', () => {
     expect(large.destinations).toBe(400);
     expect(large.assetId).toBe(HASH);
     expect(large.commands.join('\n').length - small.commands.join('\n').length).toBeLessThan(10);
-    expect(large.commands.join('\n')).toContain(`xargs -P ${PUBLISH_PARALLELISM} -I{} cdk-assets --path {} publish ${HASH}`);
+    expect(large.commands.join('\n')).toContain(
+      `xargs -P ${PUBLISH_PARALLELISM} -I{} sh -c 'DOCKER_CONFIG=$(mktemp -d) exec cdk-assets --path "$1" publish ${HASH}' publish {}`,
+    );
     expect(compactPublishCommands(['npm ci'])).toBeUndefined();
     expect(compactPublishCommands([...planned(1), planned(1)[0].replace(HASH, 'a'.repeat(64))])).toBeUndefined();
   });
@@ -28,8 +30,14 @@ describe('asset publishing sized from the fleet', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'publish-'));
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
-    // A stand-in cdk-assets that records what it was asked to publish.
-    fs.writeFileSync(path.join(bin, 'cdk-assets'), `#!/bin/sh\necho "$@" >> ${path.join(dir, 'published')}\n`, { mode: 0o755 });
+    // A stand-in cdk-assets that records what it was asked to publish, and with which Docker config.
+    fs.writeFileSync(
+      path.join(bin, 'cdk-assets'),
+      `#!/bin/sh\necho "$@" >> ${path.join(dir, 'published')}\necho "$DOCKER_CONFIG" >> ${path.join(dir, 'configs')}\n`,
+      {
+        mode: 0o755,
+      },
+    );
     for (let i = 0; i < 3; i++) {
       fs.mkdirSync(path.join(dir, `assembly-orders-pipeline-cell-cell-${i}`));
       fs.writeFileSync(
@@ -50,6 +58,10 @@ describe('asset publishing sized from the fleet', () => {
     expect(fs.readFileSync(path.join(dir, 'published'), 'utf8').trim().split('\n').sort()).toEqual(
       [0, 1, 2].map((i) => `--path assembly-orders-pipeline-cell-cell-${i}/orderspipelinecellcell${i}Cell.assets.json publish ${HASH}`),
     );
+    // Each process its own Docker config: parallel logins to different registries do not share one file.
+    const configs = fs.readFileSync(path.join(dir, 'configs'), 'utf8').trim().split('\n');
+    expect(new Set(configs).size).toBe(3);
+    for (const config of configs) expect(fs.statSync(config).isDirectory()).toBe(true);
     expect(() => run(4)).toThrow(/publish: asset f178\w+ is in 3 manifests, synth planned 4/);
     fs.rmSync(dir, { recursive: true, force: true });
   });
