@@ -52,8 +52,8 @@ export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalan
  * it is a setting of the cluster, which ModifyDBInstance does not take for its instances) or on a DB
  * instance outside a cluster (ModifyDBInstance).
  *
- * Idempotent: protecting a protected stack or resource changes nothing. Any failure fails the step,
- * so a stack never silently stays unprotected.
+ * Idempotent: a protected stack or resource is skipped (see protectScript). A change that fails
+ * after its retries fails the step, so a stack never silently stays unprotected.
  */
 export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
   if (targets.length === 0) return [];
@@ -66,31 +66,56 @@ export function protectVariables(targets: readonly ProtectTarget[], qualifier = 
   return [`protect_targets=(${list})`, `cdk_qualifier=${shellQuote(qualifier)}`];
 }
 
-/** The body of `protectCommands`, the same for every stage: the pipeline ships it once (stage-scripts.ts). */
+/**
+ * The body of `protectCommands`, the same for every stage: the pipeline ships it once (stage-scripts.ts).
+ *
+ * What is already protected is left alone (a re-run after a partial failure, a stage rolled back and
+ * retried), each change is tried `protect_attempts` times `protect_wait` seconds apart (4 and 20 by
+ * default: a database still `modifying` after its deploy refuses ModifyDBCluster for a while, and
+ * throttling passes), and a change that still fails fails the step naming the stack, the resource
+ * and AWS's last answer. The checks read with the same roles; a check that cannot read goes on to
+ * the change, which is idempotent.
+ */
 export function protectScript(): string[] {
   const types = DELETION_PROTECTED_TYPES.map((t) => `ResourceType=='${t}'`).join(' || ');
   return [
     ...partitionFunction(),
+    'as_deploy() { AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws "$@"; }',
+    'as_protector() { AWS_ACCESS_KEY_ID="$pkey" AWS_SECRET_ACCESS_KEY="$psecret" AWS_SESSION_TOKEN="$ptoken" aws "$@"; }',
+    // protect_try WHAT COMMAND...: COMMAND until it succeeds, protect_attempts times at most; its last error on failure.
+    'protect_try() { local what=$1 attempt err; shift; for ((attempt = 1; ; attempt++)); do err=$("$@" 2>&1 >/dev/null) && return 0; echo "protect: ${what}: attempt ${attempt} of ${protect_attempts:-4} failed: $(tail -n1 <<<"$err")"; ((attempt >= ${protect_attempts:-4})) && return 1; sleep "${protect_wait:-20}"; done; }',
     'for target in "${protect_targets[@]}"; do',
     '  read -r stack account region protector <<<"$target"',
     `  role="${deployRoleShell()}"`,
     '  creds=$(aws sts assume-role --role-arn "$role" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${role}; is ${account}/${region} bootstrapped trusting the tooling account?"; exit 1; }',
     '  read -r key secret token <<<"$creds"',
-    '  AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation update-termination-protection --region "$region" --enable-termination-protection --stack-name "$stack" >/dev/null || { echo "protect: cannot enable termination protection on ${stack} in ${account}/${region}"; exit 1; }',
-    '  echo "protect: ${stack} (${account}/${region}) is termination-protected"',
+    '  if [ "$(as_deploy cloudformation describe-stacks --region "$region" --stack-name "$stack" --query "Stacks[0].EnableTerminationProtection" --output text 2>/dev/null)" = True ]; then',
+    '    echo "protect: ${stack} (${account}/${region}) is already termination-protected"',
+    '  else',
+    '    protect_try "termination protection on ${stack}" as_deploy cloudformation update-termination-protection --region "$region" --enable-termination-protection --stack-name "$stack" || { echo "protect: cannot enable termination protection on ${stack} in ${account}/${region}"; exit 1; }',
+    '    echo "protect: ${stack} (${account}/${region}) is termination-protected"',
+    '  fi',
     '  [ "$protector" = - ] && continue',
-    `  resources=$(AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" AWS_SESSION_TOKEN="$token" aws cloudformation list-stack-resources --region "$region" --stack-name "$stack" --query "StackResourceSummaries[?${types}].[ResourceType,PhysicalResourceId]" --output text) || { echo "protect: cannot list the resources of \${stack} in \${account}/\${region}"; exit 1; }`,
+    `  resources=$(as_deploy cloudformation list-stack-resources --region "$region" --stack-name "$stack" --query "StackResourceSummaries[?${types}].[ResourceType,PhysicalResourceId]" --output text) || { echo "protect: cannot list the resources of \${stack} in \${account}/\${region}"; exit 1; }`,
     '  pcreds=$(aws sts assume-role --role-arn "arn:$(stage_partition "$region"):iam::${account}:role/${protector}" --role-session-name "protect-${stack:0:50}" --query "Credentials.[AccessKeyId,SecretAccessKey,SessionToken]" --output text) || { echo "protect: cannot assume ${protector} in ${account}; was ${stack} deployed?"; exit 1; }',
     '  read -r pkey psecret ptoken <<<"$pcreds"',
     '  has_cluster=no; [[ "$resources" == *AWS::RDS::DBCluster* ]] && has_cluster=yes',
     '  while read -r type id; do',
     '    case "$type" in',
-    '      AWS::ElasticLoadBalancingV2::LoadBalancer) cmd=(elbv2 modify-load-balancer-attributes --load-balancer-arn "$id" --attributes Key=deletion_protection.enabled,Value=true) ;;',
-    '      AWS::RDS::DBCluster) cmd=(rds modify-db-cluster --db-cluster-identifier "$id" --deletion-protection --apply-immediately) ;;',
-    '      AWS::RDS::DBInstance) [ "$has_cluster" = yes ] && continue; cmd=(rds modify-db-instance --db-instance-identifier "$id" --deletion-protection --apply-immediately) ;;',
+    '      AWS::ElasticLoadBalancingV2::LoadBalancer)',
+    '        check=(elbv2 describe-load-balancer-attributes --load-balancer-arn "$id" --query "Attributes[?Key==\'deletion_protection.enabled\'].Value | [0]" --output text); on=true',
+    '        cmd=(elbv2 modify-load-balancer-attributes --load-balancer-arn "$id" --attributes Key=deletion_protection.enabled,Value=true) ;;',
+    '      AWS::RDS::DBCluster)',
+    '        check=(rds describe-db-clusters --db-cluster-identifier "$id" --query "DBClusters[0].DeletionProtection" --output text); on=True',
+    '        cmd=(rds modify-db-cluster --db-cluster-identifier "$id" --deletion-protection --apply-immediately) ;;',
+    '      AWS::RDS::DBInstance)',
+    '        [ "$has_cluster" = yes ] && continue',
+    '        check=(rds describe-db-instances --db-instance-identifier "$id" --query "DBInstances[0].DeletionProtection" --output text); on=True',
+    '        cmd=(rds modify-db-instance --db-instance-identifier "$id" --deletion-protection --apply-immediately) ;;',
     '      *) continue ;;',
     '    esac',
-    '    AWS_ACCESS_KEY_ID="$pkey" AWS_SECRET_ACCESS_KEY="$psecret" AWS_SESSION_TOKEN="$ptoken" aws "${cmd[@]}" --region "$region" >/dev/null || { echo "protect: cannot enable deletion protection on ${id} of ${stack} in ${account}/${region}"; exit 1; }',
+    '    if [ "$(as_protector "${check[@]}" --region "$region" 2>/dev/null)" = "$on" ]; then echo "protect: ${stack}: ${id} already has deletion protection"; continue; fi',
+    '    protect_try "deletion protection on ${id}" as_protector "${cmd[@]}" --region "$region" || { echo "protect: cannot enable deletion protection on ${id} of ${stack} in ${account}/${region}"; exit 1; }',
     '    echo "protect: ${stack}: deletion protection on ${id}"',
     '  done <<<"$resources"',
     'done',

@@ -1,3 +1,4 @@
+import { Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { assertAccountId } from './cross-account-read-role';
@@ -43,12 +44,22 @@ export class DeletionProtectionAccess extends Construct {
       description: "Pipeline protect step: switch deletion protection on for this stack's load balancers and database",
       assumedBy: new iam.AccountPrincipal(props.toolingAccount),
     });
+    // The reads let the step skip what is already protected (a re-run changes nothing).
     if (props.loadBalancerArns.length > 0) {
       this.role.addToPolicy(
         new iam.PolicyStatement({ actions: ['elasticloadbalancing:ModifyLoadBalancerAttributes'], resources: [...props.loadBalancerArns] }),
       );
+      // DescribeLoadBalancerAttributes takes no resource (Service Authorization Reference, Elastic Load Balancing V2).
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['elasticloadbalancing:DescribeLoadBalancerAttributes'], resources: ['*'] }));
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'elasticloadbalancing:DescribeLoadBalancerAttributes supports no resource-level permissions; it reads attributes (deletion protection on or off) and changes nothing.',
+      });
     }
-    if (clusters.length > 0) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBCluster'], resources: [...clusters] }));
-    if (instances.length > 0) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBInstance'], resources: [...instances] }));
+    if (clusters.length > 0)
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBCluster', 'rds:DescribeDBClusters'], resources: [...clusters] }));
+    if (instances.length > 0)
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:ModifyDBInstance', 'rds:DescribeDBInstances'], resources: [...instances] }));
   }
 }

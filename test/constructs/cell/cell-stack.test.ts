@@ -98,8 +98,8 @@ describe('CellStack', () => {
   });
 
   it.each([
-    [FARGATE_CELL, 'DBCluster', 'rds:ModifyDBCluster'],
-    [EC2_CELL, 'DBInstance', 'rds:ModifyDBInstance'],
+    [FARGATE_CELL, 'DBCluster', ['rds:DescribeDBClusters', 'rds:ModifyDBCluster']],
+    [EC2_CELL, 'DBInstance', ['rds:DescribeDBInstances', 'rds:ModifyDBInstance']],
   ])(
     '%s: leaves deletion protection out of the template and lets the tooling account switch it on for exactly its load balancers and database (%s)',
     (id, dbType, dbAction) => {
@@ -116,12 +116,18 @@ describe('CellStack', () => {
       const [policy] = Object.values(template.findResources('AWS::IAM::Policy')).filter(
         (p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]),
       );
-      const statements = policy.Properties.PolicyDocument.Statement as { Action: string; Resource: unknown }[];
-      expect(statements.map((st) => st.Action)).toEqual(['elasticloadbalancing:ModifyLoadBalancerAttributes', dbAction]);
+      const statements = policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[];
+      // The changes on exactly its resources; the reads that let a re-run skip what is protected.
+      expect(statements.map((st) => st.Action)).toEqual([
+        'elasticloadbalancing:ModifyLoadBalancerAttributes',
+        'elasticloadbalancing:DescribeLoadBalancerAttributes',
+        dbAction,
+      ]);
       const lbs = Object.keys(template.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer')).sort();
       expect((statements[0].Resource as { Ref: string }[]).map((r) => r.Ref).sort()).toEqual(lbs);
+      expect(statements[1].Resource).toBe('*');
       const [db] = Object.keys(template.findResources(`AWS::RDS::${dbType}`));
-      expect(JSON.stringify(statements[1].Resource)).toContain(`"Ref":"${db}"`);
+      expect(JSON.stringify(statements[2].Resource)).toContain(`"Ref":"${db}"`);
     },
   );
 

@@ -1,4 +1,7 @@
 import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { regionPartition } from '../../../lib/domain/fleet';
 import { deployRoleArn, partitionFunction, protectCommands, ProtectTarget } from '../../../lib/constructs/pipeline';
 import { runWithFakeAws } from '../../support/fake-aws';
@@ -8,19 +11,28 @@ const targets: ProtectTarget[] = [
   { stackName: 'orders-cell-us-2', account: '333333333335', region: 'us-east-1' },
 ];
 
+/** No wait between a change's attempts: the tests own the clock. */
+const NOW = { ...process.env, protect_wait: '0' };
+
 /** Runs the protect commands with a fake `aws` that logs its calls; `failOn` makes a call fail. */
 function protect(failOn?: string) {
-  return runWithFakeAws(protectCommands(targets), {
-    first: failOn ? [`if [[ "$*" == *${JSON.stringify(failOn)}* ]]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi`] : [],
-    otherwise: 'echo "{}"',
-  });
+  return runWithFakeAws(
+    protectCommands(targets),
+    {
+      first: failOn ? [`if [[ "$*" == *${JSON.stringify(failOn)}* ]]; then echo "An error occurred (AccessDenied)" >&2; exit 254; fi`] : [],
+      otherwise: 'echo "{}"',
+    },
+    NOW,
+  );
 }
+const changes = (calls: readonly string[]) => calls.filter((c) => !/^(cloudformation describe-stacks|elbv2 describe-|rds describe-)/.test(c));
 
 describe('protectCommands (CodePipeline ignores terminationProtection: the pipeline sets it after the deploy)', () => {
   it("enables termination protection on each stack through its environment's CDK deploy role", () => {
     const result = protect();
     expect(result.status).toBe(0);
-    expect(result.calls).toEqual([
+    expect(result.calls.filter((c) => c.startsWith('cloudformation describe-stacks'))).toHaveLength(2);
+    expect(changes(result.calls)).toEqual([
       expect.stringMatching(
         /^sts assume-role --role-arn arn:aws:iam::333333333332:role\/cdk-hnb659fds-deploy-role-333333333332-eu-west-1 .*key=none$/,
       ),
@@ -38,6 +50,9 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
   it('fails the step, naming the stack, when protection cannot be set', () => {
     const result = protect('update-termination-protection --region eu-west-1');
     expect(result.status).toBe(1);
+    // Tried four times, each failure with AWS's answer, then the step fails naming the stack.
+    expect(result.calls.filter((c) => c.includes('update-termination-protection --region eu-west-1'))).toHaveLength(4);
+    expect(result.out).toContain('protect: termination protection on orders-cell-eu-2: attempt 4 of 4 failed: An error occurred (AccessDenied)');
     expect(result.out).toContain('cannot enable termination protection on orders-cell-eu-2 in 333333333332/eu-west-1');
     expect(result.calls.some((c) => c.includes('orders-cell-us-2'))).toBe(false);
   });
@@ -67,10 +82,11 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
           ],
           otherwise: 'echo "{}"',
         },
+        NOW,
       );
     const aurora = withDatabase('aurora');
     expect(aurora.status).toBe(0);
-    expect(aurora.calls.slice(1)).toEqual([
+    expect(changes(aurora.calls).slice(1)).toEqual([
       expect.stringMatching(/^cloudformation update-termination-protection --region eu-west-1 .*orders-cell-eu-2 \| key=KEY-333333333332$/),
       expect.stringMatching(
         /^cloudformation list-stack-resources --region eu-west-1 --stack-name orders-cell-eu-2 --query StackResourceSummaries\[\?ResourceType=='AWS::ElasticLoadBalancingV2::LoadBalancer' \|\| ResourceType=='AWS::RDS::DBCluster' \|\| ResourceType=='AWS::RDS::DBInstance'\]\.\[ResourceType,PhysicalResourceId\] --output text \| key=KEY-333333333332$/,
@@ -104,9 +120,61 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
         ],
         otherwise: 'echo "{}"',
       },
+      NOW,
     );
     expect(result.status).toBe(1);
     expect(result.out).toContain('cannot enable deletion protection on cell-db-cluster of orders-cell-eu-2 in 333333333332/eu-west-1');
+  });
+
+  it('skips what is already protected: a re-run after a partial failure changes nothing', () => {
+    const result = runWithFakeAws(
+      protectCommands([
+        { stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1', deletionProtectorRole: 'orders-eu-2-protector' },
+      ]),
+      {
+        first: [
+          'if [ "$2" = describe-stacks ]; then echo True; exit 0; fi',
+          'if [[ "$*" == *"role/orders-eu-2-protector"* ]]; then echo "PKEY SECRET TOKEN"; exit 0; fi',
+          'if [ "$2" = list-stack-resources ]; then printf "AWS::ElasticLoadBalancingV2::LoadBalancer\\tarn:aws:elasticloadbalancing:eu-west-1:333333333332:loadbalancer/app/alb/1\\nAWS::RDS::DBCluster\\tcell-db-cluster\\n"; exit 0; fi',
+          'if [ "$2" = describe-load-balancer-attributes ]; then echo true; exit 0; fi',
+          'if [ "$2" = describe-db-clusters ]; then echo True; exit 0; fi',
+        ],
+        otherwise: 'echo "{}"',
+      },
+      NOW,
+    );
+    expect(result.status).toBe(0);
+    expect(result.calls.filter((c) => /update-termination-protection|modify-/.test(c))).toEqual([]);
+    expect(result.out).toContain('protect: orders-cell-eu-2 (333333333332/eu-west-1) is already termination-protected');
+    expect(result.out).toContain('protect: orders-cell-eu-2: cell-db-cluster already has deletion protection');
+    // The checks read through the roles that would make the change.
+    expect(result.calls).toContainEqual(expect.stringMatching(/^rds describe-db-clusters --db-cluster-identifier cell-db-cluster .* \| key=PKEY$/));
+  });
+
+  it('retries a change that fails for a while (a database still modifying after its deploy) and goes on', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'protect-retry-'));
+    const result = runWithFakeAws(
+      protectCommands([
+        { stackName: 'orders-cell-eu-2', account: '333333333332', region: 'eu-west-1', deletionProtectorRole: 'orders-eu-2-protector' },
+      ]),
+      {
+        first: [
+          'if [ "$2" = list-stack-resources ]; then printf "AWS::RDS::DBCluster\\tcell-db-cluster\\n"; exit 0; fi',
+          'if [[ "$*" == *"role/orders-eu-2-protector"* ]]; then echo "PKEY SECRET TOKEN"; exit 0; fi',
+          // Two refusals, then the change goes through.
+          `if [ "$2" = modify-db-cluster ]; then n=$(cat ${dir}/n 2>/dev/null || echo 0); echo $((n + 1)) > ${dir}/n; if [ "$n" -lt 2 ]; then echo "An error occurred (InvalidDBClusterStateFault): DB cluster is not available for modification with status modifying" >&2; exit 254; fi; fi`,
+        ],
+        otherwise: 'echo "{}"',
+      },
+      NOW,
+    );
+    fs.rmSync(dir, { recursive: true, force: true });
+    expect(result.status).toBe(0);
+    expect(result.calls.filter((c) => c.startsWith('rds modify-db-cluster'))).toHaveLength(3);
+    expect(result.out).toContain(
+      'protect: deletion protection on cell-db-cluster: attempt 2 of 4 failed: An error occurred (InvalidDBClusterStateFault)',
+    );
+    expect(result.out).toContain('protect: orders-cell-eu-2: deletion protection on cell-db-cluster');
   });
 
   it('names the deploy role by the bootstrap qualifier', () => {

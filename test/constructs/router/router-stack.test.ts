@@ -122,6 +122,8 @@ describe('RouterStack', () => {
     );
     expect(policy.Properties.PolicyDocument.Statement).toEqual([
       expect.objectContaining({ Action: 'elasticloadbalancing:ModifyLoadBalancerAttributes', Resource: { Ref: lbId } }),
+      // A read (no resource-level permission exists for it): a re-run skips what is already protected.
+      expect.objectContaining({ Action: 'elasticloadbalancing:DescribeLoadBalancerAttributes', Resource: '*' }),
     ]);
   });
 
