@@ -13,7 +13,7 @@ const INTEGRATION_MARKERS = [
   ['PostgreSQL', /\bstart(TestPostgres|PostgresServer|Postgres|Workload)\b/],
   ['moto_server', /\bstartMoto\b/],
   ['chromium', /\b(screenshot|evaluateInPage)\(/],
-  ['buildah and podman', /\b(runContainer|buildContainerImage)\b|'(buildah|podman)'/],
+  ['buildah and podman', /\b(runContainer|buildContainerImage|runBuildCommands)\b|'(buildah|podman)'/],
   ['cfn-lint', /\bcfnLintFindings\b/],
   ['openssl', /'openssl'/],
   ['npm and the npm registry (packs the package, installs it into a fresh app)', /\bspawn(Sync)?\('npm'|\brun\('npm'/],
@@ -44,8 +44,9 @@ const common = {
   globalTeardown: '<rootDir>/test/support/tmpdir-teardown.ts',
   // No stack traces in construct metadata: a sixth of a synthesis's CPU (test/support/cdk-context.ts).
   setupFiles: ['<rootDir>/test/support/cdk-context.ts'],
-  // jest's runtime with V8's code cache kept between a worker's test files (test/support/runtime.js).
-  runtime: '<rootDir>/test/support/runtime.js',
+  // jest's runtime with V8's code cache kept between a worker's test files (docs/test-runtime.md);
+  // `TEST_RUNTIME=jest` runs on jest's own runtime instead.
+  ...(process.env.TEST_RUNTIME === 'jest' ? {} : { runtime: '<rootDir>/test/support/runtime.js' }),
   // `TEST_CPU_LOG=FILE npm run test:unit`: each file's CPU seconds, appended to FILE (test/support/cpu-log.ts).
   ...(process.env.TEST_CPU_LOG ? { setupFilesAfterEnv: ['<rootDir>/test/support/cpu-log.ts'] } : {}),
 };
