@@ -51,7 +51,7 @@ export class DeletionProtectionAccess extends Construct {
       );
       // DescribeLoadBalancerAttributes takes no resource (Service Authorization Reference, Elastic Load Balancing V2).
       this.role.addToPolicy(new iam.PolicyStatement({ actions: ['elasticloadbalancing:DescribeLoadBalancerAttributes'], resources: ['*'] }));
-      Validations.of(this.role).acknowledge({
+      Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
         reason:
           'elasticloadbalancing:DescribeLoadBalancerAttributes supports no resource-level permissions; it reads attributes (deletion protection on or off) and changes nothing.',
