@@ -109,8 +109,8 @@ describe('PipelineStack on the example fleet', () => {
     // Unprivileged: no container runtime, no integration tests, nothing installed as root.
     expect(synth.Properties.Environment).toMatchObject({ PrivilegedMode: false, ComputeType: 'BUILD_GENERAL1_MEDIUM' });
     const all = JSON.stringify(spec.phases);
-    for (const needsMore of ['.ci/run', 'test:integration', 'npm test', 'apt-get', 'podman', 'buildah', 'docker'])
-      expect(all).not.toContain(needsMore);
+    for (const needsMore of ['.ci/run', 'test:integration', 'npm test', 'apt-get']) expect(all).not.toContain(needsMore);
+    expect(all).not.toMatch(/\b(podman|buildah|docker)\b/);
   });
 
   it('installs cfn-lint with pip in the build step, for the lint over the written templates', () => {
