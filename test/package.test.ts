@@ -53,6 +53,7 @@ describe('the packed package in a fresh CDK app', () => {
   let app: string;
   let installed: string;
   let out: string;
+  let synthOutput: string;
   const template = (stack: string) =>
     JSON.parse(fs.readFileSync(path.join(out, `${stack}.template.json`), 'utf8')) as {
       Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
@@ -108,7 +109,13 @@ describe('the packed package in a fresh CDK app', () => {
     // What `cdk synth` does with cdk.json: the context and the output folder in the environment.
     out = path.join(app, 'cdk.out');
     const cdkJson = JSON.parse(fs.readFileSync(path.join(app, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
-    run(process.execPath, ['app.js'], { cwd: app, env: { ...process.env, CDK_OUTDIR: out, CDK_CONTEXT_JSON: JSON.stringify(cdkJson.context) } });
+    const synth = spawnSync(process.execPath, ['app.js'], {
+      cwd: app,
+      encoding: 'utf8',
+      env: { ...process.env, CDK_OUTDIR: out, CDK_CONTEXT_JSON: JSON.stringify(cdkJson.context) },
+    });
+    if (synth.status !== 0) throw new Error(`synth of the example app exited ${synth.status}:\n${synth.stdout}\n${synth.stderr}`);
+    synthOutput = synth.stdout + synth.stderr;
   });
   afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
@@ -139,6 +146,10 @@ describe('the packed package in a fresh CDK app', () => {
     };
     expect(Object.keys(manifest.peerDependencies).sort()).toEqual(['aws-cdk-lib', 'cdk-nag', 'constructs']);
     expect(Object.keys(manifest.dependencies)).not.toContain('cdk-nag');
+  });
+
+  it('synthesizes the example app without a warning (no deprecated API in the example or the constructs)', () => {
+    expect(synthOutput).not.toMatch(/\[WARNING\]|deprecated/i);
   });
 
   it('opens the curated entry point only', () => {

@@ -11,8 +11,9 @@ const cell = new Cell(stack, 'Cell', {
   compute: { cpu: 512, memoryMiB: 1024, capacity: { min: 2, desired: 2, max: 6 } },
   workload: {
     image: ecs.ContainerImage.fromRegistry('public.ecr.aws/nginx/nginx:latest'),
-    containerPort: 8080,
-    healthCheckPath: '/ready',
+    // nginx's official image listens on 80 and answers / with 200 (no /ready, no 8080).
+    containerPort: 80,
+    healthCheckPath: '/',
     environment: { GREETING: 'hello' },
   },
   database: { engine: 'rds-postgresql', instanceClass: 't4g.medium' },

@@ -18,4 +18,4 @@ const groups = new RouterGroupsStack(app, 'router-eu-west-1-groups', {
   part: 'rest', groups: [{ name: 'main', tasks: 3 }], stalenessMinutes: 10,
   routing: { partitionKey: { source: 'header', name: 'x-tenant-id' }, bucketCount: 16384, slots: 8, zones: 3, cellMaxConn: 200, cellHealthCheckPath: '/healthz' },
 });
-groups.addDependency(router); // the group stack reads the router stack's SSM parameters at deploy time
+groups.addStackDependency(router); // the group stack reads the router stack's SSM parameters at deploy time

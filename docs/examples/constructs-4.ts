@@ -15,7 +15,7 @@ const cellStack = (c: (typeof cells)[number]): CellStackProps => ({
     app: 'shop', cellId: c.id,
     network: { cidr: c.cidr, availabilityZones: zones },
     compute: { cpu: 512, memoryMiB: 1024, capacity: { min: 2, desired: 2, max: 6 } },
-    workload: { image: ecs.ContainerImage.fromRegistry('public.ecr.aws/nginx/nginx:latest'), containerPort: 8080, healthCheckPath: '/ready' },
+    workload: { image: ecs.ContainerImage.fromRegistry('public.ecr.aws/nginx/nginx:latest'), containerPort: 80, healthCheckPath: '/' },
     database: { engine: 'rds-postgresql', instanceClass: 't4g.medium' },
     routing: { routerAccount },
     limits: { requestsPerSecond: 200, tenantRequestsPer5Min: 3000 },

@@ -10,7 +10,8 @@ const fleet = resolveFleet(defineFleet({
   app: 'shop',
   accounts: { tooling: '111111111111', router: '222222222222' },
   regions: { 'eu-west-1': { availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'] } },
-  workload: { image: 'public.ecr.aws/nginx/nginx:stable', containerPort: 8080, healthCheckPath: '/healthz' },
+  // nginx's official image listens on 80 and answers / with 200.
+  workload: { image: 'public.ecr.aws/nginx/nginx:stable', containerPort: 80, healthCheckPath: '/' },
   shapes: {
     standard: {
       compute: 'fargate',
@@ -40,10 +41,10 @@ const cells = fleet.cells.map((cell) => {
 // The region's router: its stack (load balancer, links to every cell, mapping bucket), then its
 // canary group, then the other groups.
 const router = new RouterStack(app, 'router-eu-west-1', routerStackPropsOf(fleet, 'eu-west-1'));
-for (const cell of cells) router.addDependency(cell);
+for (const cell of cells) router.addStackDependency(cell);
 const canary = new RouterGroupsStack(app, 'router-eu-west-1-canary-group', routerGroupsStackPropsOf(fleet, 'eu-west-1', 'canary'));
-canary.addDependency(router);
-new RouterGroupsStack(app, 'router-eu-west-1-groups', routerGroupsStackPropsOf(fleet, 'eu-west-1', 'rest')).addDependency(canary);
+canary.addStackDependency(router);
+new RouterGroupsStack(app, 'router-eu-west-1-groups', routerGroupsStackPropsOf(fleet, 'eu-west-1', 'rest')).addStackDependency(canary);
 // The AwsSolutions and cell-isolation gates: synth fails on any finding not acknowledged.
 addAuditGate(app, fleet);
 app.synth();
