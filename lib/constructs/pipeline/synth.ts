@@ -52,8 +52,9 @@ export function synthPartialBuildSpec(): codebuild.BuildSpec {
 /**
  * The build step's commands: what a build should run, in an unprivileged CodeBuild container from a
  * clean checkout. Install, type check, the layer rules, lint and format, the unit tests (they need
- * nothing but `npm ci`: docs/testing.md), the synth whose `cdk.out` the pipeline deploys (with the
- * audit gate: an open cdk-nag finding fails it), and cfn-lint over every template it wrote. Not
+ * nothing but `npm ci`: docs/testing.md), the audit (Control Tower's proactive controls among its
+ * packs; an open finding fails it), the synth whose `cdk.out` the pipeline deploys (with the audit
+ * gate: an open cdk-nag finding fails it), and cfn-lint over every template it wrote. Not
  * `.ci/run`: its integration tests start HAProxy, PostgreSQL and containers, and install system
  * packages as root, which a build container neither has nor may do; CI runs them on every change
  * before it reaches the pipeline. `test/constructs/pipeline/build.test.ts` runs exactly these
@@ -66,6 +67,9 @@ export const SYNTH_COMMANDS: readonly string[] = [
   'npm run -s lint',
   'npm run -s format:check',
   'npm run -s test:unit -- --ci',
+  // The Control Tower proactive controls (cfn-guard) and the other packs, over every template: too
+  // slow for every local synth, so here and in `npm run audit`, not in the synth's own gate (docs/audit.md).
+  'npm run -s audit',
   'npx cdk synth -q --no-notices',
   'npm run -s lint:cfn -- cdk.out',
 ];

@@ -103,6 +103,7 @@ describe('PipelineStack on the example fleet', () => {
       'npm run -s lint',
       'npm run -s format:check',
       'npm run -s test:unit -- --ci',
+      'npm run -s audit',
       'npx cdk synth -q --no-notices',
       'npm run -s lint:cfn -- cdk.out',
     ]);
