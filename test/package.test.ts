@@ -1,4 +1,4 @@
-import { spawnSync, SpawnSyncOptions } from 'child_process';
+import { spawn, spawnSync, SpawnSyncOptions } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -217,4 +217,39 @@ describe('the packed package in a fresh CDK app', () => {
   it('runs cellctl from the installed package (`npx cellctl`)', () => {
     expect(run('npx', ['--no-install', 'cellctl', '--version'], { cwd: app }).trim()).toBe(PACKAGE.version);
   });
+
+  it('runs `cellctl fleet local` from the installed package to a first routed answer', async () => {
+    const stateDir = path.join(work, 'fleet-state');
+    const cellctl = path.join(app, 'node_modules', '.bin', 'cellctl');
+    const child = spawn(cellctl, ['fleet', 'local', '--cells', '1', '--port', '0', '--state-dir', stateDir], {
+      cwd: app,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const started = Date.now();
+      while (!output.includes('Ctrl-C or SIGTERM stops the fleet')) {
+        if (child.exitCode !== null) throw new Error(`cellctl fleet local exited ${child.exitCode}`);
+        if (Date.now() - started > 120_000) throw new Error('cellctl fleet local did not start within 120 s');
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const router = /^router\s+(http:\/\/127\.0\.0\.1:\d+)/m.exec(output)![1];
+      const response = await fetch(`${router}/v1/items`, {
+        method: 'POST',
+        headers: { 'x-tenant-id': 'acme', 'content-type': 'application/json' },
+        body: '{"name":"x"}',
+      });
+      expect(response.status).toBe(201);
+      expect(response.headers.get('x-cell')).toBe('cell-1');
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } catch (error) {
+      child.kill('SIGTERM');
+      await exited;
+      throw new Error(`${(error as Error).message}\n${output.slice(-4000)}`);
+    }
+  }, 240_000);
 });

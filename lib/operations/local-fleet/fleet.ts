@@ -197,6 +197,8 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     );
   }
   if (o.port !== 0) await assertPortFree(o.port, '--port');
+  // Before anything starts: a workload that is not there fails here in one line, not in a restart loop.
+  const workload = o.images ? undefined : localWorkloadCommand();
   if (o.images) {
     const missing = missingContainerTools(o.images.baseImages);
     if (missing) throw new Error(`--images: ${missing}`);
@@ -288,6 +290,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       logFile: path.join(stateDir, 'logs', `${id}.log`),
       log,
       image: images ? { tag: images.workload, name: `${containerPrefix(stateDir)}-${id}`, flags: fleetContainerFlags(stateDir) } : undefined,
+      workload: workload ?? [],
       onSpawn: () => {
         if (fleetFileWritten) writeFleetFile();
       },
@@ -647,6 +650,23 @@ interface SupervisedOptions {
   readonly onSpawn: () => void;
   /** Run the workload image in a podman container in the foreground (its output to the log, its exit the process's) instead of bin/workload.ts. */
   readonly image?: { readonly tag: string; readonly name: string; readonly flags: readonly string[] };
+  /** Node.js's arguments that run the workload outside a container (localWorkloadCommand). */
+  readonly workload: readonly string[];
+}
+
+/**
+ * How the local fleet runs the workload outside containers: its TypeScript source through tsx in a
+ * checkout, its compiled entry point (dist/bin/workload.js, which the package ships) in an installed
+ * package. Neither: one line that says what is missing and how to get it.
+ */
+export function localWorkloadCommand(root: string = REPO_ROOT): string[] {
+  const source = path.join(root, 'bin', 'workload.ts');
+  if (fs.existsSync(source)) return ['--require', require.resolve('tsx/cjs'), source];
+  const compiled = path.join(root, 'dist', 'bin', 'workload.js');
+  if (fs.existsSync(compiled)) return [compiled];
+  throw new Error(
+    `the local fleet's workload is missing: neither ${source} nor ${compiled} exists; in a checkout run \`npm ci\` (it compiles dist/), or reinstall the package`,
+  );
 }
 
 /** A workload process that is restarted when it dies on its own (a crash), not when it was told to stop. */
@@ -694,7 +714,7 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
           ]),
           { stdio: ['ignore', out, out], env: containerEnv() },
         )
-      : spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'bin', 'workload.ts')], {
+      : spawn(process.execPath, o.workload, {
           cwd: REPO_ROOT,
           stdio: ['ignore', out, out],
           env: { ...host, ...env },
