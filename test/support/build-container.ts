@@ -82,9 +82,22 @@ export async function ensureBuildImage(nodeMajor: number): Promise<string> {
 
 /** This repository as a clean checkout holds it: tracked files and new ones not ignored, nothing built or installed. */
 export function cleanCheckout(into: string): void {
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO_ROOT, encoding: 'utf8' })
-    .split('\0')
-    .filter(Boolean);
+  let files: string[];
+  try {
+    files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO_ROOT, encoding: 'utf8', stdio: 'pipe' })
+      .split('\0')
+      .filter(Boolean);
+  } catch {
+    // Not a git work tree (an exported checkout): every file but what a build or an install writes.
+    const skip = new Set(['.git', 'node_modules', 'cdk.out', 'dist', 'coverage']);
+    const walk = (dir: string): string[] =>
+      fs.readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+        const rel = path.join(dir, e.name);
+        if (skip.has(e.name) && dir === '') return [];
+        return e.isDirectory() ? walk(rel) : e.isFile() ? [rel] : [];
+      });
+    files = walk('');
+  }
   for (const file of files) {
     const from = path.join(REPO_ROOT, file);
     if (!fs.existsSync(from)) continue; // deleted in the work tree, not yet committed
