@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { App, IPolicyValidationContext, IPolicyValidationPlugin, PolicyValidationPluginReport, Validations } from 'aws-cdk-lib';
+import { App, IPolicyValidationContext, IPolicyValidationPlugin, PolicyValidationPluginReport, Stack, Stage, Validations } from 'aws-cdk-lib';
 import {
   assemblyFindings,
   CfnTemplate,
@@ -32,15 +32,17 @@ function nestedTemplatesByHash(dir: string): Map<string, string> {
 export function readTemplates(
   templatePath: string,
   stack: string,
-  parent?: TemplateUnderCheck['parent'],
+  options: { readonly deployedByPipeline?: boolean; readonly parent?: TemplateUnderCheck['parent'] } = {},
   nested = nestedTemplatesByHash(path.dirname(templatePath)),
 ): TemplateUnderCheck[] {
+  const { parent, deployedByPipeline } = options;
   const text = fs.readFileSync(templatePath, 'utf8');
   const self: TemplateUnderCheck = {
     stack,
     template: JSON.parse(text) as CfnTemplate,
     bytes: Buffer.byteLength(text),
     ...(parent ? { parent } : {}),
+    ...(deployedByPipeline ? { deployedByPipeline } : {}),
   };
   const children = Object.entries(self.template.Resources ?? {})
     .filter(([, r]) => r.Type === 'AWS::CloudFormation::Stack')
@@ -52,7 +54,7 @@ export function readTemplates(
           ? path.join(path.dirname(templatePath), String(r.Metadata['aws:asset:path']))
           : undefined);
       if (!file) throw new Error(`${stack}: nested stack ${id} has no template beside ${templatePath}; the limit checks cannot read it`);
-      return readTemplates(file, `${stack}/${id}`, { template: self, resource: id }, nested);
+      return readTemplates(file, `${stack}/${id}`, { parent: { template: self, resource: id }, deployedByPipeline }, nested);
     });
   return [self, ...children];
 }
@@ -67,11 +69,21 @@ export class AwsLimitChecks implements IPolicyValidationPlugin {
   public readonly name = 'AwsLimits';
   public readonly ruleIds = Object.keys(LIMITS);
 
-  constructor(private readonly quotas: GrantedQuotas = {}) {}
+  /**
+   * @param deployedByPipeline whether the stack at a construct path is deployed by a pipeline stage's
+   * CloudFormation action (`addLimitChecks`: every stack inside a Stage); @default none is
+   */
+  constructor(
+    private readonly quotas: GrantedQuotas = {},
+    private readonly deployedByPipeline: (stackConstructPath: string) => boolean = () => false,
+  ) {}
 
   public validate(context: IPolicyValidationContext): PolicyValidationPluginReport {
     const byPath = new Map<string, TemplateUnderCheck[]>(
-      context.stackTemplates.map((t) => [t.templatePath, readTemplates(t.templatePath, t.stackConstructPath)]),
+      context.stackTemplates.map((t) => [
+        t.templatePath,
+        readTemplates(t.templatePath, t.stackConstructPath, { deployedByPipeline: this.deployedByPipeline(t.stackConstructPath) }),
+      ]),
     );
     const all = [...byPath.values()].flat();
     const findings: LimitFinding[] = [...all.flatMap((t) => templateFindings(t, this.quotas)), ...assemblyFindings(all, this.quotas)];
@@ -90,7 +102,22 @@ export class AwsLimitChecks implements IPolicyValidationPlugin {
   }
 }
 
-/** Registers `AwsLimitChecks` on the app: every synth checks every template it writes. */
+/**
+ * Registers `AwsLimitChecks` on the app: every synth checks every template it writes. A stack inside
+ * a Stage is a pipeline stage's (this app adds Stages only to its pipeline), so its template is also
+ * held to what the pipeline's CloudFormation action accepts.
+ */
 export function addLimitChecks(app: App, quotas: GrantedQuotas = {}): void {
-  Validations.of(app).addPlugins(new AwsLimitChecks(quotas));
+  // Read when the checks run (the tree is complete then), once.
+  let stagedPaths: Set<string> | undefined;
+  const staged = (stackConstructPath: string) => {
+    stagedPaths ??= new Set(
+      app.node
+        .findAll()
+        .filter((c): c is Stack => Stack.isStack(c) && !c.nested && Stage.of(c) !== app)
+        .map((s) => s.node.path),
+    );
+    return stagedPaths.has(stackConstructPath);
+  };
+  Validations.of(app).addPlugins(new AwsLimitChecks(quotas, staged));
 }

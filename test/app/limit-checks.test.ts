@@ -1,4 +1,4 @@
-import { CfnResource, NestedStack, Stack } from 'aws-cdk-lib';
+import { CfnResource, NestedStack, Stack, Stage } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { addLimitChecks } from '../../lib/app';
@@ -47,6 +47,23 @@ describe('AwsLimitChecks: synth fails where AWS would refuse the deploy', () => 
       /ERROR router: VPC Vpc\w+ interface endpoints is 60 count; interface and Gateway Load Balancer endpoints per VPC is at most 50 \(the quota declared; adjustable\)/,
     );
     expect(() => build(60).synth()).not.toThrow();
+  });
+
+  it("holds a stack inside a Stage (a pipeline stage's) to the CloudFormation action's template size, and a stack of the app to CloudFormation's", () => {
+    const build = (staged: boolean) => {
+      const app = cdkApp();
+      const scope = staged ? new Stage(app, 'routers-eu-west-1') : app;
+      const stack = new Stack(scope, 'router');
+      // About 600 KB of template: over the action's 512,000 bytes, under CloudFormation's 1 MB.
+      for (let i = 0; i < 60; i++)
+        new CfnResource(stack, `Handle${i}`, { type: 'AWS::CloudFormation::WaitConditionHandle' }).addMetadata('note', 'x'.repeat(10_000));
+      addLimitChecks(app);
+      return app;
+    };
+    expect(() => build(true).synth()).toThrow(
+      /ERROR routers-eu-west-1\/router: template body is 6\d{5} bytes; template a CodePipeline CloudFormation deploy action is reported to accept/,
+    );
+    expect(() => build(false).synth()).not.toThrow();
   });
 
   it('lets templates within every limit through', () => {

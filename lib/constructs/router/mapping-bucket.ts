@@ -200,6 +200,12 @@ export interface MappingSeedProps {
   readonly groups: readonly string[];
   /** What the seeding runs as: must be one of the bucket's writers. */
   readonly role: iam.IRole;
+  /**
+   * Where the seeded objects' custom resources go (a nested stack: each carries the whole document);
+   * the handler stays beside the role, whose policy grants it its log group.
+   * @default - this construct
+   */
+  readonly objectsScope?: Construct;
 }
 
 /** Where the seed handler's source is; bundled at synth with the project's own `@aws-sdk/client-s3`. */
@@ -263,7 +269,7 @@ export class MappingSeed extends Construct {
     );
     this.objects = keys.map(
       (key) =>
-        new CustomResource(new Construct(this, key.replace(/[^A-Za-z0-9]/g, '')), 'Put', {
+        new CustomResource(new Construct(props.objectsScope ?? this, key.replace(/[^A-Za-z0-9]/g, '')), 'Put', {
           resourceType: 'Custom::MappingSeed',
           serviceToken: this.handler.functionArn,
           // The handler answers within its 2 minutes (it aborts a hung S3 call); this bounds a crash.

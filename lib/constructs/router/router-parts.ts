@@ -1,4 +1,4 @@
-import { Aws, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, Fn, NestedStack, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -144,7 +144,14 @@ export class RouterMappings {
         routerClusterParameter: routerClusterParameter(app),
       });
     }
+    // In a nested stack of its own: the document is inlined once per seeded key (the version and each
+    // group's pointer), about 85 KB each at 400 cells, which the router template could not carry under
+    // what the pipeline's CloudFormation action accepts (docs/limits.md).
+    const seedStack = new NestedStack(scope, 'MappingSeedStack', {
+      description: `${prefix}: seeds the mapping bucket with the fleet's first mapping`,
+    });
     const mappingSeed = new MappingSeed(scope, 'MappingSeed', {
+      objectsScope: seedStack,
       bucket: this.mappingBucket.bucket,
       documentText: serializeMapping(props.seed),
       version: props.seed.version,
@@ -547,6 +554,11 @@ export class RouterAlarmTopic {
 /** Cells per router dashboard page: 3 widgets each, leaving room for the router groups' rows. */
 export const CELLS_PER_DASHBOARD = 150;
 
+/** Page `page` (2 and on) of a region's router dashboard: the cells past the first page's. */
+export function routerCellDashboardName(prefix: string, page: number): string {
+  return `${prefix}-cell-page-${page}`;
+}
+
 export interface RouterDashboardsProps {
   readonly namePrefix: string;
   readonly groups: readonly RouterGroupSettings[];
@@ -555,7 +567,12 @@ export interface RouterDashboardsProps {
 
 /**
  * The region's router dashboards. CloudWatch allows 500 widgets per dashboard: the router groups and
- * the first cells on `<prefix>`, then further pages of cells (`<prefix>-cells-2`, …), each well under the limit.
+ * the first `CELLS_PER_DASHBOARD` cells on `<prefix>`, in this stack; each further page of cells
+ * (`<prefix>-cell-page-2`, …) in a nested stack of its own, since a page's body (about 200 KB) would
+ * carry the router template past what the pipeline's CloudFormation action accepts (docs/limits.md).
+ * The pages are named anew rather than `<prefix>-cells-<n>` as they were when this stack held them:
+ * moving a named dashboard between stacks would create it in the nested stack and then delete it, by
+ * name, in the old stack's cleanup.
  */
 export class RouterDashboards {
   public readonly dashboards: readonly cloudwatch.Dashboard[];
@@ -594,7 +611,11 @@ export class RouterDashboards {
     }
     props.cells.forEach((cell, i) => {
       const page = Math.floor(i / CELLS_PER_DASHBOARD);
-      dashboards[page] ??= new cloudwatch.Dashboard(scope, `Dashboard${page + 1}`, { dashboardName: `${prefix}-cells-${page + 1}` });
+      dashboards[page] ??= new cloudwatch.Dashboard(
+        new NestedStack(scope, `CellDashboard${page + 1}`, { description: `${prefix}: router dashboard page ${page + 1} (cells ${cell.id} …)` }),
+        'Dashboard',
+        { dashboardName: routerCellDashboardName(prefix, page + 1) },
+      );
       dashboards[page].addWidgets(
         new cloudwatch.GraphWidget({
           title: `cell ${cell.id}: requests`,
@@ -613,6 +634,16 @@ export class RouterDashboards {
         }),
       );
     });
+    if (dashboards.length > 1) {
+      const pages = dashboards.slice(1).map((_, i) => routerCellDashboardName(prefix, i + 2));
+      dashboards[0].addWidgets(
+        new cloudwatch.TextWidget({
+          width: 24,
+          height: 2,
+          markdown: `Cells past the first ${CELLS_PER_DASHBOARD}: ${pages.map((name) => `[${name}](#dashboards:name=${name})`).join(' · ')}`,
+        }),
+      );
+    }
     this.dashboards = dashboards;
   }
 }

@@ -29,6 +29,14 @@ export const LIMITS = {
     source: CFN_QUOTAS,
     fix: `a template grows with the cells it names: ${SPLIT}`,
   },
+  deployActionTemplateBytes: {
+    what: "template a CodePipeline CloudFormation deploy action is reported to accept (a pipeline stage's stack; its nested stacks' templates are CloudFormation's, 1 MB)",
+    value: 512_000,
+    unit: 'bytes',
+    adjustable: false,
+    source: 'https://github.com/aws-cloudformation/cloudformation-coverage-roadmap/issues/1023',
+    fix: 'move what grows with the cells into nested stacks of their own (as the router keeps its cell links, dashboard pages and mapping seed)',
+  },
   resources: {
     what: 'CloudFormation resources per stack',
     value: 500,

@@ -22,6 +22,12 @@ export interface TemplateUnderCheck {
   readonly bytes: number;
   /** For a nested stack: the parent's template and the AWS::CloudFormation::Stack resource in it. */
   readonly parent?: { readonly template: TemplateUnderCheck; readonly resource: string };
+  /**
+   * A stack of a pipeline stage: CodePipeline's CloudFormation action hands its template over
+   * (`deployActionTemplateBytes`); its nested stacks' templates CloudFormation reads from S3 itself.
+   * @default false - deployed with `cdk deploy` (the pipeline stack, its support stacks, a fleet without a pipeline)
+   */
+  readonly deployedByPipeline?: boolean;
 }
 
 /** One limit a template passes. */
@@ -71,6 +77,7 @@ export function templateFindings(t: TemplateUnderCheck, quotas: GrantedQuotas = 
   };
   const resources = t.template.Resources ?? {};
   over('template', 'body', t.bytes, 'templateBytes');
+  if (t.deployedByPipeline && !t.parent) over('template', 'body', t.bytes, 'deployActionTemplateBytes');
   over('template', 'resources', Object.keys(resources).length, 'resources');
   over('template', 'outputs', Object.keys(t.template.Outputs ?? {}).length, 'outputs');
   over('template', 'parameters', Object.keys(t.template.Parameters ?? {}).length, 'parameters');

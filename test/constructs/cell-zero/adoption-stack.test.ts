@@ -1,6 +1,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { NestedStack } from 'aws-cdk-lib';
 import { Template, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
@@ -185,7 +186,7 @@ describe("cell zero's adoption stack", () => {
         'AWS::EC2::VPCEndpoint',
         router.region === 'eu-west-1' ? { ServiceRegion: Match.absent() } : { ServiceRegion: 'eu-west-1' },
       );
-      const seeds = Object.values(Template.fromStack(router).findResources('Custom::MappingSeed'));
+      const seeds = Object.values(Template.fromStack(router.node.findChild('MappingSeedStack') as NestedStack).findResources('Custom::MappingSeed'));
       expect(seeds.length).toBeGreaterThan(0);
       for (const seed of seeds) {
         const doc = JSON.parse(String(seed.Properties.Body)) as MappingDocument;

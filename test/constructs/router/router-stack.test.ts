@@ -1,5 +1,6 @@
 import * as fs from 'fs';
-import { Stack, Stage } from 'aws-cdk-lib';
+import * as path from 'path';
+import { NestedStack, Stage } from 'aws-cdk-lib';
 import { Template, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Fleet, generateFleet, seedMapping } from '../../../lib/domain/fleet';
@@ -8,6 +9,7 @@ import { serializeMapping } from '../../../lib/adapters/mapping-store';
 import {
   CELLS_PER_DASHBOARD,
   CELLS_PER_LINK_STACK,
+  CellLinksStack,
   RECORD_LANES,
   CONNECTION_USE_ALARM_PERCENT,
   CONNECTION_USE_STEPS,
@@ -17,6 +19,7 @@ import {
 } from '../../../lib/constructs/router';
 import { routerGroupsOf, routerGroupsStackPropsOf, routerStackPropsOf } from '../../../lib/app/router-props';
 import { routerParameters } from '../../../lib/domain/names';
+import { LIMITS } from '../../../lib/domain/limits';
 
 import { connectionLimits, READY_PORT, renderHaproxyConfig } from '../../../lib/runtime/router';
 import { cdkApp, exampleFleet, exampleInput, resolve, validInput } from '../../support/fleet';
@@ -55,8 +58,8 @@ describe('RouterStack', () => {
     gc2 = Template.fromStack(canary2);
     gr2 = Template.fromStack(rest2);
     groupTemplates = [gc, gr];
-    links = Template.fromStack(primary.node.findChild('CellLinks1') as Stack);
-    links2 = Template.fromStack(secondary.node.findChild('CellLinks1') as Stack);
+    links = Template.fromStack(primary.node.findChild('CellLinks1') as NestedStack);
+    links2 = Template.fromStack(secondary.node.findChild('CellLinks1') as NestedStack);
   });
 
   /** Resources of one type across the first region's two group stacks. */
@@ -197,19 +200,33 @@ describe('RouterStack', () => {
   });
 
   it("seeds the fleet's first mapping on create only, never over an existing object, with its own bundled SDK", () => {
-    for (const template of [t, t2]) {
+    for (const stack of [primary, secondary]) {
+      // In a nested stack of its own: the document inlined once per key would fill the router template.
+      const seedStacks = stack.node.children.filter((c): c is NestedStack => c instanceof NestedStack && c.node.id === 'MappingSeedStack');
+      expect(seedStacks).toHaveLength(1);
+      const template = Template.fromStack(seedStacks[0]);
+      expect(Template.fromStack(stack).findResources('Custom::MappingSeed')).toEqual({});
       const seeds = Object.values(template.findResources('Custom::MappingSeed'));
       expect(seeds).toHaveLength(1 + fleet.router.groups.length);
       // The seed handler (lib/runtime/handlers/mapping-seed-handler.ts, its tests in mapping-seed.test.ts)
       // writes each key with If-None-Match: * on create and does nothing on update or delete.
       const [handlerId] = Object.keys(
-        template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('Seeds the mapping bucket') } }),
+        Template.fromStack(stack).findResources('AWS::Lambda::Function', {
+          Properties: { Description: Match.stringLikeRegexp('Seeds the mapping bucket') },
+        }),
       );
+      // The handler stays in the router stack (its role's policy grants it its log group); the nested stack gets its ARN.
+      const [seedStackResource] = Object.entries(Template.fromStack(stack).findResources('AWS::CloudFormation::Stack'))
+        .filter(([id]) => id.startsWith('MappingSeedStack'))
+        .map(([, r]) => r.Properties.Parameters as Record<string, unknown>);
+      const tokenParameter = Object.entries(seedStackResource).find(
+        ([, v]) => JSON.stringify(v) === JSON.stringify({ 'Fn::GetAtt': [handlerId, 'Arn'] }),
+      )![0];
       expect(seeds.map((r) => r.Properties.Key).sort()).toEqual(['groups/canary/mapping.json', 'groups/main/mapping.json', 'mappings/v1.json']);
       for (const r of seeds) {
         expect(r.Properties).toMatchObject({
-          ServiceToken: { 'Fn::GetAtt': [handlerId, 'Arn'] },
-          Bucket: { Ref: expect.stringMatching(/^MappingsBucket/) },
+          ServiceToken: { Ref: tokenParameter },
+          Bucket: { Ref: expect.stringMatching(/MappingsBucket/) },
         });
         // Byte for byte what publish writes, so `cellctl mapping init` + publish finds it already there.
         expect(r.Properties.Body).toBe(serializeMapping(seedMapping(fleet)));
@@ -672,7 +689,9 @@ describe('RouterStack', () => {
     const topicArn = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':sns:eu-west-1:222222222222:orders-router-eu-west-1-alarms']] };
     for (const alarm of groupAlarms) expect([alarm.Properties.AlarmActions, alarm.Properties.OKActions]).toEqual([[topicArn], [topicArn]]);
     // The per-cell alarms live with the cells' links (nested stack), notifying the same topic.
-    const [linksStack] = Object.values(t.findResources('AWS::CloudFormation::Stack'));
+    const [linksStack] = Object.entries(t.findResources('AWS::CloudFormation::Stack'))
+      .filter(([id]) => id.startsWith('CellLinks1'))
+      .map(([, r]) => r);
     const topicParameter = Object.entries(linksStack.Properties.Parameters as Record<string, unknown>).find(
       ([, v]) => JSON.stringify(v) === JSON.stringify({ Ref: topicId }),
     )![0];
@@ -686,43 +705,53 @@ describe('RouterStack', () => {
     });
   });
 
-  it('has a dashboard with a row per cell and per router group', () => {
+  it('has one dashboard, in the router stack, with a row per cell and per router group', () => {
     const [dashboard] = Object.values(t.findResources('AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const cell of fleet.cells) expect(body).toContain(`cell ${cell.id}: requests`);
     for (const group of ['canary', 'main']) expect(body).toContain(`group ${group}: mapping version`);
   });
 
-  it('pages the dashboard and batches the cell links so that no dashboard, template or stack passes its limit', () => {
+  it("pages the dashboard into nested stacks and batches the cell links, so that no dashboard, template or stack passes its limit and the router's own template stays small", () => {
     const names = (tpl: Template) => Object.values(tpl.findResources('AWS::CloudWatch::Dashboard')).map((d) => d.Properties.DashboardName as string);
     expect(names(t)).toEqual(['orders-router-eu-west-1']);
-    // Every region links every cell: one page and a half of cells.
-    const large = resolve({
-      ...generateFleet(exampleInput(), CELLS_PER_DASHBOARD + 80),
-      quotas: { interfaceEndpointsPerVpc: CELLS_PER_DASHBOARD + 80 },
-    });
+    // Every region links every cell: two pages and a half of cells.
+    const count = 2 * CELLS_PER_DASHBOARD + 80;
+    const large = resolve({ ...generateFleet(exampleInput(), count), quotas: { interfaceEndpointsPerVpc: count } });
     const stack = new RouterStack(cdkApp(), 'router-large', routerStackPropsOf(large, 'eu-west-1'));
-    const template = Template.fromStack(stack);
-    const bodies = Object.values(template.findResources('AWS::CloudWatch::Dashboard')).map((d) => JSON.stringify(d.Properties.DashboardBody));
+    const nested = stack.node.children.filter((c): c is NestedStack => c instanceof NestedStack);
+    const pages = nested.filter((n) => n.node.id.startsWith('CellDashboard'));
+    const dashboards = [Template.fromStack(stack), ...pages.map((p) => Template.fromStack(p))].flatMap((tpl) =>
+      Object.values(tpl.findResources('AWS::CloudWatch::Dashboard')),
+    );
+    const bodies = dashboards.map((d) => JSON.stringify(d.Properties.DashboardBody));
     const widgets = bodies.map((b) => (b.match(/\\"type\\":\\"metric\\"/g) ?? []).length);
-    expect(names(template)).toEqual(['orders-router-eu-west-1', 'orders-router-eu-west-1-cells-2']);
-    expect(stack.dashboards).toHaveLength(2);
-    expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 4 * large.router.groups.length, 3 * 80]);
+    // New names for the pages past the first: a page moved between stacks under its old name would be deleted by name.
+    expect(dashboards.map((d) => d.Properties.DashboardName)).toEqual([
+      'orders-router-eu-west-1',
+      'orders-router-eu-west-1-cell-page-2',
+      'orders-router-eu-west-1-cell-page-3',
+    ]);
+    expect(stack.dashboards).toHaveLength(3);
+    expect(widgets).toEqual([3 * CELLS_PER_DASHBOARD + 4 * large.router.groups.length, 3 * CELLS_PER_DASHBOARD, 3 * 80]);
     expect(Math.max(...widgets)).toBeLessThanOrEqual(500);
-    for (const cell of large.cells) expect(bodies.some((b) => b.includes(`cell ${cell.id}: requests`))).toBe(true);
-    // 230 cells: three nested stacks of links; every template under CloudFormation's 500 resources and 1 MB.
-    const nested = stack.node.children.filter((c): c is Stack => c instanceof Stack);
-    expect(nested).toHaveLength(Math.ceil(large.cells.length / CELLS_PER_LINK_STACK));
+    for (const cell of large.cells) expect(bodies.filter((b) => b.includes(`cell ${cell.id}: requests`))).toHaveLength(1);
+    // The first page links the others.
+    for (const page of [2, 3]) expect(bodies[0]).toContain(`(#dashboards:name=orders-router-eu-west-1-cell-page-${page})`);
+    // 380 cells: four nested stacks of links; every template under CloudFormation's 500 resources and 1 MB.
+    expect(nested.filter((n) => n instanceof CellLinksStack)).toHaveLength(Math.ceil(large.cells.length / CELLS_PER_LINK_STACK));
     const assembly = (stack.node.root as Stage).synth();
     for (const s of [stack, ...nested]) {
       expect(Object.keys(Template.fromStack(s).toJSON().Resources).length).toBeLessThan(500);
     }
     const written = assembly.getStackArtifact(stack.artifactId).templateFullPath;
-    expect(fs.statSync(written).size).toBeLessThan(1_000_000);
+    // What grows with the cells is nested: the router's own template is a third of the action's 512 KB.
+    expect(fs.statSync(written).size).toBeLessThan(LIMITS.deployActionTemplateBytes.value / 2);
+    for (const n of nested) expect(fs.statSync(path.join(assembly.directory, n.templateFile)).size).toBeLessThan(LIMITS.templateBytes.value);
   });
 
   it(`creates the cells' names ${RECORD_LANES} at a time (Route 53 takes 5 changes a second per account): each after the one ${RECORD_LANES} before it`, () => {
-    const [links] = primary.node.children.filter((c): c is Stack => c instanceof Stack);
+    const [links] = primary.node.children.filter((c): c is CellLinksStack => c instanceof CellLinksStack);
     const resources = Template.fromStack(links).toJSON().Resources as Record<string, { Type: string; DependsOn?: string[] }>;
     const records = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Route53::RecordSet');
     expect(records.length).toBeGreaterThan(RECORD_LANES);

@@ -87,6 +87,16 @@ describe('templateFindings: every limit of lib/domain/limits on one template', (
     ]);
   });
 
+  it("holds a pipeline stage's template to what the CloudFormation action accepts, and not its nested stacks' or a stack cdk deploy sends", () => {
+    const template = { Resources: { R: { Type: 'AWS::SNS::Topic' } } };
+    const staged = { stack: 'orders-pipeline/routers-eu-west-1/router', template, deployedByPipeline: true };
+    expect(templateFindings({ ...staged, bytes: 600_000 }).map((f) => [f.limit, f.value])).toEqual([['deployActionTemplateBytes', 512_000]]);
+    expect(templateFindings({ ...staged, bytes: 512_000 })).toEqual([]);
+    const parent = { template: { ...staged, bytes: 1000 }, resource: 'Links' };
+    expect(templateFindings({ ...staged, stack: `${staged.stack}/Links`, bytes: 900_000, parent })).toEqual([]);
+    expect(templateFindings({ stack: 'orders-pipeline', template, bytes: 900_000 })).toEqual([]);
+  });
+
   it("counts a security group's rules, inline and as separate resources", () => {
     const ingress = Object.fromEntries(
       Array.from({ length: 41 }, (_, i) => [
