@@ -19,6 +19,27 @@ function accountsInput(configPath: string) {
   });
 }
 
+/** The fleet's accounts in the organization of the caller's management account; Organizations' errors said in one line. */
+async function membershipOf(
+  org: import('@aws-sdk/client-organizations').OrganizationsClient,
+  fleet: Parameters<typeof import('../adapters/accounts').checkMembership>[1],
+  io: CliIo,
+) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
+  const { checkMembership, MissingPermissionError } = require('../adapters/accounts') as typeof import('../adapters/accounts');
+  try {
+    return await checkMembership(org, fleet, { sleep, progress: (line) => io.err(`${line}\n`) });
+  } catch (error) {
+    if (error instanceof MissingPermissionError) throw new CliError(error.message);
+    const { name, message } = error as Error;
+    if (name === 'AWSOrganizationsNotInUseException')
+      throw new CliError(`these credentials' account is in no organization (${name}); run with the management account of the fleet's organization`);
+    throw new CliError(
+      `cannot list the organization's accounts (Organizations ${name}: ${message}); run with credentials of the organization's management account`,
+    );
+  }
+}
+
 /** `cellctl accounts …`: one AWS account per cell, vended through AWS Organizations. */
 export function accountsCommand(io: CliIo): Command {
   const accounts = new Command('accounts').description('one AWS account per cell, vended through AWS Organizations');
@@ -161,6 +182,16 @@ export function accountsCommand(io: CliIo): Command {
             `cannot tell which account you are in (STS GetCallerIdentity: ${(error as Error).name}: ${(error as Error).message}); configure credentials of the organization's management account (AWS_PROFILE, or the standard credential chain)`,
           );
         }
+        // Every account of the fleet a member of the organization, before anything is bootstrapped.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
+        const { OrganizationsClient } = require('@aws-sdk/client-organizations') as typeof import('@aws-sdk/client-organizations');
+        const org = new OrganizationsClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1' });
+        try {
+          const { problems } = await membershipOf(org, fleet, io);
+          if (problems.length > 0) throw new CliError(`nothing bootstrapped: ${problems.join('; ')}`);
+        } finally {
+          org.destroy();
+        }
         await runBootstrap(environments, {
           launcher,
           credentialsFor,
@@ -178,6 +209,38 @@ export function accountsCommand(io: CliIo): Command {
         sts.destroy();
       }
       io.out(`bootstrapped ${environments.length} environment(s)\n`);
+    });
+
+  accounts
+    .command('check')
+    .description(
+      "check, from the organization's management account, that every account of the fleet (tooling, router, cells, cell zero) is an active member of the organization pipeline.organizationId names",
+    )
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--json', 'print the report as JSON')
+    .action(async (flags: { config: string; json?: boolean }) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
+      const { OrganizationsClient } = require('@aws-sdk/client-organizations') as typeof import('@aws-sdk/client-organizations');
+      const fleet = fleetFrom(flags.config);
+      const org = new OrganizationsClient({ region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1' });
+      let report;
+      try {
+        report = await membershipOf(org, fleet, io);
+      } finally {
+        org.destroy();
+      }
+      if (flags.json) io.out(json(report));
+      else
+        io.out(
+          formatTable(
+            ['account', 'status', 'purposes'],
+            report.accounts.map((a) => [a.account, a.status, a.purposes.join(', ')]),
+          ),
+        );
+      if (report.problems.length > 0) {
+        for (const problem of report.problems) io.err(`${problem}\n`);
+        throw new CliError(`${report.problems.length} problem(s) with the fleet's accounts in organization ${report.organizationId}`);
+      }
     });
 
   accounts

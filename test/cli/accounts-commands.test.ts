@@ -4,6 +4,7 @@ import * as path from 'path';
 import {
   CreateAccountCommand,
   DescribeCreateAccountStatusCommand,
+  DescribeOrganizationCommand,
   ListAccountsCommand,
   ListParentsCommand,
   MoveAccountCommand,
@@ -14,10 +15,18 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { cellctl } from '../support/cli';
 import { loadFleet, readAccountsFile } from '../../lib/domain/fleet';
 import { fakeCdk, FakeCdk } from '../support/fake-cdk';
-import { configDirs, REPO_ROOT, shippedConfigText } from '../support/fleet';
+import { configDir, configDirs, REPO_ROOT, shippedConfigText } from '../support/fleet';
 import { CELL_ZERO_ACCOUNT, withCellZero } from '../support/cell-zero';
 
 const org = mockClient(OrganizationsClient);
+/** The sample config's accounts and the real-ids test's, members of the organization. */
+const MEMBERS = [
+  '111111111111',
+  '222222222222',
+  '480523961127',
+  '480523961128',
+  ...Array.from({ length: 8 }, (_, i) => [`33333333333${i}`, `48052396114${i}`]).flat(),
+];
 
 /** A project directory with the shipped config and no cells.accounts.json. */
 function project(): string {
@@ -123,11 +132,60 @@ describe('cellctl accounts', () => {
     );
   });
 
+  describe('check', () => {
+    beforeEach(() => {
+      org.on(DescribeOrganizationCommand).resolves({ Organization: { Id: 'o-a1b2c3d4e5' } });
+      org.on(ListAccountsCommand).resolves({ Accounts: MEMBERS.map((Id) => ({ Id, State: 'ACTIVE' })) });
+    });
+
+    it("lists every account of the fleet with its status and purposes, and passes when all are the organization's", async () => {
+      const ran = await cellctl('accounts', 'check', '--config', path.join(REPO_ROOT, 'cells.config.ts'));
+      expect(ran).toMatchObject({ code: 0, err: '' });
+      const lines = ran.out.trim().split('\n');
+      expect(lines).toHaveLength(1 + 10);
+      expect(lines[1]).toMatch(/^111111111111\s+ACTIVE\s+tooling$/);
+      expect(ran.out).toMatch(/333333333337\s+ACTIVE\s+cell \S+/);
+    });
+
+    it('exits 1 with one line per problem; --json reports the same', async () => {
+      const dir = configDir(withCellZero);
+      try {
+        const ran = await cellctl('accounts', 'check', '--config', path.join(dir, 'cells.config.ts'), '--json');
+        expect(ran.code).toBe(1);
+        const report = JSON.parse(ran.out);
+        expect(report.organizationId).toBe('o-a1b2c3d4e5');
+        expect(report.accounts.find((a: { account: string }) => a.account === CELL_ZERO_ACCOUNT)).toEqual({
+          account: CELL_ZERO_ACCOUNT,
+          purposes: ['cell zero'],
+          status: 'absent',
+        });
+        expect(ran.err.trim().split('\n')).toEqual([
+          expect.stringMatching(new RegExp(`^cell zero account ${CELL_ZERO_ACCOUNT} is not in organization o-a1b2c3d4e5`)),
+          "error: 1 problem(s) with the fleet's accounts in organization o-a1b2c3d4e5",
+        ]);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("says whose credentials it needs when the caller's account is in no organization", async () => {
+      org.on(DescribeOrganizationCommand).rejects(Object.assign(new Error('not in use'), { name: 'AWSOrganizationsNotInUseException' }));
+      const ran = await cellctl('accounts', 'check', '--config', path.join(REPO_ROOT, 'cells.config.ts'));
+      expect(ran.code).toBe(1);
+      expect(ran.err.trim()).toBe(
+        "error: these credentials' account is in no organization (AWSOrganizationsNotInUseException); run with the management account of the fleet's organization",
+      );
+    });
+  });
+
   describe('--run', () => {
     const sts = mockClient(STSClient);
     let cdk: FakeCdk;
     beforeEach(() => {
       cdk = fakeCdk();
+      // Every account of the sample config and of the real-ids test is an active member.
+      org.on(DescribeOrganizationCommand).resolves({ Organization: { Id: 'o-a1b2c3d4e5' } });
+      org.on(ListAccountsCommand).resolves({ Accounts: MEMBERS.map((Id) => ({ Id, State: 'ACTIVE' })) });
       sts.reset();
       sts.on(GetCallerIdentityCommand).resolves({ Account: '100000000000', Arn: 'arn:aws:sts::100000000000:assumed-role/Admin/operator' });
       sts.on(AssumeRoleCommand).callsFake(async (input: { RoleArn: string }) => {
@@ -232,6 +290,30 @@ describe('cellctl accounts', () => {
         'bootstrap of 222222222222/eu-west-1 (router): cannot assume arn:aws:iam::222222222222:role/OrganizationAccountAccessRole as arn:aws:sts::100000000000:assumed-role/Admin/operator (AccessDenied',
       );
       expect(cdk.calls()).toHaveLength(1);
+    });
+
+    it("refuses, before bootstrapping anything, a fleet whose cell zero's account is outside the organization", async () => {
+      const dir = configDir(withCellZero);
+      try {
+        const ran = await cellctl(
+          'accounts',
+          'bootstrap',
+          '--config',
+          path.join(dir, 'cells.config.ts'),
+          '--run',
+          '--allow-example-accounts',
+          '--cdk',
+          cdk.launcher.join(' '),
+        );
+        expect(ran.code).toBe(1);
+        expect(ran.err.trim().split('\n')).toHaveLength(1);
+        expect(ran.err).toContain(
+          `error: nothing bootstrapped: cell zero account ${CELL_ZERO_ACCOUNT} is not in organization o-a1b2c3d4e5, whose bounds every cross-account grant of the fleet carries: invite it (aws organizations invite-account-to-organization --target Id=${CELL_ZERO_ACCOUNT},Type=ACCOUNT)`,
+        );
+        expect(cdk.calls()).toHaveLength(0);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('says which credentials to configure when it cannot tell who the caller is', async () => {

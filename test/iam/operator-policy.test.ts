@@ -27,12 +27,13 @@ function callsInSource(...files: string[]): string[] {
   return [...calls].sort();
 }
 
-describe('IAM: the management account operator policy (cellctl accounts ensure, bootstrap --run)', () => {
+describe('IAM: the management account operator policy (cellctl accounts ensure, check, bootstrap --run)', () => {
   const world = new PolicyWorld([]);
   const operator = outsider(`arn:aws:iam::${MANAGEMENT}:role/cell-operator`, operatorPolicy({ roleName: ROLE }).Statement);
   // A sample resource per call (actions without resource types take `*`).
   const sample: Record<string, { resource: string; context?: Record<string, string | string[]> }> = {
     'organizations:ListAccounts': { resource: '*' },
+    'organizations:DescribeOrganization': { resource: '*' },
     'organizations:CreateAccount': {
       resource: '*',
       context: { 'aws:TagKeys': ['cell', 'app'], 'aws:RequestTag/cell': 'eu-1', 'aws:RequestTag/app': 'orders' },
@@ -50,7 +51,7 @@ describe('IAM: the management account operator policy (cellctl accounts ensure, 
   const trustOf = (action: string) => (action === 'sts:AssumeRole' ? organizationRoleTrust : undefined);
 
   it('allows every call the vending and bootstrap code makes', async () => {
-    const calls = callsInSource('lib/adapters/accounts/vend.ts', 'lib/adapters/accounts/assume-role.ts')
+    const calls = callsInSource('lib/adapters/accounts/vend.ts', 'lib/adapters/accounts/assume-role.ts', 'lib/adapters/accounts/membership.ts')
       // GetCallerIdentity needs no permission (STS API reference).
       .filter((c) => c !== 'sts:GetCallerIdentity');
     expect(calls).toEqual(Object.keys(sample).sort());

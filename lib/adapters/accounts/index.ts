@@ -4,3 +4,4 @@ export * from './bootstrap';
 export * from './assume-role';
 export * from './operator-policy';
 export * from './example-ids';
+export * from './membership';

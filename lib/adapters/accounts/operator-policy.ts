@@ -1,7 +1,8 @@
 /**
  * The identity policy `cellctl accounts ensure` and `cellctl accounts bootstrap --run` need in the
  * organization's management account, and nothing more: the Organizations calls of account vending
- * (lib/adapters/accounts/vend.ts) and assuming `organization.roleName` in each account (lib/adapters/accounts/assume-role.ts).
+ * (lib/adapters/accounts/vend.ts), the membership check (membership.ts) and assuming `organization.roleName` in each
+ * account (lib/adapters/accounts/assume-role.ts).
  * test/iam checks every call the code makes against it, and that destructive neighbours are denied.
  */
 export interface OperatorPolicyOptions {
@@ -23,7 +24,13 @@ export function operatorPolicy(options: OperatorPolicyOptions) {
         Effect: 'Allow',
         // Organizations' list and describe calls, and MoveAccount, take no narrower resource that is
         // known before the account exists.
-        Action: ['organizations:ListAccounts', 'organizations:DescribeCreateAccountStatus', 'organizations:ListParents', 'organizations:MoveAccount'],
+        Action: [
+          'organizations:DescribeOrganization',
+          'organizations:ListAccounts',
+          'organizations:DescribeCreateAccountStatus',
+          'organizations:ListParents',
+          'organizations:MoveAccount',
+        ],
         Resource: '*',
       },
       {

@@ -2,12 +2,13 @@ import {
   CreateOrganizationalUnitCommand,
   CreateOrganizationCommand,
   DescribeAccountCommand,
+  DescribeOrganizationCommand,
   ListParentsCommand,
   ListRootsCommand,
   OrganizationsClient,
 } from '@aws-sdk/client-organizations';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { bootstrapEnvironments, ensureAccounts, organizationRoleCredentials, VendOptions } from '../../../lib/adapters/accounts';
+import { bootstrapEnvironments, checkMembership, ensureAccounts, organizationRoleCredentials, VendOptions } from '../../../lib/adapters/accounts';
 import { AccountsFile } from '../../../lib/domain/fleet';
 import { Moto, MOTO_ACCOUNT, motoClientConfig, startMoto } from '../../support/moto';
 
@@ -114,5 +115,27 @@ describe('cellctl accounts against moto (Organizations, STS)', () => {
       expect(identity.Account).toBe(account);
       expect(identity.Arn).toBe(`arn:aws:sts::${account}:assumed-role/OrganizationAccountAccessRole/cellctl-bootstrap-${account}`);
     }
+  });
+  it('finds the vended accounts and the management account in the organization, and a cell zero outside it, in one line', async () => {
+    const accounts = Object.fromEntries(Object.entries(file.cells).map(([cell, c]) => [cell, c.accountId!]));
+    const { Organization } = await org.send(new DescribeOrganizationCommand({}));
+    const fleet = {
+      accounts: { tooling: MOTO_ACCOUNT, router: accounts['eu-1'] },
+      cells: Object.entries(accounts).map(([id, account]) => ({ id, account })),
+      cellZero: { id: 'zero', account: '999999999999' },
+      pipeline: { organizationId: Organization!.Id },
+    };
+    const report = await checkMembership(org, fleet, { sleep: async () => undefined });
+    expect(report.organizationId).toBe(Organization!.Id);
+    expect(report.accounts.map((a) => [a.purposes.join(', '), a.status])).toEqual([
+      ['tooling', 'ACTIVE'],
+      ['router, cell eu-1', 'ACTIVE'],
+      ['cell us-1', 'ACTIVE'],
+      ['cell zero', 'absent'],
+    ]);
+    expect(report.problems).toHaveLength(1);
+    expect(report.problems[0]).toMatch(/^cell zero account 999999999999 is not in organization o-\w+, /);
+    const member = await checkMembership(org, { ...fleet, cellZero: { id: 'zero', account: accounts['us-1'] } }, { sleep: async () => undefined });
+    expect(member.problems).toEqual([]);
   });
 });
