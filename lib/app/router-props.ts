@@ -30,13 +30,20 @@ export function routerStackPropsOf(fleet: Fleet, region: string, cellEndpointFin
     certificateArn: router.certificateArns[region],
     groups: router.groups.map((g) => ({ name: g.name, weight: g.weight })),
     // Cell zero too (docs/cell-zero.md): the routers link and watch it like a cell.
-    cells: routedCells(fleet).map((c) => ({ id: c.id, region: c.region, account: c.account, port: c.port })),
+    cells: routedCells(fleet).map((c) => ({
+      id: c.id,
+      region: c.region,
+      account: c.account,
+      port: c.port,
+      ...(c.endpointGeneration ? { endpointGeneration: c.endpointGeneration } : {}),
+    })),
     cellZoneName: cellZoneName(fleet),
     mappingBucketPrefix: router.mappingBucket,
     keptMappingVersions: router.keptVersions,
     seedMapping: seedMapping(fleet),
     organizationId: fleet.pipeline?.organizationId,
     homeOf: region === router.homeRegion ? Object.keys(fleet.regions) : undefined,
+    homeRegion: router.homeRegion,
     cellEndpointFingerprints,
   };
 }

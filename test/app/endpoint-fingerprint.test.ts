@@ -2,9 +2,11 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
-import { addFleet, cellStackPropsOf, cellZeroStackProps } from '../../lib/app';
+import { addFleet, cellStackPropsOf, cellZeroStackProps, routerStackPropsOf } from '../../lib/app';
 import { CellStack, endpointServiceFingerprint } from '../../lib/constructs/cell';
 import { CellZeroStack } from '../../lib/constructs/cell-zero';
+import { CellLinksStack, RouterStack } from '../../lib/constructs/router';
+import { lookupPhysicalId } from '../../lib/runtime/handlers/endpoint-lookup-properties';
 import { Fleet, resolveFleet } from '../../lib/domain/fleet';
 import { cdkApp, twoCellFleet } from '../support/fleet';
 import { cellZeroInput } from '../support/cell-zero';
@@ -101,5 +103,54 @@ describe("cell zero's endpoint lookup follows its adoption endpoint service", ()
     (fresh.entry.endpointService.node.findAll().find((c) => c instanceof ec2.CfnVPCEndpointService) as ec2.CfnVPCEndpointService).acceptanceRequired =
       true;
     expect(endpointServiceFingerprint(fresh.entry)).not.toBe(second);
+  });
+});
+
+/**
+ * A cell's stack deleted and created again from the same template: its endpoint service comes back
+ * under a new name and the same fingerprint. The operator raises the cell's endpointGeneration, and
+ * the next router deploy reads the name again (a new physical id: the lookup is replaced, and the
+ * interface endpoint with it); every other cell's lookup is left as it was.
+ */
+describe('a cell created again from the same template (endpointGeneration)', () => {
+  it("re-reads that cell's name, and cell zero's when its generation is raised, leaving the others' lookups as they were", () => {
+    const input = cellZeroInput();
+    const raised = resolveFleet({
+      ...input,
+      cells: input.cells
+        .filter((c) => twoCellFleet().cells.some((t) => t.id === c.id))
+        .map((c, i) => (i === 0 ? { ...c, endpointGeneration: 2 } : c)),
+      cellZero: { ...input.cellZero!, endpointGeneration: 1 },
+    });
+    const byCell = Object.fromEntries([...fleet.cells.map((c, i) => [c.id, fingerprints[i]]), [fleet.cellZero!.id, zeroFingerprint]]);
+    const router = new RouterStack(cdkApp(), 'router', routerStackPropsOf(raised, 'eu-west-1', byCell));
+    const again = Object.fromEntries(
+      router.node
+        .findAll()
+        .filter((c): c is CellLinksStack => c instanceof CellLinksStack)
+        .flatMap((n) => Object.values(Template.fromStack(n).findResources('Custom::CellEndpointServiceName')))
+        .map((r) => [r.Properties.CellId as string, r.Properties]),
+    );
+    const [first, second] = fleet.cells.map((c) => c.id);
+    expect(again[first].Fingerprint).toBe(`${fingerprints[0]}.g2`);
+    expect(again[second].Fingerprint).toBe(lookups[second]);
+    expect(again[fleet.cellZero!.id].Fingerprint).toBe(`${zeroFingerprint}.g1`);
+    // A new physical id: CloudFormation replaces the lookup, which reads the name again.
+    expect(lookupPhysicalId(again[first])).not.toBe(lookupPhysicalId({ ...again[first], Fingerprint: lookups[first] }));
+  });
+
+  it('refuses a generation that is not a whole number from 1, in one line', () => {
+    const input = cellZeroInput();
+    for (const bad of [0, -1])
+      expect(() => resolveFleet({ ...input, cells: input.cells.map((c, i) => (i === 0 ? { ...c, endpointGeneration: bad } : c)) })).toThrow(
+        `cell \`${input.cells[0].id}\`: endpointGeneration ${bad} must be a whole number from 1 (raise it by one each time the stack is deleted and created again after the routers linked it)`,
+      );
+    expect(() => resolveFleet({ ...input, cellZero: { ...input.cellZero!, endpointGeneration: 0 } })).toThrow(
+      'cellZero: endpointGeneration 0 must be',
+    );
+    // Not a whole number: the config's structure check says so first.
+    expect(() => resolveFleet({ ...input, cells: input.cells.map((c, i) => (i === 0 ? { ...c, endpointGeneration: 1.5 } : c)) })).toThrow(
+      'endpointGeneration must be a whole number, got 1.5',
+    );
   });
 });

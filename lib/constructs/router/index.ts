@@ -5,3 +5,4 @@ export * from './cell-links';
 export * from './router-groups-stack';
 export * from './move-bucket';
 export * from './router-parts';
+export * from './home-region-guard';

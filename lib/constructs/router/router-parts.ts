@@ -27,12 +27,14 @@ import {
   routerAlarmTopicName,
   routerClusterParameter,
   routerCustomResourceRoleName,
+  routerHomeRegionParameter,
   routerNamePrefix,
   routerParameters,
   routerTaskRoleName,
 } from '../../domain/names';
 import { CellEndpointLookup, CellLink, CellLinksStack, CELLS_PER_LINK_STACK } from './cell-links';
 import { MappingBucket, MappingPublisher, MappingSeed } from './mapping-bucket';
+import { HomeRegionGuard } from './home-region-guard';
 import { MoveBucket } from './move-bucket';
 import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
 import { CONNECTION_USE_ALARM_PERCENT, ROUTER_METRICS_NAMESPACE } from './router-groups-stack';
@@ -59,6 +61,8 @@ export interface RouterCellTarget {
   readonly account: string;
   /** The cell's PrivateLink listener port: 443 with a certificate, else 80. */
   readonly port: number;
+  /** `endpointGeneration` of the cell: a new one reads its endpoint service name again. @default - none */
+  readonly endpointGeneration?: number;
 }
 
 /** The router VPC's subnets that hold the interface endpoints to the cells. */
@@ -87,6 +91,8 @@ export interface RouterMappingsProps {
    * @default - not the home region: no publisher, no move bucket
    */
   readonly homeOf?: readonly string[];
+  /** `router.homeRegion`: every region's stack refuses a deploy that changes it (HomeRegionGuard). @default - no guard */
+  readonly homeRegion?: string;
 }
 
 /** The region's mapping bucket, seeded; the role the stack's custom resources run as; in the home region the publisher and the move bucket. */
@@ -101,16 +107,9 @@ export class RouterMappings {
     const publisherArn = `arn:${Aws.PARTITION}:iam::${account}:role/${publisherRoleName(app)}`;
     // Moves publish their freeze, flip and unfreeze as mapping versions.
     const moveOperatorArn = `arn:${Aws.PARTITION}:iam::${account}:role/${moveOperatorRoleName(app)}`;
-    if (props.homeOf) {
-      this.publisher = new MappingPublisher(scope, 'Publisher', {
-        roleName: publisherRoleName(app),
-        bucketNamePrefix: props.bucketPrefix,
-        regions: props.homeOf,
-        parameterName: mappingBucketParameter(app),
-      });
-    }
-    // The stack's custom resources (seeding the mapping, reading the cells' endpoint service names)
-    // run as this role; the cells' reader roles trust `<app>-router-*` roles of this account.
+    // The stack's custom resources (seeding the mapping, reading the cells' endpoint service names,
+    // guarding the home region) run as this role; the cells' reader roles trust `<app>-router-*`
+    // roles of this account.
     const prefix = routerNamePrefix(app, region);
     const customResourceRole = new iam.Role(scope, 'CustomResourceRole', {
       roleName: routerCustomResourceRoleName(app, region),
@@ -118,6 +117,24 @@ export class RouterMappings {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
     });
     this.customResourceRole = customResourceRole;
+    // In every region's stack, before anything of the home region's is touched: a deploy that
+    // changes router.homeRegion fails here, in whichever region deploys first, and rolls back.
+    const guard = props.homeRegion
+      ? new HomeRegionGuard(scope, 'HomeRegionGuard', {
+          homeRegion: props.homeRegion,
+          parameterName: routerHomeRegionParameter(app),
+          role: customResourceRole,
+        })
+      : undefined;
+    if (props.homeOf) {
+      this.publisher = new MappingPublisher(scope, 'Publisher', {
+        roleName: publisherRoleName(app),
+        bucketNamePrefix: props.bucketPrefix,
+        regions: props.homeOf,
+        parameterName: mappingBucketParameter(app),
+      });
+      if (guard) this.publisher.node.addDependency(guard.guard);
+    }
     this.mappingBucket = new MappingBucket(scope, 'Mappings', {
       namePrefix: props.bucketPrefix,
       parameterName: mappingBucketParameter(app),
@@ -143,6 +160,7 @@ export class RouterMappings {
         mappingBucketParameter: mappingBucketParameter(app),
         routerClusterParameter: routerClusterParameter(app),
       });
+      if (guard) this.moves.node.addDependency(guard.guard);
     }
     // In a nested stack of its own: the document is inlined once per seeded key (the version and each
     // group's pointer), about 85 KB each at 400 cells, which the router template could not carry under
@@ -383,7 +401,7 @@ export class RouterCellReach {
           port: cell.port,
           serviceNameParameter: cellEndpointServiceParameter(app, cell.id),
           readerRoleName: cellEndpointReaderRoleName(app, cell.id),
-          ...(fingerprints?.[cell.id] ? { fingerprint: fingerprints[cell.id] } : {}),
+          ...linkFingerprint(fingerprints?.[cell.id], cell.endpointGeneration),
         })),
       });
       linkStack.node.addDependency(props.lookupRole);
@@ -393,6 +411,17 @@ export class RouterCellReach {
     this.links = links;
     this.linkStacks = linkStacks;
   }
+}
+
+/**
+ * What a cell's lookup carries to be read again: the endpoint service's fingerprint (its template
+ * changed) and the cell's endpoint generation (its stack was created again from the same template),
+ * so either one re-reads the name. Without a generation the property is the fingerprint alone, as it
+ * always was: no deployed lookup is replaced by this.
+ */
+export function linkFingerprint(fingerprint: string | undefined, generation: number | undefined): { fingerprint?: string } {
+  if (!generation) return fingerprint ? { fingerprint } : {};
+  return { fingerprint: `${fingerprint ?? 'created'}.g${generation}` };
 }
 
 export interface RouterGroupHandOverProps {

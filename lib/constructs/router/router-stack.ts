@@ -75,6 +75,12 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
    */
   readonly homeOf?: readonly string[];
   /**
+   * `router.homeRegion`: every region's stack keeps it and refuses a deploy that changes it
+   * (HomeRegionGuard), since it would move the publisher and move operator roles and the move bucket.
+   * @default - no guard
+   */
+  readonly homeRegion?: string;
+  /**
    * Each cell's endpointServiceFingerprint (lib/constructs/cell/entry.ts), from the cell stacks of the same
    * app: a cell whose endpoint service may have been replaced has its name read again.
    * @default - each name is read once, when its link is created
@@ -143,6 +149,7 @@ export class RouterStack extends Stack {
       seedMapping,
       organizationId,
       homeOf,
+      homeRegion,
       cellEndpointFingerprints,
       ...props
     }: RouterStackProps,
@@ -178,6 +185,7 @@ export class RouterStack extends Stack {
       seed: seedMapping,
       organizationId,
       homeOf,
+      homeRegion,
     });
     this.mappingBucket = mappings.mappingBucket;
     this.publisher = mappings.publisher;

@@ -28,6 +28,16 @@ export interface RoutedCell {
   readonly scheme: 'http' | 'https';
   /** True for cell zero: the factory does not build it. */
   readonly adopted: boolean;
+  /** CellConfig.endpointGeneration. */
+  readonly endpointGeneration?: number;
+}
+
+/** `endpointGeneration` (of a cell or cell zero, at `at`): a whole number from 1. */
+export function endpointGenerationProblems(at: string, generation: number | undefined): string[] {
+  if (generation === undefined || (Number.isInteger(generation) && generation >= 1)) return [];
+  return [
+    `${at}: endpointGeneration ${generation} must be a whole number from 1 (raise it by one each time the stack is deleted and created again after the routers linked it)`,
+  ];
 }
 
 /** Every cell the routers reach, in mapping order: the factory's cells, then cell zero. */
@@ -39,6 +49,7 @@ export function routedCells(fleet: Pick<Fleet, 'cells' | 'cellZero'>): RoutedCel
     port: c.certificateArn ? 443 : 80,
     scheme: c.certificateArn ? 'https' : 'http',
     adopted: false,
+    ...(c.endpointGeneration ? { endpointGeneration: c.endpointGeneration } : {}),
   }));
   const zero = fleet.cellZero;
   if (zero)
@@ -49,6 +60,7 @@ export function routedCells(fleet: Pick<Fleet, 'cells' | 'cellZero'>): RoutedCel
       port: cellZeroPort(zero),
       scheme: zero.loadBalancer.protocol,
       adopted: true,
+      ...(zero.endpointGeneration ? { endpointGeneration: zero.endpointGeneration } : {}),
     });
   return cells;
 }
@@ -76,6 +88,7 @@ export function cellZeroProblems(input: FleetInput, partition: string, cellAccou
   if (!CELL_ID.test(id)) problems.push(`${at}.id: \`${id}\` is malformed; use 2-31 characters of a-z, 0-9 and '-', starting with a letter`);
   if ((input.cells ?? []).some((c) => c.id === id))
     problems.push(`${at}.id: \`${id}\` is also a cell of \`cells\`; give cell zero an id of its own (default \`${DEFAULT_CELL_ZERO_ID}\`)`);
+  problems.push(...endpointGenerationProblems(at, zero.endpointGeneration));
   const regions = Object.keys(input.regions ?? {});
   const before = problems.length;
   if (!regions.includes(zero.region))
@@ -212,6 +225,7 @@ export function resolveCellZero(input: FleetInput): CellZero | undefined {
       clientSecurityGroupId: zero.database.clientSecurityGroupId,
     },
     alarms: cellZeroAlarms(input),
+    ...(zero.endpointGeneration ? { endpointGeneration: zero.endpointGeneration } : {}),
   };
 }
 

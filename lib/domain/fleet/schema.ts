@@ -99,6 +99,7 @@ const CELL = object<CellConfig>({
   state: optional(oneOf('active', 'draining', 'quarantine')),
   account: optional(string),
   certificateArn: optional(string),
+  endpointGeneration: optional(integer),
 });
 
 const ALARMS: Fields<Partial<AlarmThresholds>> = {
@@ -195,6 +196,7 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
       alarms: optional(
         object<Partial<CellZeroAlarms>>({ errorRatePercent: optional(number), p99LatencyMs: optional(number), evaluationPeriods: optional(integer) }),
       ),
+      endpointGeneration: optional(integer),
     }),
   ),
 };

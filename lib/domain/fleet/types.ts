@@ -85,6 +85,13 @@ export interface CellConfig {
   readonly account?: string;
   /** ACM certificate for the cell's HTTPS listener. @default - HTTP inside PrivateLink */
   readonly certificateArn?: string;
+  /**
+   * Raise by one each time this cell's stack is deleted and created again after the routers linked
+   * it: its endpoint service comes back under a new name, which the routers read only when what the
+   * name depends on changes (its template did not). The next router deploy reads it again and
+   * replaces the interface endpoint to it. @default - none: never re-created
+   */
+  readonly endpointGeneration?: number;
 }
 
 export interface RegionConfig {
@@ -338,6 +345,11 @@ export interface CellZeroConfig {
    * @default - the fleet's `alarms`
    */
   readonly alarms?: Partial<CellZeroAlarms>;
+  /**
+   * Raise by one each time the adoption stack is deleted and created again after the routers linked
+   * cell zero (its endpoint service comes back under a new name). @default - none: never re-created
+   */
+  readonly endpointGeneration?: number;
 }
 
 /** Cell zero's alarm thresholds (CellZeroConfig.alarms). */
@@ -428,6 +440,8 @@ export interface CellZero {
     readonly clientSecurityGroupId: string;
   };
   readonly alarms: CellZeroAlarms;
+  /** See CellZeroConfig.endpointGeneration. */
+  readonly endpointGeneration?: number;
 }
 
 /** A cell with every default applied and its account resolved. */
@@ -442,6 +456,8 @@ export interface Cell {
   readonly account: string;
   readonly availabilityZones: readonly string[];
   readonly certificateArn?: string;
+  /** See CellConfig.endpointGeneration. */
+  readonly endpointGeneration?: number;
 }
 
 /** The validated fleet every other part consumes. */

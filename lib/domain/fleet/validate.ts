@@ -19,7 +19,7 @@ import {
   postgresVersionProblem,
   tenantMaxConnOf,
 } from './defaults';
-import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, resolveCellZero } from './cell-zero';
+import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
@@ -542,6 +542,7 @@ function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetP
     if (cell.state !== undefined && !['active', 'draining', 'quarantine'].includes(cell.state)) {
       problems.push(`${at}: state \`${cell.state}\` must be active, draining or quarantine`);
     }
+    problems.push(...endpointGenerationProblems(at, cell.endpointGeneration));
     const certificate = `arn:${fleetPartition(input)}:acm:${cell.region}:${account}:certificate/`;
     if (cell.certificateArn !== undefined && !cell.certificateArn.startsWith(certificate)) {
       problems.push(`${at}: certificateArn must be an ACM certificate in the cell's own account and region (${certificate}…)`);
@@ -614,6 +615,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     account: cell.account ?? accounts[cell.id],
     availabilityZones: input.regions[cell.region].availabilityZones,
     ...(cell.certificateArn ? { certificateArn: cell.certificateArn } : {}),
+    ...(cell.endpointGeneration ? { endpointGeneration: cell.endpointGeneration } : {}),
   }));
   return {
     app: input.app,

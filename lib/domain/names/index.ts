@@ -124,6 +124,9 @@ export const moverParameter = (app: string, cell: string) => `/${app}/cell/${cel
 /** SSM parameter, in the router account in each region, naming that region's mapping bucket. */
 export const mappingBucketParameter = (app: string) => `/${app}/router/mapping-bucket`;
 
+/** SSM parameter (router account, each region): the `router.homeRegion` the region's router stack was deployed with (HomeRegionGuard). */
+export const routerHomeRegionParameter = (app: string) => `/${app}/router/home-region`;
+
 /** SSM parameter (router account, each region) naming the region's router ECS cluster. */
 export const routerClusterParameter = (app: string) => `/${app}/router/cluster-name`;
 

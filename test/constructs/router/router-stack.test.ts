@@ -745,8 +745,9 @@ describe('RouterStack', () => {
       expect(Object.keys(Template.fromStack(s).toJSON().Resources).length).toBeLessThan(500);
     }
     const written = assembly.getStackArtifact(stack.artifactId).templateFullPath;
-    // What grows with the cells is nested: the router's own template is a third of the action's 512 KB.
-    expect(fs.statSync(written).size).toBeLessThan(LIMITS.deployActionTemplateBytes.value / 2);
+    // What grows with the cells is nested: the router's own template holds the first dashboard page
+    // (full at 150 cells) and one nested stack resource per 100 or 150 more, about half the action's 512 KB.
+    expect(fs.statSync(written).size).toBeLessThan(LIMITS.deployActionTemplateBytes.value * 0.6);
     for (const n of nested) expect(fs.statSync(path.join(assembly.directory, n.templateFile)).size).toBeLessThan(LIMITS.templateBytes.value);
   });
 
