@@ -10,6 +10,7 @@ import { routerCommand } from './router-commands';
 import { fleetCommand } from './fleet-commands';
 import { capacityCommand, placeCommand } from './capacity-commands';
 import { cellZeroCommand } from './cell-zero-commands';
+import { protectCommand } from './protect-command';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -28,6 +29,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(capacityCommand(io));
   program.addCommand(placeCommand(io));
   program.addCommand(cellZeroCommand(io));
+  program.addCommand(protectCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command

@@ -29,35 +29,49 @@ export interface FakeAwsAnswers {
  * folder the lines run in (a pipeline step's input, such as the stage scripts).
  */
 export function runWithFakeAws(script: readonly string[], answers: FakeAwsAnswers, env: NodeJS.ProcessEnv = process.env, cwd?: string): FakeAwsRun {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-aws-'));
+  const fake = fakeAwsCommand(answers);
   try {
-    const log = path.join(dir, 'calls.log');
-    const fake = path.join(dir, 'aws');
-    fs.writeFileSync(
-      fake,
-      [
-        '#!/usr/bin/env bash',
-        `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
-        ...(answers.first ?? []),
-        'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}" | head -n1) SECRET TOKEN"; exit 0; fi',
-        answers.otherwise,
-      ].join('\n'),
-      { mode: 0o755 },
-    );
     const { BASH_ENV: _bashEnv, ENV: _env, ...clean } = env;
-    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake)} "$@"; }`, ...script].join('\n')], {
+    const result = spawnSync('/bin/bash', ['--norc', '--noprofile', '-c', [`aws() { ${JSON.stringify(fake.path)} "$@"; }`, ...script].join('\n')], {
       encoding: 'utf8',
       env: clean,
       cwd,
     });
-    return {
-      status: result.status,
-      out: result.stdout + result.stderr,
-      calls: fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : [],
-    };
+    return { status: result.status, out: result.stdout + result.stderr, calls: fake.calls() };
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    fake.remove();
   }
+}
+
+/** A fake `aws` program on disk (see runWithFakeAws for how it answers), for a command that runs the AWS CLI itself. */
+export interface FakeAwsCommand {
+  /** Its absolute path: what to run instead of `aws`. */
+  readonly path: string;
+  /** Each call so far, as FakeAwsRun.calls. */
+  calls(): string[];
+  remove(): void;
+}
+
+export function fakeAwsCommand(answers: FakeAwsAnswers): FakeAwsCommand {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-aws-'));
+  const log = path.join(dir, 'calls.log');
+  const fake = path.join(dir, 'aws');
+  fs.writeFileSync(
+    fake,
+    [
+      '#!/usr/bin/env bash',
+      `echo "$* | key=\${AWS_ACCESS_KEY_ID:-none}" >> ${log}`,
+      ...(answers.first ?? []),
+      'if [ "$1" = sts ]; then echo "KEY-$(echo "$*" | grep -o "[0-9]\\{12\\}" | head -n1) SECRET TOKEN"; exit 0; fi',
+      answers.otherwise,
+    ].join('\n'),
+    { mode: 0o755 },
+  );
+  return {
+    path: fake,
+    calls: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []),
+    remove: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { BAKE_ACTION_MAX_SECONDS } from '../../domain/waves/bake-segments';
-import { partitionFunction, shellQuote as quote } from './shell';
+import { partitionFunction, shellQuote as quote } from '../../runtime/pipeline/shell';
 
 /** One cell whose health alarm a bake step watches. */
 export interface BakeTarget {

@@ -1,6 +1,6 @@
 import { DefaultStackSynthesizer } from 'aws-cdk-lib';
-import { deployRoleShell, ProtectTarget } from './protect';
-import { partitionFunction, shellQuote } from './shell';
+import { deployRoleShell, ProtectTarget } from '../../runtime/pipeline/protect';
+import { partitionFunction, shellQuote } from '../../runtime/pipeline/shell';
 
 /** Seconds between two reads of a stack's status while it settles or is deleted. */
 export const FAILED_CREATE_POLL_SECONDS = 30;

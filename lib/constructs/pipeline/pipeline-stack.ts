@@ -28,7 +28,7 @@ import { fleetWideRoles, grantBootstrapRolesByPattern } from './bootstrap-grants
 import { CDK_ASSETS_VERSION, sizeAssetPublishing } from './publishing';
 import { applyStageConditions } from './stage-conditions';
 import { failedCreateVariables } from './failed-create';
-import { ProtectTarget, protectVariables } from './protect';
+import { ProtectTarget, protectVariables } from '../../runtime/pipeline/protect';
 import { assumeInAccounts, deployRolePattern, grantStageProjectsByPattern, namePattern } from './stage-grants';
 import { sourceStageScript, STAGE_SCRIPTS_DIR, writeStageScripts } from './stage-scripts';
 import { SYNTH_BUILD_IMAGE, SYNTH_COMMANDS, SYNTH_INSTALL_COMMANDS, synthPartialBuildSpec } from './synth';

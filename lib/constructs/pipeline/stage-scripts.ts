@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { bakeScript } from './bake';
 import { failedCreateScript } from './failed-create';
-import { protectScript } from './protect';
+import { protectScript } from '../../runtime/pipeline/protect';
 
 /**
  * The folder of the cloud assembly (`cdk.out/<this>`) that holds the stage steps' scripts. The

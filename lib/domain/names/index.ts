@@ -10,6 +10,13 @@ import { createHash } from 'crypto';
 
 // Stacks and the pipeline
 
+/**
+ * The CDK bootstrap qualifier every environment of the fleet is bootstrapped with: CDK's default
+ * (DefaultStackSynthesizer.DEFAULT_QUALIFIER; a test holds the two equal). Its roles are
+ * `cdk-<qualifier>-deploy-role-<account>-<region>` and the like.
+ */
+export const CDK_BOOTSTRAP_QUALIFIER = 'hnb659fds';
+
 /** Stack name of a cell: `<app>-cell-<id>`. */
 export const cellStackName = (app: string, cellId: string) => `${app}-cell-${cellId}`;
 

@@ -1,5 +1,5 @@
-import { DefaultStackSynthesizer } from 'aws-cdk-lib';
 import { regionPartition } from '../../domain/fleet/regions';
+import { CDK_BOOTSTRAP_QUALIFIER } from '../../domain/names';
 import { partitionFunction, shellQuote } from './shell';
 
 /** A stack the pipeline deployed, to be termination-protected in its account and region. */
@@ -16,7 +16,7 @@ export interface ProtectTarget {
 }
 
 /** The CDK bootstrap deploy role of an environment (default qualifier), which the pipeline already assumes to deploy. */
-export function deployRoleArn(account: string, region: string, qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string {
+export function deployRoleArn(account: string, region: string, qualifier = CDK_BOOTSTRAP_QUALIFIER): string {
   return `arn:${regionPartition(region)}:iam::${account}:role/cdk-${qualifier}-deploy-role-${account}-${region}`;
 }
 
@@ -55,13 +55,13 @@ export const DELETION_PROTECTED_TYPES = ['AWS::ElasticLoadBalancingV2::LoadBalan
  * Idempotent: a protected stack or resource is skipped (see protectScript). A change that fails
  * after its retries fails the step, so a stack never silently stays unprotected.
  */
-export function protectCommands(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
+export function protectCommands(targets: readonly ProtectTarget[], qualifier = CDK_BOOTSTRAP_QUALIFIER): string[] {
   if (targets.length === 0) return [];
   return [...protectVariables(targets, qualifier), ...protectScript()];
 }
 
 /** The variables `protectScript` reads: the stacks to protect and the CDK bootstrap qualifier. */
-export function protectVariables(targets: readonly ProtectTarget[], qualifier = DefaultStackSynthesizer.DEFAULT_QUALIFIER): string[] {
+export function protectVariables(targets: readonly ProtectTarget[], qualifier = CDK_BOOTSTRAP_QUALIFIER): string[] {
   const list = targets.map((t) => shellQuote(`${t.stackName} ${t.account} ${t.region} ${t.deletionProtectorRole ?? '-'}`)).join(' ');
   return [`protect_targets=(${list})`, `cdk_qualifier=${shellQuote(qualifier)}`];
 }

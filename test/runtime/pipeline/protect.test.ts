@@ -3,7 +3,10 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { regionPartition } from '../../../lib/domain/fleet';
-import { deployRoleArn, partitionFunction, protectCommands, ProtectTarget } from '../../../lib/constructs/pipeline';
+import { DefaultStackSynthesizer } from 'aws-cdk-lib';
+import { CDK_BOOTSTRAP_QUALIFIER } from '../../../lib/domain/names';
+import { deployRoleArn, protectCommands, ProtectTarget } from '../../../lib/runtime/pipeline/protect';
+import { partitionFunction } from '../../../lib/runtime/pipeline/shell';
 import { runWithFakeAws } from '../../support/fake-aws';
 
 const targets: ProtectTarget[] = [
@@ -179,6 +182,8 @@ describe('protectCommands (CodePipeline ignores terminationProtection: the pipel
 
   it('names the deploy role by the bootstrap qualifier', () => {
     expect(deployRoleArn('123456789012', 'eu-west-1')).toBe('arn:aws:iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-eu-west-1');
+    // The CLI may not load CDK: the qualifier is the domain's, and it is CDK's default.
+    expect(CDK_BOOTSTRAP_QUALIFIER).toBe(DefaultStackSynthesizer.DEFAULT_QUALIFIER);
     expect(deployRoleArn('123456789012', 'eu-west-1', 'custom')).toBe('arn:aws:iam::123456789012:role/cdk-custom-deploy-role-123456789012-eu-west-1');
     // In the region's partition.
     expect(deployRoleArn('123456789012', 'us-gov-west-1')).toBe(

@@ -1,6 +1,6 @@
 import { REGION_PARTITION_PREFIXES } from '../../domain/fleet/regions';
 
-/* Shell helpers of the stage scripts: no CDK here, so the waves plan (and the CLI) can load the scripts' modules. */
+/* Shell helpers of the pipeline's stage scripts and of `cellctl protect`: no CDK here, so the CLI can load them. */
 
 /** `s` as one single-quoted shell word. */
 export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
