@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../domain/fleet';
+import { BAKE_SECONDS_RANGE, cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../domain/fleet';
 import {
   addCell,
   bucketCounts,
@@ -290,7 +290,10 @@ async function openStores(flags: StoreFlags): Promise<{ stores: MappingStore[]; 
   const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
   const fleet = fleetFrom(flags.config);
   const bakeSeconds = flags.bake === undefined ? fleet.router.publishBakeSeconds : Number(flags.bake);
-  if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0) throw new CliError(`--bake ${flags.bake}: give whole seconds >= 0`, 2);
+  // Bounded as router.publishBakeSeconds is: a bake past a day is a typo that would hold the publish
+  // (the canary group on the new version, the rest on the old) until someone kills it.
+  if (!Number.isInteger(bakeSeconds) || bakeSeconds < 0 || bakeSeconds > BAKE_SECONDS_RANGE.max)
+    throw new CliError(`--bake ${flags.bake}: give whole seconds from 0 to ${BAKE_SECONDS_RANGE.max} (a day)`, 2);
   if (flags.bucket) {
     const client = s3Client({ forcePathStyle: flags.forcePathStyle, region: flags.region }, fleet.router.homeRegion);
     return { stores: [new MappingStore(client, flags.bucket)], fleet, bakeSeconds };

@@ -317,6 +317,27 @@ describe('cellctl mapping (files)', () => {
     });
   });
 
+  it('writes only regular files: a device, a pipe or a directory as --out is refused and left as it was; a symlink is written where it points', async () => {
+    const v2 = path.join(dir, 'v2.json');
+    for (const out of ['/dev/null', dir]) {
+      const before = fs.statSync(out);
+      const result = await cellctl('mapping', 'pin', 'tenant-77', 'eu-2', '--mapping', v2, '--out', out, '--routing-only');
+      expect(result.code).toBe(1);
+      expect(result.err.trim().split('\n').pop()).toMatch(
+        new RegExp(`^error: could not write ${out}: it is (a character device|a directory); give the path of a regular file$`),
+      );
+      const after = fs.statSync(out);
+      expect([after.isCharacterDevice(), after.isDirectory(), after.ino]).toEqual([before.isCharacterDevice(), before.isDirectory(), before.ino]);
+    }
+    const target = path.join(dir, 'linked-target.json');
+    const link = path.join(dir, 'linked.json');
+    fs.writeFileSync(target, '{}');
+    fs.symlinkSync(target, link);
+    expect((await cellctl('mapping', 'pin', 'tenant-77', 'eu-2', '--mapping', v2, '--out', link, '--routing-only')).code).toBe(0);
+    expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(fs.readFileSync(target, 'utf8')).overrides.exact['tenant-77']).toBe('eu-2');
+  });
+
   it('exits 2 on usage errors', async () => {
     expect((await cellctl('mapping', 'where')).code).toBe(2);
     expect((await cellctl('mapping', 'nope')).code).toBe(2);
@@ -407,6 +428,13 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
       [2, []],
       [1, []],
     ]);
+  });
+
+  it('bounds --bake to a day, as router.publishBakeSeconds is, before reading anything', async () => {
+    for (const bake of ['1e9', '86401', '-1', '2.5']) {
+      const result = await cellctl('mapping', 'history', '--config', CONFIG, '--bucket', s3.bucket, '--bake', bake, '--force-path-style');
+      expect([bake, result.code, result.err.trim()]).toEqual([bake, 2, `error: --bake ${bake}: give whole seconds from 0 to 86400 (a day)`]);
+    }
   });
 
   it('reports an unreachable or failing bucket with exit 1', async () => {

@@ -17,6 +17,11 @@ export interface ValidateOptions {
   readonly bucketCount?: number;
   /** What a router task holds. @default DOCUMENT_LIMITS */
   readonly limits?: DocumentLimits;
+  /**
+   * Where the router that reads the document listens (`http://127.0.0.1:8080`): no cell may be
+   * there, or its requests would loop. @default - not known (publish, the change commands)
+   */
+  readonly routerEndpoints?: readonly string[];
 }
 
 export type ParseResult =
@@ -47,10 +52,11 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
   if (doc.schemaVersion !== SCHEMA_VERSION) report('$.schemaVersion', `must be ${SCHEMA_VERSION}, got ${JSON.stringify(doc.schemaVersion)}`);
   if (!isInt(doc.version) || doc.version < 1) {
     report('$.version', `must be a positive integer, got ${JSON.stringify(doc.version)}`);
-  } else if (doc.version > MAX_MAPPING_VERSION) {
+  } else if (doc.version >= MAX_MAPPING_VERSION) {
+    // 2^52 itself is refused too: the version after it (a change, a rollback) could not be published.
     report(
       '$.version',
-      `${doc.version} is over ${MAX_MAPPING_VERSION} (2^52): the next version and a rollback must stay exact integers above it; publish the change as the current version + 1`,
+      `${doc.version} is 2^52 (${MAX_MAPPING_VERSION}) or more: the next version and a rollback must stay exact integers below it; publish the change as the current version + 1`,
     );
   } else if (options.previousVersion !== undefined && doc.version <= options.previousVersion) {
     report('$.version', `${doc.version} is not greater than the current version ${options.previousVersion}`);
@@ -79,6 +85,7 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
   if (!cells) report('$.cells', 'must be an object of cell id → {endpoint, state}');
   const states = new Map<string, string>();
   const endpoints = new Map<string, string>();
+  const ownIdentities = new Set((options.routerEndpoints ?? []).flatMap((own) => (URL.canParse(own) ? [endpointIdentity(own)] : [])));
   for (const [id, cell] of Object.entries(cells ?? {})) {
     const at = `$.cells.${id}`;
     if (!CELL_ID_PATTERN.test(id)) report(at, `cell id must match ${CELL_ID_PATTERN.source}`);
@@ -88,6 +95,13 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
     }
     if (typeof cell.endpoint !== 'string' || !/^https?:\/\/[^\s/]+(:\d+)?\/?$/.test(cell.endpoint)) {
       report(`${at}.endpoint`, `must be an http(s) URL with host and optional port, got ${JSON.stringify(cell.endpoint)}`);
+    } else if (cell.endpoint.slice(cell.endpoint.indexOf('//') + 2).includes('@')) {
+      report(`${at}.endpoint`, `${cell.endpoint} has a user name (user@host); a router connects to a host and port only: give scheme://host[:port]`);
+    } else if (ownIdentities.has(endpointIdentity(cell.endpoint))) {
+      report(
+        `${at}.endpoint`,
+        `${cell.endpoint} is the router's own address: its tenants' requests would loop through the router; give the cell's address`,
+      );
     } else {
       const same = endpoints.get(endpointIdentity(cell.endpoint));
       if (same !== undefined)
@@ -182,10 +196,21 @@ function validateFreeze(freeze: unknown, bucketCount: number | undefined, report
   });
 }
 
-/** Scheme, host (case-insensitive) and port (the scheme's default when left out): what a router connects to. */
-function endpointIdentity(endpoint: string): string {
+/** Names every host answers for itself: one address, for the comparison. */
+const LOOPBACK = /^(localhost|localhost\.localdomain|[^.]+\.localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]|\[::ffff:127\.0\.0\.1\]|\[::ffff:7f00:1\])$/;
+
+/**
+ * What a router connects to, however the URL spells it: the host without case or a trailing dot
+ * (`Cell.Example.` is `cell.example`), loopback under any of its names (`localhost`, `127.0.0.1`,
+ * `[::1]`, `0.0.0.0`: one host, whose ports tell its servers apart), the port (the scheme's default
+ * when left out). The scheme is left out: `http://h:443` and `https://h:443` are one socket.
+ * The WHATWG URL parser already writes IPv4 in its dotted form (`127.1` is `127.0.0.1`).
+ */
+export function endpointIdentity(endpoint: string): string {
   const url = new URL(endpoint);
-  return `${url.protocol}//${url.hostname.toLowerCase()}:${url.port || (url.protocol === 'https:' ? 443 : 80)}`;
+  const host = url.hostname.toLowerCase().replace(/\.$/, '');
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return `${LOOPBACK.test(host) ? 'loopback' : host}:${port}`;
 }
 
 /** The document's size against what a router task holds, for readers that have its text. */

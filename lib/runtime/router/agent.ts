@@ -5,7 +5,7 @@ import * as path from 'path';
 import { writeFileAtomic } from '../../domain/files';
 import { MappingDocument, parseMapping, sizeProblem } from '../../domain/mapping';
 import { Applied, mapFileChunks, MappingApplier, UnappliableDocumentError } from './apply';
-import { BUCKET_COUNT_ENV, MAP_FILES, SERVER_STATE_FILE, slotName } from './haproxy-config';
+import { BUCKET_COUNT_ENV, MAP_FILES, ROUTER_ADDRESSES_ENV, SERVER_STATE_FILE, slotName } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
 import { readTenantRates, tenantMetricLines } from './tenant-rates';
@@ -222,10 +222,13 @@ export class MappingAgent {
     try {
       let pid: string | undefined;
       let bucketCount: number | undefined;
+      let routerEndpoints: string[] = [];
       try {
         pid = (await this.o.api.info()).Pid;
         this.inForce = await this.o.applier.currentVersion();
         bucketCount = Number(await this.o.api.env(BUCKET_COUNT_ENV)) || undefined;
+        // A configuration from before the variable existed lists none: nothing to compare.
+        routerEndpoints = ((await this.o.api.env(ROUTER_ADDRESSES_ENV)) ?? '').split(' ').filter(Boolean);
       } catch (error) {
         this.appliedPid = undefined;
         this.inForce = undefined;
@@ -296,7 +299,7 @@ export class MappingAgent {
       }
       const parsed =
         pid === undefined || bucketCount !== undefined
-          ? parseMapping(result.text, { bucketCount })
+          ? parseMapping(result.text, { bucketCount, routerEndpoints })
           : {
               ok: false as const,
               problems: [

@@ -88,6 +88,19 @@ export { ROUTER_TASK_MEMORY_MIB };
 /** The environment variable of HAProxy's configuration that says its bucket count (read by the agent with `show env`). */
 export const BUCKET_COUNT_ENV = 'CELL_BUCKET_COUNT';
 
+/** HAProxy's environment variable listing where it listens (`http://host:port …`), read by the agent. */
+export const ROUTER_ADDRESSES_ENV = 'CELL_ROUTER_ADDRESSES';
+
+/** Every address the router's frontends listen on, as URLs a document's endpoint is compared with. */
+export function routerAddresses(o: Pick<HaproxyConfigOptions, 'bind' | 'readyBind' | 'statsPort'>): string[] {
+  const url = (address: string, port: number) => `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+  return [
+    url(o.bind.address, o.bind.port),
+    ...(o.readyBind ? [url(o.readyBind.address, o.readyBind.port)] : []),
+    ...(o.statsPort !== undefined ? [url('127.0.0.1', o.statsPort)] : []),
+  ];
+}
+
 /**
  * Tenants whose bucket a router keeps (the `keys` stick table: the key, up to 129 bytes, and the
  * bucket + 1 in `gpt0`, about 256 bytes an entry: 32 MiB of the task's reserve). A key seen again
@@ -372,6 +385,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // The bucket count this configuration hashes keys into, for the agent (`show env`): it refuses a
     // document made for another count instead of sending most keys to other cells.
     `  setenv ${BUCKET_COUNT_ENV} ${o.bucketCount}`,
+    // Where this router listens, for the agent: a document that names one of these as a cell's
+    // endpoint would loop requests through the router, and is refused.
+    `  setenv ${ROUTER_ADDRESSES_ENV} ${quote(routerAddresses(o).join(' '))}`,
     // A port already taken is an error at start, not shared (SO_REUSEPORT): a second router or local
     // fleet on the same port would otherwise take a share of the first one's connections.
     '  noreuseport',

@@ -242,13 +242,46 @@ describe('documents valid in form but wrong for the routers', () => {
     ]);
   });
 
-  it('refuses a version a next version or a rollback could not follow', () => {
-    for (const version of [1e308, 2 ** 53, 2 ** 52 + 1]) {
+  it('refuses a version a next version or a rollback could not follow, 2^52 itself included', () => {
+    for (const version of [1e308, 2 ** 53, 2 ** 52 + 1, 2 ** 52]) {
       expect(validateMapping({ ...sampleMapping(), version })).toEqual([
-        { path: '$.version', message: expect.stringContaining(`is over ${2 ** 52} (2^52)`) },
+        { path: '$.version', message: expect.stringContaining(`is 2^52 (${2 ** 52}) or more`) },
       ]);
     }
-    expect(validateMapping({ ...sampleMapping(), version: 2 ** 52 })).toEqual([]);
+    expect(validateMapping({ ...sampleMapping(), version: 2 ** 52 - 1 })).toEqual([]);
+  });
+
+  it('refuses endpoints that differ only in spelling: loopback by any name, a trailing dot, case; and a user name, and the router itself', () => {
+    const doc = sampleMapping();
+    const [first, second] = Object.keys(doc.cells);
+    const withEndpoints = (a: string, b: string) => ({
+      ...doc,
+      cells: { ...doc.cells, [first]: { ...doc.cells[first], endpoint: a }, [second]: { ...doc.cells[second], endpoint: b } },
+    });
+    for (const [a, b] of [
+      ['http://127.0.0.1:19001', 'http://localhost:19001'],
+      ['http://127.0.0.1:19001', 'http://[::1]:19001'],
+      ['http://127.0.0.1:19001', 'http://0.0.0.0:19001/'],
+      ['http://127.0.0.1:19001', 'http://127.1:19001'],
+      ['http://cell-b.orders.cells.internal', 'http://Cell-B.orders.cells.internal.:80'],
+      ['https://cell-b.example.com', 'http://cell-b.example.com:443'],
+    ]) {
+      expect([a, b, validateMapping(withEndpoints(a, b))]).toEqual([
+        a,
+        b,
+        [{ path: `$.cells.${second}.endpoint`, message: expect.stringContaining(`is cell ${first}'s endpoint too`) }],
+      ]);
+    }
+    // Another port of the same host is another server.
+    expect(validateMapping(withEndpoints('http://127.0.0.1:19001', 'http://localhost:19002'))).toEqual([]);
+    expect(validateMapping(withEndpoints('http://127.0.0.1:19001', 'http://name@127.0.0.1:19002'))).toEqual([
+      { path: `$.cells.${second}.endpoint`, message: expect.stringContaining('has a user name (user@host)') },
+    ]);
+    const router = { routerEndpoints: ['http://0.0.0.0:8080', 'http://127.0.0.1:8081', 'not a url'] };
+    expect(validateMapping(withEndpoints('http://127.0.0.1:19001', 'http://localhost:8080'), router)).toEqual([
+      { path: `$.cells.${second}.endpoint`, message: expect.stringContaining("is the router's own address") },
+    ]);
+    expect(validateMapping(withEndpoints('http://127.0.0.1:19001', 'http://127.0.0.1:19002'), router)).toEqual([]);
   });
 
   it('refuses two cells with the same endpoint, however the URL is spelled', () => {
