@@ -11,6 +11,7 @@ import {
   removeCell,
   formatProblems,
   guardChange,
+  publishRefusals,
   InvalidKeyError,
   lookup,
   lookupMany,
@@ -634,9 +635,17 @@ export function mappingCommand(io: CliIo): Command {
     .option(...MAPPING_OPTION)
     .argument('[file]', 'the mapping document (same as --mapping FILE)')
     .option('--group <name>', 'publish to this router group only')
-    .action((argument: string | undefined, flags: StoreFlags & { mapping?: string }) =>
+    .option('--force', 'publish even if the guard rail refuses the change against the version in force (moved share, an emptied cell)')
+    .option(
+      '--max-move <percent>',
+      'largest share of the keyspace one publish may move from the version in force',
+      String(DEFAULT_MAX_MOVED_SHARE * 100),
+    )
+    .option('--routing-only', 're-route keys without moving their data (stateless workloads only)')
+    .action((argument: string | undefined, flags: StoreFlags & { mapping?: string; force?: boolean; maxMove: string; routingOnly?: boolean }) =>
       storeAction(async ({ publishMapping }) => {
         const doc = readMappingFile(mappingFileOf('publish', argument, flags.mapping));
+        const maxMovedShare = maxMoveShare(flags.maxMove);
         const { stores, fleet, bakeSeconds } = await openStores(flags);
         const result = await publishMapping(stores, doc, {
           groups: fleet.router.groups.map((g) => g.name),
@@ -644,6 +653,8 @@ export function mappingCommand(io: CliIo): Command {
           bakeSeconds,
           routerSlots: fleet.router.slots,
           bucketCount: fleet.bucketCount,
+          // The change commands' guard, against the version in force: a hand-edited document too.
+          guard: (inForce, next) => publishRefusals(inForce, next, { maxMovedShare, routingOnly: flags.routingOnly, force: flags.force }),
           progress: (line) => io.err(`${line}\n`),
         });
         io.out(flags.json ? json(result) : publishText(result));
@@ -664,6 +675,53 @@ export function mappingCommand(io: CliIo): Command {
       io.out(flags.json ? json(result) : `restored the content of v${result.restoredFrom} as v${result.version}\n${publishText(result)}`);
     }),
   );
+
+  storeCommand(mapping, 'pull', "write the document in force (the first router group's, or --group's) to --out: the base of the next change")
+    .requiredOption('--out <file>', 'where to write the document')
+    .option('--group <name>', 'the router group whose document to write (default: the first, the canary group)')
+    .action((flags: StoreFlags & { out: string }) =>
+      storeAction(async () => {
+        const { stores, fleet } = await openStores(flags);
+        const group = flags.group ?? fleet.router.groups[0].name;
+        if (!fleet.router.groups.some((g) => g.name === group))
+          throw new CliError(`no router group \`${group}\`; groups are ${fleet.router.groups.map((g) => g.name).join(', ')}`, EXIT.usage);
+        const stored = await stores[0].readGroup(group);
+        if (!stored)
+          throw new CliError(`group \`${group}\` in s3://${stores[0].bucket} has no mapping yet; make the first one with \`cellctl mapping init\``);
+        writeFileAtomic(flags.out, stored.text);
+        io.out(
+          flags.json
+            ? json({ file: flags.out, version: stored.document.version, group })
+            : `wrote ${flags.out} (v${stored.document.version}, in force in group ${group})\n`,
+        );
+      }),
+    );
+
+  storeCommand(
+    mapping,
+    'repair',
+    'point every router group whose pointer is not a valid mapping back at a valid published version (--to, default the newest); the routers keep their last-known-good meanwhile',
+  )
+    .option('--to <version>', 'the published version to point the invalid pointers at (default: the newest valid one)')
+    .action((flags: StoreFlags & { to?: string }) =>
+      storeAction(async ({ repairPointers }) => {
+        const version = flags.to === undefined ? undefined : Number(flags.to);
+        if (version !== undefined && (!Number.isInteger(version) || version < 1))
+          throw new CliError(`--to ${flags.to}: give a published version number (cellctl mapping history)`, EXIT.usage);
+        const { stores, fleet } = await openStores(flags);
+        const groups = flags.group ? [flags.group] : fleet.router.groups.map((g) => g.name);
+        const results = await repairPointers(stores, groups, { version, progress: (line) => io.err(`${line}\n`) });
+        io.out(
+          flags.json
+            ? json(results)
+            : formatTable(
+                ['bucket', 'group', 'pointer', 'version'],
+                results.map((r) => [r.bucket, r.group, r.status, r.version === undefined ? '-' : `v${r.version}`]),
+              ),
+        );
+      }),
+    )
+    .option('--group <name>', 'repair this router group only');
 
   storeCommand(mapping, 'history', 'published versions, newest first, and which router group is on which')
     .addOption(new Option('--limit <n>', 'versions to show').default('20'))

@@ -1,6 +1,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { cellctl } from '../support/cli';
 import { seedMapping } from '../../lib/domain/fleet';
 import { bucketCounts, MappingDocument } from '../../lib/domain/mapping';
@@ -408,14 +409,19 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
       '',
     ]);
 
-    const canaryOnly = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags(), '--group', 'canary');
+    // v2 pins a tenant to another cell without its data: the same guard as the change commands'.
+    const unguarded = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags(), '--group', 'canary');
+    expect(unguarded.code).toBe(1);
+    expect(unguarded.err).toContain('going from version 1 (in force in group `canary`) to 2 is refused; nothing written:');
+    expect(unguarded.err).toContain('re-routes 1 pinned key(s) (tenant-42) to other cells without their data');
+    const canaryOnly = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags(), '--group', 'canary', '--routing-only');
     expect(canaryOnly.code).toBe(0);
     expect(canaryOnly.out).toMatch(/canary\s+v1\s+v2\s+published/);
 
     const stale = await cellctl('mapping', 'publish', '--mapping', v1, ...storeFlags());
     expect(stale).toMatchObject({ code: 1, err: expect.stringContaining('group `canary` is at version 2; version 1 is older') });
 
-    const rest = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags());
+    const rest = await cellctl('mapping', 'publish', '--mapping', v2, ...storeFlags(), '--routing-only');
     expect(rest.out).toMatch(/canary\s+v2\s+v2\s+already-current\nmain\s+v1\s+v2\s+published/);
 
     const rollback = await cellctl('mapping', 'rollback', ...storeFlags());
@@ -428,6 +434,56 @@ describe('cellctl mapping (publish, rollback, history) against S3', () => {
       [2, []],
       [1, []],
     ]);
+  });
+
+  it('guards a hand-edited document as the change commands do, against the version in force; pull writes that version', async () => {
+    const pulled = path.join(dir, 'pulled.json');
+    const pull = await cellctl('mapping', 'pull', '--out', pulled, ...storeFlags());
+    expect(pull).toMatchObject({ code: 0, out: expect.stringMatching(/^wrote .*pulled\.json \(v3, in force in group canary\)\n$/) });
+    const inForce = JSON.parse(fs.readFileSync(pulled, 'utf8'));
+    expect(inForce.version).toBe(3);
+    // By hand: every bucket of the first cell to the second (a third of the keyspace and an emptied cell).
+    const first: string = inForce.buckets[0].cell;
+    const second: string = inForce.buckets[inForce.buckets.length - 1].cell;
+    const edited = path.join(dir, 'edited.json');
+    const buckets = inForce.buckets.map((b: { cell: string }) => (b.cell === first ? { ...b, cell: second } : b));
+    fs.writeFileSync(edited, JSON.stringify({ ...inForce, version: 4, buckets }));
+    const refused = await cellctl('mapping', 'publish', '--mapping', edited, ...storeFlags(), '--routing-only');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain(`leaves active cell \`${first}\` with no buckets`);
+    const moved = await cellctl('mapping', 'publish', '--mapping', edited, ...storeFlags(), '--force');
+    expect(moved.code).toBe(1);
+    expect(moved.err).toMatch(/re-routes \d+ bucket\(s\) to other cells without their data/);
+    expect(JSON.parse((await cellctl('mapping', 'history', ...storeFlags(), '--json')).out)[0].version).toBe(3);
+    // A jump ahead is refused whatever the flags.
+    fs.writeFileSync(edited, JSON.stringify({ ...inForce, version: 2 ** 52 - 1 }));
+    const jump = await cellctl('mapping', 'publish', '--mapping', edited, ...storeFlags(), '--force', '--routing-only');
+    expect(jump.err).toContain(`version ${2 ** 52 - 1} is more than 1000 past the newest published version 3`);
+  });
+
+  it('repairs an invalid group pointer onto a valid published version, and leaves valid ones alone', async () => {
+    const client = new S3Client({
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
+    await client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: 'groups/main/mapping.json', Body: '{"version": "broken"' }));
+    client.destroy();
+    const blocked = await cellctl('mapping', 'rollback', ...storeFlags());
+    expect(blocked.code).toBe(1);
+    expect(blocked.err).toContain(
+      'the routers keep their last-known-good mapping; `cellctl mapping repair` points the group at a valid published version again',
+    );
+    const unknown = await cellctl('mapping', 'repair', ...storeFlags(), '--to', '99');
+    expect(unknown).toMatchObject({ code: 1, err: expect.stringContaining('no version 99 in s3://orders-mappings-test') });
+    const repaired = await cellctl('mapping', 'repair', ...storeFlags(), '--json');
+    expect(repaired.code).toBe(0);
+    expect(JSON.parse(repaired.out).map((r: { group: string; status: string; version: number }) => [r.group, r.status, r.version])).toEqual([
+      ['canary', 'valid', 3],
+      ['main', 'repaired', 3],
+    ]);
+    expect(repaired.err).toMatch(/^group main in s3:\/\/orders-mappings-test: invalid \(\$: not valid JSON.*\) -> v3\n$/);
   });
 
   it('bounds --bake to a day, as router.publishBakeSeconds is, before reading anything', async () => {

@@ -1,4 +1,4 @@
-import { MappingDocument, sizeProblem, validateMapping } from '../../domain/mapping';
+import { MappingDocument, parseMapping, sizeProblem, validateMapping } from '../../domain/mapping';
 import { groupKey, MappingStore, StoredMapping, versionKey } from './store';
 
 /** Publishing refused before anything was written (or, for a resume, before anything more was). */
@@ -24,6 +24,13 @@ export interface PublishOptions {
   readonly routerSlots?: number;
   /** The fleet's bucket count (what the routers hash keys into): a document with another is refused. */
   readonly bucketCount?: number;
+  /**
+   * Reasons to refuse going from the document in force (the first group's, in the first store) to
+   * this one: the change commands' guard (moved share, an emptied cell, keys re-routed without their
+   * data), applied to a hand-edited document too. Nothing is written when it gives any.
+   * @default - no guard (the move engine, which publishes the steps of a planned move)
+   */
+  readonly guard?: (inForce: MappingDocument, doc: MappingDocument) => readonly string[];
 }
 
 export interface GroupResult {
@@ -39,6 +46,12 @@ export interface PublishResult {
 }
 
 const BAKE_PROGRESS_SECONDS = 30;
+
+/**
+ * How far past the newest published version a new one may be: each change command adds one, and an
+ * operator may publish a few changes at once; a larger gap is a hand-edited number.
+ */
+export const MAX_VERSION_STEP = 1000;
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -75,6 +88,7 @@ export async function publishMapping(
   options.progress?.(`checking ${targets.length} router group(s)${all.length > 1 ? ` in ${all.length} buckets` : ''} before writing anything`);
   const current = new Map<MappingStore, Map<string, StoredMapping | undefined>>();
   const versionPresent = new Map<MappingStore, boolean>();
+  const newestOf = new Map<MappingStore, number>();
   for (const store of all) {
     const pointers = new Map<string, StoredMapping | undefined>();
     for (const group of targets) {
@@ -94,23 +108,57 @@ export async function publishMapping(
     }
     current.set(store, pointers);
     const newest = Math.max(0, ...(await store.versions()));
+    newestOf.set(store, newest);
     const existing = await store.readVersion(doc.version);
     if (existing) {
       if (existing.text !== text) {
+        // Not "publish the next version instead": a document numbered again on top of someone
+        // else's would undo their change.
         throw new PublishRefusedError(
-          `version ${doc.version} is already published${where(store)} with different content; publish version ${newest + 1} instead`,
+          `version ${doc.version} is already published${where(store)} with different content: someone published since this document was made; make the change again on the document in force (cellctl mapping pull --out FILE), which numbers it ${newest + 1}`,
         );
       }
     } else if (doc.version <= newest) {
       throw new PublishRefusedError(
-        `version ${doc.version} is not greater than the newest published version ${newest}${where(store)}; publish version ${newest + 1} instead`,
+        `version ${doc.version} is not greater than the newest published version ${newest}${where(store)}: someone published since this document was made; make the change again on the document in force (cellctl mapping pull --out FILE)`,
       );
     }
     versionPresent.set(store, existing !== undefined);
   }
+  // A new version (no store has it yet) follows the newest one closely: each change command adds
+  // one, and a few changes may go out in one publish, but no document jumps ahead (to 2^52,
+  // freezing every later version).
+  const newestAll = Math.max(...newestOf.values());
+  if (![...versionPresent.values()].some(Boolean)) {
+    if (newestAll === 0 && doc.version !== 1)
+      throw new PublishRefusedError(
+        `version ${doc.version} into an empty bucket: the first published version is 1 (cellctl mapping init makes it; the router stacks seed it)`,
+      );
+    if (doc.version > newestAll + MAX_VERSION_STEP)
+      throw new PublishRefusedError(
+        `version ${doc.version} is more than ${MAX_VERSION_STEP} past the newest published version ${newestAll}: each change adds one to the version it was made from; make the change on the document in force (cellctl mapping pull --out FILE)`,
+      );
+  }
+  const inForce = current.get(all[0])!.get(targets[0]);
+  if (options.guard && inForce && inForce.document.version !== doc.version) {
+    const refusals = options.guard(inForce.document, doc);
+    if (refusals.length > 0)
+      throw new PublishRefusedError(
+        `going from version ${inForce.document.version} (in force in group \`${targets[0]}\`) to ${doc.version} is refused; nothing written:\n${refusals.map((r) => `  - ${r}`).join('\n')}`,
+      );
+  }
 
+  // Each version object records the version in force before it (in the first group, where a publish
+  // starts): what a rollback restores, never a version that was written and never in force.
+  const previousInForce = inForce && inForce.document.version < doc.version ? inForce.document.version : undefined;
   for (const store of all) {
-    if (!versionPresent.get(store)) await store.put(versionKey(doc.version), text);
+    if (!versionPresent.get(store))
+      await store.put(
+        versionKey(doc.version),
+        text,
+        undefined,
+        previousInForce !== undefined ? { [PREVIOUS_IN_FORCE]: String(previousInForce) } : undefined,
+      );
     options.progress?.(`${versionPresent.get(store) ? 'found' : 'wrote'} ${versionKey(doc.version)}${where(store)}`);
   }
   const versionObject: PublishResult['versionObject'] = all.every((store) => versionPresent.get(store)) ? 'already-present' : 'written';
@@ -146,9 +194,15 @@ export async function publishMapping(
   return { version: doc.version, versionObject, groups: results };
 }
 
+/** The version object's metadata key naming the version in force before it was published. */
+export const PREVIOUS_IN_FORCE = 'previous-in-force';
+
 /**
- * Puts the previous mapping back on every group. Routers never accept an older version, so the
- * previous document's content is published as a new version (newest + 1).
+ * Puts the previous mapping back on every group: the version that was in force before the current
+ * one (recorded on the current version's object when it was published), never a version object
+ * that was written and never in force (an interrupted or refused publish). An object from before
+ * that record existed falls back to the newest version below it, and says so. Routers never accept
+ * an older version, so the previous document's content is published as a new version (newest + 1).
  */
 export async function rollbackMapping(
   stores: MappingStore | readonly MappingStore[],
@@ -158,9 +212,19 @@ export async function rollbackMapping(
   const first = await store.readGroup(options.groups[0]);
   if (!first) throw new PublishRefusedError(`group \`${options.groups[0]}\` has no mapping yet; nothing to roll back`);
   const versions = await store.versions();
-  const previous = versions.filter((v) => v < first.document.version).pop();
-  if (previous === undefined)
-    throw new PublishRefusedError(`version ${first.document.version} is the first published version; nothing to roll back to`);
+  const current = first.document.version;
+  const recorded = (await store.versionMetadata(current))?.[PREVIOUS_IN_FORCE];
+  let previous: number | undefined;
+  if (recorded !== undefined && /^\d+$/.test(recorded) && Number(recorded) < current) {
+    previous = Number(recorded);
+  } else {
+    previous = versions.filter((v) => v < current).pop();
+    if (previous !== undefined)
+      options.progress?.(
+        `v${current} carries no record of the version in force before it (published before that was recorded): restoring the newest version below it, v${previous}`,
+      );
+  }
+  if (previous === undefined) throw new PublishRefusedError(`version ${current} is the first published version; nothing to roll back to`);
   const source = await store.readVersion(previous);
   if (!source) throw new PublishRefusedError(`mappings/v${previous}.json disappeared while reading it; retry`);
   const version = Math.max(...versions) + 1;
@@ -194,4 +258,70 @@ export async function mappingHistory(store: MappingStore, groups: readonly strin
     });
   }
   return entries;
+}
+
+export interface RepairResult {
+  readonly bucket: string;
+  readonly group: string;
+  /** `valid`: nothing to repair; `repaired`: the pointer now holds `version`'s document. */
+  readonly status: 'valid' | 'repaired' | 'missing';
+  readonly version?: number;
+}
+
+/**
+ * Puts every invalid group pointer back on a valid published version: `version` when given, else
+ * the newest valid version object of its bucket. The routers kept their last-known-good mapping
+ * while the pointer was invalid and accept only a newer version, so a version at or below theirs
+ * changes nothing they serve; the next publish goes on from the newest version. The write replaces
+ * exactly the invalid object read (If-Match): a concurrent repair or publish is refused, not
+ * overwritten. Valid pointers are left alone.
+ */
+export async function repairPointers(
+  stores: readonly MappingStore[],
+  groups: readonly string[],
+  options: { readonly version?: number; readonly progress?: (line: string) => void } = {},
+): Promise<RepairResult[]> {
+  const results: RepairResult[] = [];
+  for (const store of stores) {
+    let source: StoredMapping | undefined;
+    for (const group of groups) {
+      const raw = await store.readRaw(groupKey(group));
+      if (!raw) {
+        results.push({ bucket: store.bucket, group, status: 'missing' });
+        continue;
+      }
+      const parsed = parseMapping(raw.text);
+      if (parsed.ok) {
+        results.push({ bucket: store.bucket, group, status: 'valid', version: parsed.document.version });
+        continue;
+      }
+      source ??= await repairSource(store, options.version);
+      await store.put(groupKey(group), source.text, raw.etag);
+      options.progress?.(
+        `group ${group} in s3://${store.bucket}: invalid (${parsed.problems[0].path}: ${parsed.problems[0].message}) -> v${source.document.version}`,
+      );
+      results.push({ bucket: store.bucket, group, status: 'repaired', version: source.document.version });
+    }
+  }
+  return results;
+}
+
+async function repairSource(store: MappingStore, version: number | undefined): Promise<StoredMapping> {
+  if (version !== undefined) {
+    const stored = await store.readVersion(version);
+    if (!stored)
+      throw new PublishRefusedError(`no version ${version} in s3://${store.bucket}; \`cellctl mapping history\` lists the published versions`);
+    return stored;
+  }
+  for (const v of (await store.versions()).reverse()) {
+    try {
+      const stored = await store.readVersion(v);
+      if (stored) return stored;
+    } catch {
+      // An invalid version object: try the one before it.
+    }
+  }
+  throw new PublishRefusedError(
+    `s3://${store.bucket} holds no valid published version to point the group at; publish one with \`cellctl mapping publish\``,
+  );
 }

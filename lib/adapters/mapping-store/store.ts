@@ -98,25 +98,31 @@ export class MappingStore {
     return !(listed.Contents ?? []).some((object) => object.Key === key);
   }
 
-  /** Reads and validates a stored document; undefined when the object does not exist. */
-  public async read(key: string): Promise<StoredMapping | undefined> {
-    let text: string;
-    let etag: string;
+  /** An object's text and ETag as stored, valid or not; undefined when it does not exist. */
+  public async readRaw(key: string): Promise<{ text: string; etag: string } | undefined> {
     try {
       const response = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      text = await response.Body!.transformToString();
-      etag = response.ETag!;
+      return { text: await response.Body!.transformToString(), etag: response.ETag! };
     } catch (error) {
       if (await this.missing(key, error)) return undefined;
       this.fail('reading', key, error);
     }
-    const parsed = parseMapping(text);
+  }
+
+  /** Reads and validates a stored document; undefined when the object does not exist. */
+  public async read(key: string): Promise<StoredMapping | undefined> {
+    const raw = await this.readRaw(key);
+    if (!raw) return undefined;
+    const parsed = parseMapping(raw.text);
     if (!parsed.ok) {
+      const repair = key.startsWith(GROUPS_PREFIX)
+        ? '`cellctl mapping repair` points the group at a valid published version again'
+        : 'fix the bucket';
       throw new StoreError(
-        `s3://${this.bucket}/${key} is not a valid mapping (${parsed.problems[0].path}: ${parsed.problems[0].message}); fix the bucket before publishing`,
+        `s3://${this.bucket}/${key} is not a valid mapping (${parsed.problems[0].path}: ${parsed.problems[0].message}); the routers keep their last-known-good mapping; ${repair} before publishing`,
       );
     }
-    return { document: parsed.document, etag, text };
+    return { document: parsed.document, etag: raw.etag, text: raw.text };
   }
 
   public readGroup(group: string): Promise<StoredMapping | undefined> {
@@ -129,9 +135,10 @@ export class MappingStore {
 
   /**
    * Writes `text` to `key`: only if absent (`expected` undefined) or only if its ETag is still
-   * `expected`. Throws ConcurrentWriteError when the condition fails.
+   * `expected`, with user `metadata` (`x-amz-meta-*`). Throws ConcurrentWriteError when the
+   * condition fails.
    */
-  public async put(key: string, text: string, expected?: string): Promise<void> {
+  public async put(key: string, text: string, expected?: string, metadata?: Record<string, string>): Promise<void> {
     try {
       await this.s3.send(
         new PutObjectCommand({
@@ -140,11 +147,24 @@ export class MappingStore {
           Body: text,
           ContentType: 'application/json',
           ...(expected === undefined ? { IfNoneMatch: '*' } : { IfMatch: expected }),
+          ...(metadata ? { Metadata: metadata } : {}),
         }),
       );
     } catch (error) {
       if (conditionFailed(error, expected !== undefined)) throw new ConcurrentWriteError(key);
       this.fail('writing', key, error);
+    }
+  }
+
+  /** The user metadata of version `version`'s object; undefined when the object does not exist. */
+  public async versionMetadata(version: number): Promise<Record<string, string> | undefined> {
+    const key = versionKey(version);
+    try {
+      const head = await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return head.Metadata ?? {};
+    } catch (error) {
+      if (await this.missing(key, error)) return undefined;
+      return this.fail('checking', key, error);
     }
   }
 

@@ -1,4 +1,5 @@
 import { bucketCounts, expandBuckets } from './buckets';
+import { lookup } from './lookup';
 import { MappingDocument } from './types';
 
 export interface BucketMove {
@@ -129,5 +130,50 @@ export function guardChange(before: MappingDocument, after: MappingDocument, opt
       reasons.push(`leaves active cell \`${id}\` with no buckets; drain it instead, or pass --force`);
     }
   }
+  return reasons;
+}
+
+/** What going from `before` to `after` re-routes: buckets to another cell, pinned keys and prefixes to another cell. */
+export interface Rerouted {
+  readonly buckets: number;
+  /** Exact keys whose override now sends them elsewhere than before. */
+  readonly keys: readonly string[];
+  /** Prefixes whose override changed. */
+  readonly prefixes: readonly string[];
+}
+
+export function reroutedBy(before: MappingDocument, after: MappingDocument): Rerouted {
+  const diff = diffMappings(before, after);
+  const keys = diff.overrides.filter((o) => o.kind === 'exact' && lookup(before, o.key).cell !== lookup(after, o.key).cell).map((o) => o.key);
+  const prefixes = diff.overrides.filter((o) => o.kind === 'prefix').map((o) => o.key);
+  return { buckets: diff.bucketsMoved, keys, prefixes };
+}
+
+export interface PublishGuardOptions extends GuardOptions {
+  /** The workload is stateless: re-routing keys without their data is allowed. @default false */
+  readonly routingOnly?: boolean;
+  /** Skip `guardChange` (the moved share, an emptied cell), as the change commands' --force does. @default false */
+  readonly force?: boolean;
+}
+
+/**
+ * Reasons to refuse publishing `after` over `before`, the document in force: the change commands'
+ * guard (`guardChange`), and any key re-routed without its data unless the workload is stateless
+ * (`routingOnly`): on a stateful one those tenants would lose sight of their rows. Moves with their
+ * data are published by `cellctl move`, not by hand.
+ */
+export function publishRefusals(before: MappingDocument, after: MappingDocument, options: PublishGuardOptions = {}): string[] {
+  const reasons = options.force ? [] : guardChange(before, after, options);
+  if (options.routingOnly) return reasons;
+  const { buckets, keys, prefixes } = reroutedBy(before, after);
+  const parts = [
+    ...(buckets > 0 ? [`${buckets} bucket(s)`] : []),
+    ...(keys.length > 0 ? [`${keys.length} pinned key(s) (${keys.slice(0, 3).join(', ')}${keys.length > 3 ? ', …' : ''})`] : []),
+    ...(prefixes.length > 0 ? [`prefix(es) ${prefixes.slice(0, 3).join(', ')}${prefixes.length > 3 ? ', …' : ''}`] : []),
+  ];
+  if (parts.length > 0)
+    reasons.push(
+      `re-routes ${parts.join(', ')} to other cells without their data: move them with \`cellctl move plan FILE\` or \`cellctl move tenant KEY --to CELL\` (the changes' --plan FILE writes the plan), or, for a stateless workload, pass --routing-only`,
+    );
   return reasons;
 }

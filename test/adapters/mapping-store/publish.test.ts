@@ -13,9 +13,12 @@ import {
   groupKey,
   mappingHistory,
   MappingStore,
+  MAX_VERSION_STEP,
+  PREVIOUS_IN_FORCE,
   PublishRefusedError,
   publishMapping,
   rollbackMapping,
+  serializeMapping,
   statusOf,
   StoreError,
   versionKey,
@@ -167,14 +170,49 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
     await expect(publishMapping(store, v1, { groups: GROUPS, onlyGroup: 'nope', bakeSeconds: 0 })).rejects.toThrow(/no router group `nope`/);
   });
 
-  it('refuses a version that is not greater than the current one', async () => {
+  it('refuses a version that is not greater than the current one, and a document made from a version no longer in force', async () => {
     const v2 = pinKey(v1, 'tenant-1', 'cell-1', NOW);
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
     await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0 });
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(/group `canary` is at version 2; version 1 is older/);
+    // A second operator's change, also made from v1: not "publish version 3 instead", which would undo the first's.
     const other = { ...pinKey(v1, 'tenant-2', 'cell-2', NOW) };
     await expect(publishMapping(store, other, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
-      /version 2 is already published with different content; publish version 3 instead/,
+      /^version 2 is already published with different content: someone published since this document was made; make the change again on the document in force \(cellctl mapping pull --out FILE\), which numbers it 3$/,
     );
+    expect(await store.versions()).toEqual([1, 2]);
+  });
+
+  it('refuses a version far past the newest (no jump ahead to 2^52), and anything but 1 into an empty bucket; a few changes at once pass', async () => {
+    await expect(publishMapping(store, { ...v1, version: 2 }, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+      /^version 2 into an empty bucket: the first published version is 1/,
+    );
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    for (const version of [2 + MAX_VERSION_STEP, 2 ** 52 - 1])
+      await expect(publishMapping(store, { ...pinKey(v1, 'tenant-1', 'cell-1', NOW), version }, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
+        `version ${version} is more than ${MAX_VERSION_STEP} past the newest published version 1`,
+      );
+    expect(await store.versions()).toEqual([1]);
+    // Two changes made one after the other, published together.
+    await publishMapping(store, pinKey(pinKey(v1, 'tenant-1', 'cell-1', NOW), 'tenant-2', 'cell-2', NOW), { groups: GROUPS, bakeSeconds: 0 });
+    expect(await store.versions()).toEqual([1, 3]);
+  });
+
+  it("applies the caller's guard against the document in force, writing nothing when it refuses", async () => {
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    const v2 = pinKey(v1, 'tenant-1', 'cell-1', NOW);
+    const seen: [number, number][] = [];
+    const guard = (inForce: MappingDocument, next: MappingDocument) => {
+      seen.push([inForce.version, next.version]);
+      return ['re-routes 1 pinned key(s) (tenant-1) to other cells without their data'];
+    };
+    await expect(publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, guard })).rejects.toThrow(
+      /^going from version 1 \(in force in group `canary`\) to 2 is refused; nothing written:\n {2}- re-routes 1 pinned key/,
+    );
+    expect(seen).toEqual([[1, 2]]);
+    expect(await store.versions()).toEqual([1]);
+    await publishMapping(store, v2, { groups: GROUPS, bakeSeconds: 0, guard: () => [] });
+    expect((await store.readGroup('tail'))!.document.version).toBe(2);
   });
 
   it('refuses, writing nothing, a change that needs more backend slots than the routers have', async () => {
@@ -245,6 +283,36 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
     ]);
   });
 
+  it('rolls back to the version that was in force, never to one written and never in force (an interrupted publish)', async () => {
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    // An interrupted publish: its version object is written, no pointer reached it.
+    const never = pinKey(v1, 'tenant-7', 'cell-2', NOW);
+    await store.put(versionKey(2), serializeMapping(never));
+    const v3 = { ...pinKey(v1, 'tenant-8', 'cell-3', NOW), version: 3 };
+    await publishMapping(store, v3, { groups: GROUPS, bakeSeconds: 0 });
+    expect(await store.versionMetadata(3)).toEqual({ [PREVIOUS_IN_FORCE]: '1' });
+    const progress: string[] = [];
+    const result = await rollbackMapping(store, { groups: GROUPS, bakeSeconds: 0, now: NOW.now, progress: (l) => progress.push(l) });
+    expect(result).toMatchObject({ restoredFrom: 1, version: 4 });
+    expect((await store.readGroup('canary'))!.document.overrides.exact).toEqual(v1.overrides.exact);
+    // Undo of the undo: v4 records v3 as the one before it.
+    expect(await store.versionMetadata(4)).toEqual({ [PREVIOUS_IN_FORCE]: '3' });
+    expect(progress.some((l) => l.includes('carries no record'))).toBe(false);
+  });
+
+  it('rolls back a version published before the record existed to the newest version below it, and says so', async () => {
+    await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
+    const v2 = pinKey(v1, 'tenant-1', 'cell-1', NOW);
+    await store.put(versionKey(2), serializeMapping(v2));
+    for (const group of GROUPS) await store.put(groupKey(group), serializeMapping(v2), (await store.readGroup(group))!.etag);
+    const progress: string[] = [];
+    const result = await rollbackMapping(store, { groups: GROUPS, bakeSeconds: 0, now: NOW.now, progress: (l) => progress.push(l) });
+    expect(result.restoredFrom).toBe(1);
+    expect(progress).toContain(
+      'v2 carries no record of the version in force before it (published before that was recorded): restoring the newest version below it, v1',
+    );
+  });
+
   it('has nothing to roll back before two versions exist', async () => {
     await expect(rollbackMapping(store, { groups: GROUPS, bakeSeconds: 0, now: NOW.now })).rejects.toThrow(/has no mapping yet/);
     await publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 });
@@ -263,7 +331,11 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
       (d: MappingDocument) => ({ ...d, bucketCount: 65536, buckets: [{ from: 0, to: 65535, cell: d.buckets[0].cell }] }),
       /\$\.bucketCount: 65536, but the fleet's routers hash keys into 16384 buckets/,
     ],
-    ['a version no later version can follow', (d: MappingDocument) => ({ ...d, version: 1e308 }), /\$\.version: 1e\+308 is over 4503599627370496/],
+    [
+      'a version no later version can follow',
+      (d: MappingDocument) => ({ ...d, version: 1e308 }),
+      /\$\.version: 1e\+308 is 2\^52 \(4503599627370496\) or more/,
+    ],
     [
       'two cells on one endpoint',
       (d: MappingDocument) => {
@@ -333,7 +405,9 @@ describe.each(BACKENDS)('publishing to %s', (_name, start) => {
 
     // One region ahead (say, an operator published there only): nothing is written anywhere.
     const v2 = pinKey(v1, 'tenant-1', Object.keys(v1.cells)[1], NOW);
-    await publishMapping(usStore, { ...pinKey(v2, 'tenant-2', Object.keys(v1.cells)[1], NOW), version: 3 }, { groups: GROUPS, bakeSeconds: 0 });
+    const theirs = pinKey(v1, 'tenant-2', Object.keys(v1.cells)[1], NOW);
+    await publishMapping(usStore, theirs, { groups: GROUPS, bakeSeconds: 0 });
+    await publishMapping(usStore, { ...pinKey(theirs, 'tenant-3', Object.keys(v1.cells)[1], NOW), version: 3 }, { groups: GROUPS, bakeSeconds: 0 });
     await expect(publishMapping([euStore, usStore], v2, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
       /group `canary` in s3:\/\/mappings-us is at version 3; version 2 is older/,
     );
