@@ -15,6 +15,8 @@ import * as path from 'path';
 import { initialMapping } from '../lib/domain/mapping';
 
 const PINS = Number(process.env.BENCH_PINS ?? 100_000);
+/** Characters of each pinned key (BENCH_KEY_LENGTH, 15 by default; keys may have up to 128). */
+const KEY_LENGTH = Number(process.env.BENCH_KEY_LENGTH ?? 15);
 
 const peakKiB = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 const residentKiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1000));
     const before = { agent: peakKiB(cli.pid!), haproxy: peakKiB(haproxy), haproxyNow: residentKiB(haproxy) };
     const exact: Record<string, string> = {};
-    for (let i = 0; i < PINS; i++) exact[`tenant-${String(i).padStart(8, '0')}`] = 'cell-a';
+    for (let i = 0; i < PINS; i++) exact[`tenant-${String(i).padStart(8, '0')}`.padEnd(KEY_LENGTH, 'k')] = 'cell-a';
     const text = JSON.stringify({ ...small, version: 2, overrides: { ...small.overrides, exact } });
     fs.writeFileSync(file, text);
     const t0 = Date.now();
@@ -79,7 +81,7 @@ async function main(): Promise<void> {
     const after = { agent: peakKiB(cli.pid!), haproxy: peakKiB(haproxy), haproxyNow: residentKiB(haproxy) };
     const bytes = Buffer.byteLength(text);
     const mib = (kib: number) => (kib / 1024).toFixed(1);
-    process.stdout.write(`document: ${PINS} pins, ${(bytes / 1048576).toFixed(1)} MiB of JSON; applied in ${applyMs} ms\n`);
+    process.stdout.write(`document: ${PINS} pins of ${KEY_LENGTH}-character keys, ${(bytes / 1048576).toFixed(1)} MiB of JSON; applied in ${applyMs} ms\n`);
     process.stdout.write(
       '| process | peak before (MiB) | peak after (MiB) | added | per pin (bytes) | per document byte |\n|---|---|---|---|---|---|\n',
     );

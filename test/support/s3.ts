@@ -25,7 +25,7 @@ export interface LocalS3 {
    * ('torn') GETs answered with the object's ETag but only the first half of its body, as a read
    * racing a write on a non-atomic store returns.
    */
-  fault(kind: { status: number; code: string } | 'hang' | 'torn' | undefined): void;
+  fault(kind: { status: number; code: string } | 'hang' | 'torn' | 'chunked' | undefined): void;
   /**
    * Answers as S3 does for a caller whose `s3:ListBucket` permission is `mayList` (undefined: may
    * list everything, s3rver's own behaviour). S3 answers a GET or HEAD of a missing key with 404
@@ -131,6 +131,20 @@ export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Opt
     proxied.on('error', () => res.destroy());
     proxied.end();
   };
+  // The whole object, sent chunked: no Content-Length for the client to judge its size by.
+  const forwardChunked = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const proxied = http.request(`${upstream}${req.url!.split('?')[0]}`, { method: 'GET' }, (answer) => {
+      requests.push({ method: 'GET', path: req.url!, status: answer.statusCode! });
+      const { 'content-length': _length, ...headers } = dated(answer.headers);
+      res.writeHead(answer.statusCode!, { ...headers, 'transfer-encoding': 'chunked' });
+      answer.on('data', (c: Buffer) => {
+        for (let i = 0; i < c.length; i += 1024) res.write(c.subarray(i, i + 1024));
+      });
+      answer.on('end', () => res.end());
+    });
+    proxied.on('error', () => res.destroy());
+    proxied.end();
+  };
   const head = (url: string) =>
     new Promise<{ status: number; etag?: string }>((resolve, reject) => {
       const probe = http.request(`${upstream}${url}`, { method: 'HEAD' }, (answer) => {
@@ -159,7 +173,8 @@ export async function startLocalS3(bucket = 'test-mappings', options: LocalS3Opt
       }
       if (fault === 'hang') return; // never answers: the client times out
       if (fault === 'torn' && req.method === 'GET') return forwardTorn(req, res);
-      if (fault && fault !== 'torn') {
+      if (fault === 'chunked' && req.method === 'GET') return forwardChunked(req, res);
+      if (fault && fault !== 'torn' && fault !== 'chunked') {
         requests.push({ method: req.method!, path: req.url!, status: fault.status });
         res.writeHead(fault.status, { 'content-type': 'application/xml' });
         res.end(s3Error(fault.code, 'injected'));

@@ -57,7 +57,14 @@ export class S3MappingSource implements MappingSource {
         this.etag = response.ETag;
         return { changed: true, tooLarge: response.ContentLength!, maxBytes: this.maxBytes };
       }
-      const text = await response.Body!.transformToString();
+      // Read with a byte cap as well: an answer without Content-Length (or with a wrong one) is
+      // otherwise read whole, however large, until the fetch's timeout.
+      const read = await readCapped(response.Body as unknown as AsyncIterable<Uint8Array>, this.maxBytes);
+      if (read.tooLarge) {
+        this.etag = undefined;
+        return { changed: true, tooLarge: read.bytes, maxBytes: this.maxBytes };
+      }
+      const text = read.text;
       // Remember the ETag only when the body is the object it names (a single-part ETag is the
       // MD5 of the content): a torn or truncated read is then read again at the next poll
       // instead of being answered 304 until the next publish.
@@ -102,6 +109,27 @@ export class S3MappingSource implements MappingSource {
   public reset(): void {
     this.etag = undefined;
   }
+}
+
+/**
+ * The body's text, or `tooLarge` as soon as more than `maxBytes` arrived (the rest is not read: the
+ * stream is destroyed). `bytes` is what was read by then.
+ */
+export async function readCapped(
+  body: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+): Promise<{ tooLarge: false; text: string } | { tooLarge: true; bytes: number }> {
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    bytes += chunk.byteLength;
+    if (bytes > maxBytes) {
+      (body as { destroy?: () => void }).destroy?.();
+      return { tooLarge: true, bytes };
+    }
+    chunks.push(chunk);
+  }
+  return { tooLarge: false, text: Buffer.concat(chunks, bytes).toString('utf8') };
 }
 
 /** A local file (cellctl router local): re-read when its size or modification time changes. */

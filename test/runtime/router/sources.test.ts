@@ -37,6 +37,23 @@ describe('S3MappingSource', () => {
     expect(await source.fetch()).toEqual({ changed: false });
   });
 
+  it('stops reading an answer without Content-Length once it passes what a router task holds', async () => {
+    const big = `${JSON.stringify({ pad: 'x'.repeat(200_000) })}\n`;
+    await new MappingStore(client, s3.bucket).put(groupKey('big-chunked'), big);
+    const source = new S3MappingSource(client, s3.bucket, 'big-chunked', 5000, 10_000);
+    s3.fault('chunked');
+    try {
+      const result = await source.fetch();
+      expect(result).toMatchObject({ changed: true, maxBytes: 10_000 });
+      // Refused once past the cap, not after the whole 200 KB.
+      const read = (result as { tooLarge: number }).tooLarge;
+      expect(read).toBeGreaterThan(10_000);
+      expect(read).toBeLessThan(100_000);
+    } finally {
+      s3.fault(undefined);
+    }
+  });
+
   it('reads a torn body again at the next poll instead of trusting its ETag', async () => {
     const source = new S3MappingSource(client, s3.bucket, 'main');
     s3.fault('torn');
