@@ -79,15 +79,32 @@ async function main(): Promise<void> {
     const applyMs = Date.now() - t0;
     await new Promise((r) => setTimeout(r, 1000));
     const after = { agent: peakKiB(cli.pid!), haproxy: peakKiB(haproxy), haproxyNow: residentKiB(haproxy) };
+    // Then a second document as large over the first (every pin another key): the agent holds the
+    // one in force and the new one, HAProxy both versions of each map, at once.
+    const next: Record<string, string> = {};
+    for (let i = 0; i < PINS; i++) next[`other-${String(i).padStart(9, '0')}`.padEnd(KEY_LENGTH, 'k')] = 'cell-a';
+    fs.writeFileSync(file, JSON.stringify({ ...small, version: 3, overrides: { ...small.overrides, exact: next } }));
+    const t1 = Date.now();
+    while ((await version(port)) !== 3) {
+      if (Date.now() - t1 > 300_000) throw new Error('the second large document was not applied within 300 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    const swapped = { agent: peakKiB(cli.pid!), haproxy: peakKiB(haproxy) };
     const bytes = Buffer.byteLength(text);
     const mib = (kib: number) => (kib / 1024).toFixed(1);
-    process.stdout.write(`document: ${PINS} pins of ${KEY_LENGTH}-character keys, ${(bytes / 1048576).toFixed(1)} MiB of JSON; applied in ${applyMs} ms\n`);
+    process.stdout.write(
+      `document: ${PINS} pins of ${KEY_LENGTH}-character keys, ${(bytes / 1048576).toFixed(1)} MiB of JSON; applied in ${applyMs} ms\n`,
+    );
     process.stdout.write(
       '| process | peak before (MiB) | peak after (MiB) | added | per pin (bytes) | per document byte |\n|---|---|---|---|---|---|\n',
     );
     for (const [name, b, a] of [
       ['agent (cellctl router local)', before.agent, after.agent],
       ['HAProxy', before.haproxy, after.haproxy],
+      ['agent, large over large', before.agent, swapped.agent],
+      ['HAProxy, large over large', before.haproxy, swapped.haproxy],
+      ['task (both), large over large', before.agent + before.haproxy, swapped.agent + swapped.haproxy],
     ] as const) {
       process.stdout.write(
         `| ${name} | ${mib(b)} | ${mib(a)} | ${mib(a - b)} | ${Math.round(((a - b) * 1024) / PINS)} | ${(((a - b) * 1024) / bytes).toFixed(2)} |\n`,

@@ -76,7 +76,7 @@ export async function publishMapping(
   const all = Array.isArray(stores) ? (stores as readonly MappingStore[]) : [stores as MappingStore];
   if (all.length === 0) throw new PublishRefusedError('no mapping bucket to publish to');
   const text = serializeMapping(doc);
-  const problems = validateMapping(doc, { bucketCount: options.bucketCount });
+  const problems = validateMapping(doc, { bucketCount: options.bucketCount, bytes: Buffer.byteLength(text) });
   const tooLarge = sizeProblem(Buffer.byteLength(text));
   if (tooLarge) problems.unshift(tooLarge);
   if (problems.length > 0) throw new PublishRefusedError(`the document is invalid, nothing written: ${problems[0].path}: ${problems[0].message}`);

@@ -21,32 +21,39 @@ export const ROUTER_RESERVED_MIB = 384;
 export const MAPPING_MEMORY_MIB = 192;
 
 /**
- * Cost of one map entry in a router task at its peak, an apply: HAProxy holds the committed and the
- * staged version of a map (305 bytes a pin each, measured), the agent the parsed document and the
- * map entries it sends (419 bytes a pin): 1,029, and room for keys longer than the measured ones. `npm run bench:router-memory` measures both (100,000 pins
- * of 15-character keys).
+ * What a document costs a router task at its peak, a large document applied over another as large
+ * (the agent holds the one in force and the new one, HAProxy the committed and the staged version
+ * of each map): about 1,125 bytes per map entry and 9.4 bytes per byte of the document's JSON,
+ * measured by `npm run bench:router-memory` (100,000 pins of 15-character keys: 1,381 bytes a pin;
+ * 160,000 of 128-character keys, 21.4 MiB: 2,438 bytes a pin), rounded up. Both count: a document of
+ * long keys costs far more per entry than one of short keys.
  */
 export const TASK_BYTES_PER_ENTRY = 1200;
-
-/**
- * Memory per byte of the document's JSON at the agent's peak, for documents of long keys (a pin of
- * a 128-character key is about 150 bytes of JSON and costs the task about 1,200 bytes).
- */
-export const AGENT_BYTES_PER_DOCUMENT_BYTE = 8;
+export const TASK_BYTES_PER_DOCUMENT_BYTE = 10;
 
 export interface DocumentLimits {
   /** Map entries: exact overrides, prefixes, frozen keys and bucket ranges together. */
   readonly maxEntries: number;
   /** Bytes of the document's JSON text. */
   readonly maxBytes: number;
+  /** What entries and bytes together may cost (`documentCost`), in bytes of the task's memory. */
+  readonly maxCost: number;
+}
+
+/** The memory a document of `entries` map entries and `bytes` of JSON costs a router task at its peak. */
+export function documentCost(entries: number, bytes: number): number {
+  return entries * TASK_BYTES_PER_ENTRY + bytes * TASK_BYTES_PER_DOCUMENT_BYTE;
 }
 
 /** What a router task with `mappingMiB` set aside for the mapping holds. */
 export function documentLimits(mappingMiB = MAPPING_MEMORY_MIB): DocumentLimits {
   const budget = mappingMiB * 1024 * 1024;
   return {
+    // Each alone, as though the other cost nothing: the agent refuses at once what passes either;
+    // `maxCost` holds them together.
     maxEntries: Math.floor(budget / TASK_BYTES_PER_ENTRY / 1000) * 1000,
-    maxBytes: Math.floor(budget / AGENT_BYTES_PER_DOCUMENT_BYTE / (1024 * 1024)) * 1024 * 1024,
+    maxBytes: Math.floor(budget / TASK_BYTES_PER_DOCUMENT_BYTE / (1024 * 1024)) * 1024 * 1024,
+    maxCost: budget,
   };
 }
 

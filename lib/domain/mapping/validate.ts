@@ -1,5 +1,5 @@
 import { KEY_PATTERN, matchesKeyPattern, PREFIX_PATTERN } from './key';
-import { DOCUMENT_LIMITS, DocumentLimits, documentEntries, MAX_MAPPING_VERSION } from './limits';
+import { DOCUMENT_LIMITS, documentCost, DocumentLimits, documentEntries, MAX_MAPPING_VERSION } from './limits';
 import { HASH_NAME, MappingDocument, MappingProblem, SCHEMA_VERSION } from './types';
 
 export const CELL_ID_PATTERN = /^[a-z][a-z0-9-]{1,30}$/;
@@ -17,6 +17,8 @@ export interface ValidateOptions {
   readonly bucketCount?: number;
   /** What a router task holds. @default DOCUMENT_LIMITS */
   readonly limits?: DocumentLimits;
+  /** The document's JSON text in bytes, when the reader has it: entries and bytes together are held to `limits.maxCost`. */
+  readonly bytes?: number;
   /**
    * Where the router that reads the document listens (`http://127.0.0.1:8080`): no cell may be
    * there, or its requests would loop. @default - not known (publish, the change commands)
@@ -78,6 +80,12 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
     report(
       '$',
       `${entries} overrides, frozen keys and bucket ranges; a router task holds at most ${limits.maxEntries} (its memory for the mapping, see docs/router.md); route tenants by bucket instead of pinning them one by one`,
+    );
+  } else if (options.bytes !== undefined && documentCost(entries, options.bytes) > limits.maxCost) {
+    const mib = (n: number) => (n / 1048576).toFixed(1);
+    report(
+      '$',
+      `${entries} entries in ${mib(options.bytes)} MiB of JSON cost a router task about ${mib(documentCost(entries, options.bytes))} MiB when it applies the document over one as large; it has ${mib(limits.maxCost)} MiB for the mapping (see docs/router.md): long keys cost more per entry; route tenants by bucket or shorten the keys`,
     );
   }
 
@@ -233,7 +241,7 @@ export function parseMapping(text: string, options: ValidateOptions = {}): Parse
   } catch (error) {
     return { ok: false, problems: [{ path: '$', message: `not valid JSON: ${(error as Error).message}` }] };
   }
-  const problems = validateMapping(doc, options);
+  const problems = validateMapping(doc, { ...options, bytes: Buffer.byteLength(text) });
   return problems.length === 0 ? { ok: true, document: doc as MappingDocument } : { ok: false, problems };
 }
 

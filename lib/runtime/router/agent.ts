@@ -294,7 +294,7 @@ export class MappingAgent {
         return;
       }
       if ('tooLarge' in result) {
-        this.reject({ problems: [sizeProblem(result.tooLarge, { maxEntries: Infinity, maxBytes: result.maxBytes })] });
+        this.reject({ problems: [sizeProblem(result.tooLarge, { maxEntries: Infinity, maxBytes: result.maxBytes, maxCost: Infinity })] });
         return;
       }
       const parsed =

@@ -297,7 +297,7 @@ describe('documents valid in form but wrong for the routers', () => {
 
   it('refuses more overrides and bucket ranges than a router task holds, and a larger text', () => {
     const doc = sampleMapping();
-    const limits = { maxEntries: doc.buckets.length + 10, maxBytes: 4096 };
+    const limits = { maxEntries: doc.buckets.length + 10, maxBytes: 4096, maxCost: Infinity };
     const exact = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`pin-${i}`, doc.buckets[0].cell]));
     expect(validateMapping({ ...doc, overrides: { exact: exact(9), prefix: {} } }, { limits })).toEqual([]);
     expect(validateMapping({ ...doc, overrides: { exact: exact(11), prefix: {} } }, { limits })).toEqual([
@@ -307,6 +307,27 @@ describe('documents valid in form but wrong for the routers', () => {
     expect(large).toEqual({
       ok: false,
       problems: [{ path: '$', message: expect.stringMatching(/^the document is [\d.]+ MiB; a router task holds at most/) }],
+    });
+  });
+
+  it('holds entries and bytes together to what a router task has: long keys cost more per entry than short ones', () => {
+    const pins = (n: number, length: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`t-${i}`.padEnd(length, 'k'), sampleMapping().buckets[0].cell]));
+    // As measured (bench:router-memory, a document applied over one as large): 100,000 pins of
+    // 15-character keys fit; 130,000 of 128-character keys (about 17 MiB) do not, though each limit alone holds.
+    const short = JSON.stringify({ ...sampleMapping(), overrides: { exact: pins(100_000, 15), prefix: {} } });
+    expect(parseMapping(short).ok).toBe(true);
+    const long = JSON.stringify({ ...sampleMapping(), overrides: { exact: pins(130_000, 128), prefix: {} } });
+    expect(Buffer.byteLength(long)).toBeLessThan(DOCUMENT_LIMITS.maxBytes);
+    expect(130_000).toBeLessThan(DOCUMENT_LIMITS.maxEntries);
+    expect(parseMapping(long)).toEqual({
+      ok: false,
+      problems: [
+        {
+          path: '$',
+          message: expect.stringMatching(/^130\d{3} entries in 1\d\.\d MiB of JSON cost a router task about 3\d\d\.\d MiB .* it has 192\.0 MiB/),
+        },
+      ],
     });
   });
 
