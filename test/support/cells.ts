@@ -210,16 +210,20 @@ export function percentile(values: readonly number[], p: number): number {
  */
 export async function startProxyProtocolForwarder(
   targetPort: number,
-  fixedClient: { address: string; port: number } | 'by-source' = { address: '198.51.100.7', port: 40000 },
+  fixedClient: { address: string; port: number } | 'by-source' | 'by-source-v6' = { address: '198.51.100.7', port: 40000 },
   listenerPort = 443,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((downstream) => {
     // 'by-source': each client named by the loopback address it connects from (127.0.0.9 → 198.51.100.9), so a test can be many clients.
+    // 'by-source-v6': the same, as IPv6 clients (127.0.0.9 → 2001:db8::9).
+    const last = () => downstream.remoteAddress!.split('.').pop();
     const client =
       fixedClient === 'by-source'
-        ? { address: `198.51.100.${downstream.remoteAddress!.split('.').pop()}`, port: downstream.remotePort! }
-        : fixedClient;
+        ? { address: `198.51.100.${last()}`, port: downstream.remotePort! }
+        : fixedClient === 'by-source-v6'
+          ? { address: `2001:db8::${last()}`, port: downstream.remotePort! }
+          : fixedClient;
     const upstream = net.createConnection({ host: '127.0.0.1', port: targetPort });
     sockets.add(downstream).add(upstream);
     upstream.write(proxyV2Header(client, listenerPort));

@@ -36,8 +36,34 @@ export interface NlbOptions {
 
 export type TargetState = 'initial' | 'healthy' | 'unhealthy' | 'draining' | 'unused';
 
-/** The PROXY protocol v2 header (TCP over IPv4) for a connection from `client` to `listenerPort`. */
+/** The 16 bytes of an IPv6 address (full or with `::`; no embedded IPv4). */
+function ipv6Bytes(address: string): Buffer {
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
+  const groups = (s: string | undefined) => (s ? s.split(':') : []);
+  const missing = 8 - groups(head).length - groups(tail).length;
+  const all = [...groups(head), ...(tail === undefined ? [] : Array(missing).fill('0')), ...groups(tail)];
+  const bytes = Buffer.alloc(16);
+  all.forEach((g, i) => bytes.writeUInt16BE(parseInt(g, 16), i * 2));
+  return bytes;
+}
+
+/**
+ * The PROXY protocol v2 header for a connection from `client` to `listenerPort`: TCP over IPv4, or
+ * over IPv6 when the client's address is one (as an NLB with a dualstack listener sends).
+ */
 export function proxyV2Header(client = { address: '198.51.100.7', port: 40000 }, listenerPort = 443, destination = '10.0.0.1'): Buffer {
+  if (client.address.includes(':')) {
+    const header = Buffer.alloc(52);
+    Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]).copy(header, 0);
+    header[12] = 0x21; // version 2, PROXY
+    header[13] = 0x21; // TCP over IPv6
+    header.writeUInt16BE(36, 14);
+    ipv6Bytes(client.address).copy(header, 16);
+    ipv6Bytes(destination.includes(':') ? destination : '2001:db8::a00:1').copy(header, 32);
+    header.writeUInt16BE(client.port, 48);
+    header.writeUInt16BE(listenerPort, 50);
+    return header;
+  }
   const header = Buffer.alloc(28);
   Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]).copy(header, 0);
   header[12] = 0x21; // version 2, PROXY

@@ -521,6 +521,11 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // of a valid one, and an entry's bucket is set only after its whole key passed the check.
     `  http-request track-sc0 ${key} table ${KEY_TABLE}`,
     `  http-request sc-set-gpt0(0) ${key},${bucketExpression(o.bucketCount)},add(1) if { sc0_get_gpt0 eq 0 } { ${key} -m reg ${KEY_PATTERN.source} }`,
+    // A valid key that got no entry: the table was full and HAProxy found no entry to drop among the
+    // few it looks at (the oldest, held by requests in flight: a client spraying keys holds them).
+    // Its bucket is computed here instead, so it is routed like any other; it is not counted against
+    // its tenant's concurrency (no entry to count in), and never told "no mapping loaded".
+    `  http-request set-var(txn.bucket) ${key},${bucketExpression(o.bucketCount)} if !{ sc0_get_gpt0 -m found } { ${key} -m reg ${KEY_PATTERN.source} }`,
     // Fairness inside a cell: sc0_trackers is the number of requests tracking the tenant's entry now,
     // this one included (the entry's reference count, nothing stored); above the tenant's share of
     // its cell's slots the request is answered at once instead of taking a slot from its neighbours.
@@ -538,10 +543,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
     `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
     `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
-    // Every valid key has its bucket in its entry (set above): the table holds more entries than
-    // the frontend has connections, and a connection's request holds one entry at most, so there is
-    // always an entry HAProxy can drop for a new key. (A rule computing the bucket for a key without
-    // an entry would cost every request about 300 instructions for a case that cannot arise.)
+    // A valid key has its bucket in its entry (set above), or, without an entry, in txn.bucket.
+    `  use_backend %[var(txn.bucket),map_ip(${buckets})] if { var(txn.bucket) -m found }`,
     `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})]`,
     // Nothing matched (no mapping loaded yet): use_backend with an empty name goes to the default.
     `  default_backend ${NO_MAPPING_BACKEND}`,
@@ -559,7 +562,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     '',
     `backend ${CLIENT_TABLE}`,
     // gpc0: the client's bad-key requests (counted in the bad-key backend).
-    `  stick-table type ip size ${o.clientTableEntries ?? CLIENT_TABLE_ENTRIES} expire 60s store conn_cur,http_req_rate(10s),gpc0,gpc0_rate(10s)`,
+    // ipv6: an IPv6 client has an entry too (a `type ip` table tracks none, so IPv6 clients had no
+    // per-client limit); an IPv4 address is kept as its IPv4-mapped form (`::ffff:198.51.100.7`).
+    `  stick-table type ipv6 size ${o.clientTableEntries ?? CLIENT_TABLE_ENTRIES} expire 60s store conn_cur,http_req_rate(10s),gpc0,gpc0_rate(10s)`,
     '',
     `backend ${BAD_KEY_BACKEND}`,
     // Per client address: bad-key requests over the last 10 s. Over the budget: 429 and close.

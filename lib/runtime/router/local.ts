@@ -58,6 +58,8 @@ export interface LocalRouterOptions {
   readonly requestTimeoutMs?: number;
   /** @default 8192 */
   readonly maxBodyBytes?: number;
+  /** Entries of the tenants' table (HaproxyConfigOptions.keyCacheEntries). @default KEY_CACHE_ENTRIES */
+  readonly keyCacheEntries?: number;
   /** @default 100 */
   readonly badKeysPer10s?: number;
   /** Connections one client address may hold (every local client is 127.0.0.1 unless a PROXY stand-in says otherwise). @default maxConn */
@@ -197,6 +199,7 @@ export function localHaproxyConfigOptions(
     maxConn: o.maxConn,
     requestTimeoutMs: o.requestTimeoutMs,
     maxBodyBytes: o.maxBodyBytes,
+    keyCacheEntries: o.keyCacheEntries,
     badKeysPer10s: o.badKeysPer10s,
     zones: o.zones,
     hardStopAfterMs: o.hardStopAfterMs,

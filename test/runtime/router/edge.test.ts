@@ -321,7 +321,7 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     const client = '127.0.0.10';
     const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
     // The client's bad-key rate as the connect rule reads it (the same counter, read the same way).
-    const rate = async () => Number(/gpc0_rate\(\d+\)=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key ${client}`))?.[1] ?? 0);
+    const rate = async () => Number(/gpc0_rate\(\d+\)=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key ::ffff:${client}`))?.[1] ?? 0);
     const good = () => get(port, { 'x-tenant-id': keyOf('cell-a') }, { localAddress: client });
     // The rate is read before each bad request, after it, and after the good one. Between two reads
     // it only falls (a sliding window), except that the bad request adds one; so what each rule saw

@@ -145,9 +145,9 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
     await request(nlb.port, '127.0.0.21', { 'x-tenant-id': 'who-1' });
     await request(nlb.port, '127.0.0.22', { 'x-tenant-id': 'who-2' });
     const table = await api.send(`show table ${CLIENT_TABLE}`);
-    expect(table).toContain('key=198.51.100.21');
-    expect(table).toContain('key=198.51.100.22');
-    expect(table).not.toContain('key=127.0.0.1 ');
+    expect(table).toContain('key=::ffff:198.51.100.21');
+    expect(table).toContain('key=::ffff:198.51.100.22');
+    expect(table).not.toContain('key=::ffff:127.0.0.1 ');
   });
 
   it('one client holding idle and trickling connections (slowloris) gets no more than its share; another tenant is unharmed', async () => {
@@ -165,10 +165,44 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
         await new Promise((r) => setTimeout(r, 200));
       }
     });
-    const attacker = Number(/conn_cur=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key 198.51.100.9`))?.[1] ?? 0);
+    const attacker = Number(/conn_cur=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key ::ffff:198.51.100.9`))?.[1] ?? 0);
     held.forEach((s) => s.destroy());
     expectUnharmed(result);
     expect(attacker).toBeLessThanOrEqual(PER_CLIENT + 1);
+  }, 60_000);
+
+  it('an IPv6 client is held to the same per-client limit as an IPv4 one (its own entry in the clients table)', async () => {
+    const v6 = await startProxyProtocolForwarder(
+      Number(/bind 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(router.stateDir, 'haproxy.cfg'), 'utf8'))![1]),
+      'by-source-v6',
+    );
+    const held: net.Socket[] = [];
+    try {
+      // Three times the per-client limit of idle connections from 2001:db8::31.
+      const refused = await Promise.all(
+        Array.from(
+          { length: 3 * PER_CLIENT },
+          () =>
+            new Promise<boolean>((resolve) => {
+              const socket = net.createConnection({ host: '127.0.0.1', port: v6.port, localAddress: '127.0.0.31' });
+              held.push(socket);
+              socket.on('error', () => resolve(true));
+              socket.on('close', () => resolve(true));
+              setTimeout(() => resolve(false), 1500);
+            }),
+        ),
+      );
+      const table = await api.send(`show table ${CLIENT_TABLE} key 2001:db8::31`);
+      const connections = Number(/conn_cur=(\d+)/.exec(table)?.[1] ?? 0);
+      expect(table).toContain('key=2001:db8::31 ');
+      expect(connections).toBeLessThanOrEqual(PER_CLIENT + 1);
+      expect(refused.filter(Boolean).length).toBeGreaterThanOrEqual(2 * PER_CLIENT - 1);
+      // Another IPv6 client is served meanwhile.
+      expect((await request(v6.port, '127.0.0.32', { 'x-tenant-id': victimKey })).status).toBe(200);
+    } finally {
+      held.forEach((s) => s.destroy());
+      await v6.close();
+    }
   }, 60_000);
 
   it('one client over its request rate gets 429; another tenant is unharmed', async () => {
