@@ -17,6 +17,7 @@
  * BENCH_RULES=1: instead, what each line of the router's frontend costs (see `ruleCosts`).
  */
 import { ChildProcess, spawn, spawnSync } from 'child_process';
+import { generateKeyPairSync, sign as cryptoSign } from 'crypto';
 import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
@@ -29,7 +30,37 @@ import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKE
 const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const CONNECTIONS = 64;
-const KEY: PartitionKeySource = { source: 'header', name: 'x-tenant-id' };
+/**
+ * BENCH_JWT=RS256 (or ES256): the tenant from a verified token instead of the x-tenant-id header
+ * (partitionKey.source 'jwt'); each counted request carries its tenant's token, signed beforehand.
+ */
+const JWT = process.env.BENCH_JWT as 'RS256' | 'ES256' | undefined;
+const JWT_KEYS = JWT
+  ? JWT === 'RS256'
+    ? generateKeyPairSync('rsa', { modulusLength: 2048 })
+    : generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  : undefined;
+const KEY: PartitionKeySource = JWT_KEYS
+  ? { source: 'jwt', claim: 'tenant', algorithm: JWT!, publicKeys: [JWT_KEYS.publicKey.export({ type: 'spki', format: 'pem' }) as string] }
+  : { source: 'header', name: 'x-tenant-id' };
+const tokens = new Map<string, string>();
+/** The header line that names `key`'s tenant: its token, or the key itself. */
+function tenantHeader(key: string): string {
+  if (!JWT_KEYS) return `x-tenant-id: ${key}`;
+  let token = tokens.get(key);
+  if (!token) {
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const unsigned = `${b64({ alg: JWT, typ: 'JWT' })}.${b64({ tenant: key, exp: 4_102_444_800 })}`;
+    const signature = cryptoSign(
+      'sha256',
+      Buffer.from(unsigned),
+      JWT === 'ES256' ? { key: JWT_KEYS.privateKey, dsaEncoding: 'ieee-p1363' } : JWT_KEYS.privateKey,
+    );
+    token = `${unsigned}.${signature.toString('base64url')}`;
+    tokens.set(key, token);
+  }
+  return `authorization: Bearer ${token}`;
+}
 
 function start(argv: string[]): ChildProcess {
   return spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
@@ -183,7 +214,7 @@ class CountingClient {
       };
       socket.on('data', onData);
       socket.once('error', reject);
-      socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${this.port}\r\nx-tenant-id: ${key}\r\n\r\n`);
+      socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${this.port}\r\n${tenantHeader(key)}\r\n\r\n`);
     });
   }
 }

@@ -173,7 +173,8 @@ export function routerCommand(
           return;
         }
         fs.mkdirSync(flags.outDir, { recursive: true });
-        for (const [name, content] of Object.entries(routerStateFiles(config))) fs.writeFileSync(path.join(flags.outDir, name), content);
+        for (const [name, content] of Object.entries(routerStateFiles(config, routing.partitionKey)))
+          fs.writeFileSync(path.join(flags.outDir, name), content);
         io.out(`wrote haproxy.cfg, 503.http and ${Object.keys(MAP_FILES).length} map files to ${flags.outDir}\n`);
       },
     );

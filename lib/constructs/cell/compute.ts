@@ -11,7 +11,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { ComputeUnit } from '../../domain/capacity/signals';
-import { ComputeKind, PartitionKeySource } from '../../domain/fleet';
+import { ComputeKind, PartitionKeySource, workloadPartitionKey } from '../../domain/fleet';
 
 /**
  * The application a cell runs, named as aws-cdk's `ApplicationLoadBalancedTaskImageOptions` names
@@ -145,7 +145,7 @@ export function workloadEnvironment(props: CellComputeProps): Record<string, str
     CELL_ID: props.cellId,
     PORT: String(props.workload.containerPort ?? DEFAULT_CONTAINER_PORT),
     HEALTH_CHECK_PATH: props.workload.healthCheckPath ?? DEFAULT_HEALTH_CHECK_PATH,
-    PARTITION_KEY: JSON.stringify(props.partitionKey),
+    PARTITION_KEY: JSON.stringify(workloadPartitionKey(props.partitionKey)),
     BUCKET_COUNT: String(props.bucketCount),
     DB_HOST: props.database.host,
     DB_PORT: String(props.database.port),

@@ -114,7 +114,9 @@ export class RouterGroup extends Construct {
     const images = {
       haproxy:
         props.images?.haproxy ??
-        ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy', routerStateFiles(this.haproxyConfig))),
+        ecs.ContainerImage.fromDockerImageAsset(
+          repositoryImageAsset(this, 'HaproxyImage', 'router-haproxy', routerStateFiles(this.haproxyConfig, props.routing.partitionKey)),
+        ),
       agent: props.images?.agent ?? ecs.ContainerImage.fromDockerImageAsset(repositoryImageAsset(this, 'AgentImage', 'router-agent')),
     };
     const taskRole = new iam.Role(this, 'TaskRole', {

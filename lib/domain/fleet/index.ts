@@ -13,3 +13,4 @@ export * from './privatelink-regions';
 export * from './endpoints';
 export * from './deployment-window';
 export * from './cell-zero';
+export * from './jwt';

@@ -72,6 +72,7 @@ const PARTITION_KEY = variants<PartitionKeySource, 'source'>('source', {
   header: { source: oneOf('header'), name: string },
   path: { source: oneOf('path'), segment: integer },
   host: { source: oneOf('host'), label: integer },
+  jwt: { source: oneOf('jwt'), claim: string, algorithm: oneOf('RS256', 'ES256'), publicKeys: { type: 'array', items: string } },
 });
 
 const SHAPE = object<CellShape>({

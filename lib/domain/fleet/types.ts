@@ -22,7 +22,13 @@ export type FleetHook<K extends string> = FleetHooks extends { readonly [key in 
 export type PartitionKeySource =
   | { readonly source: 'header'; readonly name: string }
   | { readonly source: 'path'; readonly segment: number }
-  | { readonly source: 'host'; readonly label: number };
+  | { readonly source: 'host'; readonly label: number }
+  /**
+   * A verified tenant identity: the `claim` of a JWT in `Authorization: Bearer`, signed with
+   * `algorithm` by one of `publicKeys` (PEM) and not expired; the router answers 401 to a missing,
+   * forged, expired or unsigned token, before counting it against anyone.
+   */
+  | { readonly source: 'jwt'; readonly claim: string; readonly algorithm: 'RS256' | 'ES256'; readonly publicKeys: readonly string[] };
 
 export type CellState = 'active' | 'draining' | 'quarantine';
 

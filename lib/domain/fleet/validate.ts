@@ -27,6 +27,7 @@ import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleN
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
 import { deploymentWindowProblems } from './deployment-window';
+import { jwtKeyProblems } from './jwt';
 import { APP_NAME, CELL_ID } from './patterns';
 
 const ACCOUNTS_FILE = 'cells.accounts.json';
@@ -83,8 +84,10 @@ function appProblems(input: FleetInput): string[] {
     problems.push(`partitionKey.segment: ${key.segment} must be an integer from 1 (first path segment) to 16`);
   } else if (key.source === 'host' && (!isInt(key.label) || key.label < 1 || key.label > 8)) {
     problems.push(`partitionKey.label: ${key.label} must be an integer from 1 (left-most host label) to 8`);
+  } else if (key.source === 'jwt') {
+    problems.push(...jwtKeyProblems(key));
   } else if (!['header', 'path', 'host'].includes(key.source)) {
-    problems.push(`partitionKey.source: must be 'header', 'path' or 'host'`);
+    problems.push(`partitionKey.source: must be 'header', 'path', 'host' or 'jwt'`);
   }
   for (const role of ['tooling', 'router'] as const) {
     const account = input.accounts?.[role];

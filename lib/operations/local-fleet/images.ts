@@ -29,7 +29,10 @@ export interface FleetImages {
  */
 export async function buildFleetImages(bases: BaseImages, routing: RouterRouting, log: (line: string) => void): Promise<FleetImages> {
   const tags: Record<string, string> = {};
-  const rendered = { 'router-haproxy': routerStateFiles(routerTaskConfig(routing)) } as Record<string, Record<string, string> | undefined>;
+  const rendered = { 'router-haproxy': routerStateFiles(routerTaskConfig(routing), routing.partitionKey) } as Record<
+    string,
+    Record<string, string> | undefined
+  >;
   for (const [key, name] of [
     ['workload', 'workload'],
     ['haproxy', 'router-haproxy'],

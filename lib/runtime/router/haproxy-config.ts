@@ -259,7 +259,41 @@ export function keyFetch(source: PartitionKeySource): string {
       return `path,field(${source.segment + 1},/)`;
     case 'host':
       return `req.fhdr(host),field(1,:),field(${source.label},.)`;
+    // Read only once the token was verified (jwtRules): a forged token never reaches this.
+    case 'jwt':
+      return `http_auth_bearer,jwt_payload_query('$.${source.claim}')`;
   }
+}
+
+/** Where the public keys of a verified-token key source are, one file each (`routerStateFiles` writes them). */
+export function jwtKeyFile(stateDir: string, index: number): string {
+  return `${stateDir}/jwt-key-${index + 1}.pem`;
+}
+
+/**
+ * The rules that verify a tenant token before anything reads its claim: a missing bearer token, a
+ * token with another algorithm (`none` included), one no key of the fleet signed, and one without an
+ * `exp` in the future each get 401 and go no further (no tenant, no cell counts them). HAProxy's
+ * `jwt_verify` checks the signature only; the algorithm is checked first, since it takes it from the
+ * token's own header.
+ */
+function jwtRules(source: Extract<PartitionKeySource, { source: 'jwt' }>, stateDir: string): string[] {
+  const unauthorized = (error: string, message: string, condition: string) =>
+    `  ${jsonError(401, error, message)} hdr www-authenticate 'Bearer realm="cells"' ${condition}`;
+  const signed = source.publicKeys
+    .map((_, i) => `{ var(txn.jwt_alg) -m str ${source.algorithm} } { http_auth_bearer,jwt_verify(txn.jwt_alg,${jwtKeyFile(stateDir, i)}) -m int 1 }`)
+    .join(' or ');
+  return [
+    unauthorized('missing token', 'send Authorization: Bearer <token>', 'if !{ http_auth_bearer -m found }'),
+    "  http-request set-var(txn.jwt_alg) http_auth_bearer,jwt_header_query('$.alg')",
+    unauthorized('invalid token', `the token is not signed with ${source.algorithm} by a key this router trusts`, `unless ${signed}`),
+    '  http-request set-var(txn.now) date',
+    unauthorized(
+      'expired token',
+      'the token has no exp in the future; get a new one',
+      `if !{ http_auth_bearer,jwt_payload_query('$.exp','int') -m found } or { http_auth_bearer,jwt_payload_query('$.exp','int'),sub(txn.now) -m int le 0 }`,
+    ),
+  ];
 }
 
 /** Where a client puts the partition key, per the fleet's key source: the bad-key 400s say it. */
@@ -275,6 +309,8 @@ export function keyPlace(source: PartitionKeySource): string {
       return source.label === 1
         ? 'as the first label of the Host header (KEY.example.com)'
         : `as label ${source.label} of the Host header (counting from 1 at the left)`;
+    case 'jwt':
+      return `as the ${source.claim} claim of the bearer token`;
   }
 }
 
@@ -480,6 +516,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     '  tcp-request session set-var(sess.bad_keys) sc1_gpc0_rate',
     `  tcp-request session reject if { var(sess.bad_keys) -m int gt ${badKeys * 2} } { sc1_http_req_rate,div(2),sub(sess.bad_keys) lt 0 }`,
     `  http-request return status 429 content-type application/json string '{"error":"too many requests from this client address"}' hdr retry-after 10 if { sc1_http_req_rate gt ${perClientRate} }`,
+    // A verified identity: the token checked before anything counts or routes by its claim.
+    ...(o.partitionKey.source === 'jwt' ? jwtRules(o.partitionKey, o.stateDir) : []),
     refuse(411, 'chunked request bodies are not accepted; send content-length', '{ req.hdr(transfer-encoding) -m found }'),
     // A body that did not fit the buffer (its length is more than what arrived) would stream to
     // the cell at the client's pace.

@@ -6,7 +6,7 @@ import type { PartitionKeySource } from '../../domain/fleet/types';
 import { watchChild } from '../../domain/files/watchdog';
 import { AgentOptions, MappingAgent } from './agent';
 import { MappingApplier } from './apply';
-import { ERROR_503, HaproxyConfigOptions, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
+import { ERROR_503, HaproxyConfigOptions, jwtKeyFile, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { FileMappingSource, MappingSource } from './sources';
 
@@ -222,6 +222,8 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   const configFile = path.join(stateDir, 'haproxy.cfg');
   fs.writeFileSync(configFile, renderHaproxyConfig(localHaproxyConfigOptions(o, { adminSocket: socket, stateDir, slots })));
   fs.writeFileSync(path.join(stateDir, '503.http'), ERROR_503);
+  // The tenant-token public keys the configuration names (partitionKey.source jwt).
+  if (o.partitionKey.source === 'jwt') o.partitionKey.publicKeys.forEach((pem, i) => fs.writeFileSync(jwtKeyFile(stateDir, i), pem));
   for (const name of Object.values(MAP_FILES)) {
     if (!fs.existsSync(path.join(stateDir, name))) fs.writeFileSync(path.join(stateDir, name), '');
   }

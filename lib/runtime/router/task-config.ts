@@ -1,9 +1,12 @@
+import * as path from 'path';
 import type { Fleet } from '../../domain/fleet';
+import { MAX_JWT_KEYS } from '../../domain/fleet/jwt';
 import type { PartitionKeySource } from '../../domain/fleet/types';
 import {
   connectionLimits,
   ERROR_503,
   HaproxyConfigOptions,
+  jwtKeyFile,
   MAP_FILES,
   READY_PORT,
   renderHaproxyConfig,
@@ -113,6 +116,10 @@ export function routerTaskConfig(routing: RouterRouting, settings: RouterTaskSet
  * page and the empty map files the agent fills. The router image holds them (lib/runtime/images), and
  * `cellctl router config --out-dir` writes them.
  */
-export function routerStateFiles(config: string): Record<string, string> {
-  return { 'haproxy.cfg': config, '503.http': ERROR_503, ...Object.fromEntries(Object.values(MAP_FILES).map((name) => [name, ''])) };
+export function routerStateFiles(config: string, partitionKey?: PartitionKeySource): Record<string, string> {
+  // The verified-token keys, in slots of their own (empty unless the fleet verifies tokens), so the
+  // image holds the same files whatever the key source.
+  const keys = partitionKey?.source === 'jwt' ? partitionKey.publicKeys : [];
+  const slots = Object.fromEntries(Array.from({ length: MAX_JWT_KEYS }, (_, i) => [path.basename(jwtKeyFile('.', i)), keys[i] ?? '']));
+  return { 'haproxy.cfg': config, '503.http': ERROR_503, ...Object.fromEntries(Object.values(MAP_FILES).map((name) => [name, ''])), ...slots };
 }

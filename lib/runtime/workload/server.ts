@@ -2,6 +2,7 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import { Pool } from 'pg';
 import { keyProblem } from '../../domain/mapping/key';
+import { workloadPartitionKey } from '../../domain/fleet/jwt';
 import { FROZEN_RETRY_AFTER_SECONDS } from '../router/freeze';
 import { WorkloadConfig } from './config';
 import { CredentialSource, secretsManagerCredentials, staticCredentials } from './credentials';
@@ -26,7 +27,9 @@ class HttpError extends Error {
 }
 
 /** The tenant of a request and the API path left once a path-segment key is taken out. */
-export function tenantOf(req: http.IncomingMessage, source: PartitionKeySource): { tenant: string; path: string } {
+export function tenantOf(req: http.IncomingMessage, given: PartitionKeySource): { tenant: string; path: string } {
+  // A verified token's claim reaches the cell in the header the router sets.
+  const source = workloadPartitionKey(given);
   const url = new URL(req.url ?? '/', 'http://local');
   let raw: string | string[] | undefined;
   let rest = url.pathname;
@@ -45,9 +48,11 @@ export function tenantOf(req: http.IncomingMessage, source: PartitionKeySource):
     const segments = url.pathname.split('/');
     raw = segments[source.segment];
     rest = `/${segments.slice(source.segment + 1).join('/')}`;
-  } else {
+  } else if (source.source === 'host') {
     where = `host label ${source.label}`;
     raw = (req.headers.host ?? '').split(':')[0].split('.')[source.label - 1];
+  } else {
+    throw new HttpError(500, 'unreachable: a verified token reads the routed header');
   }
   if (raw === undefined || raw === '') throw new HttpError(400, `no tenant: this API is tenant-scoped; send the tenant id in the ${where}`);
   const problem = keyProblem(raw);

@@ -31,7 +31,7 @@ describe('router images', () => {
     expect(haproxy.filter((l) => l.startsWith('FROM'))).toHaveLength(1);
     expect(runtime).toContain('STOPSIGNAL SIGUSR1');
     expect(haproxy).toContain('COPY haproxy.cfg /usr/local/etc/haproxy/haproxy.cfg');
-    expect(haproxy).toContain(`COPY 503.http *.map ${STATE_DIR}/`);
+    expect(haproxy).toContain(`COPY 503.http *.map *.pem ${STATE_DIR}/`);
   });
 
   it('declare the state directory a VOLUME, so ECS copies the generated maps into the task volume', () => {

@@ -136,7 +136,7 @@ describe('structureProblems: unknown keys, missing fields and wrong types', () =
       problemsAfter((i) => {
         i.partitionKey = { source: 'cookie', name: 'x' };
       }),
-    ).toEqual(["partitionKey.source must be 'header' or 'path' or 'host', got the string 'cookie'"]);
+    ).toEqual(["partitionKey.source must be 'header' or 'path' or 'host' or 'jwt', got the string 'cookie'"]);
   });
 
   it('reports a duplicate cell id as one problem, not also as an account or range clash', () => {
