@@ -49,6 +49,11 @@ export function tenantMaxConnOf(cellMaxConn: number): number {
   return Math.max(1, Math.floor(cellMaxConn / 2));
 }
 
+/** One client address's part of a tenant's share (`router.tenantMaxConnPerClient`'s default): half, and at least one. */
+export function tenantMaxConnPerClientOf(tenantMaxConn: number): number {
+  return Math.max(1, Math.floor(tenantMaxConn / 2));
+}
+
 /**
  * Router backend slots for a fleet of `cells`: twice the cells, rounded up to a multiple of 64, so
  * the routers' configuration (and image) changes only every few dozen cells.

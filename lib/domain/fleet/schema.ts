@@ -129,6 +129,7 @@ const ROUTER = object<RouterConfig>({
   cellMaxConn: optional(integer),
   queueTimeoutMs: optional(integer),
   tenantMaxConn: optional(integer),
+  tenantMaxConnPerClient: optional(integer),
 });
 
 const PIPELINE = object<PipelineConfig>({

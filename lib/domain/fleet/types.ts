@@ -230,6 +230,13 @@ export interface RouterConfig {
    * @default half of cellMaxConn
    */
   readonly tenantMaxConn?: number;
+  /**
+   * Of a tenant's `tenantMaxConn`, what one client address may hold: with an unverified key anyone
+   * can send a tenant's key, and one address would otherwise spend the tenant's whole share. Set it
+   * to `tenantMaxConn` for tenants that all call from one address (behind one NAT).
+   * @default half of tenantMaxConn
+   */
+  readonly tenantMaxConnPerClient?: number;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -493,6 +500,7 @@ export interface Fleet {
     readonly cellMaxConn: number;
     readonly queueTimeoutMs: number;
     readonly tenantMaxConn: number;
+    readonly tenantMaxConnPerClient: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

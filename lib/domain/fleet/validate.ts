@@ -18,6 +18,7 @@ import {
   postgresVersionOf,
   postgresVersionProblem,
   tenantMaxConnOf,
+  tenantMaxConnPerClientOf,
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
@@ -259,6 +260,15 @@ function routerProblems(input: FleetInput): string[] {
   if (router.tenantMaxConn !== undefined && (!isInt(router.tenantMaxConn) || router.tenantMaxConn < 1 || router.tenantMaxConn > cellMaxConn)) {
     problems.push(
       `router.tenantMaxConn: ${router.tenantMaxConn} must be a whole number of requests from 1 to router.cellMaxConn (${cellMaxConn}); ${tenantMaxConnOf(cellMaxConn)} leaves a tenant's neighbours half of their cell's slots`,
+    );
+  }
+  const tenantMaxConn = router.tenantMaxConn ?? tenantMaxConnOf(cellMaxConn);
+  if (
+    router.tenantMaxConnPerClient !== undefined &&
+    (!isInt(router.tenantMaxConnPerClient) || router.tenantMaxConnPerClient < 1 || router.tenantMaxConnPerClient > tenantMaxConn)
+  ) {
+    problems.push(
+      `router.tenantMaxConnPerClient: ${router.tenantMaxConnPerClient} must be a whole number of requests from 1 to router.tenantMaxConn (${tenantMaxConn}); ${tenantMaxConnPerClientOf(tenantMaxConn)} leaves a tenant's other clients half of its share`,
     );
   }
   // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
@@ -645,6 +655,9 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
       tenantMaxConn: input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200),
+      tenantMaxConnPerClient:
+        input.router?.tenantMaxConnPerClient ??
+        tenantMaxConnPerClientOf(input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200)),
     },
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },

@@ -40,6 +40,11 @@ export interface HaproxyConfigOptions {
    * is half of the cell's slots). @default - no per-tenant cap
    */
   readonly tenantMaxConn?: number;
+  /**
+   * Of `tenantMaxConn`, what one client address may hold (its tenant's key from that address, in
+   * flight): one address cannot spend a tenant's whole share. @default - no per-address part
+   */
+  readonly tenantMaxConnPerClient?: number;
   /** How long a request may wait in a saturated cell's queue before it gets 503. @default 1000 */
   readonly queueTimeoutMs?: number;
   /** Health-check path on every cell. */
@@ -124,6 +129,8 @@ export { tenantMaxConnOf } from '../../domain/fleet/defaults';
 
 /** The stick table of tenants' buckets and request rates. */
 export const KEY_TABLE = 'keys';
+/** The stick table of a tenant's requests in flight per client address (`<key>@<address>`). */
+export const TENANT_CLIENT_TABLE = 'tenant_clients';
 
 /**
  * Seconds over which the keys table counts each tenant's requests (`http_req_rate`): what
@@ -509,6 +516,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Per client address, once per connection. `tcp-request session`, not `connection`: session
     // rules run once the PROXY header is read, so `src` is the client, not the NLB.
     `  tcp-request session track-sc1 src table ${CLIENT_TABLE}`,
+    ...(o.tenantMaxConn !== undefined && o.tenantMaxConnPerClient !== undefined && o.tenantMaxConnPerClient < o.tenantMaxConn
+      ? ['  tcp-request session set-var-fmt(sess.client) %[src]']
+      : []),
     `  tcp-request session reject if { sc1_conn_cur gt ${perClient} }`,
     // A client over twice its bad-key budget is refused at connect while bad keys are most of what
     // its address sends: an address shared by many clients (a NAT) that mostly sends good keys keeps
@@ -567,6 +577,15 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Fairness inside a cell: sc0_trackers is the number of requests tracking the tenant's entry now,
     // this one included (the entry's reference count, nothing stored); above the tenant's share of
     // its cell's slots the request is answered at once instead of taking a slot from its neighbours.
+    // One address's part of that share: the tenant's key and the address, tracked together (their
+    // entry's reference count, nothing stored), checked first, so requests past it never count
+    // against what the tenant's other clients may use.
+    ...(o.tenantMaxConn === undefined || o.tenantMaxConnPerClient === undefined || o.tenantMaxConnPerClient >= o.tenantMaxConn
+      ? []
+      : [
+          `  http-request track-sc2 ${key},concat(@,sess.client) table ${TENANT_CLIENT_TABLE} if { sc0_trackers -m found }`,
+          `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant from this client address"}' hdr retry-after 1 if { sc2_trackers gt ${o.tenantMaxConnPerClient} }`,
+        ]),
     ...(o.tenantMaxConn === undefined
       ? []
       : [
@@ -597,6 +616,15 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     '',
     `backend ${KEY_TABLE}`,
     `  stick-table type string len 129 size ${keyCache} expire 30m store gpt0,http_req_rate(${TENANT_RATE_PERIOD_SECONDS}s)`,
+    ...(o.tenantMaxConn !== undefined && o.tenantMaxConnPerClient !== undefined && o.tenantMaxConnPerClient < o.tenantMaxConn
+      ? [
+          '',
+          `backend ${TENANT_CLIENT_TABLE}`,
+          // A key (up to 128) and an IPv6 address (up to 45), and their separator. (Keyed by a 32-bit
+          // hash of the pair instead, it cost about as much: the tracking, not the key, is the cost.)
+          `  stick-table type string len 180 size ${keyCache} expire 1m`,
+        ]
+      : []),
     '',
     `backend ${CLIENT_TABLE}`,
     // gpc0: the client's bad-key requests (counted in the bad-key backend).

@@ -40,6 +40,8 @@ export interface LocalRouterOptions {
   readonly cellMaxConn?: number;
   /** Requests one tenant may have in flight at once (`tenantMaxConnOf(cellMaxConn)`: half its cell's slots). @default - no per-tenant cap */
   readonly tenantMaxConn?: number;
+  /** Of it, what one client address may hold (HaproxyConfigOptions.tenantMaxConnPerClient). @default - no per-address part */
+  readonly tenantMaxConnPerClient?: number;
   readonly queueTimeoutMs?: number;
   /** Agent poll interval. @default 500 */
   readonly pollMs?: number;
@@ -191,6 +193,7 @@ export function localHaproxyConfigOptions(
     slots: where.slots,
     cellMaxConn: o.cellMaxConn ?? 100,
     tenantMaxConn: o.tenantMaxConn,
+    tenantMaxConnPerClient: o.tenantMaxConnPerClient,
     queueTimeoutMs: o.queueTimeoutMs,
     healthCheckPath: o.healthCheckPath,
     debugHeaders: o.debugHeaders,

@@ -47,6 +47,8 @@ export interface RouterRouting {
   readonly queueTimeoutMs?: number;
   /** Requests one tenant may have in flight through one task. @default - no per-tenant cap */
   readonly tenantMaxConn?: number;
+  /** Of it, what one client address may hold. @default - no per-address part */
+  readonly tenantMaxConnPerClient?: number;
   /** The path the router health-checks every cell on (the workload's health check). */
   readonly cellHealthCheckPath: string;
 }
@@ -65,6 +67,7 @@ export function routerRoutingOf(fleet: Fleet): RouterRouting {
     cellMaxConn: fleet.router.cellMaxConn,
     queueTimeoutMs: fleet.router.queueTimeoutMs,
     tenantMaxConn: fleet.router.tenantMaxConn,
+    tenantMaxConnPerClient: fleet.router.tenantMaxConnPerClient,
     cellHealthCheckPath: fleet.workload.healthCheckPath,
   };
 }
@@ -95,6 +98,7 @@ export function routerTaskOptions(routing: RouterRouting, s: RouterTaskSettings 
     cellMaxConn: routing.cellMaxConn,
     queueTimeoutMs: routing.queueTimeoutMs,
     tenantMaxConn: routing.tenantMaxConn,
+    tenantMaxConnPerClient: routing.tenantMaxConnPerClient,
     healthCheckPath: routing.cellHealthCheckPath,
     debugHeaders: s.debugHeaders,
     statsPort: s.statsPort ?? ROUTER_TASK_DEFAULTS.statsPort,

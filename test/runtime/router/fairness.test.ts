@@ -115,3 +115,89 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
     expect(neighbour.filter((r) => r.status === 503).length).toBeGreaterThan(0);
   });
 });
+
+/** One request from `localAddress` (a client address of its own on loopback). */
+function sendFrom(localAddress: string, port: number, tenant: string): Promise<{ status: number }> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/', localAddress, agent: false, headers: { 'x-tenant-id': tenant } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+    });
+    req.on('error', () => resolve({ status: 0 }));
+  });
+}
+
+/**
+ * An unverified key is anyone's to send: one client address sending many slow requests with a
+ * victim tenant's key. Counted per key alone, it spends the victim's whole share and the victim gets
+ * 429s; counted per address as well, that address holds at most its part, and the victim, from its
+ * own address, is served. The same load without the per-address part shows the victim refused.
+ */
+describe("fairness inside a tenant: one client address cannot spend its tenant's share", () => {
+  let cell: FakeCell;
+  const routers: LocalRouter[] = [];
+  let dir: string;
+
+  beforeAll(async () => {
+    cell = await startCell('cell-a');
+    cell.behaviour = 'slow';
+    cell.delayMs = 1500;
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-client-'));
+    fs.writeFileSync(
+      path.join(dir, 'mapping.json'),
+      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all(routers.map((r) => r.stop()));
+    await cell.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (tenantMaxConnPerClient: number) =>
+    onFreePorts(1, async ([port]) => {
+      const router = await startLocalRouter({
+        mappingFile: path.join(dir, 'mapping.json'),
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        cellMaxConn: 24,
+        queueTimeoutMs: 1000,
+        tenantMaxConn: 12,
+        tenantMaxConnPerClient,
+      });
+      routers.push(router);
+      return port;
+    });
+
+  /** The attacker (127.0.0.5) keeps 40 slow requests with the victim's key in flight; the victim (127.0.0.6) sends 30, 5 at a time. */
+  async function forged(port: number) {
+    let done = false;
+    const attacker: { status: number }[] = [];
+    const pressure = (async () => {
+      while (!done) attacker.push(...(await Promise.all(Array.from({ length: 40 }, () => sendFrom('127.0.0.5', port, 'victim')))));
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    const victim: { status: number }[] = [];
+    for (let wave = 0; wave < 6; wave++) victim.push(...(await Promise.all(Array.from({ length: 5 }, () => sendFrom('127.0.0.6', port, 'victim')))));
+    done = true;
+    await pressure;
+    return { attacker, victim };
+  }
+
+  it('keeps the victim at 100% success while one address sends its key, holding that address to its part', async () => {
+    const { attacker, victim } = await forged(await start(6));
+    expect(victim.filter((r) => r.status !== 200)).toEqual([]);
+    expect(victim).toHaveLength(30);
+    // Of each wave of 40, the address's part (6) is served; the rest is refused at once.
+    expect(attacker.filter((r) => r.status === 200).length).toBe(6 * (attacker.length / 40));
+  });
+
+  it("counted per key alone, the same load spends the victim's share (the test can fail)", async () => {
+    const { victim } = await forged(await start(12));
+    expect(victim.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+  });
+});
