@@ -60,6 +60,8 @@ export interface HaproxyConfigOptions {
   readonly maxConn?: number;
   /** The whole request (headers and body) must arrive within this time, else 408. @default 5000 */
   readonly requestTimeoutMs?: number;
+  /** How long a client may leave its response unread (or stop sending) before its connection is closed. @default CLIENT_TIMEOUT_MS */
+  readonly clientTimeoutMs?: number;
   /**
    * Largest request body, bytes. Bodies are buffered in the router before a cell slot is taken, so
    * headers plus body must fit one buffer (`tune.bufsize` 16 KiB less the rewrite reserve). @default 8192
@@ -128,6 +130,13 @@ export const CLIENT_TABLE_ENTRIES = 100_000;
 export { tenantMaxConnOf } from '../../domain/fleet/defaults';
 
 /** The stick table of tenants' buckets and request rates. */
+/**
+ * `timeout client`: a client that does not read its response releases its cell slot within this
+ * (10 s; it was 30, and 210 unread large responses held a cell for about 30 s). Long enough for a
+ * client on a poor link to resume reading.
+ */
+export const CLIENT_TIMEOUT_MS = 10_000;
+
 export const KEY_TABLE = 'keys';
 /** The stick table of a tenant's requests in flight per client address (`<key>@<address>`). */
 export const TENANT_CLIENT_TABLE = 'tenant_clients';
@@ -459,7 +468,11 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Log failures only (errors, timeouts, 5xx); per-request traffic is in the stats the agent exports.
     '  option dontlog-normal',
     '  timeout connect 2s',
-    '  timeout client 30s',
+    // A client that stops reading its response holds the cell's connection (a slot) only this long
+    // once HAProxy's buffers toward it are full: the cell's response then stalls, and HAProxy closes
+    // both sides. It does not cut a cell that is slow to answer (the client side waits for nothing
+    // then; timeout server bounds that), nor an idle keep-alive connection (timeout http-keep-alive).
+    `  timeout client ${o.clientTimeoutMs ?? CLIENT_TIMEOUT_MS}ms`,
     '  timeout server 30s',
     `  timeout http-request ${o.requestTimeoutMs ?? 5000}ms`,
     `  timeout queue ${o.queueTimeoutMs ?? 1000}ms`,

@@ -60,6 +60,8 @@ export interface LocalRouterOptions {
   readonly requestTimeoutMs?: number;
   /** @default 8192 */
   readonly maxBodyBytes?: number;
+  /** HaproxyConfigOptions.clientTimeoutMs. @default CLIENT_TIMEOUT_MS */
+  readonly clientTimeoutMs?: number;
   /** Entries of the tenants' table (HaproxyConfigOptions.keyCacheEntries). @default KEY_CACHE_ENTRIES */
   readonly keyCacheEntries?: number;
   /** @default 100 */
@@ -202,6 +204,7 @@ export function localHaproxyConfigOptions(
     maxConn: o.maxConn,
     requestTimeoutMs: o.requestTimeoutMs,
     maxBodyBytes: o.maxBodyBytes,
+    clientTimeoutMs: o.clientTimeoutMs,
     keyCacheEntries: o.keyCacheEntries,
     badKeysPer10s: o.badKeysPer10s,
     zones: o.zones,
