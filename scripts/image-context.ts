@@ -13,7 +13,13 @@ if (!isImageName(name)) {
 }
 try {
   const rendered =
-    name === 'router-haproxy' ? routerStateFiles(routerTaskConfig(routerRoutingOf(loadFleet(process.argv[3] ?? 'cells.config.ts')))) : undefined;
+    name === 'router-haproxy'
+      ? (() => {
+          // The tenant-token keys too, as the router stacks render them (an image without them answers 401 to every token).
+          const routing = routerRoutingOf(loadFleet(process.argv[3] ?? 'cells.config.ts'));
+          return routerStateFiles(routerTaskConfig(routing), routing.partitionKey);
+        })()
+      : undefined;
   process.stdout.write(`${imageContext(name, { rendered })}\n`);
 } catch (error) {
   process.stderr.write(`image-context: ${(error as Error).message}\n`);

@@ -162,6 +162,11 @@ export class RouterMappings {
       });
       if (guard) this.moves.node.addDependency(guard.guard);
     }
+    // The access-log bucket's policy names the move bucket in the home region's stack: it changes
+    // with router.homeRegion too, so it waits for the guard (else it would be rewritten, refusing the
+    // move bucket's logs, until the failed update rolled back).
+    const accessLogsPolicy = this.mappingBucket.accessLogs.policy;
+    if (guard && accessLogsPolicy) accessLogsPolicy.node.addDependency(guard.guard);
     // In a nested stack of its own: the document is inlined once per seeded key (the version and each
     // group's pointer), about 85 KB each at 400 cells, which the router template could not carry under
     // what the pipeline's CloudFormation action accepts (docs/limits.md).

@@ -101,6 +101,10 @@ describe("every router stack guards router.homeRegion before the home region's r
     const moveBuckets = Object.entries(resources).filter(([id, r]) => r.Type === 'AWS::S3::Bucket' && id.startsWith('Moves'));
     expect(moveBuckets.length).toBeGreaterThan(0);
     for (const [, bucket] of moveBuckets) expect(bucket.DependsOn).toContain(guardId);
+    // The access-log bucket's policy names the move bucket: it changes with the home region too.
+    const logPolicies = Object.entries(resources).filter(([id, r]) => r.Type === 'AWS::S3::BucketPolicy' && id.startsWith('MappingsAccessLogs'));
+    expect(logPolicies).toHaveLength(1);
+    expect(logPolicies[0][1].DependsOn).toContain(guardId);
     const text = JSON.stringify(home.findResources('AWS::IAM::Policy'));
     expect(text).toContain(`parameter${PARAMETER}`);
     expect(text).not.toMatch(/"ssm:GetParameter","Effect":"Allow","Resource":"\*"/);
