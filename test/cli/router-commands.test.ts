@@ -221,6 +221,11 @@ describe('cellctl router', () => {
       'exact.map',
       'haproxy.cfg',
       'hosts.map',
+      // The tenant-token key slots, empty unless partitionKey.source is jwt.
+      'jwt-key-1.pem',
+      'jwt-key-2.pem',
+      'jwt-key-3.pem',
+      'jwt-key-4.pem',
       'meta.map',
       'prefix.map',
     ]);
