@@ -3,7 +3,15 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping } from '../../../lib/domain/mapping';
-import { LocalRouter, renderHaproxyConfig, routerRoutingOf, routerTaskOptions, startLocalRouter, tenantMaxConnOf } from '../../../lib/runtime/router';
+import {
+  LocalRouter,
+  LocalRouterOptions,
+  renderHaproxyConfig,
+  routerRoutingOf,
+  routerTaskOptions,
+  startLocalRouter,
+  tenantMaxConnOf,
+} from '../../../lib/runtime/router';
 import { exampleFleet } from '../../support/fleet';
 import { FakeCell, onFreePorts, startCell } from '../../support/cells';
 
@@ -16,6 +24,49 @@ function send(agent: http.Agent, port: number, tenant: string): Promise<{ status
     });
     req.on('error', () => resolve({ status: 0 }));
   });
+}
+
+/**
+ * One slow cell (1.5 s a request) and the routers a test starts in front of it: 24 slots for the
+ * cell, split over 3 zonal servers; a saturated cell queues for 1 s, then 503. Registers its own
+ * beforeAll and afterAll; `start` gives a router's port.
+ */
+function slowCellRouters(): (options: Partial<LocalRouterOptions>) => Promise<number> {
+  let cell: FakeCell;
+  const routers: LocalRouter[] = [];
+  let dir: string;
+  beforeAll(async () => {
+    cell = await startCell('cell-a');
+    cell.behaviour = 'slow';
+    cell.delayMs = 1500;
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-'));
+    fs.writeFileSync(
+      path.join(dir, 'mapping.json'),
+      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all(routers.map((r) => r.stop()));
+    await cell.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return (options) =>
+    onFreePorts(1, async ([port]) => {
+      const router = await startLocalRouter({
+        mappingFile: path.join(dir, 'mapping.json'),
+        port,
+        partitionKey: { source: 'header', name: 'x-tenant-id' },
+        bucketCount: 1024,
+        healthCheckPath: '/health',
+        log: () => undefined,
+        pollMs: 200,
+        cellMaxConn: 24,
+        queueTimeoutMs: 1000,
+        ...options,
+      });
+      routers.push(router);
+      return port;
+    });
 }
 
 describe('the per-tenant cap in a router task', () => {
@@ -37,44 +88,7 @@ describe('the per-tenant cap in a router task', () => {
  * shows the neighbour losing requests, so the test can fail.
  */
 describe('fairness inside a cell: a per-tenant cap on concurrent requests', () => {
-  let cell: FakeCell;
-  const routers: LocalRouter[] = [];
-  let dir: string;
-
-  beforeAll(async () => {
-    cell = await startCell('cell-a');
-    cell.behaviour = 'slow';
-    cell.delayMs = 1500;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-'));
-    fs.writeFileSync(
-      path.join(dir, 'mapping.json'),
-      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })),
-    );
-  });
-  afterAll(async () => {
-    await Promise.all(routers.map((r) => r.stop()));
-    await cell.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  const start = (tenantMaxConn: number | undefined) =>
-    onFreePorts(1, async ([port]) => {
-      // 24 slots for the cell, split over 3 zonal servers; a saturated cell queues for 1 s, then 503.
-      const router = await startLocalRouter({
-        mappingFile: path.join(dir, 'mapping.json'),
-        port,
-        partitionKey: { source: 'header', name: 'x-tenant-id' },
-        bucketCount: 1024,
-        healthCheckPath: '/health',
-        log: () => undefined,
-        pollMs: 200,
-        cellMaxConn: 24,
-        queueTimeoutMs: 1000,
-        ...(tenantMaxConn ? { tenantMaxConn } : {}),
-      });
-      routers.push(router);
-      return { router, port };
-    });
+  const start = slowCellRouters();
 
   /**
    * The heavy tenant keeps 80 slow requests in flight (a new wave as each ends) while its neighbour
@@ -97,7 +111,7 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
   }
 
   it("answers the heavy tenant's excess 429 with Retry-After and keeps its neighbour at 100% success", async () => {
-    const { port } = await start(tenantMaxConnOf(24));
+    const port = await start({ tenantMaxConn: tenantMaxConnOf(24) });
     const { heavy, neighbour } = await contention(port);
     expect(neighbour.filter((r) => r.status !== 200)).toEqual([]);
     expect(neighbour).toHaveLength(30);
@@ -110,7 +124,7 @@ describe('fairness inside a cell: a per-tenant cap on concurrent requests', () =
   });
 
   it("without the cap, the same load takes the neighbour's slots (the test can fail)", async () => {
-    const { port } = await start(undefined);
+    const port = await start({});
     const { neighbour } = await contention(port);
     expect(neighbour.filter((r) => r.status === 503).length).toBeGreaterThan(0);
   });
@@ -134,44 +148,8 @@ function sendFrom(localAddress: string, port: number, tenant: string): Promise<{
  * own address, is served. The same load without the per-address part shows the victim refused.
  */
 describe("fairness inside a tenant: one client address cannot spend its tenant's share", () => {
-  let cell: FakeCell;
-  const routers: LocalRouter[] = [];
-  let dir: string;
-
-  beforeAll(async () => {
-    cell = await startCell('cell-a');
-    cell.behaviour = 'slow';
-    cell.delayMs = 1500;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-client-'));
-    fs.writeFileSync(
-      path.join(dir, 'mapping.json'),
-      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })),
-    );
-  });
-  afterAll(async () => {
-    await Promise.all(routers.map((r) => r.stop()));
-    await cell.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  const start = (tenantMaxConnPerClient: number) =>
-    onFreePorts(1, async ([port]) => {
-      const router = await startLocalRouter({
-        mappingFile: path.join(dir, 'mapping.json'),
-        port,
-        partitionKey: { source: 'header', name: 'x-tenant-id' },
-        bucketCount: 1024,
-        healthCheckPath: '/health',
-        log: () => undefined,
-        pollMs: 200,
-        cellMaxConn: 24,
-        queueTimeoutMs: 1000,
-        tenantMaxConn: 12,
-        tenantMaxConnPerClient,
-      });
-      routers.push(router);
-      return port;
-    });
+  const start = (tenantMaxConnPerClient: number) => slowCell({ tenantMaxConn: 12, tenantMaxConnPerClient });
+  const slowCell = slowCellRouters();
 
   /** The attacker (127.0.0.5) keeps 40 slow requests with the victim's key in flight; the victim (127.0.0.6) sends 30, 5 at a time. */
   async function forged(port: number) {
