@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
 import { ROUTED_KEY_HEADER } from '../domain/fleet';
+import { laneFlagName, laneSettingsProblems } from '../domain/lanes';
 import { bucketCounts, parseMapping } from '../domain/mapping';
 import { fleetFrom } from './context';
 import { runUntilStopped } from './foreground';
@@ -28,6 +29,17 @@ export function fleetCommand(
 ): Command {
   const fleet = new Command('fleet').description('run a fleet on this machine: cells with their databases, the router in front');
 
+  /** `--lanes N --per-tenant K [--max-overlap M]`, checked; undefined without --lanes. */
+  const laneFlags = (flags: { lanes?: string; perTenant: string; maxOverlap?: string }) => {
+    if (flags.lanes === undefined) return undefined;
+    const count = integer(flags.lanes, '--lanes', 2, 32);
+    const perTenant = integer(flags.perTenant, '--per-tenant', 1, 32);
+    const maxOverlap = flags.maxOverlap === undefined ? perTenant - 1 : integer(flags.maxOverlap, '--max-overlap', 0, 32);
+    const problems = laneSettingsProblems({ count, perTenant, maxOverlap }, laneFlagName);
+    if (problems.length > 0) throw new CliError(problems.join('\n'), 2);
+    return { count, perTenant, maxOverlap };
+  };
+
   fleet
     .command('local')
     .argument('[stop]', '`fleet local stop`: stop the fleet running from --state-dir and remove its containers')
@@ -45,6 +57,9 @@ export function fleetCommand(
       '--cell-zero',
       "put the router in front of an existing service, cell zero: one more workload on its own PostgreSQL, outside the cells, holding every tenant (existing-1 …) in a database that lacks the movable-schema contract; the first mapping sends every bucket to it (docs/cell-zero.md). Its id: the config's cellZero.id, else zero",
     )
+    .option('--lanes <n>', 'run N router lanes, each on its own port (lane 1 on --port), over the same cells (docs/lanes.md)')
+    .option('--per-tenant <k>', "with --lanes: lanes in each tenant's shard", '2')
+    .option('--max-overlap <m>', 'with --lanes: lanes two shards may share (default: per-tenant - 1)')
     .option(
       '--base-images <source>',
       "with --images: `pull` the Dockerfiles' base images from their registry, or build `local` stand-ins (debootstrap; no registry needed)",
@@ -63,6 +78,9 @@ export function fleetCommand(
           images?: boolean;
           cellZero?: boolean;
           baseImages: string;
+          lanes?: string;
+          perTenant: string;
+          maxOverlap?: string;
         },
       ) => {
         if (action !== undefined && action !== 'stop')
@@ -87,6 +105,7 @@ export function fleetCommand(
         if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
         const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
         const cellZero = flags.cellZero ? { id: config?.cellZero?.id ?? 'zero' } : undefined;
+        const lanes = laneFlags(flags);
         let running;
         try {
           running = await startLocalFleet({
@@ -97,6 +116,7 @@ export function fleetCommand(
             testFaults: flags.testFaults,
             images: flags.images ? { baseImages: flags.baseImages } : undefined,
             cellZero,
+            lanes,
             partitionKey: config?.partitionKey,
             bucketCount: config?.bucketCount,
             healthCheckPath: config?.workload.healthCheckPath,
@@ -115,6 +135,17 @@ export function fleetCommand(
         if (running.images) io.out(`workloads   from ${running.images.workload}\n`);
         io.out(`mapping     ${shortPath(running.mappingFile)}  (cellctl mapping … against it takes effect within a second)\n`);
         io.out(`state       ${running.fleetFile}\n\n`);
+        if (running.lanes.length > 0) {
+          io.out(
+            formatTable(
+              ['lane', 'router', 'shards'],
+              running.lanes.map((l) => [l.lane, l.url, running.shards.filter((s) => s.includes(l.lane)).length]),
+            ),
+          );
+          io.out(
+            `\n${running.shards.length} shards of ${lanes!.perTenant} lanes; a tenant's lanes: cellctl lanes where TENANT --local --state-dir ${shortPath(running.stateDir)}\n\n`,
+          );
+        }
         io.out(
           formatTable(
             ['cell', 'workload', 'database', 'share', 'log'],

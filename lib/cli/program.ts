@@ -11,6 +11,7 @@ import { fleetCommand } from './fleet-commands';
 import { capacityCommand, placeCommand } from './capacity-commands';
 import { cellZeroCommand } from './cell-zero-commands';
 import { protectCommand } from './protect-command';
+import { lanesCommand } from './lanes-commands';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -30,6 +31,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(placeCommand(io));
   program.addCommand(cellZeroCommand(io));
   program.addCommand(protectCommand(io));
+  program.addCommand(lanesCommand(io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command

@@ -4,6 +4,8 @@ import { MappingDocument, parseMapping } from '../../domain/mapping';
 /** Where the documents live in the mapping bucket. */
 export const VERSIONS_PREFIX = 'mappings/';
 export const GROUPS_PREFIX = 'groups/';
+/** Lane assignments (lib/domain/lanes/assignments: `lanes/assignments.json`), in the home region's bucket. */
+export const LANES_PREFIX = 'lanes/';
 export const versionKey = (version: number) => `${VERSIONS_PREFIX}v${version}.json`;
 export const groupKey = (group: string) => `${GROUPS_PREFIX}${group}/mapping.json`;
 
@@ -70,7 +72,7 @@ export class MappingStore {
     const name = error instanceof S3ServiceException ? error.name : (error as Error).name;
     const hint =
       status === 403
-        ? ` (access denied: the publisher role (${PUBLISHER_ACTIONS.join(', ')} on mappings/* and groups/*) is what publish, rollback and history run as)`
+        ? ` (access denied: the publisher role (${PUBLISHER_ACTIONS.join(', ')} on mappings/*, groups/* and lanes/*) is what publish, rollback and history run as)`
         : name === 'NoSuchBucket'
           ? ' (no such bucket: check --bucket or router.mappingBucket)'
           : '';

@@ -7,7 +7,7 @@ import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct, IConstruct } from 'constructs';
 import { LogBucket, perCreationBucketName } from '../shared/log-bucket';
 import { bundledHandler } from '../shared/bundled-handler';
-import { groupKey, GROUPS_PREFIX, VERSIONS_PREFIX, versionKey } from '../../adapters/mapping-store';
+import { groupKey, GROUPS_PREFIX, LANES_PREFIX, VERSIONS_PREFIX, versionKey } from '../../adapters/mapping-store';
 import { SERVED_PREFIX, servedPrefix } from '../../runtime/router/served';
 
 /** How long an unrefreshed `served/` report is kept (a task killed without saying it stopped, a group scaled to 0). */
@@ -151,7 +151,7 @@ export class MappingPublisher extends Construct {
     this.role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetObject', 's3:PutObject'],
-        resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`],
+        resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`, `${buckets}/${LANES_PREFIX}*`],
         conditions: ownAccount,
       }),
     );
@@ -162,7 +162,7 @@ export class MappingPublisher extends Construct {
       new iam.PolicyStatement({
         actions: ['s3:ListBucket'],
         resources: [buckets],
-        conditions: { ...ownAccount, StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX].map((prefix) => `${prefix}*`) } },
+        conditions: { ...ownAccount, StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX, LANES_PREFIX].map((prefix) => `${prefix}*`) } },
       }),
     );
     this.role.addToPolicy(
@@ -183,8 +183,12 @@ export class MappingPublisher extends Construct {
         "The publisher writes the pointer of every router group (groups/<group>/mapping.json) in every region's bucket; this account's buckets only.",
       ],
       [
+        `${buckets}/${LANES_PREFIX}*`,
+        "The lane assignments (lanes/assignments.json, cellctl lanes assign) live in the home region's bucket, replaced with If-Match; this account's buckets only.",
+      ],
+      [
         buckets,
-        "Each region's mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/ and groups/ in this account.",
+        "Each region's mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/, groups/ and lanes/ in this account.",
       ],
     ])
       acknowledgeWildcard(this.role, resource, reason);

@@ -3,7 +3,8 @@ import * as path from 'path';
 import { displayPath } from './display-path';
 import { ACCOUNTS_FILE_NAME, cellAccounts, readAccountsFile } from './accounts-file';
 import { Fleet, FleetInput } from './types';
-import { FleetConfigError, resolveFleet } from './validate';
+import { FleetConfigError, laneSettingsOf, resolveFleet } from './validate';
+import { LANES_FILE_NAME, readLanesFile } from '../lanes/lanes-file';
 
 export const CONFIG_FILE_NAME = 'cells.config.ts';
 
@@ -69,6 +70,32 @@ export function loadFleetInput(configPath: string = path.resolve(CONFIG_FILE_NAM
 }
 
 /**
+ * The stored shard set for `router.lanes`: the file must exist and match the lane settings, since
+ * a generated set would silently change when lanes are added.
+ */
+function storedShards(input: FleetInput, lanesPath: string): { laneShards?: readonly (readonly number[])[]; lanesFile?: string } {
+  const lanes = input.router?.lanes;
+  if (!lanes || typeof lanes !== 'object') return {};
+  const shown = displayPath(lanesPath);
+  let stored;
+  try {
+    stored = readLanesFile(lanesPath, shown);
+  } catch (error) {
+    throw new FleetConfigError([(error as Error).message], shown);
+  }
+  if (!stored) throw new FleetConfigError([`router.lanes is set but ${shown} is missing: run \`cellctl lanes init\` and commit the file`], shown);
+  const settings = laneSettingsOf(lanes);
+  if (stored.count !== settings.count || stored.perTenant !== settings.perTenant || stored.maxOverlap !== settings.maxOverlap)
+    throw new FleetConfigError(
+      [
+        `${shown} holds ${stored.count} lanes, ${stored.perTenant} per tenant, overlap ${stored.maxOverlap}; router.lanes says ${settings.count}, ${settings.perTenant}, ${settings.maxOverlap}: run \`cellctl lanes init\` (it adds shards for new lanes and keeps the others)`,
+      ],
+      shown,
+    );
+  return { laneShards: stored.shards, lanesFile: shown };
+}
+
+/**
  * Loads `cells.config.ts` (its default export) and the `cells.accounts.json` beside it,
  * validates both and returns the fleet. Throws `FleetConfigError` listing every problem.
  */
@@ -76,7 +103,7 @@ export function loadFleet(configPath: string = path.resolve(CONFIG_FILE_NAME)): 
   const { input, accountsPath, file } = loadFleetInput(configPath);
   const accounts = cellAccounts(readAccountsFile(accountsPath));
   try {
-    return resolveFleet(input, accounts, { accountsFile: displayPath(accountsPath) });
+    return resolveFleet(input, accounts, { accountsFile: displayPath(accountsPath), ...storedShards(input, path.join(path.dirname(file), LANES_FILE_NAME)) });
   } catch (error) {
     if (error instanceof FleetConfigError) throw new FleetConfigError(error.problems, displayPath(file));
     throw error;

@@ -20,6 +20,7 @@ import {
   RegionConfig,
   RouterConfig,
   RouterGroupConfig,
+  RouterLanesConfig,
   WavePolicy,
   WorkloadConfig,
 } from './types';
@@ -118,6 +119,15 @@ const ALARMS: Fields<Partial<AlarmThresholds>> = {
 const ROUTER = object<RouterConfig>({
   homeRegion: optional(string),
   groups: optional({ type: 'array', items: object<RouterGroupConfig>({ name: string, tasks: optional(integer), weight: optional(integer) }) }),
+  lanes: optional(
+    object<RouterLanesConfig>({
+      count: integer,
+      perTenant: integer,
+      maxOverlap: optional(integer),
+      tasksPerLane: optional(integer),
+      hostedZone: optional(object<{ id: string; name: string }>({ id: string, name: string })),
+    }),
+  ),
   mappingBucket: optional(string),
   publishBakeSeconds: optional(integer),
   cellEndpointTemplate: optional(string),

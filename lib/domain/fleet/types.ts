@@ -167,6 +167,30 @@ export interface RouterGroupConfig {
   readonly weight?: number;
 }
 
+/**
+ * Shuffle-sharded router lanes (docs/lanes.md): `count` independent router units per region, each
+ * with its own NLB (zonal shift enabled), target group and service; a tenant reaches the
+ * `perTenant` lanes of its shard, and any two shards in use share at most `maxOverlap` lanes. The
+ * shard set is generated once by `cellctl lanes init` into `cells.lanes.json` beside this file.
+ * Lanes replace `router.groups`: lane 1 is the canary group, the other lanes the rest.
+ */
+export interface RouterLanesConfig {
+  /** Lanes per region, 2 to 32 (each is an NLB: 50 per region by default). */
+  readonly count: number;
+  /** Lanes in a tenant's shard, at least 2 (one to retry on) and below `count`. */
+  readonly perTenant: number;
+  /** Lanes two shards may share, below `perTenant`. @default perTenant - 1 */
+  readonly maxOverlap?: number;
+  /** Router tasks per lane: at least one per zone of the region. @default the region's zones */
+  readonly tasksPerLane?: number;
+  /**
+   * A public hosted zone in the router account: each region gets `shard-<lanes>.<region>.<name>`, an
+   * alias to each lane NLB of the shard with target health evaluated.
+   * @default - no shard names; clients take lane addresses from `cellctl lanes where`
+   */
+  readonly hostedZone?: { readonly id: string; readonly name: string };
+}
+
 /** The router layer: groups, mapping bucket, how mapping changes roll out. */
 export interface RouterConfig {
   /**
@@ -183,6 +207,8 @@ export interface RouterConfig {
    * @default [{ name: 'canary', tasks: 2 }, { name: 'main', tasks: 4 }]
    */
   readonly groups?: readonly RouterGroupConfig[];
+  /** Shuffle-sharded lanes instead of groups. @default - no lanes: one NLB over the groups */
+  readonly lanes?: RouterLanesConfig;
   /**
    * Name prefix of the mapping buckets, one per region in the router account: each is
    * `<prefix>-<12 hex of its stack id>`, so a retried first deploy gets a new name, and its name is
@@ -473,6 +499,17 @@ export interface Cell {
   readonly endpointGeneration?: number;
 }
 
+/** `router.lanes` with its defaults and the stored shard set. */
+export interface RouterLanes {
+  readonly count: number;
+  readonly perTenant: number;
+  readonly maxOverlap: number;
+  readonly tasksPerLane: number;
+  readonly hostedZone?: { readonly id: string; readonly name: string };
+  /** The default shards (`cells.lanes.json`), each its lanes ascending. */
+  readonly shards: readonly (readonly number[])[];
+}
+
 /** The validated fleet every other part consumes. */
 export interface Fleet {
   readonly app: string;
@@ -488,7 +525,9 @@ export interface Fleet {
   readonly router: {
     /** See RouterConfig.homeRegion. */
     readonly homeRegion: string;
+    /** With lanes, one group per lane (`lane-1`, `lane-2`, …), lane 1 first. */
     readonly groups: readonly Required<RouterGroupConfig>[];
+    readonly lanes?: RouterLanes;
     readonly mappingBucket: string;
     readonly publishBakeSeconds: number;
     readonly cellEndpointTemplate: string;

@@ -26,7 +26,9 @@ import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
 import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName, moverLauncherRoleName, moverTaskRoleName } from '../names';
 import { structureProblems } from './schema';
-import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput } from './types';
+import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput, RouterGroupConfig, RouterLanes, RouterLanesConfig } from './types';
+import { extendShards, LaneSettings, laneSettingsProblems, shardSetProblems } from '../lanes/shards';
+import { LANES_FILE_NAME } from '../lanes/lanes-file';
 import { deploymentWindowProblems } from './deployment-window';
 import { jwtKeyProblems } from './jwt';
 import { APP_NAME, CELL_ID } from './patterns';
@@ -206,11 +208,41 @@ function alarmProblems(alarms: AlarmThresholds): string[] {
 const GROUP_NAME = /^[a-z][a-z0-9-]{0,30}$/;
 const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
+const HOSTED_ZONE_ID = /^Z[A-Z0-9]{1,31}$/;
+const DOMAIN = /^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+/** Shard names are one Route 53 record set group each in a lane stack, within its 500 resources. */
+export const MAX_NAMED_SHARDS = 300;
+
+function laneProblems(input: FleetInput, lanes: RouterLanesConfig): string[] {
+  const settings = laneSettingsOf(lanes);
+  const problems = laneSettingsProblems(settings);
+  const minZones = Math.max(...Object.values(input.regions ?? {}).map((r) => r.availabilityZones?.length ?? 0), 0);
+  if (lanes.tasksPerLane !== undefined && (!isInt(lanes.tasksPerLane) || lanes.tasksPerLane < minZones || lanes.tasksPerLane > 100))
+    problems.push(
+      `router.lanes.tasksPerLane: ${lanes.tasksPerLane} must be an integer from ${minZones} (one task per zone of the region with most zones) to 100`,
+    );
+  if (lanes.hostedZone) {
+    if (!HOSTED_ZONE_ID.test(lanes.hostedZone.id ?? ''))
+      problems.push(`router.lanes.hostedZone.id: \`${lanes.hostedZone.id}\` is not a Route 53 hosted zone id (Z followed by capitals and digits)`);
+    if (!DOMAIN.test(lanes.hostedZone.name ?? ''))
+      problems.push(`router.lanes.hostedZone.name: \`${lanes.hostedZone.name}\` must be the zone's domain name, lower case, without a trailing dot`);
+  }
+  return problems;
+}
+
+/** `router.lanes` as the shard functions take it (maxOverlap's default applied). */
+export function laneSettingsOf(lanes: RouterLanesConfig): LaneSettings {
+  return { count: lanes.count, perTenant: lanes.perTenant, maxOverlap: lanes.maxOverlap ?? lanes.perTenant - 1 };
+}
+
 function routerProblems(input: FleetInput): string[] {
   const router = input.router ?? {};
   const problems: string[] = [];
-  const groups = router.groups ?? DEFAULT_ROUTER_GROUPS;
-  if (groups.length < 2) problems.push('router.groups: list at least two groups (a small canary group first, then the rest)');
+  if (router.lanes) problems.push(...laneProblems(input, router.lanes));
+  const groups = router.lanes ? [] : (router.groups ?? DEFAULT_ROUTER_GROUPS);
+  if (router.lanes && router.groups)
+    problems.push('router.groups and router.lanes are both set: lanes replace groups (lane 1 is the canary group); delete router.groups');
+  if (!router.lanes && groups.length < 2) problems.push('router.groups: list at least two groups (a small canary group first, then the rest)');
   if (groups.length > MAX_ROUTER_GROUPS)
     problems.push(
       `router.groups: ${groups.length} groups, but the NLB forwards to at most ${MAX_ROUTER_GROUPS} target groups (one per group); merge groups`,
@@ -227,7 +259,7 @@ function routerProblems(input: FleetInput): string[] {
       problems.push(`router.groups: \`${group.name}\` weight ${group.weight} must be an integer from 0 (drained) to ${MAX_ROUTER_GROUP_WEIGHT}`);
     }
   }
-  if (groups.every((g) => g.weight === 0)) {
+  if (groups.length > 0 && groups.every((g) => g.weight === 0)) {
     problems.push('router.groups: every group has weight 0, so the NLB would send new connections nowhere; give at least one group a weight above 0');
   }
   if (router.mappingBucket !== undefined && !BUCKET_NAME.test(router.mappingBucket)) {
@@ -505,6 +537,13 @@ export interface FleetProblemOptions {
   readonly allowMissingAccounts?: boolean;
   /** The accounts file's name, for problems with an account recorded there. @default 'cells.accounts.json' */
   readonly accountsFile?: string;
+  /**
+   * The stored default shards of `router.lanes` (`cells.lanes.json`), checked against it.
+   * @default - generated from router.lanes (what `cellctl lanes init` would write)
+   */
+  readonly laneShards?: readonly (readonly number[])[];
+  /** The lanes file's name, for problems with the stored shards. @default 'cells.lanes.json' */
+  readonly lanesFile?: string;
 }
 
 function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetProblemOptions): string[] {
@@ -613,9 +652,41 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
   ];
 }
 
+/** Lane n's router group: lane-1 is the canary group of a mapping publish, the others follow. */
+export const laneGroupName = (lane: number) => `lane-${lane}`;
+
+function laneGroups(lanes: RouterLanes): Required<RouterGroupConfig>[] {
+  return Array.from({ length: lanes.count }, (_, i) => ({ name: laneGroupName(i + 1), tasks: lanes.tasksPerLane, weight: lanes.tasksPerLane }));
+}
+
+function resolveLanes(input: FleetInput, options: FleetProblemOptions, problems: string[]): RouterLanes | undefined {
+  const config = input.router!.lanes!;
+  const settings = laneSettingsOf(config);
+  const shards = options.laneShards ?? extendShards(settings);
+  const file = options.lanesFile ?? LANES_FILE_NAME;
+  const stored = shardSetProblems(settings, shards, `${file} shards`);
+  if (stored.length > 0) {
+    problems.push(...stored.map((p) => `${p} (router.lanes is ${settings.count} lanes, ${settings.perTenant} per tenant, overlap ${settings.maxOverlap}; \`cellctl lanes init\` adds shards for new lanes)`));
+    return undefined;
+  }
+  const shardCount = MAX_NAMED_SHARDS;
+  if (config.hostedZone && shards.length > shardCount)
+    problems.push(
+      `router.lanes.hostedZone: ${shards.length} shards would be ${shards.length} shard names per region, above the ${shardCount} a lane stack holds; lower count or perTenant, or drop hostedZone and use \`cellctl lanes where\``,
+    );
+  const zones = Math.max(...Object.values(input.regions).map((r) => r.availabilityZones.length));
+  return {
+    ...settings,
+    tasksPerLane: config.tasksPerLane ?? zones,
+    ...(config.hostedZone ? { hostedZone: config.hostedZone } : {}),
+    shards,
+  };
+}
+
 /** Validates the config and applies every default; throws `FleetConfigError` listing all problems. */
 export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, options: Omit<FleetProblemOptions, 'allowMissingAccounts'> = {}): Fleet {
   const problems = fleetProblems(input, accounts, options);
+  const lanes = problems.length === 0 && input.router?.lanes ? resolveLanes(input, options, problems) : undefined;
   if (problems.length > 0) throw new FleetConfigError(problems);
   const cells: Cell[] = input.cells.map((cell) => ({
     id: cell.id,
@@ -643,7 +714,10 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     alarms: { ...DEFAULT_ALARMS, ...input.alarms },
     router: {
       homeRegion: input.router?.homeRegion ?? Object.keys(input.regions)[0],
-      groups: (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2, weight: g.weight ?? g.tasks ?? 2 })),
+      groups: lanes
+        ? laneGroups(lanes)
+        : (input.router?.groups ?? DEFAULT_ROUTER_GROUPS).map((g) => ({ name: g.name, tasks: g.tasks ?? 2, weight: g.weight ?? g.tasks ?? 2 })),
+      ...(lanes ? { lanes } : {}),
       mappingBucket: input.router?.mappingBucket ?? `${input.app}-mappings-${input.accounts.router}`,
       publishBakeSeconds: input.router?.publishBakeSeconds ?? DEFAULT_PUBLISH_BAKE_SECONDS,
       cellEndpointTemplate: input.router?.cellEndpointTemplate ?? DEFAULT_CELL_ENDPOINT_TEMPLATE,

@@ -155,7 +155,18 @@ export const routerParameters = {
   taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
   taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
   targetGroupArn: (app: string, group: string) => `/${app}/router/groups/${group}/target-group-arn`,
+  /** With lanes: the router VPC, its public subnets (the lane NLBs'), the NLB security group and access-log bucket. */
+  vpcId: (app: string) => `/${app}/router/vpc-id`,
+  publicSubnetIds: (app: string) => `/${app}/router/public-subnet-ids`,
+  loadBalancerSecurityGroupId: (app: string) => `/${app}/router/load-balancer-security-group-id`,
+  accessLogBucket: (app: string) => `/${app}/router/access-log-bucket`,
+  /** A lane's NLB DNS name and canonical hosted zone, written by its lane stack (`cellctl lanes where` reads them). */
+  laneDnsName: (app: string, lane: number) => `/${app}/router/lanes/${lane}/dns-name`,
+  laneHostedZoneId: (app: string, lane: number) => `/${app}/router/lanes/${lane}/hosted-zone-id`,
 } as const;
+
+/** A shard's name in the fleet's lanes zone: `shard-1-4.<region>.<zone>` (aliases to the shard's lane NLBs). */
+export const shardRecordName = (shardLanes: readonly number[], region: string, zone: string) => `shard-${shardLanes.join('-')}.${region}.${zone}`;
 
 /** SSM parameter (router account, the fleet's `router.homeRegion`) naming the move bucket. */
 export const moveBucketParameter = (app: string) => `/${app}/moves/bucket`;

@@ -7,6 +7,7 @@ import { REPO_ROOT } from '../../domain/files/repo-root';
 import { DEFAULT_PARTITION_KEY } from '../../domain/fleet/defaults';
 import { PartitionKeySource } from '../../domain/fleet/types';
 import { adoptionMapping, bucketCounts, initialMapping, lookup, parseMapping, validateMapping } from '../../domain/mapping';
+import { extendShards, LaneSettings, laneSettingsProblems, Shard } from '../../domain/lanes';
 import { LocalRouter, startLocalRouter } from '../../runtime/router/local';
 import { RuntimeApi } from '../../runtime/router/runtime-api';
 import { BaseImages, containerEnv, missingContainerTools, podman, podmanArgs } from '../../runtime/images/podman';
@@ -39,6 +40,14 @@ export interface FleetFile {
   readonly images?: FleetImages;
   /** With a cell zero (`--cell-zero`): its id; it is one of `cells` (the existing service, outside the factory's cells). */
   readonly cellZero?: string;
+  /** With lanes (`--lanes N --per-tenant K`): each lane's router and the default shards over them. `routerUrl` is lane 1's. */
+  readonly lanes?: FleetFileLanes;
+}
+
+/** The local fleet's shuffle-sharded lanes: one router each, on its own port, over the same cells. */
+export interface FleetFileLanes extends LaneSettings {
+  readonly shards: readonly Shard[];
+  readonly routers: readonly { readonly lane: number; readonly url: string; readonly port: number; readonly haproxyPid?: number }[];
 }
 
 export interface FleetFileCell {
@@ -96,6 +105,24 @@ export interface LocalFleetOptions {
    * @default - no cell zero
    */
   readonly cellZero?: ExistingData & { readonly id: string };
+  /**
+   * Run `count` router lanes, each a router of its own on its own port over the same cells and
+   * mapping, with the default shards over them (docs/lanes.md). From source only.
+   * @default - one router
+   */
+  readonly lanes?: LaneSettings;
+}
+
+/** One lane of a local fleet with lanes: its router, which a test may stop and start again. */
+export interface LocalLane {
+  readonly lane: number;
+  readonly url: string;
+  readonly port: number;
+  readonly router: LocalRouter | undefined;
+  /** Stops the lane's router (HAProxy soft stop): new connections to its port are refused. */
+  stop(): Promise<void>;
+  /** Starts the lane's router again on its port and waits until it serves. */
+  start(): Promise<void>;
 }
 
 /** One cell of the local fleet: its workload process and its PostgreSQL server. */
@@ -132,6 +159,10 @@ export interface LocalFleet {
   readonly images: FleetImages | undefined;
   /** Cell zero, the existing service (`cellZero`); also one of `cells`. */
   readonly cellZero: LocalCell | undefined;
+  /** With `lanes`: every lane, lane 1 first (its router is `router`); else empty. */
+  readonly lanes: readonly LocalLane[];
+  /** With `lanes`: the default shards. */
+  readonly shards: readonly Shard[];
   cell(id: string): LocalCell;
   /**
    * Starts one more cell (its own PostgreSQL and workload, `cell-<n+1>`) in the running fleet and
@@ -196,6 +227,11 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       `a local fleet is already running from ${stateDir} (pid ${previous.pid}); stop it (kill ${previous.pid}) or pass another --state-dir`,
     );
   }
+  if (o.lanes) {
+    const problems = laneSettingsProblems(o.lanes, (f) => `lanes.${f}`);
+    if (problems.length > 0) throw new Error(problems.join('; '));
+    if (o.images) throw new Error('lanes: the local fleet runs lanes from source; drop --images or --lanes');
+  }
   if (o.port !== 0) await assertPortFree(o.port, '--port');
   // Before anything starts: a workload that is not there fails here in one line, not in a restart loop.
   const workload = o.images ? undefined : localWorkloadCommand();
@@ -220,7 +256,12 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   const zeroId = o.cellZero?.id;
   if (zeroId !== undefined && /^cell-\d+$/.test(zeroId))
     throw new Error(`cell zero's id ${zeroId} is one the local fleet gives its own cells; give cell zero another (cellZero.id)`);
-  const reuse = !o.fresh && previous !== undefined && previous.cells.length === count + (zeroId ? 1 : 0) && previous.cellZero === zeroId;
+  const reuse =
+    !o.fresh &&
+    previous !== undefined &&
+    previous.cells.length === count + (zeroId ? 1 : 0) &&
+    previous.cellZero === zeroId &&
+    (previous.lanes?.count ?? 0) === (o.lanes?.count ?? 0);
   if (!reuse && fs.existsSync(stateDir)) {
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
     fs.rmSync(stateDir, { recursive: true, force: true });
@@ -346,6 +387,33 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     const routerDir = path.join(stateDir, 'router');
     fs.mkdirSync(routerDir, { recursive: true });
     let router: LocalRouter | undefined;
+    /** Starts the router (from source) of lane `lane` (0: the one router of a fleet without lanes) on `port`. */
+    const startSourceRouter = async (lane: number, port: number): Promise<{ router: LocalRouter; stop: () => Promise<void> }> => {
+      const name = lane === 0 ? 'router' : `router-lane-${lane}`;
+      const dir = lane === 0 ? routerDir : path.join(routerDir, `lane-${lane}`);
+      fs.mkdirSync(dir, { recursive: true });
+      const routerLog = fs.createWriteStream(path.join(stateDir, 'logs', `${name}.log`), { flags: 'a' });
+      const running = await startLocalRouter({
+        mappingFile,
+        port,
+        debugHeaders: true,
+        partitionKey,
+        bucketCount,
+        healthCheckPath,
+        slots,
+        cellMaxConn: o.cellMaxConn,
+        log: (line) => routerLog.write(`${line}\n`),
+        stateDir: dir,
+      });
+      return {
+        router: running,
+        stop: async () => {
+          await running.stop();
+          routerLog.end();
+        },
+      };
+    };
+    const lanes: LocalLane[] = [];
     if (images) {
       const task = await startImageRouter({
         images,
@@ -360,29 +428,49 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         log,
       });
       started.push({ stop: () => task.stop() });
+    } else if (!o.lanes) {
+      const one = await startSourceRouter(0, routerPort);
+      router = one.router;
+      started.push({ stop: one.stop });
     } else {
-      const routerLog = fs.createWriteStream(path.join(stateDir, 'logs', 'router.log'), { flags: 'a' });
-      router = await startLocalRouter({
-        mappingFile,
-        port: routerPort,
-        debugHeaders: true,
-        partitionKey,
-        bucketCount,
-        healthCheckPath,
-        slots,
-        cellMaxConn: o.cellMaxConn,
-        log: (line) => routerLog.write(`${line}\n`),
-        stateDir: routerDir,
-      });
-      const running = router;
-      started.push({
-        stop: async () => {
-          await running.stop();
-          routerLog.end();
-        },
-      });
+      const ports = [routerPort];
+      for (let lane = 2; lane <= o.lanes.count; lane++) {
+        const kept = reuse ? previous!.lanes?.routers.find((r) => r.lane === lane)?.port : undefined;
+        if (kept !== undefined) given.add(kept);
+        ports.push(kept ?? (await freePort()));
+      }
+      for (const [i, port] of ports.entries()) {
+        const lane = i + 1;
+        let current: { router: LocalRouter; stop: () => Promise<void> } | undefined = await startSourceRouter(lane, port);
+        const url = `http://127.0.0.1:${port}`;
+        const entry: LocalLane = {
+          lane,
+          url,
+          port,
+          get router() {
+            return current?.router;
+          },
+          stop: async () => {
+            const running = current;
+            current = undefined;
+            await running?.stop();
+            if (fleetFileWritten) writeFleetFile();
+          },
+          start: async () => {
+            if (current) return;
+            current = await startSourceRouter(lane, port);
+            await waitUntil(`lane ${lane} to serve`, () => servesEveryCell(url), 30_000);
+            if (fleetFileWritten) writeFleetFile();
+          },
+        };
+        lanes.push(entry);
+        started.push({ stop: () => entry.stop() });
+      }
+      router = lanes[0].router;
     }
     const routerUrl = `http://127.0.0.1:${routerPort}`;
+    // The local fleet has no cells.lanes.json: its shards are what `cellctl lanes init` generates.
+    const shards: readonly Shard[] = o.lanes ? extendShards(o.lanes) : [];
     // Ready once HAProxy's health checks see every cell up: one tenant of each cell is served there.
     const parsed = parseMapping(fs.readFileSync(mappingFile, 'utf8'));
     if (!parsed.ok)
@@ -395,21 +483,20 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         return undefined;
       })
       .filter((p): p is { id: string; key: string } => p !== undefined);
-    await waitUntil(
-      'the router to reach every cell',
-      async () => {
-        for (const probe of probes) {
-          const response = await fetch(`${routerUrl}${healthCheckPath}`, {
-            headers: partitionKey.source === 'header' ? { [partitionKey.name]: probe.key } : {},
-            signal: AbortSignal.timeout(2000),
-          });
-          await response.arrayBuffer();
-          if (response.status !== 200 || response.headers.get('x-cell') !== probe.id) return false;
-        }
-        return true;
-      },
-      30_000,
-    );
+    /** One tenant of each cell served by the router at `url` through that cell. */
+    async function servesEveryCell(url: string): Promise<boolean> {
+      for (const probe of probes) {
+        const response = await fetch(`${url}${healthCheckPath}`, {
+          headers: partitionKey.source === 'header' ? { [partitionKey.name]: probe.key } : {},
+          signal: AbortSignal.timeout(2000),
+        });
+        await response.arrayBuffer();
+        if (response.status !== 200 || response.headers.get('x-cell') !== probe.id) return false;
+      }
+      return true;
+    }
+    for (const url of lanes.length > 0 ? lanes.map((l) => l.url) : [routerUrl])
+      await waitUntil(`the router${lanes.length > 0 ? ` at ${url}` : ''} to reach every cell`, () => servesEveryCell(url), 30_000);
 
     writeFleetFile = () => {
       const file: FleetFile = {
@@ -425,6 +512,15 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         ...(control ? { controlSocket: control.socket } : {}),
         ...(images ? { images } : {}),
         ...(zeroId ? { cellZero: zeroId } : {}),
+        ...(o.lanes
+          ? {
+              lanes: {
+                ...o.lanes,
+                shards,
+                routers: lanes.map((l) => ({ lane: l.lane, url: l.url, port: l.port, ...(l.router?.haproxyPid ? { haproxyPid: l.router.haproxyPid } : {}) })),
+              },
+            }
+          : {}),
         cells: cells.map((c) => ({
           id: c.id,
           workloadUrl: c.workloadUrl,
@@ -482,6 +578,8 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       router,
       images,
       cellZero: zero,
+      lanes,
+      shards,
       cell: (id) => {
         const found = cells.find((c) => c.id === id);
         if (!found) throw new Error(`no cell ${id}; the local fleet has ${cells.map((c) => c.id).join(', ')}`);

@@ -1,0 +1,259 @@
+import * as path from 'path';
+import { Command } from 'commander';
+import { FleetConfigError, laneSettingsOf, loadFleetInput } from '../domain/fleet';
+import {
+  extendShards,
+  initLanes,
+  laneFlagName,
+  LaneSettings,
+  laneSettingsProblems,
+  LANES_FILE_NAME,
+  parseShard,
+  planShards,
+  readLanesFile,
+  Shard,
+  shardId,
+  ShardPlan,
+  tenantShard,
+  writeLanesFile,
+} from '../domain/lanes';
+import { keyProblem } from '../domain/mapping';
+import { routerParameters, shardRecordName } from '../domain/names';
+import { fleetFrom, mappingBucketOf, s3Client } from './context';
+import { CliError, CliIo, formatTable, json } from './io';
+
+const integer = (value: string, flag: string, min: number, max: number): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag} ${value}: give an integer from ${min} to ${max}`, 2);
+  return n;
+};
+
+const percent = (share: number) => `${(share * 100).toFixed(share > 0 && share < 0.01 ? 3 : 2)}%`;
+/** 1/28 rather than 3.57%: the figure the shard count explains. */
+const fraction = (share: number, shards: number) => (share === 0 ? '0' : `${Math.round(share * shards)}/${shards} (${percent(share)})`);
+
+function printPlan(io: CliIo, plan: ShardPlan, source: string): void {
+  const { settings, shards } = plan;
+  io.out(`${settings.count} lanes, ${settings.perTenant} per tenant, overlap at most ${settings.maxOverlap} (${source})\n`);
+  io.out(`shards                 ${shards.length}\n`);
+  io.out(`largest overlap        ${plan.largestOverlap}\n`);
+  io.out(`shards per lane        ${plan.shardsPerLane.min === plan.shardsPerLane.max ? plan.shardsPerLane.min : `${plan.shardsPerLane.min}-${plan.shardsPerLane.max}`}\n`);
+  io.out(`one lane fails         ${fraction(plan.oneLaneFullyAffected, shards.length)} of tenants fully affected; ${percent(plan.oneLanePartlyAffected)} retry on another lane\n`);
+  io.out(`one shard fails        ${fraction(plan.oneShardFullyAffected, shards.length)} of tenants fully affected (all its lanes down: a poison tenant's)\n\n`);
+  const perRow = 10;
+  const rows: string[][] = [];
+  for (let i = 0; i < shards.length; i += perRow) rows.push(shards.slice(i, i + perRow).map(shardId));
+  io.out(`${rows.map((r) => r.join('  ')).join('\n')}\n`);
+}
+
+function planJson({ settings, shards, ...figures }: ShardPlan, source: string) {
+  return { ...settings, source, shardCount: shards.length, ...figures, shards };
+}
+
+/** The fleet's lane settings and stored shards (cells.lanes.json), or why there are none. */
+function storedLanes(configPath: string): { settings: LaneSettings; shards: readonly Shard[]; file: string } {
+  let input;
+  try {
+    ({ input } = loadFleetInput(path.resolve(configPath)));
+  } catch (error) {
+    if (error instanceof FleetConfigError) throw new CliError(error.message);
+    throw error;
+  }
+  const lanes = input.router?.lanes;
+  if (!lanes) throw new CliError(`${configPath}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } (docs/lanes.md), or give --lanes N --per-tenant K`);
+  const settings = laneSettingsOf(lanes);
+  const problems = laneSettingsProblems(settings);
+  if (problems.length > 0) throw new CliError(`${configPath}:\n  - ${problems.join('\n  - ')}`);
+  const file = path.join(path.dirname(path.resolve(configPath)), LANES_FILE_NAME);
+  let stored;
+  try {
+    stored = readLanesFile(file, path.relative(process.cwd(), file) || file);
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+  if (!stored) throw new CliError(`${LANES_FILE_NAME} is missing beside ${configPath}: run \`cellctl lanes init\``);
+  return { settings, shards: stored.shards, file };
+}
+
+/** `cellctl lanes …`: shuffle-sharded router lanes (docs/lanes.md). */
+export function lanesCommand(io: CliIo): Command {
+  const lanes = new Command('lanes').description("shuffle-sharded router lanes: the shard set, a tenant's shard, assignments (docs/lanes.md)");
+
+  lanes
+    .command('init')
+    .description(`generate the fleet's default shards into ${LANES_FILE_NAME} (beside the config), or add shards for lanes added since; existing shards are kept`)
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .action((flags: { config: string }) => {
+      let input;
+      try {
+        ({ input } = loadFleetInput(path.resolve(flags.config)));
+      } catch (error) {
+        if (error instanceof FleetConfigError) throw new CliError(error.message);
+        throw error;
+      }
+      const config = input.router?.lanes;
+      if (!config) throw new CliError(`${flags.config}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } first (docs/lanes.md)`);
+      const settings = laneSettingsOf(config);
+      const problems = laneSettingsProblems(settings);
+      if (problems.length > 0) throw new CliError(`${flags.config}:\n  - ${problems.join('\n  - ')}`);
+      const file = path.join(path.dirname(path.resolve(flags.config)), LANES_FILE_NAME);
+      const shown = path.relative(process.cwd(), file) || file;
+      let result;
+      try {
+        result = initLanes(settings, readLanesFile(file, shown), shown);
+      } catch (error) {
+        throw new CliError((error as Error).message);
+      }
+      if (result.action !== 'unchanged') writeLanesFile(file, result.file);
+      const plan = planShards(settings, result.file.shards);
+      io.out(
+        result.action === 'created'
+          ? `wrote ${shown}: ${result.file.shards.length} shards; commit it (a tenant's default shard is a function of this set)\n`
+          : result.action === 'extended'
+            ? `extended ${shown}: ${result.added.length} shards added for the new lanes, ${result.file.shards.length - result.added.length} kept; about ${percent(result.added.length / result.file.shards.length)} of tenants get a new default shard\n`
+            : `${shown} already fits router.lanes: ${result.file.shards.length} shards\n`,
+      );
+      io.out(`one shard fails: ${fraction(plan.oneShardFullyAffected, plan.shards.length)} of tenants fully affected\n`);
+    });
+
+  lanes
+    .command('plan')
+    .description('print the shards, their largest overlap and the share of tenants a failed lane or shard affects')
+    .option('--lanes <n>', 'lanes per region (default: the fleet stored shards, cells.lanes.json)')
+    .option('--per-tenant <k>', "lanes in each tenant's shard", '2')
+    .option('--max-overlap <m>', 'lanes two shards may share (default: per-tenant - 1)')
+    .option('--config <file>', 'fleet config (without --lanes)', 'cells.config.ts')
+    .option('--json', 'print the plan as JSON')
+    .action((flags: { lanes?: string; perTenant: string; maxOverlap?: string; config: string; json?: boolean }) => {
+      let settings: LaneSettings;
+      let shards: readonly Shard[];
+      let source: string;
+      if (flags.lanes !== undefined) {
+        const count = integer(flags.lanes, '--lanes', 2, 32);
+        const perTenant = integer(flags.perTenant, '--per-tenant', 1, 32);
+        const maxOverlap = flags.maxOverlap === undefined ? perTenant - 1 : integer(flags.maxOverlap, '--max-overlap', 0, 32);
+        settings = { count, perTenant, maxOverlap };
+        const problems = laneSettingsProblems(settings, laneFlagName);
+        if (problems.length > 0) throw new CliError(problems.join('\n'), 2);
+        shards = extendShards(settings);
+        source = 'generated';
+      } else {
+        ({ settings, shards } = storedLanes(flags.config));
+        source = LANES_FILE_NAME;
+      }
+      const plan = planShards(settings, shards);
+      if (flags.json) io.out(json(planJson(plan, source)));
+      else printPlan(io, plan, source);
+    });
+
+  lanes
+    .command('where')
+    .argument('<tenant>', 'partition key')
+    .description("print the tenant's shard and how to reach its lanes (the shard's DNS name per region, or the lanes' addresses)")
+    .option('--local', 'the running local fleet (`cellctl fleet local --lanes N`)')
+    .option('--state-dir <dir>', 'with --local: the fleet state directory', '.cells-local')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--bucket <name>', "the home region's mapping bucket, where the assignments are (default: its SSM parameter)")
+    .option('--force-path-style', 'path-style S3 addressing, for S3-compatible servers')
+    .option('--json', 'print {"tenant","shard","lanes","source",…} as JSON')
+    .action(async (tenant: string, flags: { local?: boolean; stateDir: string; config: string; bucket?: string; forcePathStyle?: boolean; json?: boolean }) => {
+      const problem = keyProblem(tenant);
+      if (problem) throw new CliError(`tenant \`${tenant}\`: ${problem}`, 2);
+      if (flags.local) {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+        const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
+        const file = readFleetFile(flags.stateDir);
+        if (!file) throw new CliError(`no local fleet in ${flags.stateDir}: start one with \`cellctl fleet local --lanes 8 --per-tenant 2\``);
+        if (!file.lanes) throw new CliError(`the local fleet in ${flags.stateDir} runs one router, no lanes: restart it with --lanes N`);
+        const shard = tenantShard(tenant, file.lanes.shards);
+        const urls = shard.lanes.map((lane) => ({ lane, url: file.lanes!.routers.find((r) => r.lane === lane)!.url }));
+        if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: urls, source: shard.source }));
+        else {
+          io.out(`tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})\n`);
+          io.out(formatTable(['lane', 'router'], urls.map((u) => [u.lane, u.url])));
+        }
+        return;
+      }
+      const fleet = fleetFrom(flags.config);
+      if (!fleet.router.lanes) throw new CliError(`${flags.config}: router.lanes is not set; the fleet has one router entry per region`);
+      const { settings, shards } = { settings: fleet.router.lanes, shards: fleet.router.lanes.shards };
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+      const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+      const { readAssignments } = require('../operations/lanes') as typeof import('../operations/lanes');
+      const home = fleet.router.homeRegion;
+      const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
+      const store = new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
+      const { document } = await readAssignments(store, settings, shards).catch((error: Error) => {
+        throw new CliError(error.message);
+      });
+      const shard = tenantShard(tenant, shards, document);
+      const zone = fleet.router.lanes.hostedZone;
+      const regions = Object.keys(fleet.regions).map((region) => ({
+        region,
+        ...(zone ? { name: shardRecordName(shard.lanes, region, zone.name) } : {}),
+        lanes: shard.lanes.map((lane) => ({ lane, parameter: routerParameters.laneDnsName(fleet.app, lane) })),
+      }));
+      if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: shard.lanes, source: shard.source, regions }));
+      else {
+        io.out(`tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})\n`);
+        io.out(
+          formatTable(
+            ['region', 'shard name', 'lane NLB names (SSM)'],
+            regions.map((r) => [r.region, r.name ?? '- (no router.lanes.hostedZone)', r.lanes.map((l) => l.parameter).join(' ')]),
+          ),
+        );
+      }
+    });
+
+  lanes
+    .command('assign')
+    .argument('<tenant>', 'partition key')
+    .description("put a tenant on another shard (or back on its default one): checked against every shard in use and written with If-Match, so concurrent assignments cannot break the overlap bound")
+    .option('--shard <lanes>', 'the shard, as its lanes (for example 1-4)')
+    .option('--default', "back to the tenant's default shard")
+    .option('--dedicated', 'the shard is this tenant alone: no default shard and no other assignment is it')
+    .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--bucket <name>', "the home region's mapping bucket (default: its SSM parameter)")
+    .option('--force-path-style', 'path-style S3 addressing, for S3-compatible servers')
+    .option('--json', 'print the result as JSON')
+    .action(
+      async (
+        tenant: string,
+        flags: { shard?: string; default?: boolean; dedicated?: boolean; config: string; bucket?: string; forcePathStyle?: boolean; json?: boolean },
+      ) => {
+        if ((flags.shard === undefined) === !flags.default) throw new CliError('give exactly one of --shard LANES or --default', 2);
+        if (flags.default && flags.dedicated) throw new CliError('--dedicated goes with --shard', 2);
+        let lanesWanted: Shard | undefined;
+        try {
+          lanesWanted = flags.shard === undefined ? undefined : parseShard(flags.shard);
+        } catch (error) {
+          throw new CliError(`--shard ${(error as Error).message}`, 2);
+        }
+        const fleet = fleetFrom(flags.config);
+        if (!fleet.router.lanes) throw new CliError(`${flags.config}: router.lanes is not set; there are no shards to assign`);
+        const lanesConfig = fleet.router.lanes;
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+        const { MappingStore, StoreError } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+        const { assignTenant } = require('../operations/lanes') as typeof import('../operations/lanes');
+        const home = fleet.router.homeRegion;
+        const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
+        const store = new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
+        let result;
+        try {
+          result = await assignTenant(store, lanesConfig, lanesConfig.shards, tenant, lanesWanted, { dedicated: flags.dedicated });
+        } catch (error) {
+          if (error instanceof StoreError || error instanceof Error) throw new CliError(error.message);
+          throw error;
+        }
+        const { shard } = result;
+        if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: shard.lanes, source: shard.source, conflicts: result.conflicts }));
+        else
+          io.out(
+            `tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})${result.conflicts ? `, after ${result.conflicts} concurrent change(s)` : ''}; its clients move when they next look the shard up (docs/lanes.md, "Moving a tenant")\n`,
+          );
+      },
+    );
+  return lanes;
+}

@@ -1,0 +1,3 @@
+export * from './shards';
+export * from './assignments';
+export * from './lanes-file';
