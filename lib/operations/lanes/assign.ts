@@ -24,9 +24,15 @@ export async function readAssignments(
 
 export interface AssignOptions {
   readonly dedicated?: boolean;
-  /** Attempts when another assignment replaced the document between our read and our write. @default 8 */
+  /**
+   * Attempts when another assignment replaced the document between our read and our write: each
+   * round of racing writers has one winner, so this many writers at once all get an answer. @default 25
+   */
   readonly attempts?: number;
   readonly now?: () => Date;
+  /** Waits between attempts (a random 20-120 ms, so racing writers spread out). */
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly random?: () => number;
 }
 
 export interface AssignResult {
@@ -48,7 +54,13 @@ export async function assignTenant(
   shards: readonly Shard[],
   tenant: string,
   lanes: Shard | undefined,
-  { dedicated = false, attempts = 8, now = () => new Date() }: AssignOptions = {},
+  {
+    dedicated = false,
+    attempts = 25,
+    now = () => new Date(),
+    sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    random = Math.random,
+  }: AssignOptions = {},
 ): Promise<AssignResult> {
   for (let attempt = 0; ; attempt++) {
     const { document, etag } = await readAssignments(store, settings, shards);
@@ -62,6 +74,7 @@ export async function assignTenant(
           throw new Error(`${ASSIGNMENTS_KEY} kept changing under ${attempts} attempts (other assignments are running); retry`);
         throw error;
       }
+      await sleep(20 + Math.floor(random() * 100));
     }
   }
 }
