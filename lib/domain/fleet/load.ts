@@ -73,7 +73,10 @@ export function loadFleetInput(configPath: string = path.resolve(CONFIG_FILE_NAM
  * The stored shard set for `router.lanes`: the file must exist and match the lane settings, since
  * a generated set would silently change when lanes are added.
  */
-function storedShards(input: FleetInput, lanesPath: string): { laneShards?: readonly (readonly number[])[]; lanesFile?: string } {
+function storedShards(
+  input: FleetInput,
+  lanesPath: string,
+): { laneShards?: readonly (readonly number[])[]; lanesFile?: string; lanesFileProblem?: string } {
   const lanes = input.router?.lanes;
   if (!lanes || typeof lanes !== 'object') return {};
   const shown = displayPath(lanesPath);
@@ -81,17 +84,15 @@ function storedShards(input: FleetInput, lanesPath: string): { laneShards?: read
   try {
     stored = readLanesFile(lanesPath, shown);
   } catch (error) {
-    throw new FleetConfigError([(error as Error).message], shown);
+    return { lanesFile: shown, lanesFileProblem: (error as Error).message };
   }
-  if (!stored) throw new FleetConfigError([`router.lanes is set but ${shown} is missing: run \`cellctl lanes init\` and commit the file`], shown);
+  if (!stored) return { lanesFile: shown, lanesFileProblem: `router.lanes is set but ${shown} is missing: run \`cellctl lanes init\` and commit the file` };
   const settings = laneSettingsOf(lanes);
   if (stored.count !== settings.count || stored.perTenant !== settings.perTenant || stored.maxOverlap !== settings.maxOverlap)
-    throw new FleetConfigError(
-      [
-        `${shown} holds ${stored.count} lanes, ${stored.perTenant} per tenant, overlap ${stored.maxOverlap}; router.lanes says ${settings.count}, ${settings.perTenant}, ${settings.maxOverlap}: run \`cellctl lanes init\` (it adds shards for new lanes and keeps the others)`,
-      ],
-      shown,
-    );
+    return {
+      lanesFile: shown,
+      lanesFileProblem: `${shown} holds ${stored.count} lanes, ${stored.perTenant} per tenant, overlap ${stored.maxOverlap}; router.lanes says ${settings.count}, ${settings.perTenant}, ${settings.maxOverlap}: run \`cellctl lanes init\` (it adds shards for new lanes and keeps the others)`,
+    };
   return { laneShards: stored.shards, lanesFile: shown };
 }
 

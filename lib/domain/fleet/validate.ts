@@ -544,6 +544,8 @@ export interface FleetProblemOptions {
   readonly laneShards?: readonly (readonly number[])[];
   /** The lanes file's name, for problems with the stored shards. @default 'cells.lanes.json' */
   readonly lanesFile?: string;
+  /** What is wrong with the lanes file (missing, unreadable, for other settings): reported once the config itself is valid. */
+  readonly lanesFileProblem?: string;
 }
 
 function cellProblems(input: FleetInput, accounts: CellAccounts, options: FleetProblemOptions): string[] {
@@ -662,6 +664,10 @@ function laneGroups(lanes: RouterLanes): Required<RouterGroupConfig>[] {
 function resolveLanes(input: FleetInput, options: FleetProblemOptions, problems: string[]): RouterLanes | undefined {
   const config = input.router!.lanes!;
   const settings = laneSettingsOf(config);
+  if (options.lanesFileProblem) {
+    problems.push(options.lanesFileProblem);
+    return undefined;
+  }
   const shards = options.laneShards ?? extendShards(settings);
   const file = options.lanesFile ?? LANES_FILE_NAME;
   const stored = shardSetProblems(settings, shards, `${file} shards`);
