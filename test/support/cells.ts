@@ -145,6 +145,8 @@ export interface RoutedResponse {
   readonly servedBy?: string;
   readonly body: string;
   readonly retryAfter?: string;
+  /** `x-router-error`: the router's own answer (lib/domain/lanes/retry.ts). */
+  readonly routerError?: string;
   readonly ms: number;
 }
 
@@ -170,6 +172,7 @@ export function routed(agent: http.Agent, port: number, key: string | readonly s
             version: res.headers['x-mapping-version'] ? Number(res.headers['x-mapping-version']) : undefined,
             servedBy: res.headers['x-served-by'] as string | undefined,
             retryAfter: res.headers['retry-after'] as string | undefined,
+            routerError: res.headers['x-router-error'] as string | undefined,
             body,
             ms: Number(process.hrtime.bigint() - started) / 1e6,
           }),

@@ -1,3 +1,4 @@
 export * from './shards';
 export * from './assignments';
 export * from './lanes-file';
+export * from './retry';

@@ -2,6 +2,7 @@
 // which the agent's bundle must not carry.
 import { MAX_ROUTER_SLOTS, ROUTED_KEY_HEADER } from '../../domain/fleet/defaults';
 import type { PartitionKeySource } from '../../domain/fleet/types';
+import { ROUTER_ERROR_HEADER } from '../../domain/lanes/retry';
 import { KEY_PATTERN, ROUTER_RESERVED_MIB, ROUTER_TASK_MEMORY_MIB } from '../../domain/mapping';
 import { FROZEN_BACKEND, FROZEN_RETRY_AFTER_SECONDS } from './freeze';
 
@@ -655,7 +656,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     `backend ${NO_MAPPING_BACKEND}`,
     // Never true; keeps the cells, version and hosts maps loaded so the agent can update them either way.
     `  http-request set-var(txn.unused) str(version),map(${map('meta')},none),map(${map('cells')}),map(${map('hosts')}) if FALSE`,
-    `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5`,
+    // Marked as the router's own: this task has no mapping, another lane's may (docs/lanes.md, retries).
+    `  ${jsonError(503, 'no mapping loaded')} hdr retry-after 5 hdr ${ROUTER_ERROR_HEADER} no-mapping`,
   );
   lines.push(
     '',
@@ -700,6 +702,8 @@ export const ERROR_503 = [
   'content-type: application/json',
   'retry-after: 1',
   'cache-control: no-store',
+  // The router's own answer, not the cell's: a lane client may try its shard's next lane once (docs/lanes.md).
+  `${ROUTER_ERROR_HEADER}: cell-unavailable`,
   `content-length: ${Buffer.byteLength(ERROR_503_BODY)}`,
   '',
   ERROR_503_BODY,

@@ -79,7 +79,8 @@ describe('renderHaproxyConfig', () => {
         await new Promise((r) => setTimeout(r, 100));
         answer = await routed(agent, port, 'tenant-1');
       }
-      expect(answer).toMatchObject({ status: 503, retryAfter: '5', cell: undefined });
+      // Marked as the router's own answer: a lane client tries its shard's other lane (docs/lanes.md).
+      expect(answer).toMatchObject({ status: 503, retryAfter: '5', cell: undefined, routerError: 'no-mapping' });
       expect(JSON.parse(answer.body)).toEqual({ error: 'no mapping loaded' });
       const missing = await routed(agent, port, undefined);
       expect([missing.status, JSON.parse(missing.body)]).toEqual([

@@ -125,7 +125,9 @@ describe('the router (real HAProxy + agent, cells on loopback)', () => {
     });
     const deadTenants = answers.filter((_, i) => lookup(doc, keys[i]).cell === dead.name);
     expect(deadTenants.length).toBeGreaterThan(0);
-    expect(deadTenants.every((a) => a.retryAfter === '1')).toBe(true);
+    expect(deadTenants.every((a) => a.retryAfter === '1' && a.routerError === 'cell-unavailable')).toBe(true);
+    // A cell's own answers never carry the router's mark.
+    expect(answers.filter((a) => a.status === 200).every((a) => a.routerError === undefined)).toBe(true);
     cells[2] = await startCell('cell-b', dead.port);
     await untilCellChecked(router, dead.name, 'UP'); // one good check brings it back
     expect((await routed(agent, port, deadTenants.length ? keys.find((k) => lookup(doc, k).cell === dead.name) : 'x')).status).toBe(200);
