@@ -29,6 +29,7 @@ export function routerStackPropsOf(fleet: Fleet, region: string, cellEndpointFin
     cidr: router.cidrs[region],
     certificateArn: router.certificateArns[region],
     groups: router.groups.map((g) => ({ name: g.name, weight: g.weight })),
+    ...(router.lanes ? { lanes: true } : {}),
     // Cell zero too (docs/cell-zero.md): the routers link and watch it like a cell.
     cells: routedCells(fleet).map((c) => ({
       id: c.id,
@@ -56,10 +57,27 @@ export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: Rou
     account: fleet.accounts.router,
     availabilityZones: fleet.regions[region]?.availabilityZones ?? [],
     part,
-    groups: routerGroupsOf(fleet, part).map((g) => ({ name: g.name, tasks: g.tasks })),
+    groups: routerGroupsOf(fleet, part).map((g) => ({ name: g.name, tasks: g.tasks, ...(fleet.router.lanes ? { lane: laneOfGroup(g.name) } : {}) })),
     routing: routerRoutingOf(fleet),
     stalenessMinutes: fleet.router.stalenessMinutes,
+    ...(fleet.router.lanes
+      ? {
+          lanes: {
+            toolingAccount: fleet.accounts.tooling,
+            certificateArn: fleet.router.certificateArns[region],
+            shards: fleet.router.lanes.shards,
+            ...(fleet.router.lanes.hostedZone ? { hostedZone: fleet.router.lanes.hostedZone } : {}),
+          },
+        }
+      : {}),
   };
+}
+
+/** `lane-3` → 3 (lanes' groups are named by laneGroupName). */
+function laneOfGroup(name: string): number {
+  const lane = Number(/^lane-(\d+)$/.exec(name)?.[1]);
+  if (!Number.isInteger(lane)) throw new Error(`router group ${name} is not a lane (lane-<n>)`);
+  return lane;
 }
 
 /** Every region's router stacks, for the pipeline's router stages. */

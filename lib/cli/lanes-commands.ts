@@ -37,9 +37,15 @@ function printPlan(io: CliIo, plan: ShardPlan, source: string): void {
   io.out(`${settings.count} lanes, ${settings.perTenant} per tenant, overlap at most ${settings.maxOverlap} (${source})\n`);
   io.out(`shards                 ${shards.length}\n`);
   io.out(`largest overlap        ${plan.largestOverlap}\n`);
-  io.out(`shards per lane        ${plan.shardsPerLane.min === plan.shardsPerLane.max ? plan.shardsPerLane.min : `${plan.shardsPerLane.min}-${plan.shardsPerLane.max}`}\n`);
-  io.out(`one lane fails         ${fraction(plan.oneLaneFullyAffected, shards.length)} of tenants fully affected; ${percent(plan.oneLanePartlyAffected)} retry on another lane\n`);
-  io.out(`one shard fails        ${fraction(plan.oneShardFullyAffected, shards.length)} of tenants fully affected (all its lanes down: a poison tenant's)\n\n`);
+  io.out(
+    `shards per lane        ${plan.shardsPerLane.min === plan.shardsPerLane.max ? plan.shardsPerLane.min : `${plan.shardsPerLane.min}-${plan.shardsPerLane.max}`}\n`,
+  );
+  io.out(
+    `one lane fails         ${fraction(plan.oneLaneFullyAffected, shards.length)} of tenants fully affected; ${percent(plan.oneLanePartlyAffected)} retry on another lane\n`,
+  );
+  io.out(
+    `one shard fails        ${fraction(plan.oneShardFullyAffected, shards.length)} of tenants fully affected (all its lanes down: a poison tenant's)\n\n`,
+  );
   const perRow = 10;
   const rows: string[][] = [];
   for (let i = 0; i < shards.length; i += perRow) rows.push(shards.slice(i, i + perRow).map(shardId));
@@ -60,7 +66,10 @@ function storedLanes(configPath: string): { settings: LaneSettings; shards: read
     throw error;
   }
   const lanes = input.router?.lanes;
-  if (!lanes) throw new CliError(`${configPath}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } (docs/lanes.md), or give --lanes N --per-tenant K`);
+  if (!lanes)
+    throw new CliError(
+      `${configPath}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } (docs/lanes.md), or give --lanes N --per-tenant K`,
+    );
   const settings = laneSettingsOf(lanes);
   const problems = laneSettingsProblems(settings);
   if (problems.length > 0) throw new CliError(`${configPath}:\n  - ${problems.join('\n  - ')}`);
@@ -81,7 +90,9 @@ export function lanesCommand(io: CliIo): Command {
 
   lanes
     .command('init')
-    .description(`generate the fleet's default shards into ${LANES_FILE_NAME} (beside the config), or add shards for lanes added since; existing shards are kept`)
+    .description(
+      `generate the fleet's default shards into ${LANES_FILE_NAME} (beside the config), or add shards for lanes added since; existing shards are kept`,
+    )
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .action((flags: { config: string }) => {
       let input;
@@ -156,60 +167,72 @@ export function lanesCommand(io: CliIo): Command {
     .option('--bucket <name>', "the home region's mapping bucket, where the assignments are (default: its SSM parameter)")
     .option('--force-path-style', 'path-style S3 addressing, for S3-compatible servers')
     .option('--json', 'print {"tenant","shard","lanes","source",…} as JSON')
-    .action(async (tenant: string, flags: { local?: boolean; stateDir: string; config: string; bucket?: string; forcePathStyle?: boolean; json?: boolean }) => {
-      const problem = keyProblem(tenant);
-      if (problem) throw new CliError(`tenant \`${tenant}\`: ${problem}`, 2);
-      if (flags.local) {
+    .action(
+      async (
+        tenant: string,
+        flags: { local?: boolean; stateDir: string; config: string; bucket?: string; forcePathStyle?: boolean; json?: boolean },
+      ) => {
+        const problem = keyProblem(tenant);
+        if (problem) throw new CliError(`tenant \`${tenant}\`: ${problem}`, 2);
+        if (flags.local) {
+          // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+          const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
+          const file = readFleetFile(flags.stateDir);
+          if (!file) throw new CliError(`no local fleet in ${flags.stateDir}: start one with \`cellctl fleet local --lanes 8 --per-tenant 2\``);
+          if (!file.lanes) throw new CliError(`the local fleet in ${flags.stateDir} runs one router, no lanes: restart it with --lanes N`);
+          const shard = tenantShard(tenant, file.lanes.shards);
+          const urls = shard.lanes.map((lane) => ({ lane, url: file.lanes!.routers.find((r) => r.lane === lane)!.url }));
+          if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: urls, source: shard.source }));
+          else {
+            io.out(`tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})\n`);
+            io.out(
+              formatTable(
+                ['lane', 'router'],
+                urls.map((u) => [u.lane, u.url]),
+              ),
+            );
+          }
+          return;
+        }
+        const fleet = fleetFrom(flags.config);
+        if (!fleet.router.lanes) throw new CliError(`${flags.config}: router.lanes is not set; the fleet has one router entry per region`);
+        const { settings, shards } = { settings: fleet.router.lanes, shards: fleet.router.lanes.shards };
         // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
-        const { readFleetFile } = require('../operations/local-fleet') as typeof import('../operations/local-fleet');
-        const file = readFleetFile(flags.stateDir);
-        if (!file) throw new CliError(`no local fleet in ${flags.stateDir}: start one with \`cellctl fleet local --lanes 8 --per-tenant 2\``);
-        if (!file.lanes) throw new CliError(`the local fleet in ${flags.stateDir} runs one router, no lanes: restart it with --lanes N`);
-        const shard = tenantShard(tenant, file.lanes.shards);
-        const urls = shard.lanes.map((lane) => ({ lane, url: file.lanes!.routers.find((r) => r.lane === lane)!.url }));
-        if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: urls, source: shard.source }));
+        const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+        const { readAssignments } = require('../operations/lanes') as typeof import('../operations/lanes');
+        const home = fleet.router.homeRegion;
+        const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
+        const store = new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
+        const { document } = await readAssignments(store, settings, shards).catch((error: Error) => {
+          throw new CliError(error.message);
+        });
+        const shard = tenantShard(tenant, shards, document);
+        const zone = fleet.router.lanes.hostedZone;
+        const regions = Object.keys(fleet.regions).map((region) => ({
+          region,
+          ...(zone ? { name: shardRecordName(shard.lanes, region, zone.name) } : {}),
+          lanes: shard.lanes.map((lane) => ({ lane, parameter: routerParameters.laneDnsName(fleet.app, lane) })),
+        }));
+        if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: shard.lanes, source: shard.source, regions }));
         else {
           io.out(`tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})\n`);
-          io.out(formatTable(['lane', 'router'], urls.map((u) => [u.lane, u.url])));
+          io.out(
+            formatTable(
+              ['region', 'shard name', 'lane NLB names (SSM)'],
+              regions.map((r) => [r.region, r.name ?? '- (no router.lanes.hostedZone)', r.lanes.map((l) => l.parameter).join(' ')]),
+            ),
+          );
         }
-        return;
-      }
-      const fleet = fleetFrom(flags.config);
-      if (!fleet.router.lanes) throw new CliError(`${flags.config}: router.lanes is not set; the fleet has one router entry per region`);
-      const { settings, shards } = { settings: fleet.router.lanes, shards: fleet.router.lanes.shards };
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
-      const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
-      const { readAssignments } = require('../operations/lanes') as typeof import('../operations/lanes');
-      const home = fleet.router.homeRegion;
-      const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
-      const store = new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
-      const { document } = await readAssignments(store, settings, shards).catch((error: Error) => {
-        throw new CliError(error.message);
-      });
-      const shard = tenantShard(tenant, shards, document);
-      const zone = fleet.router.lanes.hostedZone;
-      const regions = Object.keys(fleet.regions).map((region) => ({
-        region,
-        ...(zone ? { name: shardRecordName(shard.lanes, region, zone.name) } : {}),
-        lanes: shard.lanes.map((lane) => ({ lane, parameter: routerParameters.laneDnsName(fleet.app, lane) })),
-      }));
-      if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: shard.lanes, source: shard.source, regions }));
-      else {
-        io.out(`tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})\n`);
-        io.out(
-          formatTable(
-            ['region', 'shard name', 'lane NLB names (SSM)'],
-            regions.map((r) => [r.region, r.name ?? '- (no router.lanes.hostedZone)', r.lanes.map((l) => l.parameter).join(' ')]),
-          ),
-        );
-      }
-    });
+      },
+    );
 
   lanes
     .command('assign')
     .argument('<tenant>', 'partition key')
-    .description("put a tenant on another shard (or back on its default one): checked against every shard in use and written with If-Match, so concurrent assignments cannot break the overlap bound")
+    .description(
+      'put a tenant on another shard (or back on its default one): checked against every shard in use and written with If-Match, so concurrent assignments cannot break the overlap bound',
+    )
     .option('--shard <lanes>', 'the shard, as its lanes (for example 1-4)')
     .option('--default', "back to the tenant's default shard")
     .option('--dedicated', 'the shard is this tenant alone: no default shard and no other assignment is it')

@@ -40,7 +40,9 @@ describe('cellctl lanes init and the fleet with lanes', () => {
 
   it('the fleet refuses router.lanes without cells.lanes.json; init writes it; the fleet then has one group per lane', async () => {
     const dir = dirs.config(withLanes('{ count: 8, perTenant: 2 }'));
-    expect(() => loadFleet(path.join(dir, 'cells.config.ts'))).toThrow(/router.lanes is set but .*cells.lanes.json is missing: run `cellctl lanes init`/);
+    expect(() => loadFleet(path.join(dir, 'cells.config.ts'))).toThrow(
+      /router.lanes is set but .*cells.lanes.json is missing: run `cellctl lanes init`/,
+    );
     const init = await cellctlIn(dir, 'lanes', 'init');
     expect(init).toMatchObject({ code: 0, out: expect.stringContaining('wrote cells.lanes.json: 28 shards; commit it') });
     const fleet = loadFleet(path.join(dir, 'cells.config.ts'));
@@ -62,7 +64,9 @@ describe('cellctl lanes init and the fleet with lanes', () => {
     const ten = dirs.config(withLanes('{ count: 10, perTenant: 2 }'));
     fs.copyFileSync(path.join(eight, 'cells.lanes.json'), path.join(ten, 'cells.lanes.json'));
     const file = path.join(ten, 'cells.config.ts');
-    expect(() => loadFleet(file)).toThrow(/cells.lanes.json holds 8 lanes, 2 per tenant, overlap 1; router.lanes says 10, 2, 1: run `cellctl lanes init`/);
+    expect(() => loadFleet(file)).toThrow(
+      /cells.lanes.json holds 8 lanes, 2 per tenant, overlap 1; router.lanes says 10, 2, 1: run `cellctl lanes init`/,
+    );
     const init = await cellctlIn(ten, 'lanes', 'init');
     expect(init.out).toContain('extended cells.lanes.json: 17 shards added for the new lanes, 28 kept');
     const after = loadFleet(file).router.lanes!.shards;

@@ -15,6 +15,7 @@ import {
   codePipelineName,
   routerBakeWatcherRoleName,
   routerDeletionProtectorRoleName,
+  routerGroupsDeletionProtectorRoleName,
   routerGroupHealthAlarmName,
   stageProjectName,
 } from '../../domain/names';
@@ -376,7 +377,11 @@ export class PipelineStack extends Stack {
         stackName: stack.stackName,
         account: stack.account,
         region: stack.region,
-        ...(stack === stage.router ? { deletionProtectorRole: routerDeletionProtectorRoleName(app, wave.region) } : {}),
+        ...(stack === stage.router
+          ? { deletionProtectorRole: routerDeletionProtectorRoleName(app, wave.region) }
+          : stage.groups.laneLoadBalancers.length > 0
+            ? { deletionProtectorRole: routerGroupsDeletionProtectorRoleName(app, wave.region, wave.part) }
+            : {}),
       }));
       this.pipeline.addStage(stage, {
         pre: [failedCreateStep(`clear-${wave.name}`, protect, app, scripts)],

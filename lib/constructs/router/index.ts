@@ -6,3 +6,4 @@ export * from './router-groups-stack';
 export * from './move-bucket';
 export * from './router-parts';
 export * from './home-region-guard';
+export * from './router-lane';

@@ -4,6 +4,7 @@ import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
@@ -11,6 +12,7 @@ import {
   mappingBucketParameter,
   routerAlarmTopicName,
   routerGroupHealthAlarmName,
+  routerGroupsDeletionProtectorRoleName,
   RouterGroupsPart,
   routerGroupsStackName,
   routerParameters,
@@ -19,7 +21,9 @@ import {
   routerTaskRoleName,
 } from '../../domain/names';
 import { RouterRouting } from '../../runtime/router/task-config';
+import { DeletionProtectionAccess } from '../shared/deletion-protection-access';
 import { connectionUseMetric, RouterGroup } from './router-group';
+import { LaneAliasTarget, RouterLaneEntry, ShardRecords } from './router-lane';
 
 /** The CloudWatch namespace of the router agent's metrics (EMF). */
 export const ROUTER_METRICS_NAMESPACE = 'CellRouter';
@@ -32,6 +36,27 @@ export interface RouterGroupServiceSettings {
   readonly name: string;
   /** Tasks the service keeps running (scaling adds more). */
   readonly tasks: number;
+  /**
+   * With lanes: the lane this group is, which brings its own NLB and target group into this stack.
+   * @default - no lane: the group's target group is the region's NLB's (RouterStack)
+   */
+  readonly lane?: number;
+}
+
+/** With lanes (docs/lanes.md): what a group stack needs beyond its groups. */
+export interface RouterLanesSettings {
+  /** The pipeline's account: its protect step assumes this stack's deletion-protector role to protect the lane NLBs. */
+  readonly toolingAccount: string;
+  /** @default - a TCP listener on port 80 */
+  readonly certificateArn?: string;
+  /**
+   * The public zone of the shard names, given to the stack that holds the last lanes (the rest part),
+   * which names every shard of the region (lane 1's NLB read from its SSM parameters).
+   * @default - no shard names
+   */
+  readonly hostedZone?: { readonly id: string; readonly name: string };
+  /** Every shard (lane numbers), for the shard names. */
+  readonly shards: readonly (readonly number[])[];
 }
 
 export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
@@ -50,6 +75,11 @@ export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
   readonly routing: RouterRouting;
   /** Minutes without a successful mapping refresh before a group's stale-mapping alarm. */
   readonly stalenessMinutes: number;
+  /**
+   * Every group is a lane (`groups[].lane`): each gets its own NLB here.
+   * @default - no lanes
+   */
+  readonly lanes?: RouterLanesSettings;
 }
 
 /**
@@ -64,11 +94,13 @@ export class RouterGroupsStack extends Stack {
   /** Each group's composite health alarm, in rollout order: what the pipeline's bake after this stack watches. */
   public readonly groupHealthAlarms: readonly { readonly group: string; readonly alarmName: string }[];
   public readonly alarms: readonly (cloudwatch.Alarm | cloudwatch.CompositeAlarm)[];
+  /** With lanes: each lane's NLB in this stack, in lane order. */
+  public readonly laneLoadBalancers: readonly elbv2.NetworkLoadBalancer[];
 
   constructor(
     scope: Construct,
     id: string,
-    { app, region, account, availabilityZones: zones, part, groups, routing, stalenessMinutes, ...props }: RouterGroupsStackProps,
+    { app, region, account, availabilityZones: zones, part, groups, routing, stalenessMinutes, lanes, ...props }: RouterGroupsStackProps,
   ) {
     super(scope, id, {
       stackName: routerGroupsStackName(app, region, part),
@@ -79,20 +111,29 @@ export class RouterGroupsStack extends Stack {
       env: { account, region },
     });
     if (groups.length === 0) throw new Error(`RouterGroupsStack ${region}/${part}: groups is empty; a group stack deploys at least one router group`);
+    if (lanes && groups.some((g) => g.lane === undefined))
+      throw new Error(
+        `RouterGroupsStack ${region}/${part}: with lanes every group is a lane; ${groups
+          .filter((g) => g.lane === undefined)
+          .map((g) => g.name)
+          .join(', ')} has no lane`,
+      );
     Tags.of(this).add('app', app);
     Tags.of(this).add('component', 'router');
     const prefix = routerStackName(app, region);
     const param = (name: string) => ssm.StringParameter.valueForStringParameter(this, name);
 
     // CDK's ECS constructs want an IVpc; the service gets explicit subnets and a security group, so
-    // the id is never rendered (reading it from SSM would leave an unused template parameter).
+    // without lanes the id is never rendered (reading it from SSM would leave an unused template
+    // parameter). A lane's target group needs the real one, and its NLB the public subnets.
     const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
-      vpcId: 'vpc-of-the-router-stack',
+      vpcId: lanes ? param(routerParameters.vpcId(app)) : 'vpc-of-the-router-stack',
       availabilityZones: [...zones],
       privateSubnetIds: Fn.split(',', param(routerParameters.taskSubnetIds(app)), zones.length),
+      ...(lanes ? { publicSubnetIds: Fn.split(',', param(routerParameters.publicSubnetIds(app)), zones.length) } : {}),
     });
     // The services need the subnets' ids only, never their route tables.
-    for (const subnet of vpc.privateSubnets)
+    for (const subnet of [...vpc.privateSubnets, ...vpc.publicSubnets])
       Annotations.of(subnet).acknowledgeWarning(
         '@aws-cdk/aws-ec2:noSubnetRouteTableId',
         'router tasks are placed by subnet id; no route is added here',
@@ -122,6 +163,20 @@ export class RouterGroupsStack extends Stack {
     };
     const built: RouterGroup[] = [];
     const groupHealthAlarms: { group: string; alarmName: string }[] = [];
+    const laneEntries = new Map<number, RouterLaneEntry>();
+    const laneNetwork = lanes
+      ? {
+          securityGroup: ec2.SecurityGroup.fromSecurityGroupId(
+            this,
+            'LoadBalancerSecurityGroup',
+            param(routerParameters.loadBalancerSecurityGroupId(app)),
+            {
+              mutable: false,
+            },
+          ),
+          accessLogBucket: s3.Bucket.fromBucketName(this, 'AccessLogs', param(routerParameters.accessLogBucket(app))),
+        }
+      : undefined;
     for (const group of groups) {
       const g = group.name;
       const requests = groupMetric(g, 'Requests');
@@ -195,9 +250,31 @@ export class RouterGroupsStack extends Stack {
       });
       alarms.push(health);
       groupHealthAlarms.push({ group: g, alarmName: routerGroupHealthAlarmName(app, region, g) });
-      const targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, {
-        targetGroupArn: param(routerParameters.targetGroupArn(app, g)),
-      });
+      let targetGroup: elbv2.INetworkTargetGroup;
+      if (lanes && laneNetwork && group.lane !== undefined) {
+        const entry = new RouterLaneEntry(this, `Lane-${group.lane}`, {
+          app,
+          lane: group.lane,
+          vpc,
+          ...laneNetwork,
+          certificateArn: lanes.certificateArn,
+        });
+        laneEntries.set(group.lane, entry);
+        targetGroup = entry.targetGroup;
+        alarm(`${g}-unhealthy-targets`, `${g}-unhealthy-targets`, {
+          alarmDescription: `Router lane ${group.lane} in ${region}: a task has failed its NLB's readiness check (no mapping in force, or near its connection limit) for 5 minutes`,
+          metric: entry.unhealthyTargets(),
+          threshold: 0,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 5,
+          datapointsToAlarm: 5,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        });
+      } else {
+        targetGroup = elbv2.NetworkTargetGroup.fromTargetGroupAttributes(this, `Targets-${g}`, {
+          targetGroupArn: param(routerParameters.targetGroupArn(app, g)),
+        });
+      }
       const routerGroup = new RouterGroup(this, `Group-${g}`, {
         name: g,
         cluster,
@@ -221,6 +298,28 @@ export class RouterGroupsStack extends Stack {
       if (previous) routerGroup.service.node.addDependency(previous.service);
       built.push(routerGroup);
     }
+    if (lanes) {
+      this.laneLoadBalancers = [...laneEntries.values()].map((e) => e.loadBalancer);
+      new DeletionProtectionAccess(this, 'DeletionProtection', {
+        roleName: routerGroupsDeletionProtectorRoleName(app, region, part),
+        toolingAccount: lanes.toolingAccount,
+        loadBalancerArns: this.laneLoadBalancers.map((lb) => lb.loadBalancerArn),
+      });
+      if (lanes.hostedZone) {
+        // Lanes of the other group stack (lane 1, deployed first) are read from their SSM parameters.
+        const targets = new Map<number, LaneAliasTarget>();
+        for (const lane of new Set(lanes.shards.flat())) {
+          const own = laneEntries.get(lane);
+          targets.set(
+            lane,
+            own
+              ? { dnsName: own.loadBalancer.loadBalancerDnsName, hostedZoneId: own.loadBalancer.loadBalancerCanonicalHostedZoneId }
+              : { dnsName: param(routerParameters.laneDnsName(app, lane)), hostedZoneId: param(routerParameters.laneHostedZoneId(app, lane)) },
+          );
+        }
+        if (part === 'rest') new ShardRecords(this, 'ShardNames', { region, hostedZone: lanes.hostedZone, shards: lanes.shards, lanes: targets });
+      }
+    } else this.laneLoadBalancers = [];
     for (const a of alarms) {
       a.addAlarmAction(notify);
       a.addOkAction(notify);

@@ -8,6 +8,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as route53 from 'aws-cdk-lib/aws-route53';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { acknowledgeDefaultSecurityGroupProvider, denyGrantsExceptForAwsServices } from '../cell';
@@ -38,6 +39,7 @@ import { HomeRegionGuard } from './home-region-guard';
 import { MoveBucket } from './move-bucket';
 import { configureRouterTargetGroup, connectionUseMetric, READY_PORT, ROUTER_DEREGISTRATION_DELAY, ROUTER_PORT } from './router-group';
 import { CONNECTION_USE_ALARM_PERCENT, ROUTER_METRICS_NAMESPACE } from './router-groups-stack';
+import { NLB_ACCESS_LOG_PREFIX } from './router-lane';
 
 /*
  * The parts a RouterStack is composed of. Each builds into the stack's own scope, with the ids the
@@ -253,12 +255,24 @@ export interface RouterEntryProps {
   readonly groups: readonly RouterGroupSettings[];
   /** @default - a TCP listener on port 80 */
   readonly certificateArn?: string;
+  /**
+   * Lanes (docs/lanes.md): each lane's group stack holds its own NLB, so this part builds the
+   * security groups and the access-log bucket (with its delivery policy) and no load balancer.
+   * @default false
+   */
+  readonly lanes?: boolean;
 }
 
 /** The public entry: an internet-facing NLB whose listener forwards to one target group per router group by weight, access-logged. */
 export class RouterEntry {
-  public readonly loadBalancer: elbv2.NetworkLoadBalancer;
+  /** Undefined with lanes: each lane's NLB is in its group stack. */
+  public readonly loadBalancer?: elbv2.NetworkLoadBalancer;
+  /** Empty with lanes. */
   public readonly targetGroups: ReadonlyMap<string, elbv2.NetworkTargetGroup>;
+  /** The NLB security group: the router tasks admit it; with lanes every lane NLB has it. */
+  public readonly loadBalancerSecurityGroup: ec2.SecurityGroup;
+  /** Where every router NLB of the region writes its access logs (under `nlb/`). */
+  public readonly accessLogs: s3.Bucket;
   /** The router tasks' security group: the NLB reaches them on the traffic and readiness ports. */
   public readonly taskSecurityGroup: ec2.SecurityGroup;
 
@@ -277,12 +291,42 @@ export class RouterEntry {
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(ROUTER_PORT), 'to router tasks');
     lbSecurityGroup.addEgressRule(taskSecurityGroup, ec2.Port.tcp(READY_PORT), 'readiness checks');
     this.taskSecurityGroup = taskSecurityGroup;
+    this.loadBalancerSecurityGroup = lbSecurityGroup;
+    Validations.of(lbSecurityGroup).acknowledge({
+      id: 'AwsSolutions-EC23',
+      reason: "The router NLB is the fleet's public entry point: clients connect from anywhere, on the listener port only.",
+    });
 
     const accessLogs = new LogBucket(scope, 'AccessLogs', {
       receives: "the router NLB's access logs",
       whyNotKms:
         'NLB access logs are connection metadata (TLS listeners only); SSE-S3 keeps their delivery free of a key policy for the log delivery service in every router region.',
     });
+    this.accessLogs = accessLogs;
+    if (props.lanes) {
+      // What NetworkLoadBalancer.logAccessLogs grants, for the lane NLBs of the group stacks (a
+      // bucket's policy belongs to its own stack): the log delivery service writes under nlb/AWSLogs
+      // (Elastic Load Balancing, "Access logs for your Network Load Balancer", bucket policy).
+      const delivery = new iam.ServicePrincipal('delivery.logs.amazonaws.com');
+      accessLogs.addToResourcePolicy(
+        new iam.PolicyStatement({
+          actions: ['s3:PutObject'],
+          principals: [delivery],
+          resources: [accessLogs.arnForObjects(`${NLB_ACCESS_LOG_PREFIX}/AWSLogs/${scope.account}/*`)],
+          conditions: { StringEquals: { 's3:x-amz-acl': 'bucket-owner-full-control', 'aws:SourceAccount': scope.account } },
+        }),
+      );
+      accessLogs.addToResourcePolicy(
+        new iam.PolicyStatement({
+          actions: ['s3:GetBucketAcl'],
+          principals: [delivery],
+          resources: [accessLogs.bucketArn],
+          conditions: { StringEquals: { 'aws:SourceAccount': scope.account } },
+        }),
+      );
+      this.targetGroups = new Map();
+      return;
+    }
     this.loadBalancer = new elbv2.NetworkLoadBalancer(scope, 'LoadBalancer', {
       vpc,
       internetFacing: true,
@@ -294,11 +338,7 @@ export class RouterEntry {
     // DeletionProtectionAccess), never in the template: a failed first create must delete the NLB.
     this.loadBalancer.removeAttribute('deletion_protection.enabled');
     Validations.of(this.loadBalancer).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
-    this.loadBalancer.logAccessLogs(accessLogs, 'nlb');
-    Validations.of(lbSecurityGroup).acknowledge({
-      id: 'AwsSolutions-EC23',
-      reason: "The router NLB is the fleet's public entry point: clients connect from anywhere, on the listener port only.",
-    });
+    this.loadBalancer.logAccessLogs(accessLogs, NLB_ACCESS_LOG_PREFIX);
     // One target group per router group, and the listener forwards to them by the groups' weights
     // (router.groups[].weight): a group's share of new connections is its weight, whatever its task
     // count, so auto scaling never moves traffic between groups, and weight 0 drains a group.
@@ -435,6 +475,11 @@ export interface RouterGroupHandOverProps {
   readonly vpc: ec2.IVpc;
   readonly taskSecurityGroup: ec2.ISecurityGroup;
   readonly targetGroups: ReadonlyMap<string, elbv2.INetworkTargetGroup>;
+  /**
+   * With lanes: what the lane stacks build their NLBs with, handed over instead of target groups.
+   * @default - no lanes
+   */
+  readonly lanes?: { readonly loadBalancerSecurityGroup: ec2.ISecurityGroup; readonly accessLogs: s3.IBucket };
   readonly groups: readonly RouterGroupSettings[];
 }
 
@@ -454,11 +499,27 @@ export class RouterGroupHandOver {
       ['ClusterName', routerParameters.clusterName(app), cluster.clusterName],
       ['TaskSubnetIds', routerParameters.taskSubnetIds(app), Fn.join(',', taskSubnets.subnetIds)],
       ['TaskSecurityGroupId', routerParameters.taskSecurityGroupId(app), props.taskSecurityGroup.securityGroupId],
-      ...props.groups.map((g): [string, string, string] => [
-        `TargetGroupArn-${g.name}`,
-        routerParameters.targetGroupArn(app, g.name),
-        props.targetGroups.get(g.name)!.targetGroupArn,
-      ]),
+      ...(props.lanes
+        ? [
+            // Each lane's group stack builds its NLB and target group in this VPC (RouterLaneEntry).
+            ['VpcId', routerParameters.vpcId(app), vpc.vpcId] as [string, string, string],
+            [
+              'PublicSubnetIds',
+              routerParameters.publicSubnetIds(app),
+              Fn.join(',', vpc.selectSubnets({ subnetType: ec2.SubnetType.PUBLIC }).subnetIds),
+            ] as [string, string, string],
+            [
+              'LoadBalancerSecurityGroupId',
+              routerParameters.loadBalancerSecurityGroupId(app),
+              props.lanes.loadBalancerSecurityGroup.securityGroupId,
+            ] as [string, string, string],
+            ['AccessLogBucket', routerParameters.accessLogBucket(app), props.lanes.accessLogs.bucketName] as [string, string, string],
+          ]
+        : props.groups.map((g): [string, string, string] => [
+            `TargetGroupArn-${g.name}`,
+            routerParameters.targetGroupArn(app, g.name),
+            props.targetGroups.get(g.name)!.targetGroupArn,
+          ])),
     ];
     for (const [id, parameterName, stringValue] of handOver) {
       new ssm.StringParameter(scope, `Parameter-${id}`, {
@@ -481,15 +542,33 @@ export function routerMetric(name: string, dimensions: { readonly group: string;
   });
 }
 
+/** A router metric of the agent for one cell across every group of the region (dimension `Cell` alone). */
+function cellMetric(name: string, cell: string): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: ROUTER_METRICS_NAMESPACE,
+    metricName: name,
+    statistic: 'Sum',
+    period: Duration.minutes(1),
+    dimensionsMap: { Cell: cell },
+  });
+}
+
 export interface RouterAlarmsProps {
   readonly namePrefix: string;
   readonly region: string;
-  readonly loadBalancer: elbv2.NetworkLoadBalancer;
+  /** @default - lanes: each lane's readiness alarm is in its group stack, beside its NLB */
+  readonly loadBalancer?: elbv2.NetworkLoadBalancer;
   readonly targetGroups: ReadonlyMap<string, elbv2.NetworkTargetGroup>;
   readonly groups: readonly RouterGroupSettings[];
   readonly cells: readonly RouterCellTarget[];
   /** Where each cell's alarm goes: its link stack (a region routes to every cell; this stack holds 500 resources at most). */
   readonly linkStacks: readonly CellLinksStack[];
+  /**
+   * Each cell's alarm reads the agent's per-cell metrics across groups (dimension `Cell` alone)
+   * instead of summing each group's: what lanes need (more groups than an alarm's 10 metrics).
+   * @default false
+   */
+  readonly acrossGroups?: boolean;
 }
 
 /**
@@ -506,7 +585,8 @@ export class RouterAlarms {
   constructor(scope: Stack, props: RouterAlarmsProps) {
     const { namePrefix: prefix, region, groups } = props;
     const alarms: cloudwatch.Alarm[] = [];
-    for (const group of groups) {
+    const loadBalancer = props.loadBalancer;
+    for (const group of loadBalancer ? groups : []) {
       const g = group.name;
       alarms.push(
         new cloudwatch.Alarm(scope, `${g}-unhealthy-targets`, {
@@ -515,7 +595,7 @@ export class RouterAlarms {
           metric: new cloudwatch.Metric({
             namespace: 'AWS/NetworkELB',
             metricName: 'UnHealthyHostCount',
-            dimensionsMap: { LoadBalancer: props.loadBalancer.loadBalancerFullName, TargetGroup: props.targetGroups.get(g)!.targetGroupFullName },
+            dimensionsMap: { LoadBalancer: loadBalancer!.loadBalancerFullName, TargetGroup: props.targetGroups.get(g)!.targetGroupFullName },
             statistic: 'Maximum',
             period: Duration.minutes(1),
           }),
@@ -530,11 +610,12 @@ export class RouterAlarms {
     this.alarms = alarms;
     this.cellAlarms = props.cells.map((cell, index) => {
       const using: Record<string, cloudwatch.IMetric> = {};
-      groups.forEach((group, i) => {
-        using[`r${i}`] = routerMetric('Requests', { group: group.name, cell: cell.id });
-        using[`e${i}`] = routerMetric('Responses5xx', { group: group.name, cell: cell.id });
+      const summed = props.acrossGroups ? [undefined] : groups.map((g) => g.name);
+      summed.forEach((group, i) => {
+        using[`r${i}`] = group === undefined ? cellMetric('Requests', cell.id) : routerMetric('Requests', { group, cell: cell.id });
+        using[`e${i}`] = group === undefined ? cellMetric('Responses5xx', cell.id) : routerMetric('Responses5xx', { group, cell: cell.id });
       });
-      const sum = (p: string) => groups.map((_, i) => `FILL(${p}${i}, 0)`).join(' + ');
+      const sum = (p: string) => summed.map((_, i) => `FILL(${p}${i}, 0)`).join(' + ');
       return new cloudwatch.Alarm(props.linkStacks[Math.floor(index / CELLS_PER_LINK_STACK)], `cell-${cell.id}-errors`, {
         alarmName: `${prefix}-cell-${cell.id}-errors`,
         alarmDescription: `Cell ${cell.id} (${cell.region}) as seen by the routers in ${region}: 5xx above 5% of its requests`,

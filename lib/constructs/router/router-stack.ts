@@ -50,6 +50,12 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
   readonly certificateArn?: string;
   /** The router groups, in rollout order (the canary group first): one target group each, weighted. */
   readonly groups: readonly RouterGroupSettings[];
+  /**
+   * The groups are lanes (docs/lanes.md): each has its own NLB in its group stack, so this stack
+   * has none; it hands the lane stacks its VPC, public subnets, NLB security group and log bucket.
+   * @default false
+   */
+  readonly lanes?: boolean;
   /** Every cell of the fleet, in every region: the routers reach each. */
   readonly cells: readonly RouterCellTarget[];
   /**
@@ -104,7 +110,8 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
  * exist, before the first router task starts.
  */
 export class RouterStack extends Stack {
-  public readonly loadBalancer: elbv2.NetworkLoadBalancer;
+  /** The region's one NLB; undefined with lanes (each lane's is in its group stack). */
+  public readonly loadBalancer?: elbv2.NetworkLoadBalancer;
   /** One per router group, by group name; the listener forwards to them by the groups' weights. */
   public readonly targetGroups: ReadonlyMap<string, elbv2.NetworkTargetGroup>;
   /** The region's ECS cluster; the router groups' services (RouterGroupsStack) run in it. */
@@ -142,6 +149,7 @@ export class RouterStack extends Stack {
       cidr,
       certificateArn,
       groups,
+      lanes,
       cells,
       cellZoneName,
       mappingBucketPrefix,
@@ -191,7 +199,7 @@ export class RouterStack extends Stack {
     this.publisher = mappings.publisher;
     this.moves = mappings.moves;
     const { vpc } = new RouterNetwork(this, { cidr, availabilityZones });
-    const entry = new RouterEntry(this, { namePrefix, vpc, groups, certificateArn });
+    const entry = new RouterEntry(this, { namePrefix, vpc, groups, certificateArn, lanes });
     this.loadBalancer = entry.loadBalancer;
     this.targetGroups = entry.targetGroups;
     const reach = new RouterCellReach(this, {
@@ -213,6 +221,7 @@ export class RouterStack extends Stack {
       taskSecurityGroup: entry.taskSecurityGroup,
       targetGroups: entry.targetGroups,
       groups,
+      ...(lanes ? { lanes: { loadBalancerSecurityGroup: entry.loadBalancerSecurityGroup, accessLogs: entry.accessLogs } } : {}),
     }).cluster;
     const alarms = new RouterAlarms(this, {
       namePrefix,
@@ -222,18 +231,21 @@ export class RouterStack extends Stack {
       groups,
       cells,
       linkStacks: reach.linkStacks,
+      acrossGroups: lanes,
     });
     this.alarms = [...alarms.alarms, ...alarms.cellAlarms];
     this.groupHealthAlarms = groups.map((g) => ({ group: g.name, alarmName: routerGroupHealthAlarmName(app, region, g.name) }));
     this.bakeWatcher = new CellBakeAccess(this, 'BakeWatcher', { roleName: routerBakeWatcherRoleName(app, region), toolingAccount });
-    new DeletionProtectionAccess(this, 'DeletionProtection', {
-      roleName: routerDeletionProtectorRoleName(app, region),
-      toolingAccount,
-      loadBalancerArns: [this.loadBalancer.loadBalancerArn],
-    });
+    // With lanes the NLBs are the group stacks', each with a protector role of its own.
+    if (this.loadBalancer)
+      new DeletionProtectionAccess(this, 'DeletionProtection', {
+        roleName: routerDeletionProtectorRoleName(app, region),
+        toolingAccount,
+        loadBalancerArns: [this.loadBalancer.loadBalancerArn],
+      });
     this.alarmTopic = new RouterAlarmTopic(this, { app, region, alarms: [...alarms.alarms, ...alarms.cellAlarms] }).topic;
     this.dashboards = new RouterDashboards(this, { namePrefix, groups, cells }).dashboards;
-    new CfnOutput(this, 'LoadBalancerDns', { value: this.loadBalancer.loadBalancerDnsName });
+    if (this.loadBalancer) new CfnOutput(this, 'LoadBalancerDns', { value: this.loadBalancer.loadBalancerDnsName });
   }
 
   public override get availabilityZones(): string[] {

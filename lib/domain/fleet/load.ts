@@ -86,7 +86,8 @@ function storedShards(
   } catch (error) {
     return { lanesFile: shown, lanesFileProblem: (error as Error).message };
   }
-  if (!stored) return { lanesFile: shown, lanesFileProblem: `router.lanes is set but ${shown} is missing: run \`cellctl lanes init\` and commit the file` };
+  if (!stored)
+    return { lanesFile: shown, lanesFileProblem: `router.lanes is set but ${shown} is missing: run \`cellctl lanes init\` and commit the file` };
   const settings = laneSettingsOf(lanes);
   if (stored.count !== settings.count || stored.perTenant !== settings.perTenant || stored.maxOverlap !== settings.maxOverlap)
     return {
@@ -104,7 +105,10 @@ export function loadFleet(configPath: string = path.resolve(CONFIG_FILE_NAME)): 
   const { input, accountsPath, file } = loadFleetInput(configPath);
   const accounts = cellAccounts(readAccountsFile(accountsPath));
   try {
-    return resolveFleet(input, accounts, { accountsFile: displayPath(accountsPath), ...storedShards(input, path.join(path.dirname(file), LANES_FILE_NAME)) });
+    return resolveFleet(input, accounts, {
+      accountsFile: displayPath(accountsPath),
+      ...storedShards(input, path.join(path.dirname(file), LANES_FILE_NAME)),
+    });
   } catch (error) {
     if (error instanceof FleetConfigError) throw new FleetConfigError(error.problems, displayPath(file));
     throw error;

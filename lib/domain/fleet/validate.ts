@@ -672,7 +672,12 @@ function resolveLanes(input: FleetInput, options: FleetProblemOptions, problems:
   const file = options.lanesFile ?? LANES_FILE_NAME;
   const stored = shardSetProblems(settings, shards, `${file} shards`);
   if (stored.length > 0) {
-    problems.push(...stored.map((p) => `${p} (router.lanes is ${settings.count} lanes, ${settings.perTenant} per tenant, overlap ${settings.maxOverlap}; \`cellctl lanes init\` adds shards for new lanes)`));
+    problems.push(
+      ...stored.map(
+        (p) =>
+          `${p} (router.lanes is ${settings.count} lanes, ${settings.perTenant} per tenant, overlap ${settings.maxOverlap}; \`cellctl lanes init\` adds shards for new lanes)`,
+      ),
+    );
     return undefined;
   }
   const shardCount = MAX_NAMED_SHARDS;

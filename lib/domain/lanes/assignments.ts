@@ -68,7 +68,13 @@ function inUseProblems(settings: LaneSettings, shards: readonly Shard[], doc: As
     if (!a.dedicated) continue;
     const id = shardId(a.lanes);
     if (defaults.has(id)) problems.push(`assignments.${tenant}: dedicated shard ${id} is a default shard`);
-    if ((users.get(id) ?? []).length > 1) problems.push(`assignments.${tenant}: dedicated shard ${id} is also assigned to ${users.get(id)!.filter((t) => t !== tenant).join(', ')}`);
+    if ((users.get(id) ?? []).length > 1)
+      problems.push(
+        `assignments.${tenant}: dedicated shard ${id} is also assigned to ${users
+          .get(id)!
+          .filter((t) => t !== tenant)
+          .join(', ')}`,
+      );
   }
   return problems;
 }
@@ -111,9 +117,15 @@ export function assign(
   const inUse = shardsInUse(shards, others);
   const same = inUse.find((s) => shardId(s) === id);
   const dedicatedTo = Object.entries(rest).find(([, a]) => a.dedicated && shardId(a.lanes) === id)?.[0];
-  if (dedicatedTo) throw new Error(`shard ${id} is dedicated to tenant \`${dedicatedTo}\`; choose other lanes (\`cellctl lanes plan\` lists the shards in use)`);
+  if (dedicatedTo)
+    throw new Error(`shard ${id} is dedicated to tenant \`${dedicatedTo}\`; choose other lanes (\`cellctl lanes plan\` lists the shards in use)`);
   if (same && dedicated) {
-    const sharedWith = shards.some((s) => shardId(s) === id) ? 'a default shard other tenants hash to' : `assigned to ${Object.entries(rest).filter(([, a]) => shardId(a.lanes) === id).map(([t]) => `\`${t}\``).join(', ')}`;
+    const sharedWith = shards.some((s) => shardId(s) === id)
+      ? 'a default shard other tenants hash to'
+      : `assigned to ${Object.entries(rest)
+          .filter(([, a]) => shardId(a.lanes) === id)
+          .map(([t]) => `\`${t}\``)
+          .join(', ')}`;
     throw new Error(`shard ${id} cannot be dedicated to \`${tenant}\`: it is ${sharedWith}; choose lanes no shard in use has`);
   }
   if (!same) {

@@ -35,7 +35,9 @@ export function readLanesFile(path: string, shown = path): LanesFile | undefined
     ints.some((k) => !Number.isInteger(parsed[k])) ||
     !Array.isArray(parsed.shards)
   )
-    throw new Error(`${shown}: expected {"schemaVersion": 1, "count": 8, "perTenant": 2, "maxOverlap": 1, "shards": [[1, 2], …]}; restore it from version control`);
+    throw new Error(
+      `${shown}: expected {"schemaVersion": 1, "count": 8, "perTenant": 2, "maxOverlap": 1, "shards": [[1, 2], …]}; restore it from version control`,
+    );
   const file = parsed as LanesFile;
   const problems = shardSetProblems(file, file.shards, 'shards');
   if (problems.length > 0) throw new Error(`${shown}:\n  - ${problems.join('\n  - ')}`);

@@ -44,7 +44,9 @@ export function laneSettingsProblems(settings: LaneSettings, name: (field: keyof
   const okPer = int('perTenant', perTenant, 1, MAX_LANES);
   const okOverlap = int('maxOverlap', maxOverlap, 0, MAX_LANES);
   if (okCount && okPer && perTenant >= count)
-    problems.push(`${name('perTenant')} (${perTenant}) must be below ${name('count')} (${count}): a shard of every lane is no shard; lower it or add lanes`);
+    problems.push(
+      `${name('perTenant')} (${perTenant}) must be below ${name('count')} (${count}): a shard of every lane is no shard; lower it or add lanes`,
+    );
   if (okPer && okOverlap && maxOverlap >= perTenant)
     problems.push(
       `${name('maxOverlap')} (${maxOverlap}) must be below ${name('perTenant')} (${perTenant}): shards sharing every lane are one shard; ` +
@@ -56,7 +58,8 @@ export function laneSettingsProblems(settings: LaneSettings, name: (field: keyof
 }
 
 /** How the CLI spells each setting (`--lanes 8 --per-tenant 2 --max-overlap 1`). */
-export const laneFlagName = (field: keyof LaneSettings): string => ({ count: '--lanes', perTenant: '--per-tenant', maxOverlap: '--max-overlap' })[field];
+export const laneFlagName = (field: keyof LaneSettings): string =>
+  ({ count: '--lanes', perTenant: '--per-tenant', maxOverlap: '--max-overlap' })[field];
 
 /** Lanes two shards share. Both are ascending. */
 export function overlap(a: Shard, b: Shard): number {
@@ -175,7 +178,8 @@ export interface ShardPlan {
 /** Figures for a shard set, assuming tenants spread evenly over its shards (default shards are). */
 export function planShards(settings: LaneSettings, shards: readonly Shard[]): ShardPlan {
   let largestOverlap = 0;
-  for (let i = 0; i < shards.length; i++) for (let j = i + 1; j < shards.length; j++) largestOverlap = Math.max(largestOverlap, overlap(shards[i], shards[j]));
+  for (let i = 0; i < shards.length; i++)
+    for (let j = i + 1; j < shards.length; j++) largestOverlap = Math.max(largestOverlap, overlap(shards[i], shards[j]));
   const perLane = Array.from({ length: settings.count }, (_, l) => shards.filter((s) => s.includes(l + 1)).length);
   const inside = (failed: Shard) => shards.filter((s) => s.every((l) => failed.includes(l))).length;
   const worstShard = shards.reduce((worst, s) => Math.max(worst, inside(s)), 0);

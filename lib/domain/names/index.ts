@@ -90,6 +90,10 @@ export const cellDeletionProtectorRoleName = (app: string, cellId: string) => de
 /** The deletion-protector role of a region's router stack. */
 export const routerDeletionProtectorRoleName = (app: string, region: string) => deletionProtectorRoleName(routerNamePrefix(app, region));
 
+/** With lanes: the deletion-protector role of a region's group stack (its lane NLBs). */
+export const routerGroupsDeletionProtectorRoleName = (app: string, region: string, part: RouterGroupsPart) =>
+  deletionProtectorRoleName(`${routerNamePrefix(app, region)}-${part === 'canary' ? 'canary' : 'lanes'}`);
+
 /** The role a region's router stack runs its custom resources as (mapping seed, endpoint lookups): it assumes the cells' reader roles. */
 export const routerCustomResourceRoleName = (app: string, region: string) => `${routerNamePrefix(app, region)}-custom-resources`;
 

@@ -517,7 +517,12 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
               lanes: {
                 ...o.lanes,
                 shards,
-                routers: lanes.map((l) => ({ lane: l.lane, url: l.url, port: l.port, ...(l.router?.haproxyPid ? { haproxyPid: l.router.haproxyPid } : {}) })),
+                routers: lanes.map((l) => ({
+                  lane: l.lane,
+                  url: l.url,
+                  port: l.port,
+                  ...(l.router?.haproxyPid ? { haproxyPid: l.router.haproxyPid } : {}),
+                })),
               },
             }
           : {}),

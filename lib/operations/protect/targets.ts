@@ -4,6 +4,7 @@ import {
   cellStackName,
   cellZeroStackName,
   routerDeletionProtectorRoleName,
+  routerGroupsDeletionProtectorRoleName,
   routerGroupsStackName,
   routerStackName,
 } from '../../domain/names';
@@ -13,7 +14,8 @@ import { ProtectTarget } from '../../runtime/pipeline/protect';
  * Every stack of the fleet the pipeline protects after its deploy, as `cdk deploy` names them too:
  * each cell (its load balancers and database through `<app>-<cell>-protector`), cell zero's adoption
  * stack, and per region the router stack (its NLB through `<app>-router-<region>-protector`) and
- * its two group stacks. In the order a first deploy creates them: cells, cell zero, routers.
+ * its two group stacks (with lanes, their lane NLBs through `<app>-router-<region>-canary-protector`
+ * and `-lanes-protector`). In the order a first deploy creates them: cells, cell zero, routers.
  */
 export function fleetProtectTargets(fleet: Fleet): ProtectTarget[] {
   const { app } = fleet;
@@ -38,6 +40,8 @@ export function fleetProtectTargets(fleet: Fleet): ProtectTarget[] {
         stackName: routerGroupsStackName(app, region, part),
         account: fleet.accounts.router,
         region,
+        // With lanes each group stack holds its lanes' NLBs.
+        ...(fleet.router.lanes ? { deletionProtectorRole: routerGroupsDeletionProtectorRoleName(app, region, part) } : {}),
       })),
     ]),
   ];

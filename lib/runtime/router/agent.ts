@@ -408,7 +408,9 @@ export class MappingAgent {
             CloudWatchMetrics: [
               {
                 Namespace: 'CellRouter',
-                Dimensions: [['RouterGroup', 'Cell']],
+                // Per cell across groups too: with lanes a region has up to 32 groups, more than one
+                // alarm's math may sum (10 metrics), so the routers' per-cell alarms read these.
+                Dimensions: [['RouterGroup', 'Cell'], ['Cell']],
                 Metrics: [
                   { Name: 'Requests', Unit: 'Count' },
                   { Name: 'Responses4xx', Unit: 'Count' },

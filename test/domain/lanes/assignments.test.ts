@@ -37,7 +37,10 @@ describe('lane assignments', () => {
     expect(() => assign(settings, shards, EMPTY_ASSIGNMENTS, 'bad key!', [1, 2, 3, 4])).toThrow(/^tenant `bad key!`: /);
     expect(() => parseShard('1-x')).toThrow('shard `1-x` must be lane numbers joined by - or , (for example 1-4)');
     expect(parseShard('4,1')).toEqual([1, 4]);
-    const broken = JSON.stringify({ schemaVersion: 1, assignments: { a: { lanes: [13, 14, 15, 16], at: '' }, b: { lanes: [1, 13, 14, 15], at: '' } } });
+    const broken = JSON.stringify({
+      schemaVersion: 1,
+      assignments: { a: { lanes: [13, 14, 15, 16], at: '' }, b: { lanes: [1, 13, 14, 15], at: '' } },
+    });
     expect(() => parseAssignments(broken, settings, shards)).toThrow(/share 3 lanes; maxOverlap is 2/);
     expect(() => parseAssignments('{', settings, shards)).toThrow(/is not JSON/);
   });

@@ -31,7 +31,17 @@ describe('cells.lanes.json', () => {
     const file = path.join(testTmpDir('lanes-file-bad'), 'cells.lanes.json');
     fs.writeFileSync(file, '{"schemaVersion": 1, "count": 8}');
     expect(() => readLanesFile(file, 'cells.lanes.json')).toThrow(/^cells.lanes.json: expected \{"schemaVersion": 1, "count": 8/);
-    fs.writeFileSync(file, JSON.stringify({ schemaVersion: 1, ...settings, shards: [[1, 2], [1, 2]] }));
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        schemaVersion: 1,
+        ...settings,
+        shards: [
+          [1, 2],
+          [1, 2],
+        ],
+      }),
+    );
     expect(() => readLanesFile(file, 'cells.lanes.json')).toThrow('cells.lanes.json:\n  - shards[1] repeats shards[0] (1-2)');
   });
 });

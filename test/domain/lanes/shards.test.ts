@@ -53,8 +53,18 @@ describe('shard sets', () => {
 
   it('names a stored set that breaks the bound, repeats a shard or leaves the lanes', () => {
     const settings = { count: 8, perTenant: 3, maxOverlap: 1 };
-    expect(shardSetProblems(settings, [[1, 2, 3], [1, 2, 4]])).toEqual(['shards[0] (1-2-3) and shards[1] (1-2-4) share 2 lanes; maxOverlap is 1']);
-    expect(shardSetProblems(settings, [[1, 2, 3], [1, 2, 3]])).toEqual(['shards[1] repeats shards[0] (1-2-3)']);
+    expect(
+      shardSetProblems(settings, [
+        [1, 2, 3],
+        [1, 2, 4],
+      ]),
+    ).toEqual(['shards[0] (1-2-3) and shards[1] (1-2-4) share 2 lanes; maxOverlap is 1']);
+    expect(
+      shardSetProblems(settings, [
+        [1, 2, 3],
+        [1, 2, 3],
+      ]),
+    ).toEqual(['shards[1] repeats shards[0] (1-2-3)']);
     expect(shardSetProblems(settings, [[1, 2, 9]])).toEqual(['shards[0] (1-2-9) names a lane outside 1..8']);
     expect(shardSetProblems(settings, [[3, 2, 1]])).toEqual(['shards[0] (3-2-1) must list distinct lanes in ascending order']);
     expect(shardSetProblems(settings, [])).toEqual(['shards is empty; run `cellctl lanes init` to generate it']);

@@ -62,6 +62,8 @@ describe('lane assignments against moto (conditional writes)', () => {
         Body: JSON.stringify({ schemaVersion: 1, assignments: { a: { lanes: [1, 7, 13, 14], at: '' }, b: { lanes: [1, 8, 13, 14], at: '' } } }),
       }),
     );
-    await expect(assignTenant(store, settings, shards, 'c', [2, 8, 15, 16])).rejects.toThrow(/lanes\/assignments.json is invalid:\n {2}- .*share 3 lanes/);
+    await expect(assignTenant(store, settings, shards, 'c', [2, 8, 15, 16])).rejects.toThrow(
+      /lanes\/assignments.json is invalid:\n {2}- .*share 3 lanes/,
+    );
   });
 });

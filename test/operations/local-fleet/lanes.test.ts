@@ -81,7 +81,10 @@ test('fleet.json and `lanes where --local` name each lane and a tenant shard', a
   expect(new Set(file.lanes!.routers.map((r) => r.port)).size).toBe(8);
   expect(file.routerUrl).toBe(file.lanes!.routers[0].url);
   let out = '';
-  const code = await runCli(['lanes', 'where', 'acme', '--local', '--state-dir', fleet.stateDir, '--json'], { out: (s) => (out += s), err: () => undefined });
+  const code = await runCli(['lanes', 'where', 'acme', '--local', '--state-dir', fleet.stateDir, '--json'], {
+    out: (s) => (out += s),
+    err: () => undefined,
+  });
   expect(code).toBe(0);
   const where = JSON.parse(out) as { shard: string; lanes: { lane: number; url: string }[]; source: string };
   expect(where.shard).toBe(shardId(tenantShard('acme', fleet.shards).lanes));
@@ -126,8 +129,10 @@ test("both lanes of one tenant's shard down (a poison tenant's requests): only t
     expect(affected).toEqual(TENANTS.filter(inShard));
     // 1/28 of 280 is 10; three binomial standard deviations above it is 0.0357 + 3 × 0.0111.
     const share = affected.length / TENANTS.length;
-    expect(share).toBeLessThanOrEqual(1 / 28 + 3 * Math.sqrt((1 / 28) * (27 / 28) / TENANTS.length));
-    process.stderr.write(`lanes: shard ${shardId(poisoned)} down: ${affected.length}/${TENANTS.length} tenants (${(share * 100).toFixed(2)}%) fully affected\n`);
+    expect(share).toBeLessThanOrEqual(1 / 28 + 3 * Math.sqrt(((1 / 28) * (27 / 28)) / TENANTS.length));
+    process.stderr.write(
+      `lanes: shard ${shardId(poisoned)} down: ${affected.length}/${TENANTS.length} tenants (${(share * 100).toFixed(2)}%) fully affected\n`,
+    );
   } finally {
     await Promise.all(down.map((l) => l.start()));
   }
