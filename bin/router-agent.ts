@@ -8,6 +8,7 @@
  *   STATE_DIR=/var/lib/cell-router        map files (shared volume with HAProxy) and last-known-good
  *   SLOTS=64, ZONES=3, CELL_MAX_CONN      HAProxy's backend slots, servers per slot, requests per cell
  *   POLL_SECONDS=5, HEALTH_PORT=8082, METRICS_SECONDS=60, REFRESH_SECONDS=30 (endpoint addresses)
+ *   METRICS_ACROSS_GROUPS=false           also each cell's requests and 5xx by Cell alone (lanes: docs/lanes.md)
  *   ZONE_CIDRS                            this task's zone (its subnet), comma-separated; by default
  *                                         read from the ECS task metadata endpoint (v4)
  *   ALLOW_LOOPBACK_ENDPOINTS=true         tests only: accept cell endpoints on loopback
@@ -124,6 +125,7 @@ async function main(): Promise<void> {
     }),
     stateDir,
     group,
+    metricsAcrossGroups: env('METRICS_ACROSS_GROUPS', 'false') === 'true',
     refreshAddressesMs: Number(env('REFRESH_SECONDS', '30')) * 1000,
     emit,
     served,

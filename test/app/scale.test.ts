@@ -1,6 +1,7 @@
 /**
  * The scale docs/performance.md claims, proved: a generated fleet of 400 cells over four regions (100 per
- * region) behind the pipeline, synthesized once with every check on (AwsSolutions, CellIsolation, the
+ * region) with shuffle-sharded router lanes (8 per region, the heavier router layout: an NLB per lane
+ * and a name per shard; docs/lanes.md) behind the pipeline, synthesized once with every check on (AwsSolutions, CellIsolation, the
  * AWS limits of lib/domain/limits on every template, nested stacks included; a pipeline stage's stack
  * within what the CloudFormation action accepts). One pipeline holds about 500 cells (the routers'
  * endpoint subnets fill at 507, the pipeline's template reaches 1 MB at about 530; docs/limits.md). About 5 to 7 minutes and 2 GB
@@ -19,6 +20,7 @@ import { exampleInput } from '../support/fleet';
 
 const CELLS = 400;
 const REGIONS = 4;
+const LANES = 8;
 
 let outdir: string;
 let fleet: Fleet;
@@ -27,7 +29,15 @@ let templates: TemplateUnderCheck[];
 
 beforeAll(() => {
   outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'scale-'));
-  fleet = resolveFleet(generateScaleFleet(exampleInput(), CELLS, REGIONS));
+  const generated = generateScaleFleet(exampleInput(), CELLS, REGIONS);
+  fleet = resolveFleet({
+    ...generated,
+    router: {
+      ...generated.router,
+      groups: undefined,
+      lanes: { count: LANES, perTenant: 2, hostedZone: { id: 'Z0123456789ABCDEFGHIJ', name: 'lanes.example.com' } },
+    },
+  });
   const app = new App({ outdir, context: cliSynthContext() });
   addPipeline(app, fleet);
   // Throws on any open audit finding and on any template over an AWS limit.
@@ -55,6 +65,12 @@ describe(`${CELLS} cells over ${REGIONS} regions behind one pipeline`, () => {
     expect(names.filter((n) => /^orders-router-[a-z0-9-]+$/.test(n) && !/-groups$|-canary-group$/.test(n))).toHaveLength(REGIONS);
     expect(templates.filter((t) => /\/CellLinks\d+NestedStack/.test(t.stack))).toHaveLength(REGIONS * Math.ceil(CELLS / 100));
     expect(names).toContain('orders-pipeline');
+    // Every lane's NLB, in the region's two group stacks; the router stacks have none.
+    const loadBalancers = (t: TemplateUnderCheck) =>
+      Object.values(t.template.Resources ?? {}).filter((r) => r.Type === 'AWS::ElasticLoadBalancingV2::LoadBalancer').length;
+    const staged = templates.filter((t) => t.deployedByPipeline && !t.parent);
+    expect(staged.filter((t) => t.stack.endsWith('/Groups')).reduce((n, t) => n + loadBalancers(t), 0)).toBe(REGIONS * LANES);
+    expect(staged.filter((t) => t.stack.endsWith('/Router')).reduce((n, t) => n + loadBalancers(t), 0)).toBe(0);
   });
 
   it('passes no AWS limit in any template of any stack', () => {
@@ -71,6 +87,32 @@ describe(`${CELLS} cells over ${REGIONS} regions behind one pipeline`, () => {
     for (const t of staged) expect([t.stack, t.bytes <= LIMITS.deployActionTemplateBytes.value]).toEqual([t.stack, true]);
     // The pipeline's own template goes through cdk deploy: CloudFormation's 1 MB.
     expect(templates.find((t) => t.stack === 'orders-pipeline')!.deployedByPipeline).toBeUndefined();
+  });
+
+  it("rolls the lanes out in waves: lane 1 alone and baked on its own alarms, then the other lanes, baked on every lane's; each protected by its stack's role", () => {
+    const pipeline = templates.find((t) => t.stack === 'orders-pipeline')!.template as unknown as {
+      Resources: Record<
+        string,
+        { Type: string; Properties: { Stages?: { Name: string; Actions: { Name: string; Configuration?: Record<string, string> }[] }[] } }
+      >;
+    };
+    const stages = Object.values(pipeline.Resources).find((r) => r.Type === 'AWS::CodePipeline::Pipeline')!.Properties.Stages!;
+    const projects = Object.entries(pipeline.Resources).filter(([, r]) => r.Type === 'AWS::CodeBuild::Project');
+    const routerStages = stages.filter((st) => st.Name.startsWith('routers-'));
+    expect(routerStages).toHaveLength(2 * REGIONS);
+    for (const stage of routerStages) {
+      const bake = stage.Actions.find((a) => a.Name.startsWith('bake-'))!;
+      const project = JSON.stringify(projects.find(([id]) => JSON.stringify(bake.Configuration).includes(id))![1]);
+      const watched = [
+        ...new Set([...project.matchAll(/router-(lane-\d+) \d{12} [a-z0-9-]+ orders-router-[a-z0-9-]+-lane-\d+-health/g)].map((m) => m[1])),
+      ];
+      const canary = stage.Name.endsWith('-canary-group');
+      expect([stage.Name, watched.sort()]).toEqual([
+        stage.Name,
+        canary ? ['lane-1'] : Array.from({ length: LANES }, (_, i) => `lane-${i + 1}`).sort(),
+      ]);
+      expect(project).toContain(canary ? '-canary-protector' : '-lanes-protector');
+    }
   });
 
   it('gives every router VPC one interface endpoint per cell of the fleet, within the declared quota', () => {

@@ -59,6 +59,12 @@ export interface RouterGroupProps {
    * only writer of this group's `served/` reports.
    */
   readonly taskRoleName: string;
+  /**
+   * The agent also emits each cell's requests and 5xx by `Cell` alone (what the routers' per-cell
+   * alarms read when the region has more groups than one alarm can sum: lanes).
+   * @default false
+   */
+  readonly metricsAcrossGroups?: boolean;
   /** Region of the mapping bucket (routers in other regions read it cross-region). */
   readonly mappingBucketRegion: string;
   /**
@@ -169,6 +175,7 @@ export class RouterGroup extends Construct {
         ZONES: String(props.routing.zones),
         CELL_MAX_CONN: String(props.routing.cellMaxConn),
         HEALTH_PORT: String(AGENT_HEALTH_PORT),
+        ...(props.metricsAcrossGroups ? { METRICS_ACROSS_GROUPS: 'true' } : {}),
       },
     });
     agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });

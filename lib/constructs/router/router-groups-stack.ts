@@ -291,6 +291,7 @@ export class RouterGroupsStack extends Stack {
         // circuit breaker instead. Both stay in the group's composite, which the bake and on-call watch.
         deploymentAlarms: [errors],
         taskRoleName: routerTaskRoleName(app, region, g),
+        metricsAcrossGroups: lanes !== undefined,
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
       // Group by group: a deploy reaches the next group only once the previous one is stable.

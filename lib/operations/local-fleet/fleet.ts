@@ -404,6 +404,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         cellMaxConn: o.cellMaxConn,
         log: (line) => routerLog.write(`${line}\n`),
         stateDir: dir,
+        metricsAcrossGroups: lane > 0,
       });
       return {
         router: running,

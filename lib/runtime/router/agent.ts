@@ -20,6 +20,13 @@ export interface AgentOptions {
   readonly emit: (line: string) => void;
   /** Router group, a metric dimension. */
   readonly group: string;
+  /**
+   * Also emit each cell's requests and 5xx by `Cell` alone, across groups: with lanes a region has
+   * up to 32 groups, more than one alarm's math may sum (10 metrics), so the routers' per-cell alarms
+   * read these. Off otherwise: two more custom metrics per cell and region.
+   * @default false
+   */
+  readonly metricsAcrossGroups?: boolean;
   readonly now?: () => number;
   /** A document rejected as unappliable (an endpoint not resolving yet) is tried again after this long. @default 30000 */
   readonly retryUnappliableMs?: number;
@@ -408,9 +415,7 @@ export class MappingAgent {
             CloudWatchMetrics: [
               {
                 Namespace: 'CellRouter',
-                // Per cell across groups too: with lanes a region has up to 32 groups, more than one
-                // alarm's math may sum (10 metrics), so the routers' per-cell alarms read these.
-                Dimensions: [['RouterGroup', 'Cell'], ['Cell']],
+                Dimensions: [['RouterGroup', 'Cell']],
                 Metrics: [
                   { Name: 'Requests', Unit: 'Count' },
                   { Name: 'Responses4xx', Unit: 'Count' },
@@ -419,6 +424,18 @@ export class MappingAgent {
                   { Name: 'ResponseTime', Unit: 'Milliseconds' },
                 ],
               },
+              ...(this.o.metricsAcrossGroups
+                ? [
+                    {
+                      Namespace: 'CellRouter',
+                      Dimensions: [['Cell']],
+                      Metrics: [
+                        { Name: 'Requests', Unit: 'Count' },
+                        { Name: 'Responses5xx', Unit: 'Count' },
+                      ],
+                    },
+                  ]
+                : []),
             ],
           },
           RouterGroup: this.o.group,

@@ -74,6 +74,8 @@ export interface LocalRouterOptions {
   readonly acceptProxy?: boolean;
   /** Servers per cell backend (zonal addresses). @default 3 */
   readonly zones?: number;
+  /** The agent's metrics also by `Cell` across groups, as a lane's in AWS (MappingAgent.metricsAcrossGroups). @default false */
+  readonly metricsAcrossGroups?: boolean;
   /** Resolves endpoint hosts (tests give several loopback addresses). @default DNS */
   readonly resolve?: (host: string) => Promise<string[]>;
   /** Networks of "this task's zone": their addresses are tried first. */
@@ -315,6 +317,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
       localNetworks: o.localNetworks,
       allowLoopback: true,
     }),
+    metricsAcrossGroups: o.metricsAcrossGroups,
     stateDir,
     emit: o.log,
     group: 'local',

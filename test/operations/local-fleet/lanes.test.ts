@@ -95,6 +95,18 @@ test('fleet.json and `lanes where --local` name each lane and a tenant shard', a
 test('every lane serves every tenant with no retry while all run', async () => {
   const results = await serveAll();
   expect([...results.values()].every((r) => r.ok && r.retries === 0)).toBe(true);
+  // Each lane's agent also counts every cell's traffic by Cell alone: what the per-cell alarms over 8 lanes read.
+  const perCell = (await fleet.lanes[0].router!.agent.metrics()).slice(1).map((l) => JSON.parse(l));
+  expect(perCell.length).toBe(2);
+  for (const line of perCell)
+    expect(line._aws.CloudWatchMetrics[1]).toEqual({
+      Namespace: 'CellRouter',
+      Dimensions: [['Cell']],
+      Metrics: [
+        { Name: 'Requests', Unit: 'Count' },
+        { Name: 'Responses5xx', Unit: 'Count' },
+      ],
+    });
 });
 
 test('one lane down: 100% of tenants served, none with more than one retry', async () => {
