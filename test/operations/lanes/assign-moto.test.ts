@@ -2,6 +2,10 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { MappingStore } from '../../../lib/adapters/mapping-store';
 import { ASSIGNMENTS_KEY, extendShards, shardId, shardSetProblems, shardsInUse } from '../../../lib/domain/lanes';
 import { assignTenant, readAssignments } from '../../../lib/operations/lanes';
+import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { mappingBucketParameter } from '../../../lib/domain/names';
+import { cellctlIn } from '../../support/cli';
+import { configDirs } from '../../support/fleet';
 import { Moto, motoClientConfig, startMoto } from '../../support/moto';
 
 /**
@@ -65,5 +69,57 @@ describe('lane assignments against moto (conditional writes)', () => {
     await expect(assignTenant(store, settings, shards, 'c', [2, 8, 15, 16])).rejects.toThrow(
       /lanes\/assignments.json is invalid:\n {2}- .*share 3 lanes/,
     );
+  });
+
+  describe('cellctl lanes assign and where, as an operator runs them', () => {
+    const dirs = configDirs();
+    const saved: Record<string, string | undefined> = {};
+    let dir: string;
+    beforeAll(async () => {
+      const env = {
+        AWS_ENDPOINT_URL: moto.endpoint,
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+        AWS_PROFILE: undefined,
+        AWS_SESSION_TOKEN: undefined,
+      };
+      for (const [k, v] of Object.entries(env)) {
+        saved[k] = process.env[k];
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      dir = dirs.config((t) =>
+        t.replace(/groups: \[\n\s*\{ name: 'canary', tasks: 2 \},\n\s*\{ name: 'main', tasks: 6 \},\n\s*\],/, 'lanes: { count: 8, perTenant: 2 },'),
+      );
+      expect((await cellctlIn(dir, 'lanes', 'init')).code).toBe(0);
+    });
+    afterAll(() => {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    });
+
+    it('finds the home bucket through its SSM parameter, assigns, and where says so; a dedicated default shard is refused', async () => {
+      const ssm = new SSMClient(motoClientConfig(moto, 'eu-west-1'));
+      await ssm.send(new PutParameterCommand({ Name: mappingBucketParameter('orders'), Value: 'mappings', Type: 'String' }));
+      ssm.destroy();
+      const before = await cellctlIn(dir, 'lanes', 'where', 'acme', '--force-path-style', '--json');
+      expect(before).toMatchObject({ code: 0 });
+      expect(JSON.parse(before.out)).toMatchObject({ tenant: 'acme', source: 'default' });
+      const assigned = await cellctlIn(dir, 'lanes', 'assign', 'acme', '--shard', '7-8', '--force-path-style', '--json');
+      expect(assigned).toMatchObject({ code: 0 });
+      expect(JSON.parse(assigned.out)).toMatchObject({ shard: '7-8', source: 'assigned', conflicts: 0 });
+      const after = await cellctlIn(dir, 'lanes', 'where', 'acme', '--force-path-style', '--json');
+      expect(JSON.parse(after.out)).toMatchObject({ shard: '7-8', lanes: [7, 8], source: 'assigned' });
+      expect(JSON.parse(after.out).regions.map((r: { region: string }) => r.region)).toEqual(['eu-west-1', 'us-east-1']);
+      const refused = await cellctlIn(dir, 'lanes', 'assign', 'other', '--shard', '1-2', '--dedicated', '--force-path-style');
+      expect(refused).toMatchObject({
+        code: 1,
+        err: 'error: shard 1-2 cannot be dedicated to `other`: it is a default shard other tenants hash to; choose lanes no shard in use has\n',
+      });
+      const usage = await cellctlIn(dir, 'lanes', 'assign', 'other', '--force-path-style');
+      expect(usage).toMatchObject({ code: 2, err: 'error: give exactly one of --shard LANES or --default\n' });
+    });
   });
 });
