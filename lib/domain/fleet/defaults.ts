@@ -41,6 +41,11 @@ export const DEFAULT_CELL_ENDPOINT_TEMPLATE = '{scheme}://{cell}.{app}.cells.int
 /** The most backend slots a router may have (HAProxy backends per router task). */
 export const MAX_ROUTER_SLOTS = 1000;
 
+/** `router.maxBodyBytes`'s default: what API Gateway accepts (10 MB payloads); an ALB sets no limit. */
+export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** The most `router.maxBodyBytes` may allow: 1 GiB. */
+export const MAX_BODY_BYTES_LIMIT = 1024 * 1024 * 1024;
+
 /**
  * A tenant's share of its cell's router slots (`router.tenantMaxConn`'s default): half, and at least
  * one, so one tenant's slow or numerous requests leave its neighbours the other half.

@@ -140,6 +140,7 @@ const ROUTER = object<RouterConfig>({
   queueTimeoutMs: optional(integer),
   tenantMaxConn: optional(integer),
   tenantMaxConnPerClient: optional(integer),
+  maxBodyBytes: optional(integer),
 });
 
 const PIPELINE = object<PipelineConfig>({

@@ -263,6 +263,15 @@ export interface RouterConfig {
    * @default half of tenantMaxConn
    */
   readonly tenantMaxConnPerClient?: number;
+  /**
+   * Largest request body a client may announce (`content-length`), bytes: larger gets 413 before
+   * any of it is read. Bodies are not buffered whole: the router reads what fits its 16 KiB buffer
+   * within its request timeout, then streams the rest, each pause bounded by its client timeout
+   * (docs/router.md, "Request bodies"). A chunked body is counted only as far as the buffer: the
+   * cell's own limit applies past it. Baked into the router image.
+   * @default 10485760 (10 MiB, what API Gateway accepts)
+   */
+  readonly maxBodyBytes?: number;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -540,6 +549,7 @@ export interface Fleet {
     readonly queueTimeoutMs: number;
     readonly tenantMaxConn: number;
     readonly tenantMaxConnPerClient: number;
+    readonly maxBodyBytes: number;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

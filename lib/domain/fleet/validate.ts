@@ -19,6 +19,8 @@ import {
   postgresVersionProblem,
   tenantMaxConnOf,
   tenantMaxConnPerClientOf,
+  DEFAULT_MAX_BODY_BYTES,
+  MAX_BODY_BYTES_LIMIT,
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
@@ -303,6 +305,13 @@ function routerProblems(input: FleetInput): string[] {
       `router.tenantMaxConnPerClient: ${router.tenantMaxConnPerClient} must be a whole number of requests from 1 to router.tenantMaxConn (${tenantMaxConn}); ${tenantMaxConnPerClientOf(tenantMaxConn)} leaves a tenant's other clients half of its share`,
     );
   }
+  if (
+    router.maxBodyBytes !== undefined &&
+    (!Number.isInteger(router.maxBodyBytes) || router.maxBodyBytes < 0 || router.maxBodyBytes > MAX_BODY_BYTES_LIMIT)
+  )
+    problems.push(
+      `router.maxBodyBytes: ${router.maxBodyBytes} must be a whole number of bytes from 0 (no bodies) to ${MAX_BODY_BYTES_LIMIT} (1 GiB); the default ${DEFAULT_MAX_BODY_BYTES} (10 MiB) is what API Gateway accepts`,
+    );
   // Each AZ of a router VPC holds a public, a routers and a cell-endpoints subnet (ROUTER_SUBNET_MASKS).
   const perZone = Object.values(ROUTER_SUBNET_MASKS).reduce((sum, mask) => sum + 2 ** (32 - mask), 0);
   Object.entries(input.regions ?? {}).forEach(([region, config], i) => {
@@ -740,6 +749,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       cellMaxConn: input.router?.cellMaxConn ?? 200,
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
       tenantMaxConn: input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200),
+      maxBodyBytes: input.router?.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       tenantMaxConnPerClient:
         input.router?.tenantMaxConnPerClient ??
         tenantMaxConnPerClientOf(input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200)),

@@ -1,6 +1,6 @@
 // The fleet's modules by file, not its index: the index loads the TypeScript config loader (tsx),
 // which the agent's bundle must not carry.
-import { MAX_ROUTER_SLOTS, ROUTED_KEY_HEADER } from '../../domain/fleet/defaults';
+import { DEFAULT_MAX_BODY_BYTES, MAX_BODY_BYTES_LIMIT, MAX_ROUTER_SLOTS, ROUTED_KEY_HEADER } from '../../domain/fleet/defaults';
 import type { PartitionKeySource } from '../../domain/fleet/types';
 import { ROUTER_ERROR_HEADER } from '../../domain/lanes/retry';
 import { KEY_PATTERN, ROUTER_RESERVED_MIB, ROUTER_TASK_MEMORY_MIB } from '../../domain/mapping';
@@ -64,8 +64,13 @@ export interface HaproxyConfigOptions {
   /** How long a client may leave its response unread (or stop sending) before its connection is closed. @default CLIENT_TIMEOUT_MS */
   readonly clientTimeoutMs?: number;
   /**
-   * Largest request body, bytes. Bodies are buffered in the router before a cell slot is taken, so
-   * headers plus body must fit one buffer (`tune.bufsize` 16 KiB less the rewrite reserve). @default 8192
+   * Largest request body a `content-length` may announce, bytes (413 above it, before anything is
+   * read). A body that fits the router's buffer (16 KiB with the headers) is read whole, within
+   * `requestTimeoutMs`, before a cell slot is taken; a larger one, or a chunked one, is read until
+   * the buffer is full within that time and then streamed to the cell, each pause bounded by
+   * `clientTimeoutMs` and each address's and tenant's share of the cell by the per-tenant caps.
+   * The router cannot count a chunked body past its buffer: the cell's own limit applies there.
+   * @default DEFAULT_MAX_BODY_BYTES (10 MiB)
    */
   readonly maxBodyBytes?: number;
   /**
@@ -398,8 +403,9 @@ function quote(text: string): string {
  * At the edge: HTTP/1.1 only (`proto h1`: cleartext HTTP/2 would multiply requests per connection
  * past the `maxconn` arithmetic); the whole request, body included, must arrive within
  * `requestTimeoutMs` (408) and is buffered before a cell slot is taken, so a slow client holds a
- * router connection, never a cell slot; bodies over `maxBodyBytes` (413) and chunked request bodies
- * (411) are refused; client-sent `x-cell`, `x-mapping-version`, `forwarded`, `x-forwarded-*` are
+ * router connection, never a cell slot; a body larger than the buffer, or chunked, must fill the
+ * buffer in that time and then streams, each pause bounded by `clientTimeoutMs`, each address's and
+ * tenant's share of a cell by the per-tenant caps; a body announced over `maxBodyBytes` gets 413; client-sent `x-cell`, `x-mapping-version`, `forwarded`, `x-forwarded-*` are
  * removed and the router sets `x-forwarded-for` (the client, from the PROXY header behind the NLB),
  * `x-forwarded-proto` and the partition-key header the cell's WAF rate rule keys on; a client
  * sending too many bad keys is throttled, then refused at connect.
@@ -413,8 +419,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   if (!Number.isInteger(zones) || zones < 1 || zones > 6)
     throw new Error(`zones ${zones} must be 1-6 (servers per cell backend, one per zonal address)`);
   const maxConn = o.maxConn ?? 4000;
-  const maxBody = o.maxBodyBytes ?? 8192;
-  if (maxBody < 0 || maxBody > 12 * 1024) throw new Error(`maxBodyBytes ${maxBody} must be 0-12288: headers and body must fit one 16 KiB buffer`);
+  const maxBody = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isInteger(maxBody) || maxBody < 0 || maxBody > MAX_BODY_BYTES_LIMIT)
+    throw new Error(`maxBodyBytes ${maxBody} must be a whole number of bytes from 0 to ${MAX_BODY_BYTES_LIMIT}`);
   const badKeys = o.badKeysPer10s ?? 100;
   const perClient = o.maxConnPerClient ?? Math.max(10, Math.floor(maxConn / 20));
   const perClientRate = o.requestsPerClientPer10s ?? 20_000;
@@ -519,9 +526,6 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     `  bind ${o.bind.address}:${o.bind.port} proto h1${o.acceptProxy ? ' accept-proxy' : ''}`,
     `  maxconn ${maxConn}`,
     `  log-format ${quote(logFormat(o.partitionKey))}`,
-    // The request body is read into the router's buffer before the request is routed: a slow
-    // body holds this connection (until `timeout http-request`: 408), never one of a cell's slots.
-    '  option http-buffer-request',
     // The client's address (from the PROXY header behind the NLB) as the only x-forwarded-for (the
     // client's own is removed below): HAProxy inserts it after the rules, 650 instructions per
     // request less than `http-request set-header x-forwarded-for %[src]` (formatting the address
@@ -542,15 +546,15 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     `  http-request return status 429 content-type application/json string '{"error":"too many requests from this client address"}' hdr retry-after 10 if { sc1_http_req_rate gt ${perClientRate} }`,
     // A verified identity: the token checked before anything counts or routes by its claim.
     ...(o.partitionKey.source === 'jwt' ? jwtRules(o.partitionKey, o.stateDir) : []),
-    refuse(411, 'chunked request bodies are not accepted; send content-length', '{ req.hdr(transfer-encoding) -m found }'),
-    // A body that did not fit the buffer (its length is more than what arrived) would stream to
-    // the cell at the client's pace.
-    '  http-request set-var(txn.body_len) req.body_len if { req.body_size gt 0 }',
-    refuse(
-      413,
-      `request body over ${maxBody} bytes`,
-      `{ req.body_size gt ${maxBody} } or { var(txn.body_len) -m found } { req.body_size,sub(txn.body_len) gt 0 }`,
-    ),
+    // A body announced over the limit: 413 from the headers alone, before any of it is read.
+    refuse(413, `request body over ${maxBody} bytes`, `{ req.hdr_val(content-length) gt ${maxBody} }`),
+    // The body is read into the router's buffer before the request is routed, until it is whole or
+    // the buffer is full, within the request timeout (else 408): a slow body holds this connection,
+    // never one of a cell's slots. What does not fit then streams (docs/router.md, "Request bodies").
+    `  http-request wait-for-body time ${o.requestTimeoutMs ?? 5000}ms`,
+    // A chunked body's size is what the buffer holds: over the limit, 413 before the cell sees it.
+    // Past the buffer a chunked body streams uncounted (the cell's own limit applies).
+    refuse(413, `request body over ${maxBody} bytes`, `{ req.body_size gt ${maxBody} }`),
     ...(o.partitionKey.source === 'path'
       ? [
           refuse(

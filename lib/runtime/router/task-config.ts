@@ -51,6 +51,8 @@ export interface RouterRouting {
   readonly tenantMaxConnPerClient?: number;
   /** The path the router health-checks every cell on (the workload's health check). */
   readonly cellHealthCheckPath: string;
+  /** Largest body a request may announce (HaproxyConfigOptions.maxBodyBytes). @default DEFAULT_MAX_BODY_BYTES */
+  readonly maxBodyBytes?: number;
 }
 
 /**
@@ -69,6 +71,7 @@ export function routerRoutingOf(fleet: Fleet): RouterRouting {
     tenantMaxConn: fleet.router.tenantMaxConn,
     tenantMaxConnPerClient: fleet.router.tenantMaxConnPerClient,
     cellHealthCheckPath: fleet.workload.healthCheckPath,
+    maxBodyBytes: fleet.router.maxBodyBytes,
   };
 }
 
@@ -100,6 +103,7 @@ export function routerTaskOptions(routing: RouterRouting, s: RouterTaskSettings 
     tenantMaxConn: routing.tenantMaxConn,
     tenantMaxConnPerClient: routing.tenantMaxConnPerClient,
     healthCheckPath: routing.cellHealthCheckPath,
+    maxBodyBytes: routing.maxBodyBytes,
     debugHeaders: s.debugHeaders,
     statsPort: s.statsPort ?? ROUTER_TASK_DEFAULTS.statsPort,
     // Behind the NLB: PROXY protocol v2 (the target group enables it), readiness for its health check.
