@@ -2,7 +2,7 @@ import { NestedStack } from 'aws-cdk-lib';
 import { Template, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { addFleet, FleetStacks } from '../../lib/app';
-import { Fleet, resolveFleet } from '../../lib/domain/fleet';
+import { Fleet, laneStackResources, resolveFleet } from '../../lib/domain/fleet';
 import { shardRecordName } from '../../lib/domain/names';
 import { fleetProtectTargets } from '../../lib/operations/protect/targets';
 import { cdkApp, validInput } from '../support/fleet';
@@ -106,7 +106,27 @@ describe('router lanes', () => {
     }
     // Lane 1 is the canary stack's: read from its SSM parameter, not its construct.
     expect(JSON.stringify(rest.toJSON().Parameters)).toContain('/orders/router/lanes/1/dns-name');
-    template('orders-router-eu-west-1-canary-group').resourceCountIs('AWS::Route53::RecordSetGroup', 0);
+    const canary = template('orders-router-eu-west-1-canary-group');
+    canary.resourceCountIs('AWS::Route53::RecordSetGroup', 0);
+    // The canary stack deploys first: it must not read the other lanes' parameters (CloudFormation
+    // resolves every SSM-typed parameter, used or not, and they do not exist yet).
+    expect(JSON.stringify(canary.toJSON().Parameters)).not.toContain('/lanes/');
+    // Ten at a time: each group after the tenth waits for the one ten before it (Route 53 throttling).
+    const ids = Object.keys(rest.findResources('AWS::Route53::RecordSetGroup'));
+    const waits = ids.map((id) => ((rest.toJSON().Resources[id].DependsOn ?? []) as string[]).filter((d) => ids.includes(d)));
+    expect(waits.filter((w) => w.length > 0)).toHaveLength(28 - 10);
+  });
+
+  it('holds as many resources as the fleet check counts for the lanes stack, and refuses lanes that would not fit', () => {
+    const rest = template('orders-router-eu-west-1-groups');
+    expect(Object.keys(rest.toJSON().Resources)).toHaveLength(laneStackResources(8, 28));
+    const input = validInput();
+    const lanes = (l: Record<string, unknown>) => () => resolveFleet({ ...input, router: { ...input.router, groups: undefined, lanes: l as never } });
+    expect(lanes({ count: 16, perTenant: 4, maxOverlap: 2, hostedZone: { id: 'Z0123456789ABCDEFGHIJ', name: 'lanes.example.com' } })).toThrow(
+      "router.lanes: lanes 2-16 and 140 shard names would be 517 resources in each region's second router group stack, over CloudFormation's 500; drop hostedZone",
+    );
+    expect(lanes({ count: 24, perTenant: 2 })).toThrow(/would be 577 resources .*; use at most 20 lanes/);
+    expect(lanes({ count: 16, perTenant: 4, maxOverlap: 2 })).not.toThrow();
   });
 
   it("alarms on each lane's readiness in its own stack; each lane rolls back on its own 5xx", () => {
@@ -153,7 +173,8 @@ describe('router lanes', () => {
         .filter((t) => t.stackName.startsWith('orders-router-eu-west-1'))
         .map((t) => [t.stackName, t.deletionProtectorRole]),
     ).toEqual([
-      ['orders-router-eu-west-1', 'orders-router-eu-west-1-protector'],
+      // No NLB in the router stack, so no protector role there to assume.
+      ['orders-router-eu-west-1', undefined],
       ['orders-router-eu-west-1-canary-group', 'orders-router-eu-west-1-canary-protector'],
       ['orders-router-eu-west-1-groups', 'orders-router-eu-west-1-lanes-protector'],
     ]);

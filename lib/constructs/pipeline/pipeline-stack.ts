@@ -377,8 +377,11 @@ export class PipelineStack extends Stack {
         stackName: stack.stackName,
         account: stack.account,
         region: stack.region,
+        // The NLB's protector: the router stack's, or with lanes (no NLB there) each group stack's.
         ...(stack === stage.router
-          ? { deletionProtectorRole: routerDeletionProtectorRoleName(app, wave.region) }
+          ? stage.router.loadBalancer
+            ? { deletionProtectorRole: routerDeletionProtectorRoleName(app, wave.region) }
+            : {}
           : stage.groups.laneLoadBalancers.length > 0
             ? { deletionProtectorRole: routerGroupsDeletionProtectorRoleName(app, wave.region, wave.part) }
             : {}),

@@ -306,7 +306,10 @@ export class RouterGroupsStack extends Stack {
         toolingAccount: lanes.toolingAccount,
         loadBalancerArns: this.laneLoadBalancers.map((lb) => lb.loadBalancerArn),
       });
-      if (lanes.hostedZone) {
+      // The shard names are the last group stack's (it deploys after lane 1's): the canary stack must
+      // not read the other lanes' parameters, which do not exist yet when it deploys (CloudFormation
+      // resolves every SSM-typed template parameter, used or not).
+      if (lanes.hostedZone && part === 'rest') {
         // Lanes of the other group stack (lane 1, deployed first) are read from their SSM parameters.
         const targets = new Map<number, LaneAliasTarget>();
         for (const lane of new Set(lanes.shards.flat())) {
@@ -318,7 +321,7 @@ export class RouterGroupsStack extends Stack {
               : { dnsName: param(routerParameters.laneDnsName(app, lane)), hostedZoneId: param(routerParameters.laneHostedZoneId(app, lane)) },
           );
         }
-        if (part === 'rest') new ShardRecords(this, 'ShardNames', { region, hostedZone: lanes.hostedZone, shards: lanes.shards, lanes: targets });
+        new ShardRecords(this, 'ShardNames', { region, hostedZone: lanes.hostedZone, shards: lanes.shards, lanes: targets });
       }
     } else this.laneLoadBalancers = [];
     for (const a of alarms) {

@@ -124,9 +124,10 @@ export interface ShardRecordsProps {
 export class ShardRecords extends Construct {
   constructor(scope: Construct, id: string, props: ShardRecordsProps) {
     super(scope, id);
+    const groups: route53.CfnRecordSetGroup[] = [];
     props.shards.forEach((shard, i) => {
       const name = `${shardRecordName(shard, props.region, props.hostedZone.name)}.`;
-      new route53.CfnRecordSetGroup(this, `Shard${i}`, {
+      const group = new route53.CfnRecordSetGroup(this, `Shard${i}`, {
         hostedZoneId: props.hostedZone.id,
         comment: `shard ${shard.join('-')}: lanes ${shard.join(', ')}`,
         recordSets: shard.map((lane) => {
@@ -141,6 +142,15 @@ export class ShardRecords extends Construct {
           };
         }),
       });
+      // At most SHARD_RECORDS_IN_PARALLEL change batches at once: Route 53 throttles an account's
+      // changes (50 burst, 10 a second refill; Route 53 guide, "Throttling for Amazon Route 53 API
+      // requests"), and CloudFormation would otherwise send every group of the stack together.
+      const before = groups[i - SHARD_RECORDS_IN_PARALLEL];
+      if (before) group.addDependency(before);
+      groups.push(group);
     });
   }
 }
+
+/** Shard record groups CloudFormation creates at once. */
+export const SHARD_RECORDS_IN_PARALLEL = 10;

@@ -543,11 +543,11 @@ export function routerMetric(name: string, dimensions: { readonly group: string;
 }
 
 /** A router metric of the agent for one cell across every group of the region (dimension `Cell` alone). */
-function cellMetric(name: string, cell: string): cloudwatch.Metric {
+function cellMetric(name: string, cell: string, statistic = 'Sum'): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: ROUTER_METRICS_NAMESPACE,
     metricName: name,
-    statistic: 'Sum',
+    statistic,
     period: Duration.minutes(1),
     dimensionsMap: { Cell: cell },
   });
@@ -678,6 +678,13 @@ export interface RouterDashboardsProps {
   readonly namePrefix: string;
   readonly groups: readonly RouterGroupSettings[];
   readonly cells: readonly Pick<RouterCellTarget, 'id'>[];
+  /**
+   * Each cell's widgets read the agent's per-cell metrics across groups (as RouterAlarmsProps):
+   * with lanes, a line per lane and cell would carry the router template past what the pipeline's
+   * CloudFormation action accepts.
+   * @default false
+   */
+  readonly acrossGroups?: boolean;
 }
 
 /**
@@ -731,22 +738,14 @@ export class RouterDashboards {
         'Dashboard',
         { dashboardName: routerCellDashboardName(prefix, page + 1) },
       );
+      const lines = (name: string, statistic = 'Sum') =>
+        props.acrossGroups
+          ? [cellMetric(name, cell.id, statistic)]
+          : groups.map((g) => routerMetric(name, { group: g.name, cell: cell.id }, statistic));
       dashboards[page].addWidgets(
-        new cloudwatch.GraphWidget({
-          title: `cell ${cell.id}: requests`,
-          width: 8,
-          left: groups.map((g) => routerMetric('Requests', { group: g.name, cell: cell.id })),
-        }),
-        new cloudwatch.GraphWidget({
-          title: `cell ${cell.id}: 5xx`,
-          width: 8,
-          left: groups.map((g) => routerMetric('Responses5xx', { group: g.name, cell: cell.id })),
-        }),
-        new cloudwatch.GraphWidget({
-          title: `cell ${cell.id}: queue time`,
-          width: 8,
-          left: groups.map((g) => routerMetric('QueueTime', { group: g.name, cell: cell.id }, 'p99')),
-        }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: requests`, width: 8, left: lines('Requests') }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: 5xx`, width: 8, left: lines('Responses5xx') }),
+        new cloudwatch.GraphWidget({ title: `cell ${cell.id}: queue time`, width: 8, left: lines('QueueTime', 'p99') }),
       );
     });
     if (dashboards.length > 1) {

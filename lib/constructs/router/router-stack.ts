@@ -244,7 +244,7 @@ export class RouterStack extends Stack {
         loadBalancerArns: [this.loadBalancer.loadBalancerArn],
       });
     this.alarmTopic = new RouterAlarmTopic(this, { app, region, alarms: [...alarms.alarms, ...alarms.cellAlarms] }).topic;
-    this.dashboards = new RouterDashboards(this, { namePrefix, groups, cells }).dashboards;
+    this.dashboards = new RouterDashboards(this, { namePrefix, groups, cells, acrossGroups: lanes }).dashboards;
     if (this.loadBalancer) new CfnOutput(this, 'LoadBalancerDns', { value: this.loadBalancer.loadBalancerDnsName });
   }
 

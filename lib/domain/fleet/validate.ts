@@ -212,8 +212,18 @@ const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 const HOSTED_ZONE_ID = /^Z[A-Z0-9]{1,31}$/;
 const DOMAIN = /^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
-/** Shard names are one Route 53 record set group each in a lane stack, within its 500 resources. */
-export const MAX_NAMED_SHARDS = 300;
+/**
+ * What a region's last group stack holds with lanes (lanes 2..count): each lane's NLB, listener,
+ * target group, service, task definition, role, scaling, alarms and parameters, the stack's
+ * protector role and policy, and one Route 53 record set group per shard name. test/app/lanes.test.ts
+ * checks these figures against a synthesized stack.
+ */
+export const LANE_STACK_RESOURCES = { perLane: 25, perStack: 2, perShardName: 1 } as const;
+
+/** Resources of the lanes' group stack for `count` lanes and, with shard names, `shards` of them. */
+export function laneStackResources(count: number, shardNames: number): number {
+  return LANE_STACK_RESOURCES.perLane * (count - 1) + LANE_STACK_RESOURCES.perStack + LANE_STACK_RESOURCES.perShardName * shardNames;
+}
 
 function laneProblems(input: FleetInput, lanes: RouterLanesConfig): string[] {
   const settings = laneSettingsOf(lanes);
@@ -689,11 +699,15 @@ function resolveLanes(input: FleetInput, options: FleetProblemOptions, problems:
     );
     return undefined;
   }
-  const shardCount = MAX_NAMED_SHARDS;
-  if (config.hostedZone && shards.length > shardCount)
+  const resources = laneStackResources(settings.count, config.hostedZone ? shards.length : 0);
+  const limit = LIMITS.resources.value;
+  if (resources > limit) {
+    const most = Array.from({ length: settings.count }, (_, i) => settings.count - i).find((n) => laneStackResources(n, 0) <= limit) ?? 2;
     problems.push(
-      `router.lanes.hostedZone: ${shards.length} shards would be ${shards.length} shard names per region, above the ${shardCount} a lane stack holds; lower count or perTenant, or drop hostedZone and use \`cellctl lanes where\``,
+      `router.lanes: lanes 2-${settings.count}${config.hostedZone ? ` and ${shards.length} shard names` : ''} would be ${resources} resources in each region's second router group stack, over CloudFormation's ${limit}; ` +
+        (config.hostedZone ? 'drop hostedZone (clients use `cellctl lanes where`), lower count or raise maxOverlap' : `use at most ${most} lanes`),
     );
+  }
   const zones = Math.max(...Object.values(input.regions).map((r) => r.availabilityZones.length));
   return {
     ...settings,

@@ -34,7 +34,8 @@ export function fleetProtectTargets(fleet: Fleet): ProtectTarget[] {
         stackName: routerStackName(app, region),
         account: fleet.accounts.router,
         region,
-        deletionProtectorRole: routerDeletionProtectorRoleName(app, region),
+        // With lanes the router stack has no load balancer (and no protector role): the group stacks hold them.
+        ...(fleet.router.lanes ? {} : { deletionProtectorRole: routerDeletionProtectorRoleName(app, region) }),
       },
       ...(['canary', 'rest'] as const).map((part) => ({
         stackName: routerGroupsStackName(app, region, part),

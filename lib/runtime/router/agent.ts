@@ -23,7 +23,7 @@ export interface AgentOptions {
   /**
    * Also emit each cell's requests and 5xx by `Cell` alone, across groups: with lanes a region has
    * up to 32 groups, more than one alarm's math may sum (10 metrics), so the routers' per-cell alarms
-   * read these. Off otherwise: two more custom metrics per cell and region.
+   * read these (and the dashboards, QueueTime too). Off otherwise: three more custom metrics per cell and region.
    * @default false
    */
   readonly metricsAcrossGroups?: boolean;
@@ -432,6 +432,7 @@ export class MappingAgent {
                       Metrics: [
                         { Name: 'Requests', Unit: 'Count' },
                         { Name: 'Responses5xx', Unit: 'Count' },
+                        { Name: 'QueueTime', Unit: 'Milliseconds' },
                       ],
                     },
                   ]

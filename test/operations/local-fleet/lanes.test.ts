@@ -105,6 +105,7 @@ test('every lane serves every tenant with no retry while all run', async () => {
       Metrics: [
         { Name: 'Requests', Unit: 'Count' },
         { Name: 'Responses5xx', Unit: 'Count' },
+        { Name: 'QueueTime', Unit: 'Milliseconds' },
       ],
     });
 });
