@@ -146,7 +146,7 @@ export class ShardRecords extends Construct {
       // changes (50 burst, 10 a second refill; Route 53 guide, "Throttling for Amazon Route 53 API
       // requests"), and CloudFormation would otherwise send every group of the stack together.
       const before = groups[i - SHARD_RECORDS_IN_PARALLEL];
-      if (before) group.addDependency(before);
+      if (before) group.addResourceDependency(before);
       groups.push(group);
     });
   }
