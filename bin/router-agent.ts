@@ -9,6 +9,7 @@
  *   SLOTS=64, ZONES=3, CELL_MAX_CONN      HAProxy's backend slots, servers per slot, requests per cell
  *   POLL_SECONDS=5, HEALTH_PORT=8082, METRICS_SECONDS=60, REFRESH_SECONDS=30 (endpoint addresses)
  *   METRICS_ACROSS_GROUPS=false           also each cell's requests and 5xx by Cell alone (lanes: docs/lanes.md)
+ *   CONNECTION_LIMIT                      HAProxy's serving limit (maxConn), what connection use is measured against
  *   ZONE_CIDRS                            this task's zone (its subnet), comma-separated; by default
  *                                         read from the ECS task metadata endpoint (v4)
  *   ALLOW_LOOPBACK_ENDPOINTS=true         tests only: accept cell endpoints on loopback
@@ -126,6 +127,7 @@ async function main(): Promise<void> {
     stateDir,
     group,
     metricsAcrossGroups: env('METRICS_ACROSS_GROUPS', 'false') === 'true',
+    ...(process.env.CONNECTION_LIMIT ? { connectionLimit: Number(process.env.CONNECTION_LIMIT) } : {}),
     refreshAddressesMs: Number(env('REFRESH_SECONDS', '30')) * 1000,
     emit,
     served,

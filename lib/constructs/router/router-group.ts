@@ -176,6 +176,8 @@ export class RouterGroup extends Construct {
         CELL_MAX_CONN: String(props.routing.cellMaxConn),
         HEALTH_PORT: String(AGENT_HEALTH_PORT),
         ...(props.metricsAcrossGroups ? { METRICS_ACROSS_GROUPS: 'true' } : {}),
+        // Connection use against what HAProxy serves, not its frontend limit (which adds the overflow it only answers 503 in).
+        CONNECTION_LIMIT: String(limits.maxConn),
       },
     });
     agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });

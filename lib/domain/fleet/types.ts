@@ -267,8 +267,8 @@ export interface RouterConfig {
    * Largest request body a client may announce (`content-length`), bytes: larger gets 413 before
    * any of it is read. Bodies are not buffered whole: the router reads what fits its 16 KiB buffer
    * within its request timeout, then streams the rest, each pause bounded by its client timeout
-   * (docs/router.md, "Request bodies"). A chunked body is counted only as far as the buffer: the
-   * cell's own limit applies past it. Baked into the router image.
+   * (docs/router.md, "Request bodies"). A chunked body announces no length and is not counted: the
+   * cell's own limit applies. Baked into the router image.
    * @default 10485760 (10 MiB, what API Gateway accepts)
    */
   readonly maxBodyBytes?: number;

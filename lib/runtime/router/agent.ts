@@ -27,6 +27,12 @@ export interface AgentOptions {
    * @default false
    */
   readonly metricsAcrossGroups?: boolean;
+  /**
+   * The router frontend's serving limit (`maxConn`), what ConnectionUsePercent is measured against:
+   * the frontend's own `maxconn` is higher by the overflow it only answers 503 in (overflowConnections).
+   * @default the frontend's `maxconn` as HAProxy reports it
+   */
+  readonly connectionLimit?: number;
   readonly now?: () => number;
   /** A document rejected as unappliable (an endpoint not resolving yet) is tried again after this long. @default 30000 */
   readonly retryUnappliableMs?: number;
@@ -365,6 +371,7 @@ export class MappingAgent {
       // HAProxy unreachable: the router line still says how stale the mapping is.
     }
     const frontend = stats.find((r) => r.pxname === 'router' && r.svname === 'FRONTEND');
+    const limit = this.o.connectionLimit ?? Number(frontend?.slim || 0);
     const router = {
       _aws: {
         Timestamp: timestamp,
@@ -398,8 +405,8 @@ export class MappingAgent {
       Responses5xx: this.delta('router:5xx', Number(frontend?.hrsp_5xx || 0)),
       // Current client connections of this task against its frontend limit (readiness turns false near it).
       Connections: Number(frontend?.scur || 0),
-      ConnectionLimit: Number(frontend?.slim || 0),
-      ConnectionUsePercent: Number(frontend?.slim) > 0 ? Math.round((1000 * Number(frontend!.scur)) / Number(frontend!.slim)) / 10 : 0,
+      ConnectionLimit: limit,
+      ConnectionUsePercent: limit > 0 ? Math.round((1000 * Number(frontend?.scur || 0)) / limit) / 10 : 0,
       // Log lines HAProxy gave up writing: it never blocks on its log output, so a line is dropped
       // when stdout is full or another thread is writing to it. The counts above never drop.
       DroppedLogs: this.delta('droppedLogs', Number(info.DroppedLogs || 0)),

@@ -69,7 +69,7 @@ export interface HaproxyConfigOptions {
    * `requestTimeoutMs`, before a cell slot is taken; a larger one, or a chunked one, is read until
    * the buffer is full within that time and then streamed to the cell, each pause bounded by
    * `clientTimeoutMs` and each address's and tenant's share of the cell by the per-tenant caps.
-   * The router cannot count a chunked body past its buffer: the cell's own limit applies there.
+   * A chunked body announces no length and is not counted: the cell's own limit applies.
    * @default DEFAULT_MAX_BODY_BYTES (10 MiB)
    */
   readonly maxBodyBytes?: number;
@@ -160,6 +160,24 @@ export const CLIENT_TABLE = 'clients';
 /** Where HAProxy serves readiness to the NLB's health check in a router task. */
 export const READY_PORT = 8081;
 
+/**
+ * When a router task counts as full, against its frontend's `maxConn`: past `shed` connections the
+ * addresses holding more than `heavy` get no new connection and their requests 503 and close;
+ * past `answer` every request gets a fast 503 (the last slots are kept to say so, where a connect
+ * past `maxConn` would wait in the kernel's backlog until the client timed out).
+ */
+export function fullTask(maxConn: number, perClient: number): { shed: number; answer: number; heavy: number } {
+  return { shed: Math.floor(maxConn * 0.9), answer: maxConn, heavy: Math.max(2, Math.floor(perClient / 4)) };
+}
+
+/**
+ * Connections the router frontend accepts past `maxConn` only to answer them at once (503, closed):
+ * a connect past the frontend's own `maxconn` would wait in the kernel's backlog until the client
+ * timed out. A quarter more: a wave of reconnects from shed addresses lands there, not in the
+ * backlog. They cost a client connection and a small answer each, no cell connection or TLS session.
+ */
+export const overflowConnections = (maxConn: number): number => Math.max(20, Math.ceil(maxConn / 4));
+
 /** Connections above the router frontend's limit kept for readiness checks, stats and the runtime API. */
 export const RESERVED_CONNECTIONS = 100;
 
@@ -178,7 +196,7 @@ export function connectionLimits(memoryMiB: number, reservedMiB = ROUTER_RESERVE
   const budget = (memoryMiB - reservedMiB) * 1024 * 1024;
   if (budget <= 0) throw new Error(`a router task with ${memoryMiB} MiB has no memory for connections (${reservedMiB} MiB reserved)`);
   const maxConn = Math.floor(budget / BYTES_PER_CONNECTION / 100) * 100;
-  return { maxConn, nofile: 2 * (maxConn + RESERVED_CONNECTIONS) + 1000 };
+  return { maxConn, nofile: 2 * (maxConn + RESERVED_CONNECTIONS) + overflowConnections(maxConn) + 1000 };
 }
 
 /**
@@ -424,6 +442,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     throw new Error(`maxBodyBytes ${maxBody} must be a whole number of bytes from 0 to ${MAX_BODY_BYTES_LIMIT}`);
   const badKeys = o.badKeysPer10s ?? 100;
   const perClient = o.maxConnPerClient ?? Math.max(10, Math.floor(maxConn / 20));
+  const full = fullTask(maxConn, perClient);
   const perClientRate = o.requestsPerClientPer10s ?? 20_000;
   const keyCache = o.keyCacheEntries ?? KEY_CACHE_ENTRIES;
   if (!Number.isInteger(keyCache) || keyCache <= maxConn) {
@@ -441,7 +460,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const badKey = badKeyMessages(o.partitionKey);
   const lines = [
     'global',
-    `  maxconn ${maxConn + RESERVED_CONNECTIONS}`,
+    `  maxconn ${maxConn + overflowConnections(maxConn) + RESERVED_CONNECTIONS}`,
     // The bucket count this configuration hashes keys into, for the agent (`show env`): it refuses a
     // document made for another count instead of sending most keys to other cells.
     `  setenv ${BUCKET_COUNT_ENV} ${o.bucketCount}`,
@@ -524,7 +543,8 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   lines.push(
     'frontend router',
     `  bind ${o.bind.address}:${o.bind.port} proto h1${o.acceptProxy ? ' accept-proxy' : ''}`,
-    `  maxconn ${maxConn}`,
+    // Past maxConn only to answer: see overflowConnections.
+    `  maxconn ${maxConn + overflowConnections(maxConn)}`,
     `  log-format ${quote(logFormat(o.partitionKey))}`,
     // The client's address (from the PROXY header behind the NLB) as the only x-forwarded-for (the
     // client's own is removed below): HAProxy inserts it after the rules, 650 instructions per
@@ -538,12 +558,22 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       ? ['  tcp-request session set-var-fmt(sess.client) %[src]']
       : []),
     `  tcp-request session reject if { sc1_conn_cur gt ${perClient} }`,
+    // A task nearly full (many addresses, each within its cap): the heaviest addresses get no new
+    // connections, so the slots that free up go to light clients (docs/router.md, "A full task").
+    `  tcp-request session reject if { fe_conn gt ${full.shed} } { sc1_conn_cur gt ${full.heavy} }`,
+    // How full the task was when this connection arrived (once per connection, not per request).
+    '  tcp-request session set-var(sess.arrived_at) fe_conn',
     // A client over twice its bad-key budget is refused at connect while bad keys are most of what
     // its address sends: an address shared by many clients (a NAT) that mostly sends good keys keeps
     // its connections, and only its bad-key requests get 429 (in the bad-key backend).
     '  tcp-request session set-var(sess.bad_keys) sc1_gpc0_rate',
     `  tcp-request session reject if { var(sess.bad_keys) -m int gt ${badKeys * 2} } { sc1_http_req_rate,div(2),sub(sess.bad_keys) lt 0 }`,
     `  http-request return status 429 content-type application/json string '{"error":"too many requests from this client address"}' hdr retry-after 10 if { sc1_http_req_rate gt ${perClientRate} }`,
+    // Full: a fast 503 and a closed connection, instead of a connect that times out, for a connection
+    // that arrived past maxConn (in the overflow), and for a heavy address's requests once shedding starts
+    // (its connections close one by one). Connections that were open before keep being served. The
+    // router's own answer: a lane client tries its shard's next lane.
+    `  http-request return status 503 content-type application/json string '{"error":"router task full; retry"}' hdr retry-after 1 hdr ${ROUTER_ERROR_HEADER} full hdr connection close if { var(sess.arrived_at) -m int gt ${full.answer} } or { fe_conn gt ${full.shed} } { sc1_conn_cur gt ${full.heavy} }`,
     // A verified identity: the token checked before anything counts or routes by its claim.
     ...(o.partitionKey.source === 'jwt' ? jwtRules(o.partitionKey, o.stateDir) : []),
     // A body announced over the limit: 413 from the headers alone, before any of it is read.
@@ -551,10 +581,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // The body is read into the router's buffer before the request is routed, until it is whole or
     // the buffer is full, within the request timeout (else 408): a slow body holds this connection,
     // never one of a cell's slots. What does not fit then streams (docs/router.md, "Request bodies").
+    // A chunked body announces no length: the router does not count it (the cell's own limit
+    // applies); checking what the buffer holds cost every request 449 instructions for little.
     `  http-request wait-for-body time ${o.requestTimeoutMs ?? 5000}ms`,
-    // A chunked body's size is what the buffer holds: over the limit, 413 before the cell sees it.
-    // Past the buffer a chunked body streams uncounted (the cell's own limit applies).
-    refuse(413, `request body over ${maxBody} bytes`, `{ req.body_size gt ${maxBody} }`),
     ...(o.partitionKey.source === 'path'
       ? [
           refuse(

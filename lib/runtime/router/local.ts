@@ -318,6 +318,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
       allowLoopback: true,
     }),
     metricsAcrossGroups: o.metricsAcrossGroups,
+    connectionLimit: o.maxConn ?? 4000,
     stateDir,
     emit: o.log,
     group: 'local',

@@ -39,7 +39,8 @@ describe('routerConfigProblems', () => {
     expect(codes(withLine('frontend router', 'http-request lua.tenant_rules'))).toEqual(['lua', 'request-lua.tenant_rules']);
     expect(codes(withLine('global', 'lua-load /etc/haproxy/rules.lua'))).toEqual(['lua']);
     expect(codes(withLine('frontend router', 'filter compression'))).toEqual(['filter']);
-    expect(codes(withLine('frontend router', 'http-request wait-for-body time 1s'))).toEqual(['request-wait-for-body', 'body']);
+    expect(codes(withLine('frontend router', 'http-request set-var(txn.b) req.body'))).toEqual(['body']);
+    expect(codes(withLine('frontend router', 'http-request set-var(txn.b) req.body_param(tenant)'))).toEqual(['body']);
     expect(codes(withLine('frontend router', 'http-request redirect location /elsewhere'))).toEqual(['request-redirect']);
   });
 

@@ -171,6 +171,84 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
     expect(attacker).toBeLessThanOrEqual(PER_CLIENT + 1);
   }, 60_000);
 
+  it('many addresses, each within its cap, filling the task: the heaviest are shed, a fresh client gets an answer at once, another tenant is unharmed', async () => {
+    // 21 addresses each keeping its whole per-client share open (420 connections against 200): each
+    // reconnects soon after a connection closes, half of them trickling a header, half idle.
+    const attackers = Array.from({ length: 21 }, (_, i) => `127.0.0.${20 + i}`);
+    const held = new Set<net.Socket>();
+    let closed = 0;
+    let stopped = false;
+    const scur = async () =>
+      Number(
+        (await api.send('show stat'))
+          .split('\n')
+          .find((l) => l.startsWith('router,FRONTEND'))!
+          .split(',')[4],
+      );
+    const open = (from: string, i: number): void => {
+      if (stopped) return;
+      const socket = net.createConnection({ host: '127.0.0.1', port: nlb.port, localAddress: from });
+      held.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        held.delete(socket);
+        closed++;
+        // Not sooner: this process is the NLB stand-in and the victim too, and a tighter loop over
+        // 420 sockets would slow them more than the router does.
+        setTimeout(() => open(from, i), 300);
+      });
+      if (i % 2 === 0) socket.write('GET / HTTP/1.1\r\nhost: x\r\n');
+    };
+    const trickling = setInterval(() => held.forEach((s) => s.writable && s.write('x')), 200);
+    const baseline = percentile(
+      (await victim(2000)).map((a) => a.ms),
+      99,
+    );
+    try {
+      attackers.forEach((from) => Array.from({ length: PER_CLIENT }, (_, i) => open(from, i)));
+      // The first burst takes every slot (its sessions are checked before the task counts them as
+      // open) until the request timeout closes the idle ones; from then on the heavy are shed.
+      await until('the task full', async () => (await scur()) >= MAX_CONN * 0.9, 10_000);
+      await until('the first burst closed and the heavy addresses shed', async () => (await scur()) < MAX_CONN * 0.95 && closed > 150, 15_000);
+      const fresh: Answer[] = [];
+      const [attacked] = await Promise.all([
+        victim(4000),
+        (async () => {
+          // Fresh clients, one request each from a new address while the task is full: an answer at once, never a timeout.
+          for (let n = 0; n < 10; n++) {
+            fresh.push(await request(nlb.port, `127.0.0.${100 + n}`, { 'x-tenant-id': `fresh-${n}` }));
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        })(),
+      ]);
+      const busy = await scur();
+      process.stderr.write(
+        `full task: victim ${attacked.length} answers, p99 ${percentile(
+          attacked.map((a) => a.ms),
+          99,
+        ).toFixed(
+          1,
+        )} ms (baseline ${baseline.toFixed(1)}); fresh ${fresh.map((f) => `${f.status}/${f.ms.toFixed(0)}ms`).join(' ')}; task ${busy}/${MAX_CONN}; closed ${closed}\n`,
+      );
+      const attacker = Number(/conn_cur=(\d+)/.exec(await api.send(`show table ${CLIENT_TABLE} key ::ffff:198.51.100.20`))?.[1] ?? 0);
+      expectUnharmed({ baseline, attacked });
+      // Still under attack when measured: the task near full, the attacker's connections held open.
+      expect(busy).toBeGreaterThanOrEqual(MAX_CONN * 0.85);
+      expect(attacker).toBeGreaterThan(0);
+      expect(attacker).toBeLessThanOrEqual(PER_CLIENT);
+      for (const f of fresh) {
+        expect([200, 503]).toContain(f.status);
+        expect(f.ms).toBeLessThan(1000);
+        if (f.status === 503) expect(JSON.parse(f.body)).toEqual({ error: 'router task full; retry' });
+      }
+      expect(fresh).toHaveLength(10);
+    } finally {
+      stopped = true;
+      clearInterval(trickling);
+      held.forEach((s) => s.destroy());
+    }
+  }, 90_000);
+
   it('an IPv6 client is held to the same per-client limit as an IPv4 one (its own entry in the clients table)', async () => {
     const v6 = await startProxyProtocolForwarder(
       Number(/bind 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(router.stateDir, 'haproxy.cfg'), 'utf8'))![1]),
