@@ -49,9 +49,11 @@ describe('routerConfigProblems', () => {
     expect(codes(withLine('backend slot0', 'server other 127.0.0.1:2'))).toEqual(['servers']);
   });
 
-  it("allows the zonal servers of one cell, the body length check and the router's own identity headers, nothing more", () => {
+  it("allows the zonal servers of one cell, the body length check, waiting for the body and the router's own identity headers, nothing more", () => {
     expect(config).toMatch(/server z1 /);
-    expect(config).toContain('req.body_size');
+    expect(config).toContain('req.hdr_val(content-length)');
+    expect(config).toContain('http-request wait-for-body time');
+    expect(codes(withLine('frontend router', 'http-request return status 413 if { req.body_size gt 10 }'))).toEqual([]);
     expect(codes(withLine('frontend router', 'http-request set-header x-forwarded-for %[src]'))).toEqual([]);
     expect(codes(withLine('frontend router', 'http-request del-header x-cell'))).toEqual([]);
     // Added only after the client's copies are removed (the configuration's del-header of x-forwarded-.*).
