@@ -5,7 +5,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, pinKey } from '../../lib/domain/mapping';
 import { pidRunning } from '../../lib/domain/files';
-import { connectionLimits, ROUTER_TASK_MEMORY_MIB } from '../../lib/runtime/router';
+import { connectionLimits, overflowConnections, ROUTER_TASK_MEMORY_MIB } from '../../lib/runtime/router';
 import { freePort, routed, startCell, until } from '../support/cells';
 import { routerImageConfig } from '../../lib/constructs/isolation';
 import { HAPROXY_ADMIN, ROUTER_PORT, STATE_DIR } from '../../lib/constructs/router';
@@ -237,7 +237,9 @@ describe('cellctl router', () => {
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(64);
     expect(config.match(/^ {2}default-server .* maxconn 67$/gm)).toHaveLength(64); // 200 over 3 zonal servers
     // Behind the NLB: PROXY protocol, HTTP/1.1 only, readiness for its health check, limits from the task memory.
-    expect(config).toContain(`bind 0.0.0.0:8080 proto h1 accept-proxy\n  maxconn ${connectionLimits(ROUTER_TASK_MEMORY_MIB).maxConn}\n`);
+    // The serving limit from the task's memory, and the overflow a full task only answers 503 in.
+    const { maxConn } = connectionLimits(ROUTER_TASK_MEMORY_MIB);
+    expect(config).toContain(`bind 0.0.0.0:8080 proto h1 accept-proxy\n  maxconn ${maxConn + overflowConnections(maxConn)}\n`);
     // The NLB sends the PROXY header on its health-check connections too.
     expect(config).toContain('frontend ready\n  bind 0.0.0.0:8081 accept-proxy\n');
     expect(config).toContain('timeout queue 1000ms');

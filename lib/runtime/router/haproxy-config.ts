@@ -178,6 +178,9 @@ export function fullTask(maxConn: number, perClient: number): { shed: number; an
  */
 export const overflowConnections = (maxConn: number): number => Math.max(20, Math.ceil(maxConn / 4));
 
+/** Memory an overflow connection may cost: a request and a response buffer, no cell connection or TLS session. */
+export const BYTES_PER_OVERFLOW_CONNECTION = 32 * 1024;
+
 /** Connections above the router frontend's limit kept for readiness checks, stats and the runtime API. */
 export const RESERVED_CONNECTIONS = 100;
 
@@ -190,13 +193,15 @@ export const BYTES_PER_CONNECTION = 64 * 1024;
 /**
  * Connection limits for a router task with `memoryMiB` (the agent and HAProxy's own footprint take
  * `reservedMiB`): the router frontend's `maxConn`, and the file-descriptor limit HAProxy needs for it
- * (two descriptors per proxied connection, plus the reserve and listeners).
+ * (two descriptors per connection of the global maxconn, the overflow's included, and the listeners). The overflow it only answers in (a quarter of `maxConn`) is in the memory budget.
  */
 export function connectionLimits(memoryMiB: number, reservedMiB = ROUTER_RESERVED_MIB): { maxConn: number; nofile: number } {
   const budget = (memoryMiB - reservedMiB) * 1024 * 1024;
   if (budget <= 0) throw new Error(`a router task with ${memoryMiB} MiB has no memory for connections (${reservedMiB} MiB reserved)`);
-  const maxConn = Math.floor(budget / BYTES_PER_CONNECTION / 100) * 100;
-  return { maxConn, nofile: 2 * (maxConn + RESERVED_CONNECTIONS) + overflowConnections(maxConn) + 1000 };
+  // Each served connection brings a quarter of an overflow one (overflowConnections) into the budget.
+  const maxConn = Math.floor(budget / (BYTES_PER_CONNECTION + BYTES_PER_OVERFLOW_CONNECTION / 4) / 100) * 100;
+  // HAProxy sizes its descriptors from the global maxconn (two per connection), overflow included.
+  return { maxConn, nofile: 2 * (maxConn + overflowConnections(maxConn) + RESERVED_CONNECTIONS) + 1000 };
 }
 
 /**

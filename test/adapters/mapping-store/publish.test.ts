@@ -456,7 +456,7 @@ describe('publishing to the stand-in, as S3 answers in ways moto does not show',
     s3.fault({ status: 403, code: 'AccessDenied' });
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(StoreError);
     await expect(publishMapping(store, v1, { groups: GROUPS, bakeSeconds: 0 })).rejects.toThrow(
-      /s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role \(s3:GetObject, s3:PutObject, s3:ListBucket on mappings\/\* and groups\/\*\)/,
+      /s3:\/\/test-mappings\/groups\/canary\/mapping.json failed: .*403 \(access denied: the publisher role \(s3:GetObject, s3:PutObject, s3:ListBucket on mappings\/\*, groups\/\* and lanes\/\*\)/,
     );
   });
 
