@@ -195,7 +195,7 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
         closed++;
         // Not sooner: this process is the NLB stand-in and the victim too, and a tighter loop over
         // 420 sockets would slow them more than the router does.
-        setTimeout(() => open(from, i), 300);
+        setTimeout(() => open(from, i), 500);
       });
       if (i % 2 === 0) socket.write('GET / HTTP/1.1\r\nhost: x\r\n');
     };
@@ -212,12 +212,14 @@ describe('one client against the router, behind an NLB stand-in sending PROXY v2
       await until('the first burst closed and the heavy addresses shed', async () => (await scur()) < MAX_CONN * 0.95 && closed > 150, 15_000);
       const fresh: Answer[] = [];
       const [attacked] = await Promise.all([
-        victim(4000),
+        // Long enough for about 150 answers: one slow answer while this process (the NLB stand-in
+        // and the attacker too) handles a wave of reconnects is then not the p99 by itself.
+        victim(8000),
         (async () => {
           // Fresh clients, one request each from a new address while the task is full: an answer at once, never a timeout.
           for (let n = 0; n < 10; n++) {
             fresh.push(await request(nlb.port, `127.0.0.${100 + n}`, { 'x-tenant-id': `fresh-${n}` }));
-            await new Promise((r) => setTimeout(r, 200));
+            await new Promise((r) => setTimeout(r, 500));
           }
         })(),
       ]);
