@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
-import { initialMapping } from '../../../lib/domain/mapping';
+import { adoptionMapping, initialMapping } from '../../../lib/domain/mapping';
 import {
   LocalRouter,
   LocalRouterOptions,
@@ -31,8 +31,9 @@ function send(agent: http.Agent, port: number, tenant: string): Promise<{ status
  * cell, split over 3 zonal servers; a saturated cell queues for 1 s, then 503. Registers its own
  * beforeAll and afterAll; `start` gives a router's port.
  */
-function slowCellRouters(): (options: Partial<LocalRouterOptions>) => Promise<number> {
+function slowCellRouters(layout: 'one-cell' | 'cell-zero' = 'one-cell'): (options: Partial<LocalRouterOptions>) => Promise<number> {
   let cell: FakeCell;
+  let factoryCell: FakeCell | undefined;
   const routers: LocalRouter[] = [];
   let dir: string;
   beforeAll(async () => {
@@ -40,14 +41,21 @@ function slowCellRouters(): (options: Partial<LocalRouterOptions>) => Promise<nu
     cell.behaviour = 'slow';
     cell.delayMs = 1500;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fairness-'));
-    fs.writeFileSync(
-      path.join(dir, 'mapping.json'),
-      JSON.stringify(initialMapping([{ id: 'cell-a', endpoint: cell.endpoint, state: 'active' }], 1024, { now: new Date().toISOString() })),
-    );
+    const now = { now: new Date().toISOString() };
+    const slow = { id: 'cell-a', endpoint: cell.endpoint, state: 'active' as const };
+    // Cell zero (docs/cell-zero.md): the existing service holds every bucket, the factory's first
+    // cell none yet, so every tenant of the fleet shares the one cell.
+    if (layout === 'cell-zero') factoryCell = await startCell('cell-1');
+    const doc =
+      layout === 'cell-zero'
+        ? adoptionMapping({ ...slow, id: 'zero' }, [{ id: 'cell-1', endpoint: factoryCell!.endpoint, state: 'active' }], 1024, now)
+        : initialMapping([slow], 1024, now);
+    fs.writeFileSync(path.join(dir, 'mapping.json'), JSON.stringify(doc));
   });
   afterAll(async () => {
     await Promise.all(routers.map((r) => r.stop()));
     await cell.close();
+    await factoryCell?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
   return (options) =>
@@ -177,5 +185,64 @@ describe("fairness inside a tenant: one client address cannot spend its tenant's
   it("counted per key alone, the same load spends the victim's share (the test can fail)", async () => {
     const { victim } = await forged(await start(12));
     expect(victim.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * Cell zero concentrates every tenant of the fleet on one cell while it is adopted: the same caps
+ * hold there. Both attacks at once on the slow cell zero: a heavy tenant keeping 80 requests in
+ * flight, and one address sending a victim's key 40 at a time. The neighbour and the victim, each
+ * from its own address, stay at 100%.
+ */
+describe('fairness on cell zero, holding every tenant of the fleet', () => {
+  const start = slowCellRouters('cell-zero');
+
+  it('keeps a neighbour and a victim at 100% while a heavy tenant and a forging address press on cell zero', async () => {
+    const port = await start({ tenantMaxConn: 12, tenantMaxConnPerClient: 6 });
+    let done = false;
+    const heavy: { status: number }[] = [];
+    const forged: { status: number }[] = [];
+    const pressure = Promise.all([
+      (async () => {
+        while (!done) heavy.push(...(await Promise.all(Array.from({ length: 80 }, () => sendFrom('127.0.0.4', port, 'heavy')))));
+      })(),
+      (async () => {
+        while (!done) forged.push(...(await Promise.all(Array.from({ length: 40 }, () => sendFrom('127.0.0.5', port, 'victim')))));
+      })(),
+    ]);
+    await new Promise((r) => setTimeout(r, 200));
+    const neighbour: { status: number }[] = [];
+    const victim: { status: number }[] = [];
+    for (let wave = 0; wave < 4; wave++) {
+      const [n, v] = await Promise.all([
+        Promise.all(Array.from({ length: 4 }, () => sendFrom('127.0.0.7', port, 'neighbour'))),
+        Promise.all(Array.from({ length: 4 }, () => sendFrom('127.0.0.6', port, 'victim'))),
+      ]);
+      neighbour.push(...n);
+      victim.push(...v);
+    }
+    done = true;
+    await pressure;
+    expect(neighbour.filter((r) => r.status !== 200)).toEqual([]);
+    expect(victim.filter((r) => r.status !== 200)).toEqual([]);
+    expect(neighbour.length + victim.length).toBe(32);
+    // The pressure was real: each attacker was held to its share and refused the rest at once.
+    expect(heavy.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+    expect(forged.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+  });
+
+  it('without the caps, the heavy tenant takes cell zero from its neighbour (the test can fail)', async () => {
+    const port = await start({});
+    let done = false;
+    const pressure = (async () => {
+      while (!done) await Promise.all(Array.from({ length: 80 }, () => sendFrom('127.0.0.4', port, 'heavy')));
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    const neighbour: { status: number }[] = [];
+    for (let wave = 0; wave < 3; wave++)
+      neighbour.push(...(await Promise.all(Array.from({ length: 4 }, () => sendFrom('127.0.0.7', port, 'neighbour')))));
+    done = true;
+    await pressure;
+    expect(neighbour.filter((r) => r.status === 503).length).toBeGreaterThan(0);
   });
 });
