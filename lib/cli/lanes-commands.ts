@@ -84,6 +84,31 @@ function storedLanes(configPath: string): { settings: LaneSettings; shards: read
   return { settings, shards: stored.shards, file };
 }
 
+/**
+ * Each lane's NLB DNS name in `region`, from the SSM parameters its lane stack writes; a lane not
+ * deployed yet is missing from the answer.
+ */
+async function laneDnsNames(app: string, region: string, lanes: readonly number[]): Promise<Record<number, string>> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
+  const { GetParametersCommand, SSMClient } = require('@aws-sdk/client-ssm') as typeof import('@aws-sdk/client-ssm');
+  const ssm = new SSMClient({ region });
+  try {
+    const { Parameters } = await ssm.send(new GetParametersCommand({ Names: lanes.map((lane) => routerParameters.laneDnsName(app, lane)) }));
+    const byName = new Map((Parameters ?? []).map((p) => [p.Name, p.Value]));
+    return Object.fromEntries(
+      lanes.flatMap((lane) =>
+        byName.get(routerParameters.laneDnsName(app, lane)) ? [[lane, byName.get(routerParameters.laneDnsName(app, lane))!]] : [],
+      ),
+    );
+  } catch (error) {
+    throw new CliError(
+      `cannot read the lane NLB names in ${region} (SSM ${routerParameters.laneDnsName(app, lanes[0])} …): ${(error as Error).name}: ${(error as Error).message}; check the credentials (the router account) and that the lane stacks are deployed`,
+    );
+  } finally {
+    ssm.destroy();
+  }
+}
+
 /** `cellctl lanes …`: shuffle-sharded router lanes (docs/lanes.md). */
 export function lanesCommand(io: CliIo): Command {
   const lanes = new Command('lanes').description("shuffle-sharded router lanes: the shard set, a tenant's shard, assignments (docs/lanes.md)");
@@ -209,18 +234,31 @@ export function lanesCommand(io: CliIo): Command {
         });
         const shard = tenantShard(tenant, shards, document);
         const zone = fleet.router.lanes.hostedZone;
-        const regions = Object.keys(fleet.regions).map((region) => ({
-          region,
-          ...(zone ? { name: shardRecordName(shard.lanes, region, zone.name) } : {}),
-          lanes: shard.lanes.map((lane) => ({ lane, parameter: routerParameters.laneDnsName(fleet.app, lane) })),
-        }));
+        const regions = await Promise.all(
+          Object.keys(fleet.regions).map(async (region) => {
+            const names = await laneDnsNames(fleet.app, region, shard.lanes);
+            return {
+              region,
+              ...(zone ? { name: shardRecordName(shard.lanes, region, zone.name) } : {}),
+              lanes: shard.lanes.map((lane) => ({
+                lane,
+                ...(names[lane] ? { dnsName: names[lane] } : {}),
+                parameter: routerParameters.laneDnsName(fleet.app, lane),
+              })),
+            };
+          }),
+        );
         if (flags.json) io.out(json({ tenant, shard: shardId(shard.lanes), lanes: shard.lanes, source: shard.source, regions }));
         else {
           io.out(`tenant ${tenant}: shard ${shardId(shard.lanes)} (${shard.source})\n`);
           io.out(
             formatTable(
-              ['region', 'shard name', 'lane NLB names (SSM)'],
-              regions.map((r) => [r.region, r.name ?? '- (no router.lanes.hostedZone)', r.lanes.map((l) => l.parameter).join(' ')]),
+              ['region', 'shard name', 'lane NLBs'],
+              regions.map((r) => [
+                r.region,
+                r.name ?? '- (no router.lanes.hostedZone)',
+                r.lanes.map((l) => `${l.lane}: ${l.dnsName ?? `not deployed (${l.parameter})`}`).join(', '),
+              ]),
             ),
           );
         }

@@ -180,7 +180,7 @@ describe('router lanes', () => {
     ]);
   });
 
-  it('lets the publisher write the lane assignments, and raises no cdk-nag finding in the lane stacks', () => {
+  it('lets the publisher write the lane assignments and read the lane names, and raises no cdk-nag finding in the router and lane stacks', () => {
     template('orders-router-eu-west-1').hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
@@ -191,7 +191,21 @@ describe('router lanes', () => {
         ]),
       },
     });
-    for (const stack of stacks.routerGroups) {
+    // ... and read each lane's NLB name in every region (`cellctl lanes where`).
+    template('orders-router-eu-west-1').hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: 'ssm:GetParameters',
+            Resource: [
+              'arn:aws:ssm:eu-west-1:222222222222:parameter/orders/router/lanes/*',
+              'arn:aws:ssm:us-east-1:222222222222:parameter/orders/router/lanes/*',
+            ],
+          }),
+        ]),
+      },
+    });
+    for (const stack of [...stacks.routers, ...stacks.routerGroups]) {
       const violations = new AwsSolutionsChecks().validateScope(stack).violations.map((v) => v.ruleName);
       expect([stack.stackName, violations]).toEqual([stack.stackName, []]);
     }

@@ -128,6 +128,12 @@ export interface MappingPublisherProps {
   /** Regions with a mapping bucket, and the parameter naming it in each. */
   readonly regions: readonly string[];
   readonly parameterName: string;
+  /**
+   * With lanes: the SSM parameter path (`/<app>/router/lanes`) whose lane NLB names `cellctl lanes
+   * where` reads in every region.
+   * @default - no lanes
+   */
+  readonly laneParameters?: string;
 }
 
 /**
@@ -173,6 +179,18 @@ export class MappingPublisher extends Construct {
         ),
       }),
     );
+    if (props.laneParameters) {
+      const lanes = props.regions.map((region) =>
+        stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: `${props.laneParameters!.replace(/^\//, '')}/*` }),
+      );
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['ssm:GetParameters'], resources: lanes }));
+      for (const resource of lanes)
+        acknowledgeWildcard(
+          this.role,
+          resource,
+          "`cellctl lanes where` reads each lane's NLB name (<path>/<lane>/dns-name), written by the lane stacks; the lanes' parameters only.",
+        );
+    }
     for (const [resource, reason] of [
       [
         `${buckets}/mappings/*`,

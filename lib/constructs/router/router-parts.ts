@@ -94,6 +94,11 @@ export interface RouterMappingsProps {
    */
   readonly homeOf?: readonly string[];
   /** `router.homeRegion`: every region's stack refuses a deploy that changes it (HomeRegionGuard). @default - no guard */
+  /**
+   * The fleet's routers are lanes: the publisher may read the lanes' NLB names (`cellctl lanes where`).
+   * @default false
+   */
+  readonly lanes?: boolean;
   readonly homeRegion?: string;
 }
 
@@ -134,6 +139,7 @@ export class RouterMappings {
         bucketNamePrefix: props.bucketPrefix,
         regions: props.homeOf,
         parameterName: mappingBucketParameter(app),
+        ...(props.lanes ? { laneParameters: routerParameters.lanes(app) } : {}),
       });
       if (guard) this.publisher.node.addDependency(guard.guard);
     }

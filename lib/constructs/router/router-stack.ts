@@ -194,6 +194,7 @@ export class RouterStack extends Stack {
       organizationId,
       homeOf,
       homeRegion,
+      lanes,
     });
     this.mappingBucket = mappings.mappingBucket;
     this.publisher = mappings.publisher;

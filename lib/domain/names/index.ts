@@ -165,6 +165,7 @@ export const routerParameters = {
   loadBalancerSecurityGroupId: (app: string) => `/${app}/router/load-balancer-security-group-id`,
   accessLogBucket: (app: string) => `/${app}/router/access-log-bucket`,
   /** A lane's NLB DNS name and canonical hosted zone, written by its lane stack (`cellctl lanes where` reads them). */
+  lanes: (app: string) => `/${app}/router/lanes`,
   laneDnsName: (app: string, lane: number) => `/${app}/router/lanes/${lane}/dns-name`,
   laneHostedZoneId: (app: string, lane: number) => `/${app}/router/lanes/${lane}/hosted-zone-id`,
 } as const;

@@ -110,9 +110,20 @@ describe('lane assignments against moto (conditional writes)', () => {
       const assigned = await cellctlIn(dir, 'lanes', 'assign', 'acme', '--shard', '7-8', '--force-path-style', '--json');
       expect(assigned).toMatchObject({ code: 0 });
       expect(JSON.parse(assigned.out)).toMatchObject({ shard: '7-8', source: 'assigned', conflicts: 0 });
+      // Lane 7's stack is deployed in eu-west-1 (its NLB's name in SSM), lane 8's not yet.
+      const euSsm = new SSMClient(motoClientConfig(moto, 'eu-west-1'));
+      await euSsm.send(new PutParameterCommand({ Name: '/orders/router/lanes/7/dns-name', Value: 'lane-7-eu.elb.example', Type: 'String' }));
+      euSsm.destroy();
       const after = await cellctlIn(dir, 'lanes', 'where', 'acme', '--force-path-style', '--json');
       expect(JSON.parse(after.out)).toMatchObject({ shard: '7-8', lanes: [7, 8], source: 'assigned' });
-      expect(JSON.parse(after.out).regions.map((r: { region: string }) => r.region)).toEqual(['eu-west-1', 'us-east-1']);
+      const regions = JSON.parse(after.out).regions as { region: string; lanes: { lane: number; dnsName?: string }[] }[];
+      expect(regions.map((r) => r.region)).toEqual(['eu-west-1', 'us-east-1']);
+      expect(regions[0].lanes).toEqual([
+        { lane: 7, dnsName: 'lane-7-eu.elb.example', parameter: '/orders/router/lanes/7/dns-name' },
+        { lane: 8, parameter: '/orders/router/lanes/8/dns-name' },
+      ]);
+      const table = await cellctlIn(dir, 'lanes', 'where', 'acme', '--force-path-style');
+      expect(table.out).toContain('7: lane-7-eu.elb.example, 8: not deployed (/orders/router/lanes/8/dns-name)');
       const refused = await cellctlIn(dir, 'lanes', 'assign', 'other', '--shard', '1-2', '--dedicated', '--force-path-style');
       expect(refused).toMatchObject({
         code: 1,
