@@ -8,7 +8,7 @@ const path = require('path');
  * A new file is sorted by what it uses, so one that starts HAProxy cannot land among the unit tests.
  */
 const INTEGRATION_MARKERS = [
-  ['HAProxy', /\bstartLocalRouter\b|spawn(Sync)?\('haproxy'|'router', 'local'/],
+  ['HAProxy', /\b(startLocalRouter|startRouterBehindNlb)\b|spawn(Sync)?\('haproxy'|'router', 'local'/],
   ['the local fleet (HAProxy, PostgreSQL)', /\bstart(LocalFleet|ImageRouter|FloodProcess)\b/],
   ['PostgreSQL', /\bstart(TestPostgres|PostgresServer|Postgres|Workload)\b/],
   ['moto_server', /\bstartMoto\b/],

@@ -2,17 +2,11 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
 import { ROUTED_KEY_HEADER } from '../domain/fleet';
-import { laneFlagName, laneSettingsProblems } from '../domain/lanes';
 import { bucketCounts, parseMapping } from '../domain/mapping';
 import { fleetFrom } from './context';
 import { runUntilStopped } from './foreground';
-import { CliError, CliIo, formatTable } from './io';
-
-function integer(value: string, flag: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag} ${value}: give an integer from ${min} to ${max}`, 2);
-  return n;
-}
+import { CliError, CliIo, formatTable, integerFlag as integer } from './io';
+import { laneFlags } from './lanes-commands';
 
 /** Relative to the working directory when inside it, else absolute. */
 function shortPath(file: string): string {
@@ -28,17 +22,6 @@ export function fleetCommand(
   parentPollMs = 500,
 ): Command {
   const fleet = new Command('fleet').description('run a fleet on this machine: cells with their databases, the router in front');
-
-  /** `--lanes N --per-tenant K [--max-overlap M]`, checked; undefined without --lanes. */
-  const laneFlags = (flags: { lanes?: string; perTenant: string; maxOverlap?: string }) => {
-    if (flags.lanes === undefined) return undefined;
-    const count = integer(flags.lanes, '--lanes', 2, 32);
-    const perTenant = integer(flags.perTenant, '--per-tenant', 1, 32);
-    const maxOverlap = flags.maxOverlap === undefined ? perTenant - 1 : integer(flags.maxOverlap, '--max-overlap', 0, 32);
-    const problems = laneSettingsProblems({ count, perTenant, maxOverlap }, laneFlagName);
-    if (problems.length > 0) throw new CliError(problems.join('\n'), 2);
-    return { count, perTenant, maxOverlap };
-  };
 
   fleet
     .command('local')
@@ -105,7 +88,7 @@ export function fleetCommand(
         if (!postgresBinDir()) throw new CliError(`PostgreSQL server binaries not found; ${POSTGRES_INSTALL_HINT}`);
         const config = fs.existsSync(flags.config) ? fleetFrom(flags.config) : undefined;
         const cellZero = flags.cellZero ? { id: config?.cellZero?.id ?? 'zero' } : undefined;
-        const lanes = laneFlags(flags);
+        const lanes = flags.lanes === undefined ? undefined : laneFlags({ ...flags, lanes: flags.lanes });
         let running;
         try {
           running = await startLocalFleet({

@@ -73,3 +73,10 @@ export function collapseSdkWarnings(err: (text: string) => void): void {
     emit(warning, ...rest);
   }) as typeof process.emitWarning;
 }
+
+/** A whole-number flag value from `min` to `max`; otherwise a usage error (exit 2) naming the flag. */
+export function integerFlag(value: string, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag} ${value}: give an integer from ${min} to ${max}`, 2);
+  return n;
+}

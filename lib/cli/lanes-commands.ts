@@ -1,6 +1,6 @@
 import * as path from 'path';
 import { Command } from 'commander';
-import { FleetConfigError, laneSettingsOf, loadFleetInput } from '../domain/fleet';
+import { Fleet, laneSettingsOf, loadFleetInput } from '../domain/fleet';
 import {
   extendShards,
   initLanes,
@@ -19,14 +19,34 @@ import {
 } from '../domain/lanes';
 import { keyProblem } from '../domain/mapping';
 import { routerParameters, shardRecordName } from '../domain/names';
-import { fleetFrom, mappingBucketOf, s3Client } from './context';
-import { CliError, CliIo, formatTable, json } from './io';
+import { fleetFrom, mappingBucketOf, s3Client, withConfig } from './context';
+import { CliError, CliIo, formatTable, integerFlag, json } from './io';
 
-const integer = (value: string, flag: string, min: number, max: number): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag} ${value}: give an integer from ${min} to ${max}`, 2);
-  return n;
-};
+/** `--lanes N --per-tenant K [--max-overlap M]` (`lanes plan`, `fleet local`), checked: one usage error naming each flag. */
+export function laneFlags(flags: { lanes: string; perTenant: string; maxOverlap?: string }): LaneSettings {
+  const count = integerFlag(flags.lanes, '--lanes', 2, 32);
+  const perTenant = integerFlag(flags.perTenant, '--per-tenant', 1, 32);
+  const maxOverlap = flags.maxOverlap === undefined ? perTenant - 1 : integerFlag(flags.maxOverlap, '--max-overlap', 0, 32);
+  const settings = { count, perTenant, maxOverlap };
+  const problems = laneSettingsProblems(settings, laneFlagName);
+  if (problems.length > 0) throw new CliError(problems.join('\n'), 2);
+  return settings;
+}
+
+/** The fleet file's `router.lanes`, checked, and where its `cells.lanes.json` is (shown relative when inside the working directory). */
+function configuredLanes(configPath: string): { settings: LaneSettings; file: string; shown: string } {
+  const { input } = withConfig(() => loadFleetInput(path.resolve(configPath)));
+  const lanes = input.router?.lanes;
+  if (!lanes)
+    throw new CliError(
+      `${configPath}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } (docs/lanes.md), or give \`lanes plan\` --lanes N --per-tenant K`,
+    );
+  const settings = laneSettingsOf(lanes);
+  const problems = laneSettingsProblems(settings);
+  if (problems.length > 0) throw new CliError(`${configPath}:\n  - ${problems.join('\n  - ')}`);
+  const file = path.join(path.dirname(path.resolve(configPath)), LANES_FILE_NAME);
+  return { settings, file, shown: path.relative(process.cwd(), file) || file };
+}
 
 const percent = (share: number) => `${(share * 100).toFixed(share > 0 && share < 0.01 ? 3 : 2)}%`;
 /** 1/28 rather than 3.57%: the figure the shard count explains. */
@@ -57,31 +77,16 @@ function planJson({ settings, shards, ...figures }: ShardPlan, source: string) {
 }
 
 /** The fleet's lane settings and stored shards (cells.lanes.json), or why there are none. */
-function storedLanes(configPath: string): { settings: LaneSettings; shards: readonly Shard[]; file: string } {
-  let input;
-  try {
-    ({ input } = loadFleetInput(path.resolve(configPath)));
-  } catch (error) {
-    if (error instanceof FleetConfigError) throw new CliError(error.message);
-    throw error;
-  }
-  const lanes = input.router?.lanes;
-  if (!lanes)
-    throw new CliError(
-      `${configPath}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } (docs/lanes.md), or give --lanes N --per-tenant K`,
-    );
-  const settings = laneSettingsOf(lanes);
-  const problems = laneSettingsProblems(settings);
-  if (problems.length > 0) throw new CliError(`${configPath}:\n  - ${problems.join('\n  - ')}`);
-  const file = path.join(path.dirname(path.resolve(configPath)), LANES_FILE_NAME);
+function storedLanes(configPath: string): { settings: LaneSettings; shards: readonly Shard[] } {
+  const { settings, file, shown } = configuredLanes(configPath);
   let stored;
   try {
-    stored = readLanesFile(file, path.relative(process.cwd(), file) || file);
+    stored = readLanesFile(file, shown);
   } catch (error) {
     throw new CliError((error as Error).message);
   }
   if (!stored) throw new CliError(`${LANES_FILE_NAME} is missing beside ${configPath}: run \`cellctl lanes init\``);
-  return { settings, shards: stored.shards, file };
+  return { settings, shards: stored.shards };
 }
 
 /**
@@ -109,6 +114,15 @@ async function laneDnsNames(app: string, region: string, lanes: readonly number[
   }
 }
 
+/** The home region's mapping bucket, where the lane assignments are: `--bucket`, else its SSM parameter. */
+async function assignmentsStore(fleet: Fleet, flags: { bucket?: string; forcePathStyle?: boolean }) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: a command or task that does not need it never loads it
+  const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
+  const home = fleet.router.homeRegion;
+  const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
+  return new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
+}
+
 /** `cellctl lanes …`: shuffle-sharded router lanes (docs/lanes.md). */
 export function lanesCommand(io: CliIo): Command {
   const lanes = new Command('lanes').description("shuffle-sharded router lanes: the shard set, a tenant's shard, assignments (docs/lanes.md)");
@@ -120,20 +134,7 @@ export function lanesCommand(io: CliIo): Command {
     )
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .action((flags: { config: string }) => {
-      let input;
-      try {
-        ({ input } = loadFleetInput(path.resolve(flags.config)));
-      } catch (error) {
-        if (error instanceof FleetConfigError) throw new CliError(error.message);
-        throw error;
-      }
-      const config = input.router?.lanes;
-      if (!config) throw new CliError(`${flags.config}: router.lanes is not set; add router.lanes: { count: 8, perTenant: 2 } first (docs/lanes.md)`);
-      const settings = laneSettingsOf(config);
-      const problems = laneSettingsProblems(settings);
-      if (problems.length > 0) throw new CliError(`${flags.config}:\n  - ${problems.join('\n  - ')}`);
-      const file = path.join(path.dirname(path.resolve(flags.config)), LANES_FILE_NAME);
-      const shown = path.relative(process.cwd(), file) || file;
+      const { settings, file, shown } = configuredLanes(flags.config);
       let result;
       try {
         result = initLanes(settings, readLanesFile(file, shown), shown);
@@ -165,12 +166,7 @@ export function lanesCommand(io: CliIo): Command {
       let shards: readonly Shard[];
       let source: string;
       if (flags.lanes !== undefined) {
-        const count = integer(flags.lanes, '--lanes', 2, 32);
-        const perTenant = integer(flags.perTenant, '--per-tenant', 1, 32);
-        const maxOverlap = flags.maxOverlap === undefined ? perTenant - 1 : integer(flags.maxOverlap, '--max-overlap', 0, 32);
-        settings = { count, perTenant, maxOverlap };
-        const problems = laneSettingsProblems(settings, laneFlagName);
-        if (problems.length > 0) throw new CliError(problems.join('\n'), 2);
+        settings = laneFlags({ ...flags, lanes: flags.lanes });
         shards = extendShards(settings);
         source = 'generated';
       } else {
@@ -223,12 +219,8 @@ export function lanesCommand(io: CliIo): Command {
         if (!fleet.router.lanes) throw new CliError(`${flags.config}: router.lanes is not set; the fleet has one router entry per region`);
         const { settings, shards } = { settings: fleet.router.lanes, shards: fleet.router.lanes.shards };
         // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
-        const { MappingStore } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
-        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
         const { readAssignments } = require('../operations/lanes') as typeof import('../operations/lanes');
-        const home = fleet.router.homeRegion;
-        const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
-        const store = new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
+        const store = await assignmentsStore(fleet, flags);
         const { document } = await readAssignments(store, settings, shards).catch((error: Error) => {
           throw new CliError(error.message);
         });
@@ -295,17 +287,13 @@ export function lanesCommand(io: CliIo): Command {
         if (!fleet.router.lanes) throw new CliError(`${flags.config}: router.lanes is not set; there are no shards to assign`);
         const lanesConfig = fleet.router.lanes;
         // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
-        const { MappingStore, StoreError } = require('../adapters/mapping-store') as typeof import('../adapters/mapping-store');
-        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
         const { assignTenant } = require('../operations/lanes') as typeof import('../operations/lanes');
-        const home = fleet.router.homeRegion;
-        const bucket = flags.bucket ?? (await mappingBucketOf(fleet, home));
-        const store = new MappingStore(s3Client({ forcePathStyle: flags.forcePathStyle }, home), bucket);
+        const store = await assignmentsStore(fleet, flags);
         let result;
         try {
           result = await assignTenant(store, lanesConfig, lanesConfig.shards, tenant, lanesWanted, { dedicated: flags.dedicated });
         } catch (error) {
-          if (error instanceof StoreError || error instanceof Error) throw new CliError(error.message);
+          if (error instanceof Error) throw new CliError(error.message);
           throw error;
         }
         const { shard } = result;

@@ -2,7 +2,9 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as net from 'net';
 import * as path from 'path';
-import type { LocalRouter } from '../../lib/runtime/router';
+import type { LocalRouter, LocalRouterOptions } from '../../lib/runtime/router';
+import { startLocalRouter } from '../../lib/runtime/router/local';
+import * as fs from 'fs';
 import { HaproxyStartError } from '../../lib/runtime/router/local';
 import { RuntimeApi } from '../../lib/runtime/router/runtime-api';
 import { proxyV2Header } from './nlb';
@@ -249,4 +251,23 @@ export async function startProxyProtocolForwarder(
         server.close(() => resolve());
       }),
   };
+}
+
+/** The port a local router's HAProxy listens on (from its configuration): what an NLB stand-in forwards to. */
+export function routerPort(router: LocalRouter): number {
+  return Number(/bind 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(router.stateDir, 'haproxy.cfg'), 'utf8'))![1]);
+}
+
+/**
+ * A local router behind an NLB stand-in, as a router task runs behind its NLB: `accept-proxy` on
+ * the router, PROXY v2 from the stand-in naming each client (`client`, default each by its own
+ * loopback source address). Stop `nlb`, then `router`.
+ */
+export async function startRouterBehindNlb(
+  options: Omit<LocalRouterOptions, 'port' | 'acceptProxy'>,
+  client: Parameters<typeof startProxyProtocolForwarder>[1] = 'by-source',
+): Promise<{ router: LocalRouter; nlb: { port: number; close(): Promise<void> } }> {
+  const router = await onFreePorts(1, ([port]) => startLocalRouter({ ...options, port, acceptProxy: true }));
+  const nlb = await startProxyProtocolForwarder(routerPort(router), client);
+  return { router, nlb };
 }
