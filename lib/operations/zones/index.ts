@@ -1,0 +1,2 @@
+export * from './local';
+export * from './aws';
