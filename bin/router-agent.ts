@@ -12,9 +12,19 @@
  *   CONNECTION_LIMIT                      HAProxy's serving limit (maxConn), what connection use is measured against
  *   ZONE_CIDRS                            this task's zone (its subnet), comma-separated; by default
  *                                         read from the ECS task metadata endpoint (v4)
+ *   ZONE_NETWORKS                         the router VPC's subnets by AZ ID, JSON ({"use1-az1":["10.0.0.0/24"],…}, in
+ *                                         the fleet's zone order): server z<i> of each cell is its endpoint's address
+ *                                         in the i-th zone, weighted by the region's zones document (zones/<REGION>.json in the
+ *                                         bucket, or ZONES_FILE beside MAPPING_FILE); REGION names the region it is for
  *   ALLOW_LOOPBACK_ENDPOINTS=true         tests only: accept cell endpoints on loopback
  *   FREEZE_POLL_MS=250                    poll interval while the mapping in force freezes a move's
  *                                         subject (its flip comes next: a shorter freeze window)
+ *   TARGET_GROUP_ARN                      this task's target group: a full task may report itself unready
+ *                                         while at most half of its group is out (FullReadinessGate,
+ *                                         every FULL_READINESS_SECONDS=60, asking the load balancer only
+ *                                         past 80% of CONNECTION_LIMIT); without it a full task never
+ *                                         does. TARGET_IP, by default this task's address from the ECS
+ *                                         task metadata endpoint (v4)
  *   REPORT_SECONDS=10                     heartbeat of served/<group>/<task id>.json (the version in
  *                                         force, what moves wait on); TASK_ID, by default the ECS
  *                                         task id from the task metadata endpoint (v4), else the host name
@@ -23,13 +33,20 @@
  * Exit code 2: a configuration error, which restarting the container does not fix.
  */
 import { hostname } from 'os';
+import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { S3Client } from '@aws-sdk/client-s3';
 // By module, not through lib/runtime/router's index: the agent image bundles what this file reaches.
 import { MappingAgent, runAgentLoop } from '../lib/runtime/router/agent';
+import { FullReadinessGate, runFullReadiness } from '../lib/runtime/router/full-readiness';
+import { targetGroupTargets } from '../lib/runtime/router/target-health';
 import { MappingApplier } from '../lib/runtime/router/apply';
 import { RuntimeApi } from '../lib/runtime/router/runtime-api';
 import { S3ServedReporter, SERVED_FRESHNESS_MS } from '../lib/runtime/router/served';
 import { FileMappingSource, S3MappingSource } from '../lib/runtime/router/sources';
+import { ZoneWeightsFollower } from '../lib/runtime/router/zones';
+import { fleetReadServer } from '../lib/runtime/router/fleet-read';
+import { zonesKey } from '../lib/adapters/mapping-store/store';
+import { ZONE_ID_PATTERN, ZONES_MAX_BYTES } from '../lib/domain/zones';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -41,6 +58,11 @@ function required(name: string): string {
 }
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
+
+function misconfigured(message: string): never {
+  process.stderr.write(`router-agent: ${message}\n`);
+  process.exit(2);
+}
 
 /** A positive number of seconds from the environment, at most `max`; anything else stops the agent with why. */
 function seconds(name: string, fallback: string, max: number, why: string): number {
@@ -101,6 +123,39 @@ async function taskId(): Promise<string> {
   );
 }
 
+/**
+ * This task's target id in an `ip` target group: its private IPv4 address (the container metadata
+ * endpoint v4's `Networks[].IPv4Addresses`, Amazon ECS Developer Guide, "Task metadata endpoint
+ * version 4"); undefined when there is no endpoint (the gate then keeps the task in).
+ */
+async function targetIp(): Promise<string | undefined> {
+  if (process.env.TARGET_IP) return process.env.TARGET_IP;
+  const uri = process.env.ECS_CONTAINER_METADATA_URI_V4;
+  if (!uri) return undefined;
+  const metadata = (await (await fetch(uri, { signal: AbortSignal.timeout(2000) })).json()) as { Networks?: { IPv4Addresses?: string[] }[] };
+  return metadata.Networks?.flatMap((n) => n.IPv4Addresses ?? [])[0];
+}
+
+/** ZONE_NETWORKS: AZ ID → the router VPC's subnets there; a malformed value is a configuration error (exit 2). */
+function zoneNetworksOf(text: string | undefined): Record<string, string[]> | undefined {
+  if (!text) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return misconfigured(`ZONE_NETWORKS is not JSON (${(error as Error).message}); give {"<AZ ID>":["<CIDR>",…],…}`);
+  }
+  const valid =
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    Object.entries(parsed).every(
+      ([zone, cidrs]) =>
+        ZONE_ID_PATTERN.test(zone) && Array.isArray(cidrs) && cidrs.every((c) => typeof c === 'string' && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c)),
+    );
+  if (!valid) return misconfigured(`ZONE_NETWORKS ${text}: give {"<AZ ID>":["<IPv4 CIDR>",…],…}, for example {"use1-az1":["10.0.0.0/24"]}`);
+  return parsed as Record<string, string[]>;
+}
+
 async function main(): Promise<void> {
   const mappingFile = process.env.MAPPING_FILE;
   const bucket = mappingFile ? '' : required('MAPPING_BUCKET');
@@ -113,17 +168,38 @@ async function main(): Promise<void> {
   const served = mappingFile
     ? undefined
     : new S3ServedReporter(s3, bucket, group, await taskId(), { heartbeatMs: seconds('REPORT_SECONDS', '10', reportLimit, reportWhy) * 1000, emit });
+  const zoneNetworks = zoneNetworksOf(process.env.ZONE_NETWORKS);
+  const applier = new MappingApplier(api, {
+    stateDir,
+    slots: Number(env('SLOTS', '64')),
+    zones: Number(env('ZONES', '3')),
+    cellMaxConn: process.env.CELL_MAX_CONN ? Number(process.env.CELL_MAX_CONN) : undefined,
+    localNetworks,
+    zoneNetworks,
+    allowLoopback: env('ALLOW_LOOPBACK_ENDPOINTS', 'false') === 'true',
+  });
+  const zonesSource = !zoneNetworks
+    ? undefined
+    : mappingFile
+      ? process.env.ZONES_FILE
+        ? new FileMappingSource(process.env.ZONES_FILE)
+        : undefined
+      : new S3MappingSource(s3, bucket, group, 5000, ZONES_MAX_BYTES, zonesKey(required('REGION')));
   const agent = new MappingAgent({
     api,
     source: mappingFile ? new FileMappingSource(mappingFile) : new S3MappingSource(s3, bucket, group),
-    applier: new MappingApplier(api, {
-      stateDir,
-      slots: Number(env('SLOTS', '64')),
-      zones: Number(env('ZONES', '3')),
-      cellMaxConn: process.env.CELL_MAX_CONN ? Number(process.env.CELL_MAX_CONN) : undefined,
-      localNetworks,
-      allowLoopback: env('ALLOW_LOOPBACK_ENDPOINTS', 'false') === 'true',
-    }),
+    applier,
+    ...(zonesSource
+      ? {
+          zones: new ZoneWeightsFollower({
+            source: zonesSource,
+            applier,
+            stateDir,
+            region: process.env.REGION,
+            emit: (l) => process.stdout.write(`${l}\n`),
+          }),
+        }
+      : {}),
     stateDir,
     group,
     metricsAcrossGroups: env('METRICS_ACROSS_GROUPS', 'false') === 'true',
@@ -134,6 +210,36 @@ async function main(): Promise<void> {
   });
   agent.loadLastKnownGood();
   const server = agent.healthServer().listen(Number(env('HEALTH_PORT', '8082')));
+  // The fleet-wide read (scatter-gather) listens only when given a port and a token; never behind the NLB.
+  const fleetRead =
+    process.env.FLEET_READ_PORT && process.env.FLEET_READ_TOKEN
+      ? fleetReadServer({ cells: () => agent.activeCells(), token: process.env.FLEET_READ_TOKEN }).listen(Number(process.env.FLEET_READ_PORT))
+      : undefined;
+  // A full task leaves its target group's rotation only while half of the group stays in. The
+  // client is in the target group's own region (AWS_REGION is the mapping bucket's).
+  const targetGroupArn = process.env.TARGET_GROUP_ARN;
+  let self: string | undefined;
+  const readinessMs = seconds('FULL_READINESS_SECONDS', '60', 300, '') * 1000;
+  const gate =
+    targetGroupArn && process.env.CONNECTION_LIMIT
+      ? new FullReadinessGate({
+          api,
+          stateDir,
+          connectionLimit: Number(process.env.CONNECTION_LIMIT),
+          // One attempt, three seconds: the next tick asks again (twice as late after a failure), and
+          // a throttled call must not be retried into the account's shared ELB API budget.
+          targets: targetGroupTargets(
+            new ElasticLoadBalancingV2Client({ region: targetGroupArn.split(':')[3], maxAttempts: 1, requestHandler: { requestTimeout: 3000 } }),
+            targetGroupArn,
+          ),
+          // Asked until known: a task's address does not change.
+          self: async () => (self ??= await targetIp()),
+          // Three ticks: a stuck or dead agent's last permission expires by itself.
+          holdMs: 3 * readinessMs,
+          emit,
+        })
+      : undefined;
+  const fullReadiness = gate ? runFullReadiness(gate, readinessMs) : undefined;
   // While a move's freeze is in force its flip comes within seconds: the loop polls faster until it has.
   const poll = runAgentLoop(agent, {
     pollMs: seconds('POLL_SECONDS', '5', reportLimit, reportWhy) * 1000,
@@ -152,7 +258,9 @@ async function main(): Promise<void> {
     stopping = true;
     poll.stop();
     clearInterval(metrics);
+    fullReadiness?.stop();
     server.close();
+    fleetRead?.close();
     // The task is stopping: say so, with the version still in force for the requests it finishes,
     // so a move does not wait for this task once its stop timeout has passed.
     void served?.stop(agent.versionInForce);

@@ -1,6 +1,6 @@
 /**
  * The reference workload (container entry point). Configuration from the environment (contract 1):
- *   CELL_ID, PORT=8080, HEALTH_CHECK_PATH=/healthz, PARTITION_KEY=header:x-tenant-id, BUCKET_COUNT=16384
+ *   CELL_ID, ZONE_ID (named in x-zone), PORT=8080, HEALTH_CHECK_PATH=/healthz, PARTITION_KEY=header:x-tenant-id, BUCKET_COUNT=16384
  *   DB_HOST, DB_PORT=5432, DB_NAME, and DB_SECRET_ARN (AWS: read at connect time) or DB_USER + DB_PASSWORD
  *   QUEUE_URL (SQS) or QUEUE_KIND=postgres (local fleet); WORKLOAD_TEST_FAULTS=1 enables fault hooks (tests only)
  * Exit code 2: a configuration error, which restarting the container does not fix.

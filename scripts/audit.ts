@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import { auditFleet } from '../lib/app';
 import { failingPacks, formatText, renderHtml } from '../lib/app/audit';
 import { FleetConfigError, loadFleet } from '../lib/domain/fleet';
-import { writeFileAtomic } from '../lib/domain/files';
+import { progressOn, writeFileAtomic } from '../lib/domain/files';
 
 function main(argv: readonly string[]): number {
   const reportAt = argv.indexOf('--report');
@@ -18,7 +18,8 @@ function main(argv: readonly string[]): number {
     return 2;
   }
   const fleet = loadFleet(process.env.CELLS_CONFIG ?? 'cells.config.ts');
-  const report = auditFleet(fleet);
+  // Steps on a terminal (stderr), none with --json or in a pipe.
+  const report = auditFleet(fleet, { progress: progressOn(process.stderr, { quiet: argv.includes('--json') }) });
   if (reportFile) {
     writeFileAtomic(reportFile, renderHtml(report));
     process.stderr.write(`wrote ${reportFile} (${fs.statSync(reportFile).size} bytes)\n`);

@@ -24,7 +24,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { LoadResult, listening, median, pin, sleep, wrk } from './bench-load';
 import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/domain/mapping';
-import { PartitionKeySource, tenantMaxConnOf, tenantMaxConnPerClientOf } from '../lib/domain/fleet';
+import { PartitionKeySource, tenantMaxConnOf, clientMaxConnPerCellOf } from '../lib/domain/fleet';
 import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/runtime/router';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 3);
@@ -400,7 +400,7 @@ async function main() {
     // The per-tenant cap on requests in flight, as a fleet has it by default (half the cell's slots);
     // BENCH_TENANT_MAX_CONN=N another cap, 0 none (BENCH_RULES=sc0_trackers costs its line).
     // One client address's part of it, as a fleet has it by default (half the tenant's share).
-    ...(TENANT_MAX_CONN > 0 ? { tenantMaxConn: TENANT_MAX_CONN, tenantMaxConnPerClient: tenantMaxConnPerClientOf(TENANT_MAX_CONN) } : {}),
+    ...(TENANT_MAX_CONN > 0 ? { tenantMaxConn: TENANT_MAX_CONN, clientMaxConnPerCell: clientMaxConnPerCellOf(TENANT_MAX_CONN) } : {}),
   });
   router.stopAgent();
   process.on('exit', () => void router.stop());

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as ts from 'typescript';
 import { synthFleet } from '../lib/app';
-import { runCli } from '../lib/cli';
+import { invokedAs, runCli } from '../lib/cli';
 import { configDirs, REPO_ROOT } from './support/fleet';
 
 /**
@@ -96,7 +96,12 @@ describe('the documentation examples', () => {
       printed += text;
     };
     // stdout and stderr in the order they are written, as a terminal shows them.
-    const code = await runCli(cellctlCommand(example.command).split(' ').slice(1), { out: append, err: append });
+    // As the page runs it: `node bin/cellctl.js …` prints its hints in that form, `npx cellctl …` as cellctl.
+    const io = { out: append, err: append };
+    const code = await runCli(
+      cellctlCommand(example.command).split(' ').slice(1),
+      example.command.startsWith('node bin/cellctl.js') ? invokedAs(io, 'node bin/cellctl.js') : io,
+    );
     const actual = printed.replace(/\n$/, '').split('\n');
     expect(code === 0).toBe(!actual.some((l) => l.startsWith('error:')));
     if (!matches(example.expected, actual)) expect(actual.join('\n')).toBe(example.expected.join('\n'));

@@ -5,6 +5,7 @@ import { CellStack, endpointServiceFingerprint } from '../constructs/cell';
 import { CellZeroStack } from '../constructs/cell-zero';
 import { cellZeroStackProps } from './cell-zero-props';
 import { Fleet } from '../domain/fleet';
+import { Progress } from '../domain/files';
 import { pipelineStackName } from '../domain/names';
 import { CellIsolationChecks } from '../constructs/isolation';
 import { PipelineStack } from '../constructs/pipeline';
@@ -78,7 +79,7 @@ export function stampFleet(app: App, fleet: Fleet, options: { audit?: boolean } 
 }
 
 /** `npm run audit`: every pack over the app `cdk synth` builds (lib/app/audit), synthesized once without the synth gate. */
-export function auditFleet(fleet: Fleet, options: { now?: Date } = {}): AuditReport {
+export function auditFleet(fleet: Fleet, options: { now?: Date; progress?: Progress } = {}): AuditReport {
   const build = (outdir: string) => {
     const app = new App({ outdir, context: cliSynthContext() });
     stampFleet(app, fleet, { audit: false });

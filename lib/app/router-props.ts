@@ -59,6 +59,8 @@ export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: Rou
     part,
     groups: routerGroupsOf(fleet, part).map((g) => ({ name: g.name, tasks: g.tasks, ...(fleet.router.lanes ? { lane: laneOfGroup(g.name) } : {}) })),
     routing: routerRoutingOf(fleet),
+    zonalAutoshift: fleet.router.zonalAutoshift,
+    allGroups: fleet.router.groups.map((g) => g.name),
     stalenessMinutes: fleet.router.stalenessMinutes,
     ...(fleet.router.lanes
       ? {

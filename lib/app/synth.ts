@@ -1,4 +1,5 @@
 import { App } from 'aws-cdk-lib';
+import { Progress } from '../domain/files';
 import { CONFIG_FILE_NAME, FleetConfigError, loadFleet } from '../domain/fleet';
 import { auditSummary, formatAuditSummary } from './audit-summary';
 import { stampFleet } from './fleet-app';
@@ -21,6 +22,8 @@ export interface SynthFleetOptions {
    * @default false
    */
   readonly debug?: boolean;
+  /** Steps of the work on a terminal (bin/app.ts: progressOn(process.stderr)). @default none */
+  readonly progress?: Progress;
 }
 
 /**
@@ -31,10 +34,13 @@ export interface SynthFleetOptions {
  */
 export function synthFleet(options: SynthFleetOptions): number {
   let fleet;
+  const progress = options.progress;
   try {
+    progress?.step(`loading ${options.config ?? CONFIG_FILE_NAME}`);
     fleet = loadFleet(options.config ?? CONFIG_FILE_NAME);
   } catch (error) {
     // A config problem is the operator's to fix: the list of problems, never a stack trace.
+    progress?.finish();
     if (!(error instanceof FleetConfigError)) throw error;
     options.err(`${error.message}\n`);
     return 1;
@@ -42,10 +48,16 @@ export function synthFleet(options: SynthFleetOptions): number {
   const app = options.app?.() ?? new App();
   try {
     // With a `pipeline` section the cells are deployed by the pipeline's waves; without it, directly.
+    progress?.step(`building ${fleet.cells.length} cells and ${Object.keys(fleet.regions).length} router regions`);
     stampFleet(app, fleet);
     // Synthesize here (not at exit) to end with the audit summary: what the gate checked and let pass.
+    // A whole line: what the synthesis prints (bundling) follows it, not over it.
+    progress?.finish(
+      `built ${fleet.cells.length} cells and ${Object.keys(fleet.regions).length} router regions; synthesizing: bundling the functions, the audit gate, the AWS limit checks`,
+    );
     app.synth();
   } catch (error) {
+    progress?.finish();
     if (options.debug) throw error;
     // A failed audit gate has printed its report above; the stack trace would bury it.
     options.err(`synth failed: ${(error as Error).message.split('\n')[0]} (CELLS_DEBUG=1 shows the stack trace)\n`);

@@ -28,11 +28,12 @@ import { readLocalFleet } from '../operations/moves/local-fleet';
 import { cellLoadsOf, overWindow, readTenantRates } from '../runtime/router/tenant-rates';
 import { RuntimeApi } from '../runtime/router/runtime-api';
 import { fleetFrom } from './context';
+import { shapeCostsOf } from './cost-commands';
 import { readMappingFile } from './mapping-commands';
 import { CliError, CliIo, EXIT, formatTable, json, writeFileAtomic } from './io';
 import { DEFAULT_LOCAL_STATE_DIR } from './move-commands';
 
-interface CapacityFlags {
+export interface CapacityFlags {
   readonly local?: boolean;
   readonly stateDir: string;
   readonly config: string;
@@ -57,6 +58,8 @@ export interface CapacityInput {
   /** The mapping file a pin edits (the local fleet's, or --mapping). */
   readonly mappingFile?: string;
   readonly local: boolean;
+  /** The fleet file the figures were judged against. */
+  readonly config: Fleet;
 }
 
 const positive = (value: string | undefined, flag: string, integer = false): number | undefined => {
@@ -117,7 +120,7 @@ async function localInput(flags: CapacityFlags): Promise<CapacityInput> {
       );
     }
   }
-  return { fleet: judgeFleet(limits, overWindow(samples), fleet.capacity), mapping, mappingFile: info.mappingFile, local: true };
+  return { fleet: judgeFleet(limits, overWindow(samples), fleet.capacity), mapping, mappingFile: info.mappingFile, local: true, config: fleet };
 }
 
 /**
@@ -176,7 +179,7 @@ async function awsInput(flags: CapacityFlags, progress: (line: string) => void):
       return !s ? l : 'error' in s ? { ...l, signalsError: s.error } : { ...l, signals: s.signals };
     });
     const mapping = flags.mapping ? readMappingFile(flags.mapping) : undefined;
-    return { fleet: judgeFleet(cellLimitsOf(fleet), withSignals, fleet.capacity), mapping, mappingFile: flags.mapping, local: false };
+    return { fleet: judgeFleet(cellLimitsOf(fleet), withSignals, fleet.capacity), mapping, mappingFile: flags.mapping, local: false, config: fleet };
   } finally {
     [...clients, ...cellClients.map((c) => c.client)].forEach((c) => c.destroy());
   }
@@ -198,7 +201,7 @@ function commonOptions(command: Command): Command {
     .option('--json', 'print the result as JSON');
 }
 
-async function inputOf(io: CliIo, flags: CapacityFlags): Promise<CapacityInput> {
+export async function inputOf(io: CliIo, flags: CapacityFlags): Promise<CapacityInput> {
   return flags.local ? localInput(flags) : awsInput(flags, (line) => io.err(`${line}\n`));
 }
 
@@ -216,7 +219,16 @@ function causesText(c: CellCapacity): string {
 }
 
 /** The per-cell table and the fleet's summary, as `cellctl capacity` prints them. */
-export function capacityText(f: FleetCapacity): string {
+/** `, about $690 a month each (standard)`: what a cell of each shape costs (`cellctl cost`), when known. */
+function eachCosts(costs: ReadonlyMap<string, number> | undefined, shape?: string): string {
+  if (!costs || costs.size === 0) return '';
+  const one = (n: number) => `$${Math.round(n).toLocaleString('en-US')}`;
+  if (shape !== undefined)
+    return costs.has(shape) ? ` (about ${one(costs.get(shape)!)} a month each fixed, router endpoints included; cellctl cost)` : '';
+  return ` (a cell costs about ${[...costs].map(([s, n]) => `${one(n)} a month as ${s}`).join(', ')} fixed, router endpoints included; cellctl cost)`;
+}
+
+export function capacityText(f: FleetCapacity, costs?: ReadonlyMap<string, number>): string {
   // The cells' own signals (AWS), peaks over the window, when they were asked for.
   const signalled = f.cells.some((c) => c.signals || c.signalsError);
   const table = formatTable(
@@ -251,7 +263,7 @@ export function capacityText(f: FleetCapacity): string {
   );
   const lines = [
     `\npeak ${rps(f.peakRps)} req/s; at the target of ${pct(f.settings.targetUtilisation)} of tested the fleet needs ${f.cellsNeeded} cells (${f.settings.spareCells} spare); ${f.activeCells} active` +
-      (f.cellsToAdd > 0 ? `: add ${f.cellsToAdd}` : ''),
+      (f.cellsToAdd > 0 ? `: add ${f.cellsToAdd}${eachCosts(costs)}` : ''),
     ...(f.largeTenants.length > 0
       ? [
           `large tenants (above ${pct(f.settings.largeTenantShare)} of a cell's target): ${f.largeTenants.map((t) => `${t.tenant} on ${t.cell} ${rps(t.peakRps)} req/s (${pct(t.shareOfTarget)} of a target)`).join(', ')}; candidates for a dedicated cell or a pin`,
@@ -270,7 +282,7 @@ export function capacityText(f: FleetCapacity): string {
   return `${table}${lines.join('\n')}\n`;
 }
 
-export function planText(plan: CapacityPlan): string {
+export function planText(plan: CapacityPlan, costs?: ReadonlyMap<string, number>): string {
   const out: string[] = [];
   if (plan.moves.length === 0)
     out.push('no move needed' + (plan.unresolved.length > 0 ? ' that moves can make' : ': every cell is under its target'));
@@ -288,7 +300,9 @@ export function planText(plan: CapacityPlan): string {
       `${t.tenant} (${rps(t.peakRps)} req/s on ${t.cell}) is above the target of every cell it could move to (${rps(t.targetRps)}): a dedicated cell of a larger shape, or a second key dimension`,
     );
   for (const a of plan.cellsToAdd)
-    out.push(`moves cannot bring every cell under its target: add ${a.count} cell(s) of shape ${a.shape} in ${a.region}, then plan again`);
+    out.push(
+      `moves cannot bring every cell under its target: add ${a.count} cell(s) of shape ${a.shape} in ${a.region}${eachCosts(costs, a.shape)}, then plan again`,
+    );
   return `${out.join('\n')}\n`;
 }
 
@@ -307,7 +321,7 @@ export function capacityCommand(io: CliIo): Command {
     const input = await inputOf(io, flags);
     const plan = input.mapping ? planCapacity(input.fleet, input.mapping) : undefined;
     if (flags.html) writeFileAtomic(flags.html, capacityHtml(input.fleet, plan, `Capacity${input.local ? ' (local fleet)' : ''}`));
-    io.out(flags.json ? json(input.fleet) : capacityText(input.fleet));
+    io.out(flags.json ? json(input.fleet) : capacityText(input.fleet, input.local ? undefined : shapeCostsOf(input.config)));
   });
 
   // The options of `capacity` apply (commander gives them to the parent wherever they stand).
@@ -324,7 +338,7 @@ export function capacityCommand(io: CliIo): Command {
       writeFileAtomic(flags.out, `${JSON.stringify(movePlanOf(plan), null, 2)}\n`);
       if (flags.json) io.out(json(plan));
       else {
-        io.out(planText(plan));
+        io.out(planText(plan, input.local ? undefined : shapeCostsOf(input.config)));
         if (plan.moves.length > 0) io.out(`wrote ${flags.out}: run it with \`cellctl move plan ${flags.out}${input.local ? ' --local' : ''}\`\n`);
       }
     });

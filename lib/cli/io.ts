@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as path from 'path';
 import { writeFileAtomic as writeAtomic } from '../domain/files';
 
 /** Where a command writes: stdout for results (tables or --json), stderr for progress and errors. */
@@ -7,15 +8,18 @@ export interface CliIo {
   err(text: string): void;
   /** Where SIGINT and SIGTERM arrive for commands that clean up on them (`cellctl move` on AWS). @default process */
   readonly signals?: NodeJS.EventEmitter;
+  /** Where `err` writes, when it is a stream that may be a terminal (progress lines only go to a terminal). */
+  readonly errStream?: { readonly isTTY?: boolean; write(text: string): unknown };
 }
 
 export const processIo: CliIo = {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
+  errStream: process.stderr,
 };
 
-/** Exit codes: 0 success, 1 invalid input (problems listed), 2 usage error. */
-export const EXIT = { ok: 0, invalid: 1, usage: 2 } as const;
+/** Exit codes: 0 success, 1 invalid input (problems listed), 2 usage error, 3 a partial answer (`fleet get`: some cells gave none). */
+export const EXIT = { ok: 0, invalid: 1, usage: 2, partial: 3 } as const;
 
 /** A failure the operator can fix; `exitCode` 1 for bad input, 2 for bad usage. */
 export class CliError extends Error {
@@ -79,4 +83,27 @@ export function integerFlag(value: string, flag: string, min: number, max: numbe
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag} ${value}: give an integer from ${min} to ${max}`, 2);
   return n;
+}
+
+/**
+ * How the operator ran cellctl, for the commands it prints: `node bin/cellctl.js` from a checkout
+ * (where `cellctl` is not on PATH), `cellctl` when installed (node_modules/.bin, a global install).
+ * `script` is process.argv[1]; a path outside node_modules ending in bin/cellctl.js or .ts is a checkout's.
+ */
+export function invocationName(script: string | undefined, cwd: string = process.cwd()): string {
+  if (!script || /node_modules/.test(script) || !/[\\/]bin[\\/]cellctl\.(js|ts)$/.test(script)) return 'cellctl';
+  const relative = path.relative(cwd, script.replace(/\.ts$/, '.js'));
+  return `node ${relative.startsWith('..') || path.isAbsolute(relative) ? script.replace(/\.ts$/, '.js') : relative}`;
+}
+
+/** The commands a line names (`cellctl move plan …`, in backticks or starting a line) as `name` writes them. */
+export function withInvocation(text: string, name: string): string {
+  // JSON (--json documents, the router's log lines) is data for programs: left as it is.
+  if (name === 'cellctl' || /^\s*[{[]/.test(text)) return text;
+  return text.replace(/(^|[`\s(])cellctl (?=[a-z-])/gm, `$1${name} `);
+}
+
+/** An io whose printed commands use `name` (bin/cellctl.ts: how this process was started). */
+export function invokedAs(io: CliIo, name: string): CliIo {
+  return { ...io, out: (t) => io.out(withInvocation(t, name)), err: (t) => io.err(withInvocation(t, name)) };
 }

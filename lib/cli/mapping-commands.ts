@@ -393,8 +393,18 @@ export function mappingCommand(io: CliIo): Command {
     .option(...MAPPING_OPTION)
     .argument('[file]', 'the mapping document (same as --mapping FILE)')
     .option('--json', 'print as JSON')
-    .action((argument: string | undefined, flags: { mapping?: string; json?: boolean }) => {
+    .option(
+      '--by-region',
+      "per region of the fleet file: each cell's shape, its share of the region's buckets and its shape's share of the region's tested capacity",
+    )
+    .option('--config <file>', 'with --by-region: the fleet file', 'cells.config.ts')
+    .action((argument: string | undefined, flags: { mapping?: string; json?: boolean; byRegion?: boolean; config: string }) => {
       const doc = readMappingFile(mappingFileOf('show', argument, flags.mapping));
+      if (flags.byRegion) {
+        const regions = mappingByRegion(doc, fleetFrom(flags.config));
+        io.out(flags.json ? json({ version: doc.version, bucketCount: doc.bucketCount, regions }) : byRegionText(doc, regions));
+        return;
+      }
       const counts = bucketCounts(doc);
       const rows = Object.entries(doc.cells).map(([id, c]) => ({
         cell: id,
@@ -467,7 +477,11 @@ export function mappingCommand(io: CliIo): Command {
       }
     });
 
-  changeCommand(mapping, 'add-cell', 'add a cell: it takes an even share of buckets from the others, nothing else moves')
+  changeCommand(
+    mapping,
+    'add-cell',
+    "add a cell: it takes its shape's share of the buckets (by tested rate, when the fleet file names it and every holder; else an even share) from the others, nothing else moves",
+  )
     .argument('<id>', 'cell id (in cells.config.ts)')
     .option(
       '--endpoint <url>',
@@ -486,7 +500,7 @@ export function mappingCommand(io: CliIo): Command {
       runChange(
         io,
         flags,
-        (doc, o) => addCell(doc, cell, o),
+        (doc, o) => addCell(doc, cell, o, shapeWeights(flags.config)),
         (doc, o) => ({
           ...doc,
           version: doc.version + 1,
@@ -745,4 +759,73 @@ export function mappingCommand(io: CliIo): Command {
     );
 
   return mapping;
+}
+
+/** One region's cells in a mapping: the buckets each holds against what its shape was tested at. */
+export interface RegionShare {
+  readonly region: string;
+  readonly buckets: number;
+  readonly share: number;
+  readonly cells: readonly {
+    readonly cell: string;
+    readonly shape: string;
+    readonly state: string;
+    readonly buckets: number;
+    /** Of the region's buckets. */
+    readonly shareOfRegion: number;
+    /** The shape's tested requestsPerSecond over that of the region's cells taking buckets (its share by capacity). */
+    readonly capacityShare: number;
+  }[];
+}
+
+/** The mapping's cells grouped by the fleet file's regions (cells it does not name: region `unknown`). */
+export function mappingByRegion(doc: MappingDocument, fleet: Fleet): RegionShare[] {
+  const counts = bucketCounts(doc);
+  const byId = new Map(fleet.cells.map((c) => [c.id, c]));
+  const regionOf = (id: string) => byId.get(id)?.region ?? 'unknown';
+  const regions = [...new Set(Object.keys(doc.cells).map(regionOf))].sort();
+  return regions.map((region) => {
+    const ids = Object.keys(doc.cells).filter((id) => regionOf(id) === region);
+    const buckets = ids.reduce((n, id) => n + (counts.get(id) ?? 0), 0);
+    // The cells that take buckets: active, and not the canary (it takes its prefix only).
+    const tested = (id: string) =>
+      doc.cells[id].state === 'active' && !byId.get(id)?.canary ? (byId.get(id)?.shape.limits.requestsPerSecond ?? 0) : 0;
+    const capacity = ids.reduce((n, id) => n + tested(id), 0);
+    return {
+      region,
+      buckets,
+      share: buckets / doc.bucketCount,
+      cells: ids.map((id) => ({
+        cell: id,
+        shape: byId.get(id)?.shapeName ?? '-',
+        state: doc.cells[id].state,
+        buckets: counts.get(id) ?? 0,
+        shareOfRegion: buckets ? (counts.get(id) ?? 0) / buckets : 0,
+        capacityShare: capacity ? tested(id) / capacity : 0,
+      })),
+    };
+  });
+}
+
+function byRegionText(doc: MappingDocument, regions: readonly RegionShare[]): string {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const out = [`version ${doc.version}, ${doc.bucketCount} buckets, by region of the fleet file`];
+  for (const r of regions) {
+    out.push(
+      '',
+      `${r.region}: ${r.buckets} buckets (${pct(r.share)})`,
+      formatTable(
+        ['cell', 'shape', 'state', 'buckets', 'of region', 'by capacity'],
+        r.cells.map((c) => [c.cell, c.shape, c.state, c.buckets, pct(c.shareOfRegion), pct(c.capacityShare)]),
+      ).trimEnd(),
+    );
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** Each cell's weight in the fleet file (its shape's tested requestsPerSecond); none when there is no fleet file. */
+function shapeWeights(configPath: string): Map<string, number> | undefined {
+  if (!fs.existsSync(configPath)) return undefined;
+  const fleet = fleetFrom(configPath);
+  return new Map(fleet.cells.map((c) => [c.id, c.shape.limits.requestsPerSecond]));
 }

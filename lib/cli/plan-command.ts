@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { planWaves, WavePlanError } from '../domain/waves';
+import { lastSynthesizedWaves, planWaves, waveChanges, WavePlanError } from '../domain/waves';
 import { fleetFrom } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
 
@@ -16,8 +16,9 @@ export function planCommand(io: CliIo): Command {
   return new Command('plan')
     .description('the rollout waves: cells, regions, bake, share of cells exposed after each wave, minimum rollout time')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
+    .option('--against <dir>', 'report the cells this plan moves to another wave than the pipeline last synthesized there', 'cdk.out')
     .option('--json', 'print the plan as JSON')
-    .action((flags: { config: string; json?: boolean }) => {
+    .action((flags: { config: string; against: string; json?: boolean }) => {
       const fleet = fleetFrom(flags.config);
       let plan;
       try {
@@ -26,8 +27,11 @@ export function planCommand(io: CliIo): Command {
         if (error instanceof WavePlanError) throw new CliError(error.message);
         throw error;
       }
+      // Before anything is synthesized: a cell deployed in one wave and now planned in another.
+      const before = lastSynthesizedWaves(flags.against, fleet.app);
+      const moved = before ? waveChanges(before, plan) : undefined;
       if (flags.json) {
-        io.out(json(plan));
+        io.out(json(moved ? { ...plan, against: flags.against, waveChanges: moved } : plan));
         return;
       }
       io.out(
@@ -53,5 +57,11 @@ export function planCommand(io: CliIo): Command {
       io.out(
         `\nminimum end-to-end rollout: ${duration(plan.minimumRolloutSeconds)} of bake across ${plan.waves.length} cell waves and ${plan.routerWaves.length} router waves, plus deployment time\n`,
       );
+      if (moved && moved.length > 0) {
+        io.out(
+          `\n${moved.length} cell(s) change wave against the pipeline last synthesized in ${flags.against}: ${moved.map((m) => `${m.cell} ${m.from} -> ${m.to}`).join(', ')}; ` +
+            'the next rollout deploys them in their new place (declare `wave` on the cells to keep the order)\n',
+        );
+      }
     });
 }

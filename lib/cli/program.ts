@@ -12,6 +12,11 @@ import { capacityCommand, placeCommand } from './capacity-commands';
 import { cellZeroCommand } from './cell-zero-commands';
 import { protectCommand } from './protect-command';
 import { lanesCommand } from './lanes-commands';
+import { zoneCommand } from './zone-commands';
+import { costCommand } from './cost-commands';
+import { statusCommand } from './status-command';
+import { applyTarget, targetCommand } from './target';
+import { completionCommand } from './completion';
 
 /** The `cellctl` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -32,6 +37,12 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(cellZeroCommand(io));
   program.addCommand(protectCommand(io));
   program.addCommand(lanesCommand(io));
+  program.addCommand(zoneCommand(io));
+  program.addCommand(costCommand(io));
+  program.addCommand(statusCommand(io));
+  program.addCommand(targetCommand(io));
+  program.addCommand(completionCommand(io, () => program));
+  program.hook('preAction', (_program, actionCommand) => applyTarget(actionCommand, io));
   // Subcommands built on their own need the same exit and output handling.
   const apply = (command: Command) => {
     command

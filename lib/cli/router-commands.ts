@@ -175,7 +175,9 @@ export function routerCommand(
         fs.mkdirSync(flags.outDir, { recursive: true });
         for (const [name, content] of Object.entries(routerStateFiles(config, routing.partitionKey)))
           fs.writeFileSync(path.join(flags.outDir, name), content);
-        io.out(`wrote haproxy.cfg, 503.http, ${Object.keys(MAP_FILES).length} map files and the tenant-token key slots to ${flags.outDir}\n`);
+        io.out(
+          `wrote haproxy.cfg, 503.http, ${Object.keys(MAP_FILES).length} map files, the readiness map and the tenant-token key slots to ${flags.outDir}\n`,
+        );
       },
     );
 

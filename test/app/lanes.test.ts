@@ -123,9 +123,9 @@ describe('router lanes', () => {
     const input = validInput();
     const lanes = (l: Record<string, unknown>) => () => resolveFleet({ ...input, router: { ...input.router, groups: undefined, lanes: l as never } });
     expect(lanes({ count: 16, perTenant: 4, maxOverlap: 2, hostedZone: { id: 'Z0123456789ABCDEFGHIJ', name: 'lanes.example.com' } })).toThrow(
-      "router.lanes: lanes 2-16 and 140 shard names would be 517 resources in each region's second router group stack, over CloudFormation's 500; drop hostedZone",
+      "router.lanes: lanes 2-16 and 140 shard names would be 532 resources in each region's second router group stack, over CloudFormation's 500; drop hostedZone",
     );
-    expect(lanes({ count: 24, perTenant: 2 })).toThrow(/would be 577 resources .*; use at most 20 lanes/);
+    expect(lanes({ count: 24, perTenant: 2 })).toThrow(/would be 600 resources .*; use at most 20 lanes/);
     expect(lanes({ count: 16, perTenant: 4, maxOverlap: 2 })).not.toThrow();
   });
 

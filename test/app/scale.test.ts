@@ -17,6 +17,8 @@ import { CFN_LINT_ACKNOWLEDGED, cfnLintFindings } from '../../lib/app/audit';
 import { Fleet, generateScaleFleet, resolveFleet } from '../../lib/domain/fleet';
 import { assemblyFindings, LIMITS, templateFindings, TemplateUnderCheck } from '../../lib/domain/limits';
 import { exampleInput } from '../support/fleet';
+import { estimateFleetCost, readAssembly } from '../../lib/domain/cost';
+import { costInputOf } from '../../lib/cli/cost-commands';
 
 const CELLS = 400;
 const REGIONS = 4;
@@ -121,6 +123,21 @@ describe(`${CELLS} cells over ${REGIONS} regions behind one pipeline`, () => {
       .flatMap((t) => Object.values(t.template.Resources ?? {}).filter((r) => r.Type === 'AWS::EC2::VPCEndpoint'));
     expect(endpoints).toHaveLength(REGIONS * CELLS);
     expect(assemblyFindings(templates, { interfaceEndpointsPerVpc: CELLS - 1 })).toHaveLength(REGIONS);
+  });
+
+  it("prices every stack of the fleet, and counts the routers' cell endpoints both ways: every region, or home plus one failover", () => {
+    const cost = estimateFleetCost(readAssembly(outdir), costInputOf(fleet));
+    expect(cost.owners.filter((o) => o.kind === 'cell')).toHaveLength(CELLS);
+    expect(cost.owners.filter((o) => o.kind === 'router')).toHaveLength(REGIONS);
+    const reach = cost.levers.find((l) => l.id === 'router-reach')!;
+    expect(reach.effects[0]).toBe(
+      `every region reaches every cell: ${REGIONS * CELLS} cell endpoints, up to ${CELLS} in one router VPC, needs interfaceEndpointsPerVpc ≥ ${CELLS} (declared: ${CELLS})`,
+    );
+    const alternative = CELLS / REGIONS + Math.ceil((CELLS - CELLS / REGIONS) / (REGIONS - 1));
+    expect(reach.effects[1]).toMatch(
+      new RegExp(`^home region plus one failover region: ${REGIONS * alternative} cell endpoints, up to ${alternative} in one router VPC`),
+    );
+    expect(reach.alternativeUsd).toBeLessThan(reach.nowUsd / 1.9);
   });
 
   it(

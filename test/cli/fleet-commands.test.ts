@@ -6,6 +6,7 @@ import { pidRunning } from '../../lib/domain/files';
 import { readFleetFile, startLocalFleet } from '../../lib/operations/local-fleet';
 import { until } from '../support/cells';
 import { api } from '../support/workload';
+import { cellctl } from '../support/cli';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -283,9 +284,9 @@ test('cellctl fleet local --cell-zero: cell zero holds every bucket and the exis
     expect(first.out).toMatch(/^zero \(cell zero\)\s+http:\/\/127\.0\.0\.1:\d+\s+postgres:\/\/127\.0\.0\.1:\d+\/cell\s+100\.0%/m);
     expect(first.out).toMatch(/^cell-1\s+\S+\s+\S+\s+0\.0%/m);
     expect(first.out).toContain(
-      `  cellctl cell-zero check --url ${fleet.cells[0].database.url} --sql | psql ${fleet.cells[0].database.url} -v ON_ERROR_STOP=1\n`,
+      `  node bin/cellctl.js cell-zero check --url ${fleet.cells[0].database.url} --sql | psql ${fleet.cells[0].database.url} -v ON_ERROR_STOP=1\n`,
     );
-    expect(first.out).toContain(`  cellctl cell-zero retire --local --state-dir ${stateDir}\n`);
+    expect(first.out).toContain(`  node bin/cellctl.js cell-zero retire --local --state-dir ${stateDir}\n`);
     const seeded = await api(fleet.routerUrl, 'GET', '/v1/items', 'existing-1');
     expect([seeded.status, seeded.headers.get('x-cell'), seeded.body.items.length]).toEqual([200, 'zero', 5]);
     expect(await first.stop()).toBe(0);
@@ -299,5 +300,47 @@ test('cellctl fleet local --cell-zero: cell zero holds every bucket and the exis
     expect(await second.stop()).toBe(0);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 240_000);
+
+test('cellctl fleet local --detach returns once the fleet serves, which outlives it until fleet local stop; a different start does not replace its data', async () => {
+  const dir = makeTempDir('cells-cli-detach-');
+  const stateDir = path.join(dir, 'state');
+  try {
+    const started = await cellctl('fleet', 'local', '--detach', '--cells', '2', '--port', '0', '--state-dir', stateDir);
+    expect(started.code).toBe(0);
+    const file = readFleetFile(stateDir)!;
+    expect(started.out).toContain(
+      `fleet running in the background (pid ${file.pid}): router ${file.routerUrl}, state ${stateDir}, output ${stateDir}.log`,
+    );
+    // The command has returned; the fleet runs on, in a process of its own, and serves.
+    expect(file.pid).not.toBe(process.pid);
+    expect(pidRunning(file.pid)).toBe(true);
+    const served = await api(file.routerUrl, 'GET', '/v1/items', 'tenant-a');
+    expect(served.status).toBe(200);
+    expect((await cellctl('fleet', 'local', '--detach', '--state-dir', stateDir)).err).toMatch(
+      /a fleet already runs from .* \(pid \d+\): stop it first/,
+    );
+    expect((await cellctl('fleet', 'local', 'stop', '--state-dir', stateDir)).code).toBe(0);
+    expect(pidRunning(file.pid)).toBe(false);
+
+    // A start with other options would replace the fleet's databases and mapping: refused without --fresh, nothing deleted.
+    const other = await cellctl('fleet', 'local', '--cells', '3', '--port', '0', '--state-dir', stateDir);
+    expect(other.code).toBe(1);
+    expect(other.err).toContain(
+      `${stateDir} holds a fleet of 2 cells, with its databases and mapping; starting 3 cells would replace it: add --fresh to start over`,
+    );
+    expect(fs.existsSync(path.join(stateDir, 'cells', 'cell-1'))).toBe(true);
+    // A directory that is not a fleet's is never emptied.
+    const notAFleet = path.join(dir, 'project');
+    fs.mkdirSync(notAFleet);
+    fs.writeFileSync(path.join(notAFleet, 'README.md'), 'mine');
+    const refused = await cellctl('fleet', 'local', '--fresh', '--port', '0', '--state-dir', notAFleet);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain(`${notAFleet} is not a local fleet's state directory (it holds README.md): give a new or empty --state-dir`);
+    expect(fs.readFileSync(path.join(notAFleet, 'README.md'), 'utf8')).toBe('mine');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(`${stateDir}.log`, { force: true });
   }
 }, 240_000);

@@ -76,9 +76,20 @@ describe('cellctl mapping (files)', () => {
     expect(await cellctl('mapping', 'where', 'bad key', '--mapping', v1)).toMatchObject({ code: 1, err: expect.stringContaining('invalid key') });
   });
 
+  it("gives each cell its shape's share of the buckets: a small cell (500 rps) a quarter of a standard one's (2000)", async () => {
+    const shown = JSON.parse((await cellctl('mapping', 'show', '--mapping', v1, '--json')).out) as { cells: { cell: string; buckets: number }[] };
+    const of = (id: string) => shown.cells.find((c) => c.cell === id)!.buckets;
+    expect(of('eu-1') + of('eu-2') + of('eu-3') + of('us-1') + of('us-2') + of('us-3') + of('us-4')).toBe(16384);
+    // Within 2% of each shape's share of its region's tested capacity (issue: placement that knows shapes).
+    expect(Math.abs(of('eu-3') / (of('eu-1') + of('eu-2') + of('eu-3')) - 500 / 4500)).toBeLessThan(0.02);
+    expect(Math.abs(of('us-4') / (of('us-1') + of('us-2') + of('us-3') + of('us-4')) - 500 / 6500)).toBeLessThan(0.02);
+    expect(of('eu-3') * 4).toBeGreaterThanOrEqual(of('eu-1') - 4);
+    expect(of('eu-3') * 4).toBeLessThanOrEqual(of('eu-1') + 4);
+  });
+
   it('show prints buckets and share per cell, as a table or JSON', async () => {
     const table = await cellctl('mapping', 'show', '--mapping', v1);
-    expect(table.out).toMatch(/eu-1\s+active\s+2341\s+14\.29%/);
+    expect(table.out).toMatch(/eu-1\s+active\s+2979\s+18\.18%/);
     const asJson = JSON.parse((await cellctl('mapping', 'show', '--mapping', v1, '--json')).out);
     expect(asJson.cells.find((c: { cell: string }) => c.cell === 'canary-eu')).toMatchObject({ buckets: 0, prefixes: ['internal-'] });
   });
@@ -276,7 +287,7 @@ describe('cellctl mapping (files)', () => {
     const result = await cellctl('mapping', 'validate', '--mapping', bad);
     expect(result.code).toBe(1);
     expect(result.err).toContain('$.version: must be a positive integer');
-    expect(result.err).toContain('$.buckets[0]: gap: buckets 0 … 2340 belong to no cell');
+    expect(result.err).toContain('$.buckets[0]: gap: buckets 0 … 2978 belong to no cell');
     expect(JSON.parse((await cellctl('mapping', 'validate', '--mapping', bad, '--json')).out).problems.length).toBe(2);
     expect((await cellctl('mapping', 'validate', '--mapping', v1)).code).toBe(0);
     expect((await cellctl('mapping', 'validate', '--mapping', v1, '--previous', v1)).err).toContain('is not greater than the current version 1');

@@ -228,14 +228,17 @@ describe('cellctl router', () => {
       'jwt-key-4.pem',
       'meta.map',
       'prefix.map',
+      // A full task's permission to leave its target group (0: stay in).
+      'readiness.map',
     ]);
+    expect(fs.readFileSync(path.join(dir, 'readiness.map'), 'utf8')).toBe('full-may-leave 0\n');
     const check = spawnSync('haproxy', ['-c', '-f', path.join(dir, 'haproxy.cfg')], { encoding: 'utf8' });
     expect(check.status).toBe(0);
     const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
     expect(config).toContain('stats socket ipv4@127.0.0.1:9999 level admin');
     // As many backend slots as the fleet's router.slots (8 cells: the default 64).
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(64);
-    expect(config.match(/^ {2}default-server .* maxconn 67$/gm)).toHaveLength(64); // 200 over 3 zonal servers
+    expect(config.match(/^ {2}default-server .* maxconn 67 weight 100$/gm)).toHaveLength(64); // 200 over 3 zonal servers
     // Behind the NLB: PROXY protocol, HTTP/1.1 only, readiness for its health check, limits from the task memory.
     // The serving limit from the task's memory, and the overflow a full task only answers 503 in.
     const { maxConn } = connectionLimits(ROUTER_TASK_MEMORY_MIB);
@@ -291,7 +294,7 @@ describe('cellctl router', () => {
     const config = fs.readFileSync(path.join(dir, 'haproxy.cfg'), 'utf8');
     expect(config.match(/^backend slot\d+$/gm)).toHaveLength(20);
     // The cell's 50 split over one server per zone (the example fleet's regions have 3 zones).
-    expect(config.match(/^ {2}default-server .* maxconn 17$/gm)).toHaveLength(20);
+    expect(config.match(/^ {2}default-server .* maxconn 17 weight 100$/gm)).toHaveLength(20);
     expect(config.match(/^ {2}server z\d /gm)).toHaveLength(60);
     expect(config).toContain('timeout queue 250ms');
   });

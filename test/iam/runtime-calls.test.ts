@@ -1,3 +1,5 @@
+import * as fs from 'fs';
+import * as path from 'path';
 import { bootstrapEnvironments } from '../../lib/adapters/accounts';
 import { addPipeline } from '../../lib/app';
 import { Fleet } from '../../lib/domain/fleet';
@@ -8,14 +10,17 @@ import {
   cellMetricsReaderRoleName,
   cellSignalsParameter,
   mappingBucketParameter,
+  routerGroupHealthAlarmName,
+  routerParameters,
   routerTaskRoleName,
 } from '../../lib/domain/names';
-import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX } from '../../lib/adapters/mapping-store';
+import { groupKey, GROUPS_PREFIX, PUBLISHER_ACTIONS, versionKey, VERSIONS_PREFIX, ZONES_PREFIX, zonesKey } from '../../lib/adapters/mapping-store';
 import { bakeCommands } from '../../lib/constructs/pipeline/bake';
 import { planWaves } from '../../lib/domain/waves';
 import { cdkApp, smallExampleFleet } from '../support/fleet';
 import { bootstrapStack, Decision, deployedTemplates, outsider, PolicyWorld, RoleView } from '../support/iam';
 import { SERVED_PREFIX, servedKey, servedPrefix } from '../../lib/runtime/router/served';
+import { bakeAlarmNames } from '../../lib/cli/zone-aws';
 
 /**
  * Every runtime call the project makes, evaluated against the synthesized identity and resource
@@ -74,12 +79,45 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
   let world: PolicyWorld;
   let stackNames: { name: string; account: string; region: string }[];
   let agents: { region: string; group: string; bucket: string; role: RoleView }[];
+  let alarmNamesByRegion: Map<string, Set<string>>;
   beforeAll(() => {
     // Canary, two single-cell waves and a group wave across both regions: every kind of bake.
     fleet = smallExampleFleet(['canary-eu', 'eu-1', 'us-1', 'eu-2', 'us-2']);
     const app = cdkApp();
     addPipeline(app, fleet, { audit: false });
-    const deployed = deployedTemplates(app.synth());
+    const assembly = app.synth();
+    const deployed = deployedTemplates(assembly);
+    // Nested stacks (the router's cell links hold the per-cell alarms) are assets of their parents.
+    alarmNamesByRegion = new Map();
+    const visit = (a: typeof assembly) => {
+      for (const stack of a.stacks) {
+        // A nested stack's template is a file named after its parent's artifact id (less its hash) and its own path.
+        const parent = stack.id.replace(/[0-9A-F]{8}$/, '');
+        const files = [
+          stack.templateFullPath,
+          ...fs
+            .readdirSync(a.directory)
+            .filter((f) => f.startsWith(parent) && f.endsWith('.nested.template.json'))
+            .map((f) => path.join(a.directory, f)),
+        ];
+        for (const file of files) {
+          const template = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+            Resources?: Record<string, { Type: string; Properties?: { AlarmName?: unknown } }>;
+          };
+          for (const r of Object.values(template.Resources ?? {}))
+            if (
+              (r.Type === 'AWS::CloudWatch::Alarm' || r.Type === 'AWS::CloudWatch::CompositeAlarm') &&
+              typeof r.Properties?.AlarmName === 'string'
+            ) {
+              const set = alarmNamesByRegion.get(stack.environment.region) ?? new Set<string>();
+              set.add(r.Properties.AlarmName);
+              alarmNamesByRegion.set(stack.environment.region, set);
+            }
+        }
+      }
+      for (const nested of a.nestedAssemblies) visit(nested.nestedAssembly);
+    };
+    visit(assembly);
     stackNames = deployed.map((s) => ({ name: s.stackName, account: s.account, region: s.region }));
     // The bootstrap stacks, exactly as `cellctl accounts bootstrap` would create them.
     const bootstrapped = bootstrapEnvironments(fleet, { executionPolicyArn: 'arn:aws:iam::aws:policy/AdministratorAccess' }).map((e) =>
@@ -191,6 +229,158 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
           })),
       ];
     });
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  // ZoneWeightsFollower (lib/runtime/router/zones.ts) reads zones/<region>.json with S3MappingSource:
+  // a GET, and on S3's 403 a listing of exactly that key.
+  it("lets each router group's agent read its region's zones document and list exactly its key, and not another region's, nor write it", async () => {
+    const regions = Object.keys(fleet.regions);
+    const calls: Call[] = agents.flatMap(({ region, group, bucket, role }) => {
+      const who = `agent ${region}/${group}`;
+      const other = regions.find((r) => r !== region)!;
+      return [
+        { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, zonesKey(region)), expect: 'Allowed' as const },
+        {
+          who,
+          principal: role,
+          action: 's3:ListBucket',
+          resource: bucketArn(bucket),
+          context: { 's3:prefix': zonesKey(region) },
+          expect: 'Allowed' as const,
+        },
+        { who, principal: role, action: 's3:GetObject', resource: bucketArn(bucket, zonesKey(other)), expect: 'Denied' as const },
+        {
+          who,
+          principal: role,
+          action: 's3:ListBucket',
+          resource: bucketArn(bucket),
+          context: { 's3:prefix': ZONES_PREFIX },
+          expect: 'Denied' as const,
+        },
+        { who, principal: role, action: 's3:PutObject', resource: bucketArn(bucket, zonesKey(region)), expect: 'Denied' as const },
+      ];
+    });
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  // `cellctl zone drain` (lib/adapters/mapping-store/zones.ts) reads and replaces each region's zones document with the publisher role.
+  it("lets the publisher read, replace and list each region's zones document", async () => {
+    const publisher = world.role(`arn:aws:iam::${fleet.accounts.router}:role/${fleet.app}-mapping-publisher`);
+    const who = 'publisher';
+    const calls: Call[] = [...new Map(agents.map((a) => [a.bucket, a.region]))].flatMap(([bucket, region]) => [
+      ...(['s3:GetObject', 's3:PutObject'] as const).map((action) => ({
+        who,
+        principal: publisher,
+        action,
+        resource: bucketArn(bucket, zonesKey(region)),
+        expect: 'Allowed' as const,
+      })),
+      {
+        who,
+        principal: publisher,
+        action: 's3:ListBucket',
+        resource: bucketArn(bucket),
+        context: { 's3:prefix': zonesKey(region) },
+        expect: 'Allowed' as const,
+      },
+      { who, principal: publisher, action: 's3:DeleteObject', resource: bucketArn(bucket, zonesKey(region)), expect: 'Denied' as const },
+    ]);
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  // `cellctl zone drain|undrain` (lib/adapters/aws/zonal-shift.ts): ListZonalShifts (no resource), then
+  // Start, Update or Cancel on each router NLB of the region, found by its SSM parameter.
+  it("lets the publisher shift the router's NLBs away from a zone and back, and nothing else of theirs", async () => {
+    const publisher = world.role(`arn:aws:iam::${fleet.accounts.router}:role/${fleet.app}-mapping-publisher`);
+    const who = 'publisher';
+    const regions = Object.keys(fleet.regions);
+    const nlb = (region: string) => `arn:aws:elasticloadbalancing:${region}:${fleet.accounts.router}:loadbalancer/net/orders-router/0123456789abcdef`;
+    const calls: Call[] = [
+      { who, principal: publisher, action: 'arc-zonal-shift:ListZonalShifts', resource: '*', expect: 'Allowed' as const },
+      ...regions.flatMap((region) => [
+        ...['StartZonalShift', 'UpdateZonalShift', 'CancelZonalShift'].map((op) => ({
+          who,
+          principal: publisher,
+          action: `arc-zonal-shift:${op}`,
+          resource: nlb(region),
+          expect: 'Allowed' as const,
+        })),
+        {
+          who,
+          principal: publisher,
+          action: 'ssm:GetParameter',
+          resource: `arn:aws:ssm:${region}:${fleet.accounts.router}:parameter${routerParameters.loadBalancerArn(fleet.app)}`,
+          expect: 'Allowed' as const,
+        },
+        // An undrain's bake reads the region's router alarms (lib/cli/zone-aws.ts, bakeAlarmNames), and no other alarm.
+        {
+          who,
+          principal: publisher,
+          action: 'cloudwatch:DescribeAlarms',
+          resource: `arn:aws:cloudwatch:${region}:${fleet.accounts.router}:alarm:${routerGroupHealthAlarmName(fleet.app, region, fleet.router.groups[0].name)}`,
+          expect: 'Allowed' as const,
+        },
+        {
+          who,
+          principal: publisher,
+          action: 'cloudwatch:DescribeAlarms',
+          resource: `arn:aws:cloudwatch:${region}:${fleet.accounts.router}:alarm:someone-elses-alarm`,
+          expect: 'Denied' as const,
+        },
+        // Not the load balancers themselves, nor an application load balancer, nor another account's NLB.
+        { who, principal: publisher, action: 'elasticloadbalancing:ModifyLoadBalancerAttributes', resource: nlb(region), expect: 'Denied' as const },
+        {
+          who,
+          principal: publisher,
+          action: 'arc-zonal-shift:StartZonalShift',
+          resource: `arn:aws:elasticloadbalancing:${region}:${fleet.accounts.router}:loadbalancer/app/orders/0123456789abcdef`,
+          expect: 'Denied' as const,
+        },
+        {
+          who,
+          principal: publisher,
+          action: 'arc-zonal-shift:StartZonalShift',
+          resource: `arn:aws:elasticloadbalancing:${region}:999999999999:loadbalancer/net/orders-router/0123456789abcdef`,
+          expect: 'Denied' as const,
+        },
+      ]),
+    ];
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  it("bakes an undrain on alarms that exist: each router group's health and each cell's errors in the region", () => {
+    for (const region of Object.keys(fleet.regions)) {
+      const existing = alarmNamesByRegion.get(region) ?? new Set<string>();
+      const watched = bakeAlarmNames({
+        fleet,
+        region,
+        zones: fleet.regions[region].availabilityZones,
+        groups: fleet.router.groups.map((g) => g.name),
+      });
+      expect(watched.length).toBe(fleet.router.groups.length + fleet.cells.length);
+      expect(watched.filter((n) => !existing.has(n))).toEqual([]);
+    }
+  });
+
+  // A full task's readiness asks its target group's health (lib/runtime/router/target-health.ts,
+  // bin/router-agent.ts); DescribeTargetHealth takes no resource, so it is granted on "*".
+  it("lets each router group's tasks read their target group's health, and change nothing of any load balancer", async () => {
+    const calls: Call[] = agents.flatMap(({ region, group, role }) => {
+      const who = `agent ${region}/${group}`;
+      const targetGroup = `arn:aws:elasticloadbalancing:${region}:${fleet.accounts.router}:targetgroup/${group}/0123456789abcdef`;
+      return [
+        { who, principal: role, action: 'elasticloadbalancing:DescribeTargetHealth', resource: '*', expect: 'Allowed' as const },
+        ...['DeregisterTargets', 'RegisterTargets', 'ModifyTargetGroup', 'ModifyTargetGroupAttributes', 'DeleteTargetGroup'].map((op) => ({
+          who,
+          principal: role,
+          action: `elasticloadbalancing:${op}`,
+          resource: targetGroup,
+          expect: 'Denied' as const,
+        })),
+      ];
+    });
+    expect(agents.length).toBeGreaterThan(0);
     expect(await mismatches(world, calls)).toEqual([]);
   });
 

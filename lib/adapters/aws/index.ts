@@ -1,2 +1,4 @@
 export * from './credentials';
 export * from './assumed-role';
+export * from './zonal-shift';
+export * from './price-list';

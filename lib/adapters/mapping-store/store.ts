@@ -8,6 +8,9 @@ export const GROUPS_PREFIX = 'groups/';
 export const LANES_PREFIX = 'lanes/';
 export const versionKey = (version: number) => `${VERSIONS_PREFIX}v${version}.json`;
 export const groupKey = (group: string) => `${GROUPS_PREFIX}${group}/mapping.json`;
+/** Each region's zones document (lib/domain/zones), in that region's bucket; every router group of the region reads it. */
+export const ZONES_PREFIX = 'zones/';
+export const zonesKey = (region: string) => `${ZONES_PREFIX}${region}.json`;
 
 /**
  * The S3 actions MappingStore uses (publish, rollback, history): GetObject and HeadObject need

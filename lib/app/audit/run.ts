@@ -8,6 +8,7 @@ import { CFN_LINT, cfnLintFindings, writtenTemplates } from './cfn-lint';
 import { CONTROL_TOWER } from './control-tower';
 import { allStacks, controlTowerFindings, nagFindings, stackLabel } from './findings';
 import { AuditReport, buildReport, OpenReason, PackPolicy } from './report';
+import { Progress } from '../../domain/files';
 
 const nist = (...rules: string[]) => rules.map((r) => `NIST.800.53.R5-${r}`);
 
@@ -98,18 +99,27 @@ export interface AuditSubject {
  * Synthesizes the subject's app once into a temporary directory, and collects every pack's findings
  * over every stack: the pipeline, its support stacks, and the router and cell stacks inside its stages.
  */
-export function runAudit({ app: appName, build, isolation }: AuditSubject, options: { now?: Date } = {}): AuditReport {
+export function runAudit({ app: appName, build, isolation }: AuditSubject, options: { now?: Date; progress?: Progress } = {}): AuditReport {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'cell-audit-'));
+  const progress = options.progress;
+  const total = 6;
   try {
+    progress?.step('synthesizing the fleet', { done: 0, total });
     const app = build(outdir);
     app.synth();
-    const findings = [
-      ...nagFindings(new AwsSolutionsChecks(), app),
-      ...nagFindings(new CellIsolationChecks(undefined, isolation), app),
-      ...controlTowerFindings(app),
-      ...nagFindings(new NIST80053R5Checks(), app),
-      ...cfnLintFindings(writtenTemplates(outdir)),
-    ];
+    progress?.step('AwsSolutions checks', { done: 1, total });
+    const solutions = nagFindings(new AwsSolutionsChecks(), app);
+    progress?.step('CellIsolation checks', { done: 2, total });
+    const isolated = nagFindings(new CellIsolationChecks(undefined, isolation), app);
+    progress?.step('Control Tower proactive controls', { done: 3, total });
+    const tower = controlTowerFindings(app);
+    progress?.step('NIST 800-53 rev 5 checks', { done: 4, total });
+    const nist = nagFindings(new NIST80053R5Checks(), app);
+    const templates = writtenTemplates(outdir);
+    progress?.step(`cfn-lint over ${templates.length} templates`, { done: 5, total });
+    const linted = cfnLintFindings(templates);
+    progress?.finish();
+    const findings = [...solutions, ...isolated, ...tower, ...nist, ...linted];
     return buildReport({
       app: appName,
       generatedAt: options.now ?? new Date(),

@@ -436,6 +436,13 @@ export class CellCompute extends Construct {
         alarms: [...props.deploymentAlarms],
       }),
     });
+    // ARC zonal shift and autoshift move the group's launches out of a shifted zone, and while the zone
+    // is impaired its instances failing health checks are not replaced into it (Auto Scaling's
+    // "Availability Zone impairment policy"; docs/operating.md, "Draining a zone").
+    (asg.node.defaultChild as autoscaling.CfnAutoScalingGroup).availabilityZoneImpairmentPolicy = {
+      zonalShiftEnabled: true,
+      impairedZoneHealthCheckBehavior: 'IgnoreUnhealthy',
+    };
     grantSecretRead(props.database.secret, role);
     const image = bindForInstances(props.workload.image, this, role).imageName;
     const ecr = pullsFromEcr(image);

@@ -46,6 +46,15 @@ export interface CellEntryProps {
 }
 
 /**
+ * Why the cell's NLB and its ALB target group have cross-zone load balancing off: the path through a
+ * cell is zone-aligned, so that the routers drain a zone of the cell by not using its endpoint's
+ * address there (docs/operating.md, "Draining a zone"); with cross-zone on, a request entering in a
+ * drained zone would still be served anywhere, and one entering elsewhere by the drained zone's tasks.
+ */
+const ZONE_ALIGNED =
+  "Zone-aligned on purpose: a request entering the cell through its endpoint's address in a zone is served by a task in that zone, so a router drains a zone by not using that address (docs/operating.md, Draining a zone); the routers' zonal health checks keep a zone without a healthy task out of use.";
+
+/**
  * The cell's front door. An internal ALB (WAF-throttled per tenant) sits behind an internal NLB
  * that is published as a PrivateLink endpoint service allow-listing only the router account.
  *
@@ -117,6 +126,14 @@ export class CellEntry extends Construct {
       deregistrationDelay: Duration.seconds(30),
       healthCheck: { path: props.healthCheckPath, interval: Duration.seconds(15), healthyThresholdCount: 2, unhealthyThresholdCount: 3 },
     });
+    // Zone-aligned (docs/operating.md, "Draining a zone"): a request that enters the cell through its
+    // endpoint's address in one zone is served by a task in that zone, so a router that stops sending
+    // to a zone's address drains the cell's load balancer nodes and tasks there too.
+    this.targetGroup.setAttribute('load_balancing.cross_zone.enabled', 'false');
+    Validations.of(this.targetGroup).acknowledge({
+      id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.15',
+      reason: ZONE_ALIGNED,
+    });
     this.listener = props.certificateArn
       ? this.loadBalancer.addListener('Https', {
           port: 443,
@@ -144,11 +161,13 @@ export class CellEntry extends Construct {
       vpc: props.vpc,
       vpcSubnets: props.subnets,
       internetFacing: false,
-      crossZoneEnabled: true,
+      // Zone-aligned: the NLB's node in a zone forwards to the ALB's node in the same zone (see the target group above).
+      crossZoneEnabled: false,
       securityGroups: [nlbSecurityGroup],
       enforceSecurityGroupInboundRulesOnPrivateLinkTraffic: false,
     });
     this.privateLink.removeAttribute('deletion_protection.enabled');
+    Validations.of(this.privateLink).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.14', reason: ZONE_ALIGNED });
     for (const lb of [this.loadBalancer, this.privateLink])
       Validations.of(lb).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
     this.privateLink.logAccessLogs(this.accessLogs, 'nlb');

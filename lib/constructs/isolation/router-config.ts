@@ -25,6 +25,9 @@ const REQUEST_ACTIONS = new Set([
   // bounded by a time): a slow body waits in the router, never in a cell. Reading the body's
   // content (a `req.body` fetch) stays a finding.
   'wait-for-body',
+  // The order a saturated cell's queue serves its waiting requests in (max-min fairness between
+  // tenants): it never sends a request anywhere else, nor a second time.
+  'set-priority-class',
 ]);
 /**
  * Headers the router may set on a request: the client's address and scheme (replacing whatever the

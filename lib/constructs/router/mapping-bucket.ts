@@ -1,5 +1,5 @@
 import * as path from 'path';
-import { Aws, CustomResource, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CustomResource, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambdaNodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -7,7 +7,7 @@ import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct, IConstruct } from 'constructs';
 import { LogBucket, perCreationBucketName } from '../shared/log-bucket';
 import { bundledHandler } from '../shared/bundled-handler';
-import { groupKey, GROUPS_PREFIX, LANES_PREFIX, VERSIONS_PREFIX, versionKey } from '../../adapters/mapping-store';
+import { groupKey, GROUPS_PREFIX, LANES_PREFIX, VERSIONS_PREFIX, versionKey, ZONES_PREFIX, zonesKey } from '../../adapters/mapping-store';
 import { SERVED_PREFIX, servedPrefix } from '../../runtime/router/served';
 
 /** How long an unrefreshed `served/` report is kept (a task killed without saying it stopped, a group scaled to 0). */
@@ -134,6 +134,14 @@ export interface MappingPublisherProps {
    * @default - no lanes
    */
   readonly laneParameters?: string;
+  /**
+   * The parameter naming the router's entry NLB in each region (without lanes), which `cellctl zone
+   * drain` shifts away from a zone; with lanes each lane's is under `laneParameters`.
+   * @default - none
+   */
+  readonly loadBalancerParameter?: string;
+  /** Each router region's alarm name prefix: `cellctl zone undrain` bakes on those alarms (DescribeAlarms). @default - none */
+  readonly routerAlarmPrefixes?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -157,7 +165,7 @@ export class MappingPublisher extends Construct {
     this.role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetObject', 's3:PutObject'],
-        resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`, `${buckets}/${LANES_PREFIX}*`],
+        resources: [`${buckets}/mappings/*`, `${buckets}/groups/*`, `${buckets}/${LANES_PREFIX}*`, `${buckets}/${ZONES_PREFIX}*`],
         conditions: ownAccount,
       }),
     );
@@ -168,7 +176,10 @@ export class MappingPublisher extends Construct {
       new iam.PolicyStatement({
         actions: ['s3:ListBucket'],
         resources: [buckets],
-        conditions: { ...ownAccount, StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX, LANES_PREFIX].map((prefix) => `${prefix}*`) } },
+        conditions: {
+          ...ownAccount,
+          StringLike: { 's3:prefix': [VERSIONS_PREFIX, GROUPS_PREFIX, LANES_PREFIX, ZONES_PREFIX].map((prefix) => `${prefix}*`) },
+        },
       }),
     );
     this.role.addToPolicy(
@@ -179,6 +190,48 @@ export class MappingPublisher extends Construct {
         ),
       }),
     );
+    // `cellctl zone drain|undrain` (lib/adapters/aws/zonal-shift.ts): the region's router NLBs shifted
+    // away from a zone and back. Their names come with their stacks, so the grant is this account's
+    // network load balancers in the router regions; listing shifts takes no resource (Service
+    // Authorization Reference, "Actions defined by Amazon Application Recovery Controller - Zonal Shift").
+    const loadBalancers = props.regions.map((region) =>
+      stack.formatArn({ service: 'elasticloadbalancing', region, resource: 'loadbalancer', resourceName: 'net/*' }),
+    );
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['arc-zonal-shift:StartZonalShift', 'arc-zonal-shift:UpdateZonalShift', 'arc-zonal-shift:CancelZonalShift'],
+        resources: loadBalancers,
+      }),
+    );
+    this.role.addToPolicy(new iam.PolicyStatement({ actions: ['arc-zonal-shift:ListZonalShifts'], resources: ['*'] }));
+    for (const resource of loadBalancers)
+      acknowledgeWildcard(
+        this.role,
+        resource,
+        "cellctl zone drain shifts the region's router NLBs (named by their stacks) away from a zone and back; this account's NLBs only.",
+      );
+    acknowledgeWildcard(this.role, '*', 'arc-zonal-shift:ListZonalShifts takes no resource; it finds the active shift to update or cancel.');
+    if (props.routerAlarmPrefixes) {
+      const alarms = Object.entries(props.routerAlarmPrefixes).map(([region, prefix]) =>
+        stack.formatArn({ service: 'cloudwatch', region, resource: 'alarm', resourceName: `${prefix}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+      );
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['cloudwatch:DescribeAlarms'], resources: alarms }));
+      for (const resource of alarms)
+        acknowledgeWildcard(
+          this.role,
+          resource,
+          "cellctl zone undrain bakes each step on the region's router alarms (group health, each cell's errors); read only.",
+        );
+    }
+    if (props.loadBalancerParameter)
+      this.role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['ssm:GetParameter'],
+          resources: props.regions.map((region) =>
+            stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: props.loadBalancerParameter!.replace(/^\//, '') }),
+          ),
+        }),
+      );
     if (props.laneParameters) {
       const lanes = props.regions.map((region) =>
         stack.formatArn({ service: 'ssm', region, resource: 'parameter', resourceName: `${props.laneParameters!.replace(/^\//, '')}/*` }),
@@ -205,8 +258,12 @@ export class MappingPublisher extends Construct {
         "The lane assignments (lanes/assignments.json, cellctl lanes assign) live in the home region's bucket, replaced with If-Match; this account's buckets only.",
       ],
       [
+        `${buckets}/${ZONES_PREFIX}*`,
+        "Each region's zones document (zones/<region>.json, cellctl zone drain) lives in that region's bucket, replaced with If-Match; this account's buckets only.",
+      ],
+      [
         buckets,
-        "Each region's mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/, groups/ and lanes/ in this account.",
+        "Each region's mapping bucket is named <prefix>-<part of its stack id> (a retried first deploy gets a new one); list is limited to mappings/, groups/, lanes/ and zones/ in this account.",
       ],
     ])
       acknowledgeWildcard(this.role, resource, reason);
@@ -312,8 +369,16 @@ export class MappingSeed extends Construct {
  * Lets `role` (a router group's task role) read its group's pointer and the immutable versions of
  * its region's mapping bucket, and list its pointer's key, nothing else.
  */
-export function grantMappingRead(role: iam.IRole, bucketName: string, group: string): void {
+export function grantMappingRead(role: iam.IRole, bucketName: string, group: string, region?: string): void {
   const bucket = s3BucketArn(role, bucketName);
+  // The region's zones document (zones/<region>.json), which every group of the region follows, and
+  // listing exactly its key, as for the pointer: a region without one is "every zone at its full share".
+  if (region) {
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [`${bucket}/${zonesKey(region)}`] }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket], conditions: { StringEquals: { 's3:prefix': zonesKey(region) } } }),
+    );
+  }
   const versions = `${bucket}/mappings/*`;
   acknowledgeWildcard(
     role,

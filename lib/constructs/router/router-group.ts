@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -13,7 +13,10 @@ import { RouterRouting, routerStateFiles, routerTaskConfig, ROUTER_TASK_DEFAULTS
 import { grantMappingRead, grantServedReport } from './mapping-bucket';
 
 export const ROUTER_PORT = ROUTER_TASK_DEFAULTS.port;
-/** HAProxy's readiness (the NLB's health check): 200 while a mapping is in force and the task is not near its connection limit. */
+/**
+ * HAProxy's readiness (the NLB's health check): 200 while a mapping is in force, and 503 while the
+ * task is full and the agent found at least half of the group's other tasks healthy (FullReadinessGate).
+ */
 export { READY_PORT };
 /** The agent's own health endpoint (`/healthz`, `/ready`), for its container health check only. */
 export const AGENT_HEALTH_PORT = 8082;
@@ -79,6 +82,12 @@ export interface RouterGroupProps {
    * cells' deployment alarms are metric alarms for the same reason, CellAlarms).
    */
   readonly deploymentAlarms: readonly cloudwatch.IAlarm[];
+  /**
+   * The router VPC's cell-endpoint subnets by AZ ID, as the agent's ZONE_NETWORKS (JSON, or a token
+   * resolving to it at deploy): each cell's server per zone, weighted by the region's zones document.
+   * @default - servers by address, no zone weights
+   */
+  readonly zoneNetworks?: string;
 }
 
 /**
@@ -109,6 +118,7 @@ export class RouterGroup extends Construct {
     });
     // HAProxy's maxconn and the file-descriptor limit follow from the task's memory (connectionLimits).
     const limits = connectionLimits(ROUTER_TASK_MEMORY_MIB);
+    const leaves = props.routing.fullTaskLeaves !== false;
     this.haproxyConfig = routerTaskConfig(props.routing, {
       port: ROUTER_PORT,
       readyPort: READY_PORT,
@@ -178,6 +188,11 @@ export class RouterGroup extends Construct {
         ...(props.metricsAcrossGroups ? { METRICS_ACROSS_GROUPS: 'true' } : {}),
         // Connection use against what HAProxy serves, not its frontend limit (which adds the overflow it only answers 503 in).
         CONNECTION_LIMIT: String(limits.maxConn),
+        // A full task may leave its target group's rotation while half of the group stays in.
+        ...(leaves ? { TARGET_GROUP_ARN: props.targetGroup.targetGroupArn } : {}),
+        // The zones: the cell endpoints' subnets by AZ ID, and this region's zones document (zones/<REGION>.json).
+        REGION: Stack.of(this).region,
+        ...(props.zoneNetworks ? { ZONE_NETWORKS: props.zoneNetworks } : {}),
       },
     });
     agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
@@ -187,8 +202,18 @@ export class RouterGroup extends Construct {
       id: 'AwsSolutions-ECS2',
       reason: 'The agent environment holds only the bucket name, group name, region and local paths; the task role supplies credentials.',
     });
-    grantMappingRead(this.taskDefinition.taskRole, props.mappingBucket, props.name);
+    grantMappingRead(this.taskDefinition.taskRole, props.mappingBucket, props.name, Stack.of(this).region);
     grantServedReport(this.taskDefinition.taskRole, props.mappingBucket, props.name);
+    // The group's target health, for a full task's readiness (FullReadinessGate). DescribeTargetHealth
+    // takes no resource (Service Authorization Reference, Elastic Load Balancing V2).
+    if (leaves) {
+      taskRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['elasticloadbalancing:DescribeTargetHealth'], resources: ['*'] }));
+      Validations.of(taskRole).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          "elasticloadbalancing:DescribeTargetHealth supports no resource-level permissions; it reads which targets are healthy (what a full task's readiness waits on) and changes nothing.",
+      });
+    }
     Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'ecr:GetAuthorizationToken has no resource-level permissions; image pulls themselves are scoped to the two router repositories.',

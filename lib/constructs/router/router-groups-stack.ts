@@ -1,4 +1,5 @@
 import { Annotations, Aws, Duration, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import * as arczonalshift from 'aws-cdk-lib/aws-arczonalshift';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -80,6 +81,15 @@ export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
    * @default - no lanes
    */
   readonly lanes?: RouterLanesSettings;
+  /**
+   * ARC zonal autoshift on the router NLBs, with weekly practice runs (`router.zonalAutoshift`): each
+   * lane NLB here, or (without lanes, in the `rest` part) the region's entry NLB, whose outcome alarm
+   * is then one composite over every group's health, `allGroups`.
+   * @default false
+   */
+  readonly zonalAutoshift?: boolean;
+  /** Every router group of the region, in rollout order (the entry NLB's outcome alarm). @default - this part's groups */
+  readonly allGroups?: readonly string[];
 }
 
 /**
@@ -89,6 +99,25 @@ export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
  * it, bakes on its alarms, and only then deploys the stack of the other groups (one after the
  * other inside it, each waiting for the previous one to be stable).
  */
+/**
+ * ARC zonal autoshift on `resourceIdentifier` (a router NLB), with the practice runs it requires
+ * (AWS::ARCZonalShift::ZonalAutoshiftConfiguration): weekly practice shifts end and count as failed
+ * when `outcome` goes to ALARM (its ARN orders the alarm first).
+ */
+function autoshift(
+  scope: Construct,
+  id: string,
+  resourceIdentifier: string,
+  outcome: cloudwatch.IAlarm,
+): arczonalshift.CfnZonalAutoshiftConfiguration {
+  const config = new arczonalshift.CfnZonalAutoshiftConfiguration(scope, id, {
+    resourceIdentifier,
+    zonalAutoshiftStatus: 'ENABLED',
+    practiceRunConfiguration: { outcomeAlarms: [{ alarmIdentifier: outcome.alarmArn, type: 'CLOUDWATCH' }] },
+  });
+  return config;
+}
+
 export class RouterGroupsStack extends Stack {
   public readonly groups: readonly RouterGroup[];
   /** Each group's composite health alarm, in rollout order: what the pipeline's bake after this stack watches. */
@@ -100,7 +129,20 @@ export class RouterGroupsStack extends Stack {
   constructor(
     scope: Construct,
     id: string,
-    { app, region, account, availabilityZones: zones, part, groups, routing, stalenessMinutes, lanes, ...props }: RouterGroupsStackProps,
+    {
+      app,
+      region,
+      account,
+      availabilityZones: zones,
+      part,
+      groups,
+      routing,
+      stalenessMinutes,
+      lanes,
+      zonalAutoshift,
+      allGroups,
+      ...props
+    }: RouterGroupsStackProps,
   ) {
     super(scope, id, {
       stackName: routerGroupsStackName(app, region, part),
@@ -122,6 +164,8 @@ export class RouterGroupsStack extends Stack {
     Tags.of(this).add('component', 'router');
     const prefix = routerStackName(app, region);
     const param = (name: string) => ssm.StringParameter.valueForStringParameter(this, name);
+    // Read once for every group of the stack (one template parameter).
+    let zoneNetworks: string | undefined;
 
     // CDK's ECS constructs want an IVpc; the service gets explicit subnets and a security group, so
     // without lanes the id is never rendered (reading it from SSM would leave an unused template
@@ -260,6 +304,7 @@ export class RouterGroupsStack extends Stack {
           certificateArn: lanes.certificateArn,
         });
         laneEntries.set(group.lane, entry);
+        if (zonalAutoshift) autoshift(this, `Lane-${group.lane}-Autoshift`, entry.loadBalancer.loadBalancerArn, health);
         targetGroup = entry.targetGroup;
         alarm(`${g}-unhealthy-targets`, `${g}-unhealthy-targets`, {
           alarmDescription: `Router lane ${group.lane} in ${region}: a task has failed its NLB's readiness check (no mapping in force, or near its connection limit) for 5 minutes`,
@@ -292,6 +337,7 @@ export class RouterGroupsStack extends Stack {
         deploymentAlarms: [errors],
         taskRoleName: routerTaskRoleName(app, region, g),
         metricsAcrossGroups: lanes !== undefined,
+        zoneNetworks: (zoneNetworks ??= param(routerParameters.zoneNetworks(app))),
       });
       (routerGroup.service.node.defaultChild as ecs.CfnService).serviceName = serviceName;
       // Group by group: a deploy reaches the next group only once the previous one is stable.
@@ -323,7 +369,25 @@ export class RouterGroupsStack extends Stack {
         }
         new ShardRecords(this, 'ShardNames', { region, hostedZone: lanes.hostedZone, shards: lanes.shards, lanes: targets });
       }
-    } else this.laneLoadBalancers = [];
+    } else {
+      this.laneLoadBalancers = [];
+      if (zonalAutoshift && part === 'rest') {
+        // One outcome alarm per resource: a composite over every group's health (the canary's is in
+        // the canary stack, deployed before this one; composite rules name alarms by name).
+        const entryHealth = new cloudwatch.CompositeAlarm(this, 'entry-health', {
+          compositeAlarmName: `${prefix}-entry-health`,
+          alarmDescription: `Any router group of ${region} unhealthy: the entry NLB's zonal autoshift practice runs end on it`,
+          alarmRule: cloudwatch.AlarmRule.anyOf(
+            ...(allGroups ?? groups.map((g) => g.name)).map((g) =>
+              cloudwatch.AlarmRule.fromString(`ALARM("${routerGroupHealthAlarmName(app, region, g)}")`),
+            ),
+          ),
+        });
+        for (const a of alarms.filter((x) => x instanceof cloudwatch.CompositeAlarm)) entryHealth.node.addDependency(a);
+        alarms.push(entryHealth);
+        autoshift(this, 'EntryAutoshift', param(routerParameters.loadBalancerArn(app)), entryHealth);
+      }
+    }
     for (const a of alarms) {
       a.addAlarmAction(notify);
       a.addOkAction(notify);

@@ -82,6 +82,11 @@ export class RouterLaneEntry extends Construct {
       stringValue: this.loadBalancer.loadBalancerDnsName,
       description: `lane ${props.lane}'s NLB DNS name (cellctl lanes where, the shard records)`,
     });
+    new ssm.StringParameter(this, 'LoadBalancerArn', {
+      parameterName: routerParameters.laneLoadBalancerArn(props.app, props.lane),
+      stringValue: this.loadBalancer.loadBalancerArn,
+      description: `lane ${props.lane}'s NLB (cellctl zone drain shifts it away from a drained zone)`,
+    });
     new ssm.StringParameter(this, 'HostedZoneId', {
       parameterName: routerParameters.laneHostedZoneId(props.app, props.lane),
       stringValue: this.loadBalancer.loadBalancerCanonicalHostedZoneId,

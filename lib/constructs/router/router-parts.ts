@@ -139,7 +139,8 @@ export class RouterMappings {
         bucketNamePrefix: props.bucketPrefix,
         regions: props.homeOf,
         parameterName: mappingBucketParameter(app),
-        ...(props.lanes ? { laneParameters: routerParameters.lanes(app) } : {}),
+        ...(props.lanes ? { laneParameters: routerParameters.lanes(app) } : { loadBalancerParameter: routerParameters.loadBalancerArn(app) }),
+        routerAlarmPrefixes: Object.fromEntries(props.homeOf.map((region) => [region, routerNamePrefix(app, region)])),
       });
       if (guard) this.publisher.node.addDependency(guard.guard);
     }
@@ -345,6 +346,9 @@ export class RouterEntry {
     this.loadBalancer.removeAttribute('deletion_protection.enabled');
     Validations.of(this.loadBalancer).acknowledge({ id: 'ControlTower::CT.ELASTICLOADBALANCING.PR.5', reason: DELETION_PROTECTION_AFTER_CREATE });
     this.loadBalancer.logAccessLogs(accessLogs, NLB_ACCESS_LOG_PREFIX);
+    // `cellctl zone drain` shifts the router's entry away from a drained zone (ARC zonal shift): cross-zone on
+    // qualifies with TCP/TLS target groups of `ip` targets that keep unhealthy targets' connections (configureRouterTargetGroup).
+    this.loadBalancer.setAttribute('zonal_shift.config.enabled', 'true');
     // One target group per router group, and the listener forwards to them by the groups' weights
     // (router.groups[].weight): a group's share of new connections is its weight, whatever its task
     // count, so auto scaling never moves traffic between groups, and weight 0 drains a group.
@@ -487,6 +491,19 @@ export interface RouterGroupHandOverProps {
    */
   readonly lanes?: { readonly loadBalancerSecurityGroup: ec2.ISecurityGroup; readonly accessLogs: s3.IBucket };
   readonly groups: readonly RouterGroupSettings[];
+  /** The entry NLB (none with lanes). */
+  readonly loadBalancer?: elbv2.INetworkLoadBalancer;
+}
+
+/**
+ * The router VPC's cell-endpoint subnets by AZ ID, in the fleet's zone order, as the agent's
+ * ZONE_NETWORKS: `{"use1-az1":["10.0.6.0/23"],…}`. Known at synth (CDK allocates the CIDRs).
+ */
+export function zoneNetworksJson(vpc: ec2.IVpc): string {
+  const subnets = vpc.selectSubnets({ subnetGroupName: CELL_ENDPOINT_SUBNETS }).subnets;
+  const networks: Record<string, string[]> = {};
+  for (const subnet of subnets) (networks[subnet.availabilityZone] ??= []).push(subnet.ipv4CidrBlock);
+  return JSON.stringify(networks);
 }
 
 /**
@@ -505,6 +522,13 @@ export class RouterGroupHandOver {
       ['ClusterName', routerParameters.clusterName(app), cluster.clusterName],
       ['TaskSubnetIds', routerParameters.taskSubnetIds(app), Fn.join(',', taskSubnets.subnetIds)],
       ['TaskSecurityGroupId', routerParameters.taskSecurityGroupId(app), props.taskSecurityGroup.securityGroupId],
+      // The entry NLB `cellctl zone drain` shifts away from a zone (with lanes, each lane stack names its own).
+      ...(props.loadBalancer
+        ? [['LoadBalancerArn', routerParameters.loadBalancerArn(app), props.loadBalancer.loadBalancerArn] as [string, string, string]]
+        : []),
+      // The cell endpoints' subnets by AZ ID (placeSubnetsByZoneId): each interface endpoint has its
+      // address in each, so the agent knows which zone each address of a cell's endpoint is in.
+      ['ZoneNetworks', routerParameters.zoneNetworks(app), zoneNetworksJson(vpc)],
       ...(props.lanes
         ? [
             // Each lane's group stack builds its NLB and target group in this VPC (RouterLaneEntry).

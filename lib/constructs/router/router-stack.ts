@@ -222,6 +222,7 @@ export class RouterStack extends Stack {
       taskSecurityGroup: entry.taskSecurityGroup,
       targetGroups: entry.targetGroups,
       groups,
+      loadBalancer: entry.loadBalancer,
       ...(lanes ? { lanes: { loadBalancerSecurityGroup: entry.loadBalancerSecurityGroup, accessLogs: entry.accessLogs } } : {}),
     }).cluster;
     const alarms = new RouterAlarms(this, {

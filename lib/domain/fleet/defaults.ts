@@ -54,8 +54,8 @@ export function tenantMaxConnOf(cellMaxConn: number): number {
   return Math.max(1, Math.floor(cellMaxConn / 2));
 }
 
-/** One client address's part of a tenant's share (`router.tenantMaxConnPerClient`'s default): half, and at least one. */
-export function tenantMaxConnPerClientOf(tenantMaxConn: number): number {
+/** What one client address may hold in one cell (`router.clientMaxConnPerCell`'s default): half of a tenant's share, and at least one. */
+export function clientMaxConnPerCellOf(tenantMaxConn: number): number {
   return Math.max(1, Math.floor(tenantMaxConn / 2));
 }
 

@@ -45,7 +45,14 @@ export const SEED_CREATED_AT = '1970-01-01T00:00:00.000Z';
  * seeded with.
  */
 export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount' | 'cellZero'>): MappingDocument {
-  const cells = fleet.cells.map((c) => ({ id: c.id, state: c.state, canary: c.canary, endpoint: cellEndpoint(fleet, c.id) }));
+  // Weighted by each shape's tested rate: a small cell takes the buckets its capacity can serve.
+  const cells = fleet.cells.map((c) => ({
+    id: c.id,
+    state: c.state,
+    canary: c.canary,
+    endpoint: cellEndpoint(fleet, c.id),
+    weight: c.shape.limits.requestsPerSecond,
+  }));
   const options = { now: SEED_CREATED_AT };
   if (fleet.cellZero) {
     return adoptionMapping(

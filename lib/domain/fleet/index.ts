@@ -14,3 +14,4 @@ export * from './endpoints';
 export * from './deployment-window';
 export * from './cell-zero';
 export * from './jwt';
+export * from './topology';

@@ -102,6 +102,7 @@ const CELL = object<CellConfig>({
   account: optional(string),
   certificateArn: optional(string),
   endpointGeneration: optional(integer),
+  wave: optional(integer),
 });
 
 const ALARMS: Fields<Partial<AlarmThresholds>> = {
@@ -139,8 +140,10 @@ const ROUTER = object<RouterConfig>({
   cellMaxConn: optional(integer),
   queueTimeoutMs: optional(integer),
   tenantMaxConn: optional(integer),
-  tenantMaxConnPerClient: optional(integer),
+  clientMaxConnPerCell: optional(integer),
   maxBodyBytes: optional(integer),
+  fullTaskLeaves: optional(boolean),
+  zonalAutoshift: optional(boolean),
 });
 
 const PIPELINE = object<PipelineConfig>({

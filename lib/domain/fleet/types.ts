@@ -98,6 +98,11 @@ export interface CellConfig {
    * replaces the interface endpoint to it. @default - none: never re-created
    */
   readonly endpointGeneration?: number;
+  /**
+   * The wave this cell deploys in (1 is the canary's). Declared on every cell or on none: declared,
+   * the waves are exactly these; else `waves` cuts them. @default - cut by the wave policy
+   */
+  readonly wave?: number;
 }
 
 export interface RegionConfig {
@@ -257,12 +262,30 @@ export interface RouterConfig {
    */
   readonly tenantMaxConn?: number;
   /**
-   * Of a tenant's `tenantMaxConn`, what one client address may hold: with an unverified key anyone
-   * can send a tenant's key, and one address would otherwise spend the tenant's whole share. Set it
-   * to `tenantMaxConn` for tenants that all call from one address (behind one NAT).
+   * Requests one client address may have in flight to one cell through one router task, whichever
+   * keys it sends (at most `tenantMaxConn`): with an unverified key anyone can send a tenant's key,
+   * and one address would otherwise spend that tenant's whole share; an address rotating keys would
+   * otherwise take the whole cell, each key within its tenant's cap. Raise it (up to `tenantMaxConn`)
+   * for a client that calls for many tenants from one address (an integrator behind one NAT).
    * @default half of tenantMaxConn
    */
-  readonly tenantMaxConnPerClient?: number;
+  readonly clientMaxConnPerCell?: number;
+  /**
+   * A full router task (past 90% of its connection limit) reports itself unready, so the NLB sends
+   * new flows to the other tasks of its group, while at most half of the group is out; ECS then
+   * replaces it with an empty one (docs/router.md, "A full task"). `false`: readiness means only "a
+   * mapping is in force", and a full task keeps serving at its limit (no ELB API calls either).
+   * @default true
+   */
+  readonly fullTaskLeaves?: boolean;
+  /**
+   * ARC zonal autoshift on the router's NLBs (the entry NLB, or each lane's): AWS shifts them away
+   * from a zone it finds impaired, and starts weekly practice shifts whose outcome alarms are the
+   * health alarms of the router groups behind each NLB (a practice run that trips one is ended and
+   * reported as failed). The routers' zone weights (`cellctl zone drain`) are not touched by either.
+   * @default false
+   */
+  readonly zonalAutoshift?: boolean;
   /**
    * Largest request body a client may announce (`content-length`), bytes: larger gets 413 before
    * any of it is read. Bodies are not buffered whole: the router reads what fits its 16 KiB buffer
@@ -506,6 +529,8 @@ export interface Cell {
   readonly certificateArn?: string;
   /** See CellConfig.endpointGeneration. */
   readonly endpointGeneration?: number;
+  /** See CellConfig.wave. */
+  readonly wave?: number;
 }
 
 /** `router.lanes` with its defaults and the stored shard set. */
@@ -548,8 +573,10 @@ export interface Fleet {
     readonly cellMaxConn: number;
     readonly queueTimeoutMs: number;
     readonly tenantMaxConn: number;
-    readonly tenantMaxConnPerClient: number;
+    readonly clientMaxConnPerCell: number;
     readonly maxBodyBytes: number;
+    readonly fullTaskLeaves: boolean;
+    readonly zonalAutoshift: boolean;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

@@ -18,7 +18,7 @@ import {
   postgresVersionOf,
   postgresVersionProblem,
   tenantMaxConnOf,
-  tenantMaxConnPerClientOf,
+  clientMaxConnPerCellOf,
   DEFAULT_MAX_BODY_BYTES,
   MAX_BODY_BYTES_LIMIT,
 } from './defaults';
@@ -218,11 +218,15 @@ const DOMAIN = /^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
  * protector role and policy, and one Route 53 record set group per shard name. test/app/lanes.test.ts
  * checks these figures against a synthesized stack.
  */
-export const LANE_STACK_RESOURCES = { perLane: 25, perStack: 2, perShardName: 1 } as const;
+export const LANE_STACK_RESOURCES = { perLane: 26, perStack: 2, perShardName: 1 } as const;
 
-/** Resources of the lanes' group stack for `count` lanes and, with shard names, `shards` of them. */
-export function laneStackResources(count: number, shardNames: number): number {
-  return LANE_STACK_RESOURCES.perLane * (count - 1) + LANE_STACK_RESOURCES.perStack + LANE_STACK_RESOURCES.perShardName * shardNames;
+/** Resources of the lanes' group stack for `count` lanes and, with shard names, `shards` of them; `autoshift` adds each lane's zonal autoshift configuration. */
+export function laneStackResources(count: number, shardNames: number, autoshift = false): number {
+  return (
+    (LANE_STACK_RESOURCES.perLane + (autoshift ? 1 : 0)) * (count - 1) +
+    LANE_STACK_RESOURCES.perStack +
+    LANE_STACK_RESOURCES.perShardName * shardNames
+  );
 }
 
 function laneProblems(input: FleetInput, lanes: RouterLanesConfig): string[] {
@@ -308,11 +312,11 @@ function routerProblems(input: FleetInput): string[] {
   }
   const tenantMaxConn = router.tenantMaxConn ?? tenantMaxConnOf(cellMaxConn);
   if (
-    router.tenantMaxConnPerClient !== undefined &&
-    (!isInt(router.tenantMaxConnPerClient) || router.tenantMaxConnPerClient < 1 || router.tenantMaxConnPerClient > tenantMaxConn)
+    router.clientMaxConnPerCell !== undefined &&
+    (!isInt(router.clientMaxConnPerCell) || router.clientMaxConnPerCell < 1 || router.clientMaxConnPerCell > tenantMaxConn)
   ) {
     problems.push(
-      `router.tenantMaxConnPerClient: ${router.tenantMaxConnPerClient} must be a whole number of requests from 1 to router.tenantMaxConn (${tenantMaxConn}); ${tenantMaxConnPerClientOf(tenantMaxConn)} leaves a tenant's other clients half of its share`,
+      `router.clientMaxConnPerCell: ${router.clientMaxConnPerCell} must be a whole number of requests from 1 to router.tenantMaxConn (${tenantMaxConn}); ${clientMaxConnPerCellOf(tenantMaxConn)} leaves a tenant's other clients half of its share`,
     );
   }
   if (
@@ -486,6 +490,50 @@ function waveProblems(input: FleetInput): string[] {
           `waves.bakeSeconds.${kind}: ${bake} is out of range; use whole seconds from ${BAKE_SECONDS_RANGE.min} to ${BAKE_SECONDS_RANGE.max}`,
         );
       }
+    }
+  }
+  return [...problems, ...declaredWaveProblems(input)];
+}
+
+/**
+ * Waves declared on the cells (`wave: N`): on every cell or none; 1 holds the canary cells and only
+ * them; the numbers run 1, 2, … without a gap; no wave holds more than `waves.maxCellsPerWave`; a
+ * region's first wave is the canary's or a single cell, so no group is a region's first contact.
+ */
+function declaredWaveProblems(input: FleetInput): string[] {
+  const cells = input.cells ?? [];
+  const declared = cells.filter((c) => c.wave !== undefined);
+  if (declared.length === 0) return [];
+  const problems: string[] = [];
+  if (declared.length < cells.length) {
+    const missing = cells.filter((c) => c.wave === undefined).map((c) => c.id);
+    return [
+      `cells: ${declared.length} of ${cells.length} cells declare a wave; declare one on every cell or on none (no wave: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''})`,
+    ];
+  }
+  for (const c of cells) if (!isInt(c.wave) || c.wave! < 1) problems.push(`cells.${c.id}.wave: ${c.wave} must be a whole number from 1`);
+  if (problems.length) return problems;
+  const byWave = new Map<number, typeof cells>();
+  for (const c of cells) byWave.set(c.wave!, [...(byWave.get(c.wave!) ?? []), c]);
+  const numbers = [...byWave.keys()].sort((a, b) => a - b);
+  const gap = numbers.findIndex((n, i) => n !== i + 1);
+  if (gap >= 0) problems.push(`cells: waves ${numbers.join(', ')} are declared; number them 1, 2, … without a gap (wave ${gap + 1} holds no cell)`);
+  for (const c of cells) {
+    if (c.canary && c.wave !== 1) problems.push(`cells.${c.id}.wave: ${c.wave}, but ${c.id} is a canary cell; the canary cells are wave 1`);
+    if (!c.canary && c.wave === 1)
+      problems.push(`cells.${c.id}.wave: 1 is the canary's wave; ${c.id} is not a canary (give it wave 2 or later, or mark it canary)`);
+  }
+  const cap = input.waves?.maxCellsPerWave;
+  for (const [n, of] of byWave) {
+    if (isInt(cap) && of.length > cap) problems.push(`cells: wave ${n} holds ${of.length} cells, over waves.maxCellsPerWave (${cap}); split it`);
+  }
+  const firstWave = new Map<string, number>();
+  for (const c of cells) firstWave.set(c.region, Math.min(firstWave.get(c.region) ?? Infinity, c.wave!));
+  for (const [region, n] of firstWave) {
+    if (n !== 1 && byWave.get(n)!.length > 1) {
+      problems.push(
+        `cells: wave ${n} is ${region}'s first and holds ${byWave.get(n)!.length} cells; a region's first wave is one cell alone (or the canary), so a bad change reaches one of its cells first`,
+      );
     }
   }
   return problems;
@@ -699,10 +747,11 @@ function resolveLanes(input: FleetInput, options: FleetProblemOptions, problems:
     );
     return undefined;
   }
-  const resources = laneStackResources(settings.count, config.hostedZone ? shards.length : 0);
+  const autoshift = input.router?.zonalAutoshift ?? false;
+  const resources = laneStackResources(settings.count, config.hostedZone ? shards.length : 0, autoshift);
   const limit = LIMITS.resources.value;
   if (resources > limit) {
-    const most = Array.from({ length: settings.count }, (_, i) => settings.count - i).find((n) => laneStackResources(n, 0) <= limit) ?? 2;
+    const most = Array.from({ length: settings.count }, (_, i) => settings.count - i).find((n) => laneStackResources(n, 0, autoshift) <= limit) ?? 2;
     problems.push(
       `router.lanes: lanes 2-${settings.count}${config.hostedZone ? ` and ${shards.length} shard names` : ''} would be ${resources} resources in each region's second router group stack, over CloudFormation's ${limit}; ` +
         (config.hostedZone ? 'drop hostedZone (clients use `cellctl lanes where`), lower count or raise maxOverlap' : `use at most ${most} lanes`),
@@ -734,6 +783,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     availabilityZones: input.regions[cell.region].availabilityZones,
     ...(cell.certificateArn ? { certificateArn: cell.certificateArn } : {}),
     ...(cell.endpointGeneration ? { endpointGeneration: cell.endpointGeneration } : {}),
+    ...(cell.wave !== undefined ? { wave: cell.wave } : {}),
   }));
   return {
     app: input.app,
@@ -764,9 +814,11 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       queueTimeoutMs: input.router?.queueTimeoutMs ?? 1000,
       tenantMaxConn: input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200),
       maxBodyBytes: input.router?.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-      tenantMaxConnPerClient:
-        input.router?.tenantMaxConnPerClient ??
-        tenantMaxConnPerClientOf(input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200)),
+      fullTaskLeaves: input.router?.fullTaskLeaves ?? true,
+      zonalAutoshift: input.router?.zonalAutoshift ?? false,
+      clientMaxConnPerCell:
+        input.router?.clientMaxConnPerCell ??
+        clientMaxConnPerCellOf(input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200)),
     },
     quotas: { interfaceEndpointsPerVpc: input.quotas?.interfaceEndpointsPerVpc ?? LIMITS.interfaceEndpointsPerVpc.value },
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },

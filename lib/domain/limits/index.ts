@@ -1,3 +1,4 @@
 export * from './quotas';
 export * from './render';
 export * from './templates';
+export * from './read';

@@ -21,6 +21,30 @@ export interface InitialCell {
   readonly endpoint: string;
   readonly state: MappingCellState;
   readonly canary?: boolean;
+  /** Its share of the buckets against the others' (the shape's tested requestsPerSecond). @default 1: an even share */
+  readonly weight?: number;
+}
+
+/**
+ * `total` split in proportion to `weights` (largest remainder, each part at least 1), in order:
+ * the same weights always give the same parts.
+ */
+export function proportionalParts(total: number, weights: readonly number[]): number[] {
+  if (weights.length === 0 || total < weights.length)
+    throw new MappingChangeError(`${total} cannot be split into ${weights.length} parts of at least 1`);
+  const sum = weights.reduce((a, b) => a + b, 0);
+  const exact = weights.map((w) => (total * w) / sum);
+  const parts = exact.map((x) => Math.max(1, Math.floor(x)));
+  let left = total - parts.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => ({ i, rest: x - Math.floor(x) })).sort((a, b) => b.rest - a.rest || a.i - b.i);
+  for (let k = 0; left > 0; k = (k + 1) % order.length, left--) parts[order[k].i] += 1;
+  for (let k = order.length - 1; left < 0; k = (k - 1 + order.length) % order.length) {
+    if (parts[order[k].i] > 1) {
+      parts[order[k].i] -= 1;
+      left++;
+    }
+  }
+  return parts;
 }
 
 /** Prefix the canary cell is given by `initialMapping`: internal tenants test every change first. */
@@ -51,11 +75,13 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
   const regular = cells.filter((c) => !c.canary && c.state === 'active');
   if (regular.length === 0) throw new MappingChangeError('no active non-canary cell to hold the buckets');
   if (regular.length > bucketCount) throw new MappingChangeError(`${regular.length} cells but only ${bucketCount} buckets`);
-  const base = Math.floor(bucketCount / regular.length);
-  const extra = bucketCount % regular.length;
+  const weights = regular.map((c) => c.weight ?? 1);
+  if (weights.some((w) => !(w > 0) || !Number.isFinite(w))) throw new MappingChangeError('every cell weight must be a positive number');
+  // By weight: a cell whose shape was tested at a quarter of another's takes a quarter of its buckets.
+  const sizes = proportionalParts(bucketCount, weights);
   let from = 0;
   const buckets = regular.map((cell, i) => {
-    const size = base + (i < extra ? 1 : 0);
+    const size = sizes[i];
     const range = { from, to: from + size - 1, cell: cell.id };
     from += size;
     return range;
@@ -97,14 +123,16 @@ export function adoptionMapping(holder: InitialCell, cells: readonly InitialCell
 }
 
 /**
- * Adds a cell. An `active` cell receives ⌊B/(n+1)⌋ or ⌈B/(n+1)⌉ buckets (n = cells holding buckets),
- * taken one at a time from whichever cell holds the most, from the top of its ranges: no bucket moves
- * anywhere except into the new cell. A `quarantine` cell is added without buckets.
+ * Adds a cell. An `active` cell receives ⌊B/(n+1)⌋ buckets (n = cells holding buckets), or with
+ * `weights` for it and every holder (their shapes' tested rates) its weight's share of B, taken one
+ * at a time from whichever cell holds the most (for its weight), from the top of its ranges: no
+ * bucket moves anywhere except into the new cell. A `quarantine` cell is added without buckets.
  */
 export function addCell(
   doc: MappingDocument,
   cell: { id: string; endpoint: string; state?: 'active' | 'quarantine' },
   options: ChangeOptions,
+  weights?: ReadonlyMap<string, number>,
 ): MappingDocument {
   if (doc.cells[cell.id]) throw new MappingChangeError(`cell \`${cell.id}\` is already in the mapping (state ${doc.cells[cell.id].state})`);
   if (!CELL_ID_PATTERN.test(cell.id)) throw new MappingChangeError(`cell id \`${cell.id}\` must match ${CELL_ID_PATTERN.source}`);
@@ -114,12 +142,19 @@ export function addCell(
 
   const donors = holders(doc);
   const counts = bucketCounts(doc);
-  const quota = Math.floor(doc.bucketCount / (donors.length + 1));
+  // By weight when every holder and the new cell have one (their shapes' tested rates), else even:
+  // the new cell's share of the weights, taken from whichever cell holds the most for its weight.
+  const weighted = weights !== undefined && [...donors, cell.id].every((id) => (weights.get(id) ?? 0) > 0);
+  const w = (id: string) => (weighted ? weights!.get(id)! : 1);
+  const total = donors.reduce((n, id) => n + w(id), 0) + w(cell.id);
+  const quota = weighted
+    ? Math.min(doc.bucketCount - donors.length, Math.max(1, Math.round((doc.bucketCount * w(cell.id)) / total)))
+    : Math.floor(doc.bucketCount / (donors.length + 1));
   const give = new Map(donors.map((id) => [id, 0]));
   for (let taken = 0; taken < quota; taken++) {
     let richest = donors[0];
     for (const id of donors) {
-      if (counts.get(id)! - give.get(id)! > counts.get(richest)! - give.get(richest)!) richest = id;
+      if ((counts.get(id)! - give.get(id)!) / w(id) > (counts.get(richest)! - give.get(richest)!) / w(richest)) richest = id;
     }
     give.set(richest, give.get(richest)! + 1);
   }

@@ -158,6 +158,8 @@ export const routerParameters = {
   /** The router tasks' private subnets, comma-separated, one per zone in the fleet's zone order. */
   taskSubnetIds: (app: string) => `/${app}/router/task-subnet-ids`,
   taskSecurityGroupId: (app: string) => `/${app}/router/task-security-group-id`,
+  /** The cell endpoints' subnets by AZ ID, JSON (the agent's ZONE_NETWORKS). */
+  zoneNetworks: (app: string) => `/${app}/router/zone-networks`,
   targetGroupArn: (app: string, group: string) => `/${app}/router/groups/${group}/target-group-arn`,
   /** With lanes: the router VPC, its public subnets (the lane NLBs'), the NLB security group and access-log bucket. */
   vpcId: (app: string) => `/${app}/router/vpc-id`,
@@ -168,6 +170,9 @@ export const routerParameters = {
   lanes: (app: string) => `/${app}/router/lanes`,
   laneDnsName: (app: string, lane: number) => `/${app}/router/lanes/${lane}/dns-name`,
   laneHostedZoneId: (app: string, lane: number) => `/${app}/router/lanes/${lane}/hosted-zone-id`,
+  /** The router's NLBs, which `cellctl zone drain` shifts: the entry's (without lanes) or each lane's. */
+  loadBalancerArn: (app: string) => `/${app}/router/load-balancer-arn`,
+  laneLoadBalancerArn: (app: string, lane: number) => `/${app}/router/lanes/${lane}/load-balancer-arn`,
 } as const;
 
 /** A shard's name in the fleet's lanes zone: `shard-1-4.<region>.<zone>` (aliases to the shard's lane NLBs). */

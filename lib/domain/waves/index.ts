@@ -1,2 +1,3 @@
 export * from './plan';
 export * from './bake-segments';
+export * from './deployed';

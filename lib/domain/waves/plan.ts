@@ -73,6 +73,7 @@ export class WavePlanError extends Error {
  * waves beyond `singleCellWaves` when regions need them; cells keep config order otherwise, so a
  * cell appended to the config lands in the last wave. Router stacks get their own waves, one region
  * at a time, after the cells: a router stack links every cell, so the cells must exist first.
+ * Waves declared on the cells (`wave: N` on every cell) replace the cut: they are the waves.
  */
 export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
   const policy = fleet.waves;
@@ -116,18 +117,29 @@ export function planWaves(fleet: Pick<Fleet, 'cells' | 'waves'>): WavePlan {
       cumulativeShare: exposed / total,
     });
   };
-  push(
-    'canary',
-    canaries.map((c) => c.id),
-  );
-  for (const cell of singles) push('single', [cell.id]);
-  let size = 1;
-  for (let next = 0; next < grouped.length; next += size) {
-    size = Math.min(cap, Math.max(size + 1, Math.ceil(size * policy.growthFactor)));
+  if (fleet.cells.every((c) => c.wave !== undefined)) {
+    // Declared on the cells (validated: wave 1 the canaries, no gap, within the cap): exactly those,
+    // each in config order; a wave of one cell bakes as a single, a larger one as a group.
+    const numbers = [...new Set(fleet.cells.map((c) => c.wave!))].sort((a, b) => a - b);
+    for (const n of numbers) {
+      const cells = fleet.cells.filter((c) => c.wave === n).map((c) => c.id);
+      if (cells.length > cap) throw new WavePlanError(`wave ${n} holds ${cells.length} cells; a stage holds at most ${cap} with this bake`);
+      push(n === 1 ? 'canary' : cells.length === 1 ? 'single' : 'group', cells);
+    }
+  } else {
     push(
-      'group',
-      grouped.slice(next, next + size).map((c) => c.id),
+      'canary',
+      canaries.map((c) => c.id),
     );
+    for (const cell of singles) push('single', [cell.id]);
+    let size = 1;
+    for (let next = 0; next < grouped.length; next += size) {
+      size = Math.min(cap, Math.max(size + 1, Math.ceil(size * policy.growthFactor)));
+      push(
+        'group',
+        grouped.slice(next, next + size).map((c) => c.id),
+      );
+    }
   }
 
   const regions = [...new Set(fleet.cells.map((c) => c.region))];

@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'child_process';
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
@@ -8,6 +9,7 @@ import { DEFAULT_PARTITION_KEY } from '../../domain/fleet/defaults';
 import { PartitionKeySource } from '../../domain/fleet/types';
 import { adoptionMapping, bucketCounts, initialMapping, lookup, parseMapping, validateMapping } from '../../domain/mapping';
 import { extendShards, LaneSettings, laneSettingsProblems, Shard } from '../../domain/lanes';
+import { initialZones } from '../../domain/zones';
 import { LocalRouter, startLocalRouter } from '../../runtime/router/local';
 import { RuntimeApi } from '../../runtime/router/runtime-api';
 import { BaseImages, containerEnv, missingContainerTools, podman, podmanArgs } from '../../runtime/images/podman';
@@ -20,6 +22,25 @@ export const LOCAL_DATABASE = 'cell';
 export const FLEET_FILE = 'fleet.json';
 /** The running fleet's control socket in its state directory (`cellctl fleet add-cell` talks to it). */
 export const CONTROL_SOCKET = 'control.sock';
+/** What a local fleet's state directory holds: it is emptied (with --fresh) only when it holds nothing else. */
+const STATE_DIR_ENTRIES = new Set([
+  'fleet.json',
+  'mapping.json',
+  'cells',
+  'router',
+  'logs',
+  'moves',
+  'zones.json',
+  'control.sock',
+  'fleet-read.token',
+  'images',
+  'router-image',
+  'handoff',
+  'handoffs',
+  'plans',
+]);
+/** The bearer token of the local router's fleet-wide read, in its state directory. */
+export const FLEET_READ_TOKEN_FILE = 'fleet-read.token';
 
 /** `fleet.json` (contract 4): what `cellctl move … --local` and scripts read to find the running fleet. */
 export interface FleetFile {
@@ -42,6 +63,19 @@ export interface FleetFile {
   readonly cellZero?: string;
   /** With lanes (`--lanes N --per-tenant K`): each lane's router and the default shards over them. `routerUrl` is lane 1's. */
   readonly lanes?: FleetFileLanes;
+  /** With zones (`--zones N`, N > 1): the zone ids, each one's loopback network, and the zones document the router follows (`cellctl zone … --local`). */
+  readonly zones?: FleetFileZones;
+  /** The router's fleet-wide read listener (`cellctl fleet get`) and the file holding its bearer token (mode 0600). Not with --images. */
+  readonly fleetRead?: { readonly url: string; readonly tokenFile: string };
+}
+
+/** The local fleet's zones: each cell's workload runs once per zone, on an address in the zone's network. */
+export interface FleetFileZones {
+  readonly region: typeof LOCAL_REGION;
+  readonly ids: readonly string[];
+  /** Zone id → its loopback network (the stand-in for the router VPC's subnet in that zone). */
+  readonly networks: Readonly<Record<string, string>>;
+  readonly file: string;
 }
 
 /** The local fleet's shuffle-sharded lanes: one router each, on its own port, over the same cells. */
@@ -55,6 +89,8 @@ export interface FleetFileCell {
   readonly workloadUrl: string;
   readonly workloadPort: number;
   readonly workloadPid?: number;
+  /** With zones: the cell's workload in each zone (`workloadUrl` is the first zone's, and what the mapping names). */
+  readonly zones?: readonly { readonly zone: string; readonly url: string; readonly pid?: number }[];
   readonly database: {
     readonly host: string;
     readonly port: number;
@@ -87,6 +123,8 @@ export interface LocalFleetOptions {
   readonly restartDelayMs?: number;
   /** Progress lines (the per-process logs go to files in the state directory). */
   readonly log?: (line: string) => void;
+  /** Each step of the start as it begins, with its count where there is one (a terminal's progress line). */
+  readonly onStep?: (text: string, count?: { readonly done: number; readonly total: number }) => void;
   /** Router backend slots. @default max(16, cells + 1) */
   readonly slots?: number;
   /** Per-cell connection cap in the router. @default 100 */
@@ -111,7 +149,23 @@ export interface LocalFleetOptions {
    * @default - one router
    */
   readonly lanes?: LaneSettings;
+  /**
+   * Run each cell's workload in `zones` zones (1–3), each process on an address of its zone's
+   * loopback network (127.0.101.0/24, …) on the cell's port and on the cell's database, and the
+   * router with one server per zone, weighted by the zones document `zones.json` in the state
+   * directory (`cellctl zone drain --local`). Linux only (loopback answers on all of 127.0.0.0/8);
+   * from source only. @default 1
+   */
+  readonly zones?: number;
 }
+
+/** The region name of the local fleet's zones document. */
+export const LOCAL_REGION = 'local';
+/** The local fleet's zone ids: AZ IDs of a made-up region `lcl1`. */
+export const localZoneIds = (count: number) => Array.from({ length: count }, (_, z) => `lcl1-az${z + 1}`);
+/** Cell number `n`'s address in zone `z` (0-based): zone z's network is 127.0.(101+z).0/24. */
+export const localZoneAddress = (z: number, n: number) => `127.0.${101 + z}.${n}`;
+const localZoneNetwork = (z: number) => `127.0.${101 + z}.0/24`;
 
 /** One lane of a local fleet with lanes: its router, which a test may stop and start again. */
 export interface LocalLane {
@@ -138,6 +192,8 @@ export interface LocalCell {
   startWorkload(): Promise<void>;
   /** Times the supervisor restarted this workload after it died on its own. */
   readonly restarts: number;
+  /** With zones: the cell's workload in each zone. */
+  readonly zones: readonly { readonly zone: string; readonly url: string; readonly pid: number | undefined }[];
   /**
    * Runs this cell's workload and database at CPU priority `nice` (19: the lowest), now and after
    * every restart of either. On one machine that is the nearest thing to the cell's own compute:
@@ -163,6 +219,8 @@ export interface LocalFleet {
   readonly lanes: readonly LocalLane[];
   /** With `lanes`: the default shards. */
   readonly shards: readonly Shard[];
+  /** With `zones` > 1: the zones (fleet.json's `zones`). */
+  readonly zones: FleetFileZones | undefined;
   cell(id: string): LocalCell;
   /**
    * Starts one more cell (its own PostgreSQL and workload, `cell-<n+1>`) in the running fleet and
@@ -232,6 +290,13 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     if (problems.length > 0) throw new Error(problems.join('; '));
     if (o.images) throw new Error('lanes: the local fleet runs lanes from source; drop --images or --lanes');
   }
+  const zoneCount = o.zones ?? 1;
+  if (!Number.isInteger(zoneCount) || zoneCount < 1 || zoneCount > 3) throw new Error(`zones ${zoneCount}: give 1 to 3`);
+  if (zoneCount > 1 && o.images) throw new Error('zones: the local fleet runs zones from source; drop --images or give --zones 1');
+  if (zoneCount > 1 && process.platform !== 'linux')
+    throw new Error(
+      `zones: each zone is a loopback network (127.0.101.0/24, …), which only Linux answers on without aliases; give --zones 1 on ${process.platform}`,
+    );
   if (o.port !== 0) await assertPortFree(o.port, '--port');
   // Before anything starts: a workload that is not there fails here in one line, not in a restart loop.
   const workload = o.images ? undefined : localWorkloadCommand();
@@ -261,8 +326,24 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     previous !== undefined &&
     previous.cells.length === count + (zeroId ? 1 : 0) &&
     previous.cellZero === zeroId &&
-    (previous.lanes?.count ?? 0) === (o.lanes?.count ?? 0);
+    (previous.lanes?.count ?? 0) === (o.lanes?.count ?? 0) &&
+    (previous.zones?.ids.length ?? 1) === zoneCount;
   if (!reuse && fs.existsSync(stateDir)) {
+    const foreign = fs.readdirSync(stateDir).filter((name) => !STATE_DIR_ENTRIES.has(name) && !/^(add|drain)-.*\.json$/.test(name));
+    // Never empty a directory that is not a fleet's: `--state-dir .` in a checkout would be the checkout.
+    if (foreign.length > 0) {
+      throw new Error(
+        `${stateDir} is not a local fleet's state directory (it holds ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}): give a new or empty --state-dir`,
+      );
+    }
+    // A fleet's data is not thrown away for a different start: the operator says so with --fresh.
+    if (previous && !o.fresh) {
+      const was = `${previous.cells.length - (previous.cellZero ? 1 : 0)} cells${previous.cellZero ? ` and cell zero ${previous.cellZero}` : ''}${previous.lanes ? `, ${previous.lanes.count} lanes` : ''}${previous.zones ? `, ${previous.zones.ids.length} zones` : ''}`;
+      const asked = `${count} cells${zeroId ? ` and cell zero ${zeroId}` : ''}${o.lanes ? `, ${o.lanes.count} lanes` : ''}${zoneCount > 1 ? `, ${zoneCount} zones` : ''}`;
+      throw new Error(
+        `${stateDir} holds a fleet of ${was}, with its databases and mapping; starting ${asked} would replace it: add --fresh to start over (its data is deleted), start it as it was (leave out the options), or give another --state-dir`,
+      );
+    }
     if (previous || fs.readdirSync(stateDir).length > 0) log(`recreating ${stateDir}${previous ? ` (it held ${previous.cells.length} cells)` : ''}`);
     fs.rmSync(stateDir, { recursive: true, force: true });
   }
@@ -270,6 +351,16 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
   fs.chmodSync(stateDir, 0o755);
   const mappingFile = path.join(stateDir, 'mapping.json');
   const fleetFile = path.join(stateDir, FLEET_FILE);
+  const zoneIds = localZoneIds(zoneCount);
+  const zones: FleetFileZones | undefined =
+    zoneCount > 1
+      ? {
+          region: LOCAL_REGION,
+          ids: zoneIds,
+          networks: Object.fromEntries(zoneIds.map((id, z) => [id, localZoneNetwork(z)])),
+          file: path.join(stateDir, 'zones.json'),
+        }
+      : undefined;
 
   const started: { stop: () => Promise<void> }[] = [];
   let fleetFileWritten = false;
@@ -319,23 +410,33 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     };
     started.push(stopDatabase);
     const workloadPort = before?.workloadPort ?? (await freePort());
-    const cell = superviseWorkload({
-      id,
-      port: workloadPort,
-      database,
-      partitionKey,
-      bucketCount,
-      healthCheckPath,
-      testFaults: o.testFaults ?? false,
-      restartDelayMs: o.restartDelayMs ?? 500,
-      logFile: path.join(stateDir, 'logs', `${id}.log`),
-      log,
-      image: images ? { tag: images.workload, name: `${containerPrefix(stateDir)}-${id}`, flags: fleetContainerFlags(stateDir) } : undefined,
-      workload: workload ?? [],
-      onSpawn: () => {
-        if (fleetFileWritten) writeFleetFile();
-      },
-    });
+    // With zones: cell number n (its place in the fleet, kept in its URL) answers on 127.0.(101+z).n in zone z.
+    const n = Number(/^http:\/\/127\.0\.101\.(\d+):/.exec(before?.workloadUrl ?? '')?.[1]) || cells.length + 1;
+    const supervise = (zone: number) =>
+      superviseWorkload({
+        id,
+        ...(zones ? { host: localZoneAddress(zone, n), zone: zoneIds[zone] } : {}),
+        port: workloadPort,
+        database,
+        partitionKey,
+        bucketCount,
+        healthCheckPath,
+        testFaults: o.testFaults ?? false,
+        restartDelayMs: o.restartDelayMs ?? 500,
+        logFile: path.join(stateDir, 'logs', zones && zone > 0 ? `${id}-${zoneIds[zone]}.log` : `${id}.log`),
+        log,
+        image: images ? { tag: images.workload, name: `${containerPrefix(stateDir)}-${id}`, flags: fleetContainerFlags(stateDir) } : undefined,
+        workload: workload ?? [],
+        onSpawn: () => {
+          if (fleetFileWritten) writeFleetFile();
+        },
+      });
+    const cell = zones
+      ? zonalCell(
+          Array.from({ length: zoneCount }, (_, z) => supervise(z)),
+          zoneIds,
+        )
+      : supervise(0);
     const stopWorkload = { stop: () => cell.stop() };
     started.push(stopWorkload);
     cells.push(cell);
@@ -356,7 +457,11 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
     // Reused: the cells fleet.json names (with any added to the running fleet); else cell-1 … cell-N.
     // Cell zero (when there is one) first: the existing service.
     const ids = reuse ? previous!.cells.map((c) => c.id) : [...(zeroId ? [zeroId] : []), ...Array.from({ length: count }, (_, i) => `cell-${i + 1}`)];
-    for (const [i, id] of ids.entries()) await startCell(id, reuse ? previous!.cells[i] : undefined);
+    for (const [i, id] of ids.entries()) {
+      o.onStep?.(`starting ${id}'s PostgreSQL`, { done: i, total: ids.length });
+      await startCell(id, reuse ? previous!.cells[i] : undefined);
+    }
+    o.onStep?.(`starting ${ids.length} workloads and waiting for them to be healthy`);
     await Promise.all(cells.map((c) => c.startWorkload()));
     const zero = zeroId ? cells.find((c) => c.id === zeroId) : undefined;
     if (zero && !reuse) {
@@ -383,11 +488,22 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       writeFileAtomic(mappingFile, `${JSON.stringify(doc, null, 2)}\n`);
     }
 
+    // Every zone at its full share until `cellctl zone drain --local` writes another (kept on a reuse).
+    if (zones && !fs.existsSync(zones.file)) writeFileAtomic(zones.file, `${JSON.stringify(initialZones(LOCAL_REGION, zoneIds), null, 2)}\n`);
     const routerPort = o.port === 0 ? (reuse ? previous!.routerPort : await freePort()) : o.port;
     const routerDir = path.join(stateDir, 'router');
     fs.mkdirSync(routerDir, { recursive: true });
     let router: LocalRouter | undefined;
     /** Starts the router (from source) of lane `lane` (0: the one router of a fleet without lanes) on `port`. */
+    // The fleet-wide read listens beside the first router, on a port of its own, with a fresh token.
+    const fleetRead = images
+      ? undefined
+      : { port: await freePort(), token: crypto.randomBytes(24).toString('hex'), tokenFile: path.join(stateDir, FLEET_READ_TOKEN_FILE) };
+    if (fleetRead) {
+      fs.rmSync(fleetRead.tokenFile, { force: true });
+      fs.writeFileSync(fleetRead.tokenFile, `${fleetRead.token}\n`, { mode: 0o600 });
+    }
+    o.onStep?.(images ? 'starting the router from its images' : `starting the router${o.lanes ? ` (${o.lanes.count} lanes)` : ''}`);
     const startSourceRouter = async (lane: number, port: number): Promise<{ router: LocalRouter; stop: () => Promise<void> }> => {
       const name = lane === 0 ? 'router' : `router-lane-${lane}`;
       const dir = lane === 0 ? routerDir : path.join(routerDir, `lane-${lane}`);
@@ -405,6 +521,20 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         log: (line) => routerLog.write(`${line}\n`),
         stateDir: dir,
         metricsAcrossGroups: lane > 0,
+        ...(fleetRead && lane <= 1 ? { fleetRead: { port: fleetRead.port, token: fleetRead.token } } : {}),
+        zones: 3,
+        ...(zones
+          ? {
+              // An interface endpoint's regional name answers with its address in every zone: the
+              // first zone's address (the mapping's endpoint) stands for the cell's three.
+              zoneNetworks: Object.fromEntries(zoneIds.map((id) => [id, [zones.networks[id]]])),
+              zonesFile: zones.file,
+              resolve: async (host: string) => {
+                const n = /^127\.0\.101\.(\d+)$/.exec(host)?.[1];
+                return n ? zoneIds.map((_, z) => localZoneAddress(z, Number(n))) : [host];
+              },
+            }
+          : {}),
       });
       return {
         router: running,
@@ -496,6 +626,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       }
       return true;
     }
+    o.onStep?.('waiting for the router to reach every cell');
     for (const url of lanes.length > 0 ? lanes.map((l) => l.url) : [routerUrl])
       await waitUntil(`the router${lanes.length > 0 ? ` at ${url}` : ''} to reach every cell`, () => servesEveryCell(url), 30_000);
 
@@ -513,6 +644,8 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
         ...(control ? { controlSocket: control.socket } : {}),
         ...(images ? { images } : {}),
         ...(zeroId ? { cellZero: zeroId } : {}),
+        ...(zones ? { zones } : {}),
+        ...(fleetRead ? { fleetRead: { url: `http://127.0.0.1:${fleetRead.port}`, tokenFile: fleetRead.tokenFile } } : {}),
         ...(o.lanes
           ? {
               lanes: {
@@ -532,6 +665,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
           workloadUrl: c.workloadUrl,
           workloadPort: c.workloadPort,
           workloadPid: c.workloadPid,
+          ...(zones ? { zones: c.zones.map((z) => ({ zone: z.zone, url: z.url, ...(z.pid ? { pid: z.pid } : {}) })) } : {}),
           database: {
             host: c.database.host,
             port: c.database.port,
@@ -584,6 +718,7 @@ export async function startLocalFleet(o: LocalFleetOptions): Promise<LocalFleet>
       router,
       images,
       cellZero: zero,
+      zones,
       lanes,
       shards,
       cell: (id) => {
@@ -741,6 +876,10 @@ async function reapOrphans(previous: FleetFile, stateDir: string, log: (line: st
 
 interface SupervisedOptions {
   readonly id: string;
+  /** The address it listens on. @default 127.0.0.1 */
+  readonly host?: string;
+  /** The zone it serves from (ZONE_ID: `x-zone` on its responses). */
+  readonly zone?: string;
   readonly port: number;
   readonly database: PostgresServer;
   readonly partitionKey: PartitionKeySource;
@@ -775,7 +914,7 @@ export function localWorkloadCommand(root: string = REPO_ROOT): string[] {
 
 /** A workload process that is restarted when it dies on its own (a crash), not when it was told to stop. */
 function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<void> } {
-  const url = `http://127.0.0.1:${o.port}`;
+  const url = `http://${o.host ?? '127.0.0.1'}:${o.port}`;
   const out = fs.openSync(o.logFile, 'a');
   let child: ChildProcess | undefined;
   let wanted = false;
@@ -787,7 +926,8 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
   const spawnOnce = () => {
     const env: Record<string, string | undefined> = {
       CELL_ID: o.id,
-      HOST: '127.0.0.1',
+      HOST: o.host ?? '127.0.0.1',
+      ...(o.zone ? { ZONE_ID: o.zone } : {}),
       PORT: String(o.port),
       HEALTH_CHECK_PATH: o.healthCheckPath,
       PARTITION_KEY: JSON.stringify(o.partitionKey),
@@ -870,6 +1010,9 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
     get restarts() {
       return restarts;
     },
+    get zones() {
+      return o.zone ? [{ zone: o.zone, url, pid: child?.pid }] : [];
+    },
     setPriority: (value) => {
       nice = value;
       if (child?.pid !== undefined) setTreePriority(child.pid, value);
@@ -895,6 +1038,36 @@ function superviseWorkload(o: SupervisedOptions): LocalCell & { stop(): Promise<
       restartTimer = undefined;
       await kill('SIGTERM');
       fs.closeSync(out);
+    },
+  };
+}
+
+/** A cell whose workload runs in several zones: one supervised process per zone, on the same database; the first zone's stands for the cell. */
+function zonalCell(processes: readonly (LocalCell & { stop(): Promise<void> })[], ids: readonly string[]): LocalCell & { stop(): Promise<void> } {
+  const [first] = processes;
+  return {
+    id: first.id,
+    workloadPort: first.workloadPort,
+    workloadUrl: first.workloadUrl,
+    database: first.database,
+    get workloadPid() {
+      return first.workloadPid;
+    },
+    get restarts() {
+      return processes.reduce((n, p) => n + p.restarts, 0);
+    },
+    get zones() {
+      return processes.map((p, z) => ({ zone: ids[z], url: p.workloadUrl, pid: p.workloadPid }));
+    },
+    setPriority: (value) => processes.forEach((p) => p.setPriority(value)),
+    killWorkload: async (options) => {
+      await Promise.all(processes.map((p) => p.killWorkload(options)));
+    },
+    startWorkload: async () => {
+      await Promise.all(processes.map((p) => p.startWorkload()));
+    },
+    stop: async () => {
+      await Promise.all(processes.map((p) => p.stop()));
     },
   };
 }

@@ -9,6 +9,7 @@ import { BUCKET_COUNT_ENV, MAP_FILES, ROUTER_ADDRESSES_ENV, SERVER_STATE_FILE, s
 import { RuntimeApi } from './runtime-api';
 import { MappingSource } from './sources';
 import { readTenantRates, tenantMetricLines } from './tenant-rates';
+import { ZoneWeightsFollower } from './zones';
 
 export interface AgentOptions {
   readonly api: RuntimeApi;
@@ -44,7 +45,9 @@ export interface AgentOptions {
    * Told the version HAProxy has in force after every tick (S3ServedReporter: `served/<group>/<task>.json`,
    * what a move waits on). Not awaited by the tick: a slow write never delays routing.
    */
-  readonly served?: { update(version: number | undefined): Promise<void> };
+  readonly served?: { update(version: number | undefined, zonesVersion?: number): Promise<void> };
+  /** The region's zones document, followed on every tick after the mapping (its weights on the zonal servers). @default - no zone weights */
+  readonly zones?: ZoneWeightsFollower;
 }
 
 /** The hint for a document naming an endpoint that does not resolve, on a router task in AWS. */
@@ -135,6 +138,7 @@ export class MappingAgent {
 
   /** Loads the persisted last-known-good (if any) so a restarted agent serves it at once. */
   public loadLastKnownGood(): void {
+    this.o.zones?.loadLastKnownGood();
     const file = path.join(this.o.stateDir, LKG_FILE);
     if (!fs.existsSync(file)) return;
     const parsed = parseMapping(fs.readFileSync(file, 'utf8'));
@@ -341,8 +345,15 @@ export class MappingAgent {
       this.appliedPid = undefined;
       this.o.source.reset();
     } finally {
+      if (this.o.zones) {
+        try {
+          await this.o.zones.tick(this.lkg);
+        } catch (error) {
+          this.log('zones-apply-error', { error: (error as Error).message, keptVersion: this.o.zones.version });
+        }
+      }
       this.busy = false;
-      if (this.o.served) this.reporting = this.o.served.update(this.inForce);
+      if (this.o.served) this.reporting = this.o.served.update(this.inForce, this.o.zones?.version);
     }
   }
 
@@ -471,6 +482,13 @@ export class MappingAgent {
     } catch {
       return [];
     }
+  }
+
+  /** The active cells of the mapping in force (none before one is): what a fleet-wide read asks. */
+  public activeCells(): { id: string; endpoint: string }[] {
+    return Object.entries(this.lkg?.cells ?? {})
+      .filter(([, c]) => c.state === 'active')
+      .map(([id, c]) => ({ id, endpoint: c.endpoint }));
   }
 
   /** `/ready`: 200 while a mapping is in force in HAProxy, 503 otherwise; `/healthz`: the process is alive. */

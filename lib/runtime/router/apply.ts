@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'dns/promises';
 import { isIPv4 } from 'net';
 import { MappingDocument } from '../../domain/mapping';
+import { FULL_WEIGHT, weightOf, ZonesDocument } from '../../domain/zones';
 import { bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
 import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
 import { RuntimeApi } from './runtime-api';
@@ -105,6 +106,13 @@ export interface ApplyOptions {
   readonly resolve?: (host: string) => Promise<string[]>;
   /** Networks of this router task's own zone (its subnet): addresses there are tried first. */
   readonly localNetworks?: readonly string[];
+  /**
+   * The router VPC's subnets by AZ ID, in the fleet's zone order: server z<i> of every cell is its
+   * endpoint's address in the i-th zone (an interface endpoint has one network interface, so one
+   * address, in each subnet it is placed in), and takes that zone's weight from the zones document.
+   * Addresses in no listed subnet take the servers left, at full weight. @default - servers by address, no zone weights
+   */
+  readonly zoneNetworks?: Readonly<Record<string, readonly string[]>>;
   /** Allow loopback and link-local cell addresses (cellctl router local and tests only). @default false */
   readonly allowLoopback?: boolean;
   /**
@@ -117,13 +125,20 @@ export interface ApplyOptions {
   readonly healthWaitMs?: number;
 }
 
+/** Where one cell's servers point. */
+export interface Target {
+  readonly addresses: readonly (string | undefined)[];
+  readonly port: number;
+  readonly tls: boolean;
+}
+
 /** Everything an apply needs, worked out before HAProxy is touched. */
 export interface ApplyPlan {
   readonly doc: MappingDocument;
   readonly before: ReadonlyMap<string, number>;
   readonly slots: ReadonlyMap<string, number>;
-  /** Per cell: the addresses for servers z0, z1, … (own zone first), the port and whether it is TLS. */
-  readonly targets: ReadonlyMap<string, { readonly addresses: readonly string[]; readonly port: number; readonly tls: boolean }>;
+  /** Per cell: the addresses for servers z0, z1, … (by zone, or own zone first; undefined: no address for that server), the port and whether it is TLS. */
+  readonly targets: ReadonlyMap<string, Target>;
 }
 
 async function dnsResolveAll(host: string): Promise<string[]> {
@@ -141,10 +156,24 @@ async function dnsResolveAll(host: string): Promise<string[]> {
  * wrong cell. Returns the slot assignment now in effect.
  */
 export class MappingApplier {
+  /** The zones document whose weights the servers carry (ZoneWeightsFollower sets it). */
+  private zonesDoc?: ZonesDocument;
+
   constructor(
     private readonly api: RuntimeApi,
     private readonly options: ApplyOptions,
   ) {}
+
+  /** The AZ ID of each server z0, z1, … (undefined: a server whose address is in no listed zone). */
+  public get serverZones(): readonly (string | undefined)[] {
+    const listed = Object.keys(this.options.zoneNetworks ?? {});
+    return Array.from({ length: this.zones }, (_, z) => listed[z]);
+  }
+
+  /** The zones document whose weights every server pointed from now on takes (no HAProxy call). */
+  public useZones(doc: ZonesDocument | undefined): void {
+    this.zonesDoc = doc;
+  }
 
   private get zones(): number {
     return this.options.zones ?? 3;
@@ -166,8 +195,12 @@ export class MappingApplier {
     return version === undefined ? undefined : Number(version);
   }
 
-  /** All addresses of a cell's endpoint host, checked and ordered: this task's own zone first. */
-  public async addressesOf(cell: string, host: string): Promise<string[]> {
+  /**
+   * All addresses of a cell's endpoint host, checked, one per server: with `zoneNetworks` the
+   * address in each listed zone at that zone's server (undefined where the endpoint has none) and
+   * the others after; else this task's own zone first.
+   */
+  public async addressesOf(cell: string, host: string): Promise<(string | undefined)[]> {
     const resolve = this.options.resolve ?? dnsResolveAll;
     let found: string[];
     try {
@@ -185,7 +218,23 @@ export class MappingApplier {
         );
     }
     const local = (a: string) => (this.options.localNetworks ?? []).some((n) => inNetwork(a, n));
-    return [...addresses.filter(local), ...addresses.filter((a) => !local(a))].slice(0, this.zones);
+    const ordered = [...addresses.filter(local), ...addresses.filter((a) => !local(a))];
+    const zoneNetworks = this.options.zoneNetworks;
+    if (!zoneNetworks) return ordered.slice(0, this.zones);
+    const servers: (string | undefined)[] = this.serverZones.map((zone) =>
+      zone === undefined ? undefined : ordered.find((a) => zoneNetworks[zone].some((n) => inNetwork(a, n))),
+    );
+    // Addresses in no listed subnet (an endpoint outside the router VPC's endpoint subnets) take the
+    // servers left; they carry no zone's weight (zoneOfAddress).
+    const unzoned = ordered.filter((a) => !servers.includes(a));
+    for (let z = 0; z < servers.length && unzoned.length > 0; z++) if (servers[z] === undefined) servers[z] = unzoned.shift();
+    return servers;
+  }
+
+  /** The listed zone whose subnets hold `address`, if any. */
+  private zoneOfAddress(address: string): string | undefined {
+    const networks = this.options.zoneNetworks ?? {};
+    return Object.keys(networks).find((zone) => networks[zone].some((n) => inNetwork(address, n)));
   }
 
   /** Checks `doc` against this router (slots, endpoints) without changing anything. */
@@ -206,7 +255,7 @@ export class MappingApplier {
       slots.set(cell, next);
       used.add(next);
     }
-    const targets = new Map<string, { addresses: string[]; port: number; tls: boolean }>();
+    const targets = new Map<string, Target>();
     await Promise.all(
       cells.map(async (cell) => {
         const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
@@ -282,13 +331,9 @@ export class MappingApplier {
    * Points the zonal servers of `slot` at `target` (address, port, TLS on or off), enables servers
    * that have an address and puts the others in maintenance. Returns whether a server was enabled.
    */
-  private async pointSlot(
-    slot: number,
-    target: { addresses: readonly string[]; port: number; tls: boolean },
-    stats: Record<string, string>[],
-  ): Promise<boolean> {
+  private async pointSlot(slot: number, target: Target, stats: Record<string, string>[]): Promise<boolean> {
     let enabled = false;
-    const perServer = this.options.cellMaxConn === undefined ? undefined : Math.max(1, Math.ceil(this.options.cellMaxConn / target.addresses.length));
+    const weights = this.weightsOf(target);
     for (let z = 0; z < this.zones; z++) {
       const server = `${slotName(slot)}/${zoneServer(z)}`;
       const row = stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z));
@@ -299,13 +344,80 @@ export class MappingApplier {
       }
       await this.api.expectOk(`set server ${server} addr ${address} port ${target.port}`, /^\s*$|changed from|no need to change/i);
       await this.api.expectOk(`set server ${server} ssl ${target.tls ? 'on' : 'off'}`, /^\s*$|ssl setting updated/i);
-      if (perServer !== undefined && Number(row?.slim) !== perServer) await this.api.expectOk(`set maxconn server ${server} ${perServer}`);
+      await this.setWeight(server, row, weights[z]);
       if (!row || row.status.startsWith('MAINT')) {
         await this.api.expectOk(`set server ${server} state ready`);
         enabled = true;
       }
     }
     return enabled;
+  }
+
+  /**
+   * Each server's weight (its address's zone's, 0–100; an address in no listed zone at 100) and maxconn: the cell's `cellMaxConn` split over the
+   * servers with an address in proportion to their weights, so the servers left serving a drained
+   * zone's share hold the cell's whole limit between them. A drained server keeps an even split's
+   * maxconn (0 would mean no limit), which it does not use: it gets no new request.
+   */
+  private weightsOf(target: Target): { weight: number; maxconn: number | undefined }[] {
+    const zoned = (z: number) => {
+      const address = target.addresses[z];
+      if (address === undefined) return 0;
+      const zone = this.zoneOfAddress(address);
+      return zone === undefined ? FULL_WEIGHT : weightOf(this.zonesDoc, zone);
+    };
+    // A cell reachable only through drained zones keeps them (fail open): a drain never leaves a
+    // cell's tenants without a path, it only moves them off the zone when another zone can take them.
+    const open = Array.from({ length: this.zones }, (_, z) => zoned(z)).every((w) => w === 0);
+    const weight = (z: number) => (open && target.addresses[z] !== undefined ? FULL_WEIGHT : zoned(z));
+    const total = Array.from({ length: this.zones }, (_, z) => weight(z)).reduce((a, b) => a + b, 0);
+    const withAddress = target.addresses.filter((a) => a !== undefined).length;
+    const limit = this.options.cellMaxConn;
+    return Array.from({ length: this.zones }, (_, z) => ({
+      weight: weight(z),
+      maxconn:
+        limit === undefined
+          ? undefined
+          : weight(z) === 0 || total === 0
+            ? Math.max(1, Math.ceil(limit / Math.max(1, withAddress)))
+            : Math.max(1, Math.ceil((limit * weight(z)) / total)),
+    }));
+  }
+
+  private async setWeight(
+    server: string,
+    row: Record<string, string> | undefined,
+    { weight, maxconn }: { weight: number; maxconn: number | undefined },
+  ): Promise<void> {
+    if (maxconn !== undefined && Number(row?.slim) !== maxconn) await this.api.expectOk(`set maxconn server ${server} ${maxconn}`);
+    if (row?.weight === undefined || Number(row.weight) !== weight) await this.api.expectOk(`set server ${server} weight ${weight}`, /^\s*$/);
+  }
+
+  /**
+   * Puts `doc`'s zone weights in force on every server of the cells in force (and on every server
+   * pointed from now on): a zone at 0 gets no new request, requests in flight finish. Returns the
+   * servers whose weight changed.
+   */
+  public async applyZones(doc: ZonesDocument | undefined, mapping: MappingDocument | undefined): Promise<number> {
+    this.zonesDoc = doc;
+    if (!this.options.zoneNetworks || !mapping) return 0;
+    const slots = await this.currentSlots();
+    const stats = await this.api.stats();
+    let changed = 0;
+    for (const [cell, slot] of slots) {
+      if (!mapping.cells[cell]) continue;
+      const addresses = Array.from({ length: this.zones }, (_, z) =>
+        stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z)),
+      ).map((r) => (r && !r.status.startsWith('MAINT') ? r.addr?.replace(/:\d+$/, '') : undefined));
+      const weights = this.weightsOf({ addresses, port: 0, tls: false });
+      for (let z = 0; z < this.zones; z++) {
+        if (addresses[z] === undefined) continue;
+        const row = stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z));
+        if (Number(row?.weight) !== weights[z].weight) changed++;
+        await this.setWeight(`${slotName(slot)}/${zoneServer(z)}`, row, weights[z]);
+      }
+    }
+    return changed;
   }
 
   /**
@@ -320,7 +432,7 @@ export class MappingApplier {
     for (const [cell, slot] of slots) {
       if (!doc.cells[cell]) continue;
       const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
-      let addresses: string[];
+      let addresses: (string | undefined)[];
       try {
         addresses = await this.addressesOf(cell, host);
       } catch {
@@ -329,7 +441,7 @@ export class MappingApplier {
       const current = Array.from({ length: this.zones }, (_, z) => stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z))).map(
         (r) => (r && !r.status.startsWith('MAINT') ? r.addr?.replace(/:\d+$/, '') : undefined),
       );
-      if (addresses.every((a, z) => current[z] === a) && current.filter(Boolean).length === addresses.length) continue;
+      if (current.every((a, z) => addresses[z] === a)) continue;
       await this.pointSlot(slot, { addresses, port, tls }, stats);
       changed.push(cell);
     }

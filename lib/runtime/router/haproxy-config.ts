@@ -18,10 +18,11 @@ export interface HaproxyConfigOptions {
   readonly acceptProxy?: boolean;
   /**
    * Readiness for the load balancer, served by HAProxy itself: 200 while a mapping is in force in this
-   * HAProxy, else 503. It survives an agent restart. It does not follow the connection count: a flood
-   * fills every task alike, and readiness failing on all of them at once would take the whole group
-   * out together (ECS replaces tasks the load balancer finds unhealthy); the per-client limits and
-   * scaling answer load instead.
+   * HAProxy, else 503. It survives an agent restart. A full task (past `fullTask`'s `shed`) reports
+   * 503 too, but only while the agent says it may (`READINESS_MAP`, from its target group's
+   * health: at most half of a group's tasks out at once, see full-readiness.ts): a flood fills every
+   * task alike, and readiness failing on all of them together would take the whole group out (ECS
+   * replaces tasks the load balancer finds unhealthy).
    */
   readonly readyBind?: { readonly address: string; readonly port: number };
   /** Runtime API socket (admin level) the agent drives HAProxy through. */
@@ -42,10 +43,12 @@ export interface HaproxyConfigOptions {
    */
   readonly tenantMaxConn?: number;
   /**
-   * Of `tenantMaxConn`, what one client address may hold (its tenant's key from that address, in
-   * flight): one address cannot spend a tenant's whole share. @default - no per-address part
+   * Requests one client address may have in flight to one cell, whichever keys it sends (at most
+   * `tenantMaxConn`): one address can neither spend a tenant's whole share with that tenant's key nor
+   * take the cell with many keys, each within its tenant's cap. Only with `tenantMaxConn`.
+   * @default - no per-address cap
    */
-  readonly tenantMaxConnPerClient?: number;
+  readonly clientMaxConnPerCell?: number;
   /** How long a request may wait in a saturated cell's queue before it gets 503. @default 1000 */
   readonly queueTimeoutMs?: number;
   /** Health-check path on every cell. */
@@ -144,8 +147,8 @@ export { tenantMaxConnOf } from '../../domain/fleet/defaults';
 export const CLIENT_TIMEOUT_MS = 10_000;
 
 export const KEY_TABLE = 'keys';
-/** The stick table of a tenant's requests in flight per client address (`<key>@<address>`). */
-export const TENANT_CLIENT_TABLE = 'tenant_clients';
+/** The stick table of a client address's requests in flight per cell (`<address>@<slot>`). */
+export const CLIENT_CELL_TABLE = 'client_cells';
 
 /**
  * Seconds over which the keys table counts each tenant's requests (`http_req_rate`): what
@@ -156,6 +159,18 @@ export const TENANT_RATE_PERIOD_SECONDS = 10;
 
 /** The stick table of client addresses: connections, request rate, bad-key rate (gpc0). */
 export const CLIENT_TABLE = 'clients';
+
+/**
+ * The map a full task's readiness reads (`FULL_MAY_LEAVE_KEY`): the Unix time until which this task
+ * may report itself full, set by the agent (FullReadinessGate; 0 while it may not). It ships as 0,
+ * so a restarted HAProxy stays in until the agent says otherwise, and a permission expires by itself
+ * when the agent stops renewing it. A map, not a process variable: HAProxy's `set var` on the
+ * runtime API is experimental.
+ */
+export const READINESS_MAP = 'readiness.map';
+export const FULL_MAY_LEAVE_KEY = 'full-may-leave';
+/** The readiness map as the image ships it: stay in. */
+export const READINESS_MAP_CONTENT = `${FULL_MAY_LEAVE_KEY} 0\n`;
 
 /** Where HAProxy serves readiness to the NLB's health check in a router task. */
 export const READY_PORT = 8081;
@@ -420,8 +435,9 @@ function quote(text: string): string {
  * (`sha2(256),bytes(0,4),hex,hex2i,and(B-1)`), exact → longest prefix → bucket lookups in maps the
  * agent swaps atomically at runtime, and one backend slot per cell with its own maxconn and a
  * bounded queue (503 + Retry-After when it times out). `retries 0` and no redispatch: a request
- * never goes to a second cell. The hot path has no variables, one regex and three map lookups, since
- * every rule costs throughput (`npm run bench:router`).
+ * never goes to a second cell. The hot path has one regex, at most three map lookups and, with the
+ * fairness caps, two variables (the cell's slot and the address's count in it), since every rule
+ * costs throughput (`npm run bench:router`, docs/router.md "What each rule costs").
  *
  * At the edge: HTTP/1.1 only (`proto h1`: cleartext HTTP/2 would multiply requests per connection
  * past the `maxconn` arithmetic); the whole request, body included, must arrive within
@@ -448,6 +464,12 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const badKeys = o.badKeysPer10s ?? 100;
   const perClient = o.maxConnPerClient ?? Math.max(10, Math.floor(maxConn / 20));
   const full = fullTask(maxConn, perClient);
+  if (o.clientMaxConnPerCell !== undefined && o.tenantMaxConn === undefined)
+    throw new Error('clientMaxConnPerCell needs tenantMaxConn: it is a part of the cell a tenant may take');
+  const perCell = o.tenantMaxConn === undefined ? undefined : o.clientMaxConnPerCell;
+  // The queue's priority classes run from -2047 to 2047 (HAProxy clamps the rest): a tenant's and an
+  // address's counts together are scaled to fit.
+  const classScale = perCell === undefined ? 1 : Math.ceil((o.tenantMaxConn! + perCell) / 2047);
   const perClientRate = o.requestsPerClientPer10s ?? 20_000;
   const keyCache = o.keyCacheEntries ?? KEY_CACHE_ENTRIES;
   if (!Number.isInteger(keyCache) || keyCache <= maxConn) {
@@ -537,6 +559,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       '  maxconn 20',
       '  no log',
       `  http-request return status 503 content-type application/json ${json(false, '"reason":"no mapping in force",')} if !{ ${version} -m found }`,
+      // Full, and the agent's permission to leave not expired (it found this task among those of its
+      // group that may leave while half stays in).
+      `  http-request set-var(txn.leave_until) str(${FULL_MAY_LEAVE_KEY}),map_str_int(${o.stateDir}/${READINESS_MAP},0)`,
+      `  http-request return status 503 content-type application/json ${json(false, '"reason":"task full",')} if { fe_conn(router) gt ${full.shed} } { date,sub(txn.leave_until) lt 0 }`,
       `  http-request return status 200 content-type application/json ${json(true, `"version":%[${version}],`)}`,
       '',
     );
@@ -559,9 +585,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Per client address, once per connection. `tcp-request session`, not `connection`: session
     // rules run once the PROXY header is read, so `src` is the client, not the NLB.
     `  tcp-request session track-sc1 src table ${CLIENT_TABLE}`,
-    ...(o.tenantMaxConn !== undefined && o.tenantMaxConnPerClient !== undefined && o.tenantMaxConnPerClient < o.tenantMaxConn
-      ? ['  tcp-request session set-var-fmt(sess.client) %[src]']
-      : []),
+    ...(perCell !== undefined ? ['  tcp-request session set-var-fmt(sess.client) %[src]'] : []),
     `  tcp-request session reject if { sc1_conn_cur gt ${perClient} }`,
     // A task nearly full (many addresses, each within its cap): the heaviest addresses get no new
     // connections, so the slots that free up go to light clients (docs/router.md, "A full task").
@@ -626,35 +650,57 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // Its bucket is computed here instead, so it is routed like any other; it is not counted against
     // its tenant's concurrency (no entry to count in), and never told "no mapping loaded".
     `  http-request set-var(txn.bucket) ${key},${bucketExpression(o.bucketCount)} if !{ sc0_get_gpt0 -m found } { ${key} -m reg ${KEY_PATTERN.source} }`,
-    // Fairness inside a cell: sc0_trackers is the number of requests tracking the tenant's entry now,
-    // this one included (the entry's reference count, nothing stored); above the tenant's share of
-    // its cell's slots the request is answered at once instead of taking a slot from its neighbours.
-    // One address's part of that share: the tenant's key and the address, tracked together (their
-    // entry's reference count, nothing stored), checked first, so requests past it never count
-    // against what the tenant's other clients may use.
-    ...(o.tenantMaxConn === undefined || o.tenantMaxConnPerClient === undefined || o.tenantMaxConnPerClient >= o.tenantMaxConn
+    // The cell's backend slot, looked up once: exact, then longest prefix, then the bucket; each map
+    // names the slot. The bucket is an integer below 2^20, which HAProxy casts to the IPv4 address
+    // with that value, so bucket ranges are stored as a few networks and found by one longest-prefix
+    // tree lookup. A valid key has its bucket in its entry (set above), or, without an entry, in
+    // txn.bucket. (Another lookup, such as a freeze list, goes here: a map or ACL file the agent
+    // fills like these.)
+    `  http-request set-var(txn.slot) ${key},map_str(${map('exact')})`,
+    `  http-request set-var(txn.slot) ${key},map_beg(${map('prefix')}) if !{ var(txn.slot) -m found }`,
+    `  http-request set-var(txn.slot) var(txn.bucket),map_ip(${buckets}) if !{ var(txn.slot) -m found } { var(txn.bucket) -m found }`,
+    `  http-request set-var(txn.slot) sc0_get_gpt0,sub(1),map_ip(${buckets}) if !{ var(txn.slot) -m found }`,
+    // Fairness inside a cell (docs/router.md, "Fairness"). First, what one client address holds in
+    // this cell, whichever keys it sends: its address and the cell's slot, tracked together (the
+    // entry's reference count, nothing stored), checked before the tenant's cap so that requests past
+    // it never count against what the tenant's other clients may use. One address can then neither
+    // spend a tenant's share with its key nor take the cell by rotating keys.
+    ...(perCell === undefined
       ? []
       : [
-          `  http-request track-sc2 ${key},concat(@,sess.client) table ${TENANT_CLIENT_TABLE} if { sc0_trackers -m found }`,
-          `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant from this client address"}' hdr retry-after 1 if { sc2_trackers gt ${o.tenantMaxConnPerClient} }`,
+          // Valid keys only (a bucket in the entry, or computed without one): a bad key goes to its 400,
+          // never counts against the address's part of a cell.
+          `  http-request track-sc2 var(sess.client),concat(@,txn.slot) table ${CLIENT_CELL_TABLE} if { var(txn.slot) -m found } { sc0_get_gpt0 gt 0 } or { var(txn.bucket) -m found }`,
+          '  http-request set-var(txn.held) sc2_trackers',
+          `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests to this cell from this client address"}' hdr retry-after 1 if { var(txn.held) -m int gt ${perCell} }`,
         ]),
+    // Then the tenant: sc0_trackers is the number of requests tracking the tenant's entry now, this
+    // one included (the entry's reference count, nothing stored); above the tenant's share of its
+    // cell's slots the request is answered at once instead of taking a slot from its neighbours.
     ...(o.tenantMaxConn === undefined
       ? []
       : [
           `  http-request return status 429 content-type application/json string '{"error":"too many concurrent requests for this tenant"}' hdr retry-after 1 if { sc0_trackers gt ${o.tenantMaxConn} }`,
         ]),
+    // Last, max-min fairness in a saturated cell: a request that has to wait for a slot waits in the
+    // cell's queue in order of how much its tenant and its address already hold there (the queue's
+    // priority class, lower first; FIFO within a class). Each slot that frees goes to the waiting
+    // request whose tenant and address hold the least, so a tenant within its fair share is served
+    // next whatever the others send, and the share adapts to how many tenants are active. The rest
+    // wait at most queueTimeoutMs (a bounded queue), then 503. A key without a keys entry (a full
+    // table), or an address without a client_cells one, counts as holding the most (the first rule,
+    // which the second overrides when both counts exist). HAProxy clamps classes to ±2047, so large
+    // cells' counts are scaled down (classScale).
+    ...(perCell === undefined
+      ? []
+      : [
+          `  http-request set-priority-class int(${Math.ceil((o.tenantMaxConn! + perCell) / classScale)})`,
+          `  http-request set-priority-class sc0_trackers,add(txn.held)${classScale > 1 ? `,div(${classScale})` : ''}`,
+        ]),
     // A key with a bucket passed the check; any other one is checked (a missing key fails the regex:
     // no sample), and which 400 to answer is worked out only on that path, in the bad-key backend.
     `  use_backend ${BAD_KEY_BACKEND} if !{ sc0_get_gpt0 gt 0 } !{ ${key} -m reg ${KEY_PATTERN.source} }${repeated}`,
-    // Exact, then longest prefix, then the bucket: each map names the cell's backend slot. The
-    // bucket is an integer below 2^20, which HAProxy casts to the IPv4 address with that value, so
-    // bucket ranges are stored as a few networks and found by one longest-prefix tree lookup.
-    // (Another lookup, such as a freeze list, goes here: a map or ACL file the agent fills like these.)
-    `  use_backend %[${key},map_str(${map('exact')})] if { ${key},map_str(${map('exact')}) -m found }`,
-    `  use_backend %[${key},map_beg(${map('prefix')})] if { ${key},map_beg(${map('prefix')}) -m found }`,
-    // A valid key has its bucket in its entry (set above), or, without an entry, in txn.bucket.
-    `  use_backend %[var(txn.bucket),map_ip(${buckets})] if { var(txn.bucket) -m found }`,
-    `  use_backend %[sc0_get_gpt0,sub(1),map_ip(${buckets})]`,
+    `  use_backend %[var(txn.slot)] if { var(txn.slot) -m found }`,
     // Nothing matched (no mapping loaded yet): use_backend with an empty name goes to the default.
     `  default_backend ${NO_MAPPING_BACKEND}`,
   );
@@ -668,13 +714,12 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     '',
     `backend ${KEY_TABLE}`,
     `  stick-table type string len 129 size ${keyCache} expire 30m store gpt0,http_req_rate(${TENANT_RATE_PERIOD_SECONDS}s)`,
-    ...(o.tenantMaxConn !== undefined && o.tenantMaxConnPerClient !== undefined && o.tenantMaxConnPerClient < o.tenantMaxConn
+    ...(perCell !== undefined
       ? [
           '',
-          `backend ${TENANT_CLIENT_TABLE}`,
-          // A key (up to 128) and an IPv6 address (up to 45), and their separator. (Keyed by a 32-bit
-          // hash of the pair instead, it cost about as much: the tracking, not the key, is the cost.)
-          `  stick-table type string len 180 size ${keyCache} expire 1m`,
+          `backend ${CLIENT_CELL_TABLE}`,
+          // An IPv6 address (up to 45) and a slot name, and their separator.
+          `  stick-table type string len 64 size ${o.clientTableEntries ?? CLIENT_TABLE_ENTRIES} expire 1m`,
         ]
       : []),
     '',
@@ -709,8 +754,10 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   for (let slot = 0; slot < o.slots; slot++) {
     lines.push(
       `backend ${slotName(slot)}`,
-      // z0 first, up to its maxconn, then z1…: the agent puts the router task's own zone first.
-      '  balance first',
+      // One server per zone, weighted by the zones document (0: drained, 100: its full share; the
+      // agent sets them at runtime, which roundrobin allows): new requests spread over the zones by
+      // weight, and a full server's go to the next.
+      '  balance roundrobin',
       `  ${check}`,
       '  http-check expect status 200-399',
       `  errorfile 503 ${o.stateDir}/503.http`,
@@ -719,7 +766,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
       // TLS settings every server can switch on at runtime (`set server … ssl on`) when its cell is
       // `https://`: the certificate must chain to `caFile` and name the endpoint's host (the SNI,
       // from the hosts map; HAProxy verifies the certificate against the SNI it sent).
-      `  default-server ssl verify required ca-file ${caFile} sni be_name,map(${map('hosts')}) check inter 1s fall 2 rise 1 maxconn ${perZone}`,
+      `  default-server ssl verify required ca-file ${caFile} sni be_name,map(${map('hosts')}) check inter 1s fall 2 rise 1 maxconn ${perZone} weight 100`,
       // Unassigned servers stay in maintenance; the agent sets the addresses and enables them.
       ...Array.from({ length: zones }, (_, z) => `  server ${zoneServer(z)} 127.0.0.1:1 disabled no-ssl`),
       '',

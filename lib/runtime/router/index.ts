@@ -8,3 +8,6 @@ export * from './freeze';
 export * from './task-config';
 export * from './served';
 export * from './tenant-rates';
+export * from './full-readiness';
+export * from './target-health';
+export * from './fleet-read';

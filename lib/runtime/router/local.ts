@@ -6,9 +6,11 @@ import type { PartitionKeySource } from '../../domain/fleet/types';
 import { watchChild } from '../../domain/files/watchdog';
 import { AgentOptions, MappingAgent } from './agent';
 import { MappingApplier } from './apply';
-import { ERROR_503, HaproxyConfigOptions, jwtKeyFile, MAP_FILES, renderHaproxyConfig } from './haproxy-config';
+import { ERROR_503, HaproxyConfigOptions, jwtKeyFile, MAP_FILES, READINESS_MAP, READINESS_MAP_CONTENT, renderHaproxyConfig } from './haproxy-config';
 import { RuntimeApi } from './runtime-api';
 import { FileMappingSource, MappingSource } from './sources';
+import { ZoneWeightsFollower } from './zones';
+import { fleetReadServer } from './fleet-read';
 
 export const HAPROXY_INSTALL_HINT =
   'install it with `apt-get install -y haproxy` (Debian/Ubuntu) or `brew install haproxy` (macOS); version 2.6 or newer';
@@ -40,8 +42,8 @@ export interface LocalRouterOptions {
   readonly cellMaxConn?: number;
   /** Requests one tenant may have in flight at once (`tenantMaxConnOf(cellMaxConn)`: half its cell's slots). @default - no per-tenant cap */
   readonly tenantMaxConn?: number;
-  /** Of it, what one client address may hold (HaproxyConfigOptions.tenantMaxConnPerClient). @default - no per-address part */
-  readonly tenantMaxConnPerClient?: number;
+  /** What one client address may hold in one cell, whichever keys it sends (HaproxyConfigOptions.clientMaxConnPerCell). @default - no per-address cap */
+  readonly clientMaxConnPerCell?: number;
   readonly queueTimeoutMs?: number;
   /** Agent poll interval. @default 500 */
   readonly pollMs?: number;
@@ -80,6 +82,10 @@ export interface LocalRouterOptions {
   readonly resolve?: (host: string) => Promise<string[]>;
   /** Networks of "this task's zone": their addresses are tried first. */
   readonly localNetworks?: readonly string[];
+  /** Loopback networks standing in for the router VPC's subnets, by zone id (ApplyOptions.zoneNetworks). */
+  readonly zoneNetworks?: Readonly<Record<string, readonly string[]>>;
+  /** The zones document to follow (ZoneWeightsFollower), with `zoneNetworks`; a missing file means every zone at its full share. */
+  readonly zonesFile?: string;
   /** @default 25000 */
   readonly hardStopAfterMs?: number;
   /** Agent: re-resolve endpoints this often. @default 30000 */
@@ -90,6 +96,8 @@ export interface LocalRouterOptions {
   readonly served?: AgentOptions['served'];
   /** How long HAProxy may take to start (answer on its runtime API). @default `startTimeoutMs` of what it loads */
   readonly startTimeoutMs?: number;
+  /** The fleet-wide read listener (fleetReadServer) on this loopback port, with this bearer token. @default none */
+  readonly fleetRead?: { readonly port: number; readonly token: string };
 }
 
 /**
@@ -197,7 +205,7 @@ export function localHaproxyConfigOptions(
     slots: where.slots,
     cellMaxConn: o.cellMaxConn ?? 100,
     tenantMaxConn: o.tenantMaxConn,
-    tenantMaxConnPerClient: o.tenantMaxConnPerClient,
+    clientMaxConnPerCell: o.clientMaxConnPerCell,
     queueTimeoutMs: o.queueTimeoutMs,
     healthCheckPath: o.healthCheckPath,
     debugHeaders: o.debugHeaders,
@@ -235,6 +243,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   for (const name of Object.values(MAP_FILES)) {
     if (!fs.existsSync(path.join(stateDir, name))) fs.writeFileSync(path.join(stateDir, name), '');
   }
+  fs.writeFileSync(path.join(stateDir, READINESS_MAP), READINESS_MAP_CONTENT);
   const source = o.source ?? (o.mappingFile ? new FileMappingSource(o.mappingFile) : undefined);
   if (!source) throw new Error('startLocalRouter: give mappingFile or source');
 
@@ -305,18 +314,21 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     throw error;
   }
 
+  const applier = new MappingApplier(api, {
+    stateDir,
+    slots,
+    cellMaxConn: o.cellMaxConn ?? 100,
+    zones: o.zones,
+    resolve: o.resolve,
+    localNetworks: o.localNetworks,
+    zoneNetworks: o.zoneNetworks,
+    allowLoopback: true,
+  });
   const agent = new MappingAgent({
     api,
     source,
-    applier: new MappingApplier(api, {
-      stateDir,
-      slots,
-      cellMaxConn: o.cellMaxConn ?? 100,
-      zones: o.zones,
-      resolve: o.resolve,
-      localNetworks: o.localNetworks,
-      allowLoopback: true,
-    }),
+    applier,
+    ...(o.zonesFile ? { zones: new ZoneWeightsFollower({ source: new FileMappingSource(o.zonesFile), applier, stateDir, emit: o.log }) } : {}),
     metricsAcrossGroups: o.metricsAcrossGroups,
     connectionLimit: o.maxConn ?? 4000,
     stateDir,
@@ -334,6 +346,11 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
   };
   await agent.tick();
   startAgent();
+  const fleetRead = o.fleetRead ? fleetReadServer({ cells: () => agent.activeCells(), token: o.fleetRead.token }) : undefined;
+  if (fleetRead && o.fleetRead) {
+    const { port } = o.fleetRead;
+    await new Promise<void>((resolve, reject) => fleetRead.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  }
 
   const stopHaproxy = async () => {
     const child = haproxy;
@@ -352,6 +369,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     },
     stop: async () => {
       if (timer) clearInterval(timer);
+      fleetRead?.close();
       await stopHaproxy();
       if (!o.stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
     },

@@ -39,6 +39,8 @@ export interface ServedReport {
   readonly reportedAt: string;
   /** The task was told to stop: it takes no new connections; in-flight ones end within its stop timeout. */
   readonly stopped?: true;
+  /** The zones document version whose weights its servers carry (`cellctl zone drain` waits on it); absent: none. */
+  readonly zonesVersion?: number;
 }
 
 /** A report read back, or why it cannot be: null for anything that is not a report. */
@@ -56,6 +58,7 @@ export function parseServedReport(text: string): ServedReport | null {
       appliedAt: typeof r.appliedAt === 'string' ? r.appliedAt : null,
       reportedAt: r.reportedAt,
       ...(r.stopped === true ? { stopped: true as const } : {}),
+      ...(Number.isInteger(r.zonesVersion) && r.zonesVersion! > 0 ? { zonesVersion: r.zonesVersion } : {}),
     };
   } catch {
     return null;
@@ -91,6 +94,9 @@ export class S3ServedReporter {
   private appliedAt: { version: number | null; at: number } | undefined;
   private writing?: Promise<void>;
   private pending?: { version: number | null; stopped: boolean };
+  private zonesVersion?: number;
+  /** The zones version of the last report written. */
+  private reportedZones?: number;
   private failing = false;
   /** While writes fail: when the next may be tried, and the wait after it. */
   private retry?: { at: number; waitMs: number };
@@ -111,11 +117,13 @@ export class S3ServedReporter {
   }
 
   /** The version in force now (undefined: none). Returns once any write this started has ended. */
-  public update(version: number | undefined): Promise<void> {
+  public update(version: number | undefined, zonesVersion?: number): Promise<void> {
     if (this.stopped) return this.writing ?? Promise.resolve();
     const v = version ?? null;
     if (this.appliedAt?.version !== v) this.appliedAt = { version: v, at: this.now() };
-    const due = !this.reported || this.reported.version !== v || this.now() - this.reported.at >= (this.o.heartbeatMs ?? 10_000);
+    this.zonesVersion = zonesVersion;
+    const zonesChanged = zonesVersion !== this.reportedZones;
+    const due = !this.reported || this.reported.version !== v || zonesChanged || this.now() - this.reported.at >= (this.o.heartbeatMs ?? 10_000);
     if (!due || (this.retry && this.now() < this.retry.at)) return this.writing ?? Promise.resolve();
     return this.enqueue({ version: v, stopped: false });
   }
@@ -151,6 +159,7 @@ export class S3ServedReporter {
       appliedAt: this.appliedAt?.version === item.version ? new Date(this.appliedAt.at).toISOString() : null,
       reportedAt: new Date(at).toISOString(),
       ...(item.stopped ? { stopped: true as const } : {}),
+      ...(this.zonesVersion !== undefined ? { zonesVersion: this.zonesVersion } : {}),
     };
     try {
       await this.s3.send(
@@ -164,6 +173,7 @@ export class S3ServedReporter {
         { abortSignal: AbortSignal.timeout(this.o.timeoutMs ?? 5000) },
       );
       this.reported = { version: item.version, at };
+      this.reportedZones = report.zonesVersion;
       if (this.failing)
         this.o.emit?.(JSON.stringify({ level: 'info', event: 'served-report-recovered', group: this.group, key: this.key, version: item.version }));
       this.failing = false;

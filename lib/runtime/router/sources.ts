@@ -40,8 +40,10 @@ export class S3MappingSource implements MappingSource {
     group: string,
     private readonly timeoutMs = 5000,
     private readonly maxBytes = DOCUMENT_LIMITS.maxBytes,
+    /** The object read: the group's pointer by default (the zones document: zonesKey(region)). */
+    key = groupKey(group),
   ) {
-    this.key = groupKey(group);
+    this.key = key;
     this.description = `s3://${bucket}/${this.key}`;
   }
 

@@ -8,6 +8,8 @@ import {
   HaproxyConfigOptions,
   jwtKeyFile,
   MAP_FILES,
+  READINESS_MAP,
+  READINESS_MAP_CONTENT,
   READY_PORT,
   renderHaproxyConfig,
   ROUTER_TASK_MEMORY_MIB,
@@ -47,8 +49,14 @@ export interface RouterRouting {
   readonly queueTimeoutMs?: number;
   /** Requests one tenant may have in flight through one task. @default - no per-tenant cap */
   readonly tenantMaxConn?: number;
-  /** Of it, what one client address may hold. @default - no per-address part */
-  readonly tenantMaxConnPerClient?: number;
+  /** What one client address may hold in one cell. @default - no per-address cap */
+  readonly clientMaxConnPerCell?: number;
+  /**
+   * A full task may leave its target group's rotation while at most half of its group is out (the
+   * agent's FullReadinessGate: TARGET_GROUP_ARN and DescribeTargetHealth). Not part of HAProxy's
+   * configuration: without it the agent never gives the permission. @default true
+   */
+  readonly fullTaskLeaves?: boolean;
   /** The path the router health-checks every cell on (the workload's health check). */
   readonly cellHealthCheckPath: string;
   /** Largest body a request may announce (HaproxyConfigOptions.maxBodyBytes). @default DEFAULT_MAX_BODY_BYTES */
@@ -69,9 +77,10 @@ export function routerRoutingOf(fleet: Fleet): RouterRouting {
     cellMaxConn: fleet.router.cellMaxConn,
     queueTimeoutMs: fleet.router.queueTimeoutMs,
     tenantMaxConn: fleet.router.tenantMaxConn,
-    tenantMaxConnPerClient: fleet.router.tenantMaxConnPerClient,
+    clientMaxConnPerCell: fleet.router.clientMaxConnPerCell,
     cellHealthCheckPath: fleet.workload.healthCheckPath,
     maxBodyBytes: fleet.router.maxBodyBytes,
+    fullTaskLeaves: fleet.router.fullTaskLeaves,
   };
 }
 
@@ -101,7 +110,7 @@ export function routerTaskOptions(routing: RouterRouting, s: RouterTaskSettings 
     cellMaxConn: routing.cellMaxConn,
     queueTimeoutMs: routing.queueTimeoutMs,
     tenantMaxConn: routing.tenantMaxConn,
-    tenantMaxConnPerClient: routing.tenantMaxConnPerClient,
+    clientMaxConnPerCell: routing.clientMaxConnPerCell,
     healthCheckPath: routing.cellHealthCheckPath,
     maxBodyBytes: routing.maxBodyBytes,
     debugHeaders: s.debugHeaders,
@@ -121,7 +130,7 @@ export function routerTaskConfig(routing: RouterRouting, settings: RouterTaskSet
 
 /**
  * The files a router task's HAProxy starts from, by name: its configuration (`haproxy.cfg`), the 503
- * page and the empty map files the agent fills. The router image holds them (lib/runtime/images), and
+ * page, the empty map files the agent fills and the readiness map (a full task stays in). The router image holds them (lib/runtime/images), and
  * `cellctl router config --out-dir` writes them.
  */
 export function routerStateFiles(config: string, partitionKey?: PartitionKeySource): Record<string, string> {
@@ -129,5 +138,11 @@ export function routerStateFiles(config: string, partitionKey?: PartitionKeySour
   // image holds the same files whatever the key source.
   const keys = partitionKey?.source === 'jwt' ? partitionKey.publicKeys : [];
   const slots = Object.fromEntries(Array.from({ length: MAX_JWT_KEYS }, (_, i) => [path.basename(jwtKeyFile('.', i)), keys[i] ?? '']));
-  return { 'haproxy.cfg': config, '503.http': ERROR_503, ...Object.fromEntries(Object.values(MAP_FILES).map((name) => [name, ''])), ...slots };
+  return {
+    'haproxy.cfg': config,
+    '503.http': ERROR_503,
+    ...Object.fromEntries(Object.values(MAP_FILES).map((name) => [name, ''])),
+    [READINESS_MAP]: READINESS_MAP_CONTENT,
+    ...slots,
+  };
 }

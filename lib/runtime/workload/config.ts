@@ -34,6 +34,8 @@ export interface WorkloadConfig {
    */
   readonly testFaults: boolean;
   readonly region?: string;
+  /** The AZ ID this process serves from (ZONE_ID): every response names it in `x-zone`. @default - no header */
+  readonly zone?: string;
 }
 
 export class WorkloadConfigError extends Error {
@@ -79,7 +81,7 @@ function partitionKeyFrom(raw: string | undefined, problems: string[]): Partitio
 
 /**
  * Reads and checks the environment, listing every problem at once:
- * CELL_ID, PORT (8080), HEALTH_CHECK_PATH (/healthz), PARTITION_KEY (header:x-tenant-id), BUCKET_COUNT (16384),
+ * CELL_ID, ZONE_ID (x-zone on every response), PORT (8080), HEALTH_CHECK_PATH (/healthz), PARTITION_KEY (header:x-tenant-id), BUCKET_COUNT (16384),
  * DB_HOST, DB_PORT (5432), DB_NAME, DB_SECRET_ARN or DB_USER + DB_PASSWORD, DB_SSL (on with a secret),
  * DB_POOL_SIZE (10), DB_STATEMENT_TIMEOUT_MS (5000), QUEUE_URL (SQS) or QUEUE_KIND=postgres, WORKLOAD_TEST_FAULTS.
  */
@@ -140,6 +142,7 @@ export function workloadConfigFromEnv(env: NodeJS.ProcessEnv): WorkloadConfig {
     queue,
     testFaults: env.WORKLOAD_TEST_FAULTS === '1',
     region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
+    zone: env.ZONE_ID || undefined,
   };
   if (problems.length > 0) throw new WorkloadConfigError(problems);
   return config;

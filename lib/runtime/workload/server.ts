@@ -236,6 +236,8 @@ export async function startWorkload(config: WorkloadConfig, o: StartWorkloadOpti
   };
 
   const server = http.createServer((req, res) => {
+    // Which zone served it (the local fleet's zones; ZONE_ID), beside the router's x-cell.
+    if (config.zone) res.setHeader('x-zone', config.zone);
     handle(req, res).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy();

@@ -129,6 +129,10 @@ describe('CellCompute', () => {
   describe('EC2 shape', () => {
     it('sizes the Auto Scaling group from the shape and checks ELB health', () => {
       ec2.resourceCountIs('AWS::ECS::Service', 0);
+      // ARC zonal shift moves launches out of a shifted zone; an impaired zone's unhealthy instances are not replaced into it.
+      ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', {
+        AvailabilityZoneImpairmentPolicy: { ZonalShiftEnabled: true, ImpairedZoneHealthCheckBehavior: 'IgnoreUnhealthy' },
+      });
       ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MinSize: '2', MaxSize: '6', HealthCheckType: 'ELB' });
       // Instances in service, a point a minute: what `cellctl capacity` weighs the group's CPU with.
       ec2.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', {

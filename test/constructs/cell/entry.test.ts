@@ -51,6 +51,15 @@ describe('CellEntry', () => {
     http.resourceCountIs('AWS::EC2::VPCPeeringConnection', 0);
   });
 
+  it('is zone-aligned: the NLB and the ALB target group keep a request in the zone it entered (a router drains a zone by its address there)', () => {
+    for (const template of [http, https]) {
+      const [nlb] = Object.values(template.findResources('AWS::ElasticLoadBalancingV2::LoadBalancer', { Properties: { Type: 'network' } }));
+      expect(nlb.Properties.LoadBalancerAttributes).toContainEqual({ Key: 'load_balancing.cross_zone.enabled', Value: 'false' });
+      const [targets] = Object.values(template.findResources('AWS::ElasticLoadBalancingV2::TargetGroup', { Properties: { Protocol: 'HTTP' } }));
+      expect(targets.Properties.TargetGroupAttributes).toContainEqual({ Key: 'load_balancing.cross_zone.enabled', Value: 'false' });
+    }
+  });
+
   it('lets only PrivateLink reach the NLB and only the NLB reach the ALB', () => {
     http.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', {
       Type: 'network',

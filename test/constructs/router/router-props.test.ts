@@ -55,6 +55,7 @@ describe('RouterStack and RouterGroupsStack from their own props', () => {
   let plain: Template;
   let home: Template;
   let groups: Template;
+  let staying: Template;
   let homeStack: RouterStack;
   beforeAll(() => {
     const app = cdkApp();
@@ -66,7 +67,8 @@ describe('RouterStack and RouterGroupsStack from their own props', () => {
       cellZoneName: 'shop.cells.internal',
     });
     const groupsStack = new RouterGroupsStack(app, 'groups', GROUPS);
-    [plain, home, groups] = [plainStack, homeStack, groupsStack].map((stack) => Template.fromStack(stack));
+    const stayingStack = new RouterGroupsStack(app, 'groups-staying', { ...GROUPS, routing: { ...GROUPS.routing, fullTaskLeaves: false } });
+    [plain, home, groups, staying] = [plainStack, homeStack, groupsStack, stayingStack].map((stack) => Template.fromStack(stack));
   });
 
   it('names the stack and its roles from `app` and `region`', () => {
@@ -111,6 +113,23 @@ describe('RouterStack and RouterGroupsStack from their own props', () => {
     groups.hasResourceProperties('AWS::ECS::Service', { ServiceName: 'shop-router-eu-west-1-main', DesiredCount: 2 });
     groups.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: 'shop-router-eu-west-1-main-stale-mapping', Threshold: 600 });
     groups.hasResourceProperties('AWS::CloudWatch::CompositeAlarm', { AlarmName: 'shop-router-eu-west-1-main-health' });
+  });
+
+  it("lets a full task leave its group's rotation by default, and never with fullTaskLeaves false (no target group given, no ELB call allowed)", () => {
+    const agentEnvironment = (t: Template) =>
+      (
+        Object.values(t.findResources('AWS::ECS::TaskDefinition'))[0].Properties.ContainerDefinitions as {
+          Name: string;
+          Environment: { Name: string }[];
+        }[]
+      )
+        .find((c) => c.Name === 'agent')!
+        .Environment.map((e) => e.Name);
+    const statements = (t: Template) => JSON.stringify(Object.values(t.findResources('AWS::IAM::Policy')).map((p) => p.Properties.PolicyDocument));
+    expect(agentEnvironment(groups)).toContain('TARGET_GROUP_ARN');
+    expect(statements(groups)).toContain('elasticloadbalancing:DescribeTargetHealth');
+    expect(agentEnvironment(staying)).not.toContain('TARGET_GROUP_ARN');
+    expect(statements(staying)).not.toContain('elasticloadbalancing:DescribeTargetHealth');
   });
 
   it('refuses props it cannot build, naming the field', () => {

@@ -285,6 +285,7 @@ describe('RouterStack', () => {
           routerParameters.clusterName('orders'),
           routerParameters.taskSubnetIds('orders'),
           routerParameters.taskSecurityGroupId('orders'),
+          routerParameters.zoneNetworks('orders'),
           '/orders/router/mapping-bucket',
           ...groups.map((g) => routerParameters.targetGroupArn('orders', g)),
         ].sort(),
@@ -314,7 +315,16 @@ describe('RouterStack', () => {
             Resource: [
               { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/groups/${group}/mapping.json`]] },
               { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, '/mappings/*']] },
+              // The region's zones document (ZoneWeightsFollower).
+              { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/zones/${region}.json`]] },
             ],
+          },
+          {
+            // Exactly the zones document's key, as for the pointer.
+            Action: 's3:ListBucket',
+            Effect: 'Allow',
+            Condition: { StringEquals: { 's3:prefix': `zones/${region}.json` } },
+            Resource: { 'Fn::Join': ['', ['arn:aws:s3:::', bucket]] },
           },
           {
             // Exactly its pointer's key: on S3's 403 the agent lists it to tell "not published yet" from "denied".
@@ -329,6 +339,12 @@ describe('RouterStack', () => {
             Effect: 'Allow',
             Resource: { 'Fn::Join': ['', ['arn:aws:s3:::', bucket, `/served/${group}/*`]] },
           },
+          {
+            // Its target group's health, for a full task's readiness (FullReadinessGate); the action takes no resource.
+            Action: 'elasticloadbalancing:DescribeTargetHealth',
+            Effect: 'Allow',
+            Resource: '*',
+          },
         ]);
       }
       const [task] = Object.values(template.findResources('AWS::ECS::TaskDefinition'));
@@ -337,8 +353,32 @@ describe('RouterStack', () => {
         expect.arrayContaining([
           { Name: 'MAPPING_BUCKET', Value: { Ref: expect.stringMatching(/^SsmParameterValueordersroutermappingbucket/) } },
           { Name: 'AWS_REGION', Value: region },
+          { Name: 'TARGET_GROUP_ARN', Value: expect.anything() },
+          // Its zones: the router stack's endpoint subnets by AZ ID, and the region whose zones document it follows.
+          { Name: 'REGION', Value: region },
+          { Name: 'ZONE_NETWORKS', Value: { Ref: expect.stringMatching(/^SsmParameterValueordersrouterzonenetworks/) } },
         ]),
       );
+    }
+  });
+
+  it("publishes the cell endpoints' subnets by AZ ID, in the fleet's zone order, for the agents' zonal servers", () => {
+    for (const [stack, template] of [
+      [primary, t],
+      [secondary, t2],
+    ] as const) {
+      const [parameter] = Object.values(
+        template.findResources('AWS::SSM::Parameter', { Properties: { Name: routerParameters.zoneNetworks('orders') } }),
+      );
+      const networks = JSON.parse(parameter.Properties.Value as string) as Record<string, string[]>;
+      expect(Object.keys(networks)).toEqual(fleet.regions[stack.region].availabilityZones);
+      // Each is the CIDR of the endpoint subnet CloudFormation creates in that zone.
+      const subnets = Object.values(template.findResources('AWS::EC2::Subnet')).map(
+        (r) => r.Properties as { AvailabilityZoneId: string; CidrBlock: string },
+      );
+      for (const [zone, [cidr]] of Object.entries(networks))
+        expect(subnets).toContainEqual(expect.objectContaining({ AvailabilityZoneId: zone, CidrBlock: cidr }));
+      expect(new Set(Object.values(networks).flat()).size).toBe(Object.keys(networks).length);
     }
   });
 

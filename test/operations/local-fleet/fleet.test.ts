@@ -4,6 +4,7 @@ import { LocalFleet, readFleetFile, startLocalFleet } from '../../../lib/operati
 import { runCli } from '../../../lib/cli';
 import { lookup, parseMapping } from '../../../lib/domain/mapping';
 import { until } from '../../support/cells';
+import { cellctl } from '../../support/cli';
 import { makeTempDir } from '../../../lib/operations/local-fleet/postgres';
 import { pidRunning } from '../../../lib/domain/files';
 import { api } from '../../support/workload';
@@ -102,6 +103,42 @@ test('a poison request crashes the workload, which is restarted like a replaced 
   );
   await until('the router to route to it again', async () => (await api(fleet.routerUrl, 'GET', '/v1/items', tenant)).status === 200, 60_000);
   expect(cell.restarts).toBeGreaterThanOrEqual(1);
+});
+
+test('cellctl fleet get asks every active cell through the router, and names a stopped cell in a partial answer by the deadline', async () => {
+  const all = await cellctl('fleet', 'get', '/healthz', '--local', '--state-dir', fleet.stateDir, '--json');
+  expect(all.code).toBe(0);
+  const body = JSON.parse(all.out) as { partial: boolean; asked: number; missing: unknown[]; cells: { cell: string; status: number }[] };
+  expect(body).toMatchObject({ partial: false, asked: 3, missing: [] });
+  expect(body.cells.map((c) => [c.cell, c.status])).toEqual([
+    ['cell-1', 200],
+    ['cell-2', 200],
+    ['cell-3', 200],
+  ]);
+  const stopped = fleet.cells[2];
+  await stopped.killWorkload({ restart: false });
+  try {
+    const r = await cellctl('fleet', 'get', '/healthz', '--local', '--state-dir', fleet.stateDir, '--deadline-ms', '1500');
+    expect(r.code).toBe(3);
+    expect(r.out).toMatch(/^\/healthz from 3 active cells within 1500 ms: 2 answered, 1 missing \(partial\)/);
+    expect(r.out).toContain(`missing ${stopped.id}: ECONNREFUSED connecting to ${stopped.workloadUrl}`);
+    // cellctl status reads the same way: the stopped cell's health says why it gave no answer.
+    const status = await cellctl('status', '--local', '--state-dir', fleet.stateDir);
+    expect(status.code).toBe(0);
+    const version = mapping().version;
+    expect(status.out).toMatch(new RegExp(`^local fleet in .*: running \\(pid ${process.pid}, since .*\\), router ${fleet.routerUrl}\n`));
+    expect(status.out).toContain(`mapping: version ${version} in mapping.json, version ${version} in force at the router`);
+    expect(status.out).toMatch(/cell-1 +active +\d+ +\d+\.\d% +200 in \d+ ms/);
+    expect(status.out).toMatch(new RegExp(`${stopped.id} +active +\\d+ +\\d+\\.\\d% +no answer: ECONNREFUSED connecting to`));
+    expect(status.out).toContain('moves in progress: none');
+    expect(status.out).toContain('drains: none');
+  } finally {
+    await stopped.startWorkload();
+  }
+  // Without the token the listener answers nobody.
+  const file = readFleetFile(fleet.stateDir)!;
+  expect((await fetch(`${file.fleetRead!.url}/fleet/healthz`)).status).toBe(401);
+  expect(fs.statSync(file.fleetRead!.tokenFile).mode & 0o777).toBe(0o600);
 });
 
 test('stop leaves nothing running; a second start reuses the state (data, ports, mapping)', async () => {

@@ -155,7 +155,7 @@ describeImages('cellctl fleet local --images, then cellctl fleet local stop', ()
     const bad = spawnSync(process.execPath, [cellctl, 'fleet', 'local', '--images', '--base-images', 'docker'], { cwd: ROOT, encoding: 'utf8' });
     expect([bad.status, bad.stderr.trim()]).toEqual([2, expect.stringContaining('--base-images docker: give pull or local')]);
     const unknown = spawnSync(process.execPath, [cellctl, 'fleet', 'local', 'start'], { cwd: ROOT, encoding: 'utf8' });
-    expect([unknown.status, unknown.stderr]).toEqual([2, expect.stringContaining('`cellctl fleet local stop` stops one')]);
+    expect([unknown.status, unknown.stderr]).toEqual([2, expect.stringContaining('`node bin/cellctl.js fleet local stop` stops one')]);
     // A machine without buildah and podman: one line with the install hint.
     const bin = makeTempDir('cells-no-podman-');
     try {

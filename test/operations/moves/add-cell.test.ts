@@ -67,7 +67,9 @@ describe('add-cell onto a running local fleet', () => {
     expect(text.code).toBe(0);
     expect(text.out).toMatch(/^added cell-6: workload http:\/\/127\.0\.0\.1:\d+, database postgres:\/\/\S+\n/);
     expect(text.out).toContain(`cellctl mapping add-cell cell-6 --endpoint http://127.0.0.1:`);
-    expect(text.out).toContain(`--plan add-cell-6.json\n  cellctl move plan add-cell-6.json --local --state-dir ${stateDir}\n`);
+    // The plan file goes into the fleet's state directory, not the working directory.
+    const hinted = path.join(stateDir, 'add-cell-6.json');
+    expect(text.out).toContain(`--plan ${hinted}\n  cellctl move plan ${hinted} --local --state-dir ${stateDir}\n`);
 
     const before = compileMapping(mapping());
     const plan = path.join(dir, 'add.plan.json');

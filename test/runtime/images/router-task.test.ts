@@ -6,6 +6,7 @@ import { addCell, initialMapping, lookup, MappingDocument, pinKey } from '../../
 import { MappingStore, publishMapping } from '../../../lib/adapters/mapping-store';
 import { routerGroupsStackPropsOf, routerStackPropsOf } from '../../../lib/app';
 import { RouterGroupsStack, RouterStack } from '../../../lib/constructs/router';
+import { routerParameters } from '../../../lib/domain/names';
 import { FakeCell, routed, startCell, until } from '../../support/cells';
 import { missingContainerTools, podman } from '../../support/containers';
 import {
@@ -80,7 +81,15 @@ describeImages('the router task from its images, behind an NLB stand-in', () => 
     client = localS3Client(s3, 1);
     store = new MappingStore(client, s3.bucket);
     cells = await Promise.all(['canary', 'cell-a', 'cell-b', 'cell-c'].map((name) => startCell(name)));
-    const env = environmentOf(defs.agent, { MAPPING_BUCKET: s3.bucket });
+    // The target group's ARN as it would be deployed: the agent asks the load balancer only past 80%
+    // of its connection limit, which no test here reaches (full-readiness.test.ts, edge.test.ts).
+    // The cell endpoints' subnets by AZ ID, as the router stack publishes them (its SSM parameter).
+    const [zoneNetworks] = resourcesOf(assembly, routerStack.stackName, 'AWS::SSM::Parameter').filter((p) => p.Name === routerParameters.zoneNetworks(fleet.app));
+    const env = environmentOf(defs.agent, {
+      MAPPING_BUCKET: s3.bucket,
+      ZONE_NETWORKS: String(zoneNetworks.Value),
+      TARGET_GROUP_ARN: 'arn:aws:elasticloadbalancing:eu-west-1:111111111111:targetgroup/orders-router-main/0123456789abcdef',
+    });
     group = env.ROUTER_GROUP;
     v1 = initialMapping(cells.slice(0, 3).map((c, i) => ({ id: c.name, endpoint: c.endpoint, state: 'active' as const, canary: i === 0 })), fleet.bucketCount, NOW);
     await publishMapping(store, v1, { groups: [group], bakeSeconds: 0 });
@@ -153,9 +162,14 @@ describeImages('the router task from its images, behind an NLB stand-in', () => 
     const [json, denied] = listing.stdout.trim().split('\n');
     const { files, uid } = JSON.parse(json) as { files: string[]; uid: number };
     expect(uid).toBe(99);
-    expect(files).toEqual(expect.arrayContaining(['last-known-good.json']));
+    expect(files).toEqual(expect.arrayContaining(['last-known-good.json', 'readiness.map']));
     expect(files.some((f) => f.endsWith('.map'))).toBe(true);
     expect(denied).toBe('EROFS');
+    // The agent's full-task gate wrote HAProxy's readiness map over the runtime API (a failed write
+    // logs full-readiness-error instead): below 80% of its limit it asked nobody and kept the task in.
+    const logs = await podman(['logs', NAMES.agent]);
+    expect(logs.stdout).toMatch(/"event":"full-readiness","mayLeave":false,"reason":"not full \(\d+ of \d+ connections\)"/);
+    expect(logs.stdout).not.toContain('full-readiness-error');
   });
 
   it('passes the NLB health check only with the PROXY v2 header the NLB sends on health checks', async () => {
@@ -174,7 +188,10 @@ describeImages('the router task from its images, behind an NLB stand-in', () => 
   it('applies a published mapping', async () => {
     const v2 = pinKey(addCell(v1, { id: 'cell-c', endpoint: cells[3].endpoint }, NOW), 'tenant-moved', 'cell-c', NOW);
     await publishMapping(store, v2, { groups: [group], bakeSeconds: 0 });
-    await until('the published mapping to route tenant-moved to cell-c', async () => (await routed(agent, nlb.port, 'tenant-moved')).body === 'cell-c', 60_000);
+    // An apply commits the overrides before the buckets: the agent's `applied` line says all of it is in force.
+    const applied = new RegExp(`"event":"applied"[^\\n]*"version":${v2.version}[,}]`);
+    await until('the agent to log the published mapping applied', async () => applied.test((await podman(['logs', NAMES.agent])).stdout), 60_000);
+    expect((await routed(agent, nlb.port, 'tenant-moved')).body).toBe('cell-c');
     current = v2;
     const keys = Array.from({ length: 100 }, (_, i) => `tenant-${i}`);
     for (const key of keys) expect((await routed(agent, nlb.port, key)).body).toBe(lookup(v2, key).cell);

@@ -7,7 +7,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, lookup, MappingDocument } from '../../../lib/domain/mapping';
-import { CLIENT_TABLE, LocalRouter, RuntimeApi, startLocalRouter } from '../../../lib/runtime/router';
+import { CLIENT_TABLE, FullReadinessGate, LocalRouter, RuntimeApi, startLocalRouter } from '../../../lib/runtime/router';
 import { onFreePorts, routed, until } from '../../support/cells';
 
 /**
@@ -383,28 +383,63 @@ describe('the router at the edge (real HAProxy on loopback)', () => {
     }
   }, 120_000);
 
-  it('is ready (served by HAProxy) while a mapping is in force, also near its connection limit, and exports connections against the limit', async () => {
+  it('is ready (served by HAProxy) while a mapping is in force; full, it reports 503 only while its agent says half of its group stays in', async () => {
     const before = await ready(readyPort);
     expect(before).toMatchObject({ status: 200, body: { ready: true, version: doc.version, limit: MAX_CONN } });
+    const api = new RuntimeApi(path.join(router.stateDir, 'admin.sock'));
+    /** The gate's answer for this task (10.0.0.1, first in address order) when the group's other task is `other`; `agoMs` back in time. */
+    const gate = (other: string, agoMs = 0) =>
+      new FullReadinessGate({
+        api,
+        stateDir: router.stateDir,
+        connectionLimit: MAX_CONN,
+        targets: async () => [
+          { id: '10.0.0.1', state: 'healthy' },
+          { id: '10.0.0.2', state: other },
+        ],
+        self: async () => '10.0.0.1',
+        holdMs: 60_000,
+        emit: () => undefined,
+        now: () => Date.now() - agoMs,
+      }).tick();
+    // Not full: the gate asks nobody, and readiness is 200.
+    expect(await gate('healthy')).toBe(false);
+    expect((await ready(readyPort)).status).toBe(200);
     const sockets: net.Socket[] = [];
     try {
-      for (let i = 0; i < MAX_CONN * 0.9; i++) {
+      // 40 connections (the limit) from 20 addresses, two each: a full task, past its 90% mark, that
+      // no single address filled (each within the shedding threshold, so none is refused).
+      for (let i = 0; i < MAX_CONN; i++) {
         sockets.push(
           await new Promise<net.Socket>((resolve) => {
-            const s = net.createConnection({ host: '127.0.0.1', port }, () => resolve(s));
+            const s = net.createConnection({ host: '127.0.0.1', port, localAddress: `127.0.0.${60 + Math.floor(i / 2)}` }, () => resolve(s));
           }),
         );
       }
-      await until('the connections counted', async () => (await ready(readyPort)).body.connections >= MAX_CONN * 0.9, 60_000);
-      // A flood fills every task alike: readiness failing near the limit would take them all out together.
-      const full = await ready(readyPort);
-      expect(full).toMatchObject({ status: 200, body: { ready: true, limit: MAX_CONN } });
+      await until('the task full', async () => (await ready(readyPort)).body.connections > MAX_CONN * 0.9, 60_000);
+      // Full, and the group's other task healthy: 503, so the NLB sends new flows to the other task.
+      expect(await gate('healthy')).toBe(true);
+      const leaving = await ready(readyPort);
+      expect(leaving).toMatchObject({ status: 503, body: { ready: false, reason: 'task full', limit: MAX_CONN } });
+      // Full, and the other task out already: this one stays in (a flood fills every task alike, and
+      // failing on all of them together would take the whole group out).
+      expect(await gate('unhealthy')).toBe(false);
+      expect(await ready(readyPort)).toMatchObject({ status: 200, body: { ready: true, version: doc.version } });
+      // A permission the agent stopped renewing (written two minutes ago, held one) has expired.
+      expect(await gate('healthy', 120_000)).toBe(true);
+      expect((await ready(readyPort)).status).toBe(200);
+      expect(await gate('healthy')).toBe(true);
+      expect((await ready(readyPort)).status).toBe(503);
       const [line] = await router.agent.metrics();
       expect(JSON.parse(line)).toMatchObject({ ConnectionLimit: MAX_CONN });
-      expect(JSON.parse(line).Connections).toBeGreaterThanOrEqual(MAX_CONN * 0.9);
+      expect(JSON.parse(line).Connections).toBeGreaterThan(MAX_CONN * 0.9);
     } finally {
       sockets.forEach((s) => s.destroy());
     }
+    // No longer full: ready again, whatever the gate says.
+    await until('the connections closed', async () => (await ready(readyPort)).body.connections < MAX_CONN * 0.9, 60_000);
+    expect((await ready(readyPort)).status).toBe(200);
+    await gate('unhealthy');
   });
 
   it('rejects a document that cannot be applied (an endpoint that does not resolve) and stays ready on its last-known-good', async () => {

@@ -3,7 +3,7 @@ import * as http from 'http';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { bucketNetworks, ERROR_503, keyFetch, keyPlace, MAP_FILES, renderHaproxyConfig } from '../../../lib/runtime/router';
+import { bucketNetworks, ERROR_503, keyFetch, keyPlace, renderHaproxyConfig, routerStateFiles } from '../../../lib/runtime/router';
 import { freePorts, routed, until } from '../../support/cells';
 import { healthCheckGet } from '../../support/nlb';
 
@@ -21,19 +21,16 @@ const options = (dir: string) => ({
 describe('renderHaproxyConfig', () => {
   it('behind the NLB, readiness answers health checks that carry the PROXY v2 header (the NLB sends it on health checks too)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-ready-'));
-    for (const f of Object.values(MAP_FILES)) fs.writeFileSync(path.join(dir, f), '');
-    fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
     const [port, readyPort] = await freePorts(2);
+    const config = renderHaproxyConfig({
+      ...options(dir),
+      bind: { address: '127.0.0.1', port },
+      acceptProxy: true,
+      readyBind: { address: '127.0.0.1', port: readyPort },
+    });
+    // The files a router task starts from (the image's), maps and readiness map included.
+    for (const [name, content] of Object.entries(routerStateFiles(config))) fs.writeFileSync(path.join(dir, name), content);
     const file = path.join(dir, 'haproxy.cfg');
-    fs.writeFileSync(
-      file,
-      renderHaproxyConfig({
-        ...options(dir),
-        bind: { address: '127.0.0.1', port },
-        acceptProxy: true,
-        readyBind: { address: '127.0.0.1', port: readyPort },
-      }),
-    );
     const haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });
     try {
       let answer: { status: number; body: string } | undefined;
@@ -63,11 +60,10 @@ describe('renderHaproxyConfig', () => {
 
   it('is a configuration HAProxy accepts, and answers 503 until a mapping is loaded', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'haproxy-cfg-'));
-    for (const f of Object.values(MAP_FILES)) fs.writeFileSync(path.join(dir, f), '');
-    fs.writeFileSync(path.join(dir, '503.http'), ERROR_503);
     const [port, statsPort] = await freePorts(2);
+    const config = renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, debugHeaders: true, statsPort });
+    for (const [name, content] of Object.entries(routerStateFiles(config))) fs.writeFileSync(path.join(dir, name), content);
     const file = path.join(dir, 'haproxy.cfg');
-    fs.writeFileSync(file, renderHaproxyConfig({ ...options(dir), bind: { address: '127.0.0.1', port }, debugHeaders: true, statsPort }));
     const check = spawnSync('haproxy', ['-c', '-f', file], { encoding: 'utf8' });
     expect([check.status, check.stderr]).toEqual([0, expect.any(String)]);
     const haproxy = spawn('haproxy', ['-f', file, '-db'], { stdio: 'ignore' });
@@ -117,10 +113,13 @@ describe('renderHaproxyConfig', () => {
       ),
     ).toBeGreaterThan(at('http-request track-sc0'));
     expect(at('use_backend bad_key if !{ sc0_get_gpt0 gt 0 } !{ capture.req.hdr(0) -m reg')).toBeGreaterThan(at('sc-set-gpt0'));
-    expect(at('use_backend bad_key')).toBeLessThan(at('map_str(/state/exact.map)'));
+    // The slot is looked up once, into txn.slot (the per-cell counts need it before routing); the
+    // bad-key backend is chosen first (HAProxy evaluates use_backend in order, after every rule).
     expect(at('map_str(/state/exact.map)')).toBeLessThan(at('map_beg(/state/prefix.map)'));
     expect(at('map_beg(/state/prefix.map)')).toBeLessThan(at('map_ip(/state/buckets.map)'));
-    expect(at('map_ip(/state/buckets.map)')).toBeLessThan(at('default_backend no_mapping'));
+    expect(at('use_backend bad_key')).toBeGreaterThan(at('map_ip(/state/buckets.map)'));
+    expect(at('use_backend %[var(txn.slot)] if { var(txn.slot) -m found }')).toBeGreaterThan(at('use_backend bad_key'));
+    expect(at('use_backend %[var(txn.slot)]')).toBeLessThan(at('default_backend no_mapping'));
   });
 
   it('keeps more tenants than the frontend has connections, so every valid key gets an entry to hold its bucket', () => {
@@ -160,7 +159,7 @@ describe('renderHaproxyConfig', () => {
     expect(config).not.toContain('redispatch');
     expect(config).toContain('timeout queue 1000ms');
     // The cell's 50 split over its three zonal servers.
-    expect(config.match(/default-server .* maxconn 17$/gm)).toHaveLength(4);
+    expect(config.match(/default-server .* maxconn 17 weight 100$/gm)).toHaveLength(4);
     expect(config.match(/^ {2}server z[0-2] 127\.0\.0\.1:1 disabled no-ssl$/gm)).toHaveLength(12);
     expect(ERROR_503).toMatch(/^HTTP\/1.1 503[\s\S]*retry-after: 1[\s\S]*\{"error"/);
   });

@@ -170,14 +170,9 @@ describe('request bodies through the router, behind an NLB stand-in', () => {
     fs.writeFileSync(mappingFile, JSON.stringify(doc));
     ({ router, nlb } = await startRouterBehindNlb({
       mappingFile,
-      partitionKey: { source: 'header', name: 'x-tenant-id' },
-      bucketCount: 16384,
-      healthCheckPath: '/health',
-      log: () => undefined,
-      pollMs: 200,
       cellMaxConn: CELL_MAX_CONN,
       tenantMaxConn: TENANT_MAX_CONN,
-      tenantMaxConnPerClient: PER_CLIENT,
+      clientMaxConnPerCell: PER_CLIENT,
       requestTimeoutMs: REQUEST_TIMEOUT_MS,
       clientTimeoutMs: CLIENT_TIMEOUT_MS,
     }));
