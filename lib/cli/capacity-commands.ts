@@ -301,7 +301,7 @@ export function planText(plan: CapacityPlan, costs?: ReadonlyMap<string, number>
     );
   for (const a of plan.cellsToAdd)
     out.push(
-      `moves cannot bring every cell under its target: add ${a.count} cell(s) of shape ${a.shape} in ${a.region}${eachCosts(costs, a.shape)}, then plan again`,
+      `moves cannot bring every cell under its target: add ${a.count} cell(s) of shape ${a.shape}${a.tier ? `, tier ${a.tier},` : ''} in ${a.region}${eachCosts(costs, a.shape)}, then plan again`,
     );
   return `${out.join('\n')}\n`;
 }
@@ -353,8 +353,9 @@ export function placeCommand(io: CliIo): Command {
       .argument('<tenant>', 'tenant id (partition key)')
       .requiredOption('--expected-rps <n>', "the tenant's expected peak, requests per second")
       .option('--region <region>', 'only cells of this region')
-      .option('--in-shape <name>', 'only cells of this shape'),
-  ).action(async (tenant: string, flags: CapacityFlags & { expectedRps: string; region?: string; inShape?: string }) => {
+      .option('--in-shape <name>', 'only cells of this shape')
+      .option('--tier <name>', "only cells of this tier (default: the fleet's capacity.defaultTier); a tenant with a dedicated cell goes there"),
+  ).action(async (tenant: string, flags: CapacityFlags & { expectedRps: string; region?: string; inShape?: string; tier?: string }) => {
     const problem = keyProblem(tenant);
     if (problem) throw new CliError(`tenant ${JSON.stringify(tenant)}: ${problem}`, EXIT.usage);
     const expected = Number(flags.expectedRps);
@@ -363,7 +364,7 @@ export function placeCommand(io: CliIo): Command {
     const input = await inputOf(io, flags);
     let answer;
     try {
-      answer = place(input.fleet, { tenant, expectedRps: expected, region: flags.region, shape: flags.inShape });
+      answer = place(input.fleet, { tenant, expectedRps: expected, region: flags.region, shape: flags.inShape, tier: flags.tier });
     } catch (error) {
       throw new CliError((error as Error).message, EXIT.usage);
     }
@@ -386,6 +387,13 @@ export function placeCommand(io: CliIo): Command {
       io.out(
         `no active cell has ${rps(expected)} req/s of room under its target; a new cell of shape ${answer.shape}${answer.region ? ` in ${answer.region}` : ''} would (target ${rps(answer.targetRps)} req/s): add one, or move tenants away first (\`cellctl capacity plan\`)\n`,
       );
+    } else if (answer.dedicated && current === answer.cell) {
+      io.out(
+        `${answer.cell}: dedicated to ${tenant}, which is already routed there (${rps(answer.peakRpsAfter)} of ${rps(answer.targetRps)} req/s after)\n`,
+      );
+    } else if (answer.dedicated) {
+      io.out(`${answer.cell}: dedicated to ${tenant} (${rps(answer.peakRpsAfter)} of ${rps(answer.targetRps)} req/s after)\n`);
+      io.out(`pin it there (the move copies its rows, none for a new tenant, then pins it):\n  ${command}\n`);
     } else if (current === answer.cell) {
       io.out(
         `${answer.cell}: ${tenant} is already routed there; it stays under its target at ${rps(answer.peakRpsAfter)} req/s (${pct(answer.utilisationAfter)} of tested)\n`,

@@ -1,6 +1,15 @@
 import * as fs from 'fs';
 import { Command, Option } from 'commander';
-import { BAKE_SECONDS_RANGE, cellEndpoint, Fleet, routedCells, seedMapping, suggestion } from '../domain/fleet';
+import {
+  BAKE_SECONDS_RANGE,
+  cellEndpoint,
+  Fleet,
+  holdsBuckets,
+  mappingPlacementProblems,
+  routedCells,
+  seedMapping,
+  suggestion,
+} from '../domain/fleet';
 import {
   addCell,
   bucketCounts,
@@ -33,8 +42,8 @@ import { fleetFrom, mappingBucketOf, s3Client } from './context';
 import { CliError, CliIo, EXIT, formatTable, json, readText, writeFileAtomic } from './io';
 
 /** A cell's endpoint as the router stacks name it; the cell must be in the fleet config. */
-function endpointFromFleet(configPath: string, id: string): string {
-  const fleet = fleetFrom(configPath);
+function endpointFromFleet(fleet: Fleet | undefined, configPath: string, id: string): string {
+  if (!fleet) throw new CliError(`no fleet file at ${configPath} to take cell \`${id}\`'s endpoint from; pass --config FILE or --endpoint URL`);
   if (!fleet.cells.some((c) => c.id === id)) {
     throw new CliError(
       `cell \`${id}\` is not in ${configPath}; add it there and push (the pipeline deploys it and links the routers), or pass --endpoint URL for a cell outside the fleet`,
@@ -112,6 +121,27 @@ export interface ChangeFlags {
   readonly plan?: string;
   /** add-cell and drain: re-route buckets without moving data (stateless workloads only). */
   readonly routingOnly?: boolean;
+  /** The fleet file whose tiers and dedicated cells the change must respect. @default cells.config.ts when it exists */
+  readonly config?: string;
+}
+
+const DEFAULT_CONFIG = 'cells.config.ts';
+
+/** The fleet a change is checked against: `--config`, else cells.config.ts where it exists, else none (a mapping of cells outside any fleet file). */
+function fleetOfChange(flags: Pick<ChangeFlags, 'config'>): Fleet | undefined {
+  if (flags.config !== undefined) return fleetFrom(flags.config);
+  return fs.existsSync(DEFAULT_CONFIG) ? fleetFrom(DEFAULT_CONFIG) : undefined;
+}
+
+/**
+ * What `after` breaks of the fleet's tiers and dedicated cells that `before` did not: another
+ * tenant pinned to a dedicated cell, buckets given to one or to another tier's cell. Not forcible:
+ * the fleet file says which cells are whose, and changing that is the fix.
+ */
+function placementRefusals(fleet: Fleet | undefined, before: MappingDocument, after: MappingDocument): string[] {
+  if (!fleet) return [];
+  const already = new Set(mappingPlacementProblems(fleet, before));
+  return mappingPlacementProblems(fleet, after).filter((p) => !already.has(p));
 }
 
 /**
@@ -202,6 +232,8 @@ export function runChange(
   change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
   moves?: (doc: MappingDocument, options: ChangeOptions) => MappingDocument | undefined,
   guard?: (before: MappingDocument, after: MappingDocument) => 'change' | 'planned',
+  /** The fleet already loaded for the change (add-cell, drain); else `fleetOfChange(flags)`. */
+  fleet?: Fleet,
 ): void {
   const maxMovedShare = maxMoveShare(flags.maxMove);
   const before = readMappingFile(flags.mapping);
@@ -235,6 +267,9 @@ export function runChange(
   }
   const problems = validateMapping(after, { previousVersion: before.version });
   if (problems.length > 0) throw new CliError(`the change would produce an invalid document; nothing written:\n${formatProblems(problems)}`);
+  const placement = placementRefusals(fleet ?? fleetOfChange(flags), before, after);
+  if (placement.length > 0)
+    throw new CliError(`change refused by the fleet's tiers and dedicated cells; nothing written:\n${placement.map((r) => `  - ${r}`).join('\n')}`);
   const refusals = guardChange(before, after, { maxMovedShare });
   if (refusals.length > 0 && !flags.force) throw new CliError(`change refused; nothing written:\n${refusals.map((r) => `  - ${r}`).join('\n')}`);
   const out = flags.out ?? flags.mapping;
@@ -256,6 +291,7 @@ function changeCommand(parent: Command, name: string, description: string): Comm
     .option('--out <file>', 'where to write the new document (default: --mapping, in place)')
     .option('--force', 'apply even if the guard rail refuses the change')
     .option('--max-move <percent>', 'largest share of the keyspace one change may move', String(DEFAULT_MAX_MOVED_SHARE * 100))
+    .option('--config <file>', `the fleet file whose tiers and dedicated cells the change must respect (default: ${DEFAULT_CONFIG} where it exists)`)
     .option('--json', 'print the result as JSON');
 }
 
@@ -487,41 +523,60 @@ export function mappingCommand(io: CliIo): Command {
       '--endpoint <url>',
       "the cell's endpoint as the routers reach it (default: from the fleet, router.cellEndpointTemplate, which the router stacks name)",
     )
-    .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--quarantine', 'add a quarantine cell (no buckets; takes quarantined keys)')
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`); the mapping gains the cell without buckets')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
-    .action((id: string, flags: ChangeFlags & { endpoint?: string; config: string; quarantine?: boolean }) => {
+    .action((id: string, flags: ChangeFlags & { endpoint?: string; quarantine?: boolean }) => {
+      const fleet = fleetOfChange(flags);
+      const named = fleet?.cells.find((c) => c.id === id);
       const cell = {
         id,
-        endpoint: flags.endpoint ?? endpointFromFleet(flags.config, id),
+        endpoint: flags.endpoint ?? endpointFromFleet(fleet, flags.config ?? DEFAULT_CONFIG, id),
         state: flags.quarantine ? ('quarantine' as const) : ('active' as const),
+        // Another tier's cell, or one dedicated to a tenant, joins without buckets: nobody lands there unplaced.
+        holdsBuckets: fleet && named ? holdsBuckets(fleet, named) : true,
       };
       runChange(
         io,
         flags,
-        (doc, o) => addCell(doc, cell, o, shapeWeights(flags.config)),
+        (doc, o) => addCell(doc, cell, o, fleet ? shapeWeights(fleet) : undefined),
         (doc, o) => ({
           ...doc,
           version: doc.version + 1,
           createdAt: o.now,
           cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state } },
         }),
+        undefined,
+        fleet,
       );
+      if (named?.dedicatedTo !== undefined && !flags.json)
+        io.err(
+          `${id} is dedicated to ${named.dedicatedTo}: it holds no buckets; pin its tenant there with its data: \`cellctl mapping pin ${named.dedicatedTo} ${id} --mapping ${flags.out ?? flags.mapping} --plan pin-${named.dedicatedTo}.json\`, then \`cellctl move plan pin-${named.dedicatedTo}.json\`\n`,
+        );
+      else if (named && !cell.holdsBuckets && !flags.quarantine && !flags.json)
+        io.err(
+          `${id} is of tier ${named.tier}: it holds no buckets; its tenants come by \`cellctl place TENANT --expected-rps R --tier ${named.tier}\`\n`,
+        );
     });
 
   changeCommand(mapping, 'drain', 'drain a cell: its buckets spread over the other cells; it becomes draining')
     .argument('<id>', 'cell id')
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`, then drain again); the mapping is not changed')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
-    .action((id: string, flags: ChangeFlags) =>
+    .action((id: string, flags: ChangeFlags) => {
+      const fleet = fleetOfChange(flags);
+      // Its buckets go only to cells that may hold them: the default tier's, never a dedicated cell (a cell the fleet does not name may).
+      const byId = new Map(fleet?.cells.map((c) => [c.id, c]));
+      const canReceive = (cell: string) => !fleet || !byId.has(cell) || holdsBuckets(fleet, byId.get(cell)!);
       runChange(
         io,
         flags,
-        (doc, o) => drainCell(doc, id, o),
+        (doc, o) => drainCell(doc, id, o, canReceive),
         () => undefined,
-      ),
-    );
+        undefined,
+        fleet,
+      );
+    });
 
   changeCommand(
     mapping,
@@ -668,7 +723,10 @@ export function mappingCommand(io: CliIo): Command {
           routerSlots: fleet.router.slots,
           bucketCount: fleet.bucketCount,
           // The change commands' guard, against the version in force: a hand-edited document too.
-          guard: (inForce, next) => publishRefusals(inForce, next, { maxMovedShare, routingOnly: flags.routingOnly, force: flags.force }),
+          guard: (inForce, next) => [
+            ...placementRefusals(fleet, inForce, next),
+            ...publishRefusals(inForce, next, { maxMovedShare, routingOnly: flags.routingOnly, force: flags.force }),
+          ],
           progress: (line) => io.err(`${line}\n`),
         });
         io.out(flags.json ? json(result) : publishText(result));
@@ -769,6 +827,10 @@ export interface RegionShare {
   readonly cells: readonly {
     readonly cell: string;
     readonly shape: string;
+    /** Its tier (`-` for a cell the fleet file does not name). */
+    readonly tier: string;
+    /** The one tenant a dedicated cell serves. */
+    readonly dedicatedTo?: string;
     readonly state: string;
     readonly buckets: number;
     /** Of the region's buckets. */
@@ -787,9 +849,11 @@ export function mappingByRegion(doc: MappingDocument, fleet: Fleet): RegionShare
   return regions.map((region) => {
     const ids = Object.keys(doc.cells).filter((id) => regionOf(id) === region);
     const buckets = ids.reduce((n, id) => n + (counts.get(id) ?? 0), 0);
-    // The cells that take buckets: active, and not the canary (it takes its prefix only).
-    const tested = (id: string) =>
-      doc.cells[id].state === 'active' && !byId.get(id)?.canary ? (byId.get(id)?.shape.limits.requestsPerSecond ?? 0) : 0;
+    // The cells that take buckets: active, of the default tier, not dedicated, not the canary (it takes its prefix only).
+    const tested = (id: string) => {
+      const cell = byId.get(id);
+      return doc.cells[id].state === 'active' && cell && holdsBuckets(fleet, cell) ? cell.shape.limits.requestsPerSecond : 0;
+    };
     const capacity = ids.reduce((n, id) => n + tested(id), 0);
     return {
       region,
@@ -798,6 +862,8 @@ export function mappingByRegion(doc: MappingDocument, fleet: Fleet): RegionShare
       cells: ids.map((id) => ({
         cell: id,
         shape: byId.get(id)?.shapeName ?? '-',
+        tier: byId.get(id)?.tier ?? '-',
+        ...(byId.get(id)?.dedicatedTo !== undefined ? { dedicatedTo: byId.get(id)!.dedicatedTo } : {}),
         state: doc.cells[id].state,
         buckets: counts.get(id) ?? 0,
         shareOfRegion: buckets ? (counts.get(id) ?? 0) / buckets : 0,
@@ -815,17 +881,23 @@ function byRegionText(doc: MappingDocument, regions: readonly RegionShare[]): st
       '',
       `${r.region}: ${r.buckets} buckets (${pct(r.share)})`,
       formatTable(
-        ['cell', 'shape', 'state', 'buckets', 'of region', 'by capacity'],
-        r.cells.map((c) => [c.cell, c.shape, c.state, c.buckets, pct(c.shareOfRegion), pct(c.capacityShare)]),
+        ['cell', 'shape', 'tier', 'state', 'buckets', 'of region', 'by capacity'],
+        r.cells.map((c) => [
+          c.cell,
+          c.shape,
+          c.dedicatedTo !== undefined ? `dedicated to ${c.dedicatedTo}` : c.tier,
+          c.state,
+          c.buckets,
+          pct(c.shareOfRegion),
+          pct(c.capacityShare),
+        ]),
       ).trimEnd(),
     );
   }
   return `${out.join('\n')}\n`;
 }
 
-/** Each cell's weight in the fleet file (its shape's tested requestsPerSecond); none when there is no fleet file. */
-function shapeWeights(configPath: string): Map<string, number> | undefined {
-  if (!fs.existsSync(configPath)) return undefined;
-  const fleet = fleetFrom(configPath);
+/** Each cell's weight in the fleet file: its shape's tested requestsPerSecond. */
+function shapeWeights(fleet: Fleet): Map<string, number> {
   return new Map(fleet.cells.map((c) => [c.id, c.shape.limits.requestsPerSecond]));
 }

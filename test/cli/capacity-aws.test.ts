@@ -242,6 +242,12 @@ describe('cellctl capacity against CloudWatch-shaped data', () => {
     );
     const tooBig = await cellctl('place', 'megacorp', '--expected-rps', '1200', '--window', '10');
     expect(tooBig.out).toMatch(/^megacorp at 1200 req\/s is above the target of every cell that may take it \(1000 req\/s\)/);
+    // --tier: only that tier's cells; the example fleet's are all the default tier's.
+    const tier = await cellctl('place', 'initech', '--expected-rps', '750', '--tier', 'gold', '--window', '10');
+    expect([tier.code, tier.err]).toEqual([
+      2,
+      "error: no cell in the fleet's tier `gold` (tiers: general); leave out --region/--in-shape or name a tier, region and shape the fleet has together\n",
+    ]);
   });
 
   it("reads each cell's own signals in its account and region through its metrics reader role, and judges a cell hot by its database CPU", async () => {

@@ -37,7 +37,7 @@ it("groups the cells by region, with each one's share of the region against its 
   expect(eu.cells.reduce((n, c) => n + c.shareOfRegion, 0)).toBeCloseTo(1);
   const text = await cellctl('mapping', 'show', file, '--by-region', '--config', config);
   expect(text.out).toMatch(/^eu-west-1: \d+ buckets \(\d+\.\d%\)$/m);
-  expect(text.out).toMatch(/^eu-3 +small +active +\d+ +\d+\.\d% +11\.1%$/m);
+  expect(text.out).toMatch(/^eu-3 +small +general +active +\d+ +\d+\.\d% +11\.1%$/m);
 });
 
 it('puts a cell the fleet file does not name under region unknown', async () => {
@@ -48,6 +48,6 @@ it('puts a cell the fleet file does not name under region unknown', async () => 
   expect(r.code).toBe(0);
   const { regions } = JSON.parse(r.out) as { regions: RegionShare[] };
   expect(regions.find((x) => x.region === 'unknown')!.cells).toEqual([
-    expect.objectContaining({ cell: 'old-1', shape: '-', state: 'draining', buckets: 0 }),
+    expect.objectContaining({ cell: 'old-1', shape: '-', tier: '-', state: 'draining', buckets: 0 }),
   ]);
 });

@@ -1,3 +1,4 @@
+import { DEFAULT_TIER } from '../fleet/defaults';
 import { Fleet } from '../fleet/types';
 import { CellSignalReadings, CPU_SIGNALS } from './signals';
 import { CapacitySettings, CellCapacity, CellLimits, CellLoad, CellStatus, FleetCapacity, StatusCause } from './types';
@@ -13,6 +14,8 @@ export function cellLimitsOf(fleet: Fleet): CellLimits[] {
     maxTenants: c.shape.limits.maxTenants,
     zones: c.availabilityZones.length,
     canary: c.canary,
+    tier: c.tier,
+    ...(c.dedicatedTo !== undefined ? { dedicatedTo: c.dedicatedTo } : {}),
   }));
 }
 
@@ -67,6 +70,8 @@ export function judgeCell(limits: CellLimits, load: CellLoad | undefined, settin
     shape: limits.shape,
     state: limits.state,
     canary: limits.canary ?? false,
+    tier: limits.tier ?? settings.defaultTier ?? DEFAULT_TIER,
+    ...(limits.dedicatedTo !== undefined ? { dedicatedTo: limits.dedicatedTo } : {}),
     currentRps: load?.currentRps ?? 0,
     peakRps,
     testedRps: limits.testedRps,

@@ -1,3 +1,4 @@
+import { DEFAULT_TIER } from '../fleet/defaults';
 import { hotByCpu } from './judge';
 import { CellCapacity, FleetCapacity } from './types';
 
@@ -9,30 +10,52 @@ export interface PlacementRequest {
   readonly region?: string;
   /** Only cells of this shape. @default any shape */
   readonly shape?: string;
+  /** Only cells of this tier. @default the fleet's default tier */
+  readonly tier?: string;
 }
 
 export type Placement =
-  /** `cell` takes the tenant and stays under its target. */
-  | { readonly kind: 'fits'; readonly cell: string; readonly peakRpsAfter: number; readonly targetRps: number; readonly utilisationAfter: number }
+  /** `cell` takes the tenant and stays under its target (`dedicated`: the cell is the tenant's own). */
+  | {
+      readonly kind: 'fits';
+      readonly cell: string;
+      readonly peakRpsAfter: number;
+      readonly targetRps: number;
+      readonly utilisationAfter: number;
+      readonly dedicated?: boolean;
+    }
   /** No active cell has the room today, but a cell of `shape` would: add one (or move tenants away) first. */
   | { readonly kind: 'no-room'; readonly shape: string; readonly region?: string; readonly targetRps: number }
   /** The tenant alone is above the target of every shape that may take it: a dedicated cell of a larger shape, or a second key dimension. */
   | { readonly kind: 'too-big'; readonly largestTargetRps: number };
 
 /**
- * Where a new tenant should go: best fit (the least room left after it) among the active cells
- * (never the canary, nor a cell hot by its CPU) of the region and shape asked for that stay under their target rate
- * and their `maxTenants`.
+ * Where a new tenant should go. A tenant with a cell dedicated to it goes there, whatever else was
+ * asked. Any other tenant: best fit (the least room left after it) among the active cells of its
+ * tier (the default tier unless asked) and of the region and shape asked for, never the canary, a
+ * dedicated cell or a cell hot by its CPU, that stay under their target rate and their `maxTenants`.
  */
 export function place(capacity: FleetCapacity, request: PlacementRequest): Placement {
   if (!(request.expectedRps >= 0) || !Number.isFinite(request.expectedRps))
     throw new Error(`expected rate ${request.expectedRps}: give requests per second as a number of 0 or more`);
+  const own = capacity.cells.find((c) => c.dedicatedTo === request.tenant);
+  if (own) {
+    const after = own.peakRps + request.expectedRps;
+    return { kind: 'fits', cell: own.cell, peakRpsAfter: after, targetRps: own.targetRps, utilisationAfter: after / own.testedRps, dedicated: true };
+  }
+  const tier = request.tier ?? capacity.settings.defaultTier ?? DEFAULT_TIER;
   const eligible = capacity.cells.filter(
-    (c) => (request.region === undefined || c.region === request.region) && (request.shape === undefined || c.shape === request.shape),
+    (c) =>
+      c.dedicatedTo === undefined &&
+      c.tier === tier &&
+      (request.region === undefined || c.region === request.region) &&
+      (request.shape === undefined || c.shape === request.shape),
   );
   if (eligible.length === 0) {
+    const tiers = [...new Set(capacity.cells.filter((c) => c.dedicatedTo === undefined && !c.canary).map((c) => c.tier))].sort();
+    const of = [request.region && `region ${request.region}`, request.shape && `shape ${request.shape}`].filter(Boolean).join(' and ');
     throw new Error(
-      `no cell of ${[request.region && `region ${request.region}`, request.shape && `shape ${request.shape}`].filter(Boolean).join(' and ')} in the fleet; leave out --region/--shape or name ones the fleet has`,
+      `no cell ${of ? `of ${of} ` : ''}in the fleet's tier \`${tier}\` (tiers: ${tiers.join(', ')}); leave out --region/--in-shape or name a tier, region and shape the fleet has together`,
     );
   }
   const largestTargetRps = Math.max(0, ...eligible.map((c) => c.targetRps));

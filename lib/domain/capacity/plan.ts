@@ -1,3 +1,4 @@
+import { DEFAULT_TIER } from '../fleet/defaults';
 import { compileMapping } from '../mapping/lookup';
 import { MappingDocument } from '../mapping/types';
 import { MovePlan } from '../moves/plan';
@@ -32,8 +33,8 @@ export interface CapacityPlan {
   readonly cells: readonly CellAfterPlan[];
   /** Cells still above the target after the moves, and by how much. */
   readonly unresolved: readonly { readonly cell: string; readonly excessRps: number }[];
-  /** Cells to add (per region and shape) so what the moves could not take has room; plan again once they are active. */
-  readonly cellsToAdd: readonly { readonly region: string; readonly shape: string; readonly count: number }[];
+  /** Cells to add (per region, shape and tier, named when not the default) so what the moves could not take has room; plan again once they are active. */
+  readonly cellsToAdd: readonly { readonly region: string; readonly shape: string; readonly tier?: string; readonly count: number }[];
   /** Tenants whose own peak is above the target of every cell they could move to: no move helps them. */
   readonly tooBig: readonly { readonly tenant: string; readonly cell: string; readonly peakRps: number; readonly targetRps: number }[];
 }
@@ -71,6 +72,7 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
         (c) =>
           c.state === 'active' &&
           !c.canary &&
+          c.dedicatedTo === undefined &&
           c.peakRps <= c.targetRps &&
           !hotByCpu(c) &&
           c.activeTenants <= c.maxTenants &&
@@ -87,6 +89,11 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
     .filter((c) => c.peakRps > c.targetRps)
     .sort((a, b) => b.peakRps - b.targetRps - (a.peakRps - a.targetRps) || a.cell.localeCompare(b.cell));
   for (const source of hot) {
+    // A dedicated cell's tenant stays on its own cell: past its target it needs a larger shape, not a move.
+    if (source.dedicatedTo !== undefined) {
+      tooBig.push({ tenant: source.dedicatedTo, cell: source.cell, peakRps: source.peakRps, targetRps: source.targetRps });
+      continue;
+    }
     const candidates = candidatesOf(source, compiled);
     const room = (cell: CellCapacity) => cell.targetRps - (load.get(cell.cell) ?? 0);
     const targetsFor = (c: Candidate) =>
@@ -96,13 +103,25 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
             receivers.has(r.cell) &&
             r.cell !== source.cell &&
             r.region === source.region &&
+            r.tier === source.tier &&
             c.peakRps <= room(r) &&
             (tenants.get(r.cell) ?? 0) + 1 <= r.maxTenants,
         )
         .sort((a, b) => room(a) - c.peakRps - (room(b) - c.peakRps) || a.cell.localeCompare(b.cell));
+    // Its own target too: with no other cell of its tier in the region, a new cell of the source's shape is where it would go.
     const largestTarget = Math.max(
-      0,
-      ...cells.filter((r) => r.region === source.region && r.cell !== source.cell && r.state === 'active' && !r.canary).map((r) => r.targetRps),
+      source.targetRps,
+      ...cells
+        .filter(
+          (r) =>
+            r.region === source.region &&
+            r.tier === source.tier &&
+            r.cell !== source.cell &&
+            r.state === 'active' &&
+            !r.canary &&
+            r.dedicatedTo === undefined,
+        )
+        .map((r) => r.targetRps),
     );
     for (const c of candidates) {
       if (c.peakRps > largestTarget) tooBig.push({ tenant: c.tenant, cell: source.cell, peakRps: c.peakRps, targetRps: largestTarget });
@@ -131,11 +150,12 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
   }
 
   const unresolved = cells.map((c) => ({ cell: c.cell, excessRps: (load.get(c.cell) ?? 0) - c.targetRps })).filter((u) => u.excessRps > 0);
-  const addBy = new Map<string, { region: string; shape: string; excess: number; targetRps: number }>();
+  const addBy = new Map<string, { region: string; shape: string; tier: string; excess: number; targetRps: number }>();
   for (const u of unresolved) {
     const c = byId.get(u.cell)!;
-    const key = `${c.region}\u0000${c.shape}`;
-    const entry = addBy.get(key) ?? { region: c.region, shape: c.shape, excess: 0, targetRps: c.targetRps };
+    if (c.dedicatedTo !== undefined) continue;
+    const key = `${c.region}\u0000${c.shape}\u0000${c.tier}`;
+    const entry = addBy.get(key) ?? { region: c.region, shape: c.shape, tier: c.tier, excess: 0, targetRps: c.targetRps };
     entry.excess += u.excessRps;
     addBy.set(key, entry);
   }
@@ -152,7 +172,12 @@ export function planCapacity(capacity: FleetCapacity, mapping: MappingDocument):
       tenantsAfter: tenants.get(c.cell) ?? 0,
     })),
     unresolved,
-    cellsToAdd: [...addBy.values()].map((a) => ({ region: a.region, shape: a.shape, count: Math.ceil(a.excess / a.targetRps) })),
+    cellsToAdd: [...addBy.values()].map((a) => ({
+      region: a.region,
+      shape: a.shape,
+      ...(a.tier !== (capacity.settings.defaultTier ?? DEFAULT_TIER) ? { tier: a.tier } : {}),
+      count: Math.ceil(a.excess / a.targetRps),
+    })),
     tooBig,
   };
 }

@@ -45,6 +45,10 @@ export interface CellLimits {
   readonly zones: number;
   /** The canary cell takes every change first and only internal tenants: never a move's or a placement's target. @default false */
   readonly canary?: boolean;
+  /** The tier it serves: placement and rebalancing keep a tenant among its tier's cells. @default settings.defaultTier */
+  readonly tier?: string;
+  /** The one tenant it serves: never another's placement or move target. @default - shared */
+  readonly dedicatedTo?: string;
 }
 
 export interface CapacitySettings {
@@ -54,6 +58,8 @@ export interface CapacitySettings {
   readonly spareCells: number;
   /** A tenant above this share of a cell's target rate is named as large. */
   readonly largeTenantShare: number;
+  /** The tier of a cell that names none, and of a tenant placed without `tier`. @default 'general' */
+  readonly defaultTier?: string;
 }
 
 /**
@@ -73,6 +79,9 @@ export interface CellCapacity {
   readonly shape: string;
   readonly state: CellLimits['state'];
   readonly canary: boolean;
+  /** Resolved: the settings' default tier when the cell names none. */
+  readonly tier: string;
+  readonly dedicatedTo?: string;
   readonly currentRps: number;
   readonly peakRps: number;
   readonly testedRps: number;

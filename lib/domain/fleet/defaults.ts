@@ -118,4 +118,7 @@ export const CELLS_PER_ENDPOINT_SUBNET = 2 ** (32 - ROUTER_SUBNET_MASKS.cellEndp
  * Cells are run at half their tested rate with one spare to receive moves ("operated with headroom,
  * half the tested ceiling, so spikes, failovers and incoming moves have room").
  */
-export const DEFAULT_CAPACITY: Required<CapacityConfig> = { targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5 };
+/** The tier a cell serves when it names none: the one whose cells hold the mapping's buckets. */
+export const DEFAULT_TIER = 'general';
+
+export const DEFAULT_CAPACITY: Required<CapacityConfig> = { targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5, defaultTier: DEFAULT_TIER };

@@ -1,5 +1,6 @@
 import { adoptionMapping, initialMapping, MappingDocument } from '../mapping';
 import { routedCells } from './cell-zero';
+import { holdsBuckets } from './placement';
 import { Fleet } from './types';
 
 /**
@@ -38,13 +39,14 @@ export function cellZoneName(fleet: Pick<Fleet, 'app' | 'router'>): string | und
 export const SEED_CREATED_AT = '1970-01-01T00:00:00.000Z';
 
 /**
- * The first mapping of the fleet: buckets spread over the active regular cells, `internal-` on the
- * canary, every endpoint from `cellEndpoint`; with a cell zero, every bucket on it and no override
+ * The first mapping of the fleet: buckets spread by shape over the active regular cells of the
+ * default tier, `internal-` on the canary, each dedicated cell's tenant pinned to it, every endpoint
+ * from `cellEndpoint`; with a cell zero, every bucket on it and no override
  * (adoptionMapping). Its `createdAt` is fixed, so the document (and the router templates that seed
  * it) is the same on every synth, and `cellctl mapping init` writes exactly what the routers were
  * seeded with.
  */
-export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount' | 'cellZero'>): MappingDocument {
+export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount' | 'cellZero' | 'capacity'>): MappingDocument {
   // Weighted by each shape's tested rate: a small cell takes the buckets its capacity can serve.
   const cells = fleet.cells.map((c) => ({
     id: c.id,
@@ -52,6 +54,9 @@ export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'buc
     canary: c.canary,
     endpoint: cellEndpoint(fleet, c.id),
     weight: c.shape.limits.requestsPerSecond,
+    // Another tier's cells and dedicated ones take no bucket: nobody lands there unplaced.
+    holdsBuckets: holdsBuckets(fleet, c),
+    ...(c.dedicatedTo !== undefined ? { dedicatedTo: c.dedicatedTo } : {}),
   }));
   const options = { now: SEED_CREATED_AT };
   if (fleet.cellZero) {

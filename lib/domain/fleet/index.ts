@@ -15,3 +15,4 @@ export * from './deployment-window';
 export * from './cell-zero';
 export * from './jwt';
 export * from './topology';
+export * from './placement';

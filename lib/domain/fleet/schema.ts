@@ -103,6 +103,8 @@ const CELL = object<CellConfig>({
   certificateArn: optional(string),
   endpointGeneration: optional(integer),
   wave: optional(integer),
+  tier: optional(string),
+  dedicatedTo: optional(string),
 });
 
 const ALARMS: Fields<Partial<AlarmThresholds>> = {
@@ -187,7 +189,12 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
   pipeline: optional(PIPELINE),
   quotas: optional(object<GrantedQuotas>({ interfaceEndpointsPerVpc: optional(integer) })),
   capacity: optional(
-    object<CapacityConfig>({ targetUtilisation: optional(number), spareCells: optional(integer), largeTenantShare: optional(number) }),
+    object<CapacityConfig>({
+      targetUtilisation: optional(number),
+      spareCells: optional(integer),
+      largeTenantShare: optional(number),
+      defaultTier: optional(string),
+    }),
   ),
   cellResources: optional({ type: 'function', signature: '(cell) => { ... }' }),
   cellZero: optional(

@@ -103,6 +103,18 @@ export interface CellConfig {
    * the waves are exactly these; else `waves` cuts them. @default - cut by the wave policy
    */
   readonly wave?: number;
+  /**
+   * The tier this cell serves (`premium`, `free`, …). Only the cells of `capacity.defaultTier` hold
+   * the mapping's buckets, so a tenant nobody placed lands there; a cell of another tier takes
+   * tenants only by `cellctl place --tier` and the pin it prints. @default capacity.defaultTier
+   */
+  readonly tier?: string;
+  /**
+   * The one tenant (partition key) this cell serves: it holds no buckets, the seed mapping pins the
+   * tenant to it, and placement, `mapping add-cell` and rebalancing never give it another tenant.
+   * Not with `tier` or `canary`. @default - shared by the tenants of its tier
+   */
+  readonly dedicatedTo?: string;
 }
 
 export interface RegionConfig {
@@ -330,6 +342,11 @@ export interface CapacityConfig {
    * candidate for a dedicated cell or a pin (0 < x <= 1). @default 0.5
    */
   readonly largeTenantShare?: number;
+  /**
+   * The tier whose cells hold the mapping's buckets: where a tenant that was never placed lands.
+   * Cells of other tiers, and dedicated cells, hold none. @default 'general'
+   */
+  readonly defaultTier?: string;
 }
 
 /** Where the pipeline gets the repository from. */
@@ -531,6 +548,10 @@ export interface Cell {
   readonly endpointGeneration?: number;
   /** See CellConfig.wave. */
   readonly wave?: number;
+  /** See CellConfig.tier; resolved (capacity.defaultTier when the cell names none). */
+  readonly tier: string;
+  /** See CellConfig.dedicatedTo. */
+  readonly dedicatedTo?: string;
 }
 
 /** `router.lanes` with its defaults and the stored shard set. */

@@ -33,7 +33,8 @@ import { extendShards, LaneSettings, laneSettingsProblems, shardSetProblems } fr
 import { LANES_FILE_NAME } from '../lanes/lanes-file';
 import { deploymentWindowProblems } from './deployment-window';
 import { jwtKeyProblems } from './jwt';
-import { APP_NAME, CELL_ID } from './patterns';
+import { APP_NAME, CELL_ID, TIER_NAME } from './patterns';
+import { keyProblem } from '../mapping/key';
 
 const ACCOUNTS_FILE = 'cells.accounts.json';
 
@@ -402,6 +403,49 @@ function capacityProblems(input: FleetInput): string[] {
 }
 
 /**
+ * Tiers and dedicated cells: a dedicated cell serves one valid tenant key, no other cell is
+ * dedicated to it, and it is neither the canary nor in a tier; tier names are names; and the
+ * default tier has an active regular cell to hold the buckets (a tenant nobody placed lands there).
+ */
+function placementProblems(input: FleetInput): string[] {
+  const cells = input.cells ?? [];
+  const problems: string[] = [];
+  const defaultTier = input.capacity?.defaultTier ?? DEFAULT_CAPACITY.defaultTier;
+  if (!TIER_NAME.test(defaultTier))
+    problems.push(`capacity.defaultTier: \`${defaultTier}\` is not a tier name; use 1-31 characters of a-z, 0-9 and '-', starting with a letter`);
+  const dedicatedBy = new Map<string, string>();
+  for (const cell of cells) {
+    const at = `cell \`${cell.id}\``;
+    if (cell.tier !== undefined && !TIER_NAME.test(cell.tier))
+      problems.push(`${at}: tier \`${cell.tier}\` is not a tier name; use 1-31 characters of a-z, 0-9 and '-', starting with a letter`);
+    if (cell.dedicatedTo === undefined) continue;
+    const keyIssue = keyProblem(cell.dedicatedTo);
+    if (keyIssue) problems.push(`${at}: dedicatedTo ${JSON.stringify(cell.dedicatedTo)}: ${keyIssue}`);
+    if (cell.canary)
+      problems.push(
+        `${at}: a canary cell takes every change first for internal tenants; it cannot be dedicated to \`${cell.dedicatedTo}\` (dedicate another cell)`,
+      );
+    if (cell.tier !== undefined)
+      problems.push(`${at}: dedicatedTo and tier are both set; a dedicated cell serves its one tenant, whatever the tier (delete tier)`);
+    const other = dedicatedBy.get(cell.dedicatedTo);
+    if (other !== undefined)
+      problems.push(
+        `${at}: tenant \`${cell.dedicatedTo}\` already has cell \`${other}\` dedicated to it; a tenant is served by one cell (dedicate this one to another tenant, or drop dedicatedTo)`,
+      );
+    else dedicatedBy.set(cell.dedicatedTo, cell.id);
+  }
+  const holders = cells.filter(
+    (c) => !c.canary && (c.state ?? 'active') === 'active' && c.dedicatedTo === undefined && (c.tier ?? defaultTier) === defaultTier,
+  );
+  if (cells.some((c) => !c.canary) && holders.length === 0 && TIER_NAME.test(defaultTier)) {
+    problems.push(
+      `cells: no active regular cell of the default tier \`${defaultTier}\` to hold the mapping's buckets (tenants nobody placed land there); leave one cell's tier unset, or set capacity.defaultTier to one of the cells' tiers`,
+    );
+  }
+  return problems;
+}
+
+/**
  * Top-level names no public certificate authority issues for: reserved for private use or testing
  * (`.internal`, ICANN 2024; `.local`, RFC 6762; `.test`, `.example`, `.invalid`, `.localhost`,
  * RFC 2606; `home.arpa`, RFC 8375) and common private suffixes that are not delegated.
@@ -713,6 +757,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...crossRegionProblems(Object.keys(input.regions ?? {})),
     ...quotaProblems(input),
     ...capacityProblems(input),
+    ...placementProblems(input),
     ...cellZeroProblems(
       input,
       fleetPartition(input),
@@ -784,6 +829,8 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     ...(cell.certificateArn ? { certificateArn: cell.certificateArn } : {}),
     ...(cell.endpointGeneration ? { endpointGeneration: cell.endpointGeneration } : {}),
     ...(cell.wave !== undefined ? { wave: cell.wave } : {}),
+    tier: cell.tier ?? input.capacity?.defaultTier ?? DEFAULT_CAPACITY.defaultTier,
+    ...(cell.dedicatedTo !== undefined ? { dedicatedTo: cell.dedicatedTo } : {}),
   }));
   return {
     app: input.app,

@@ -23,6 +23,13 @@ export interface InitialCell {
   readonly canary?: boolean;
   /** Its share of the buckets against the others' (the shape's tested requestsPerSecond). @default 1: an even share */
   readonly weight?: number;
+  /**
+   * Whether it takes buckets (tenants nobody placed): a cell of another tier than the default, or
+   * dedicated to one tenant, does not. @default true
+   */
+  readonly holdsBuckets?: boolean;
+  /** The one tenant it serves: pinned to it by an exact override, and it holds no buckets. @default - none */
+  readonly dedicatedTo?: string;
 }
 
 /**
@@ -67,13 +74,14 @@ function holders(doc: MappingDocument): string[] {
 }
 
 /**
- * Version 1 from the fleet: buckets spread evenly, as contiguous ranges, over the active non-canary
- * cells; the canary cell gets the `internal-` prefix override.
+ * Version 1 from the fleet: buckets spread by weight, as contiguous ranges, over the active
+ * non-canary cells that hold buckets; the canary cell gets the `internal-` prefix override and each
+ * dedicated cell its tenant's exact override.
  */
 export function initialMapping(cells: readonly InitialCell[], bucketCount: number, options: ChangeOptions): MappingDocument {
   if (!isValidBucketCount(bucketCount)) throw new MappingChangeError(`bucketCount ${bucketCount} must be a power of two between 1024 and 1048576`);
-  const regular = cells.filter((c) => !c.canary && c.state === 'active');
-  if (regular.length === 0) throw new MappingChangeError('no active non-canary cell to hold the buckets');
+  const regular = cells.filter((c) => !c.canary && c.state === 'active' && c.holdsBuckets !== false && c.dedicatedTo === undefined);
+  if (regular.length === 0) throw new MappingChangeError('no active non-canary cell of the default tier to hold the buckets');
   if (regular.length > bucketCount) throw new MappingChangeError(`${regular.length} cells but only ${bucketCount} buckets`);
   const weights = regular.map((c) => c.weight ?? 1);
   if (weights.some((w) => !(w > 0) || !Number.isFinite(w))) throw new MappingChangeError('every cell weight must be a positive number');
@@ -87,16 +95,18 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
     return range;
   });
   const canary = cells.find((c) => c.canary);
-  return firstDocument(cells, bucketCount, buckets, canary ? { [CANARY_PREFIX]: canary.id } : {}, options);
+  const dedicated = Object.fromEntries(cells.filter((c) => c.dedicatedTo !== undefined && c.state === 'active').map((c) => [c.dedicatedTo!, c.id]));
+  return firstDocument(cells, bucketCount, buckets, canary ? { [CANARY_PREFIX]: canary.id } : {}, options, dedicated);
 }
 
-/** A version 1 document: the cells listed in order, the given ranges and prefix overrides, no exact override. */
+/** A version 1 document: the cells listed in order, the given ranges, prefix and exact overrides. */
 function firstDocument(
   cells: readonly InitialCell[],
   bucketCount: number,
   buckets: MappingDocument['buckets'],
   prefix: Record<string, string>,
   options: ChangeOptions,
+  exact: Record<string, string> = {},
 ): MappingDocument {
   return {
     schemaVersion: SCHEMA_VERSION,
@@ -106,7 +116,7 @@ function firstDocument(
     bucketCount,
     cells: Object.fromEntries(cells.map((c) => [c.id, { endpoint: c.endpoint, state: c.state }])),
     buckets,
-    overrides: { exact: {}, prefix },
+    overrides: { exact, prefix },
   };
 }
 
@@ -126,11 +136,12 @@ export function adoptionMapping(holder: InitialCell, cells: readonly InitialCell
  * Adds a cell. An `active` cell receives ⌊B/(n+1)⌋ buckets (n = cells holding buckets), or with
  * `weights` for it and every holder (their shapes' tested rates) its weight's share of B, taken one
  * at a time from whichever cell holds the most (for its weight), from the top of its ranges: no
- * bucket moves anywhere except into the new cell. A `quarantine` cell is added without buckets.
+ * bucket moves anywhere except into the new cell. A `quarantine` cell, and one that holds no buckets
+ * (`holdsBuckets: false`: another tier's, or dedicated to one tenant), is added without buckets.
  */
 export function addCell(
   doc: MappingDocument,
-  cell: { id: string; endpoint: string; state?: 'active' | 'quarantine' },
+  cell: { id: string; endpoint: string; state?: 'active' | 'quarantine'; holdsBuckets?: boolean },
   options: ChangeOptions,
   weights?: ReadonlyMap<string, number>,
 ): MappingDocument {
@@ -138,7 +149,7 @@ export function addCell(
   if (!CELL_ID_PATTERN.test(cell.id)) throw new MappingChangeError(`cell id \`${cell.id}\` must match ${CELL_ID_PATTERN.source}`);
   const state = cell.state ?? 'active';
   const cells = { ...doc.cells, [cell.id]: { endpoint: cell.endpoint, state } };
-  if (state === 'quarantine') return next(doc, options, { cells });
+  if (state === 'quarantine' || cell.holdsBuckets === false) return next(doc, options, { cells });
 
   const donors = holders(doc);
   const counts = bucketCounts(doc);
@@ -178,17 +189,25 @@ export function addCell(
  * Drains a cell: its buckets go to the remaining bucket-holding active cells (when it holds them all,
  * as a cell zero does, to the other active cells no prefix override names), fewest buckets first,
  * in contiguous chunks; nothing else moves. The cell becomes `draining` and keeps its overrides
- * until they are moved too.
+ * until they are moved too. `canReceive` narrows who may take them (the fleet's default tier, no
+ * dedicated cell).
  */
-export function drainCell(doc: MappingDocument, id: string, options: ChangeOptions): MappingDocument {
+export function drainCell(
+  doc: MappingDocument,
+  id: string,
+  options: ChangeOptions,
+  canReceive: (cell: string) => boolean = () => true,
+): MappingDocument {
   requireCell(doc, id);
   if (doc.cells[id].state !== 'active') throw new MappingChangeError(`cell \`${id}\` is ${doc.cells[id].state}, not active; nothing to drain`);
   const counts = bucketCounts(doc);
-  const holding = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active');
+  const holding = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active' && canReceive(c));
   // A cell zero holds every bucket while the factory's cells hold none: they receive, except one a prefix names (the canary).
   const prefixed = new Set(Object.values(doc.overrides.prefix));
   const receivers =
-    holding.length > 0 ? holding : Object.keys(doc.cells).filter((c) => c !== id && doc.cells[c].state === 'active' && !prefixed.has(c));
+    holding.length > 0
+      ? holding
+      : Object.keys(doc.cells).filter((c) => c !== id && doc.cells[c].state === 'active' && !prefixed.has(c) && canReceive(c));
   const cells = { ...doc.cells, [id]: { ...doc.cells[id], state: 'draining' as const } };
   const draining = counts.get(id) ?? 0;
   if (draining === 0) return next(doc, options, { cells });

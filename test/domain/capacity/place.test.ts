@@ -42,6 +42,46 @@ describe('place', () => {
     expect(() => place(fleet, { tenant: 'new', expectedRps: 10, region: 'us-east-1' })).toThrow('no cell of region us-east-1 in the fleet');
   });
 
+  describe('tiers and dedicated cells', () => {
+    // cell-1 is dedicated to `acme`, cell-2 serves the `premium` tier; cell-3 is the default tier's.
+    const tiered = {
+      ...fleet,
+      cells: fleet.cells.map((c) =>
+        c.cell === 'cell-1' ? { ...c, peakRps: 0, dedicatedTo: 'acme' } : c.cell === 'cell-2' ? { ...c, tier: 'premium' } : c,
+      ),
+    };
+
+    it('sends a tenant with a dedicated cell there, whatever tier or rate was asked', () => {
+      expect(place(tiered, { tenant: 'acme', expectedRps: 100 })).toEqual({
+        kind: 'fits',
+        cell: 'cell-1',
+        peakRpsAfter: 100,
+        targetRps: 500,
+        utilisationAfter: 0.1,
+        dedicated: true,
+      });
+      expect(place(tiered, { tenant: 'acme', expectedRps: 100, tier: 'premium' })).toMatchObject({ cell: 'cell-1', dedicated: true });
+    });
+
+    it("never places another tenant on a dedicated cell, even the emptiest, nor outside the tenant's tier", () => {
+      // cell-1 is empty and would be the only fit for 450; it is acme's, so there is no room.
+      expect(place(tiered, { tenant: 'new', expectedRps: 450 })).toMatchObject({ kind: 'no-room' });
+      expect(place(tiered, { tenant: 'new', expectedRps: 100 })).toMatchObject({ kind: 'fits', cell: 'cell-3' });
+      expect(place(tiered, { tenant: 'new', expectedRps: 100, tier: 'premium' })).toMatchObject({ kind: 'fits', cell: 'cell-2' });
+      expect(place(tiered, { tenant: 'new', expectedRps: 300, tier: 'premium' })).toMatchObject({ kind: 'no-room' });
+      for (let i = 0; i < 200; i++) {
+        const answer = place(tiered, { tenant: `t-${i}`, expectedRps: i % 400, ...(i % 2 ? { tier: 'premium' } : {}) });
+        if (answer.kind === 'fits') expect(answer.cell).not.toBe('cell-1');
+      }
+    });
+
+    it('names the tiers the fleet has when the one asked for has no cell', () => {
+      expect(() => place(tiered, { tenant: 'new', expectedRps: 10, tier: 'gold' })).toThrow(
+        "no cell in the fleet's tier `gold` (tiers: general, premium)",
+      );
+    });
+  });
+
   it('refuses a rate that is not a number', () => {
     expect(() => place(fleet, { tenant: 'new', expectedRps: Number.NaN })).toThrow(/requests per second/);
   });

@@ -109,6 +109,65 @@ describe('planCapacity', () => {
     expect(plan.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
   });
 
+  it('never sends a tenant to a dedicated cell, nor to another tier; a hot dedicated cell needs a larger shape, not a move', () => {
+    const { limits, mapping } = cellsAndMapping(4);
+    const [a, b] = tenantsOn(mapping, 'cell-1', 2);
+    const [own] = tenantsOn(mapping, 'cell-4', 1);
+    const plan = planCapacity(
+      judged(
+        limits.map((l) =>
+          l.cell === 'cell-2'
+            ? { ...l, dedicatedTo: 'acme' }
+            : l.cell === 'cell-3'
+              ? { ...l, tier: 'premium' }
+              : l.cell === 'cell-4'
+                ? { ...l, dedicatedTo: own }
+                : l,
+        ),
+        mapping,
+        [
+          { tenant: a, rps: 300 },
+          { tenant: b, rps: 300 },
+          { tenant: own, rps: 700 },
+        ],
+      ),
+      mapping,
+    );
+    // cell-2 (acme's) and cell-3 (premium) are empty and have room; neither receives a general tenant.
+    expect(plan.moves).toEqual([]);
+    expect(plan.tooBig).toEqual([{ tenant: own, cell: 'cell-4', peakRps: 700, targetRps: 500 }]);
+    expect(plan.unresolved).toEqual([
+      { cell: 'cell-1', excessRps: 100 },
+      { cell: 'cell-4', excessRps: 200 },
+    ]);
+    expect(plan.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', count: 1 }]);
+  });
+
+  it("moves a tier's tenants among that tier's cells, and asks for a cell of that tier", () => {
+    const { limits, mapping } = cellsAndMapping(3);
+    const [a, b] = tenantsOn(mapping, 'cell-1', 2);
+    const premium = limits.map((l) => (l.cell === 'cell-1' || l.cell === 'cell-2' ? { ...l, tier: 'premium' } : l));
+    const moved = planCapacity(
+      judged(premium, mapping, [
+        { tenant: a, rps: 300 },
+        { tenant: b, rps: 300 },
+      ]),
+      mapping,
+    );
+    expect(moved.moves.map((m) => [m.from, m.to])).toEqual([['cell-1', 'cell-2']]);
+    const full = planCapacity(
+      judged(premium, mapping, [
+        { tenant: a, rps: 300 },
+        { tenant: b, rps: 300 },
+        ...tenantsOn(mapping, 'cell-2', 1).map((tenant) => ({ tenant, rps: 450 })),
+      ]),
+      mapping,
+    );
+    // cell-3 (the default tier) has room but is not premium's.
+    expect(full.moves).toEqual([]);
+    expect(full.cellsToAdd).toEqual([{ region: 'eu-west-1', shape: 'standard', tier: 'premium', count: 1 }]);
+  });
+
   it('never sends a tenant to a cell hot by its database or compute CPU, though its rate has room', () => {
     const { limits, mapping } = cellsAndMapping(3);
     const [a, b] = tenantsOn(mapping, 'cell-1', 2);

@@ -331,12 +331,14 @@ describe('resolveFleet', () => {
     expect(fleet.cells[0].availabilityZones).toEqual(['euw1-az1', 'euw1-az2', 'euw1-az3']);
     expect(fleet.router.mappingBucket).toBe('orders-mappings-222222222222');
     expect(fleet.router).toMatchObject({ slots: 64, cellMaxConn: 200, queueTimeoutMs: 1000 });
-    expect(fleet.capacity).toEqual({ targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5 });
+    expect(fleet.capacity).toEqual({ targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5, defaultTier: 'general' });
     expect(resolveFleet({ ...rest, capacity: { targetUtilisation: 0.7 } }).capacity).toEqual({
       targetUtilisation: 0.7,
       spareCells: 1,
       largeTenantShare: 0.5,
+      defaultTier: 'general',
     });
+    expect(fleet.cells.map((c) => c.tier)).toEqual(fleet.cells.map(() => 'general'));
   });
 });
 
