@@ -6,6 +6,8 @@ import {
   Fleet,
   holdsBuckets,
   mappingPlacementProblems,
+  movesByRegion,
+  RegionMove,
   routedCells,
   seedMapping,
   suggestion,
@@ -680,21 +682,35 @@ export function mappingCommand(io: CliIo): Command {
     .argument('[old]', 'the older document (same as --previous FILE)')
     .argument('[new]', 'the newer document (same as --mapping FILE)')
     .option('--json', 'print as JSON')
-    .action((oldArgument: string | undefined, newArgument: string | undefined, flags: { previous?: string; mapping?: string; json?: boolean }) => {
-      // Arguments fill what the options leave out: `diff OLD NEW`, `diff --previous OLD NEW`, `diff --previous OLD --mapping NEW`.
-      const args = [oldArgument, newArgument].filter((a): a is string => a !== undefined);
-      const oldFile = flags.previous ?? args.shift();
-      const newFile = flags.mapping ?? args.shift();
-      if (oldFile === undefined || newFile === undefined || args.length > 0) {
-        throw new CliError('give the two documents as `cellctl mapping diff --previous OLD --mapping NEW`', EXIT.usage);
-      }
-      const before = readMappingFile(oldFile);
-      const after = readMappingFile(newFile);
-      if (before.bucketCount !== after.bucketCount)
-        throw new CliError(`bucketCount differs (${before.bucketCount} vs ${after.bucketCount}): every key would move`);
-      const diff = diffMappings(before, after);
-      io.out(flags.json ? json(diff) : diffText(diff, after.bucketCount));
-    });
+    .option('--by-region', 'also count the moves by the regions of their cells (the fleet file): within a region, and across regions')
+    .option('--config <file>', 'with --by-region: the fleet file', 'cells.config.ts')
+    .action(
+      (
+        oldArgument: string | undefined,
+        newArgument: string | undefined,
+        flags: { previous?: string; mapping?: string; json?: boolean; byRegion?: boolean; config: string },
+      ) => {
+        // Arguments fill what the options leave out: `diff OLD NEW`, `diff --previous OLD NEW`, `diff --previous OLD --mapping NEW`.
+        const args = [oldArgument, newArgument].filter((a): a is string => a !== undefined);
+        const oldFile = flags.previous ?? args.shift();
+        const newFile = flags.mapping ?? args.shift();
+        if (oldFile === undefined || newFile === undefined || args.length > 0) {
+          throw new CliError('give the two documents as `cellctl mapping diff --previous OLD --mapping NEW`', EXIT.usage);
+        }
+        const before = readMappingFile(oldFile);
+        const after = readMappingFile(newFile);
+        if (before.bucketCount !== after.bucketCount)
+          throw new CliError(`bucketCount differs (${before.bucketCount} vs ${after.bucketCount}): every key would move`);
+        const diff = diffMappings(before, after);
+        const regions = flags.byRegion ? movesByRegion(before, after, fleetFrom(flags.config)) : undefined;
+        if (flags.json) {
+          io.out(json(regions ? { ...diff, regions } : diff));
+          return;
+        }
+        io.out(diffText(diff, after.bucketCount));
+        if (regions) io.out(regionMovesText(regions));
+      },
+    );
 
   storeCommand(
     mapping,
@@ -874,8 +890,13 @@ export function mappingByRegion(doc: MappingDocument, fleet: Fleet): RegionShare
 }
 
 function byRegionText(doc: MappingDocument, regions: readonly RegionShare[]): string {
+  return `version ${doc.version}, ${doc.bucketCount} buckets, by region of the fleet file\n${regionTables(regions)}`;
+}
+
+/** Per region: its buckets, then each cell's shape, tier, state, buckets and shares (`show --by-region`, `plan`). */
+export function regionTables(regions: readonly RegionShare[]): string {
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  const out = [`version ${doc.version}, ${doc.bucketCount} buckets, by region of the fleet file`];
+  const out: string[] = [];
   for (const r of regions) {
     out.push(
       '',
@@ -895,6 +916,17 @@ function byRegionText(doc: MappingDocument, regions: readonly RegionShare[]): st
     );
   }
   return `${out.join('\n')}\n`;
+}
+
+/** `mapping diff --by-region`: the moves within each region, then those across (whose data leaves its region). */
+function regionMovesText(moves: readonly RegionMove[]): string {
+  if (moves.length === 0) return 'by region: nothing moves\n';
+  const rows = moves.map((m) => [m.from === m.to ? `within ${m.from}` : `${m.from} -> ${m.to}`, m.buckets, m.overrides]);
+  const across = moves.filter((m) => m.from !== m.to && m.from !== 'by bucket' && m.to !== 'by bucket');
+  const warning = across.length
+    ? `${across.reduce((n, m) => n + m.buckets, 0)} bucket(s) and ${across.reduce((n, m) => n + m.overrides, 0)} override(s) move tenants to another region: their data leaves its region\n`
+    : '';
+  return `by region of the fleet file:\n${formatTable(['moves', 'buckets', 'overrides'], rows)}${warning}`;
 }
 
 /** Each cell's weight in the fleet file: its shape's tested requestsPerSecond. */

@@ -1,7 +1,9 @@
 import { Command } from 'commander';
 import { lastSynthesizedWaves, planWaves, waveChanges, WavePlanError } from '../domain/waves';
+import { seedMapping } from '../domain/fleet';
 import { fleetFrom } from './context';
 import { CliError, CliIo, formatTable, json } from './io';
+import { mappingByRegion, readMappingFile, regionTables } from './mapping-commands';
 
 /** `1h 30m` from seconds. */
 export function duration(seconds: number): string {
@@ -17,8 +19,9 @@ export function planCommand(io: CliIo): Command {
     .description('the rollout waves: cells, regions, bake, share of cells exposed after each wave, minimum rollout time')
     .option('--config <file>', 'fleet config', 'cells.config.ts')
     .option('--against <dir>', 'report the cells this plan moves to another wave than the pipeline last synthesized there', 'cdk.out')
+    .option('--mapping <file>', "the cells' shares of their region's buckets in this document (default: the fleet's first mapping)")
     .option('--json', 'print the plan as JSON')
-    .action((flags: { config: string; against: string; json?: boolean }) => {
+    .action((flags: { config: string; against: string; mapping?: string; json?: boolean }) => {
       const fleet = fleetFrom(flags.config);
       let plan;
       try {
@@ -30,8 +33,10 @@ export function planCommand(io: CliIo): Command {
       // Before anything is synthesized: a cell deployed in one wave and now planned in another.
       const before = lastSynthesizedWaves(flags.against, fleet.app);
       const moved = before ? waveChanges(before, plan) : undefined;
+      // Per region: the cells, their shapes and tiers, and their share of the region's buckets.
+      const regions = mappingByRegion(flags.mapping ? readMappingFile(flags.mapping) : seedMapping(fleet), fleet);
       if (flags.json) {
-        io.out(json(moved ? { ...plan, against: flags.against, waveChanges: moved } : plan));
+        io.out(json({ ...plan, regions, ...(moved ? { against: flags.against, waveChanges: moved } : {}) }));
         return;
       }
       io.out(
@@ -57,6 +62,7 @@ export function planCommand(io: CliIo): Command {
       io.out(
         `\nminimum end-to-end rollout: ${duration(plan.minimumRolloutSeconds)} of bake across ${plan.waves.length} cell waves and ${plan.routerWaves.length} router waves, plus deployment time\n`,
       );
+      io.out(`\nthe cells by region, with their share of its buckets in ${flags.mapping ?? "the fleet's first mapping"}:\n${regionTables(regions)}`);
       if (moved && moved.length > 0) {
         io.out(
           `\n${moved.length} cell(s) change wave against the pipeline last synthesized in ${flags.against}: ${moved.map((m) => `${m.cell} ${m.from} -> ${m.to}`).join(', ')}; ` +

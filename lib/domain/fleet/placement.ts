@@ -1,4 +1,4 @@
-import { bucketCounts, MappingDocument } from '../mapping';
+import { bucketCounts, diffMappings, lookup, MappingDocument } from '../mapping';
 import { Cell, Fleet } from './types';
 
 /**
@@ -45,3 +45,41 @@ export function mappingPlacementProblems(fleet: Pick<Fleet, 'cells' | 'capacity'
   }
   return problems;
 }
+
+/** Buckets and overridden keys a change moves from the cells of one region to those of another (or the same). */
+export interface RegionMove {
+  readonly from: string;
+  readonly to: string;
+  readonly buckets: number;
+  /** Exact pins whose key now goes from a cell of `from` to one of `to`; and prefix overrides, `by bucket` where one was added or removed. */
+  readonly overrides: number;
+}
+
+/**
+ * The moves from `before` to `after` by the regions of their cells (`unknown` for a cell the fleet
+ * file does not name): within a region first, then across, largest first. A move across regions
+ * takes the tenants' data out of their region.
+ */
+export function movesByRegion(before: MappingDocument, after: MappingDocument, fleet: Pick<Fleet, 'cells'>): RegionMove[] {
+  const diff = diffMappings(before, after);
+  const regionOf = new Map(fleet.cells.map((c) => [c.id, c.region]));
+  const region = (cell: string | undefined) => (cell === undefined ? BY_BUCKET : (regionOf.get(cell) ?? 'unknown'));
+  const pairs = new Map<string, { from: string; to: string; buckets: number; overrides: number }>();
+  const entry = (from: string, to: string) => {
+    const key = `${from}\u0000${to}`;
+    if (!pairs.has(key)) pairs.set(key, { from, to, buckets: 0, overrides: 0 });
+    return pairs.get(key)!;
+  };
+  for (const m of diff.moves) entry(region(m.from), region(m.to)).buckets += m.buckets;
+  for (const o of diff.overrides) {
+    // An exact pin's key went, and goes, to one cell each side, its bucket's where it has no pin.
+    if (o.kind === 'exact') entry(region(lookup(before, o.key).cell), region(lookup(after, o.key).cell)).overrides += 1;
+    else entry(region(o.before), region(o.after)).overrides += 1;
+  }
+  return [...pairs.values()].sort(
+    (a, b) => Number(a.from !== a.to) - Number(b.from !== b.to) || b.buckets - a.buckets || b.overrides - a.overrides || a.from.localeCompare(b.from),
+  );
+}
+
+/** The "region" of a prefix override's keys where none was set: they went (or now go) by their buckets. */
+const BY_BUCKET = 'by bucket';
