@@ -1,6 +1,6 @@
 import type { Fleet } from '../domain/fleet';
 import { routerParameters } from '../domain/names';
-import { FULL_WEIGHT, undrainSteps, weightOf, ZonesDocument } from '../domain/zones';
+import { failOverWriters, FULL_WEIGHT, undrainSteps, weightOf, WriterOutcome, ZonesDocument } from '../domain/zones';
 import { fleetFrom, mappingBucketOf, s3Client } from './context';
 import { CliError, CliIo } from './io';
 
@@ -256,4 +256,35 @@ export async function undrainAwsZone(
     }
   }
   return reports;
+}
+
+/**
+ * `zone drain --failover-writers`: each cell of the region in turn, the canary first, its database
+ * writer failed over out of `zone` through the cell's writer-failover role, waited for before the
+ * next cell. Stops at the first cell that fails (the outcome says why); a run again finishes the rest.
+ */
+export async function failOverAwsWriters(
+  t: AwsZoneTarget,
+  o: { zone: string; timeoutMs: number; pollMs?: number; progress?: (outcome: WriterOutcome) => void },
+): Promise<WriterOutcome[]> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use: only this option fails writers over
+  const { awsCellDatabase } = require('../adapters/aws/writer-failover') as typeof import('../adapters/aws/writer-failover');
+  const cells = t.fleet.cells.filter((c) => c.region === t.region).sort((a, b) => Number(b.canary) - Number(a.canary));
+  return failOverWriters(
+    cells.map((c) => ({ id: c.id, database: awsCellDatabase({ app: t.fleet.app, partition: t.fleet.partition, cell: c }) })),
+    { zone: o.zone, timeoutMs: o.timeoutMs, pollMs: o.pollMs, progress: o.progress },
+  );
+}
+
+export function writerOutcomeText(o: WriterOutcome): string {
+  switch (o.kind) {
+    case 'moved':
+      return `  writer of ${o.cell}: failed over ${o.from} → ${o.to} in ${(o.ms / 1000).toFixed(0)} s`;
+    case 'elsewhere':
+      return `  writer of ${o.cell}: in ${o.zone}, not the drained zone; left alone`;
+    case 'stuck':
+      return `  writer of ${o.cell}: stays in the zone: ${o.reason}`;
+    case 'failed':
+      return `  writer of ${o.cell}: FAILED: ${o.reason}`;
+  }
 }

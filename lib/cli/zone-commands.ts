@@ -142,11 +142,18 @@ export function zoneCommand(io: CliIo): Command {
         '12h',
       )
       .option('--no-shift', "AWS: change the routers' weights only, no zonal shift of the router NLBs")
-      .option('--wait <seconds>', 'AWS: how long to wait for every router task to carry the change (0: do not wait)', '60'),
+      .option('--wait <seconds>', 'AWS: how long to wait for every router task to carry the change (0: do not wait)', '60')
+      .option(
+        '--failover-writers',
+        "AWS, whole drain: then fail each of the region's cells' database writers in the zone over to another zone, one cell at a time, canary first (run again to finish one that stopped)",
+      )
+      .option('--writer-timeout <seconds>', "AWS: how long one cell's writer failover may take before the run stops", '900'),
   ).action(
     async (
       az: string,
       flags: LocalFlags & {
+        failoverWriters?: boolean;
+        writerTimeout: string;
         percent: string;
         reason?: string;
         measure: string;
@@ -165,13 +172,26 @@ export function zoneCommand(io: CliIo): Command {
         // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
         const problem = (require('../adapters/aws/zonal-shift') as typeof import('../adapters/aws/zonal-shift')).expiresInProblem(flags.expires);
         if (problem) throw new CliError(`--expires ${problem}`, 2);
+        if (flags.failoverWriters && percent !== 100)
+          throw new CliError(`--failover-writers goes with a whole drain: --percent ${percent} leaves the zone serving; leave --percent out`, 2);
+        const writerTimeoutMs = integerFlag(flags.writerTimeout, '--writer-timeout', 60, 3600) * 1000;
         const doc = await aws.readAwsZonesDocument(t);
         refusedChange(doc, t.zones, az, FULL_WEIGHT - percent);
         const factor = factorOf(doc, t.zones, az, FULL_WEIGHT - percent);
         if (flags.plan) {
           const cells = t.fleet.cells.filter((c) => c.region === t.region).length;
           const capacity = await planCapacity(io, flags, factor, t.region);
-          return void planText(io, { cells, zoneIds: t.zones, doc, zone: az, weight: FULL_WEIGHT - percent, json: flags.json, aws: true, capacity });
+          return void planText(io, {
+            cells,
+            zoneIds: t.zones,
+            doc,
+            zone: az,
+            weight: FULL_WEIGHT - percent,
+            json: flags.json,
+            aws: true,
+            capacity,
+            failoverWriters: flags.failoverWriters,
+          });
         }
         await checkZoneCapacity(io, flags, factor, t.region);
         const report = await aws.changeAwsZoneWeight(t, {
@@ -182,8 +202,23 @@ export function zoneCommand(io: CliIo): Command {
           waitMs: integerFlag(flags.wait, '--wait', 0, 3600) * 1000,
           shift: flags.shift,
         });
-        return void io.out(flags.json ? json(report) : aws.awsChangeText(report));
+        if (!flags.failoverWriters) return void io.out(flags.json ? json(report) : aws.awsChangeText(report));
+        if (!flags.json) io.out(aws.awsChangeText(report));
+        const writers = await aws.failOverAwsWriters(t, {
+          zone: az,
+          timeoutMs: writerTimeoutMs,
+          progress: (o) => void (flags.json ? undefined : io.out(`${aws.writerOutcomeText(o)}\n`)),
+        });
+        if (flags.json) io.out(json({ ...report, writers }));
+        const failed = writers.find((w) => w.kind === 'failed');
+        if (failed)
+          throw new CliError(
+            `writer failover stopped at ${failed.cell}: ${failed.reason}; the zone stays drained. Run the drain again with --failover-writers to continue (cells whose writer left the zone are left alone)`,
+          );
+        return;
       }
+      if (flags.failoverWriters)
+        throw new CliError("--failover-writers: the local fleet's databases are not zonal (one PostgreSQL per cell); it acts on AWS (--region R)", 2);
       const { fleet, zones } = localFleet(flags);
       zoneArgument(az, zones);
       const percent = integerFlag(flags.percent, '--percent', 1, 100);
@@ -283,6 +318,7 @@ function planText(
     json?: boolean;
     aws?: boolean;
     capacity: PlanCapacity;
+    failoverWriters?: boolean;
   },
 ): void {
   const serving = o.zoneIds.filter((z) => z !== o.zone && weightOf(o.doc, z) > 0);
@@ -294,12 +330,15 @@ function planText(
     zone: o.zone,
     weight: o.weight,
     moves: o.aws
-      ? `new requests to the zone's servers at every router task of the region (its ${o.cells} cells and every other cell it reaches), and for a whole drain new connections to the router NLBs' nodes in the zone (ARC zonal shift)`
+      ? `new requests to the zone's servers at every router task of the region (its ${o.cells} cells and every other cell it reaches), and for a whole drain new connections to the router NLBs' nodes in the zone (ARC zonal shift)` +
+        (o.failoverWriters
+          ? "; then each of its cells' database writers in the zone, failed over to another zone one cell at a time, canary first (Aurora promotes a reader, Multi-AZ RDS its standby; each cell's writes pause while it fails over)"
+          : '')
       : `new requests to the zone's servers at every router: ${o.cells} cells`,
     doesNotMove: o.aws
       ? [
           "the cells' tasks in the zone keep running, with their SQS consumers: they finish what they hold and take queue messages",
-          "each cell's database writer in the zone stays there (a Multi-AZ failover is the database's own step)",
+          ...(o.failoverWriters ? [] : ["each cell's database writer in the zone stays there (--failover-writers moves them, one cell at a time)"]),
           "connections already open through the router NLBs' nodes in the zone, and requests in flight: they finish (keep-alive connections end at the router's client timeout)",
         ]
       : [

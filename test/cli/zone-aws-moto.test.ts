@@ -2,12 +2,16 @@ import * as http from 'http';
 import { AddressInfo } from 'net';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { DescribeAvailabilityZonesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { CreateDBClusterCommand, CreateDBInstanceCommand, DescribeDBClustersCommand, RDSClient } from '@aws-sdk/client-rds';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { MappingStore } from '../../lib/adapters/mapping-store';
-import { mappingBucketParameter, routerParameters } from '../../lib/domain/names';
+import { cellSignalsParameter, cellWriterFailoverRoleName, mappingBucketParameter, routerParameters } from '../../lib/domain/names';
+import type { WriterOutcome } from '../../lib/domain/zones';
 import { readAwsZones } from '../../lib/operations/zones';
 import { S3ServedReporter } from '../../lib/runtime/router';
 import { cellctlIn } from '../support/cli';
-import { configDirs } from '../support/fleet';
+import { configDirs, exampleFleet } from '../support/fleet';
 import { Moto, motoClientConfig, startMoto } from '../support/moto';
 
 /**
@@ -146,5 +150,100 @@ describe('cellctl zone in AWS (moto, recorded ARC answers)', () => {
     expect(steps.every((s: { carried: { tasks: number } }) => s.carried.tasks === 2)).toBe(true);
     expect(steps[1].shifts).toEqual([{ loadBalancer: NLB, action: 'cancelled', zonalShiftId: 'shift-1' }]);
     expect(calls).toEqual(['GET /zonalshifts', 'DELETE /zonalshifts/shift-1']);
+  });
+
+  it("--failover-writers: after the drain, each cell's writer in the zone failed over through the cell's own role, one cell at a time; a second run leaves them", async () => {
+    const fleet = exampleFleet();
+    const cells = fleet.cells.filter((c) => c.region === 'us-east-1');
+    expect(cells.map((c) => c.id)).toEqual(['us-1', 'us-2', 'us-3', 'us-4']);
+    /** Clients in a cell's account, as its writer-failover role (moto: that account's own resources). */
+    const as = async (cell: (typeof cells)[number]) => {
+      const sts = new STSClient(motoClientConfig(moto));
+      const roleArn = `arn:aws:iam::${cell.account}:role/${cellWriterFailoverRoleName(fleet.app, cell.id)}`;
+      const { Credentials: c } = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: 'seed' }));
+      sts.destroy();
+      const config = {
+        ...motoClientConfig(moto),
+        credentials: { accessKeyId: c!.AccessKeyId!, secretAccessKey: c!.SecretAccessKey!, sessionToken: c!.SessionToken },
+      };
+      return { ssm: new SSMClient(config), rds: new RDSClient(config), ec2: new EC2Client(config) };
+    };
+    const first = await as(cells[0]);
+    const { AvailabilityZones } = await first.ec2.send(new DescribeAvailabilityZonesCommand({}));
+    const nameOf = (id: string) => AvailabilityZones!.find((z) => z.ZoneId === id)!.ZoneName!;
+    // us-1: writer in the zone, reader in use1-az1; us-2: writer in use1-az2; us-3: both in the zone; us-4 (RDS) in use1-az1.
+    const layout: Record<string, string[]> = { 'us-1': ['use1-az4', 'use1-az1'], 'us-2': ['use1-az2', 'use1-az4'], 'us-3': ['use1-az4', 'use1-az4'] };
+    for (const cell of cells) {
+      const { ssm, rds, ec2 } = await as(cell);
+      const cluster = cell.id in layout;
+      const id = `${cell.id}-db`;
+      const dimensions = cluster ? { DBClusterIdentifier: id } : { DBInstanceIdentifier: id };
+      const record = {
+        schemaVersion: 2,
+        signals: { databaseCpu: { namespace: 'AWS/RDS', metricName: 'CPUUtilization', statistic: 'Average', dimensions } },
+      };
+      await ssm.send(new PutParameterCommand({ Name: cellSignalsParameter(fleet.app, cell.id), Value: JSON.stringify(record), Type: 'String' }));
+      if (cluster) {
+        await rds.send(
+          new CreateDBClusterCommand({
+            DBClusterIdentifier: id,
+            Engine: 'aurora-postgresql',
+            MasterUsername: 'admin1',
+            MasterUserPassword: 'password123',
+          }),
+        );
+        for (const [i, zoneId] of layout[cell.id].entries())
+          await rds.send(
+            new CreateDBInstanceCommand({
+              DBInstanceIdentifier: `${id}-${i === 0 ? 'writer' : 'reader'}`,
+              DBClusterIdentifier: id,
+              Engine: 'aurora-postgresql',
+              DBInstanceClass: 'db.r6g.large',
+              AvailabilityZone: nameOf(zoneId),
+            }),
+          );
+      } else {
+        await rds.send(
+          new CreateDBInstanceCommand({
+            DBInstanceIdentifier: id,
+            Engine: 'postgres',
+            DBInstanceClass: 'db.t4g.medium',
+            AllocatedStorage: 100,
+            MasterUsername: 'admin1',
+            MasterUserPassword: 'password123',
+            AvailabilityZone: nameOf('use1-az1'),
+          }),
+        );
+      }
+      [ssm, rds, ec2].forEach((c) => c.destroy());
+    }
+    first.ssm.destroy();
+    first.rds.destroy();
+    first.ec2.destroy();
+
+    const partial = await zone('drain', 'use1-az4', '--percent', '50', '--failover-writers', '--no-capacity-check');
+    expect([partial.code, partial.err]).toEqual([2, expect.stringContaining('--failover-writers goes with a whole drain')]);
+
+    const drained = await zone('drain', 'use1-az4', '--no-capacity-check', '--no-shift', '--failover-writers', '--writer-timeout', '60', '--json');
+    expect(drained.err).not.toMatch(/error/i);
+    expect(drained.code).toBe(0);
+    const report = JSON.parse(drained.out) as { weight: number; writers: WriterOutcome[] };
+    expect(report.weight).toBe(0);
+    expect(report.writers).toEqual([
+      { cell: 'us-1', kind: 'moved', from: 'use1-az4', to: 'use1-az1', ms: expect.any(Number) },
+      { cell: 'us-2', kind: 'elsewhere', zone: 'use1-az2' },
+      { cell: 'us-3', kind: 'stuck', reason: 'us-3-db has no available reader outside use1-az4 to promote; add one in another zone' },
+      { cell: 'us-4', kind: 'elsewhere', zone: 'use1-az1' },
+    ]);
+    // In us-1's account, the reader in use1-az1 is the writer now.
+    const us1 = await as(cells[0]);
+    const { DBClusters } = await us1.rds.send(new DescribeDBClustersCommand({ DBClusterIdentifier: 'us-1-db' }));
+    expect(DBClusters![0].DBClusterMembers!.find((m) => m.IsClusterWriter)!.DBInstanceIdentifier).toBe('us-1-db-reader');
+    [us1.ssm, us1.rds, us1.ec2].forEach((c) => c.destroy());
+
+    // Run again (a drain interrupted half-way): the writer that left is left alone.
+    const again = await zone('drain', 'use1-az4', '--no-capacity-check', '--no-shift', '--failover-writers', '--writer-timeout', '60');
+    expect(again.out).toContain('writer of us-1: in use1-az1, not the drained zone; left alone');
+    expect(again.out).toContain('writer of us-3: stays in the zone: us-3-db has no available reader outside use1-az4');
   });
 });

@@ -8,6 +8,7 @@ import {
   cellEndpointReaderRoleName,
   cellEndpointServiceParameter,
   cellMetricsReaderRoleName,
+  cellWriterFailoverRoleName,
   cellSignalsParameter,
   mappingBucketParameter,
   routerGroupHealthAlarmName,
@@ -755,6 +756,66 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
           expect: 'Denied',
         },
       );
+    }
+    expect(await mismatches(world, calls)).toEqual([]);
+  });
+
+  it("lets an operator of the router account fail each cell's database writer over through that cell's writer-failover role, and the role nothing else", async () => {
+    // The calls of lib/adapters/aws/writer-failover.ts (zone drain --failover-writers), as the operator's assumed role.
+    const operator = outsider(`arn:aws:iam::${fleet.accounts.router}:role/zone-operator`, [
+      { Effect: 'Allow', Action: 'sts:AssumeRole', Resource: `arn:aws:iam::*:role/${fleet.app}-*-db-failover` },
+    ]);
+    const calls: Call[] = [];
+    for (const cell of fleet.cells) {
+      const roleArn = `arn:aws:iam::${cell.account}:role/${cellWriterFailoverRoleName(fleet.app, cell.id)}`;
+      const role = world.role(roleArn);
+      const who = `${cell.id} writer failover`;
+      const rds = (kind: 'cluster' | 'db', logicalId: string, account = cell.account) => `arn:aws:rds:${cell.region}:${account}:${kind}:${logicalId}`;
+      const mine = <T extends { stack: { account: string } }>(list: T[], account = cell.account) => list.filter((x) => x.stack.account === account);
+      const clusters = mine(world.resourcesOf('AWS::RDS::DBCluster'));
+      const instances = mine(world.resourcesOf('AWS::RDS::DBInstance'));
+      const other = fleet.cells.find((c) => c.account !== cell.account && c.shapeName === cell.shapeName)!;
+      const otherInstance = mine(world.resourcesOf('AWS::RDS::DBInstance'), other.account)[0];
+      calls.push(
+        { who: 'router-account operator', principal: operator, action: 'sts:AssumeRole', resource: roleArn, expect: 'Allowed' },
+        {
+          who,
+          principal: role,
+          action: 'ssm:GetParameter',
+          resource: `arn:aws:ssm:${cell.region}:${cell.account}:parameter/${cellSignalsParameter(fleet.app, cell.id).replace(/^\//, '')}`,
+          expect: 'Allowed',
+        },
+        { who, principal: role, action: 'ec2:DescribeAvailabilityZones', resource: '*', expect: 'Allowed' },
+        ...instances.map((i) => ({
+          who,
+          principal: role,
+          action: 'rds:DescribeDBInstances',
+          resource: rds('db', i.logicalId),
+          expect: 'Allowed' as Decision,
+        })),
+        { who, principal: role, action: 'rds:DescribeDBInstances', resource: rds('db', otherInstance.logicalId, other.account), expect: 'Denied' },
+        { who, principal: role, action: 'rds:DeleteDBInstance', resource: rds('db', instances[0].logicalId), expect: 'Denied' },
+        { who, principal: role, action: 'rds:ModifyDBInstance', resource: rds('db', instances[0].logicalId), expect: 'Denied' },
+        { who, principal: role, action: 'ec2:TerminateInstances', resource: '*', expect: 'Denied' },
+      );
+      if (clusters.length > 0) {
+        const cluster = rds('cluster', clusters[0].logicalId);
+        calls.push(
+          { who, principal: role, action: 'rds:DescribeDBClusters', resource: cluster, expect: 'Allowed' },
+          { who, principal: role, action: 'rds:FailoverDBCluster', resource: cluster, expect: 'Allowed' },
+          { who, principal: role, action: 'rds:DeleteDBCluster', resource: cluster, expect: 'Denied' },
+          { who, principal: role, action: 'rds:RebootDBInstance', resource: rds('db', instances[0].logicalId), expect: 'Denied' },
+        );
+      } else {
+        calls.push({ who, principal: role, action: 'rds:RebootDBInstance', resource: rds('db', instances[0].logicalId), expect: 'Allowed' });
+      }
+      calls.push({
+        who: `another cell's account, for ${cell.id}`,
+        principal: outsider(`arn:aws:iam::${other.account}:role/zone-operator`, [{ Effect: 'Allow', Action: 'sts:AssumeRole', Resource: '*' }]),
+        action: 'sts:AssumeRole',
+        resource: roleArn,
+        expect: 'Denied',
+      });
     }
     expect(await mismatches(world, calls)).toEqual([]);
   });

@@ -6,6 +6,7 @@ import {
   cellEndpointReaderRoleName,
   cellEndpointServiceParameter,
   cellMetricsReaderRoleName,
+  cellWriterFailoverRoleName,
   cellSignalsParameter,
   cellStackName,
   routerRolePrefix,
@@ -15,6 +16,7 @@ import { Cell, CellProps } from './cell';
 import { CellEndpointRecord } from '../shared/endpoint-record';
 import { DeletionProtectionAccess } from '../shared/deletion-protection-access';
 import { CellMetricsAccess } from './metrics-access';
+import { CellWriterFailoverAccess } from './writer-failover';
 
 /**
  * A cell's stack: `env` names the cell's own account and region (required: the roles other accounts
@@ -88,7 +90,7 @@ export class CellStack extends Stack {
       ...(data.engine === 'aurora-postgresql' ? { dbClusterArns: [data.deletionProtectionArn] } : { dbInstanceArns: [data.deletionProtectionArn] }),
     });
 
-    new CellMetricsAccess(this, 'MetricsAccess', {
+    const metrics = new CellMetricsAccess(this, 'MetricsAccess', {
       roleName: cellMetricsReaderRoleName(app, cellId),
       parameterName: cellSignalsParameter(app, cellId),
       routerAccount: cell.routing.routerAccount,
@@ -103,6 +105,13 @@ export class CellStack extends Stack {
         databaseConnections: this.cell.alarms.databaseConnections.metric,
         queueAgeSeconds: this.cell.alarms.oldestMessage.metric,
       },
+    });
+
+    new CellWriterFailoverAccess(this, 'WriterFailover', {
+      roleName: cellWriterFailoverRoleName(app, cellId),
+      operatorAccount: cell.routing.routerAccount,
+      database: data.failover,
+      identifierParameterArn: metrics.parameter.parameterArn,
     });
 
     const entry = this.cell.entry;

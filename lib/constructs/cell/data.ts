@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -56,6 +56,11 @@ const ADMIN_USER = 'cell_admin';
 export const DELETION_PROTECTION_AFTER_CREATE =
   "Deletion protection is switched on by the pipeline right after the first successful deploy (its protect step, through the stack's protector role, DeletionProtectionAccess) and re-applied after every deploy; in the template it would turn the rollback of a failed first create into ROLLBACK_FAILED, which needs hand work before any retry.";
 
+/** What `CellWriterFailoverAccess` acts on (`CellData.failover`). */
+export type WriterFailoverTarget =
+  | { readonly kind: 'cluster'; readonly clusterArn: string; readonly instanceArns: readonly string[] }
+  | { readonly kind: 'instance'; readonly instanceArn: string };
+
 /**
  * The cell's relational database: Aurora PostgreSQL (writer + reader in another AZ) or Multi-AZ
  * RDS PostgreSQL. Encrypted, IAM auth, snapshots on removal, credentials in
@@ -84,6 +89,11 @@ export class CellData extends Construct {
    * (`DeletionProtectionAccess`).
    */
   public readonly deletionProtectionArn: string;
+  /**
+   * What a writer failover acts on: the Aurora cluster and its instances (a failover promotes the
+   * reader), or the Multi-AZ RDS instance (a reboot with failover moves it to its standby's zone).
+   */
+  public readonly failover: WriterFailoverTarget;
 
   constructor(scope: Construct, id: string, props: CellDataProps) {
     super(scope, id);
@@ -125,6 +135,14 @@ export class CellData extends Construct {
       this.databaseConnections = cluster.metricDatabaseConnections({ period: Duration.minutes(1) });
       this.freeStorageBytes = cluster.metricFreeLocalStorage({ period: Duration.minutes(1), statistic: 'Minimum' });
       this.deletionProtectionArn = cluster.clusterArn;
+      const stack = Stack.of(this);
+      this.failover = {
+        kind: 'cluster',
+        clusterArn: cluster.clusterArn,
+        instanceArns: cluster.instanceIdentifiers.map((id) =>
+          stack.formatArn({ service: 'rds', resource: 'db', resourceName: id, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+        ),
+      };
       database = cluster;
     } else {
       const instance = new rds.DatabaseInstance(this, 'Instance', {
@@ -143,6 +161,7 @@ export class CellData extends Construct {
       this.databaseConnections = instance.metricDatabaseConnections({ period: Duration.minutes(1) });
       this.freeStorageBytes = instance.metricFreeStorageSpace({ period: Duration.minutes(1), statistic: 'Minimum' });
       this.deletionProtectionArn = instance.instanceArn;
+      this.failover = { kind: 'instance', instanceArn: instance.instanceArn };
       database = instance;
     }
     for (const id of ['AwsSolutions-RDS10', props.engine === 'aurora-postgresql' ? 'ControlTower::CT.RDS.PR.3' : 'ControlTower::CT.RDS.PR.13']) {

@@ -15,3 +15,4 @@ export * from '../shared/cross-account-read-role';
 export * from '../shared/log-bucket';
 export * from '../shared/deletion-protection-access';
 export * from './metrics-access';
+export * from './writer-failover';

@@ -26,7 +26,14 @@ import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, res
 import { crossRegionProblems } from './privatelink-regions';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
-import { bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName, moverLauncherRoleName, moverTaskRoleName } from '../names';
+import {
+  bakeWatcherRoleName,
+  cellEndpointReaderRoleName,
+  cellMetricsReaderRoleName,
+  cellWriterFailoverRoleName,
+  moverLauncherRoleName,
+  moverTaskRoleName,
+} from '../names';
 import { structureProblems } from './schema';
 import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput, RouterGroupConfig, RouterLanes, RouterLanesConfig } from './types';
 import { extendShards, LaneSettings, laneSettingsProblems, shardSetProblems } from '../lanes/shards';
@@ -587,7 +594,14 @@ function declaredWaveProblems(input: FleetInput): string[] {
  * The IAM role names stamped per cell (`<app>-<cell>-…`, in the cell's account): the longest decides
  * how long `app` and a cell id may be together.
  */
-const CELL_ROLE_NAMES = [moverTaskRoleName, moverLauncherRoleName, bakeWatcherRoleName, cellEndpointReaderRoleName, cellMetricsReaderRoleName];
+const CELL_ROLE_NAMES = [
+  moverTaskRoleName,
+  moverLauncherRoleName,
+  bakeWatcherRoleName,
+  cellEndpointReaderRoleName,
+  cellMetricsReaderRoleName,
+  cellWriterFailoverRoleName,
+];
 
 /** Cells the routers reach: the factory's and cell zero, each with a slot, an interface endpoint and a name. */
 const routedCellCount = (input: FleetInput): number => (input.cells?.length ?? 0) + (input.cellZero ? 1 : 0);

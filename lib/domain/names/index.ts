@@ -75,6 +75,12 @@ export const cellEndpointReaderRoleName = (app: string, cellId: string) => `${ce
  */
 export const cellMetricsReaderRoleName = (app: string, cellId: string) => `${cellNamePrefix(app, cellId)}-metrics-reader`;
 
+/**
+ * Role in each cell account that operators of the router account assume for `cellctl zone drain
+ * --failover-writers`: read where the cell's database writer runs and fail it over, nothing else.
+ */
+export const cellWriterFailoverRoleName = (app: string, cellId: string) => `${cellNamePrefix(app, cellId)}-db-failover`;
+
 /** A cell's bake-watcher role: the pipeline's bake step assumes it to read the cell's alarms. */
 export const bakeWatcherRoleName = (app: string, cellId: string) => `${cellNamePrefix(app, cellId)}-bake-watcher`;
 
