@@ -22,8 +22,9 @@ export interface CellWriterFailoverAccessProps {
  * The role `cellctl zone drain --failover-writers` assumes from the router account to move this
  * cell's database writer out of a drained zone: read which zone the writer is in (the zones of the
  * account by AZ ID, since AZ names differ between accounts) and fail it over, on exactly this cell's
- * database and nothing else; the database's identifier is read from the signals parameter. Aurora: `FailoverDBCluster` promotes the reader in another zone. Multi-AZ
- * RDS: `RebootDBInstance` with `ForceFailover` makes the standby, in another zone, the primary.
+ * database and nothing else; the database's identifier is read from the signals parameter. Aurora:
+ * `FailoverDBCluster` promotes the reader in another zone. Multi-AZ RDS: `RebootDBInstance` with
+ * `ForceFailover` makes the standby, in another zone, the primary.
  */
 export class CellWriterFailoverAccess extends Construct {
   public readonly role: iam.Role;
