@@ -129,10 +129,23 @@ export interface ChangeFlags {
 
 const DEFAULT_CONFIG = 'cells.config.ts';
 
-/** The fleet a change is checked against: `--config`, else cells.config.ts where it exists, else none (a mapping of cells outside any fleet file). */
-function fleetOfChange(flags: Pick<ChangeFlags, 'config'>): Fleet | undefined {
+/**
+ * The fleet a change is checked against: `--config` (its problems are the command's error), else
+ * cells.config.ts where it exists, else none (a mapping of cells outside any fleet file). A
+ * cells.config.ts that does not load (before `cellctl accounts ensure`, say) is named on stderr and
+ * the change goes on unchecked, as it would without the file.
+ */
+function fleetOfChange(io: CliIo, flags: Pick<ChangeFlags, 'config'>): Fleet | undefined {
   if (flags.config !== undefined) return fleetFrom(flags.config);
-  return fs.existsSync(DEFAULT_CONFIG) ? fleetFrom(DEFAULT_CONFIG) : undefined;
+  if (!fs.existsSync(DEFAULT_CONFIG)) return undefined;
+  try {
+    return fleetFrom(DEFAULT_CONFIG);
+  } catch (error) {
+    io.err(
+      `warning: ${DEFAULT_CONFIG} does not load, so this change is not checked against its tiers and dedicated cells (pass --config FILE to require it): ${(error as Error).message.split('\n')[0]}\n`,
+    );
+    return undefined;
+  }
 }
 
 /**
@@ -234,7 +247,7 @@ export function runChange(
   change: (doc: MappingDocument, options: ChangeOptions) => MappingDocument,
   moves?: (doc: MappingDocument, options: ChangeOptions) => MappingDocument | undefined,
   guard?: (before: MappingDocument, after: MappingDocument) => 'change' | 'planned',
-  /** The fleet already loaded for the change (add-cell, drain); else `fleetOfChange(flags)`. */
+  /** The fleet already loaded for the change (add-cell, drain); else `fleetOfChange`. */
   fleet?: Fleet,
 ): void {
   const maxMovedShare = maxMoveShare(flags.maxMove);
@@ -269,7 +282,7 @@ export function runChange(
   }
   const problems = validateMapping(after, { previousVersion: before.version });
   if (problems.length > 0) throw new CliError(`the change would produce an invalid document; nothing written:\n${formatProblems(problems)}`);
-  const placement = placementRefusals(fleet ?? fleetOfChange(flags), before, after);
+  const placement = placementRefusals(fleet ?? fleetOfChange(io, flags), before, after);
   if (placement.length > 0)
     throw new CliError(`change refused by the fleet's tiers and dedicated cells; nothing written:\n${placement.map((r) => `  - ${r}`).join('\n')}`);
   const refusals = guardChange(before, after, { maxMovedShare });
@@ -529,7 +542,7 @@ export function mappingCommand(io: CliIo): Command {
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`); the mapping gains the cell without buckets')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
     .action((id: string, flags: ChangeFlags & { endpoint?: string; quarantine?: boolean }) => {
-      const fleet = fleetOfChange(flags);
+      const fleet = fleetOfChange(io, flags);
       const named = fleet?.cells.find((c) => c.id === id);
       const cell = {
         id,
@@ -566,7 +579,7 @@ export function mappingCommand(io: CliIo): Command {
     .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`, then drain again); the mapping is not changed')
     .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
     .action((id: string, flags: ChangeFlags) => {
-      const fleet = fleetOfChange(flags);
+      const fleet = fleetOfChange(io, flags);
       // Its buckets go only to cells that may hold them: the default tier's, never a dedicated cell (a cell the fleet does not name may).
       const byId = new Map(fleet?.cells.map((c) => [c.id, c]));
       const canReceive = (cell: string) => !fleet || !byId.has(cell) || holdsBuckets(fleet, byId.get(cell)!);

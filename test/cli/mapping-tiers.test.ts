@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { cellctl } from '../support/cli';
+import { cellctl, cellctlIn } from '../support/cli';
 import { configDirs } from '../support/fleet';
 import { bucketCounts, lookup, MappingDocument } from '../../lib/domain/mapping';
 
@@ -99,4 +99,29 @@ it('mapping show --by-region names each cell’s tier, and the dedicated one’s
   expect(shown.code).toBe(0);
   expect(shown.out).toMatch(/^eu-2 +standard +premium +active +0 +0\.0% +0\.0%$/m);
   expect(shown.out).toMatch(/^us-3 +standard +dedicated to acme-corp +active +0 +0\.0% +0\.0%$/m);
+});
+
+it('goes on, with a warning, where the cells.config.ts beside it does not load; an explicit --config must', async () => {
+  // The shipped config without its accounts file: it does not load until `cellctl accounts ensure`.
+  const broken = dirs.config(undefined, JSON.stringify({ schemaVersion: 1, cells: {} }));
+  const out = path.join(broken, 'pinned.json');
+  const pinned = await cellctlIn(broken, 'mapping', 'pin', 'globex', 'us-1', '--mapping', v1, '--out', out, '--routing-only');
+  expect(pinned.code).toBe(0);
+  expect(pinned.err).toMatch(/^warning: cells\.config\.ts does not load, so this change is not checked against its tiers and dedicated cells/);
+  const explicit = await cellctlIn(
+    broken,
+    'mapping',
+    'pin',
+    'globex',
+    'us-1',
+    '--mapping',
+    v1,
+    '--out',
+    out,
+    '--routing-only',
+    '--config',
+    'cells.config.ts',
+  );
+  expect(explicit.code).toBe(1);
+  expect(explicit.err).toContain('no account');
 });
