@@ -803,6 +803,14 @@ describe('IAM: the runtime calls against the synthesized policies (example fleet
         calls.push(
           { who, principal: role, action: 'rds:DescribeDBClusters', resource: cluster, expect: 'Allowed' },
           { who, principal: role, action: 'rds:FailoverDBCluster', resource: cluster, expect: 'Allowed' },
+          // Its target, the reader it promotes (the action's optional `db` resource).
+          ...instances.map((i) => ({
+            who,
+            principal: role,
+            action: 'rds:FailoverDBCluster',
+            resource: rds('db', i.logicalId),
+            expect: 'Allowed' as Decision,
+          })),
           { who, principal: role, action: 'rds:DeleteDBCluster', resource: cluster, expect: 'Denied' },
           { who, principal: role, action: 'rds:RebootDBInstance', resource: rds('db', instances[0].logicalId), expect: 'Denied' },
         );

@@ -91,7 +91,7 @@ export function awsCellDatabase(o: AwsCellDatabaseOptions): CellDatabase {
           status: described.DBInstanceStatus ?? 'unknown',
         });
       }
-      return { kind: 'cluster', id: db.id, members };
+      return { kind: 'cluster', id: db.id, members, ...(cluster.Status ? { status: cluster.Status } : {}) };
     },
     async failover(state: DatabaseState, target?: string): Promise<void> {
       if (state.kind === 'cluster')

@@ -42,7 +42,11 @@ export class CellWriterFailoverAccess extends Construct {
     });
     if (db.kind === 'cluster') {
       this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:DescribeDBClusters', 'rds:FailoverDBCluster'], resources: [db.clusterArn] }));
-      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:DescribeDBInstances'], resources: [...db.instanceArns] }));
+      // FailoverDBCluster's resources are the cluster and, optionally, the target instance (`db`; Service
+      // Authorization Reference, Amazon RDS): the command always names its target.
+      this.role.addToPolicy(
+        new iam.PolicyStatement({ actions: ['rds:DescribeDBInstances', 'rds:FailoverDBCluster'], resources: [...db.instanceArns] }),
+      );
     } else {
       this.role.addToPolicy(new iam.PolicyStatement({ actions: ['rds:DescribeDBInstances', 'rds:RebootDBInstance'], resources: [db.instanceArn] }));
     }

@@ -18,7 +18,7 @@ export interface DatabaseMember {
  * Multi-AZ instance (RDS): one member, the primary, with its standby's zone.
  */
 export type DatabaseState =
-  | { readonly kind: 'cluster'; readonly id: string; readonly members: readonly DatabaseMember[] }
+  | { readonly kind: 'cluster'; readonly id: string; readonly members: readonly DatabaseMember[]; readonly status?: string }
   | { readonly kind: 'instance'; readonly id: string; readonly members: readonly [DatabaseMember]; readonly standbyZone?: string };
 
 /** One cell's database, as the failover sees it (zones as AZ IDs). */
@@ -117,14 +117,21 @@ async function failOverOne(
   const writer = writerOf(state);
   if (!writer) return { cell, kind: 'failed', reason: `${state.id} reports no writer; look at it before draining its zone` };
   if (writer.zone !== zone) return { cell, kind: 'elsewhere', zone: writer.zone };
-  const target = failoverTarget(state, zone);
-  if ('stuck' in target) return { cell, kind: 'stuck', reason: target.stuck };
-  await database.failover(state, target.target);
+  // A failover already in progress (a run that timed out, run again): wait on it, never start a second
+  // (RDS refuses one: InvalidDBClusterStateFault / InvalidDBInstanceStateFault).
+  const busy = writer.status !== 'available' || (state.kind === 'cluster' && state.status !== undefined && state.status !== 'available');
+  if (!busy) {
+    const target = failoverTarget(state, zone);
+    if ('stuck' in target) return { cell, kind: 'stuck', reason: target.stuck };
+    await database.failover(state, target.target);
+  }
   for (;;) {
     await o.sleep(o.pollMs);
     const after = await database.describe();
     const now = writerOf(after);
-    if (now && now.zone !== zone && now.status === 'available') return { cell, kind: 'moved', from: zone, to: now.zone, ms: 0 };
+    // Done when the cluster is available again (it shows the new roles only then) and the writer is available elsewhere.
+    const settled = after.kind !== 'cluster' || after.status === undefined || after.status === 'available';
+    if (now && now.zone !== zone && now.status === 'available' && settled) return { cell, kind: 'moved', from: zone, to: now.zone, ms: 0 };
     if (o.now() >= o.deadline)
       return {
         cell,

@@ -28,7 +28,7 @@ describe('CellWriterFailoverAccess in the cell stacks', () => {
     expect(trust).toEqual([{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${fleet.accounts.router}:root` } }]);
     expect(statements.map(actions)).toEqual([
       ['rds:DescribeDBClusters', 'rds:FailoverDBCluster'],
-      ['rds:DescribeDBInstances'],
+      ['rds:DescribeDBInstances', 'rds:FailoverDBCluster'],
       ['ssm:GetParameter'],
       ['ec2:DescribeAvailabilityZones'],
     ]);

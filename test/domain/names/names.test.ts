@@ -34,6 +34,7 @@ function fleetNames(fleet: Fleet): { readonly kind: Kind; readonly name: string 
       names.moverTaskRoleName(app, cell.id),
       names.moverLauncherRoleName(app, cell.id),
       names.cellMetricsReaderRoleName(app, cell.id),
+      names.cellWriterFailoverRoleName(app, cell.id),
     );
     add('parameter', names.cellEndpointServiceParameter(app, cell.id), names.moverParameter(app, cell.id), names.cellSignalsParameter(app, cell.id));
     add('alarm', names.cellHealthAlarmName(app, cell.id));

@@ -155,3 +155,28 @@ it('stops at a cell whose database cannot be read, naming why', async () => {
   expect(outcomes).toEqual([{ cell: 'us-2', kind: 'failed', reason: expect.stringContaining('orders-us-2-db-failover') }]);
   expect(untouched.calls).toEqual([]);
 });
+
+it('waits on a failover already in progress (a run that timed out, run again) instead of starting a second, and on the cluster to be available', async () => {
+  const inProgress = new FakeDatabase(
+    {
+      ...aurora('busy-db', member('w', ZONE, true, 'available'), member('r', 'use1-az1', false, 'available')),
+      status: 'failing-over',
+    } as DatabaseState,
+    0,
+  );
+  // The cluster finishes after two more reads: then it is available with the reader as writer.
+  let reads = 0;
+  const settling: CellDatabase = {
+    describe: async () => {
+      reads += 1;
+      const state = await inProgress.describe();
+      return reads < 3
+        ? state
+        : ({ ...aurora('busy-db', member('w', ZONE, false), member('r', 'use1-az1', true)), status: 'available' } as DatabaseState);
+    },
+    failover: (state, target) => inProgress.failover(state, target),
+  };
+  const outcomes = await failOverWriters([{ id: 'busy', database: settling }], { zone: ZONE, timeoutMs: 600_000, pollMs: 1000, ...clock() });
+  expect(outcomes).toEqual([{ cell: 'busy', kind: 'moved', from: ZONE, to: 'use1-az1', ms: 2000 }]);
+  expect(inProgress.calls.filter((c) => c.startsWith('failover'))).toEqual([]);
+});
