@@ -39,7 +39,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { MappingAgent, runAgentLoop } from '../lib/runtime/router/agent';
 import { FullReadinessGate, runFullReadiness } from '../lib/runtime/router/full-readiness';
 import { targetGroupTargets } from '../lib/runtime/router/target-health';
-import { MappingApplier } from '../lib/runtime/router/apply';
+import { elsewhereOf, MappingApplier } from '../lib/runtime/router/apply';
 import { RuntimeApi } from '../lib/runtime/router/runtime-api';
 import { S3ServedReporter, SERVED_FRESHNESS_MS } from '../lib/runtime/router/served';
 import { FileMappingSource, S3MappingSource } from '../lib/runtime/router/sources';
@@ -156,6 +156,32 @@ function zoneNetworksOf(text: string | undefined): Record<string, string[]> | un
   return parsed as Record<string, string[]>;
 }
 
+/** ELSEWHERE (router.reach): { "<region URL>": ["<cell>", …], … }; a malformed value is a configuration error (exit 2). */
+function elsewhereFromEnv(text: string | undefined): Record<string, string[]> | undefined {
+  if (!text) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return misconfigured(`ELSEWHERE is not JSON (${(error as Error).message}); give {"<region URL>":["<cell>",…],…}`);
+  }
+  const valid =
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    Object.entries(parsed).every(
+      ([url, cells]) => /^https?:\/\/[^/\s?#]+$/.test(url) && Array.isArray(cells) && cells.every((c) => typeof c === 'string'),
+    );
+  if (!valid)
+    return misconfigured(`ELSEWHERE ${text}: give {"<region URL>":["<cell>",…],…}, for example {"https://eu-west-1.api.example.com":["cell-b"]}`);
+  try {
+    elsewhereOf(parsed as Record<string, string[]>);
+  } catch (error) {
+    return misconfigured(`ELSEWHERE: ${(error as Error).message}`);
+  }
+  return parsed as Record<string, string[]>;
+}
+
 async function main(): Promise<void> {
   const mappingFile = process.env.MAPPING_FILE;
   const bucket = mappingFile ? '' : required('MAPPING_BUCKET');
@@ -177,6 +203,7 @@ async function main(): Promise<void> {
     localNetworks,
     zoneNetworks,
     allowLoopback: env('ALLOW_LOOPBACK_ENDPOINTS', 'false') === 'true',
+    elsewhere: elsewhereFromEnv(process.env.ELSEWHERE),
   });
   const zonesSource = !zoneNetworks
     ? undefined

@@ -1,4 +1,4 @@
-import { cellZoneName, Fleet, routedCells, RouterGroupConfig, seedMapping } from '../domain/fleet';
+import { cellZoneName, Fleet, regionReachOf, routedCells, RouterGroupConfig, seedMapping } from '../domain/fleet';
 import { RouterGroupsPart } from '../domain/names';
 import { routerRoutingOf } from '../runtime/router/task-config';
 import { RouterStageStacks } from '../constructs/pipeline';
@@ -38,6 +38,8 @@ export function routerStackPropsOf(fleet: Fleet, region: string, cellEndpointFin
       port: c.port,
       ...(c.endpointGeneration ? { endpointGeneration: c.endpointGeneration } : {}),
     })),
+    // router.reach: every cell, or only those of this region and those it is the failover of.
+    ...(fleet.router.reach === 'every-region' ? {} : { linkedCells: regionReachOf(fleet, region).linked.map((c) => c.id) }),
     cellZoneName: cellZoneName(fleet),
     mappingBucketPrefix: router.mappingBucket,
     keptMappingVersions: router.keptVersions,
@@ -59,6 +61,7 @@ export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: Rou
     part,
     groups: routerGroupsOf(fleet, part).map((g) => ({ name: g.name, tasks: g.tasks, ...(fleet.router.lanes ? { lane: laneOfGroup(g.name) } : {}) })),
     routing: routerRoutingOf(fleet),
+    ...(fleet.router.reach === 'every-region' ? {} : { elsewhere: regionReachOf(fleet, region).elsewhere }),
     zonalAutoshift: fleet.router.zonalAutoshift,
     allGroups: fleet.router.groups.map((g) => g.name),
     stalenessMinutes: fleet.router.stalenessMinutes,

@@ -30,9 +30,16 @@ interface CostFlags {
 export function costInputOf(fleet: Fleet, assumptions: CostAssumptions = DEFAULT_ASSUMPTIONS): CostInput {
   return {
     app: fleet.app,
-    cells: fleet.cells.map((c) => ({ id: c.id, region: c.region, shape: c.shapeName, requestsPerSecond: c.shape.limits.requestsPerSecond })),
+    cells: fleet.cells.map((c) => ({
+      id: c.id,
+      region: c.region,
+      shape: c.shapeName,
+      requestsPerSecond: c.shape.limits.requestsPerSecond,
+      ...(c.failoverRegion ? { failoverRegion: c.failoverRegion } : {}),
+    })),
     routerZones: Object.fromEntries(Object.entries(fleet.regions).map(([region, r]) => [region, r.availabilityZones.length])),
     interfaceEndpointsPerVpc: fleet.quotas.interfaceEndpointsPerVpc,
+    reach: fleet.router.reach,
     assumptions,
   };
 }

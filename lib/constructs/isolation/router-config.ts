@@ -1,6 +1,7 @@
 /**
  * What a router's HAProxy configuration may do per request: extract the key, hash it, look it up
- * and forward to that one cell, or answer itself (400 bad key, 503 no mapping / frozen / saturated).
+ * and forward to that one cell, or answer itself (400 bad key, 503 no mapping / frozen / saturated,
+ * 307 to the cell's own region for a cell this region does not link).
  * Anything else is logic in the router, which the seeds list as a way the cell boundary erodes,
  * and a retry or redispatch sends a request a second time, possibly to another cell.
  */
@@ -81,6 +82,17 @@ function removedBefore(ds: readonly Directive[], at: Directive, name: string): b
   });
 }
 
+/** `http-request redirect location %[be_name,map(<dir>/away.map)]%[pathq] code 307`, and nothing else. */
+function isAwayRedirect(words: readonly string[]): boolean {
+  return (
+    words.length === 6 &&
+    words[2] === 'location' &&
+    /^%\[be_name,map\([^()\s]*\/away\.map\)\]%\[pathq\]$/.test(words[3]) &&
+    words[4] === 'code' &&
+    words[5] === '307'
+  );
+}
+
 /** One problem: a short code (the finding id) and what is wrong where. */
 export interface RouterConfigProblem {
   readonly code: string;
@@ -124,6 +136,9 @@ export function routerConfigProblems(config: string): RouterConfigProblem[] {
             'request-add-header',
             `\`http-request add-header ${third}\` with no \`del-header\` before it removing the client's ${third}: the cell would see both`,
           );
+      } else if (first === 'http-request' && action === 'redirect' && /^backend away\d+$/.test(d.section) && isAwayRedirect(d.words)) {
+        // router.reach: the answer for a cell this region does not link, a 307 to the cell's own
+        // region (the URL from the away map, the request's path and query); nothing is sent to any cell.
       } else if (first === 'http-request' && action === 'del-header') {
         // removing client-sent headers only narrows what reaches the cell
       } else if (first === 'http-request' && !REQUEST_ACTIONS.has(action ?? '')) {

@@ -53,6 +53,8 @@ export interface RouterGroupProps {
    * state directory and connection limit, and given to the agent (slots, zones, cellMaxConn).
    */
   readonly routing: RouterRouting;
+  /** RouterGroupsStackProps.elsewhere: given to the agent (`ELSEWHERE`). @default - every cell is linked here */
+  readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Upper bound for auto scaling. @default 4 × tasks */
   readonly maxTasks?: number;
   readonly targetGroup: elbv2.INetworkTargetGroup;
@@ -193,6 +195,8 @@ export class RouterGroup extends Construct {
         // The zones: the cell endpoints' subnets by AZ ID, and this region's zones document (zones/<REGION>.json).
         REGION: Stack.of(this).region,
         ...(props.zoneNetworks ? { ZONE_NETWORKS: props.zoneNetworks } : {}),
+        // router.reach: the cells not linked here, by the URL of the region their requests are sent to.
+        ...(props.elsewhere && Object.keys(props.elsewhere).length > 0 ? { ELSEWHERE: JSON.stringify(props.elsewhere) } : {}),
       },
     });
     agent.addMountPoints({ containerPath: STATE_DIR, sourceVolume: 'state', readOnly: false });
@@ -200,7 +204,8 @@ export class RouterGroup extends Construct {
     agent.addContainerDependencies({ container: haproxy, condition: ecs.ContainerDependencyCondition.START });
     Validations.of(this.taskDefinition).acknowledge({
       id: 'AwsSolutions-ECS2',
-      reason: 'The agent environment holds only the bucket name, group name, region and local paths; the task role supplies credentials.',
+      reason:
+        'The agent environment holds only the bucket name, group name, region, local paths and which cells are served from other regions (their public URLs); the task role supplies credentials.',
     });
     grantMappingRead(this.taskDefinition.taskRole, props.mappingBucket, props.name, Stack.of(this).region);
     grantServedReport(this.taskDefinition.taskRole, props.mappingBucket, props.name);

@@ -74,6 +74,11 @@ export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
   readonly groups: readonly RouterGroupServiceSettings[];
   /** How the router tasks route: partition key, buckets, slots, connection limits (lib/runtime/router/task-config). */
   readonly routing: RouterRouting;
+  /**
+   * The cells this region's routers do not link (`router.reach`), by the URL of the region they are
+   * sent to: the agent answers their requests `307` there. @default - every cell is linked here
+   */
+  readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Minutes without a successful mapping refresh before a group's stale-mapping alarm. */
   readonly stalenessMinutes: number;
   /**
@@ -137,6 +142,7 @@ export class RouterGroupsStack extends Stack {
       part,
       groups,
       routing,
+      elsewhere,
       stalenessMinutes,
       lanes,
       zonalAutoshift,
@@ -327,6 +333,7 @@ export class RouterGroupsStack extends Stack {
         securityGroup,
         tasks: group.tasks,
         routing,
+        ...(elsewhere ? { elsewhere } : {}),
         targetGroup,
         mappingBucket,
         mappingBucketRegion: region,

@@ -56,8 +56,13 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
    * @default false
    */
   readonly lanes?: boolean;
-  /** Every cell of the fleet, in every region: the routers reach each. */
+  /** Every cell of the fleet, in every region (moves may go between any two). */
   readonly cells: readonly RouterCellTarget[];
+  /**
+   * The cells this region's routers link (an interface endpoint, a name, an alarm and a dashboard
+   * row each): `router.reach`. @default every cell
+   */
+  readonly linkedCells?: readonly string[];
   /**
    * The private zone naming each cell after its interface endpoint (`<cell>.<zone>`).
    * @default - no zone: the endpoints' names are yours to create
@@ -96,7 +101,9 @@ export interface RouterStackProps extends Omit<StackProps, 'env'> {
 
 /**
  * The routers of one region, in the router account: a VPC over at least three AZs, an interface
- * endpoint to every cell of the fleet (cross-region PrivateLink for other regions' cells) named in a
+ * endpoint to every cell it links (every cell of the fleet, or with `router.reach`
+ * home-and-failover the cells of its region and those it is the failover of; cross-region
+ * PrivateLink for other regions' cells) named in a
  * private zone, the region's own mapping bucket (seeded with the fleet's first mapping), the ECS
  * cluster, and one Network Load Balancer whose listener forwards to one target group per router
  * group by the groups' weights; dashboards and the cells' alarms. The groups' services, scaling and
@@ -151,6 +158,7 @@ export class RouterStack extends Stack {
       groups,
       lanes,
       cells,
+      linkedCells,
       cellZoneName,
       mappingBucketPrefix,
       keptMappingVersions,
@@ -199,6 +207,7 @@ export class RouterStack extends Stack {
     this.mappingBucket = mappings.mappingBucket;
     this.publisher = mappings.publisher;
     this.moves = mappings.moves;
+    const linked = linkedCells ? cells.filter((c) => linkedCells.includes(c.id)) : cells;
     const { vpc } = new RouterNetwork(this, { cidr, availabilityZones });
     const entry = new RouterEntry(this, { namePrefix, vpc, groups, certificateArn, lanes });
     this.loadBalancer = entry.loadBalancer;
@@ -208,7 +217,7 @@ export class RouterStack extends Stack {
       namePrefix,
       vpc,
       taskSecurityGroup: entry.taskSecurityGroup,
-      cells,
+      cells: linked,
       cellZoneName,
       lookupRole: mappings.customResourceRole,
       cellEndpointFingerprints,
@@ -231,7 +240,7 @@ export class RouterStack extends Stack {
       loadBalancer: entry.loadBalancer,
       targetGroups: entry.targetGroups,
       groups,
-      cells,
+      cells: linked,
       linkStacks: reach.linkStacks,
       acrossGroups: lanes,
     });
@@ -246,7 +255,7 @@ export class RouterStack extends Stack {
         loadBalancerArns: [this.loadBalancer.loadBalancerArn],
       });
     this.alarmTopic = new RouterAlarmTopic(this, { app, region, alarms: [...alarms.alarms, ...alarms.cellAlarms] }).topic;
-    this.dashboards = new RouterDashboards(this, { namePrefix, groups, cells, acrossGroups: lanes }).dashboards;
+    this.dashboards = new RouterDashboards(this, { namePrefix, groups, cells: linked, acrossGroups: lanes }).dashboards;
     if (this.loadBalancer) new CfnOutput(this, 'LoadBalancerDns', { value: this.loadBalancer.loadBalancerDnsName });
   }
 

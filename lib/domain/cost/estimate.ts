@@ -2,6 +2,7 @@ import { cellStackName, cellZeroStackName, pipelineStackName, routerStackName } 
 import { AssemblyStack } from './assembly';
 import { CostLine, priceResource, UnpricedTypeError, UsageDriver } from './catalog';
 import { Price, Prices, PRICE_TABLE } from './prices';
+import { reachedCells, RouterReach } from '../fleet/reach';
 
 /** What the usage estimates assume: stated with every figure they give. */
 export interface CostAssumptions {
@@ -20,6 +21,8 @@ export interface CellUnderCost {
   readonly shape: string;
   /** The shape's tested requestsPerSecond. */
   readonly requestsPerSecond: number;
+  /** Its failover region (router.reach home-and-failover), as the fleet resolves it. */
+  readonly failoverRegion?: string;
 }
 
 export interface CostInput {
@@ -29,6 +32,8 @@ export interface CostInput {
   readonly routerZones: Readonly<Record<string, number>>;
   /** interfaceEndpointsPerVpc as the fleet declares it (50 when it does not). */
   readonly interfaceEndpointsPerVpc: number;
+  /** `router.reach`: which router regions link which cells. @default 'every-region' */
+  readonly reach?: RouterReach;
   readonly assumptions?: CostAssumptions;
   readonly prices?: Prices;
 }
@@ -303,42 +308,47 @@ function levers(owners: readonly OwnerCost[], input: CostInput, prices: Prices):
   const routerRegions = Object.keys(input.routerZones);
   const endpointLines = (o: OwnerCost) => o.lines.filter((l) => l.priceId === 'interface-endpoint-az-hour');
   if (routers.length > 1) {
-    // Every router region reaches every cell today; home plus one failover region would reach each from two.
+    // The routers' cell endpoints both ways: every region linking every cell, or each cell linked from
+    // its own region and its failover region. One of the two is what the templates hold (router.reach).
+    const reach = input.reach ?? 'every-region';
+    const other: RouterReach = reach === 'every-region' ? 'home-and-failover' : 'every-region';
+    const linksUnder = (setting: RouterReach, region: string) =>
+      setting === 'every-region' ? input.cells.length : reachedCells(region, input.cells, routerRegions, setting).length;
     const perRegion = routers.map((o) => {
       const lines = endpointLines(o);
       const links = lines.filter((l) => /\/CellLinks\d*/.test(l.stack));
       const zones = o.lines.length && links.length ? links[0].quantity / prices.hoursPerMonth : (input.routerZones[o.id] ?? 1);
-      const homed = input.cells.filter((c) => c.region === o.id).length;
-      const others = input.cells.length - homed;
-      // Failover regions taken round-robin: each region is the failover of an even share of the others' cells.
-      const alternativeLinks = homed + Math.ceil(others / (routerRegions.length - 1));
       const price = prices.get(o.region, 'interface-endpoint-az-hour', 'interface endpoints').usd;
       return {
         region: o.id,
         other: lines.length - links.length,
         links: links.length,
-        alternativeLinks: Math.min(links.length, alternativeLinks),
+        under: { [reach]: links.length, [other]: linksUnder(other, o.id) } as Record<RouterReach, number>,
         nowUsd: sum(lines.map((l) => l.monthlyUsd)),
         perEndpointUsd: zones * prices.hoursPerMonth * price,
       };
     });
     const nowUsd = sum(perRegion.map((r) => r.nowUsd));
-    const alternativeUsd = sum(perRegion.map((r) => r.nowUsd - (r.links - r.alternativeLinks) * r.perEndpointUsd));
-    const nowMax = Math.max(...perRegion.map((r) => r.links + r.other));
-    const altMax = Math.max(...perRegion.map((r) => r.alternativeLinks + r.other));
+    const alternativeUsd = sum(perRegion.map((r) => r.nowUsd - (r.links - r.under[other]) * r.perEndpointUsd));
     const quota = input.interfaceEndpointsPerVpc;
     const needs = (n: number) => (n <= 50 ? 'within the default quota of 50' : `needs interfaceEndpointsPerVpc ≥ ${n} (declared: ${quota})`);
+    const effect = (setting: RouterReach) => {
+      const most = Math.max(...perRegion.map((r) => r.under[setting] + r.other));
+      const total = sum(perRegion.map((r) => r.under[setting]));
+      const title = setting === 'every-region' ? 'every region reaches every cell' : 'home region plus one failover region';
+      return `${title}: ${total} cell endpoints, up to ${most} in one router VPC, ${needs(most)}${setting === reach ? ' (now)' : ''}`;
+    };
     out.push({
       id: 'router-reach',
       title: 'Which router regions reach which cells',
       nowUsd,
       alternativeUsd,
       effects: [
-        `every region reaches every cell: ${sum(perRegion.map((r) => r.links))} cell endpoints, up to ${nowMax} in one router VPC, ${needs(nowMax)}`,
-        `home region plus one failover region: ${sum(perRegion.map((r) => r.alternativeLinks))} cell endpoints, up to ${altMax} in one router VPC, ${needs(altMax)}`,
-        'a tenant entering by a region that does not reach its cell would be forwarded to one that does (one more hop), or refused',
+        effect('every-region'),
+        effect('home-and-failover'),
+        "with home plus failover, a request entering a region that does not link its cell is answered 307 to the cell's region (router.regionUrls): one more round trip for clients that enter elsewhere",
       ],
-      setting: 'not yet a fleet setting: every router region links every cell (docs/cost.md, "Levers")',
+      setting: `router.reach: '${reach}' (docs/cost.md, "Levers")`,
     });
   }
   const nat = owners.flatMap((o) => o.lines.filter((l) => l.priceId === 'nat-gateway-hour').map((l) => ({ o, l })));

@@ -122,3 +122,10 @@ export const CELLS_PER_ENDPOINT_SUBNET = 2 ** (32 - ROUTER_SUBNET_MASKS.cellEndp
 export const DEFAULT_TIER = 'general';
 
 export const DEFAULT_CAPACITY: Required<CapacityConfig> = { targetUtilisation: 0.5, spareCells: 1, largeTenantShare: 0.5, defaultTier: DEFAULT_TIER };
+
+/**
+ * The most regions one router sends elsewhere (one redirect backend each in the router's HAProxy
+ * configuration, which is the same in every region): a fleet with `home-and-failover` has at most
+ * this many regions besides the router's own.
+ */
+export const MAX_ELSEWHERE_REGIONS = 8;

@@ -16,3 +16,4 @@ export * from './cell-zero';
 export * from './jwt';
 export * from './topology';
 export * from './placement';
+export * from './reach';

@@ -26,6 +26,7 @@ import {
 } from './types';
 import { GrantedQuotas } from '../limits/quotas';
 import { PARTITIONS } from './regions';
+import { ROUTER_REACHES } from './reach';
 
 /** What one value may be. */
 export type ValueSpec =
@@ -105,6 +106,7 @@ const CELL = object<CellConfig>({
   wave: optional(integer),
   tier: optional(string),
   dedicatedTo: optional(string),
+  failoverRegion: optional(string),
 });
 
 const ALARMS: Fields<Partial<AlarmThresholds>> = {
@@ -146,6 +148,8 @@ const ROUTER = object<RouterConfig>({
   maxBodyBytes: optional(integer),
   fullTaskLeaves: optional(boolean),
   zonalAutoshift: optional(boolean),
+  reach: optional(oneOf(...ROUTER_REACHES)),
+  regionUrls: optional({ type: 'record', values: string }),
 });
 
 const PIPELINE = object<PipelineConfig>({

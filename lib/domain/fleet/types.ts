@@ -4,6 +4,8 @@
  * constructs layer, which adds it to `FleetHooks` (lib/constructs/cell/extension.ts), so the domain
  * names no construct and the layers stay one way.
  */
+
+import type { RouterReach } from './reach';
 import { GrantedQuotas } from '../limits/quotas';
 import type { Partition } from './regions';
 
@@ -115,6 +117,11 @@ export interface CellConfig {
    * Not with `tier` or `canary`. @default - shared by the tenants of its tier
    */
   readonly dedicatedTo?: string;
+  /**
+   * The router region that links this cell besides its own, with `router.reach: 'home-and-failover'`:
+   * one of the fleet's other regions. @default - chosen by rendezvous hashing over the other regions
+   */
+  readonly failoverRegion?: string;
 }
 
 export interface RegionConfig {
@@ -307,6 +314,21 @@ export interface RouterConfig {
    * @default 10485760 (10 MiB, what API Gateway accepts)
    */
   readonly maxBodyBytes?: number;
+  /**
+   * Which router regions link which cells (docs/cost.md, "Router reach"). `every-region`: every
+   * router VPC holds an interface endpoint to every cell. `home-and-failover`: only the cell's own
+   * region and its failover region (`cells[].failoverRegion`) link it, which halves the endpoints at
+   * four regions and the per-VPC endpoint quota with them; a request entering any other region is
+   * answered `307` to the cell's region (`regionUrls`), and the client repeats it there.
+   * @default 'every-region'
+   */
+  readonly reach?: RouterReach;
+  /**
+   * The origin clients use for each region's routers (`https://eu-west-1.api.example.com`): where a
+   * router sends a request for a cell it does not link. Required for every region with
+   * `reach: 'home-and-failover'`.
+   */
+  readonly regionUrls?: Readonly<Record<string, string>>;
 }
 
 /** How `cellctl accounts ensure` vends one account per cell through AWS Organizations. */
@@ -552,6 +574,8 @@ export interface Cell {
   readonly tier: string;
   /** See CellConfig.dedicatedTo. */
   readonly dedicatedTo?: string;
+  /** See CellConfig.failoverRegion; resolved in a fleet of two regions or more. */
+  readonly failoverRegion?: string;
 }
 
 /** `router.lanes` with its defaults and the stored shard set. */
@@ -598,6 +622,8 @@ export interface Fleet {
     readonly maxBodyBytes: number;
     readonly fullTaskLeaves: boolean;
     readonly zonalAutoshift: boolean;
+    readonly reach: RouterReach;
+    readonly regionUrls: Readonly<Record<string, string>>;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

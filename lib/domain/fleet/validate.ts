@@ -24,6 +24,7 @@ import {
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
+import { failoverRegionOf, MAX_ELSEWHERE_REGIONS, mostReachedCells, ReachCell, regionUrlProblem, RouterReach } from './reach';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
 import {
@@ -622,6 +623,54 @@ function derivedNameProblems(input: FleetInput): string[] {
     });
 }
 
+/** The cells routers reach, from the config as written: every cell, and cell zero. */
+function reachCellsOf(input: FleetInput): ReachCell[] {
+  const cells: ReachCell[] = (input.cells ?? [])
+    .filter((c) => typeof c.id === 'string' && typeof c.region === 'string')
+    .map((c) => ({ id: c.id, region: c.region, ...(c.failoverRegion !== undefined ? { failoverRegion: c.failoverRegion } : {}) }));
+  const zero = input.cellZero;
+  if (zero && typeof zero.region === 'string') cells.push({ id: zero.id ?? DEFAULT_CELL_ZERO_ID, region: zero.region });
+  return cells;
+}
+
+/** `router.reach`, `router.regionUrls` and each cell's `failoverRegion`. */
+function reachProblems(input: FleetInput): string[] {
+  const problems: string[] = [];
+  const regions = Object.keys(input.regions ?? {});
+  const reach: RouterReach = input.router?.reach ?? 'every-region';
+  for (const cell of input.cells ?? []) {
+    if (cell.failoverRegion === undefined) continue;
+    const at = `cell \`${cell.id}\``;
+    if (!regions.includes(cell.failoverRegion))
+      problems.push(
+        `${at}: failoverRegion \`${cell.failoverRegion}\` is not one of the fleet's regions (${regions.join(', ')}); name one of them, or leave it out`,
+      );
+    else if (cell.failoverRegion === cell.region)
+      problems.push(
+        `${at}: failoverRegion is the cell's own region \`${cell.region}\`; name another region (its routers link the cell too), or leave it out`,
+      );
+  }
+  const urls = input.router?.regionUrls ?? {};
+  for (const [region, url] of Object.entries(urls)) {
+    if (!regions.includes(region))
+      problems.push(`router.regionUrls.${region}: \`${region}\` is not one of the fleet's regions (${regions.join(', ')}); delete it`);
+    const problem = regionUrlProblem(url);
+    if (problem) problems.push(`router.regionUrls.${region}: \`${url}\` ${problem}`);
+  }
+  if (reach === 'home-and-failover') {
+    const missing = regions.filter((r) => urls[r] === undefined);
+    if (regions.length > 1 && missing.length > 0)
+      problems.push(
+        `router.regionUrls: no URL for ${missing.join(', ')}; with router.reach 'home-and-failover' a router answers a request for a cell it does not link with a redirect to the cell's region, so every region needs the origin its clients use (for example { '${missing[0]}': 'https://${missing[0]}.api.example.com' })`,
+      );
+    if (regions.length - 1 > MAX_ELSEWHERE_REGIONS)
+      problems.push(
+        `router.reach: 'home-and-failover' sends requests to at most ${MAX_ELSEWHERE_REGIONS} other regions (redirect backends in the router's configuration); this fleet has ${regions.length} regions: use 'every-region', or split the fleet`,
+      );
+  }
+  return problems;
+}
+
 /**
  * Quotas the fleet declares it has been granted, and the fleet against them: every router VPC holds
  * one interface endpoint per cell of the fleet (cross-region PrivateLink for other regions' cells).
@@ -637,16 +686,20 @@ function quotaProblems(input: FleetInput): string[] {
     return problems;
   }
   const granted = declared ?? endpointsLimit.value;
-  const cells = routedCellCount(input);
+  const reach: RouterReach = input.router?.reach ?? 'every-region';
+  const regions = Object.keys(input.regions ?? {});
+  // Each router VPC links the cells it reaches: every cell, or (home-and-failover) those of its region and those it is the failover of.
+  const cells = reach === 'every-region' || regions.length < 2 ? routedCellCount(input) : mostReachedCells(reachCellsOf(input), regions, reach).cells;
+  const reachNote = reach === 'every-region' ? '' : ' (the most any router region links under router.reach home-and-failover)';
   if (cells > CELLS_PER_ENDPOINT_SUBNET) {
     problems.push(
-      `cells: ${cells} cells need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`,
+      `cells: ${cells} cells${reachNote} need ${cells} addresses in every router VPC's cell-endpoint subnet of each AZ, which holds ${CELLS_PER_ENDPOINT_SUBNET} (a /${ROUTER_SUBNET_MASKS.cellEndpoints}); split the fleet across pipelines (docs/limits.md, "Router reach")`,
     );
   }
   if (cells > granted) {
     const { serviceCode, quotaCode } = QUOTA_CODES.interfaceEndpointsPerVpc;
     problems.push(
-      `cells: ${cells} cells need ${cells} interface endpoints in every router VPC (one per cell of the fleet), over the ${granted} ` +
+      `cells: ${cells} cells${reachNote} need ${cells} interface endpoints in every router VPC (one per cell ${reach === 'every-region' ? 'of the fleet' : 'it links'}), over the ${granted} ` +
         `${declared === undefined ? 'AWS grants by default' : 'declared in quotas.interfaceEndpointsPerVpc'} (${endpointsLimit.source}); request at least ${cells} for the router account in every region ` +
         `(\`aws service-quotas request-service-quota-increase --service-code ${serviceCode} --quota-code ${quotaCode} --desired-value ${cells} --region R\`, docs/limits.md) and, once granted, set quotas.interfaceEndpointsPerVpc`,
     );
@@ -769,6 +822,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...alarmProblems(alarms),
     ...derivedNameProblems(input),
     ...crossRegionProblems(Object.keys(input.regions ?? {})),
+    ...reachProblems(input),
     ...quotaProblems(input),
     ...capacityProblems(input),
     ...placementProblems(input),
@@ -825,6 +879,12 @@ function resolveLanes(input: FleetInput, options: FleetProblemOptions, problems:
   };
 }
 
+/** A cell's failover region, resolved (none in a fleet of one region). */
+function withFailover(cell: CellConfig, regions: readonly string[]): { failoverRegion?: string } {
+  const failover = failoverRegionOf(cell, regions);
+  return failover === undefined ? {} : { failoverRegion: failover };
+}
+
 /** Validates the config and applies every default; throws `FleetConfigError` listing all problems. */
 export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, options: Omit<FleetProblemOptions, 'allowMissingAccounts'> = {}): Fleet {
   const problems = fleetProblems(input, accounts, options);
@@ -845,6 +905,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     ...(cell.wave !== undefined ? { wave: cell.wave } : {}),
     tier: cell.tier ?? input.capacity?.defaultTier ?? DEFAULT_CAPACITY.defaultTier,
     ...(cell.dedicatedTo !== undefined ? { dedicatedTo: cell.dedicatedTo } : {}),
+    ...withFailover(cell, Object.keys(input.regions)),
   }));
   return {
     app: input.app,
@@ -877,6 +938,8 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       maxBodyBytes: input.router?.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       fullTaskLeaves: input.router?.fullTaskLeaves ?? true,
       zonalAutoshift: input.router?.zonalAutoshift ?? false,
+      reach: input.router?.reach ?? 'every-region',
+      regionUrls: input.router?.regionUrls ?? {},
       clientMaxConnPerCell:
         input.router?.clientMaxConnPerCell ??
         clientMaxConnPerCellOf(input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200)),

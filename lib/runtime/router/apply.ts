@@ -2,7 +2,8 @@ import { lookup as dnsLookup } from 'dns/promises';
 import { isIPv4 } from 'net';
 import { MappingDocument } from '../../domain/mapping';
 import { FULL_WEIGHT, weightOf, ZonesDocument } from '../../domain/zones';
-import { bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
+import { MAX_ELSEWHERE_REGIONS } from '../../domain/fleet/defaults';
+import { awayName, bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
 import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
 import { RuntimeApi } from './runtime-api';
 
@@ -14,16 +15,45 @@ export interface MapContents {
   readonly cells: readonly [string, string][];
   readonly meta: readonly [string, string][];
   readonly hosts: readonly [string, string][];
+  readonly away: readonly [string, string][];
 }
+
+/**
+ * Where a router sends the cells it does not link (`router.reach`): each cell's redirect backend, and
+ * each backend's URL. Built from the agent's `ELSEWHERE` ({ url: [cell, …] }).
+ */
+export interface Elsewhere {
+  /** Cell → its redirect backend (`away<i>`). */
+  readonly backends: ReadonlyMap<string, string>;
+  /** The away map's entries: backend → URL, in backend order. */
+  readonly urls: readonly [string, string][];
+}
+
+/** `{ url: [cell, …] }` as an Elsewhere: one backend per URL, in URL order; a cell under two URLs is refused. */
+export function elsewhereOf(byUrl: Readonly<Record<string, readonly string[]>> = {}): Elsewhere {
+  const urls = Object.keys(byUrl).sort();
+  if (urls.length > MAX_ELSEWHERE_REGIONS)
+    throw new Error(`${urls.length} regions to send requests to; the router has ${MAX_ELSEWHERE_REGIONS} redirect backends`);
+  const backends = new Map<string, string>();
+  urls.forEach((url, i) => {
+    for (const cell of byUrl[url]) {
+      if (backends.has(cell)) throw new Error(`cell ${cell} is sent to two regions' URLs; each cell has one home region`);
+      backends.set(cell, awayName(i));
+    }
+  });
+  return { backends, urls: urls.map((url, i) => [awayName(i), url]) };
+}
+
+const NOWHERE: Elsewhere = { backends: new Map(), urls: [] };
 
 /**
  * Expands a document into map entries; `slots` says which backend slot serves each cell. Route
  * maps name slots, not cells, so HAProxy needs no second lookup per request. Frozen keys and
  * buckets name the `frozen` backend (see freeze.ts).
  */
-export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, number>): MapContents {
+export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, number>, elsewhere: Elsewhere = NOWHERE): MapContents {
   // One name string per slot, shared by every entry routed to it.
-  const names = new Map<string, string>();
+  const names = new Map<string, string>(elsewhere.backends);
   const slotOf = (cell: string) => {
     let name = names.get(cell);
     if (name === undefined) {
@@ -46,6 +76,7 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
     hosts: [...slots.entries()]
       .filter(([cell]) => doc.cells[cell])
       .map(([cell, slot]) => [slotName(slot), endpointAddress(doc.cells[cell].endpoint).host]),
+    away: elsewhere.urls,
   };
 }
 
@@ -123,6 +154,11 @@ export interface ApplyOptions {
   readonly cellMaxConn?: number;
   /** How long to wait for a newly enabled cell's health check before committing. @default 3000 */
   readonly healthWaitMs?: number;
+  /**
+   * The cells this router does not link (`router.reach`), by the URL of their region: they get no
+   * slot and no lookup, and their keys are answered `307` there. @default - every cell is linked
+   */
+  readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Where one cell's servers point. */
@@ -158,11 +194,19 @@ async function dnsResolveAll(host: string): Promise<string[]> {
 export class MappingApplier {
   /** The zones document whose weights the servers carry (ZoneWeightsFollower sets it). */
   private zonesDoc?: ZonesDocument;
+  private readonly elsewhere: Elsewhere;
 
   constructor(
     private readonly api: RuntimeApi,
     private readonly options: ApplyOptions,
-  ) {}
+  ) {
+    this.elsewhere = elsewhereOf(options.elsewhere);
+  }
+
+  /** The cells of `doc` this router serves through its own slots (every cell but those sent elsewhere). */
+  private linkedCells(doc: MappingDocument): string[] {
+    return Object.keys(doc.cells).filter((c) => !this.elsewhere.backends.has(c));
+  }
 
   /** The AZ ID of each server z0, z1, … (undefined: a server whose address is in no listed zone). */
   public get serverZones(): readonly (string | undefined)[] {
@@ -240,7 +284,7 @@ export class MappingApplier {
   /** Checks `doc` against this router (slots, endpoints) without changing anything. */
   public async plan(doc: MappingDocument): Promise<ApplyPlan> {
     const before = await this.currentSlots();
-    const cells = Object.keys(doc.cells);
+    const cells = this.linkedCells(doc);
     const slots = new Map<string, number>();
     for (const cell of cells) if (before.has(cell)) slots.set(cell, before.get(cell)!);
     const used = new Set([...before.values()]);
@@ -454,12 +498,14 @@ export class MappingApplier {
   }
 
   public async execute({ doc, before, slots, targets }: ApplyPlan): Promise<Applied> {
-    const cells = Object.keys(doc.cells);
+    const cells = this.linkedCells(doc);
     // The registry and the hosts map first hold old and new cells (a crash here leaves no slot free
     // that routes still name, and a TLS server enabled below already has its SNI), then the routes,
     // then the exact cell set.
     const union = new Map([...before, ...slots]);
-    const contents = mapContents(doc, slots);
+    const contents = mapContents(doc, slots, this.elsewhere);
+    // The redirect backends' URLs before any route names them.
+    await this.replaceMap('away', contents.away);
     const liveHosts = await this.api.showMap(this.path('hosts'));
     const hosts = new Map([...liveHosts, ...contents.hosts]);
     await this.replaceMap(
@@ -479,7 +525,7 @@ export class MappingApplier {
     }
     await this.replaceMap('cells', contents.cells);
     await this.replaceMap('hosts', contents.hosts);
-    for (const name of ['exact', 'prefix', 'buckets', 'cells', 'meta', 'hosts'] as const) await this.verify(name, contents[name]);
+    for (const name of ['exact', 'prefix', 'buckets', 'cells', 'meta', 'hosts', 'away'] as const) await this.verify(name, contents[name]);
     for (const [cell, slot] of before) {
       if (!slots.has(cell)) {
         for (let z = 0; z < this.zones; z++) await this.api.expectOk(`set server ${slotName(slot)}/${zoneServer(z)} state maint`);

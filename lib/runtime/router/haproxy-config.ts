@@ -1,6 +1,12 @@
 // The fleet's modules by file, not its index: the index loads the TypeScript config loader (tsx),
 // which the agent's bundle must not carry.
-import { DEFAULT_MAX_BODY_BYTES, MAX_BODY_BYTES_LIMIT, MAX_ROUTER_SLOTS, ROUTED_KEY_HEADER } from '../../domain/fleet/defaults';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  MAX_BODY_BYTES_LIMIT,
+  MAX_ELSEWHERE_REGIONS,
+  MAX_ROUTER_SLOTS,
+  ROUTED_KEY_HEADER,
+} from '../../domain/fleet/defaults';
 import type { PartitionKeySource } from '../../domain/fleet/types';
 import { ROUTER_ERROR_HEADER } from '../../domain/lanes/retry';
 import { KEY_PATTERN, ROUTER_RESERVED_MIB, ROUTER_TASK_MEMORY_MIB } from '../../domain/mapping';
@@ -263,7 +269,8 @@ export const UNSAFE_PATH_PATTERN = '(^|/)[.][.]?(/|$)|%2[eEfF]|%5[cC]|\\\\';
  * directly, so a request costs one lookup per step: `exact` (key → slot), `prefix` (prefix →
  * slot), `buckets` (bucket ranges as IPv4 networks → slot, see `bucketNetworks`), `cells`
  * (slot → cell: the agent's slot registry and the `x-cell` debug header), `meta` (version) and
- * `hosts` (slot → the cell endpoint's host name: TLS SNI and certificate name for `https://` cells).
+ * `hosts` (slot → the cell endpoint's host name: TLS SNI and certificate name for `https://` cells)
+ * and `away` (redirect backend → the URL of the region it sends requests to, `router.reach`).
  */
 export const MAP_FILES = {
   exact: 'exact.map',
@@ -272,9 +279,17 @@ export const MAP_FILES = {
   cells: 'cells.map',
   meta: 'meta.map',
   hosts: 'hosts.map',
+  away: 'away.map',
 } as const;
 
 export const slotName = (slot: number) => `slot${slot}`;
+
+/**
+ * The backend that answers requests for cells of one other region `307` to that region's URL
+ * (`router.reach` home-and-failover): the agent routes a cell it does not link to one of these and
+ * names its URL in the `away` map. MAX_ELSEWHERE_REGIONS of them, whatever the fleet.
+ */
+export const awayName = (index: number) => `away${index}`;
 
 /** The servers of a slot: one per zonal address of the cell's endpoint (`z0` is tried first). */
 export const zoneServer = (zone: number) => `z${zone}`;
@@ -748,6 +763,17 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     `backend ${FROZEN_BACKEND}`,
     `  http-request return status 503 content-type application/json hdr retry-after ${FROZEN_RETRY_AFTER_SECONDS} hdr cache-control no-store string '{"error":"frozen","message":"this tenant is moving to another cell; retry in a second","retryAfterSeconds":${FROZEN_RETRY_AFTER_SECONDS}}'`,
   );
+  // Cells this router does not link (router.reach): sent to their own region, method and body kept
+  // (307). The request passed this router's checks and caps first, like any other.
+  for (let i = 0; i < MAX_ELSEWHERE_REGIONS; i++) {
+    lines.push(
+      '',
+      `backend ${awayName(i)}`,
+      `  ${jsonError(503, 'cell not reachable from this region')} hdr retry-after 5 if !{ be_name,map(${map('away')}) -m found }`,
+      `  http-request redirect location %[be_name,map(${map('away')})]%[pathq] code 307`,
+      '  http-after-response set-header cache-control no-store',
+    );
+  }
   lines.push('');
   const check = `option httpchk GET ${o.healthCheckPath}`;
   const perZone = Math.max(1, Math.ceil(o.cellMaxConn / zones));

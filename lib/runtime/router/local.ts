@@ -82,6 +82,8 @@ export interface LocalRouterOptions {
   readonly resolve?: (host: string) => Promise<string[]>;
   /** Networks of "this task's zone": their addresses are tried first. */
   readonly localNetworks?: readonly string[];
+  /** ApplyOptions.elsewhere: cells this router sends to another region's URL (`router.reach`). @default - none */
+  readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Loopback networks standing in for the router VPC's subnets, by zone id (ApplyOptions.zoneNetworks). */
   readonly zoneNetworks?: Readonly<Record<string, readonly string[]>>;
   /** The zones document to follow (ZoneWeightsFollower), with `zoneNetworks`; a missing file means every zone at its full share. */
@@ -323,6 +325,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     localNetworks: o.localNetworks,
     zoneNetworks: o.zoneNetworks,
     allowLoopback: true,
+    elsewhere: o.elsewhere,
   });
   const agent = new MappingAgent({
     api,

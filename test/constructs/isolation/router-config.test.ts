@@ -44,6 +44,16 @@ describe('routerConfigProblems', () => {
     expect(codes(withLine('frontend router', 'http-request redirect location /elsewhere'))).toEqual(['request-redirect']);
   });
 
+  it("allows the redirect backends' one 307 to the away map's URL (router.reach), and no other redirect", () => {
+    expect(config).toContain('backend away0\n');
+    const away = config.match(/  http-request redirect location \S+ code 307\n/)![0];
+    expect(codes(config.replace(away, away.replace('code 307', 'code 302')))).toEqual(['request-redirect']);
+    expect(codes(withLine('frontend router', 'http-request redirect location https://elsewhere.example.com%[pathq] code 307'))).toEqual([
+      'request-redirect',
+    ]);
+    expect(codes(withLine('backend slot0', away.trim()))).toEqual(['request-redirect']);
+  });
+
   it('fails on a backend that spreads requests over several cells', () => {
     expect(codes(withLine('backend slot0', 'server other 127.0.0.1:2 backup'))).toEqual(['backup', 'servers']);
     expect(codes(withLine('backend slot0', 'server other 127.0.0.1:2'))).toEqual(['servers']);

@@ -202,11 +202,16 @@ describe('the example fleet, priced from what cdk synth wrote', () => {
   });
 });
 
-/** Router stacks of a fleet of `cells` cells spread over `regions`, each region linking every cell in 3 zones. */
-function routerOnlyAssembly(cells: number, regions: readonly string[]): AssemblyStack[] {
+/** Router stacks of a fleet of `cells` cells spread over `regions`, each region linking every cell (or those `links` says) in 3 zones. */
+function routerOnlyAssembly(
+  cells: number,
+  regions: readonly string[],
+  links: (region: string, cell: number) => boolean = () => true,
+): AssemblyStack[] {
   return regions.map((region) => {
     const resources: Record<string, { Type: string; Properties: Record<string, unknown> }> = {};
     for (let i = 0; i < cells; i++) {
+      if (!links(region, i)) continue;
       resources[`Read${i}`] = { Type: 'Custom::CellEndpointServiceName', Properties: { CellId: `cell-${i}` } };
       resources[`Endpoint${i}`] = {
         Type: 'AWS::EC2::VPCEndpoint',
@@ -224,25 +229,46 @@ function routerOnlyAssembly(cells: number, regions: readonly string[]): Assembly
 
 describe('the router-reach lever at 400 cells over four regions', () => {
   const regions = ['us-east-1', 'eu-west-1', 'us-west-2', 'ap-northeast-1'];
-  const estimate = estimateFleetCost(routerOnlyAssembly(400, regions), {
-    app: 'orders',
-    cells: Array.from({ length: 400 }, (_, i) => ({ id: `cell-${i}`, region: regions[i % 4], shape: 'standard', requestsPerSecond: 2000 })),
-    routerZones: Object.fromEntries(regions.map((r) => [r, 3])),
-    interfaceEndpointsPerVpc: 400,
-  });
-  const reach = estimate.levers.find((l) => l.id === 'router-reach')!;
+  // Cell i lives in region i % 4; its failover regions cycle over the three others, so each region is
+  // the failover of exactly 100 cells (34 + 33 + 33 from the three other regions).
+  const cells = Array.from({ length: 400 }, (_, i) => ({
+    id: `cell-${i}`,
+    region: regions[i % 4],
+    shape: 'standard',
+    requestsPerSecond: 2000,
+    failoverRegion: regions[((i % 4) + 1 + (Math.floor(i / 4) % 3)) % 4],
+  }));
+  const input = { app: 'orders', cells, routerZones: Object.fromEntries(regions.map((r) => [r, 3])), interfaceEndpointsPerVpc: 400 };
+  const perEndpoint = regions.map((r) => 3 * H * price(r, 'interface-endpoint-az-hour'));
+  const allRegions = perEndpoint.reduce((a, b) => a + b, 0);
 
-  it('counts the endpoints and their cost both ways, and the quota each way needs', () => {
-    const perEndpoint = regions.map((r) => 3 * H * price(r, 'interface-endpoint-az-hour'));
-    expect(reach.nowUsd).toBeCloseTo(400 * perEndpoint.reduce((a, b) => a + b, 0));
-    // Home region plus one failover: each region links its own 100 and a third of the other 300.
-    expect(reach.alternativeUsd).toBeCloseTo(200 * perEndpoint.reduce((a, b) => a + b, 0));
+  it('counts the endpoints and their cost both ways, and the quota each way needs (every region links every cell now)', () => {
+    const reach = estimateFleetCost(routerOnlyAssembly(400, regions), input).levers.find((l) => l.id === 'router-reach')!;
+    expect(reach.nowUsd).toBeCloseTo(400 * allRegions);
+    // Home region plus one failover: each region links its own 100 and the 100 it is the failover of.
+    expect(reach.alternativeUsd).toBeCloseTo(200 * allRegions);
     expect(reach.effects[0]).toBe(
-      'every region reaches every cell: 1600 cell endpoints, up to 400 in one router VPC, needs interfaceEndpointsPerVpc ≥ 400 (declared: 400)',
+      'every region reaches every cell: 1600 cell endpoints, up to 400 in one router VPC, needs interfaceEndpointsPerVpc ≥ 400 (declared: 400) (now)',
     );
     expect(reach.effects[1]).toBe(
       'home region plus one failover region: 800 cell endpoints, up to 200 in one router VPC, needs interfaceEndpointsPerVpc ≥ 200 (declared: 400)',
     );
+    expect(reach.setting).toMatch(/^router\.reach: 'every-region'/);
+  });
+
+  it("with router.reach home-and-failover, prices what the templates hold now and every region's way as the alternative", () => {
+    const linked = (region: string, i: number) => cells[i].region === region || cells[i].failoverRegion === region;
+    const reach = estimateFleetCost(routerOnlyAssembly(400, regions, linked), {
+      ...input,
+      reach: 'home-and-failover',
+      interfaceEndpointsPerVpc: 200,
+    }).levers.find((l) => l.id === 'router-reach')!;
+    expect(reach.nowUsd).toBeCloseTo(200 * allRegions);
+    expect(reach.alternativeUsd).toBeCloseTo(400 * allRegions);
+    expect(reach.effects[1]).toBe(
+      'home region plus one failover region: 800 cell endpoints, up to 200 in one router VPC, needs interfaceEndpointsPerVpc ≥ 200 (declared: 200) (now)',
+    );
+    expect(reach.setting).toMatch(/^router\.reach: 'home-and-failover'/);
   });
 });
 
