@@ -2,7 +2,8 @@ import { cellStackName, cellZeroStackName, pipelineStackName, routerStackName } 
 import { AssemblyStack } from './assembly';
 import { CostLine, priceResource, UnpricedTypeError, UsageDriver } from './catalog';
 import { Price, Prices, PRICE_TABLE } from './prices';
-import { reachedCells, RouterReach } from '../fleet/reach';
+import { reachedCells } from '../fleet/reach';
+import type { RouterReach } from '../fleet/types';
 
 /** What the usage estimates assume: stated with every figure they give. */
 export interface CostAssumptions {

@@ -1,6 +1,6 @@
 import { createHash } from 'crypto';
 import { RoutedCell, routedCells } from './cell-zero';
-import type { Fleet } from './types';
+import type { Fleet, RouterReach } from './types';
 
 /**
  * Which router regions reach which cells (`router.reach`, docs/cost.md "Router reach").
@@ -12,8 +12,7 @@ import type { Fleet } from './types';
  *   request that enters a region that does not link its cell is answered `307` to the cell's own
  *   region (`router.regionUrls`): the client repeats it there, method and body unchanged.
  */
-export const ROUTER_REACHES = ['every-region', 'home-and-failover'] as const;
-export type RouterReach = (typeof ROUTER_REACHES)[number];
+export const ROUTER_REACHES: readonly RouterReach[] = ['every-region', 'home-and-failover'];
 
 export { MAX_ELSEWHERE_REGIONS } from './defaults';
 

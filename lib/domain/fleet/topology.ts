@@ -1,3 +1,4 @@
+import { regionReachOf } from './reach';
 import { Fleet } from './types';
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
@@ -13,14 +14,16 @@ const FILL: Record<string, string> = { active: '#e8f1fd', draining: '#fff4d6', q
 /**
  * The fleet's topology as one SVG, drawn from the fleet file alone: the tooling account and its
  * pipeline, the router account, each region with its zones, its routers (groups or lanes) and its
- * cells (id, shape, account, canary, state), and which routers reach which cells: every router
- * region reaches every cell, its own region's directly and the others' over cross-region PrivateLink.
+ * cells (id, shape, account, canary, state), and which routers reach which cells (`router.reach`):
+ * its own region's directly and the others' over cross-region PrivateLink.
  */
 export function topologySvg(fleet: Fleet): string {
   const regions = Object.keys(fleet.regions).sort((a, b) =>
     a === fleet.router.homeRegion ? -1 : b === fleet.router.homeRegion ? 1 : a.localeCompare(b),
   );
   const cellsOf = (r: string) => fleet.cells.filter((c) => c.region === r);
+  const reaches = new Map(regions.map((r) => [r, regionReachOf(fleet, r)]));
+  const reachOf = (r: string) => reaches.get(r)!;
   const tallest = Math.max(1, ...regions.map((r) => cellsOf(r).length));
   const width = Math.max(760, regions.length * COLUMN + 40);
   const routerY = TOP + 56;
@@ -42,7 +45,11 @@ export function topologySvg(fleet: Fleet): string {
         ? `pipeline in ${esc(fleet.pipeline.region)}: canary cell, single cells, growing waves (${fleet.waves.singleCellWaves} single, ×${fleet.waves.growthFactor}, at most ${fleet.waves.maxCellsPerWave} a wave)`
         : 'no pipeline: cdk deploy per stack'
     }</text>`,
-    `<text x="20" y="${TOP - 28}" fill="#57606a">router account ${esc(fleet.accounts.router)}: a router in every region, each reaching every cell</text>`,
+    `<text x="20" y="${TOP - 28}" fill="#57606a">router account ${esc(fleet.accounts.router)}: a router in every region, ${
+      fleet.router.reach === 'every-region'
+        ? 'each reaching every cell'
+        : "each reaching its region's cells and those it is the failover of (router.reach)"
+    }</text>`,
     `<text x="20" y="${TOP - 10}" fill="#57606a">home region ${esc(fleet.router.homeRegion)}, mapping bucket ${esc(fleet.router.mappingBucket)}</text>`,
   );
   const routerBox = (i: number) => ({ x: 20 + i * COLUMN + 20, y: routerY, w: COLUMN - 60, h: 92 });
@@ -65,7 +72,7 @@ export function topologySvg(fleet: Fleet): string {
       `<text x="${r.x + 12}" y="${r.y + 22}" font-weight="600">router ${esc(region)}</text>`,
       `<text x="${r.x + 12}" y="${r.y + 42}" fill="#57606a">NLB → HAProxy + mapping agent</text>`,
       `<text x="${r.x + 12}" y="${r.y + 60}" fill="#57606a">${esc(groups)}</text>`,
-      `<text x="${r.x + 12}" y="${r.y + 78}" fill="#57606a">${fleet.cells.length} cell links (interface endpoints)</text>`,
+      `<text x="${r.x + 12}" y="${r.y + 78}" fill="#57606a">${reachOf(region).linked.length} cell links (interface endpoints)</text>`,
     );
     const b = cellsBlock(i);
     cellsOf(region).forEach((cell, n) => {
@@ -86,10 +93,12 @@ export function topologySvg(fleet: Fleet): string {
       );
     }
   });
-  // Reach: each router to each region's cells; its own region's solid, the others' dashed (cross-region PrivateLink).
+  // Reach: each router to each region's cells it links; its own region's solid, the others' dashed (cross-region PrivateLink).
   regions.forEach((from, i) => {
     regions.forEach((to, j) => {
-      if (cellsOf(to).length === 0) return;
+      const reached = reachOf(from).linked.filter((c) => c.region === to).length;
+      const all = reachOf(to).linked.filter((c) => c.region === to).length;
+      if (reached === 0) return;
       const r = routerBox(i);
       const b = cellsBlock(j);
       const x1 = r.x + r.w / 2 + (j - i) * 14;
@@ -98,7 +107,7 @@ export function topologySvg(fleet: Fleet): string {
       out.push(
         `<path d="M${x1},${r.y + r.h} C${x1},${r.y + r.h + 40} ${x2},${b.y - 40} ${x2},${b.y - 2}" fill="none" stroke="${same ? '#0969da' : '#8c959f'}" stroke-width="${same ? 2 : 1.5}"${
           same ? '' : ' stroke-dasharray="6 4"'
-        } marker-end="url(#arrow)"><title>router ${esc(from)} reaches the ${cellsOf(to).length} cells of ${esc(to)}${same ? '' : ' over cross-region PrivateLink'}</title></path>`,
+        } marker-end="url(#arrow)"><title>router ${esc(from)} reaches ${reached === all ? 'the' : `${reached} of the`} ${all} cells of ${esc(to)}${same ? '' : ' over cross-region PrivateLink'}</title></path>`,
       );
     });
   });

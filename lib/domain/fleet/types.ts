@@ -5,7 +5,6 @@
  * names no construct and the layers stay one way.
  */
 
-import type { RouterReach } from './reach';
 import { GrantedQuotas } from '../limits/quotas';
 import type { Partition } from './regions';
 
@@ -214,6 +213,9 @@ export interface RouterLanesConfig {
    */
   readonly hostedZone?: { readonly id: string; readonly name: string };
 }
+
+/** Which router regions link which cells: see RouterConfig.reach (lib/domain/fleet/reach.ts). */
+export type RouterReach = 'every-region' | 'home-and-failover';
 
 /** The router layer: groups, mapping bucket, how mapping changes roll out. */
 export interface RouterConfig {

@@ -24,7 +24,7 @@ import {
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
-import { failoverRegionOf, MAX_ELSEWHERE_REGIONS, mostReachedCells, ReachCell, regionUrlProblem, RouterReach } from './reach';
+import { failoverRegionOf, MAX_ELSEWHERE_REGIONS, mostReachedCells, ReachCell, regionUrlProblem } from './reach';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
 import {
@@ -36,7 +36,18 @@ import {
   moverTaskRoleName,
 } from '../names';
 import { structureProblems } from './schema';
-import { AlarmThresholds, Cell, CellConfig, CellShape, Fleet, FleetInput, RouterGroupConfig, RouterLanes, RouterLanesConfig } from './types';
+import {
+  AlarmThresholds,
+  Cell,
+  CellConfig,
+  CellShape,
+  Fleet,
+  FleetInput,
+  RouterGroupConfig,
+  RouterLanes,
+  RouterLanesConfig,
+  RouterReach,
+} from './types';
 import { extendShards, LaneSettings, laneSettingsProblems, shardSetProblems } from '../lanes/shards';
 import { LANES_FILE_NAME } from '../lanes/lanes-file';
 import { deploymentWindowProblems } from './deployment-window';

@@ -71,3 +71,26 @@ it('draws a cell that is not active, and a fleet of four regions, each region re
   ];
   expect(topologySvg({ ...fleet, regions, cells }).match(/marker-end=/g)).toHaveLength(16);
 });
+
+it("with router.reach home-and-failover, draws only the links a region's routers have: its own cells and those it is the failover of", () => {
+  const regions = { ...fleet.regions, 'us-west-2': fleet.regions['us-east-1'], 'ap-northeast-1': fleet.regions['us-east-1'] };
+  const cells = [
+    ...fleet.cells.map((c) => ({ ...c, failoverRegion: c.region === 'eu-west-1' ? 'us-east-1' : 'eu-west-1' })),
+    { ...fleet.cells[4], id: 'usw-1', region: 'us-west-2', failoverRegion: 'us-east-1' },
+    { ...fleet.cells[4], id: 'usw-2', region: 'us-west-2', failoverRegion: 'eu-west-1' },
+    { ...fleet.cells[4], id: 'apne-1', region: 'ap-northeast-1', failoverRegion: 'us-west-2' },
+  ];
+  const router = {
+    ...fleet.router,
+    reach: 'home-and-failover' as const,
+    regionUrls: Object.fromEntries(Object.keys(regions).map((r) => [r, `https://${r}.example.com`])),
+  };
+  const svg = topologySvg({ ...fleet, regions, cells, router });
+  // eu-west-1: its own, us-east-1's (their failover), usw-2; us-east-1: its own, eu-west-1's, usw-1;
+  // us-west-2: its own, apne-1; ap-northeast-1: its own only.
+  expect(svg.match(/marker-end=/g)).toHaveLength(9);
+  expect(svg).toContain('router us-east-1 reaches 1 of the 2 cells of us-west-2 over cross-region PrivateLink');
+  expect(svg).toContain('router us-west-2 reaches the 1 cells of ap-northeast-1 over cross-region PrivateLink');
+  expect(svg).not.toMatch(/router ap-northeast-1 reaches [^<]* over cross-region/);
+  expect(svg).toContain("each reaching its region's cells and those it is the failover of (router.reach)");
+});
