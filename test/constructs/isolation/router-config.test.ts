@@ -46,7 +46,7 @@ describe('routerConfigProblems', () => {
 
   it("allows the redirect backends' one 307 to the away map's URL (router.reach), and no other redirect", () => {
     expect(config).toContain('backend away0\n');
-    const away = config.match(/  http-request redirect location \S+ code 307\n/)![0];
+    const away = config.match(/ {2}http-request redirect location \S+ code 307\n/)![0];
     expect(codes(config.replace(away, away.replace('code 307', 'code 302')))).toEqual(['request-redirect']);
     expect(codes(withLine('frontend router', 'http-request redirect location https://elsewhere.example.com%[pathq] code 307'))).toEqual([
       'request-redirect',
