@@ -53,6 +53,7 @@ export function routerStackPropsOf(fleet: Fleet, region: string, cellEndpointFin
 
 /** The props of a region's group stack (`part`): its groups' services, the fleet's routing settings. */
 export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: RouterGroupsPart): RouterGroupsStackProps {
+  const { elsewhere } = regionReachOf(fleet, region);
   return {
     app: fleet.app,
     region,
@@ -61,7 +62,8 @@ export function routerGroupsStackPropsOf(fleet: Fleet, region: string, part: Rou
     part,
     groups: routerGroupsOf(fleet, part).map((g) => ({ name: g.name, tasks: g.tasks, ...(fleet.router.lanes ? { lane: laneOfGroup(g.name) } : {}) })),
     routing: routerRoutingOf(fleet),
-    ...(fleet.router.reach === 'every-region' ? {} : { elsewhere: regionReachOf(fleet, region).elsewhere }),
+    // Other regions' cells by their region's URL (router.regionUrls): answered 307 there while their link is not here.
+    ...(Object.keys(elsewhere).length > 0 ? { elsewhere } : {}),
     zonalAutoshift: fleet.router.zonalAutoshift,
     allGroups: fleet.router.groups.map((g) => g.name),
     stalenessMinutes: fleet.router.stalenessMinutes,

@@ -122,6 +122,7 @@ describe('cellctl move (AWS fleet)', () => {
             currentVersion: async () => inForce,
             currentSlots: async () => new Map<string, number>(),
             refreshAddresses: async () => [],
+            reachChanged: async () => [],
             apply: async (doc: MappingDocument) => {
               inForce = doc.version;
               const slots = new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));

@@ -53,7 +53,7 @@ export interface RouterGroupProps {
    * state directory and connection limit, and given to the agent (slots, zones, cellMaxConn).
    */
   readonly routing: RouterRouting;
-  /** RouterGroupsStackProps.elsewhere: given to the agent (`ELSEWHERE`). @default - every cell is linked here */
+  /** RouterGroupsStackProps.elsewhere: given to the agent (`ELSEWHERE`). @default - none */
   readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Upper bound for auto scaling. @default 4 × tasks */
   readonly maxTasks?: number;
@@ -195,7 +195,7 @@ export class RouterGroup extends Construct {
         // The zones: the cell endpoints' subnets by AZ ID, and this region's zones document (zones/<REGION>.json).
         REGION: Stack.of(this).region,
         ...(props.zoneNetworks ? { ZONE_NETWORKS: props.zoneNetworks } : {}),
-        // router.reach: the cells not linked here, by the URL of the region their requests are sent to.
+        // router.reach: other regions' cells by their region's URL, for when their link is not here.
         ...(props.elsewhere && Object.keys(props.elsewhere).length > 0 ? { ELSEWHERE: JSON.stringify(props.elsewhere) } : {}),
       },
     });

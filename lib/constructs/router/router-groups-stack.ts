@@ -75,8 +75,8 @@ export interface RouterGroupsStackProps extends Omit<StackProps, 'env'> {
   /** How the router tasks route: partition key, buckets, slots, connection limits (lib/runtime/router/task-config). */
   readonly routing: RouterRouting;
   /**
-   * The cells this region's routers do not link (`router.reach`), by the URL of the region they are
-   * sent to: the agent answers their requests `307` there. @default - every cell is linked here
+   * Other regions' cells by the URL of their region (`router.regionUrls`): the agent answers their
+   * requests `307` there while their link is not in this VPC (`router.reach`). @default - none
    */
   readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Minutes without a successful mapping refresh before a group's stale-mapping alarm. */

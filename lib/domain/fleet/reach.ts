@@ -62,22 +62,19 @@ export function reachedCells<C extends ReachCell>(region: string, cells: readonl
 }
 
 /**
- * What the routers of `region` do with the cells they do not link: each such cell's id under the URL
- * of its own region, the one the client is sent to. Empty with `every-region`.
+ * Where the routers of `region` send other regions' cells when their link is not there: each cell
+ * of another region whose region has a URL in `router.regionUrls`, under that URL. The routers serve
+ * such a cell while its endpoint name exists in their VPC (the region links it) and answer `307` to
+ * its region while it does not: under `home-and-failover` that is every cell they do not link, and
+ * during any deploy that removes a link, the time between the link going and the routers learning
+ * it (the agent looks again every refresh). Own-region cells are never sent elsewhere.
  */
-export function elsewhereOf(
-  region: string,
-  cells: readonly ReachCell[],
-  regions: readonly string[],
-  reach: RouterReach,
-  regionUrls: Readonly<Record<string, string>>,
-): Record<string, string[]> {
+export function elsewhereOf(region: string, cells: readonly ReachCell[], regionUrls: Readonly<Record<string, string>>): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const cell of cells) {
-    if (reaches(region, cell, regions, reach)) continue;
+    if (cell.region === region) continue;
     const url = regionUrls[cell.region];
-    if (url === undefined) throw new Error(`router.regionUrls has no URL for ${cell.region}, where cell ${cell.id} is; add one`);
-    (out[url] ??= []).push(cell.id);
+    if (url !== undefined) (out[url] ??= []).push(cell.id);
   }
   return out;
 }
@@ -117,7 +114,7 @@ export function regionUrlProblem(url: string): string | undefined {
 export interface RegionReach {
   /** The cells (cell zero included) this region's routers link, in fleet order. */
   readonly linked: readonly RoutedCell[];
-  /** The cells they send elsewhere, by the URL of the region they are sent to (see elsewhereOf). */
+  /** Other regions' cells by the URL of their region, for when their link is not there (see elsewhereOf). */
   readonly elsewhere: Readonly<Record<string, readonly string[]>>;
 }
 
@@ -129,6 +126,6 @@ export function regionReachOf(fleet: Pick<Fleet, 'regions' | 'router' | 'cells' 
   const { reach, regionUrls } = fleet.router;
   return {
     linked: reachedCells(region, cells, regions, reach),
-    elsewhere: elsewhereOf(region, cells, regions, reach, regionUrls),
+    elsewhere: elsewhereOf(region, cells, regionUrls),
   };
 }

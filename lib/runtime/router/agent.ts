@@ -262,6 +262,17 @@ export class MappingAgent {
           writeFileAtomic(path.join(this.o.stateDir, SERVER_STATE_FILE), await this.o.api.send('show servers state'));
           this.log('addresses-changed', { cells: changed });
         }
+        // Another region's cell whose link here appeared or went (router.reach): the document in
+        // force again, so it is served here, or sent to its region, from now on.
+        const moved = await this.o.applier.reachChanged(this.lkg);
+        if (moved.length > 0) {
+          this.log('reach-changed', { cells: moved, version: this.lkg.version });
+          try {
+            await this.apply(this.lkg, pid);
+          } catch (error) {
+            this.log('apply-error', { error: (error as Error).message, keptVersion: this.lkg.version });
+          }
+        }
       }
       if (pid !== undefined && this.lkg && pid !== this.appliedPid && this.now() >= this.reapplyAt) {
         // A new HAProxy process, or this agent just started (restarted beside a running HAProxy) or

@@ -125,6 +125,17 @@ export class UnappliableDocumentError extends Error {
   }
 }
 
+/** A cell endpoint's name does not exist here (NXDOMAIN): this router VPC has no link to the cell. */
+export class EndpointNotFoundError extends UnappliableDocumentError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EndpointNotFoundError';
+  }
+}
+
+/** The resolver's answer that a name does not exist (as opposed to a failed or timed-out lookup). */
+const NOT_FOUND_CODES = new Set(['ENOTFOUND', 'ENODATA']);
+
 const PAYLOAD_BYTES = 12 * 1024; // under HAProxy's default 16 KiB buffer, with room for the command line
 
 export interface ApplyOptions {
@@ -155,8 +166,10 @@ export interface ApplyOptions {
   /** How long to wait for a newly enabled cell's health check before committing. @default 3000 */
   readonly healthWaitMs?: number;
   /**
-   * The cells this router does not link (`router.reach`), by the URL of their region: they get no
-   * slot and no lookup, and their keys are answered `307` there. @default - every cell is linked
+   * Other regions' cells by the URL of their region (`router.regionUrls`). Such a cell is served
+   * through a slot while its endpoint name exists in this router VPC (the region links it), and
+   * answered `307` to its region's URL while the name does not exist (NXDOMAIN: `router.reach`
+   * does not link it here, or its link is being removed). @default - none: every cell must resolve
    */
   readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
 }
@@ -175,6 +188,8 @@ export interface ApplyPlan {
   readonly slots: ReadonlyMap<string, number>;
   /** Per cell: the addresses for servers z0, z1, … (by zone, or own zone first; undefined: no address for that server), the port and whether it is TLS. */
   readonly targets: ReadonlyMap<string, Target>;
+  /** Other regions' cells not linked here (their names do not exist): answered 307 to their region. */
+  readonly away: ReadonlySet<string>;
 }
 
 async function dnsResolveAll(host: string): Promise<string[]> {
@@ -203,9 +218,51 @@ export class MappingApplier {
     this.elsewhere = elsewhereOf(options.elsewhere);
   }
 
-  /** The cells of `doc` this router serves through its own slots (every cell but those sent elsewhere). */
-  private linkedCells(doc: MappingDocument): string[] {
-    return Object.keys(doc.cells).filter((c) => !this.elsewhere.backends.has(c));
+  /**
+   * Where each cell of `doc` is served from now: its target (resolved addresses), or, for another
+   * region's cell whose endpoint name does not exist here, that region (the `away` set). A name
+   * that does not exist for a cell of no other region, or any other lookup failure, is an
+   * UnappliableDocumentError, as before reach existed.
+   */
+  private async resolveCells(doc: MappingDocument): Promise<{ targets: Map<string, Target>; away: Set<string> }> {
+    const targets = new Map<string, Target>();
+    const away = new Set<string>();
+    await Promise.all(
+      Object.keys(doc.cells).map(async (cell) => {
+        const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
+        try {
+          targets.set(cell, { addresses: await this.addressesOf(cell, host), port, tls });
+        } catch (error) {
+          if (error instanceof EndpointNotFoundError && this.elsewhere.backends.has(cell)) away.add(cell);
+          else throw error;
+        }
+      }),
+    );
+    return { targets, away };
+  }
+
+  /**
+   * Whether another region's cell changed sides since the last apply: its endpoint name appeared
+   * (now linked here: serve it) or disappeared (its link removed: send it to its region). The agent
+   * then applies the document in force again. Lookups that fail otherwise change nothing.
+   */
+  public async reachChanged(doc: MappingDocument): Promise<string[]> {
+    const slotted = await this.currentSlots();
+    const changed: string[] = [];
+    await Promise.all(
+      Object.keys(doc.cells)
+        .filter((cell) => this.elsewhere.backends.has(cell))
+        .map(async (cell) => {
+          const { host } = endpointAddress(doc.cells[cell].endpoint);
+          try {
+            await this.addressesOf(cell, host);
+            if (!slotted.has(cell)) changed.push(cell);
+          } catch (error) {
+            if (error instanceof EndpointNotFoundError && slotted.has(cell)) changed.push(cell);
+          }
+        }),
+    );
+    return changed.sort();
   }
 
   /** The AZ ID of each server z0, z1, … (undefined: a server whose address is in no listed zone). */
@@ -250,7 +307,8 @@ export class MappingApplier {
     try {
       found = await resolve(host);
     } catch (error) {
-      throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} does not resolve (${(error as Error).message})`);
+      const message = `cell ${cell}: endpoint host ${host} does not resolve (${(error as Error).message})`;
+      throw NOT_FOUND_CODES.has((error as { code?: string }).code ?? '') ? new EndpointNotFoundError(message) : new UnappliableDocumentError(message);
     }
     const addresses = [...new Set(found)].filter((a) => isIPv4(a)).sort();
     if (addresses.length === 0) throw new UnappliableDocumentError(`cell ${cell}: endpoint host ${host} has no IPv4 address`);
@@ -284,7 +342,8 @@ export class MappingApplier {
   /** Checks `doc` against this router (slots, endpoints) without changing anything. */
   public async plan(doc: MappingDocument): Promise<ApplyPlan> {
     const before = await this.currentSlots();
-    const cells = this.linkedCells(doc);
+    const { targets, away } = await this.resolveCells(doc);
+    const cells = Object.keys(doc.cells).filter((c) => !away.has(c));
     const slots = new Map<string, number>();
     for (const cell of cells) if (before.has(cell)) slots.set(cell, before.get(cell)!);
     const used = new Set([...before.values()]);
@@ -299,14 +358,7 @@ export class MappingApplier {
       slots.set(cell, next);
       used.add(next);
     }
-    const targets = new Map<string, Target>();
-    await Promise.all(
-      cells.map(async (cell) => {
-        const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
-        targets.set(cell, { addresses: await this.addressesOf(cell, host), port, tls });
-      }),
-    );
-    return { doc, before, slots, targets };
+    return { doc, before, slots, targets, away };
   }
 
   private async replaceMap(name: keyof typeof MAP_FILES, entries: readonly [string, string][]): Promise<void> {
@@ -497,13 +549,16 @@ export class MappingApplier {
     return this.execute(await this.plan(doc));
   }
 
-  public async execute({ doc, before, slots, targets }: ApplyPlan): Promise<Applied> {
-    const cells = this.linkedCells(doc);
+  public async execute({ doc, before, slots, targets, away }: ApplyPlan): Promise<Applied> {
+    const cells = Object.keys(doc.cells).filter((c) => !away.has(c));
     // The registry and the hosts map first hold old and new cells (a crash here leaves no slot free
     // that routes still name, and a TLS server enabled below already has its SNI), then the routes,
     // then the exact cell set.
     const union = new Map([...before, ...slots]);
-    const contents = mapContents(doc, slots, this.elsewhere);
+    const contents = mapContents(doc, slots, {
+      backends: new Map([...this.elsewhere.backends].filter(([cell]) => away.has(cell))),
+      urls: this.elsewhere.urls,
+    });
     // The redirect backends' URLs before any route names them.
     await this.replaceMap('away', contents.away);
     const liveHosts = await this.api.showMap(this.path('hosts'));

@@ -46,7 +46,7 @@ describe("a region's routers under router.reach home-and-failover", () => {
     expect(props.linkedCells).toEqual(linked.map((c) => c.id));
   });
 
-  it("tells its router tasks' agent which cells to send to which region's URL", () => {
+  it("tells its router tasks' agent every other region's cell with its region's URL (sent there while not linked here)", () => {
     const taskDefinitions = Object.values(Template.fromStack(groups).findResources('AWS::ECS::TaskDefinition'));
     expect(taskDefinitions.length).toBeGreaterThan(0);
     for (const td of taskDefinitions) {
@@ -56,13 +56,21 @@ describe("a region's routers under router.reach home-and-failover", () => {
       const value = agent.Environment.find((e) => e.Name === 'ELSEWHERE')?.Value;
       expect(JSON.parse(value!)).toEqual(elsewhere);
     }
-    const sent = Object.values(elsewhere).flat();
-    expect(sent.length + linked.length).toBe(fleet.cells.length);
+    const sent = Object.entries(elsewhere).flatMap(([url, ids]) => ids.map((id) => ({ url, cell: fleet.cells.find((c) => c.id === id)! })));
+    expect(sent.map((s) => s.cell.id).sort()).toEqual(
+      fleet.cells
+        .filter((c) => c.region !== region)
+        .map((c) => c.id)
+        .sort(),
+    );
+    for (const { url, cell } of sent) expect(url).toBe(`https://${cell.region}.api.example.com`);
   });
 
-  it('sets no ELSEWHERE when every region links every cell', () => {
+  it('links every cell when every region reaches every cell; ELSEWHERE only where regionUrls name the regions (a name that goes is then sent there)', () => {
     const every = { ...fleet, router: { ...fleet.router, reach: 'every-region' as const } };
-    expect(routerGroupsStackPropsOf(every, region, 'rest').elsewhere).toBeUndefined();
     expect(routerStackPropsOf(every, region).linkedCells).toBeUndefined();
+    expect(routerGroupsStackPropsOf(every, region, 'rest').elsewhere).toEqual(elsewhere);
+    const noUrls = { ...every, router: { ...every.router, regionUrls: {} } };
+    expect(routerGroupsStackPropsOf(noUrls, region, 'rest').elsewhere).toBeUndefined();
   });
 });

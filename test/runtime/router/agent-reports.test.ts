@@ -45,6 +45,7 @@ describe('the mapping agent reports each problem once', () => {
     currentVersion: async () => applied[applied.length - 1],
     currentSlots: async () => new Map<string, number>(),
     refreshAddresses: async () => [],
+    reachChanged: async () => [],
     apply: async (doc: MappingDocument) => {
       if (unresolvable)
         throw new UnappliableDocumentError(`cell cell-1: endpoint host ${unresolvable} does not resolve (getaddrinfo ENOTFOUND ${unresolvable})`);

@@ -5,9 +5,10 @@ import * as os from 'os';
 import * as path from 'path';
 import { initialMapping, MappingDocument, pinKey } from '../../../lib/domain/mapping';
 import { LocalRouter, startLocalRouter } from '../../../lib/runtime/router';
-import { elsewhereOf } from '../../../lib/runtime/router/apply';
+import { elsewhereOf, MappingApplier } from '../../../lib/runtime/router/apply';
+import { RuntimeApi } from '../../../lib/runtime/router/runtime-api';
 import { MAX_ELSEWHERE_REGIONS } from '../../../lib/domain/fleet';
-import { onFreePorts, routed } from '../../support/cells';
+import { onFreePorts, routed, until } from '../../support/cells';
 
 const NOW = { now: '2026-12-06T02:00:00.000Z' };
 
@@ -42,7 +43,8 @@ describe('router.reach: a cell this region does not link is answered 307 to its 
   let homeUrl: string;
   let a: Awaited<ReturnType<typeof echoCell>>;
   let b: Awaited<ReturnType<typeof echoCell>>;
-  const lookedUp: string[] = [];
+  /** Names that exist in the second region's VPC: cell-b's link is not there. */
+  const linkedHere = new Set(['cell-a.test']);
   const agent = new http.Agent({ keepAlive: false });
 
   beforeAll(async () => {
@@ -75,8 +77,8 @@ describe('router.reach: a cell this region does not link is answered 307 to its 
       return startLocalRouter({ ...common, port: homePort, stateDir: path.join(dir, 'home'), resolve: async () => ['127.0.0.1'] });
     });
     homeUrl = `http://127.0.0.1:${homePort}`;
-    // Another region: links cell-a only. cell-b's name does not resolve here (no endpoint, no record),
-    // and the router must not need it to.
+    // Another region: links cell-a only. cell-b's name does not exist here (no endpoint, no record:
+    // NXDOMAIN), and cell-b is another region's cell, so its tenants are sent there.
     here = await onFreePorts(1, async (ports) => {
       herePort = ports[0];
       return startLocalRouter({
@@ -84,9 +86,9 @@ describe('router.reach: a cell this region does not link is answered 307 to its 
         port: herePort,
         stateDir: path.join(dir, 'here'),
         elsewhere: { [homeUrl]: ['cell-b'] },
+        refreshAddressesMs: 300,
         resolve: async (host) => {
-          lookedUp.push(host);
-          if (host === 'cell-b.test') throw new Error('ENOTFOUND cell-b.test');
+          if (!linkedHere.has(host)) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
           return ['127.0.0.1'];
         },
       });
@@ -101,11 +103,9 @@ describe('router.reach: a cell this region does not link is answered 307 to its 
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('serves the cells it links, and never looks up the cells it does not', async () => {
+  it('serves the cells it links', async () => {
     const answer = await routed(agent, herePort, 'tenant-a', '/orders?id=1');
     expect([answer.status, answer.servedBy]).toEqual([200, 'cell-a']);
-    expect(lookedUp).toContain('cell-a.test');
-    expect(lookedUp).not.toContain('cell-b.test');
   });
 
   it("answers another region's tenant 307 to that region's URL with the path and query, not cached, without reaching a cell", async () => {
@@ -140,6 +140,39 @@ describe('router.reach: a cell this region does not link is answered 307 to its 
   it("the cell's own region serves it directly", async () => {
     const answer = await routed(agent, homePort, 'tenant-b');
     expect([answer.status, answer.servedBy]).toEqual([200, 'cell-b']);
+  });
+
+  it('serves another region’s cell once its link appears here, and sends it back to its region when the link goes (a deploy changing reach), failing no request', async () => {
+    const answers: number[] = [];
+    let stop = false;
+    const traffic = (async () => {
+      while (!stop) answers.push((await routed(agent, herePort, 'tenant-b')).status);
+    })();
+    linkedHere.add('cell-b.test');
+    await until('cell-b served here', async () => (await routed(agent, herePort, 'tenant-b')).servedBy === 'cell-b', 20_000);
+    linkedHere.delete('cell-b.test');
+    await until('cell-b sent to its region again', async () => (await routed(agent, herePort, 'tenant-b')).status === 307, 20_000);
+    stop = true;
+    await traffic;
+    expect(answers.length).toBeGreaterThan(10);
+    expect(answers.filter((s) => s !== 200 && s !== 307)).toEqual([]);
+    expect(answers).toContain(200);
+  });
+
+  it('still refuses a document whose own-region cell does not resolve (only other regions’ cells are sent away)', async () => {
+    // plan() reads only the slots in force before it changes anything: an empty HAProxy.
+    const api = { showMap: async () => new Map<string, string>() } as unknown as RuntimeApi;
+    const applier = new MappingApplier(api, {
+      stateDir: dir,
+      slots: 16,
+      allowLoopback: true,
+      elsewhere: { [homeUrl]: ['cell-b'] },
+      resolve: async (host) => {
+        throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+      },
+    });
+    const doc = JSON.parse(fs.readFileSync(path.join(dir, 'mapping.json'), 'utf8')) as MappingDocument;
+    await expect(applier.plan(doc)).rejects.toThrow(/cell cell-a: endpoint host cell-a\.test does not resolve/);
   });
 });
 
