@@ -396,7 +396,15 @@ export interface RouterCellReachProps {
   readonly vpc: ec2.IVpc;
   /** The router tasks: the only clients of the endpoints. */
   readonly taskSecurityGroup: ec2.ISecurityGroup;
+  /** Every cell of the fleet, in fleet order: a cell's place here fixes its nested stack. */
   readonly cells: readonly RouterCellTarget[];
+  /**
+   * The cells this region links (`router.reach`). A cell keeps its nested stack (batch
+   * `CELLS_PER_LINK_STACK` of the fleet order) whichever others are linked, so changing reach never
+   * moves a link between stacks: a moved link would create its name in the new stack while the old
+   * stack still holds it, and Route 53 refuses the second. @default every cell
+   */
+  readonly linked?: ReadonlySet<string>;
   /** @default - no private zone: the endpoints' names are yours to create */
   readonly cellZoneName?: string;
   /** The role the endpoint lookups run as (it assumes the cells' reader roles). */
@@ -417,8 +425,10 @@ export interface RouterCellReachProps {
 export class RouterCellReach {
   public readonly cellZone?: route53.PrivateHostedZone;
   public readonly links: ReadonlyMap<string, CellLink>;
-  /** The nested stacks holding the links, `CELLS_PER_LINK_STACK` cells each, in cell order. */
+  /** The nested stacks holding the links, batch by batch of the fleet's cells (a batch with no linked cell has none). */
   public readonly linkStacks: readonly CellLinksStack[];
+  /** The nested stack holding each linked cell's link (its alarm goes there too). */
+  public readonly linkStackOf: ReadonlyMap<string, CellLinksStack>;
 
   constructor(scope: Stack, props: RouterCellReachProps) {
     const { vpc, namePrefix: prefix, app } = props;
@@ -434,15 +444,18 @@ export class RouterCellReach {
       description: `${prefix}: interface endpoints to the cells`,
       allowAllOutbound: false,
     });
-    for (const port of [...new Set(props.cells.map((c) => c.port))]) {
+    const isLinked = (id: string) => props.linked === undefined || props.linked.has(id);
+    for (const port of [...new Set(props.cells.filter((c) => isLinked(c.id)).map((c) => c.port))]) {
       endpointSecurityGroup.addIngressRule(props.taskSecurityGroup, ec2.Port.tcp(port), 'router tasks to the cells');
     }
     const lookup = new CellEndpointLookup(scope, 'CellEndpointLookup', { role: props.lookupRole });
     const links = new Map<string, CellLink>();
     const linkStacks: CellLinksStack[] = [];
+    const linkStackOf = new Map<string, CellLinksStack>();
     const fingerprints = props.cellEndpointFingerprints;
     for (let i = 0; i < props.cells.length; i += CELLS_PER_LINK_STACK) {
-      const batch = props.cells.slice(i, i + CELLS_PER_LINK_STACK);
+      const batch = props.cells.slice(i, i + CELLS_PER_LINK_STACK).filter((c) => isLinked(c.id));
+      if (batch.length === 0) continue;
       const linkStack = new CellLinksStack(scope, `CellLinks${i / CELLS_PER_LINK_STACK + 1}`, {
         vpc,
         subnets: { subnetGroupName: CELL_ENDPOINT_SUBNETS },
@@ -461,10 +474,14 @@ export class RouterCellReach {
       });
       linkStack.node.addDependency(props.lookupRole);
       linkStacks.push(linkStack);
-      batch.forEach((cell, j) => links.set(cell.id, linkStack.links[j]));
+      batch.forEach((cell, j) => {
+        links.set(cell.id, linkStack.links[j]);
+        linkStackOf.set(cell.id, linkStack);
+      });
     }
     this.links = links;
     this.linkStacks = linkStacks;
+    this.linkStackOf = linkStackOf;
   }
 }
 
@@ -591,8 +608,8 @@ export interface RouterAlarmsProps {
   readonly targetGroups: ReadonlyMap<string, elbv2.NetworkTargetGroup>;
   readonly groups: readonly RouterGroupSettings[];
   readonly cells: readonly RouterCellTarget[];
-  /** Where each cell's alarm goes: its link stack (a region routes to every cell; this stack holds 500 resources at most). */
-  readonly linkStacks: readonly CellLinksStack[];
+  /** Where each cell's alarm goes: its link's stack (RouterCellReach.linkStackOf; a region may link every cell, and this stack holds 500 resources at most). */
+  readonly linkStackOf: ReadonlyMap<string, CellLinksStack>;
   /**
    * Each cell's alarm reads the agent's per-cell metrics across groups (dimension `Cell` alone)
    * instead of summing each group's: what lanes need (more groups than an alarm's 10 metrics).
@@ -638,7 +655,7 @@ export class RouterAlarms {
       );
     }
     this.alarms = alarms;
-    this.cellAlarms = props.cells.map((cell, index) => {
+    this.cellAlarms = props.cells.map((cell) => {
       const using: Record<string, cloudwatch.IMetric> = {};
       const summed = props.acrossGroups ? [undefined] : groups.map((g) => g.name);
       summed.forEach((group, i) => {
@@ -646,7 +663,9 @@ export class RouterAlarms {
         using[`e${i}`] = group === undefined ? cellMetric('Responses5xx', cell.id) : routerMetric('Responses5xx', { group, cell: cell.id });
       });
       const sum = (p: string) => summed.map((_, i) => `FILL(${p}${i}, 0)`).join(' + ');
-      return new cloudwatch.Alarm(props.linkStacks[Math.floor(index / CELLS_PER_LINK_STACK)], `cell-${cell.id}-errors`, {
+      const stack = props.linkStackOf.get(cell.id);
+      if (!stack) throw new Error(`RouterAlarms: cell ${cell.id} has no link in this region; alarm only the cells the region links`);
+      return new cloudwatch.Alarm(stack, `cell-${cell.id}-errors`, {
         alarmName: `${prefix}-cell-${cell.id}-errors`,
         alarmDescription: `Cell ${cell.id} (${cell.region}) as seen by the routers in ${region}: 5xx above 5% of its requests`,
         metric: new cloudwatch.MathExpression({

@@ -217,7 +217,8 @@ export class RouterStack extends Stack {
       namePrefix,
       vpc,
       taskSecurityGroup: entry.taskSecurityGroup,
-      cells: linked,
+      cells,
+      ...(linkedCells ? { linked: new Set(linkedCells) } : {}),
       cellZoneName,
       lookupRole: mappings.customResourceRole,
       cellEndpointFingerprints,
@@ -241,7 +242,7 @@ export class RouterStack extends Stack {
       targetGroups: entry.targetGroups,
       groups,
       cells: linked,
-      linkStacks: reach.linkStacks,
+      linkStackOf: reach.linkStackOf,
       acrossGroups: lanes,
     });
     this.alarms = [...alarms.alarms, ...alarms.cellAlarms];

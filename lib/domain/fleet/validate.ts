@@ -668,15 +668,30 @@ function reachProblems(input: FleetInput): string[] {
     const problem = regionUrlProblem(url);
     if (problem) problems.push(`router.regionUrls.${region}: \`${url}\` ${problem}`);
   }
+  // A redirect backend per other region named in regionUrls (ELSEWHERE lists their cells whatever the reach).
+  const named = Object.keys(urls).filter((r) => regions.includes(r)).length;
+  if (named - 1 > MAX_ELSEWHERE_REGIONS)
+    problems.push(
+      `router.regionUrls: ${named} regions, but a router sends requests to at most ${MAX_ELSEWHERE_REGIONS} other regions (redirect backends in its configuration); name at most ${MAX_ELSEWHERE_REGIONS + 1}, or split the fleet`,
+    );
+  // The redirect goes to another host: a key read from the host would become the region's name,
+  // and clients drop Authorization on a redirect to another host (the Fetch standard, curl -L, requests).
+  const source = input.partitionKey?.source;
+  const redirects = reach === 'home-and-failover' || Object.keys(urls).length > 0;
+  const setting = reach === 'home-and-failover' ? "router.reach: 'home-and-failover'" : 'router.regionUrls';
+  if (redirects && source === 'host')
+    problems.push(
+      `${setting}: a router answers a request for a cell it does not link with a 307 to the cell's region URL, and partitionKey.source 'host' would then read that region's host name as the tenant; with a host key, leave reach at 'every-region' and regionUrls unset`,
+    );
+  if (redirects && source === 'jwt')
+    problems.push(
+      `${setting}: a router answers a request for a cell it does not link with a 307 to the cell's region URL, and clients drop the Authorization header (the verified token) on a redirect to another host (fetch, curl -L, Python requests), so the request would arrive unauthenticated; with partitionKey.source 'jwt', leave reach at 'every-region' and regionUrls unset`,
+    );
   if (reach === 'home-and-failover') {
     const missing = regions.filter((r) => urls[r] === undefined);
     if (regions.length > 1 && missing.length > 0)
       problems.push(
         `router.regionUrls: no URL for ${missing.join(', ')}; with router.reach 'home-and-failover' a router answers a request for a cell it does not link with a redirect to the cell's region, so every region needs the origin its clients use (for example { '${missing[0]}': 'https://${missing[0]}.api.example.com' })`,
-      );
-    if (regions.length - 1 > MAX_ELSEWHERE_REGIONS)
-      problems.push(
-        `router.reach: 'home-and-failover' sends requests to at most ${MAX_ELSEWHERE_REGIONS} other regions (redirect backends in the router's configuration); this fleet has ${regions.length} regions: use 'every-region', or split the fleet`,
       );
   }
   return problems;

@@ -40,6 +40,24 @@ describe("a region's routers under router.reach home-and-failover", () => {
     expect(endpoints).toBe(linked.length);
   });
 
+  it('keeps every link in the nested stack it has with every region reaching every cell: switching reach moves no link (a moved name would clash)', () => {
+    // 150 cells over three regions: two batches of links, of which a region links a part.
+    const generated = generateScaleFleet(validInput(), 150, 3);
+    const regions = Object.keys(generated.regions);
+    const urls = Object.fromEntries(regions.map((r) => [r, `https://${r}.api.example.com`]));
+    const every = resolveFleet({ ...generated, router: { ...generated.router, regionUrls: urls } });
+    const reach = resolveFleet({ ...generated, router: { ...generated.router, reach: 'home-and-failover', regionUrls: urls } });
+    const stackOf = (f: Fleet) => {
+      const stack = new RouterStack(cdkApp(), `router-${regions[1]}`, routerStackPropsOf(f, regions[1]));
+      return new Map([...stack.cellLinks].map(([id, link]) => [id, link.node.scope!.node.id]));
+    };
+    const before = stackOf(every);
+    const after = stackOf(reach);
+    expect(after.size).toBeLessThan(before.size);
+    for (const [id, stack] of after) expect([id, stack]).toEqual([id, before.get(id)]);
+    expect(new Set(after.values())).toEqual(new Set(['CellLinks1', 'CellLinks2']));
+  });
+
   it('still hands every cell of the fleet to the parts that are not links (moves go between any two cells)', () => {
     const props = routerStackPropsOf(fleet, region);
     expect(props.cells.map((c) => c.id)).toEqual(fleet.cells.map((c) => c.id));

@@ -7,6 +7,7 @@ import {
   regionReachOf,
   resolveFleet,
 } from '../../../lib/domain/fleet';
+import { generateKeyPairSync } from 'crypto';
 import { validInput } from '../../support/fleet';
 
 /** The problems resolveFleet lists for `input` (none: []). */
@@ -130,5 +131,27 @@ describe('router.reach in the fleet file', () => {
       expect.stringMatching(/^router\.regionUrls\.mars-1: `mars-1` is not one of the fleet's regions/),
     ]);
     expect(problems({ ...base, router: { ...base.router, reach: 'everywhere' as never } })[0]).toMatch(/router\.reach/);
+  });
+
+  it('refuses redirects with a key clients would lose or change on the way: a host key, and a verified token', () => {
+    const base = validInput();
+    const regions = Object.keys(base.regions);
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const jwt = { source: 'jwt' as const, claim: 'tenant', algorithm: 'ES256' as const, publicKeys: [ec] };
+    const host = { source: 'host' as const, label: 1 };
+    const reach = { ...base.router, reach: 'home-and-failover' as const, regionUrls: urls(regions) };
+    expect(problems({ ...base, partitionKey: jwt, router: reach })).toEqual([
+      expect.stringMatching(/^router\.reach: 'home-and-failover': .*clients drop the Authorization header .* on a redirect to another host/),
+    ]);
+    expect(problems({ ...base, partitionKey: host, router: reach })).toEqual([
+      expect.stringMatching(
+        /^router\.reach: 'home-and-failover': .*partitionKey\.source 'host' would then read that region's host name as the tenant/,
+      ),
+    ]);
+    // regionUrls alone (every-region) is a redirect for a link that goes: refused with a host key too.
+    expect(problems({ ...base, partitionKey: host, router: { ...base.router, regionUrls: urls(regions) } })).toEqual([
+      expect.stringMatching(/^router\.regionUrls: /),
+    ]);
+    expect(problems({ ...base, partitionKey: jwt })).toEqual([]);
   });
 });
