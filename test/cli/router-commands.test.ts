@@ -216,6 +216,8 @@ describe('cellctl router', () => {
     expect(result.status).toBe(0);
     expect(fs.readdirSync(dir).sort()).toEqual([
       '503.http',
+      // Each redirect backend's region URL (router.reach), filled by the agent.
+      'away.map',
       'buckets.map',
       'cells.map',
       'exact.map',
