@@ -184,9 +184,12 @@ export async function readAwsZonesDocument(t: AwsZoneTarget): Promise<ZonesDocum
 export function bakeAlarmNames(t: AwsZoneTarget): string[] {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
   const { routerGroupHealthAlarmName, routerNamePrefix } = require('../domain/names') as typeof import('../domain/names');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use
+  const { regionReachOf } = require('../domain/fleet') as typeof import('../domain/fleet');
   return [
     ...t.groups.map((g) => routerGroupHealthAlarmName(t.fleet.app, t.region, g)),
-    ...t.fleet.cells.map((c) => `${routerNamePrefix(t.fleet.app, t.region)}-cell-${c.id}-errors`),
+    // The cells this region's routers link (router.reach), cell zero included: each has its errors alarm here.
+    ...regionReachOf(t.fleet, t.region).linked.map((c) => `${routerNamePrefix(t.fleet.app, t.region)}-cell-${c.id}-errors`),
   ];
 }
 
