@@ -19,8 +19,8 @@ export interface MapContents {
 }
 
 /**
- * Where a router sends the cells it does not link (`router.reach`): each cell's redirect backend, and
- * each backend's URL. Built from the agent's `ELSEWHERE` ({ url: [cell, …] }).
+ * Where a router sends other regions' cells while it has no link to them (`router.reach`): each
+ * cell's redirect backend, and each backend's URL. Built from the agent's `ELSEWHERE` ({ url: [cell, …] }).
  */
 export interface Elsewhere {
   /** Cell → its redirect backend (`away<i>`). */
