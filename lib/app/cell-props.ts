@@ -48,7 +48,7 @@ export function cellPropsOf(fleet: Fleet, cell: Cell): CellProps {
   return {
     app: fleet.app,
     cellId: cell.id,
-    network: { cidr: cell.cidr, availabilityZones: cell.availabilityZones },
+    network: { cidr: cell.cidr, availabilityZones: cell.availabilityZones, natGateways: shape.natGateways ?? 'per-zone' },
     compute: { kind: shape.compute, cpu: shape.cpu, memoryMiB: shape.memoryMiB, instanceType: shape.instanceType, capacity: shape.capacity },
     workload: {
       image: workloadContainerImage(fleet.workload.image),

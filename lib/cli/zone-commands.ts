@@ -181,8 +181,13 @@ export function zoneCommand(io: CliIo): Command {
         if (flags.plan) {
           const cells = t.fleet.cells.filter((c) => c.region === t.region).length;
           const capacity = await planCapacity(io, flags, factor, t.region);
+          // Cells whose shape has one NAT gateway, in this zone (their first): egress of every zone goes through it.
+          const singleNat = t.fleet.cells
+            .filter((c) => c.region === t.region && c.shape.natGateways === 'one' && c.availabilityZones[0] === az)
+            .map((c) => c.id);
           return void planText(io, {
             cells,
+            singleNat,
             zoneIds: t.zones,
             doc,
             zone: az,
@@ -311,6 +316,8 @@ function planText(
   io: CliIo,
   o: {
     cells: number;
+    /** Cells of the region whose one NAT gateway (shapes.<name>.natGateways: 'one') is in the zone. */
+    singleNat?: readonly string[];
     zoneIds: readonly string[];
     doc: ZonesDocument;
     zone: string;
@@ -340,6 +347,11 @@ function planText(
           "the cells' tasks in the zone keep running, with their SQS consumers: they finish what they hold and take queue messages",
           ...(o.failoverWriters ? [] : ["each cell's database writer in the zone stays there (--failover-writers moves them, one cell at a time)"]),
           "connections already open through the router NLBs' nodes in the zone, and requests in flight: they finish (keep-alive connections end at the router's client timeout)",
+          ...(o.singleNat?.length
+            ? [
+                `the one NAT gateway of ${o.singleNat.join(', ')} (shape natGateways 'one') is in this zone: while the zone is out, their tasks in every zone lose outbound access`,
+              ]
+            : []),
         ]
       : [
           "the zone's workload processes keep running, with their queue consumers (as a cell's tasks in the zone do in AWS)",

@@ -36,6 +36,13 @@ describe('cellPropsOf: the fleet file as cell props', () => {
     expect(fleet.alarms).not.toBe(DEFAULT_ALARMS);
   });
 
+  it("gives the cell's VPC a NAT gateway per zone unless its shape asks for one (natGateways: 'one')", () => {
+    const model = cell(FARGATE_CELL);
+    expect(cellPropsOf(fleet, model).network.natGateways).toBe('per-zone');
+    const one = { ...model, shape: { ...model.shape, natGateways: 'one' as const } };
+    expect(cellPropsOf(fleet, one).network).toMatchObject({ cidr: model.cidr, natGateways: 'one' });
+  });
+
   it("puts the cell stack into the cell's own account and region, with the fleet's tooling account", () => {
     const model = cell(FARGATE_CELL);
     const props = cellStackPropsOf(fleet, model);

@@ -139,6 +139,21 @@ describe('cellctl zone in AWS (moto, recorded ARC answers)', () => {
     expect(JSON.parse((await zone('status', '--json')).out).document.version).toBe(3);
   });
 
+  it("--plan names the cells whose shape has one NAT gateway in the zone (natGateways: 'one'): their egress goes with it", async () => {
+    const oneNat = dirs.config((text) => text.replace("instanceType: 't3.medium',", "instanceType: 't3.medium',\n      natGateways: 'one',"));
+    const plan = (az: string) =>
+      cellctlIn(oneNat, 'zone', 'drain', az, '--plan', '--no-capacity-check', '--region', 'us-east-1', '--force-path-style');
+    // us-4 is the region's one small cell; its NAT gateway is in its first zone, use1-az1.
+    const first = await plan('use1-az1');
+    expect(first.code).toBe(0);
+    expect(first.out).toContain(
+      "the one NAT gateway of us-4 (shape natGateways 'one') is in this zone: while the zone is out, their tasks in every zone lose outbound access",
+    );
+    const other = await plan('use1-az2');
+    expect(other.code).toBe(0);
+    expect(other.out).not.toContain('NAT gateway');
+  });
+
   it('undrains in steps, cancelling the shift at the last, each step carried by every router task', async () => {
     calls.length = 0;
     const undrained = await zone('undrain', 'use1-az2', '--steps', '50,100', '--bake', '0', '--json');

@@ -14,6 +14,11 @@ export interface CellNetworkOptions {
    */
   readonly availabilityZones: readonly string[];
   /**
+   * `per-zone`: a NAT gateway in each zone (a zone's outage stays in it); `one`: one, in the first
+   * zone's public subnet, which every zone's app subnets route through. @default 'per-zone'
+   */
+  readonly natGateways?: 'per-zone' | 'one';
+  /**
    * Days to keep VPC flow logs.
    * @default logs.RetentionDays.ONE_YEAR
    */
@@ -29,7 +34,8 @@ const SUBNET_TIERS = 3;
 
 /**
  * The cell's own VPC: public (NAT only), app (load balancers, compute) and isolated data subnets
- * in every AZ, one NAT gateway per AZ so an AZ failure stays in that AZ, all traffic flow-logged.
+ * in every AZ, one NAT gateway per AZ so an AZ failure stays in that AZ (or one for the VPC, the
+ * shape's choice), all traffic flow-logged.
  * No peering, no transit gateway: the only way in is the cell's PrivateLink endpoint service.
  */
 export class CellNetwork extends Construct {
@@ -50,7 +56,7 @@ export class CellNetwork extends Construct {
     this.vpc = new ec2.Vpc(this, 'Vpc', {
       ipAddresses: ec2.IpAddresses.cidr(props.cidr),
       availabilityZones: [...props.availabilityZones],
-      natGateways: props.availabilityZones.length,
+      natGateways: props.natGateways === 'one' ? 1 : props.availabilityZones.length,
       subnetConfiguration: [
         { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask, mapPublicIpOnLaunch: false },
         { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask },

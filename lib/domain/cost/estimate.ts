@@ -370,11 +370,11 @@ function levers(owners: readonly OwnerCost[], input: CostInput, prices: Prices):
       nowUsd,
       alternativeUsd,
       effects: [
-        `one per zone: ${nat.length} NAT gateways in ${vpcs.size} VPCs, ${usd(nowUsd)} a month (with their public IPv4 addresses priced apart)`,
+        `now: ${nat.length} NAT gateways in ${vpcs.size} VPCs, ${usd(nowUsd)} a month (with their public IPv4 addresses priced apart)`,
         `one per VPC: ${vpcs.size} NAT gateways, ${usd(alternativeUsd)} a month; a zone's outage then cuts the other zones' egress`,
         `none (dependencies reached through VPC endpoints or IPv6): ${usd(nowUsd)} a month saved, and the per-GB processing charge with it`,
       ],
-      setting: 'not yet a fleet setting: every VPC has a NAT gateway in each of its zones',
+      setting: "cells: shapes.<name>.natGateways, 'per-zone' (the default) or 'one'; the routers' VPCs keep one per zone; none is not a setting (docs/cost.md, \"Levers\")",
     });
   }
   const crossZone = routers.flatMap((o) => o.usage.filter((u) => u.priceId === 'cross-az-gb'));

@@ -90,6 +90,7 @@ const SHAPE = object<CellShape>({
     backupRetentionDays: optional(integer),
     engineVersion: optional(string),
   }),
+  natGateways: optional(oneOf('per-zone', 'one')),
   limits: object<CellShape['limits']>({ requestsPerSecond: number, maxTenants: integer, tenantRequestsPer5Min: integer }),
 });
 

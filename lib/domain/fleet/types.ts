@@ -63,6 +63,13 @@ export interface CellShape {
      */
     readonly engineVersion?: string;
   };
+  /**
+   * NAT gateways of the cell's VPC. `per-zone`: one in each zone, so a zone's outage stays in that
+   * zone. `one`: a single gateway in the cell's first zone, about two thirds less NAT cost at three
+   * zones (docs/cost.md, "Levers"); while that zone is out, the cell's tasks in every zone lose
+   * outbound access (`cellctl zone drain --plan` names such cells). @default 'per-zone'
+   */
+  readonly natGateways?: NatGateways;
   /** The limits this shape was load-tested at: what the cell is allowed to take. */
   readonly limits: {
     /** Sustained requests per second the cell was tested at. */
@@ -213,6 +220,9 @@ export interface RouterLanesConfig {
    */
   readonly hostedZone?: { readonly id: string; readonly name: string };
 }
+
+/** NAT gateways of a cell's VPC: see CellShape.natGateways. */
+export type NatGateways = 'per-zone' | 'one';
 
 /** Which router regions link which cells: see RouterConfig.reach (lib/domain/fleet/reach.ts). */
 export type RouterReach = 'every-region' | 'home-and-failover';

@@ -48,3 +48,27 @@ describe('CellNetwork', () => {
     expect(attempt('10.0.0.0/26', ['euw1-az1', 'euw1-az2', 'euw1-az3'])).toThrow(/too small/);
   });
 });
+
+describe("CellNetwork with one NAT gateway (a shape's natGateways: 'one')", () => {
+  const stack = new TestStack();
+  new CellNetwork(stack, 'Network', {
+    cidr: '10.4.0.0/20',
+    availabilityZones: ['euw1-az1', 'euw1-az2', 'euw1-az3'],
+    natGateways: 'one',
+    encryptionKey: new kms.Key(stack, 'Key'),
+  });
+  const template = Template.fromStack(stack);
+
+  it("puts the one gateway in the first zone's public subnet, and routes every zone's app subnet through it", () => {
+    const nats = Object.entries(template.findResources('AWS::EC2::NatGateway'));
+    expect(nats).toHaveLength(1);
+    const [natId, nat] = nats[0];
+    const subnets = template.findResources('AWS::EC2::Subnet');
+    const natSubnet = subnets[(nat.Properties.SubnetId as { Ref: string }).Ref];
+    expect(natSubnet.Properties).toMatchObject({ AvailabilityZoneId: 'euw1-az1', MapPublicIpOnLaunch: false });
+    const defaultRoutes = Object.values(template.findResources('AWS::EC2::Route', { Properties: { DestinationCidrBlock: '0.0.0.0/0' } }));
+    const viaNat = defaultRoutes.filter((r) => (r.Properties.NatGatewayId as { Ref?: string } | undefined)?.Ref === natId);
+    // The app subnets of all three zones; the public ones go to the internet gateway, the data ones nowhere.
+    expect(viaNat).toHaveLength(3);
+  });
+});
