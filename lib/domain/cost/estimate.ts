@@ -374,7 +374,8 @@ function levers(owners: readonly OwnerCost[], input: CostInput, prices: Prices):
         `one per VPC: ${vpcs.size} NAT gateways, ${usd(alternativeUsd)} a month; a zone's outage then cuts the other zones' egress`,
         `none (dependencies reached through VPC endpoints or IPv6): ${usd(nowUsd)} a month saved, and the per-GB processing charge with it`,
       ],
-      setting: "cells: shapes.<name>.natGateways, 'per-zone' (the default) or 'one'; the routers' VPCs keep one per zone; none is not a setting (docs/cost.md, \"Levers\")",
+      setting:
+        "cells: shapes.<name>.natGateways, 'per-zone' (the default) or 'one'; the routers' VPCs keep one per zone; none is not a setting (docs/cost.md, \"Levers\")",
     });
   }
   const crossZone = routers.flatMap((o) => o.usage.filter((u) => u.priceId === 'cross-az-gb'));
