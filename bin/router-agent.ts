@@ -182,6 +182,13 @@ function elsewhereFromEnv(text: string | undefined): Record<string, string[]> | 
   return parsed as Record<string, string[]>;
 }
 
+/** ZONE_AFFINITY: `own-zone` or `spread` (the default); anything else is a configuration error (exit 2). */
+function zoneAffinityFromEnv(text: string | undefined): 'spread' | 'own-zone' {
+  if (text === undefined || text === '' || text === 'spread') return 'spread';
+  if (text === 'own-zone') return 'own-zone';
+  return misconfigured(`ZONE_AFFINITY ${text}: give own-zone or spread`);
+}
+
 async function main(): Promise<void> {
   const mappingFile = process.env.MAPPING_FILE;
   const bucket = mappingFile ? '' : required('MAPPING_BUCKET');
@@ -204,7 +211,21 @@ async function main(): Promise<void> {
     zoneNetworks,
     allowLoopback: env('ALLOW_LOOPBACK_ENDPOINTS', 'false') === 'true',
     elsewhere: elsewhereFromEnv(process.env.ELSEWHERE),
+    zoneAffinity: zoneAffinityFromEnv(process.env.ZONE_AFFINITY),
   });
+  if (process.env.ZONE_AFFINITY === 'own-zone')
+    emit(
+      JSON.stringify(
+        applier.ownZone
+          ? { level: 'info', event: 'zone-affinity', ownZone: applier.ownZone }
+          : {
+              level: 'warn',
+              event: 'zone-affinity',
+              problem: 'own zone unknown (no subnet of this task in ZONE_NETWORKS): spreading over every zone',
+              localNetworks,
+            },
+      ),
+    );
   const zonesSource = !zoneNetworks
     ? undefined
     : mappingFile

@@ -40,6 +40,7 @@ export function costInputOf(fleet: Fleet, assumptions: CostAssumptions = DEFAULT
     routerZones: Object.fromEntries(Object.entries(fleet.regions).map(([region, r]) => [region, r.availabilityZones.length])),
     interfaceEndpointsPerVpc: fleet.quotas.interfaceEndpointsPerVpc,
     reach: fleet.router.reach,
+    zoneAffinity: fleet.router.zoneAffinity,
     assumptions,
   };
 }

@@ -195,6 +195,8 @@ export class RouterGroup extends Construct {
         // The zones: the cell endpoints' subnets by AZ ID, and this region's zones document (zones/<REGION>.json).
         REGION: Stack.of(this).region,
         ...(props.zoneNetworks ? { ZONE_NETWORKS: props.zoneNetworks } : {}),
+        // router.zoneAffinity: each cell's server in the task's own zone first.
+        ...(props.routing.zoneAffinity === 'own-zone' ? { ZONE_AFFINITY: 'own-zone' } : {}),
         // router.reach: other regions' cells by their region's URL, for when their link is not here.
         ...(props.elsewhere && Object.keys(props.elsewhere).length > 0 ? { ELSEWHERE: JSON.stringify(props.elsewhere) } : {}),
       },

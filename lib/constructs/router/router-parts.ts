@@ -513,12 +513,17 @@ export interface RouterGroupHandOverProps {
 }
 
 /**
- * The router VPC's cell-endpoint subnets by AZ ID, in the fleet's zone order, as the agent's
- * ZONE_NETWORKS: `{"use1-az1":["10.0.6.0/23"],…}`. Known at synth (CDK allocates the CIDRs).
+ * The router VPC's cell-endpoint subnets by AZ ID, in the fleet's zone order, then its router task
+ * subnets, as the agent's ZONE_NETWORKS: `{"use1-az1":["10.0.6.0/23","10.0.2.0/24"],…}`. Known at
+ * synth (CDK allocates the CIDRs). An endpoint address is in the first; a task finds its own zone by
+ * its subnet in the second (router.zoneAffinity).
  */
 export function zoneNetworksJson(vpc: ec2.IVpc): string {
-  const subnets = vpc.selectSubnets({ subnetGroupName: CELL_ENDPOINT_SUBNETS }).subnets;
   const networks: Record<string, string[]> = {};
+  const subnets = [
+    ...vpc.selectSubnets({ subnetGroupName: CELL_ENDPOINT_SUBNETS }).subnets,
+    ...vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }).subnets,
+  ];
   for (const subnet of subnets) (networks[subnet.availabilityZone] ??= []).push(subnet.ipv4CidrBlock);
   return JSON.stringify(networks);
 }

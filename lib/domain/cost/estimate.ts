@@ -3,6 +3,7 @@ import { AssemblyStack } from './assembly';
 import { CostLine, priceResource, UnpricedTypeError, UsageDriver } from './catalog';
 import { Price, Prices, PRICE_TABLE } from './prices';
 import { reachedCells } from '../fleet/reach';
+import { FULL_WEIGHT, OTHER_ZONE_WEIGHT } from '../zones';
 import type { RouterReach } from '../fleet/types';
 
 /** What the usage estimates assume: stated with every figure they give. */
@@ -35,6 +36,8 @@ export interface CostInput {
   readonly interfaceEndpointsPerVpc: number;
   /** `router.reach`: which router regions link which cells. @default 'every-region' */
   readonly reach?: RouterReach;
+  /** `router.zoneAffinity`: how a router task spreads a cell's requests over its zones. @default 'spread' */
+  readonly zoneAffinity?: 'spread' | 'own-zone';
   readonly assumptions?: CostAssumptions;
   readonly prices?: Prices;
 }
@@ -226,13 +229,16 @@ export function estimateFleetCost(stacks: readonly AssemblyStack[], input: CostI
       if (has('nlb-lcu-hour'))
         out.push(estimate('Router NLB NLCUs', 'nlb-lcu-hour', gb, `${(gb / hours).toFixed(2)} GB/h over the entry NLBs × ${hours} h`));
       if (zones > 1 && gb > 0) {
-        const crossing = (gb * (zones - 1)) / zones;
+        const share = crossZoneShare(zones, input.zoneAffinity ?? 'spread');
+        const crossing = gb * share;
         out.push(
           estimate(
-            'Cross-zone data (router tasks spread over every endpoint zone)',
+            input.zoneAffinity === 'own-zone'
+              ? 'Cross-zone data (router tasks send to their own zone first)'
+              : 'Cross-zone data (router tasks spread over every endpoint zone)',
             'cross-az-gb',
             crossing * 2,
-            `${Math.round(crossing)} GB cross zones (${zones - 1} of ${zones} zones), billed out and in`,
+            `${Math.round(crossing)} GB cross zones (${(share * 100).toFixed(1)}% of the bytes), billed out and in`,
           ),
         );
       }
@@ -301,6 +307,15 @@ export function estimateFleetCost(stacks: readonly AssemblyStack[], input: CostI
 }
 
 const usd = (n: number) => `$${Math.round(n).toLocaleString('en-US')}`;
+
+/**
+ * The share of a router's bytes that cross zones over `zones` zones: spread evenly, (z−1)/z; own
+ * zone first, the other zones' weight against the own zone's 100 (OTHER_ZONE_WEIGHT each).
+ */
+export function crossZoneShare(zones: number, affinity: 'spread' | 'own-zone'): number {
+  if (zones <= 1) return 0;
+  return affinity === 'spread' ? (zones - 1) / zones : ((zones - 1) * OTHER_ZONE_WEIGHT) / (FULL_WEIGHT + (zones - 1) * OTHER_ZONE_WEIGHT);
+}
 
 /** The levers: each computed from the owners' lines, its effect on cost and on quotas. */
 function levers(owners: readonly OwnerCost[], input: CostInput, prices: Prices): Lever[] {
@@ -381,16 +396,27 @@ function levers(owners: readonly OwnerCost[], input: CostInput, prices: Prices):
   const crossZone = routers.flatMap((o) => o.usage.filter((u) => u.priceId === 'cross-az-gb'));
   if (crossZone.length) {
     const nowUsd = sum(crossZone.map((u) => u.monthlyUsd));
+    const affinity = input.zoneAffinity ?? 'spread';
+    const other = affinity === 'spread' ? 'own-zone' : 'spread';
+    // The same bytes at the other setting's share of them crossing zones, region by region.
+    const alternativeUsd = sum(
+      routers.flatMap((o) => {
+        const zones = input.routerZones[o.id] ?? 1;
+        return o.usage
+          .filter((u) => u.priceId === 'cross-az-gb')
+          .map((u) => (u.monthlyUsd * crossZoneShare(zones, other)) / crossZoneShare(zones, affinity));
+      }),
+    );
     out.push({
       id: 'cross-zone',
       title: 'Cross-zone traffic from the router to the cells',
       nowUsd,
-      alternativeUsd: 0,
+      alternativeUsd,
       effects: [
-        `router tasks spread requests over every zone's cell endpoint (roundrobin): ${usd(nowUsd)} a month of cross-zone data at the assumed traffic`,
-        'sending each request to the endpoint in the task’s own zone first would remove it; a zone drain then moves the traffic explicitly',
+        `spread: router tasks spread requests over every zone's cell endpoint (roundrobin): ${usd(affinity === 'spread' ? nowUsd : alternativeUsd)} a month of cross-zone data at the assumed traffic${affinity === 'spread' ? ' (now)' : ''}`,
+        `own-zone: each task's own zone first (weights 100 to 1), the rest only when the own zone's share of a cell is full: ${usd(affinity === 'own-zone' ? nowUsd : alternativeUsd)}${affinity === 'own-zone' ? ' (now)' : ''}; a cell's load in a zone then follows how many router tasks run there`,
       ],
-      setting: 'not yet a setting: the router balances over every zone (docs/router.md, "Zones")',
+      setting: `router.zoneAffinity: '${affinity}' (docs/router.md, "Zones")`,
     });
   }
   const shapes = new Map<string, { usd: number; cells: number; engine: Set<string> }>();

@@ -151,6 +151,7 @@ const ROUTER = object<RouterConfig>({
   zonalAutoshift: optional(boolean),
   reach: optional(oneOf(...ROUTER_REACHES)),
   regionUrls: optional({ type: 'record', values: string }),
+  zoneAffinity: optional(oneOf('spread', 'own-zone')),
 });
 
 const PIPELINE = object<PipelineConfig>({

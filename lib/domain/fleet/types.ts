@@ -221,6 +221,9 @@ export interface RouterLanesConfig {
   readonly hostedZone?: { readonly id: string; readonly name: string };
 }
 
+/** How a router task spreads a cell's requests over its zones: see RouterConfig.zoneAffinity. */
+export type ZoneAffinity = 'spread' | 'own-zone';
+
 /** NAT gateways of a cell's VPC: see CellShape.natGateways. */
 export type NatGateways = 'per-zone' | 'one';
 
@@ -335,6 +338,15 @@ export interface RouterConfig {
    * @default 'every-region'
    */
   readonly reach?: RouterReach;
+  /**
+   * How a router task spreads a cell's requests over the cell's zonal endpoint addresses.
+   * `spread`: evenly (roundrobin), so (z−1)/z of the router's bytes cross zones. `own-zone`: the
+   * address in the task's own zone first (weight 100 against 1 for each other zone: about 98% stays
+   * in the zone at three zones), until that zone's share of the cell's connections is full; then the
+   * other zones take the rest. While any zone is partly drained (`cellctl zone drain --percent`), the
+   * weights are the zones document's alone. @default 'spread'
+   */
+  readonly zoneAffinity?: ZoneAffinity;
   /**
    * The origin clients use for each region's routers (`https://eu-west-1.api.example.com`): where a
    * router sends a request for a cell it does not link. Required for every region with
@@ -636,6 +648,7 @@ export interface Fleet {
     readonly zonalAutoshift: boolean;
     readonly reach: RouterReach;
     readonly regionUrls: Readonly<Record<string, string>>;
+    readonly zoneAffinity: ZoneAffinity;
   };
   readonly organization?: Required<OrganizationConfig>;
   readonly pipeline?: PipelineConfig & { readonly region: string };

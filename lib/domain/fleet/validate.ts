@@ -966,6 +966,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
       zonalAutoshift: input.router?.zonalAutoshift ?? false,
       reach: input.router?.reach ?? 'every-region',
       regionUrls: input.router?.regionUrls ?? {},
+      zoneAffinity: input.router?.zoneAffinity ?? 'spread',
       clientMaxConnPerCell:
         input.router?.clientMaxConnPerCell ??
         clientMaxConnPerCellOf(input.router?.tenantMaxConn ?? tenantMaxConnOf(input.router?.cellMaxConn ?? 200)),

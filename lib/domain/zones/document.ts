@@ -42,6 +42,12 @@ export const ZONES_MAX_BYTES = 64 * 1024;
 
 export const FULL_WEIGHT = 100;
 
+/**
+ * Under own-zone affinity (router.zoneAffinity), what each other zone's server weighs against the
+ * own zone's FULL_WEIGHT: about 98% of a task's requests stay in its zone at three zones.
+ */
+export const OTHER_ZONE_WEIGHT = 1;
+
 export interface ZonesValidateOptions {
   /** The region this reader serves: a document of another region is refused. */
   readonly region?: string;

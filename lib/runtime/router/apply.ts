@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'dns/promises';
 import { isIPv4 } from 'net';
 import { MappingDocument } from '../../domain/mapping';
-import { FULL_WEIGHT, weightOf, ZonesDocument } from '../../domain/zones';
+import { FULL_WEIGHT, OTHER_ZONE_WEIGHT, weightOf, ZonesDocument } from '../../domain/zones';
 import { MAX_ELSEWHERE_REGIONS } from '../../domain/fleet/defaults';
 import { awayName, bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
 import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
@@ -172,6 +172,13 @@ export interface ApplyOptions {
    * does not link it here, or its link is being removed). @default - none: every cell must resolve
    */
   readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * `own-zone` (router.zoneAffinity): each cell's server in this task's own zone (the zone whose
+   * `zoneNetworks` list this task's subnet, from `localNetworks`) weighs 100, each other zone's 1,
+   * while every zone is fully in or fully drained; the servers' maxconn stay the even split, so
+   * requests go to the other zones once the own zone's share of the cell is full. @default 'spread'
+   */
+  readonly zoneAffinity?: 'spread' | 'own-zone';
 }
 
 /** Where one cell's servers point. */
@@ -216,7 +223,15 @@ export class MappingApplier {
     private readonly options: ApplyOptions,
   ) {
     this.elsewhere = elsewhereOf(options.elsewhere);
+    const zones = options.zoneNetworks ?? {};
+    this.ownZone =
+      options.zoneAffinity === 'own-zone'
+        ? Object.keys(zones).find((zone) => zones[zone].some((n) => (options.localNetworks ?? []).includes(n)))
+        : undefined;
   }
+
+  /** This task's zone when own-zone affinity is on and the zone is known (its subnet is listed); else undefined. */
+  public readonly ownZone?: string;
 
   /**
    * Where each cell of `doc` is served from now: its target (resolved addresses), or, for another
@@ -469,8 +484,15 @@ export class MappingApplier {
     const total = Array.from({ length: this.zones }, (_, z) => weight(z)).reduce((a, b) => a + b, 0);
     const withAddress = target.addresses.filter((a) => a !== undefined).length;
     const limit = this.options.cellMaxConn;
+    // Own-zone affinity: only while every zone is wholly in or out (a partial drain's steps are the
+    // zones document's weights alone) and the own zone serves this cell.
+    const zoneOf = (z: number) => (target.addresses[z] === undefined ? undefined : this.zoneOfAddress(target.addresses[z]!));
+    const whole = Array.from({ length: this.zones }, (_, z) => weight(z)).every((w) => w === 0 || w === FULL_WEIGHT);
+    const own =
+      this.ownZone !== undefined && whole && Array.from({ length: this.zones }, (_, z) => z).some((z) => zoneOf(z) === this.ownZone && weight(z) > 0);
+    const routed = (z: number) => (!own || weight(z) === 0 ? weight(z) : zoneOf(z) === this.ownZone ? FULL_WEIGHT : OTHER_ZONE_WEIGHT);
     return Array.from({ length: this.zones }, (_, z) => ({
-      weight: weight(z),
+      weight: routed(z),
       maxconn:
         limit === undefined
           ? undefined

@@ -82,6 +82,8 @@ export interface LocalRouterOptions {
   readonly resolve?: (host: string) => Promise<string[]>;
   /** Networks of "this task's zone": their addresses are tried first. */
   readonly localNetworks?: readonly string[];
+  /** ApplyOptions.zoneAffinity (router.zoneAffinity). @default 'spread' */
+  readonly zoneAffinity?: 'spread' | 'own-zone';
   /** ApplyOptions.elsewhere: cells this router sends to another region's URL (`router.reach`). @default - none */
   readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Loopback networks standing in for the router VPC's subnets, by zone id (ApplyOptions.zoneNetworks). */
@@ -326,6 +328,7 @@ export async function startLocalRouter(o: LocalRouterOptions): Promise<LocalRout
     zoneNetworks: o.zoneNetworks,
     allowLoopback: true,
     elsewhere: o.elsewhere,
+    zoneAffinity: o.zoneAffinity,
   });
   const agent = new MappingAgent({
     api,

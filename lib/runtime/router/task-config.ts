@@ -61,6 +61,11 @@ export interface RouterRouting {
   readonly cellHealthCheckPath: string;
   /** Largest body a request may announce (HaproxyConfigOptions.maxBodyBytes). @default DEFAULT_MAX_BODY_BYTES */
   readonly maxBodyBytes?: number;
+  /**
+   * `own-zone`: the agent weights each cell's server in the task's own zone first (RouterConfig.zoneAffinity).
+   * Not part of HAProxy's configuration: the agent sets server weights at run time. @default 'spread'
+   */
+  readonly zoneAffinity?: 'spread' | 'own-zone';
 }
 
 /**
@@ -81,6 +86,7 @@ export function routerRoutingOf(fleet: Fleet): RouterRouting {
     cellHealthCheckPath: fleet.workload.healthCheckPath,
     maxBodyBytes: fleet.router.maxBodyBytes,
     fullTaskLeaves: fleet.router.fullTaskLeaves,
+    zoneAffinity: fleet.router.zoneAffinity,
   };
 }
 

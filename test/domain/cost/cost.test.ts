@@ -193,6 +193,22 @@ describe('the example fleet, priced from what cdk synth wrote', () => {
     expect(crossing.quantity).toBeCloseTo(endpointGb * (2 / 3) * 2);
   });
 
+  it('prices cross-zone data by router.zoneAffinity: own zone first sends 2 of every 102 bytes across zones, and the lever shows both', () => {
+    const endpointGb = owner('router', 'us-east-1').usage.find((u) => u.priceId === 'interface-endpoint-gb')!.quantity;
+    const own = estimateFleetCost(stacks, { ...costInputOf(fleet), zoneAffinity: 'own-zone' });
+    const crossing = own.owners.find((o) => o.kind === 'router' && o.id === 'us-east-1')!.usage.find((u) => u.priceId === 'cross-az-gb')!;
+    expect(crossing.quantity).toBeCloseTo(endpointGb * (2 / 102) * 2);
+    const spreadLever = cost.levers.find((l) => l.id === 'cross-zone')!;
+    const ownLever = own.levers.find((l) => l.id === 'cross-zone')!;
+    expect(spreadLever.setting).toMatch(/^router\.zoneAffinity: 'spread'/);
+    expect(ownLever.setting).toMatch(/^router\.zoneAffinity: 'own-zone'/);
+    // Each is the other's alternative.
+    expect(ownLever.nowUsd).toBeCloseTo(spreadLever.alternativeUsd);
+    expect(ownLever.alternativeUsd).toBeCloseTo(spreadLever.nowUsd);
+    expect(ownLever.nowUsd).toBeLessThan(spreadLever.nowUsd / 30);
+    expect(ownLever.effects[1]).toMatch(/\(now\)/);
+  });
+
   it('lists the levers with their effect: NAT per zone or per VPC, cross-zone data, databases per shape', () => {
     const nat = cost.levers.find((l) => l.id === 'nat-per-zone')!;
     expect(nat.nowUsd).toBeCloseTo(cost.components.find((c) => c.component === 'NAT gateways')!.monthlyUsd);
