@@ -195,7 +195,13 @@ async function main(): Promise<void> {
   const group = mappingFile ? env('ROUTER_GROUP', 'local') : required('ROUTER_GROUP');
   const stateDir = env('STATE_DIR', '/var/lib/cell-router');
   const api = new RuntimeApi(env('HAPROXY_ADMIN', '127.0.0.1:9999'));
-  const localNetworks = await zoneCidrs();
+  let localNetworks = await zoneCidrs();
+  // Own zone first needs this task's subnet: a metadata read that failed is tried again (1, 2, 4, 8 s)
+  // before the task settles for spreading over every zone.
+  for (let wait = 1000; process.env.ZONE_AFFINITY === 'own-zone' && localNetworks.length === 0 && wait <= 8000; wait *= 2) {
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    localNetworks = await zoneCidrs();
+  }
   const s3 = new S3Client({ forcePathStyle: env('S3_FORCE_PATH_STYLE', 'false') === 'true' });
   const emit = (line: string) => process.stdout.write(`${line}\n`);
   const served = mappingFile

@@ -85,8 +85,9 @@ export interface RouterGroupProps {
    */
   readonly deploymentAlarms: readonly cloudwatch.IAlarm[];
   /**
-   * The router VPC's cell-endpoint subnets by AZ ID, as the agent's ZONE_NETWORKS (JSON, or a token
-   * resolving to it at deploy): each cell's server per zone, weighted by the region's zones document.
+   * The router VPC's cell-endpoint subnets by AZ ID, then its task subnets, as the agent's
+   * ZONE_NETWORKS (JSON, or a token resolving to it at deploy): each cell's server per zone, weighted
+   * by the region's zones document; a task's own zone (router.zoneAffinity) by its subnet.
    * @default - servers by address, no zone weights
    */
   readonly zoneNetworks?: string;

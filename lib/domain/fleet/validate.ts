@@ -687,6 +687,18 @@ function reachProblems(input: FleetInput): string[] {
     problems.push(
       `${setting}: a router answers a request for a cell it does not link with a 307 to the cell's region URL, and clients drop the Authorization header (the verified token) on a redirect to another host (fetch, curl -L, Python requests), so the request would arrive unauthenticated; with partitionKey.source 'jwt', leave reach at 'every-region' and regionUrls unset`,
     );
+  // Own zone first: each zone's cells are served by the router tasks in that zone, so every zone
+  // needs one of each group (fewer tasks than zones leaves a zone's cells only the spill-over).
+  if (input.router?.zoneAffinity === 'own-zone' && !input.router?.lanes) {
+    const zones = Math.max(0, ...Object.values(input.regions ?? {}).map((r) => r?.availabilityZones?.length ?? 0));
+    for (const g of input.router?.groups ?? DEFAULT_ROUTER_GROUPS) {
+      const tasks = g.tasks ?? 2;
+      if (tasks < zones)
+        problems.push(
+          `router.groups: group \`${g.name}\` runs ${tasks} task(s) over ${zones} zones; with router.zoneAffinity 'own-zone' each zone's cells are served by the router tasks in that zone, so give every group at least ${zones} tasks (a multiple of ${zones} keeps the zones even), or use 'spread'`,
+        );
+    }
+  }
   if (reach === 'home-and-failover') {
     const missing = regions.filter((r) => urls[r] === undefined);
     if (regions.length > 1 && missing.length > 0)

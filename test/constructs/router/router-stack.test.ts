@@ -372,13 +372,17 @@ describe('RouterStack', () => {
       );
       const networks = JSON.parse(parameter.Properties.Value as string) as Record<string, string[]>;
       expect(Object.keys(networks)).toEqual(fleet.regions[stack.region].availabilityZones);
-      // Each is the CIDR of the endpoint subnet CloudFormation creates in that zone.
+      // Each zone's endpoint subnet (a /23), then its router task subnet (a /24: a task finds its own
+      // zone by it, router.zoneAffinity), both as CloudFormation creates them in that zone.
       const subnets = Object.values(template.findResources('AWS::EC2::Subnet')).map(
         (r) => r.Properties as { AvailabilityZoneId: string; CidrBlock: string },
       );
-      for (const [zone, [cidr]] of Object.entries(networks))
-        expect(subnets).toContainEqual(expect.objectContaining({ AvailabilityZoneId: zone, CidrBlock: cidr }));
-      expect(new Set(Object.values(networks).flat()).size).toBe(Object.keys(networks).length);
+      for (const [zone, [endpoints, tasks]] of Object.entries(networks)) {
+        expect(subnets).toContainEqual(expect.objectContaining({ AvailabilityZoneId: zone, CidrBlock: endpoints }));
+        expect(subnets).toContainEqual(expect.objectContaining({ AvailabilityZoneId: zone, CidrBlock: tasks }));
+        expect([endpoints.split('/')[1], tasks.split('/')[1]]).toEqual(['23', '24']);
+      }
+      expect(new Set(Object.values(networks).flat()).size).toBe(2 * Object.keys(networks).length);
     }
   });
 

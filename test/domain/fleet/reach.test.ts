@@ -155,3 +155,20 @@ describe('router.reach in the fleet file', () => {
     expect(problems({ ...base, partitionKey: jwt })).toEqual([]);
   });
 });
+
+describe('router.zoneAffinity in the fleet file', () => {
+  it('defaults to spread, and with own-zone asks every group for a task in each zone', () => {
+    const base = validInput();
+    expect(resolveFleet(base).router.zoneAffinity).toBe('spread');
+    const zones = Math.max(...Object.values(base.regions).map((r) => r.availabilityZones.length));
+    const groups = (tasks: number) => [
+      { name: 'canary', tasks },
+      { name: 'main', tasks: 2 * zones },
+    ];
+    const own = (tasks: number) => ({ ...base, router: { ...base.router, zoneAffinity: 'own-zone' as const, groups: groups(tasks) } });
+    expect(resolveFleet(own(zones)).router.zoneAffinity).toBe('own-zone');
+    expect(problems(own(zones - 1))).toEqual([
+      `router.groups: group \`canary\` runs ${zones - 1} task(s) over ${zones} zones; with router.zoneAffinity 'own-zone' each zone's cells are served by the router tasks in that zone, so give every group at least ${zones} tasks (a multiple of ${zones} keeps the zones even), or use 'spread'`,
+    ]);
+  });
+});
