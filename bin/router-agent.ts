@@ -47,6 +47,7 @@ import { ZoneWeightsFollower } from '../lib/runtime/router/zones';
 import { fleetReadServer } from '../lib/runtime/router/fleet-read';
 import { zonesKey } from '../lib/adapters/mapping-store/store';
 import { ZONE_ID_PATTERN, ZONES_MAX_BYTES } from '../lib/domain/zones';
+import type { ZoneAffinity } from '../lib/domain/fleet/types';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -136,54 +137,63 @@ async function targetIp(): Promise<string | undefined> {
   return metadata.Networks?.flatMap((n) => n.IPv4Addresses ?? [])[0];
 }
 
-/** ZONE_NETWORKS: AZ ID → the router VPC's subnets there; a malformed value is a configuration error (exit 2). */
-function zoneNetworksOf(text: string | undefined): Record<string, string[]> | undefined {
+/**
+ * An environment variable holding a JSON object of string lists, `{ "<key>": ["<value>", …], … }`,
+ * each key and value checked; anything else is a configuration error (exit 2) saying what to give.
+ */
+function stringListsFromEnv(
+  name: string,
+  text: string | undefined,
+  valid: { readonly key: (k: string) => boolean; readonly value: (v: string) => boolean },
+  shape: string,
+  example: string,
+): Record<string, string[]> | undefined {
   if (!text) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    return misconfigured(`ZONE_NETWORKS is not JSON (${(error as Error).message}); give {"<AZ ID>":["<CIDR>",…],…}`);
+    return misconfigured(`${name} is not JSON (${(error as Error).message}); give ${shape}`);
   }
-  const valid =
-    typeof parsed === 'object' &&
-    parsed !== null &&
-    Object.entries(parsed).every(
-      ([zone, cidrs]) =>
-        ZONE_ID_PATTERN.test(zone) && Array.isArray(cidrs) && cidrs.every((c) => typeof c === 'string' && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c)),
-    );
-  if (!valid) return misconfigured(`ZONE_NETWORKS ${text}: give {"<AZ ID>":["<IPv4 CIDR>",…],…}, for example {"use1-az1":["10.0.0.0/24"]}`);
-  return parsed as Record<string, string[]>;
-}
-
-/** ELSEWHERE (router.reach): { "<region URL>": ["<cell>", …], … }; a malformed value is a configuration error (exit 2). */
-function elsewhereFromEnv(text: string | undefined): Record<string, string[]> | undefined {
-  if (!text) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    return misconfigured(`ELSEWHERE is not JSON (${(error as Error).message}); give {"<region URL>":["<cell>",…],…}`);
-  }
-  const valid =
+  const ok =
     typeof parsed === 'object' &&
     parsed !== null &&
     !Array.isArray(parsed) &&
-    Object.entries(parsed).every(
-      ([url, cells]) => /^https?:\/\/[^/\s?#]+$/.test(url) && Array.isArray(cells) && cells.every((c) => typeof c === 'string'),
-    );
-  if (!valid)
-    return misconfigured(`ELSEWHERE ${text}: give {"<region URL>":["<cell>",…],…}, for example {"https://eu-west-1.api.example.com":["cell-b"]}`);
-  try {
-    elsewhereOf(parsed as Record<string, string[]>);
-  } catch (error) {
-    return misconfigured(`ELSEWHERE: ${(error as Error).message}`);
-  }
+    Object.entries(parsed).every(([k, list]) => valid.key(k) && Array.isArray(list) && list.every((v) => typeof v === 'string' && valid.value(v)));
+  if (!ok) return misconfigured(`${name} ${text}: give ${shape}, for example ${example}`);
   return parsed as Record<string, string[]>;
 }
 
+/** ZONE_NETWORKS: AZ ID → the router VPC's subnets there. */
+function zoneNetworksOf(text: string | undefined): Record<string, string[]> | undefined {
+  return stringListsFromEnv(
+    'ZONE_NETWORKS',
+    text,
+    { key: (zone) => ZONE_ID_PATTERN.test(zone), value: (cidr) => /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(cidr) },
+    '{"<AZ ID>":["<IPv4 CIDR>",…],…}',
+    '{"use1-az1":["10.0.0.0/24"]}',
+  );
+}
+
+/** ELSEWHERE (router.reach): region URL → the other region's cells; each cell under one URL, at most MAX_ELSEWHERE_REGIONS URLs. */
+function elsewhereFromEnv(text: string | undefined): Record<string, string[]> | undefined {
+  const byUrl = stringListsFromEnv(
+    'ELSEWHERE',
+    text,
+    { key: (url) => /^https?:\/\/[^/\s?#]+$/.test(url), value: () => true },
+    '{"<region URL>":["<cell>",…],…}',
+    '{"https://eu-west-1.api.example.com":["cell-b"]}',
+  );
+  try {
+    elsewhereOf(byUrl);
+  } catch (error) {
+    return misconfigured(`ELSEWHERE: ${(error as Error).message}`);
+  }
+  return byUrl;
+}
+
 /** ZONE_AFFINITY: `own-zone` or `spread` (the default); anything else is a configuration error (exit 2). */
-function zoneAffinityFromEnv(text: string | undefined): 'spread' | 'own-zone' {
+function zoneAffinityFromEnv(text: string | undefined): ZoneAffinity {
   if (text === undefined || text === '' || text === 'spread') return 'spread';
   if (text === 'own-zone') return 'own-zone';
   return misconfigured(`ZONE_AFFINITY ${text}: give own-zone or spread`);
@@ -195,10 +205,11 @@ async function main(): Promise<void> {
   const group = mappingFile ? env('ROUTER_GROUP', 'local') : required('ROUTER_GROUP');
   const stateDir = env('STATE_DIR', '/var/lib/cell-router');
   const api = new RuntimeApi(env('HAPROXY_ADMIN', '127.0.0.1:9999'));
+  const zoneAffinity = zoneAffinityFromEnv(process.env.ZONE_AFFINITY);
   let localNetworks = await zoneCidrs();
   // Own zone first needs this task's subnet: a metadata read that failed is tried again (1, 2, 4, 8 s)
   // before the task settles for spreading over every zone.
-  for (let wait = 1000; process.env.ZONE_AFFINITY === 'own-zone' && localNetworks.length === 0 && wait <= 8000; wait *= 2) {
+  for (let wait = 1000; zoneAffinity === 'own-zone' && localNetworks.length === 0 && wait <= 8000; wait *= 2) {
     await new Promise((resolve) => setTimeout(resolve, wait));
     localNetworks = await zoneCidrs();
   }
@@ -217,9 +228,9 @@ async function main(): Promise<void> {
     zoneNetworks,
     allowLoopback: env('ALLOW_LOOPBACK_ENDPOINTS', 'false') === 'true',
     elsewhere: elsewhereFromEnv(process.env.ELSEWHERE),
-    zoneAffinity: zoneAffinityFromEnv(process.env.ZONE_AFFINITY),
+    zoneAffinity,
   });
-  if (process.env.ZONE_AFFINITY === 'own-zone')
+  if (zoneAffinity === 'own-zone')
     emit(
       JSON.stringify(
         applier.ownZone

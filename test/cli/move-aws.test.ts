@@ -121,8 +121,7 @@ describe('cellctl move (AWS fleet)', () => {
           const applier = {
             currentVersion: async () => inForce,
             currentSlots: async () => new Map<string, number>(),
-            refreshAddresses: async () => [],
-            reachChanged: async () => [],
+            refreshAddresses: async () => ({ moved: [], reach: [] }),
             apply: async (doc: MappingDocument) => {
               inForce = doc.version;
               const slots = new Map(Object.keys(doc.cells).map((cell, i) => [cell, i]));

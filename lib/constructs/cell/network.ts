@@ -3,6 +3,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import type { NatGateways } from '../../domain/fleet/types';
 
 /** The cell's own VPC, as a cell's props describe it. */
 export interface CellNetworkOptions {
@@ -17,7 +18,7 @@ export interface CellNetworkOptions {
    * `per-zone`: a NAT gateway in each zone (a zone's outage stays in it); `one`: one, in the first
    * zone's public subnet, which every zone's app subnets route through. @default 'per-zone'
    */
-  readonly natGateways?: 'per-zone' | 'one';
+  readonly natGateways?: NatGateways;
   /**
    * Days to keep VPC flow logs.
    * @default logs.RetentionDays.ONE_YEAR

@@ -4,7 +4,7 @@ import { CostLine, priceResource, UnpricedTypeError, UsageDriver } from './catal
 import { Price, Prices, PRICE_TABLE } from './prices';
 import { reachedCells } from '../fleet/reach';
 import { FULL_WEIGHT, OTHER_ZONE_WEIGHT } from '../zones';
-import type { RouterReach } from '../fleet/types';
+import type { RouterReach, ZoneAffinity } from '../fleet/types';
 
 /** What the usage estimates assume: stated with every figure they give. */
 export interface CostAssumptions {
@@ -37,7 +37,7 @@ export interface CostInput {
   /** `router.reach`: which router regions link which cells. @default 'every-region' */
   readonly reach?: RouterReach;
   /** `router.zoneAffinity`: how a router task spreads a cell's requests over its zones. @default 'spread' */
-  readonly zoneAffinity?: 'spread' | 'own-zone';
+  readonly zoneAffinity?: ZoneAffinity;
   readonly assumptions?: CostAssumptions;
   readonly prices?: Prices;
 }
@@ -312,7 +312,7 @@ const usd = (n: number) => `$${Math.round(n).toLocaleString('en-US')}`;
  * The share of a router's bytes that cross zones over `zones` zones: spread evenly, (z−1)/z; own
  * zone first, the other zones' weight against the own zone's 100 (OTHER_ZONE_WEIGHT each).
  */
-export function crossZoneShare(zones: number, affinity: 'spread' | 'own-zone'): number {
+export function crossZoneShare(zones: number, affinity: ZoneAffinity): number {
   if (zones <= 1) return 0;
   return affinity === 'spread' ? (zones - 1) / zones : ((zones - 1) * OTHER_ZONE_WEIGHT) / (FULL_WEIGHT + (zones - 1) * OTHER_ZONE_WEIGHT);
 }
@@ -397,7 +397,7 @@ function levers(owners: readonly OwnerCost[], input: CostInput, prices: Prices):
   if (crossZone.length) {
     const nowUsd = sum(crossZone.map((u) => u.monthlyUsd));
     const affinity = input.zoneAffinity ?? 'spread';
-    const other = affinity === 'spread' ? 'own-zone' : 'spread';
+    const other: ZoneAffinity = affinity === 'spread' ? 'own-zone' : 'spread';
     // The same bytes at the other setting's share of them crossing zones, region by region.
     const alternativeUsd = sum(
       routers.flatMap((o) => {

@@ -14,8 +14,6 @@ import type { Fleet, RouterReach } from './types';
  */
 export const ROUTER_REACHES: readonly RouterReach[] = ['every-region', 'home-and-failover'];
 
-export { MAX_ELSEWHERE_REGIONS } from './defaults';
-
 /** A cell as reach sees it. */
 export interface ReachCell {
   readonly id: string;

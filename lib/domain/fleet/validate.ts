@@ -21,10 +21,11 @@ import {
   clientMaxConnPerCellOf,
   DEFAULT_MAX_BODY_BYTES,
   MAX_BODY_BYTES_LIMIT,
+  MAX_ELSEWHERE_REGIONS,
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
-import { failoverRegionOf, MAX_ELSEWHERE_REGIONS, mostReachedCells, ReachCell, regionUrlProblem } from './reach';
+import { failoverRegionOf, mostReachedCells, ReachCell, regionUrlProblem } from './reach';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
 import {

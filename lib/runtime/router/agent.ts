@@ -257,16 +257,15 @@ export class MappingAgent {
       }
       if (pid !== undefined && this.lkg && pid === this.appliedPid && this.now() >= this.nextRefresh) {
         this.nextRefresh = this.now() + (this.o.refreshAddressesMs ?? 30_000);
-        const changed = await this.o.applier.refreshAddresses(this.lkg);
-        if (changed.length > 0) {
+        const { moved, reach } = await this.o.applier.refreshAddresses(this.lkg);
+        if (moved.length > 0) {
           writeFileAtomic(path.join(this.o.stateDir, SERVER_STATE_FILE), await this.o.api.send('show servers state'));
-          this.log('addresses-changed', { cells: changed });
+          this.log('addresses-changed', { cells: moved });
         }
         // Another region's cell whose link here appeared or went (router.reach): the document in
         // force again, so it is served here, or sent to its region, from now on.
-        const moved = await this.o.applier.reachChanged(this.lkg);
-        if (moved.length > 0) {
-          this.log('reach-changed', { cells: moved, version: this.lkg.version });
+        if (reach.length > 0) {
+          this.log('reach-changed', { cells: reach, version: this.lkg.version });
           try {
             await this.apply(this.lkg, pid);
           } catch (error) {

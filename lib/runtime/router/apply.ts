@@ -3,6 +3,7 @@ import { isIPv4 } from 'net';
 import { MappingDocument } from '../../domain/mapping';
 import { FULL_WEIGHT, OTHER_ZONE_WEIGHT, weightOf, ZonesDocument } from '../../domain/zones';
 import { MAX_ELSEWHERE_REGIONS } from '../../domain/fleet/defaults';
+import type { ZoneAffinity } from '../../domain/fleet/types';
 import { awayName, bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
 import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
 import { RuntimeApi } from './runtime-api';
@@ -178,7 +179,7 @@ export interface ApplyOptions {
    * while every zone is fully in or fully drained; the servers' maxconn stay the even split, so
    * requests go to the other zones once the own zone's share of the cell is full. @default 'spread'
    */
-  readonly zoneAffinity?: 'spread' | 'own-zone';
+  readonly zoneAffinity?: ZoneAffinity;
 }
 
 /** Where one cell's servers point. */
@@ -254,30 +255,6 @@ export class MappingApplier {
       }),
     );
     return { targets, away };
-  }
-
-  /**
-   * Whether another region's cell changed sides since the last apply: its endpoint name appeared
-   * (now linked here: serve it) or disappeared (its link removed: send it to its region). The agent
-   * then applies the document in force again. Lookups that fail otherwise change nothing.
-   */
-  public async reachChanged(doc: MappingDocument): Promise<string[]> {
-    const slotted = await this.currentSlots();
-    const changed: string[] = [];
-    await Promise.all(
-      Object.keys(doc.cells)
-        .filter((cell) => this.elsewhere.backends.has(cell))
-        .map(async (cell) => {
-          const { host } = endpointAddress(doc.cells[cell].endpoint);
-          try {
-            await this.addressesOf(cell, host);
-            if (!slotted.has(cell)) changed.push(cell);
-          } catch (error) {
-            if (error instanceof EndpointNotFoundError && slotted.has(cell)) changed.push(cell);
-          }
-        }),
-    );
-    return changed.sort();
   }
 
   /** The AZ ID of each server z0, z1, … (undefined: a server whose address is in no listed zone). */
@@ -541,19 +518,23 @@ export class MappingApplier {
   /**
    * Re-resolves the endpoints of the cells in force and moves zonal servers whose addresses changed
    * (an interface endpoint gained or lost a zone). Maps are untouched; a host that does not resolve
-   * keeps its current addresses. Returns the cells whose servers changed.
+   * keeps its current addresses. Returns the cells whose servers changed (`moved`), and the other
+   * regions' cells that changed sides (`reach`: a slotted one whose name went, an unslotted one whose
+   * name appeared), for which the agent applies the document in force again. One lookup per cell.
    */
-  public async refreshAddresses(doc: MappingDocument): Promise<string[]> {
+  public async refreshAddresses(doc: MappingDocument): Promise<{ readonly moved: string[]; readonly reach: string[] }> {
     const slots = await this.currentSlots();
     const stats = await this.api.stats();
-    const changed: string[] = [];
+    const moved: string[] = [];
+    const reach: string[] = [];
     for (const [cell, slot] of slots) {
       if (!doc.cells[cell]) continue;
       const { host, port, tls } = endpointAddress(doc.cells[cell].endpoint);
       let addresses: (string | undefined)[];
       try {
         addresses = await this.addressesOf(cell, host);
-      } catch {
+      } catch (error) {
+        if (error instanceof EndpointNotFoundError && this.elsewhere.backends.has(cell)) reach.push(cell);
         continue;
       }
       const current = Array.from({ length: this.zones }, (_, z) => stats.find((r) => r.pxname === slotName(slot) && r.svname === zoneServer(z))).map(
@@ -561,9 +542,21 @@ export class MappingApplier {
       );
       if (current.every((a, z) => addresses[z] === a)) continue;
       await this.pointSlot(slot, { addresses, port, tls }, stats);
-      changed.push(cell);
+      moved.push(cell);
     }
-    return changed;
+    // Other regions' cells sent away: linked here now?
+    const away = Object.keys(doc.cells).filter((cell) => this.elsewhere.backends.has(cell) && !slots.has(cell));
+    await Promise.all(
+      away.map(async (cell) => {
+        try {
+          await this.addressesOf(cell, endpointAddress(doc.cells[cell].endpoint).host);
+          reach.push(cell);
+        } catch {
+          // still not linked here (or the lookup failed): stays sent to its region
+        }
+      }),
+    );
+    return { moved, reach: reach.sort() };
   }
 
   /** Checks (`plan`) and then applies `doc`. An `UnappliableDocumentError` means nothing was changed. */

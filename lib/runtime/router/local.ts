@@ -2,7 +2,7 @@ import { ChildProcess, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import type { PartitionKeySource } from '../../domain/fleet/types';
+import type { PartitionKeySource, ZoneAffinity } from '../../domain/fleet/types';
 import { watchChild } from '../../domain/files/watchdog';
 import { AgentOptions, MappingAgent } from './agent';
 import { MappingApplier } from './apply';
@@ -83,7 +83,7 @@ export interface LocalRouterOptions {
   /** Networks of "this task's zone": their addresses are tried first. */
   readonly localNetworks?: readonly string[];
   /** ApplyOptions.zoneAffinity (router.zoneAffinity). @default 'spread' */
-  readonly zoneAffinity?: 'spread' | 'own-zone';
+  readonly zoneAffinity?: ZoneAffinity;
   /** ApplyOptions.elsewhere: cells this router sends to another region's URL (`router.reach`). @default - none */
   readonly elsewhere?: Readonly<Record<string, readonly string[]>>;
   /** Loopback networks standing in for the router VPC's subnets, by zone id (ApplyOptions.zoneNetworks). */

@@ -1,7 +1,7 @@
 import * as path from 'path';
 import type { Fleet } from '../../domain/fleet';
 import { MAX_JWT_KEYS } from '../../domain/fleet/jwt';
-import type { PartitionKeySource } from '../../domain/fleet/types';
+import type { PartitionKeySource, ZoneAffinity } from '../../domain/fleet/types';
 import {
   connectionLimits,
   ERROR_503,
@@ -65,7 +65,7 @@ export interface RouterRouting {
    * `own-zone`: the agent weights each cell's server in the task's own zone first (RouterConfig.zoneAffinity).
    * Not part of HAProxy's configuration: the agent sets server weights at run time. @default 'spread'
    */
-  readonly zoneAffinity?: 'spread' | 'own-zone';
+  readonly zoneAffinity?: ZoneAffinity;
 }
 
 /**

@@ -44,8 +44,7 @@ describe('the mapping agent reports each problem once', () => {
   const applier = {
     currentVersion: async () => applied[applied.length - 1],
     currentSlots: async () => new Map<string, number>(),
-    refreshAddresses: async () => [],
-    reachChanged: async () => [],
+    refreshAddresses: async () => ({ moved: [], reach: [] }),
     apply: async (doc: MappingDocument) => {
       if (unresolvable)
         throw new UnappliableDocumentError(`cell cell-1: endpoint host ${unresolvable} does not resolve (getaddrinfo ENOTFOUND ${unresolvable})`);
