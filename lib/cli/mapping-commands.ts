@@ -26,6 +26,13 @@ import {
   InvalidKeyError,
   lookup,
   lookupMany,
+  lookupInTable,
+  convertToHomes,
+  rehomeTable,
+  LookupResult,
+  homeTableOf,
+  tableName,
+  tableOfRegion,
   MappingChangeError,
   MappingDiff,
   MappingDocument,
@@ -487,8 +494,12 @@ export function mappingCommand(io: CliIo): Command {
     .argument('[key]', 'partition key')
     .requiredOption(...MAPPING_OPTION)
     .option('--keys <file>', 'route every key of this file (one per line; blank lines skipped) instead of one key')
-    .option('--json', 'print {"key","bucket","cell","via"} (with --keys, one such line per key)')
-    .action((key: string | undefined, flags: { mapping: string; keys?: string; json?: boolean }) => {
+    .option(
+      '--region <region>',
+      "with home regions: where the key lands as a tenant whose home is REGION (its table), whatever its prefix says; every line then names that home",
+    )
+    .option('--json', 'print {"key","bucket","cell","via","home"} (with --keys, one such line per key)')
+    .action((key: string | undefined, flags: { mapping: string; keys?: string; region?: string; json?: boolean }) => {
       if ((key === undefined) === (flags.keys === undefined))
         throw new CliError('give either a key or --keys FILE: `cellctl mapping where KEY --mapping FILE`', EXIT.usage);
       const keys =
@@ -498,22 +509,40 @@ export function mappingCommand(io: CliIo): Command {
               .split(/\r?\n/)
               .filter((line) => line !== '');
       const doc = readMappingFile(flags.mapping);
+      let table: number | undefined;
+      if (flags.region !== undefined) {
+        table = tableOfRegion(doc.homes, flags.region);
+        if (table === undefined)
+          throw new CliError(
+            `--region ${flags.region}: no home table of ${flags.mapping} holds it (tables: ${doc.homes!.tables.map((t) => t.regions.join('+')).join(', ')})`,
+            EXIT.usage,
+          );
+      }
       let results;
       try {
-        results = lookupMany(doc, keys);
+        results = lookupMany(doc, keys).map((r) => (table === undefined ? r : lookupInTable(doc, r, table)));
       } catch (error) {
         if (error instanceof InvalidKeyError)
           throw new CliError(`invalid key${flags.keys ? ` in ${flags.keys}` : ''}: ${error.message}; nothing routed`);
         throw error;
       }
+      const tableOf = homeTableOf(doc.homes);
+      const homeText = (r: LookupResult) => tableName(doc.homes, table ?? tableOf(r.key));
+      if (table !== undefined && !flags.json) {
+        const other = results.filter((r) => tableOf(r.key) !== table);
+        if (other.length > 0)
+          io.err(
+            `${other.length === 1 ? `key ${other[0].key}` : `${other.length} keys`} start with another home region's prefix: routers route ${other.length === 1 ? 'it' : 'them'} to ${tableName(doc.homes, tableOf(other[0].key))}; shown as tenants of ${flags.region}\n`,
+          );
+      }
       if (flags.json) {
-        io.out(results.map((r) => `${JSON.stringify(r)}\n`).join(''));
+        io.out(results.map((r) => `${JSON.stringify(doc.homes ? { ...r, home: homeText(r) } : r)}\n`).join(''));
         return;
       }
       io.out(
         formatTable(
-          ['key', 'bucket', 'cell', 'via'],
-          results.map((r) => [r.key, r.bucket, r.cell, r.via]),
+          ['key', 'bucket', 'cell', 'via', ...(doc.homes ? ['home'] : [])],
+          results.map((r) => [r.key, r.bucket, r.cell, r.via, ...(doc.homes ? [homeText(r)] : [])]),
         ),
       );
       if (flags.keys) {
@@ -550,6 +579,8 @@ export function mappingCommand(io: CliIo): Command {
         state: flags.quarantine ? ('quarantine' as const) : ('active' as const),
         // Another tier's cell, or one dedicated to a tenant, joins without buckets: nobody lands there unplaced.
         holdsBuckets: fleet && named ? holdsBuckets(fleet, named) : true,
+        // With home tables it takes buckets of its own region's table only.
+        ...(named ? { region: named.region } : {}),
       };
       runChange(
         io,
@@ -559,7 +590,7 @@ export function mappingCommand(io: CliIo): Command {
           ...doc,
           version: doc.version + 1,
           createdAt: o.now,
-          cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state } },
+          cells: { ...doc.cells, [id]: { endpoint: cell.endpoint, state: cell.state, ...(doc.homes ? { region: cell.region } : {}) } },
         }),
         undefined,
         fleet,
@@ -587,6 +618,45 @@ export function mappingCommand(io: CliIo): Command {
         io,
         flags,
         (doc, o) => drainCell(doc, id, o, canReceive),
+        () => undefined,
+        undefined,
+        fleet,
+      );
+    });
+
+  changeCommand(
+    mapping,
+    'convert',
+    "give the mapping the fleet file's home regions (schema 2): every home table starts as a copy of today's buckets, so no tenant moves; then `rehome` each region",
+  )
+    .action((flags: ChangeFlags) => {
+      const fleet = fleetFrom(flags.config ?? DEFAULT_CONFIG);
+      if (fleet.homes === undefined)
+        throw new CliError(`${flags.config ?? DEFAULT_CONFIG} has no \`homes\`: say where tenants live (homes.defaultRegion, homes.prefixes) first`, EXIT.usage);
+      const regionOf = (id: string) => (fleet.cellZero?.id === id ? fleet.cellZero.region : fleet.cells.find((c) => c.id === id)?.region);
+      runChange(io, flags, (doc, o) => convertToHomes(doc, fleet.homes!, regionOf, o), undefined, undefined, fleet);
+      if (!flags.json)
+        io.err(
+          'next: deploy the routers with the fleet\'s homes before publishing this document (a router without them keeps its last-known-good); then `cellctl mapping rehome REGION` for each region\n',
+        );
+    });
+
+  changeCommand(
+    mapping,
+    'rehome',
+    "give a region's home table to its own cells: the table's buckets on other regions' cells move to the region's cells (by shape), only that table's tenants move",
+  )
+    .argument('<region>', 'the home region whose table to bring home')
+    .option('--plan <file>', 'write the bucket moves to FILE (run them with `cellctl move plan FILE`, then rehome again); the mapping is not changed')
+    .option('--routing-only', 're-route the buckets without moving their data (stateless workloads only)')
+    .action((region: string, flags: ChangeFlags) => {
+      const fleet = fleetOfChange(io, flags);
+      const byId = new Map(fleet?.cells.map((c) => [c.id, c]));
+      const canReceive = (cell: string) => !fleet || !byId.has(cell) || holdsBuckets(fleet, byId.get(cell)!);
+      runChange(
+        io,
+        flags,
+        (doc, o) => rehomeTable(doc, region, o, canReceive, fleet ? shapeWeights(fleet) : undefined),
         () => undefined,
         undefined,
         fleet,

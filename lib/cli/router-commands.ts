@@ -95,6 +95,8 @@ export function routerCommand(
             debugHeaders: flags.debugHeaders,
             partitionKey: fleet?.partitionKey ?? DEFAULT_PARTITION_KEY,
             bucketCount: parsed.document.bucketCount,
+            // Home tables when the mapping or the fleet has them (a schema-1 document routes the same either way).
+            homeTables: parsed.document.homes !== undefined || fleet?.homes !== undefined,
             healthCheckPath: fleet?.workload.healthCheckPath ?? '/',
             slots:
               flags.slots === undefined ? (fleet?.router.slots ?? 64) : slotCount(flags.slots, cellCount, `the mapping names ${cellCount} cells`),

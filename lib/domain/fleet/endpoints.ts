@@ -46,13 +46,14 @@ export const SEED_CREATED_AT = '1970-01-01T00:00:00.000Z';
  * it) is the same on every synth, and `cellctl mapping init` writes exactly what the routers were
  * seeded with.
  */
-export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount' | 'cellZero' | 'capacity'>): MappingDocument {
+export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'bucketCount' | 'cellZero' | 'capacity' | 'homes'>): MappingDocument {
   // Weighted by each shape's tested rate: a small cell takes the buckets its capacity can serve.
   const cells = fleet.cells.map((c) => ({
     id: c.id,
     state: c.state,
     canary: c.canary,
     endpoint: cellEndpoint(fleet, c.id),
+    region: c.region,
     weight: c.shape.limits.requestsPerSecond,
     // Another tier's cells and dedicated ones take no bucket: nobody lands there unplaced.
     holdsBuckets: holdsBuckets(fleet, c),
@@ -67,5 +68,6 @@ export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'buc
       options,
     );
   }
-  return initialMapping(cells, fleet.bucketCount, options);
+  // With home regions, a table per region (or group): each over its own cells (schema 2).
+  return initialMapping(cells, fleet.bucketCount, options, fleet.homes);
 }

@@ -1,3 +1,4 @@
+import { HomesConfig } from './homes';
 /**
  * The shape of `cells.config.ts`, key by key: which keys exist, which are required, and what type
  * each holds. It is typed against `types.ts`, so adding a field to a fleet type without adding it
@@ -200,6 +201,13 @@ export const FLEET_SCHEMA: Fields<FleetInput> = {
       spareCells: optional(integer),
       largeTenantShare: optional(number),
       defaultTier: optional(string),
+    }),
+  ),
+  homes: optional(
+    object<HomesConfig>({
+      defaultRegion: string,
+      prefixes: optional({ type: 'record', values: string }),
+      groups: optional({ type: 'array', items: { type: 'array', items: string } }),
     }),
   ),
   cellResources: optional({ type: 'function', signature: '(cell) => { ... }' }),

@@ -1,3 +1,5 @@
+import type { Homes } from '../mapping/types';
+import type { HomesConfig } from './homes';
 /**
  * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK, not even as a
  * type: the one hook whose argument is made of constructs (`cellResources`) gets its type from the
@@ -551,6 +553,13 @@ export interface FleetInput {
    * @default - no cell zero: a fleet built from nothing
    */
   readonly cellZero?: CellZeroConfig;
+  /**
+   * Home regions: a tenant's region from its key's prefix, else `defaultRegion`; the mapping then
+   * holds a bucket table per region (or group), so a new tenant lands on a cell of its own region
+   * (lib/domain/fleet/homes.ts, docs/mapping.md "Home regions").
+   * @default - none: one bucket table over every region's cells (a schema-1 mapping)
+   */
+  readonly homes?: HomesConfig;
 }
 
 /** Cell zero with every default applied. */
@@ -658,4 +667,6 @@ export interface Fleet {
   readonly cellResources?: FleetHook<'cellResources'>;
   /** See FleetInput.cellZero. */
   readonly cellZero?: CellZero;
+  /** See FleetInput.homes: the mapping's home tables. */
+  readonly homes?: Homes;
 }

@@ -25,6 +25,7 @@ import {
 } from './defaults';
 import { cellZeroProblems, DEFAULT_CELL_ZERO_ID, endpointGenerationProblems, resolveCellZero } from './cell-zero';
 import { crossRegionProblems } from './privatelink-regions';
+import { homesProblems, resolveHomes } from './homes';
 import { failoverRegionOf, mostReachedCells, ReachCell, regionUrlProblem } from './reach';
 import { availabilityZoneProblems, PARTITIONS, regionPartition } from './regions';
 import { LIMITS, QUOTA_CODES } from '../limits/quotas';
@@ -865,6 +866,7 @@ export function fleetProblems(input: FleetInput, accounts: CellAccounts = {}, op
     ...quotaProblems(input),
     ...capacityProblems(input),
     ...placementProblems(input),
+    ...homesProblems(input),
     ...cellZeroProblems(
       input,
       fleetPartition(input),
@@ -988,6 +990,7 @@ export function resolveFleet(input: FleetInput, accounts: CellAccounts = {}, opt
     capacity: { ...DEFAULT_CAPACITY, ...input.capacity },
     ...(input.cellResources ? { cellResources: input.cellResources } : {}),
     ...(input.cellZero ? { cellZero: resolveCellZero(input) } : {}),
+    ...(input.homes ? { homes: resolveHomes(input) } : {}),
     ...(input.pipeline ? { pipeline: { ...input.pipeline, region: input.pipeline.region ?? Object.keys(input.regions)[0] } } : {}),
     ...(input.organization
       ? {

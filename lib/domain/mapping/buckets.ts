@@ -1,6 +1,7 @@
+import { totalBuckets } from './homes';
 import { BucketRange, MappingDocument } from './types';
 
-/** The bucket table expanded: `owner[b]` is the index in `cells` of bucket b's cell. */
+/** The bucket space expanded (every table's): `owner[b]` is the index in `cells` of bucket b's cell. */
 export interface BucketOwners {
   readonly cells: readonly string[];
   readonly owner: Int32Array;
@@ -9,7 +10,7 @@ export interface BucketOwners {
 export function expandBuckets(doc: MappingDocument): BucketOwners {
   const cells = Object.keys(doc.cells);
   const index = new Map(cells.map((id, i) => [id, i]));
-  const owner = new Int32Array(doc.bucketCount).fill(-1);
+  const owner = new Int32Array(totalBuckets(doc)).fill(-1);
   for (const range of doc.buckets) owner.fill(index.get(range.cell)!, range.from, range.to + 1);
   return { cells, owner };
 }

@@ -1,7 +1,8 @@
 import { bucketCounts, compressBuckets, expandBuckets } from './buckets';
 import { keyProblem, PREFIX_PATTERN } from './key';
 import { CELL_ID_PATTERN, isValidBucketCount } from './validate';
-import { HASH_NAME, MappingCellState, MappingDocument, Overrides, SCHEMA_VERSION } from './types';
+import { changeEachTable, tableOfRegion } from './homes';
+import { HASH_NAME, Homes, HOMES_SCHEMA_VERSION, MappingCellState, MappingDocument, Overrides, SCHEMA_VERSION } from './types';
 
 /** A change that cannot be made; the message says why and what to do instead. */
 export class MappingChangeError extends Error {
@@ -30,6 +31,8 @@ export interface InitialCell {
   readonly holdsBuckets?: boolean;
   /** The one tenant it serves: pinned to it by an exact override, and it holds no buckets. @default - none */
   readonly dedicatedTo?: string;
+  /** Its region: required with home tables (a table's buckets go to its regions' cells). */
+  readonly region?: string;
 }
 
 /**
@@ -78,25 +81,36 @@ function holders(doc: MappingDocument): string[] {
  * non-canary cells that hold buckets; the canary cell gets the `internal-` prefix override and each
  * dedicated cell its tenant's exact override.
  */
-export function initialMapping(cells: readonly InitialCell[], bucketCount: number, options: ChangeOptions): MappingDocument {
+export function initialMapping(cells: readonly InitialCell[], bucketCount: number, options: ChangeOptions, homes?: Homes): MappingDocument {
   if (!isValidBucketCount(bucketCount)) throw new MappingChangeError(`bucketCount ${bucketCount} must be a power of two between 1024 and 1048576`);
   const regular = cells.filter((c) => !c.canary && c.state === 'active' && c.holdsBuckets !== false && c.dedicatedTo === undefined);
   if (regular.length === 0) throw new MappingChangeError('no active non-canary cell of the default tier to hold the buckets');
-  if (regular.length > bucketCount) throw new MappingChangeError(`${regular.length} cells but only ${bucketCount} buckets`);
-  const weights = regular.map((c) => c.weight ?? 1);
-  if (weights.some((w) => !(w > 0) || !Number.isFinite(w))) throw new MappingChangeError('every cell weight must be a positive number');
-  // By weight: a cell whose shape was tested at a quarter of another's takes a quarter of its buckets.
-  const sizes = proportionalParts(bucketCount, weights);
-  let from = 0;
-  const buckets = regular.map((cell, i) => {
-    const size = sizes[i];
-    const range = { from, to: from + size - 1, cell: cell.id };
-    from += size;
-    return range;
+  // One table, or with home regions one per table: each table's buckets over its own regions' cells.
+  const tables = homes?.tables ?? [undefined];
+  const buckets = tables.flatMap((table, t) => {
+    const holders = table === undefined ? regular : regular.filter((c) => c.region !== undefined && tableOfRegion(homes, c.region) === t);
+    const where = table === undefined ? '' : ` of ${table.regions.join(', ')}`;
+    if (holders.length === 0) throw new MappingChangeError(`no active non-canary cell of the default tier${where} to hold the buckets of its tenants`);
+    return spreadByWeight(holders, bucketCount, t * bucketCount);
   });
   const canary = cells.find((c) => c.canary);
   const dedicated = Object.fromEntries(cells.filter((c) => c.dedicatedTo !== undefined && c.state === 'active').map((c) => [c.dedicatedTo!, c.id]));
-  return firstDocument(cells, bucketCount, buckets, canary ? { [CANARY_PREFIX]: canary.id } : {}, options, dedicated);
+  return firstDocument(cells, bucketCount, buckets, canary ? { [CANARY_PREFIX]: canary.id } : {}, options, dedicated, homes);
+}
+
+/** `bucketCount` buckets from `offset`, as one contiguous range per cell, in proportion to the cells' weights. */
+function spreadByWeight(cells: readonly InitialCell[], bucketCount: number, offset: number): MappingDocument['buckets'] {
+  if (cells.length > bucketCount) throw new MappingChangeError(`${cells.length} cells but only ${bucketCount} buckets`);
+  const weights = cells.map((c) => c.weight ?? 1);
+  if (weights.some((w) => !(w > 0) || !Number.isFinite(w))) throw new MappingChangeError('every cell weight must be a positive number');
+  // By weight: a cell whose shape was tested at a quarter of another's takes a quarter of its buckets.
+  const sizes = proportionalParts(bucketCount, weights);
+  let from = offset;
+  return cells.map((cell, i) => {
+    const range = { from, to: from + sizes[i] - 1, cell: cell.id };
+    from += sizes[i];
+    return range;
+  });
 }
 
 /** A version 1 document: the cells listed in order, the given ranges, prefix and exact overrides. */
@@ -107,14 +121,16 @@ function firstDocument(
   prefix: Record<string, string>,
   options: ChangeOptions,
   exact: Record<string, string> = {},
+  homes?: Homes,
 ): MappingDocument {
   return {
-    schemaVersion: SCHEMA_VERSION,
+    schemaVersion: homes ? HOMES_SCHEMA_VERSION : SCHEMA_VERSION,
     version: 1,
     createdAt: options.now,
     hash: HASH_NAME,
     bucketCount,
-    cells: Object.fromEntries(cells.map((c) => [c.id, { endpoint: c.endpoint, state: c.state }])),
+    ...(homes ? { homes } : {}),
+    cells: Object.fromEntries(cells.map((c) => [c.id, { endpoint: c.endpoint, state: c.state, ...(homes ? { region: c.region } : {}) }])),
     buckets,
     overrides: { exact, prefix },
   };
@@ -141,14 +157,23 @@ export function adoptionMapping(holder: InitialCell, cells: readonly InitialCell
  */
 export function addCell(
   doc: MappingDocument,
-  cell: { id: string; endpoint: string; state?: 'active' | 'quarantine'; holdsBuckets?: boolean },
+  cell: { id: string; endpoint: string; state?: 'active' | 'quarantine'; holdsBuckets?: boolean; region?: string },
   options: ChangeOptions,
   weights?: ReadonlyMap<string, number>,
 ): MappingDocument {
   if (doc.cells[cell.id]) throw new MappingChangeError(`cell \`${cell.id}\` is already in the mapping (state ${doc.cells[cell.id].state})`);
   if (!CELL_ID_PATTERN.test(cell.id)) throw new MappingChangeError(`cell id \`${cell.id}\` must match ${CELL_ID_PATTERN.source}`);
+  if (doc.homes !== undefined) {
+    // Home tables: the cell takes buckets only in its own region's table, from that table's holders.
+    const home = cell.region === undefined ? undefined : tableOfRegion(doc.homes, cell.region);
+    if (home === undefined)
+      throw new MappingChangeError(
+        `cell \`${cell.id}\`: ${cell.region === undefined ? 'no region given' : `region ${cell.region} is in no home table of the mapping`}; the mapping's tables are ${doc.homes.tables.map((t) => t.regions.join('+')).join(', ')} (add the cell to the fleet file, or convert the mapping again with its regions)`,
+      );
+    return changeEachTable(doc, (view, t) => addCell(view, { ...cell, holdsBuckets: cell.holdsBuckets !== false && t === home }, options, weights));
+  }
   const state = cell.state ?? 'active';
-  const cells = { ...doc.cells, [cell.id]: { endpoint: cell.endpoint, state } };
+  const cells = { ...doc.cells, [cell.id]: { endpoint: cell.endpoint, state, ...(cell.region !== undefined ? { region: cell.region } : {}) } };
   if (state === 'quarantine' || cell.holdsBuckets === false) return next(doc, options, { cells });
 
   const donors = holders(doc);
@@ -200,6 +225,19 @@ export function drainCell(
 ): MappingDocument {
   requireCell(doc, id);
   if (doc.cells[id].state !== 'active') throw new MappingChangeError(`cell \`${id}\` is ${doc.cells[id].state}, not active; nothing to drain`);
+  if (doc.homes !== undefined) {
+    // Home tables: each table's buckets go to cells of that table's regions, never out of them.
+    const homes = doc.homes;
+    return changeEachTable(doc, (view, t) => {
+      try {
+        return drainCell(view, id, options, (c) => canReceive(c) && homes.tables[t].regions.includes(doc.cells[c].region ?? ''));
+      } catch (error) {
+        if (error instanceof MappingChangeError)
+          throw new MappingChangeError(`${error.message} (home table of ${homes.tables[t].regions.join(', ')}: its buckets stay in its regions)`);
+        throw error;
+      }
+    });
+  }
   const counts = bucketCounts(doc);
   const holding = holders(doc).filter((c) => c !== id && doc.cells[c].state === 'active' && canReceive(c));
   // A cell zero holds every bucket while the factory's cells hold none: they receive, except one a prefix names (the canary).

@@ -1,4 +1,5 @@
-import { bucketCounts, expandBuckets } from './buckets';
+import { BucketOwners, bucketCounts, expandBuckets } from './buckets';
+import { homeTableOf, sameHomes, tableCount } from './homes';
 import { lookup } from './lookup';
 import { MappingDocument } from './types';
 
@@ -54,15 +55,17 @@ export function diffMappings(before: MappingDocument, after: MappingDocument): M
   if (before.bucketCount !== after.bucketCount) {
     throw new Error(`cannot diff: bucketCount ${before.bucketCount} vs ${after.bucketCount}; every key would move`);
   }
-  const a = expandBuckets(before);
+  const a = ownersIn(before, after);
   const b = expandBuckets(after);
   const pairs = new Map<string, number>();
   let moved = 0;
+  const movedPerTable = new Array<number>(tableCount(after)).fill(0);
   for (let i = 0; i < a.owner.length; i++) {
     const from = a.cells[a.owner[i]];
     const to = b.cells[b.owner[i]];
     if (from !== to) {
       moved += 1;
+      movedPerTable[Math.floor(i / after.bucketCount)] += 1;
       const pair = `${from}\u0000${to}`;
       pairs.set(pair, (pairs.get(pair) ?? 0) + 1);
     }
@@ -93,7 +96,9 @@ export function diffMappings(before: MappingDocument, after: MappingDocument): M
     moves,
     bucketsMoved: moved,
     prefixShare: prefixes,
-    movedShare: Math.min(1, moved / before.bucketCount + prefixes),
+    // Per table: how a table's tenants are spread over the keyspace is not known, so the share is
+    // that of the table that moves most (a table may hold every tenant).
+    movedShare: Math.min(1, Math.max(...movedPerTable) / after.bucketCount + prefixes),
     overrides,
     cellsAdded: afterIds.filter((id) => !before.cells[id]),
     cellsRemoved: beforeIds.filter((id) => !after.cells[id]),
@@ -101,6 +106,41 @@ export function diffMappings(before: MappingDocument, after: MappingDocument): M
       .filter((id) => after.cells[id] && after.cells[id].state !== before.cells[id].state)
       .map((id) => ({ cell: id, before: before.cells[id].state, after: after.cells[id].state })),
   };
+}
+
+/**
+ * `before`'s bucket owners laid out in `after`'s bucket space: the same when both have the same home
+ * tables; else each of `after`'s tables takes the owners of the table of `before` its keys were in
+ * (a one-table document: table 0 for all; a table added for new prefixes: the table those keys
+ * came from). A change of home rules that splits one of `after`'s tables over several of
+ * `before`'s cannot be compared bucket by bucket, and is refused.
+ */
+function ownersIn(before: MappingDocument, after: MappingDocument): BucketOwners {
+  const expanded = expandBuckets(before);
+  if (sameHomes(before.homes, after.homes)) return expanded;
+  const wasIn = homeTableOf(before.homes);
+  const beforePrefixes = before.homes?.tables.flatMap((t) => t.prefixes) ?? [];
+  const afterTables = after.homes?.tables ?? [{ regions: [], prefixes: [] }];
+  const afterPrefixes = afterTables.flatMap((t) => t.prefixes);
+  const source = afterTables.map((table, t) => {
+    const from = new Set<number>();
+    for (const p of table.prefixes) {
+      from.add(wasIn(p));
+      for (const q of beforePrefixes) if (q.startsWith(p)) from.add(wasIn(q));
+    }
+    if (t === 0) {
+      from.add(0);
+      for (const q of beforePrefixes) if (!afterPrefixes.some((p) => q.startsWith(p))) from.add(wasIn(q));
+    }
+    if (from.size !== 1)
+      throw new Error(
+        `cannot diff v${before.version} and v${after.version}: the keys of the home table of ${table.regions.join(', ')} were in ${from.size} tables before; change home rules one table at a time`,
+      );
+    return [...from][0];
+  });
+  const owner = new Int32Array(after.bucketCount * afterTables.length);
+  source.forEach((s, t) => owner.set(expanded.owner.subarray(s * before.bucketCount, (s + 1) * before.bucketCount), t * after.bucketCount));
+  return { cells: expanded.cells, owner };
 }
 
 export interface GuardOptions {

@@ -7,3 +7,5 @@ export * from './lookup';
 export * from './buckets';
 export * from './changes';
 export * from './diff';
+export * from './homes';
+export * from './home-changes';

@@ -1,6 +1,7 @@
 import { expandBuckets } from './buckets';
 import { createKeyHasher } from './hash';
 import { createBatchHasher } from './hash-batch';
+import { homeTableOf } from './homes';
 import { keyProblem } from './key';
 import { LookupResult, MappingDocument } from './types';
 
@@ -40,6 +41,10 @@ export function compileMapping(document: MappingDocument): CompiledMapping {
   for (const group of prefixesByFirst.values()) group.sort((a, b) => b[0].length - a[0].length);
   const hash = createKeyHasher();
   const mask = document.bucketCount - 1;
+  // Home regions (schema 2): the key's table moves its hash bucket into the table's part of the space.
+  const tableOf = homeTableOf(document.homes);
+  const shift = document.homes === undefined ? undefined : document.bucketCount;
+  const bucketOf = (key: string, hashed: number) => (shift === undefined ? hashed & mask : tableOf(key) * shift + (hashed & mask));
   let hashMany: ReturnType<typeof createBatchHasher> | undefined;
   const route = (key: string, bucket: number): LookupResult => {
     const pinned = exact.get(key);
@@ -57,7 +62,7 @@ export function compileMapping(document: MappingDocument): CompiledMapping {
     lookup(key: string): LookupResult {
       const problem = keyProblem(key);
       if (problem !== undefined) throw new InvalidKeyError(problem);
-      return route(key, hash(key) & mask);
+      return route(key, bucketOf(key, hash(key)));
     },
     lookupMany(keys: readonly string[]): LookupResult[] {
       for (let i = 0; i < keys.length; i++) {
@@ -68,7 +73,7 @@ export function compileMapping(document: MappingDocument): CompiledMapping {
       const hashes = new Uint32Array(keys.length);
       hashMany(keys, hashes);
       const results = new Array<LookupResult>(keys.length);
-      for (let i = 0; i < keys.length; i++) results[i] = route(keys[i], hashes[i] & mask);
+      for (let i = 0; i < keys.length; i++) results[i] = route(keys[i], bucketOf(keys[i], hashes[i]));
       return results;
     },
   };

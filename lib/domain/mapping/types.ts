@@ -1,6 +1,11 @@
-/** Mapping document, schema 1: partition key → bucket → cell, plus overrides. */
+/**
+ * Mapping document: partition key → bucket → cell, plus overrides. Schema 1 has one bucket table;
+ * schema 2 (`homes`) one per home region or group of regions, side by side in one bucket space.
+ */
 
 export const SCHEMA_VERSION = 1;
+/** The schema of documents with home regions (`homes`). */
+export const HOMES_SCHEMA_VERSION = 2;
 export const HASH_NAME = 'sha256-u32be';
 
 /** `active` cells take buckets; `draining` cells keep overrides only; `quarantine` cells take pinned keys only. */
@@ -9,6 +14,27 @@ export type MappingCellState = 'active' | 'draining' | 'quarantine';
 export interface MappingCell {
   readonly endpoint: string;
   readonly state: MappingCellState;
+  /** The cell's region: required in schema 2 (where a change may put a table's buckets), absent in 1. */
+  readonly region?: string;
+}
+
+/**
+ * One bucket table of a schema-2 document: the tenants whose home is one of `regions`. A key is in
+ * the table one of whose `prefixes` it starts with (no prefix of the document starts another),
+ * else in table 0, the default home's.
+ */
+export interface HomeTable {
+  readonly regions: readonly string[];
+  readonly prefixes: readonly string[];
+}
+
+/**
+ * Home regions (schema 2). Table t holds buckets t·bucketCount … (t+1)·bucketCount − 1: a key's
+ * bucket is its table's offset plus its hash bucket, so ranges, freezes and moves stay plain ranges.
+ */
+export interface Homes {
+  /** Table 0 first: the default home region's, which keys with none of the prefixes belong to. */
+  readonly tables: readonly HomeTable[];
 }
 
 /** Buckets `from` … `to` (inclusive) belong to `cell`. */
@@ -35,11 +61,14 @@ export interface Freeze {
 }
 
 export interface MappingDocument {
-  readonly schemaVersion: 1;
+  readonly schemaVersion: 1 | 2;
   readonly version: number;
   readonly createdAt: string;
   readonly hash: 'sha256-u32be';
+  /** Buckets per table: keys hash into 0 … bucketCount − 1, then move by their table's offset. */
   readonly bucketCount: number;
+  /** Schema 2 only: the home tables. Absent: one table, every key in it. */
+  readonly homes?: Homes;
   readonly cells: Readonly<Record<string, MappingCell>>;
   readonly buckets: readonly BucketRange[];
   readonly overrides: Overrides;
@@ -53,6 +82,7 @@ export type LookupVia = 'exact' | 'prefix' | 'bucket';
 export interface LookupResult {
   readonly key: string;
   readonly cell: string;
+  /** The bucket in the document's bucket space (its table's offset included). */
   readonly bucket: number;
   readonly via: LookupVia;
 }

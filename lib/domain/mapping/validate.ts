@@ -1,10 +1,13 @@
 import { KEY_PATTERN, matchesKeyPattern, PREFIX_PATTERN } from './key';
 import { DOCUMENT_LIMITS, documentCost, DocumentLimits, documentEntries, MAX_MAPPING_VERSION } from './limits';
-import { HASH_NAME, MappingDocument, MappingProblem, SCHEMA_VERSION } from './types';
+import { MAX_HOME_TABLES } from './homes';
+import { HASH_NAME, HOMES_SCHEMA_VERSION, MappingDocument, MappingProblem, SCHEMA_VERSION } from './types';
 
 export const CELL_ID_PATTERN = /^[a-z][a-z0-9-]{1,30}$/;
 const CELL_STATES = new Set(['active', 'draining', 'quarantine']);
-const TOP_LEVEL = new Set(['schemaVersion', 'version', 'createdAt', 'hash', 'bucketCount', 'cells', 'buckets', 'overrides', 'freeze']);
+const TOP_LEVEL = new Set(['schemaVersion', 'version', 'createdAt', 'hash', 'bucketCount', 'homes', 'cells', 'buckets', 'overrides', 'freeze']);
+/** An AWS region name (`eu-west-1`, `us-gov-west-1`). */
+export const REGION_PATTERN = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
 const MAX_PROBLEMS = 200;
 
 export interface ValidateOptions {
@@ -51,7 +54,9 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
     return problems;
   }
   for (const key of Object.keys(doc)) if (!TOP_LEVEL.has(key)) report(`$.${key}`, 'unknown field');
-  if (doc.schemaVersion !== SCHEMA_VERSION) report('$.schemaVersion', `must be ${SCHEMA_VERSION}, got ${JSON.stringify(doc.schemaVersion)}`);
+  const schema2 = doc.schemaVersion === HOMES_SCHEMA_VERSION;
+  if (doc.schemaVersion !== SCHEMA_VERSION && !schema2)
+    report('$.schemaVersion', `must be ${SCHEMA_VERSION}, or ${HOMES_SCHEMA_VERSION} with home regions, got ${JSON.stringify(doc.schemaVersion)}`);
   if (!isInt(doc.version) || doc.version < 1) {
     report('$.version', `must be a positive integer, got ${JSON.stringify(doc.version)}`);
   } else if (doc.version >= MAX_MAPPING_VERSION) {
@@ -74,6 +79,11 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       `${bucketCount}, but the fleet's routers hash keys into ${options.bucketCount} buckets: most keys would reach another cell than the one the document names; make the document from the fleet (cellctl mapping init)`,
     );
   }
+  const tables = schema2 ? validateHomes(doc.homes, report) : undefined;
+  if (!schema2 && doc.homes !== undefined)
+    report('$.homes', `home regions need schemaVersion ${HOMES_SCHEMA_VERSION} (routers that read only schema 1 keep their last-known-good instead of misrouting)`);
+  // The document's bucket space: every table's buckets (schema 1: one table).
+  const total = isValidBucketCount(bucketCount) ? bucketCount * (tables?.count ?? 1) : undefined;
   const limits = options.limits ?? DOCUMENT_LIMITS;
   const entries = documentEntries(doc);
   if (entries > limits.maxEntries) {
@@ -120,7 +130,14 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       else endpoints.set(endpointIdentity(cell.endpoint), id);
     }
     if (typeof cell.state !== 'string' || !CELL_STATES.has(cell.state)) report(`${at}.state`, 'must be active, draining or quarantine');
-    for (const key of Object.keys(cell)) if (key !== 'endpoint' && key !== 'state') report(`${at}.${key}`, 'unknown field');
+    if (schema2) {
+      if (typeof cell.region !== 'string' || !REGION_PATTERN.test(cell.region))
+        report(`${at}.region`, `a schema-2 document names each cell's region (like "eu-west-1"), got ${JSON.stringify(cell.region)}`);
+      else if (tables !== undefined && !tables.regions.has(cell.region))
+        report(`${at}.region`, `${cell.region} is in no table of $.homes.tables; add it to the table of its home region`);
+    }
+    for (const key of Object.keys(cell))
+      if (key !== 'endpoint' && key !== 'state' && !(schema2 && key === 'region')) report(`${at}.${key}`, 'unknown field');
     states.set(id, String(cell.state));
   }
 
@@ -128,7 +145,7 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
     report('$.buckets', 'must be an array of {from, to, cell}');
   } else {
     let expected = 0;
-    const last = isValidBucketCount(bucketCount) ? bucketCount - 1 : Number.MAX_SAFE_INTEGER;
+    const last = total !== undefined ? total - 1 : Number.MAX_SAFE_INTEGER;
     doc.buckets.forEach((range: unknown, i: number) => {
       const at = `$.buckets[${i}]`;
       if (!isObject(range)) {
@@ -149,8 +166,7 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       if (state === undefined) report(`${at}.cell`, `unknown cell ${JSON.stringify(cell)}; list it in $.cells`);
       else if (state !== 'active') report(`${at}.cell`, `cell ${cell} is ${state}; only active cells take buckets`);
     });
-    if (isValidBucketCount(bucketCount) && expected < bucketCount)
-      report('$.buckets', `gap: buckets ${expected} … ${bucketCount - 1} belong to no cell`);
+    if (total !== undefined && expected < total) report('$.buckets', `gap: buckets ${expected} … ${total - 1} belong to no cell`);
   }
 
   const overrides = doc.overrides;
@@ -177,8 +193,52 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
       }
     }
   }
-  if (doc.freeze !== undefined) validateFreeze(doc.freeze, isValidBucketCount(bucketCount) ? bucketCount : undefined, report);
+  if (doc.freeze !== undefined) validateFreeze(doc.freeze, total, report);
   return problems;
+}
+
+/**
+ * `$.homes`: `{"tables": [{"regions": [...], "prefixes": [...]}, …]}`, table 0 the default home's. No region
+ * in two tables, and no prefix that starts another (a key then belongs to one table whatever the
+ * order). Returns the table count and regions when the shape is right.
+ */
+function validateHomes(
+  homes: unknown,
+  report: (path: string, message: string) => void,
+): { readonly count: number; readonly regions: ReadonlySet<string> } | undefined {
+  if (!isObject(homes) || !Array.isArray(homes.tables)) {
+    report('$.homes', 'schema 2 needs {"tables": [{"regions": [region, …], "prefixes": [prefix, …]}, …]} (table 0: keys with none of the prefixes)');
+    return undefined;
+  }
+  for (const key of Object.keys(homes)) if (key !== 'tables') report(`$.homes.${key}`, 'unknown field');
+  const count = homes.tables.length;
+  if (count < 1 || count > MAX_HOME_TABLES) report('$.homes.tables', `must list 1 to ${MAX_HOME_TABLES} tables, got ${count}`);
+  const regionTable = new Map<string, number>();
+  const prefixes: [string, string][] = [];
+  homes.tables.forEach((table: unknown, t: number) => {
+    const at = `$.homes.tables[${t}]`;
+    if (!isObject(table) || !Array.isArray(table.regions) || !Array.isArray(table.prefixes)) {
+      report(at, 'must be {"regions": [region, …], "prefixes": [prefix, …]}');
+      return;
+    }
+    for (const key of Object.keys(table)) if (key !== 'regions' && key !== 'prefixes') report(`${at}.${key}`, 'unknown field');
+    if (table.regions.length === 0) report(`${at}.regions`, 'must name at least one region');
+    table.regions.forEach((region: unknown, i: number) => {
+      if (typeof region !== 'string' || !REGION_PATTERN.test(region)) report(`${at}.regions[${i}]`, `must be a region name like "eu-west-1", got ${JSON.stringify(region)}`);
+      else if (regionTable.has(region)) report(`${at}.regions[${i}]`, `${region} is in table ${regionTable.get(region)} too; a region has one table`);
+      else regionTable.set(region, t);
+    });
+    table.prefixes.forEach((prefix: unknown, i: number) => {
+      if (typeof prefix !== 'string' || !matchesKeyPattern(prefix, 127)) report(`${at}.prefixes[${i}]`, `must match ${PREFIX_PATTERN.source}`);
+      else prefixes.push([prefix, `${at}.prefixes[${i}]`]);
+    });
+  });
+  for (const [a, path] of prefixes) {
+    const starts = prefixes.find(([b, other]) => other !== path && a.startsWith(b));
+    if (starts) report(path, `"${a}" starts with "${starts[0]}" (${starts[1]}): a key would have two home tables; use prefixes that do not start one another`);
+  }
+  if (count < 1 || count > MAX_HOME_TABLES) return undefined;
+  return { count, regions: new Set(regionTable.keys()) };
 }
 
 /** `$.freeze`: `{"exact": [key, …], "buckets": [{from, to}, …]}` (contract 3). */

@@ -2,6 +2,7 @@ import { randomBytes } from 'crypto';
 import { contractRefusals } from './schema-contract';
 import { bucketOf } from '../../domain/mapping/hash';
 import { MappingDocument } from '../../domain/mapping/types';
+import { tableCount } from '../../domain/mapping/homes';
 import { CellData, DeltaManifest } from './cell-data';
 import { HandoffStore } from './handoff';
 import { admissionProblems, DEFAULT_LIMITS, MoveLimits, RateLimiter } from './limits';
@@ -91,8 +92,14 @@ function withOverrides(doc: MappingDocument, subject: Extract<MoveSubject, { kin
 export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<MoveRecord> {
   const limits = limitsOf(deps);
   const doc = await deps.routing.read();
-  const source = currentCell(doc, request.subject);
   const what = describeSubject(request.subject);
+  if (request.subject.kind === 'buckets' && tableCount(doc) > 1)
+    // A cell's fence and its row selection know a tenant's hash bucket, not its home table: a bucket
+    // move would also take (and fence) the other tables' tenants of the same hash in the source.
+    throw new MoveError(
+      `${what}: mapping v${doc.version} has ${tableCount(doc)} home tables, and moving buckets with their data is not built for home tables yet; move the tenants one by one (\`cellctl move tenant KEY --to CELL\`), or re-route with --routing-only for a stateless workload`,
+    );
+  const source = currentCell(doc, request.subject);
   const target = doc.cells[request.target];
   if (!target) throw new MoveError(`cell ${request.target} is not in mapping v${doc.version} (cells: ${Object.keys(doc.cells).join(', ')})`);
   if (request.target === source) throw new MoveError(`${what} is already on ${source}`);

@@ -1,10 +1,10 @@
 import { lookup as dnsLookup } from 'dns/promises';
 import { isIPv4 } from 'net';
-import { MappingDocument } from '../../domain/mapping';
+import { MappingDocument, tableCount } from '../../domain/mapping';
 import { FULL_WEIGHT, OTHER_ZONE_WEIGHT, weightOf, ZonesDocument } from '../../domain/zones';
 import { MAX_ELSEWHERE_REGIONS } from '../../domain/fleet/defaults';
 import type { ZoneAffinity } from '../../domain/fleet/types';
-import { awayName, bucketNetworks, MAP_FILES, slotName, zoneServer } from './haproxy-config';
+import { awayName, bucketNetworks, HOME_TABLES_ENV, MAP_FILES, slotName, zoneServer } from './haproxy-config';
 import { bucketRoutes, forEachExactRoute, FROZEN_BACKEND } from './freeze';
 import { RuntimeApi } from './runtime-api';
 
@@ -13,6 +13,8 @@ export interface MapContents {
   readonly exact: readonly [string, string][];
   readonly prefix: readonly [string, string][];
   readonly buckets: readonly [string, string][];
+  /** Home-region key prefix → its table's first bucket (tables after the first; none in schema 1). */
+  readonly homes: readonly [string, string][];
   readonly cells: readonly [string, string][];
   readonly meta: readonly [string, string][];
   readonly hosts: readonly [string, string][];
@@ -73,6 +75,7 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
       bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)]),
     ),
     cells: slotRegistry(slots),
+    homes: (doc.homes?.tables ?? []).flatMap((table, t) => (t === 0 ? [] : table.prefixes.map((p): [string, string] => [p, String(t * doc.bucketCount)]))),
     meta: [['version', String(doc.version)]],
     hosts: [...slots.entries()]
       .filter(([cell]) => doc.cells[cell])
@@ -272,6 +275,11 @@ export class MappingApplier {
     return this.options.zones ?? 3;
   }
 
+  /** Whether HAProxy's configuration routes home tables (it sets HOME_TABLES_ENV and has the homes map). */
+  private async routesHomeTables(): Promise<boolean> {
+    return (await this.api.env(HOME_TABLES_ENV)) === '1';
+  }
+
   private path(name: keyof typeof MAP_FILES): string {
     return `${this.options.stateDir}/${MAP_FILES[name]}`;
   }
@@ -333,6 +341,10 @@ export class MappingApplier {
 
   /** Checks `doc` against this router (slots, endpoints) without changing anything. */
   public async plan(doc: MappingDocument): Promise<ApplyPlan> {
+    if (tableCount(doc) > 1 && !(await this.routesHomeTables()))
+      throw new UnappliableDocumentError(
+        `the mapping has ${tableCount(doc)} home tables, but this router's configuration routes one (no ${HOME_TABLES_ENV}): deploy the routers with the fleet's \`homes\` first, then publish the document (docs/mapping.md, "Home regions")`,
+      );
     const before = await this.currentSlots();
     const { targets, away } = await this.resolveCells(doc);
     const cells = Object.keys(doc.cells).filter((c) => !away.has(c));
@@ -590,12 +602,16 @@ export class MappingApplier {
       if (await this.pointSlot(slot, targets.get(cell)!, stats)) await this.waitUp(slot);
     }
     await this.replaceMap('cells', slotRegistry(union));
-    for (const name of ['exact', 'prefix', 'buckets', 'meta'] as const) {
+    // The homes map after the buckets: a table the new buckets map adds is routed only once it is
+    // there (until then its keys take table 0, whose ranges a converted document repeats).
+    const homes = await this.routesHomeTables();
+    for (const name of ['exact', 'prefix', 'buckets', ...(homes ? (['homes'] as const) : []), 'meta'] as const) {
       await this.replaceMap(name, contents[name]);
     }
     await this.replaceMap('cells', contents.cells);
     await this.replaceMap('hosts', contents.hosts);
-    for (const name of ['exact', 'prefix', 'buckets', 'cells', 'meta', 'hosts', 'away'] as const) await this.verify(name, contents[name]);
+    for (const name of ['exact', 'prefix', 'buckets', 'cells', 'meta', 'hosts', 'away', ...(homes ? (['homes'] as const) : [])] as const)
+      await this.verify(name, contents[name]);
     for (const [cell, slot] of before) {
       if (!slots.has(cell)) {
         for (let z = 0; z < this.zones; z++) await this.api.expectOk(`set server ${slotName(slot)}/${zoneServer(z)} state maint`);

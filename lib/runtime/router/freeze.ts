@@ -1,4 +1,4 @@
-import { MappingDocument } from '../../domain/mapping';
+import { MappingDocument, totalBuckets } from '../../domain/mapping';
 
 /**
  * The freeze (contract 3) costs the hot path nothing: frozen keys are routed by the maps every
@@ -35,7 +35,7 @@ export function exactRoutes(doc: MappingDocument): [string, string | undefined][
 export function bucketRoutes(doc: MappingDocument): { from: number; to: number; cell: string | undefined }[] {
   const frozen = [...(doc.freeze?.buckets ?? [])].sort((a, b) => a.from - b.from);
   if (frozen.length === 0) return doc.buckets.map((r) => ({ ...r }));
-  const isFrozen = new Uint8Array(doc.bucketCount);
+  const isFrozen = new Uint8Array(totalBuckets(doc));
   for (const f of frozen) isFrozen.fill(1, f.from, f.to + 1);
   const routes: { from: number; to: number; cell: string | undefined }[] = [];
   for (const range of doc.buckets) {

@@ -37,6 +37,11 @@ export interface HaproxyConfigOptions {
   readonly stateDir: string;
   readonly partitionKey: PartitionKeySource;
   readonly bucketCount: number;
+  /**
+   * Route home tables (a schema-2 mapping's `homes`, the fleet's `homes`): one more map lookup per
+   * request routed by bucket. @default false: one table (a document with more is refused)
+   */
+  readonly homeTables?: boolean;
   /** Backend slots: the most cells one mapping may reference. */
   readonly slots: number;
   /** Concurrent requests per cell (split across the cell's zonal servers); more wait in the cell's queue. */
@@ -109,6 +114,12 @@ export { ROUTER_TASK_MEMORY_MIB };
 
 /** The environment variable of HAProxy's configuration that says its bucket count (read by the agent with `show env`). */
 export const BUCKET_COUNT_ENV = 'CELL_BUCKET_COUNT';
+
+/**
+ * The environment variable of HAProxy's configuration set when it routes home tables (a schema-2
+ * mapping's `homes`): the agent refuses a document with more than one table without it.
+ */
+export const HOME_TABLES_ENV = 'CELL_HOME_TABLES';
 
 /** HAProxy's environment variable listing where it listens (`http://host:port …`), read by the agent. */
 export const ROUTER_ADDRESSES_ENV = 'CELL_ROUTER_ADDRESSES';
@@ -270,7 +281,8 @@ export const UNSAFE_PATH_PATTERN = '(^|/)[.][.]?(/|$)|%2[eEfF]|%5[cC]|\\\\';
  * slot), `buckets` (bucket ranges as IPv4 networks → slot, see `bucketNetworks`), `cells`
  * (slot → cell: the agent's slot registry and the `x-cell` debug header), `meta` (version) and
  * `hosts` (slot → the cell endpoint's host name: TLS SNI and certificate name for `https://` cells)
- * and `away` (redirect backend → the URL of the region it sends requests to, `router.reach`).
+ * and `away` (redirect backend → the URL of the region it sends requests to, `router.reach`),
+ * and `homes` (home-region key prefix → its table's first bucket; only with `homeTables`).
  */
 export const MAP_FILES = {
   exact: 'exact.map',
@@ -280,6 +292,7 @@ export const MAP_FILES = {
   meta: 'meta.map',
   hosts: 'hosts.map',
   away: 'away.map',
+  homes: 'homes.map',
 } as const;
 
 export const slotName = (slot: number) => `slot${slot}`;
@@ -506,6 +519,9 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // The bucket count this configuration hashes keys into, for the agent (`show env`): it refuses a
     // document made for another count instead of sending most keys to other cells.
     `  setenv ${BUCKET_COUNT_ENV} ${o.bucketCount}`,
+    // Home tables (the fleet's `homes`): the agent then fills the homes map and may apply a document
+    // with several tables; a router without them keeps its last-known-good instead of misrouting.
+    ...(o.homeTables ? [`  setenv ${HOME_TABLES_ENV} 1`] : []),
     // Where this router listens, for the agent: a document that names one of these as a cell's
     // endpoint would loop requests through the router, and is refused.
     `  setenv ${ROUTER_ADDRESSES_ENV} ${quote(routerAddresses(o).join(' '))}`,
@@ -586,6 +602,7 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
   const repeated = o.partitionKey.source === 'header' ? ` or { req.fhdr_cnt(${o.partitionKey.name}) gt 1 }` : '';
   const refuse = (status: number, error: string, condition: string) => `  ${jsonError(status, error)} if ${condition}`;
   const buckets = map('buckets');
+  const home = o.homeTables ? ',add(txn.home)' : '';
   lines.push(
     'frontend router',
     `  bind ${o.bind.address}:${o.bind.port} proto h1${o.acceptProxy ? ' accept-proxy' : ''}`,
@@ -673,8 +690,11 @@ export function renderHaproxyConfig(o: HaproxyConfigOptions): string {
     // fills like these.)
     `  http-request set-var(txn.slot) ${key},map_str(${map('exact')})`,
     `  http-request set-var(txn.slot) ${key},map_beg(${map('prefix')}) if !{ var(txn.slot) -m found }`,
-    `  http-request set-var(txn.slot) var(txn.bucket),map_ip(${buckets}) if !{ var(txn.slot) -m found } { var(txn.bucket) -m found }`,
-    `  http-request set-var(txn.slot) sc0_get_gpt0,sub(1),map_ip(${buckets}) if !{ var(txn.slot) -m found }`,
+    // With home tables, the key's table (its home-region prefix; none: table 0) moves the hash bucket
+    // into that table's part of the bucket space: one prefix lookup, for keys no override routed.
+    ...(o.homeTables ? [`  http-request set-var(txn.home) ${key},map_beg_int(${map('homes')},0) if !{ var(txn.slot) -m found }`] : []),
+    `  http-request set-var(txn.slot) var(txn.bucket)${home},map_ip(${buckets}) if !{ var(txn.slot) -m found } { var(txn.bucket) -m found }`,
+    `  http-request set-var(txn.slot) sc0_get_gpt0,sub(1)${home},map_ip(${buckets}) if !{ var(txn.slot) -m found }`,
     // Fairness inside a cell (docs/router.md, "Fairness"). First, what one client address holds in
     // this cell, whichever keys it sends: its address and the cell's slot, tracked together (the
     // entry's reference count, nothing stored), checked before the tenant's cap so that requests past

@@ -35,6 +35,8 @@ export interface LocalRouterOptions {
   readonly debugHeaders?: boolean;
   readonly partitionKey: PartitionKeySource;
   readonly bucketCount: number;
+  /** Route a schema-2 mapping's home tables (HaproxyConfigOptions.homeTables). @default false */
+  readonly homeTables?: boolean;
   readonly healthCheckPath: string;
   /** @default 16 */
   readonly slots?: number;
@@ -206,6 +208,7 @@ export function localHaproxyConfigOptions(
     stateDir: where.stateDir,
     partitionKey: o.partitionKey,
     bucketCount: o.bucketCount,
+    homeTables: o.homeTables,
     slots: where.slots,
     cellMaxConn: o.cellMaxConn ?? 100,
     tenantMaxConn: o.tenantMaxConn,

@@ -39,6 +39,8 @@ export interface RouterRouting {
   readonly partitionKey: PartitionKeySource;
   /** Buckets keys hash into (a power of two); the agent refuses a mapping made for another count. */
   readonly bucketCount: number;
+  /** The fleet has home regions: the router routes a mapping's home tables (HaproxyConfigOptions.homeTables). @default false */
+  readonly homeTables?: boolean;
   /** Backend slots: the most cells one mapping may reference. */
   readonly slots: number;
   /** Servers per cell backend: one per zonal address of a cell's endpoint (the most zones a cell region has, at most 6). */
@@ -77,6 +79,7 @@ export function routerRoutingOf(fleet: Fleet): RouterRouting {
   return {
     partitionKey: fleet.partitionKey,
     bucketCount: fleet.bucketCount,
+    ...(fleet.homes ? { homeTables: true } : {}),
     slots: fleet.router.slots,
     zones: Math.min(6, Math.max(...Object.values(fleet.regions).map((r) => r.availabilityZones.length))),
     cellMaxConn: fleet.router.cellMaxConn,
@@ -112,6 +115,7 @@ export function routerTaskOptions(routing: RouterRouting, s: RouterTaskSettings 
     stateDir: s.stateDir ?? ROUTER_TASK_DEFAULTS.stateDir,
     partitionKey: routing.partitionKey,
     bucketCount: routing.bucketCount,
+    homeTables: routing.homeTables,
     slots: routing.slots,
     cellMaxConn: routing.cellMaxConn,
     queueTimeoutMs: routing.queueTimeoutMs,
