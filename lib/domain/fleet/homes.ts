@@ -8,7 +8,7 @@ import { FleetInput } from './types';
  * the prefix it starts with names the region (`eu-` → eu-west-1), and a key with none of the
  * prefixes lives in the default region. The mapping then holds one bucket table per home region
  * (or group of regions), so a tenant nobody placed lands on a cell of its own region. The prefix,
- * not a header, because a move selects a tenant's rows by its key alone (docs/mapping.md, "Home
+ * not a header, because a move selects a tenant's rows by its key alone (docs/capacity.md, "Home
  * regions").
  */
 export interface HomesConfig {

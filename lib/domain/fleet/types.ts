@@ -556,7 +556,7 @@ export interface FleetInput {
   /**
    * Home regions: a tenant's region from its key's prefix, else `defaultRegion`; the mapping then
    * holds a bucket table per region (or group), so a new tenant lands on a cell of its own region
-   * (lib/domain/fleet/homes.ts, docs/mapping.md "Home regions").
+   * (lib/domain/fleet/homes.ts, docs/capacity.md "Home regions").
    * @default - none: one bucket table over every region's cells (a schema-1 mapping)
    */
   readonly homes?: HomesConfig;

@@ -343,7 +343,7 @@ export class MappingApplier {
   public async plan(doc: MappingDocument): Promise<ApplyPlan> {
     if (tableCount(doc) > 1 && !(await this.routesHomeTables()))
       throw new UnappliableDocumentError(
-        `the mapping has ${tableCount(doc)} home tables, but this router's configuration routes one (no ${HOME_TABLES_ENV}): deploy the routers with the fleet's \`homes\` first, then publish the document (docs/mapping.md, "Home regions")`,
+        `the mapping has ${tableCount(doc)} home tables, but this router's configuration routes one (no ${HOME_TABLES_ENV}): deploy the routers with the fleet's \`homes\` first, then publish the document (docs/capacity.md, "Home regions")`,
       );
     const before = await this.currentSlots();
     const { targets, away } = await this.resolveCells(doc);
