@@ -496,7 +496,7 @@ export function mappingCommand(io: CliIo): Command {
     .option('--keys <file>', 'route every key of this file (one per line; blank lines skipped) instead of one key')
     .option(
       '--region <region>',
-      "with home regions: where the key lands as a tenant whose home is REGION (its table), whatever its prefix says; every line then names that home",
+      'with home regions: where the key lands as a tenant whose home is REGION (its table), whatever its prefix says; every line then names that home',
     )
     .option('--json', 'print {"key","bucket","cell","via","home"} (with --keys, one such line per key)')
     .action((key: string | undefined, flags: { mapping: string; keys?: string; region?: string; json?: boolean }) => {
@@ -628,18 +628,20 @@ export function mappingCommand(io: CliIo): Command {
     mapping,
     'convert',
     "give the mapping the fleet file's home regions (schema 2): every home table starts as a copy of today's buckets, so no tenant moves; then `rehome` each region",
-  )
-    .action((flags: ChangeFlags) => {
-      const fleet = fleetFrom(flags.config ?? DEFAULT_CONFIG);
-      if (fleet.homes === undefined)
-        throw new CliError(`${flags.config ?? DEFAULT_CONFIG} has no \`homes\`: say where tenants live (homes.defaultRegion, homes.prefixes) first`, EXIT.usage);
-      const regionOf = (id: string) => (fleet.cellZero?.id === id ? fleet.cellZero.region : fleet.cells.find((c) => c.id === id)?.region);
-      runChange(io, flags, (doc, o) => convertToHomes(doc, fleet.homes!, regionOf, o), undefined, undefined, fleet);
-      if (!flags.json)
-        io.err(
-          'next: deploy the routers with the fleet\'s homes before publishing this document (a router without them keeps its last-known-good); then `cellctl mapping rehome REGION` for each region\n',
-        );
-    });
+  ).action((flags: ChangeFlags) => {
+    const fleet = fleetFrom(flags.config ?? DEFAULT_CONFIG);
+    if (fleet.homes === undefined)
+      throw new CliError(
+        `${flags.config ?? DEFAULT_CONFIG} has no \`homes\`: say where tenants live (homes.defaultRegion, homes.prefixes) first`,
+        EXIT.usage,
+      );
+    const regionOf = (id: string) => (fleet.cellZero?.id === id ? fleet.cellZero.region : fleet.cells.find((c) => c.id === id)?.region);
+    runChange(io, flags, (doc, o) => convertToHomes(doc, fleet.homes!, regionOf, o), undefined, undefined, fleet);
+    if (!flags.json)
+      io.err(
+        "next: deploy the routers with the fleet's homes before publishing this document (a router without them keeps its last-known-good); then `cellctl mapping rehome REGION` for each region\n",
+      );
+  });
 
   changeCommand(
     mapping,

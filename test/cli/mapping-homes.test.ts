@@ -35,10 +35,28 @@ it('convert: schema 2, no tenant moves, and the next steps said', async () => {
   const [before, after] = [read(v1), read(v2)];
   expect(after.schemaVersion).toBe(2);
   expect(lookupMany(after, keys).map((r) => r.cell)).toEqual(lookupMany(before, keys).map((r) => r.cell));
-  const again = await cellctl('mapping', 'convert', '--mapping', v2, '--out', path.join(homes, 'x.json'), '--config', path.join(homes, 'cells.config.ts'));
+  const again = await cellctl(
+    'mapping',
+    'convert',
+    '--mapping',
+    v2,
+    '--out',
+    path.join(homes, 'x.json'),
+    '--config',
+    path.join(homes, 'cells.config.ts'),
+  );
   expect([again.code, again.err]).toEqual([1, expect.stringContaining('already has 2 home tables')]);
   expect(fs.existsSync(path.join(homes, 'x.json'))).toBe(false);
-  const noHomes = await cellctl('mapping', 'convert', '--mapping', v1, '--out', path.join(plain, 'x.json'), '--config', path.join(plain, 'cells.config.ts'));
+  const noHomes = await cellctl(
+    'mapping',
+    'convert',
+    '--mapping',
+    v1,
+    '--out',
+    path.join(plain, 'x.json'),
+    '--config',
+    path.join(plain, 'cells.config.ts'),
+  );
   expect([noHomes.code, noHomes.err]).toEqual([2, expect.stringContaining('has no `homes`')]);
 });
 
@@ -66,7 +84,18 @@ it('rehome eu-west-1: only EU tenants move, to EU cells; where names each home, 
 
 it('rehome --plan writes the bucket moves (the mover then refuses them for home tables: test/operations/moves/homes.test.ts)', async () => {
   const plan = path.join(homes, 'rehome-plan.json');
-  const result = await cellctl('mapping', 'rehome', 'eu-west-1', '--mapping', v2, '--config', path.join(homes, 'cells.config.ts'), '--plan', plan, '--force');
+  const result = await cellctl(
+    'mapping',
+    'rehome',
+    'eu-west-1',
+    '--mapping',
+    v2,
+    '--config',
+    path.join(homes, 'cells.config.ts'),
+    '--plan',
+    plan,
+    '--force',
+  );
   expect(result.code).toBe(0);
   expect(fs.existsSync(plan)).toBe(true);
 });

@@ -1,30 +1,18 @@
 import { Homes, MAX_HOME_TABLES, PREFIX_PATTERN } from '../mapping';
 import { matchesKeyPattern } from '../mapping/key';
 import { DEFAULT_CAPACITY } from './defaults';
-import { FleetInput } from './types';
+import { FleetInput, HomesConfig } from './types';
+
+export type { HomesConfig };
 
 /**
- * Home regions (issue: placement that knows regions). A tenant's home region comes from its key:
+ * Home regions. A tenant's home region comes from its key:
  * the prefix it starts with names the region (`eu-` → eu-west-1), and a key with none of the
  * prefixes lives in the default region. The mapping then holds one bucket table per home region
  * (or group of regions), so a tenant nobody placed lands on a cell of its own region. The prefix,
  * not a header, because a move selects a tenant's rows by its key alone (docs/capacity.md, "Home
  * regions").
  */
-export interface HomesConfig {
-  /** The home region of keys that start with none of `prefixes`: a region of the fleet. */
-  readonly defaultRegion: string;
-  /**
-   * Key prefix → the home region of the tenants whose keys start with it. No prefix may start
-   * another. @default {} (every tenant's home is the default region)
-   */
-  readonly prefixes?: Readonly<Record<string, string>>;
-  /**
-   * Regions that share one table: their tenants spread over all of their cells (a jurisdiction of
-   * several regions). @default one table per region
-   */
-  readonly groups?: readonly (readonly string[])[];
-}
 
 /** One line per problem in `homes`, or none. */
 export function homesProblems(input: Pick<FleetInput, 'homes' | 'regions' | 'cellZero' | 'cells' | 'capacity'>): string[] {
@@ -41,14 +29,17 @@ export function homesProblems(input: Pick<FleetInput, 'homes' | 'regions' | 'cel
     if (!known(region)) problems.push(`homes.prefixes.${prefix}: \`${region}\` is not a region of the fleet (${list})`);
     const other = prefixes.find(([p]) => p !== prefix && prefix.startsWith(p));
     if (other)
-      problems.push(`homes.prefixes: \`${prefix}\` starts with \`${other[0]}\`, so its keys would have two home regions; use prefixes that do not start one another`);
+      problems.push(
+        `homes.prefixes: \`${prefix}\` starts with \`${other[0]}\`, so its keys would have two home regions; use prefixes that do not start one another`,
+      );
   }
   const grouped = new Map<string, number>();
   (homes.groups ?? []).forEach((group, g) => {
     if (group.length < 2) problems.push(`homes.groups[${g}]: a group has at least two regions (a region alone has its own table)`);
     for (const region of group) {
       if (!known(region)) problems.push(`homes.groups[${g}]: \`${region}\` is not a region of the fleet (${list})`);
-      else if (grouped.has(region)) problems.push(`homes.groups[${g}]: \`${region}\` is in group ${grouped.get(region)} too; a region is in one group`);
+      else if (grouped.has(region))
+        problems.push(`homes.groups[${g}]: \`${region}\` is in group ${grouped.get(region)} too; a region is in one group`);
       else grouped.set(region, g);
     }
   });
@@ -66,7 +57,9 @@ export function homesProblems(input: Pick<FleetInput, 'homes' | 'regions' | 'cel
     }
   }
   if (input.cellZero)
-    problems.push('homes: a fleet adopting a cell zero keeps one table until its tenants have moved out (docs/cell-zero.md); add homes after the last move');
+    problems.push(
+      'homes: a fleet adopting a cell zero keeps one table until its tenants have moved out (docs/cell-zero.md); add homes after the last move',
+    );
   return problems;
 }
 

@@ -1,4 +1,4 @@
-import { HomesConfig } from './homes';
+import type { HomesConfig } from './types';
 /**
  * The shape of `cells.config.ts`, key by key: which keys exist, which are required, and what type
  * each holds. It is typed against `types.ts`, so adding a field to a fleet type without adding it

@@ -1,5 +1,4 @@
 import type { Homes } from '../mapping/types';
-import type { HomesConfig } from './homes';
 /**
  * The fleet model: what `cells.config.ts` describes. Pure types, no CDK, no AWS SDK, not even as a
  * type: the one hook whose argument is made of constructs (`cellResources`) gets its type from the
@@ -669,4 +668,20 @@ export interface Fleet {
   readonly cellZero?: CellZero;
   /** See FleetInput.homes: the mapping's home tables. */
   readonly homes?: Homes;
+}
+
+/** Home regions (FleetInput.homes; lib/domain/fleet/homes.ts). */
+export interface HomesConfig {
+  /** The home region of keys that start with none of `prefixes`: a region of the fleet. */
+  readonly defaultRegion: string;
+  /**
+   * Key prefix → the home region of the tenants whose keys start with it. No prefix may start
+   * another. @default {} (every tenant's home is the default region)
+   */
+  readonly prefixes?: Readonly<Record<string, string>>;
+  /**
+   * Regions that share one table: their tenants spread over all of their cells (a jurisdiction of
+   * several regions). @default one table per region
+   */
+  readonly groups?: readonly (readonly string[])[];
 }

@@ -90,7 +90,8 @@ export function initialMapping(cells: readonly InitialCell[], bucketCount: numbe
   const buckets = tables.flatMap((table, t) => {
     const holders = table === undefined ? regular : regular.filter((c) => c.region !== undefined && tableOfRegion(homes, c.region) === t);
     const where = table === undefined ? '' : ` of ${table.regions.join(', ')}`;
-    if (holders.length === 0) throw new MappingChangeError(`no active non-canary cell of the default tier${where} to hold the buckets of its tenants`);
+    if (holders.length === 0)
+      throw new MappingChangeError(`no active non-canary cell of the default tier${where} to hold the buckets of its tenants`);
     return spreadByWeight(holders, bucketCount, t * bucketCount);
   });
   const canary = cells.find((c) => c.canary);

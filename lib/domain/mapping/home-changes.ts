@@ -14,18 +14,27 @@ import { bucketCounts, compressBuckets, expandBuckets } from './buckets';
  * copy of the one table's ranges, so every key still reaches the cell it reached (0 tenants move);
  * each cell is given its region. The next steps (`rehomeTable`, one table at a time) move tenants.
  */
-export function convertToHomes(doc: MappingDocument, homes: Homes, regionOf: (cell: string) => string | undefined, options: ChangeOptions): MappingDocument {
+export function convertToHomes(
+  doc: MappingDocument,
+  homes: Homes,
+  regionOf: (cell: string) => string | undefined,
+  options: ChangeOptions,
+): MappingDocument {
   if (doc.homes !== undefined && doc.homes.tables.length > 1)
     throw new MappingChangeError(
       `the mapping already has ${doc.homes.tables.length} home tables; converting copies one table, so it starts from a schema-1 document (or one with one table)`,
     );
   const missing = Object.keys(doc.cells).filter((id) => regionOf(id) === undefined);
   if (missing.length > 0)
-    throw new MappingChangeError(`cells ${missing.join(', ')} are not in the fleet file: their regions are unknown; add them, or remove them from the mapping first`);
+    throw new MappingChangeError(
+      `cells ${missing.join(', ')} are not in the fleet file: their regions are unknown; add them, or remove them from the mapping first`,
+    );
   const outside = Object.keys(doc.cells).filter((id) => tableOfRegion(homes, regionOf(id)!) === undefined);
   if (outside.length > 0) throw new MappingChangeError(`cells ${outside.join(', ')} are in regions no home table lists`);
   const one = tableView(doc, 0).buckets;
-  const buckets = homes.tables.flatMap((_, t) => one.map((r) => ({ from: r.from + t * doc.bucketCount, to: r.to + t * doc.bucketCount, cell: r.cell })));
+  const buckets = homes.tables.flatMap((_, t) =>
+    one.map((r) => ({ from: r.from + t * doc.bucketCount, to: r.to + t * doc.bucketCount, cell: r.cell })),
+  );
   const freeze = doc.freeze;
   if (freeze !== undefined && (freeze.buckets.length > 0 || freeze.exact.length > 0))
     throw new MappingChangeError('the mapping has a freeze (a move is in its freeze window); finish or abort the move, then convert');
@@ -72,7 +81,10 @@ export function rehomeTable(
   const takers = holding.length > 0 ? holding : receivers;
   if (takers.length === 0) throw new MappingChangeError(`no active cell of ${regions.join(', ')} may hold the buckets of its tenants; add one first`);
   const weighted = weights !== undefined && takers.every((id) => (weights.get(id) ?? 0) > 0);
-  const shares = proportionalParts(doc.bucketCount, takers.map((id) => (weighted ? weights!.get(id)! : 1)));
+  const shares = proportionalParts(
+    doc.bucketCount,
+    takers.map((id) => (weighted ? weights!.get(id)! : 1)),
+  );
   const expanded = expandBuckets(view);
   const index = new Map(expanded.cells.map((id, i) => [id, i]));
   const deficit = takers.map((id, i) => Math.max(0, shares[i] - (counts.get(id) ?? 0)));

@@ -93,7 +93,10 @@ export function tableView(doc: MappingDocument, table: number): MappingDocument 
  * cells are those of the first changed view (a change lists the same cells in every table). One
  * new version, as the change would make for a one-table document.
  */
-export function changeEachTable(doc: MappingDocument, change: (view: MappingDocument, table: number) => MappingDocument | undefined): MappingDocument {
+export function changeEachTable(
+  doc: MappingDocument,
+  change: (view: MappingDocument, table: number) => MappingDocument | undefined,
+): MappingDocument {
   if (doc.homes === undefined) return change(doc, 0) ?? doc;
   let changed: MappingDocument | undefined;
   const buckets = doc.homes.tables.flatMap((_, t) => {

@@ -81,7 +81,10 @@ export function validateMapping(doc: unknown, options: ValidateOptions = {}): Ma
   }
   const tables = schema2 ? validateHomes(doc.homes, report) : undefined;
   if (!schema2 && doc.homes !== undefined)
-    report('$.homes', `home regions need schemaVersion ${HOMES_SCHEMA_VERSION} (routers that read only schema 1 keep their last-known-good instead of misrouting)`);
+    report(
+      '$.homes',
+      `home regions need schemaVersion ${HOMES_SCHEMA_VERSION} (routers that read only schema 1 keep their last-known-good instead of misrouting)`,
+    );
   // The document's bucket space: every table's buckets (schema 1: one table).
   const total = isValidBucketCount(bucketCount) ? bucketCount * (tables?.count ?? 1) : undefined;
   const limits = options.limits ?? DOCUMENT_LIMITS;
@@ -224,7 +227,8 @@ function validateHomes(
     for (const key of Object.keys(table)) if (key !== 'regions' && key !== 'prefixes') report(`${at}.${key}`, 'unknown field');
     if (table.regions.length === 0) report(`${at}.regions`, 'must name at least one region');
     table.regions.forEach((region: unknown, i: number) => {
-      if (typeof region !== 'string' || !REGION_PATTERN.test(region)) report(`${at}.regions[${i}]`, `must be a region name like "eu-west-1", got ${JSON.stringify(region)}`);
+      if (typeof region !== 'string' || !REGION_PATTERN.test(region))
+        report(`${at}.regions[${i}]`, `must be a region name like "eu-west-1", got ${JSON.stringify(region)}`);
       else if (regionTable.has(region)) report(`${at}.regions[${i}]`, `${region} is in table ${regionTable.get(region)} too; a region has one table`);
       else regionTable.set(region, t);
     });
@@ -235,7 +239,8 @@ function validateHomes(
   });
   for (const [a, path] of prefixes) {
     const starts = prefixes.find(([b, other]) => other !== path && a.startsWith(b));
-    if (starts) report(path, `"${a}" starts with "${starts[0]}" (${starts[1]}): a key would have two home tables; use prefixes that do not start one another`);
+    if (starts)
+      report(path, `"${a}" starts with "${starts[0]}" (${starts[1]}): a key would have two home tables; use prefixes that do not start one another`);
   }
   if (count < 1 || count > MAX_HOME_TABLES) return undefined;
   return { count, regions: new Set(regionTable.keys()) };

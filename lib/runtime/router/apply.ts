@@ -75,7 +75,9 @@ export function mapContents(doc: MappingDocument, slots: ReadonlyMap<string, num
       bucketNetworks(range.from, range.to).map((net): [string, string] => [net, range.cell === undefined ? FROZEN_BACKEND : slotOf(range.cell)]),
     ),
     cells: slotRegistry(slots),
-    homes: (doc.homes?.tables ?? []).flatMap((table, t) => (t === 0 ? [] : table.prefixes.map((p): [string, string] => [p, String(t * doc.bucketCount)]))),
+    homes: (doc.homes?.tables ?? []).flatMap((table, t) =>
+      t === 0 ? [] : table.prefixes.map((p): [string, string] => [p, String(t * doc.bucketCount)]),
+    ),
     meta: [['version', String(doc.version)]],
     hosts: [...slots.entries()]
       .filter(([cell]) => doc.cells[cell])

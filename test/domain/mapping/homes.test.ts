@@ -62,8 +62,13 @@ describe('home regions in the fleet file', () => {
       expect.stringContaining('`eu-x` starts with `eu-`'),
       expect.stringContaining('homes.groups[0]: a group has at least two regions'),
     ]);
-    const noUsCell = { ...input, cells: input.cells.filter((c) => c.region !== US || c.id === 'us-1').map((c) => (c.id === 'us-1' ? { ...c, tier: 'gold' } : c)) };
-    expect(problemsOf(homesInput(noUsCell))).toEqual([expect.stringContaining(`homes: no active regular cell of the default tier \`general\` in ${US}`)]);
+    const noUsCell = {
+      ...input,
+      cells: input.cells.filter((c) => c.region !== US || c.id === 'us-1').map((c) => (c.id === 'us-1' ? { ...c, tier: 'gold' } : c)),
+    };
+    expect(problemsOf(homesInput(noUsCell))).toEqual([
+      expect.stringContaining(`homes: no active regular cell of the default tier \`general\` in ${US}`),
+    ]);
     // Grouped, the two regions share one table: the EU's cells then hold the US's tenants too.
     expect(problemsOf({ ...homesInput(noUsCell), homes: { defaultRegion: US, groups: [[US, EU]] } })).toEqual([]);
   });

@@ -16,7 +16,12 @@ describe('moves and home tables', () => {
   );
   const homes = convertToHomes(
     today,
-    { tables: [{ regions: ['us-east-1'], prefixes: [] }, { regions: ['eu-west-1'], prefixes: ['eu-'] }] },
+    {
+      tables: [
+        { regions: ['us-east-1'], prefixes: [] },
+        { regions: ['eu-west-1'], prefixes: ['eu-'] },
+      ],
+    },
     (id) => (id.startsWith('eu') ? 'eu-west-1' : 'us-east-1'),
     { now: NOW },
   );
@@ -39,7 +44,9 @@ describe('moves and home tables', () => {
 
   it('lets a tenant move, and a bucket move of a one-table mapping, go on to the cells', async () => {
     const elsewhere = lookup(homes, 'eu-acme').cell === 'us-1' ? 'eu-1' : 'us-1';
-    await expect(planMove(deps(homes), { subject: { kind: 'tenant', tenant: 'eu-acme' }, target: elsewhere })).rejects.toThrow(/cell (eu|us)-1 opened/);
+    await expect(planMove(deps(homes), { subject: { kind: 'tenant', tenant: 'eu-acme' }, target: elsewhere })).rejects.toThrow(
+      /cell (eu|us)-1 opened/,
+    );
     await expect(planMove(deps(today), { subject: { kind: 'buckets', ranges: [{ from: 0, to: 3 }] }, target: 'eu-1' })).rejects.toThrow(/opened/);
   });
 });

@@ -73,7 +73,11 @@ describe('home tables through the router', () => {
   };
 
   test('both forms route every key the same during the rollout; then each key by its home table', async () => {
-    await until('both routers on v1', async () => (await Promise.all(ports.map((p) => routed(agent, p, 'probe')))).every((r) => r.version === 1), 60_000);
+    await until(
+      'both routers on v1',
+      async () => (await Promise.all(ports.map((p) => routed(agent, p, 'probe')))).every((r) => r.version === 1),
+      60_000,
+    );
     const expected = lookupMany(today, KEYS).map((r) => r.cell);
     expect(await servedBy(ports[0])).toEqual(expected);
     expect(await servedBy(ports[1])).toEqual(expected);
