@@ -23,6 +23,7 @@ import {
   tenantSubject,
 } from '../operations/moves';
 // The PostgreSQL client loads when a move runs, not when cellctl starts (npm run bench:cli).
+import { totalBuckets } from '../domain/mapping/homes';
 import type { PostgresCellData } from '../operations/moves/cell-data';
 import { readLocalFleet, routerVersionProbe } from '../operations/moves/local-fleet';
 import { fleetFrom } from './context';
@@ -55,6 +56,7 @@ function copyRateOf(flags: MoveFlags): number | undefined {
  */
 interface OpenedDeps {
   readonly deps: MoverDeps;
+  /** Reads the mapping: the cells' bucket count (per table) is set from it; returns the buckets of its whole space (every home table's), which bucket ranges are given in. */
   readonly bucketCount: () => Promise<number>;
   readonly close: () => Promise<void>;
   /** AWS: stop the mover tasks this command started (on SIGINT / SIGTERM). */
@@ -82,8 +84,9 @@ async function awsDeps(io: CliIo, flags: MoveFlags): Promise<OpenedDeps> {
   return {
     deps,
     bucketCount: async () => {
-      bucketCount = (await context.routing.read()).bucketCount;
-      return bucketCount;
+      const doc = await context.routing.read();
+      bucketCount = doc.bucketCount;
+      return totalBuckets(doc);
     },
     close: async () => undefined,
     interrupt: (reason) => context.interrupt(reason),
@@ -117,8 +120,9 @@ function localDeps(io: CliIo, flags: MoveFlags): OpenedDeps {
   return {
     deps,
     bucketCount: async () => {
-      bucketCount = (await routing.read()).bucketCount;
-      return bucketCount;
+      const doc = await routing.read();
+      bucketCount = doc.bucketCount;
+      return totalBuckets(doc);
     },
     close: async () => {
       await Promise.all([...opened.values()].map((c) => c.close()));

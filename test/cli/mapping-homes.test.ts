@@ -45,7 +45,7 @@ it('convert: schema 2, no tenant moves, and the next steps said', async () => {
     '--config',
     path.join(homes, 'cells.config.ts'),
   );
-  expect([again.code, again.err]).toEqual([1, expect.stringContaining('already has 2 home tables')]);
+  expect([again.code, again.err]).toEqual([1, expect.stringContaining("already has the fleet file's home tables")]);
   expect(fs.existsSync(path.join(homes, 'x.json'))).toBe(false);
   const noHomes = await cellctl(
     'mapping',

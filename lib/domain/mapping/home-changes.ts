@@ -1,6 +1,6 @@
 import { ChangeOptions, MappingChangeError, proportionalParts } from './changes';
 import { tableBuckets, tableOfRegion, tableView } from './homes';
-import { Homes, HOMES_SCHEMA_VERSION, MappingDocument } from './types';
+import { HomeTable, Homes, HOMES_SCHEMA_VERSION, MappingDocument } from './types';
 import { bucketCounts, compressBuckets, expandBuckets } from './buckets';
 
 /**
@@ -10,34 +10,39 @@ import { bucketCounts, compressBuckets, expandBuckets } from './buckets';
  */
 
 /**
- * A schema-1 document (or a schema-2 one with one table) as home tables: every table starts as a
- * copy of the one table's ranges, so every key still reaches the cell it reached (0 tenants move);
- * each cell is given its region. The next steps (`rehomeTable`, one table at a time) move tenants.
+ * A document given the fleet's home tables, moving no tenant. From one table (schema 1), every
+ * table starts as a copy of its ranges, so every key still reaches the cell it reached. From home
+ * tables, `homes` must list the document's tables first, unchanged, and may add tables after them
+ * (a new region): each new table copies table 0, where its prefixes' keys were. Each cell is given
+ * its region. The next steps (`rehomeTable`, one table at a time) move tenants.
  */
-export function convertToHomes(
-  doc: MappingDocument,
-  homes: Homes,
-  regionOf: (cell: string) => string | undefined,
-  options: ChangeOptions,
-): MappingDocument {
-  if (doc.homes !== undefined && doc.homes.tables.length > 1)
-    throw new MappingChangeError(
-      `the mapping already has ${doc.homes.tables.length} home tables; converting copies one table, so it starts from a schema-1 document (or one with one table)`,
-    );
+export function convertToHomes(doc: MappingDocument, homes: Homes, regionOf: (cell: string) => string | undefined, options: ChangeOptions): MappingDocument {
+  const had = doc.homes?.tables ?? [];
+  if (had.length > 1) {
+    const same = (a: HomeTable, b: HomeTable | undefined) => JSON.stringify(a) === JSON.stringify(b);
+    const changed = had.findIndex((table, t) => !same(table, homes.tables[t]));
+    if (changed >= 0)
+      throw new MappingChangeError(
+        `the mapping's home table ${changed} (${had[changed].regions.join('+')}, prefixes ${had[changed].prefixes.join(', ') || 'none'}) is not the fleet's table ${changed}: a table's regions and prefixes never change once published (its tenants would move); list the mapping's tables first, in order, and add new regions after them`,
+      );
+    if (homes.tables.length === had.length) throw new MappingChangeError('the mapping already has the fleet file\'s home tables; nothing to convert');
+  }
   const missing = Object.keys(doc.cells).filter((id) => regionOf(id) === undefined);
   if (missing.length > 0)
-    throw new MappingChangeError(
-      `cells ${missing.join(', ')} are not in the fleet file: their regions are unknown; add them, or remove them from the mapping first`,
-    );
+    throw new MappingChangeError(`cells ${missing.join(', ')} are not in the fleet file: their regions are unknown; add them, or remove them from the mapping first`);
   const outside = Object.keys(doc.cells).filter((id) => tableOfRegion(homes, regionOf(id)!) === undefined);
   if (outside.length > 0) throw new MappingChangeError(`cells ${outside.join(', ')} are in regions no home table lists`);
-  const one = tableView(doc, 0).buckets;
-  const buckets = homes.tables.flatMap((_, t) =>
-    one.map((r) => ({ from: r.from + t * doc.bucketCount, to: r.to + t * doc.bucketCount, cell: r.cell })),
-  );
   const freeze = doc.freeze;
   if (freeze !== undefined && (freeze.buckets.length > 0 || freeze.exact.length > 0))
     throw new MappingChangeError('the mapping has a freeze (a move is in its freeze window); finish or abort the move, then convert');
+  const first = tableView(doc, 0).buckets;
+  const kept = had.length > 1 ? doc.buckets : [];
+  const added = homes.tables
+    .slice(had.length > 1 ? had.length : 0)
+    .flatMap((_, i) => {
+      const offset = ((had.length > 1 ? had.length : 0) + i) * doc.bucketCount;
+      return first.map((r) => ({ from: r.from + offset, to: r.to + offset, cell: r.cell }));
+    });
   const { freeze: _freeze, ...rest } = doc;
   return {
     ...rest,
@@ -46,7 +51,7 @@ export function convertToHomes(
     createdAt: options.now,
     homes,
     cells: Object.fromEntries(Object.entries(doc.cells).map(([id, c]) => [id, { endpoint: c.endpoint, state: c.state, region: regionOf(id)! }])),
-    buckets,
+    buckets: [...kept, ...added],
   };
 }
 

@@ -1,3 +1,4 @@
+import { bucketOf } from './hash';
 import { Homes, LookupResult, MappingDocument } from './types';
 
 /**
@@ -120,4 +121,9 @@ export function lookupInTable(doc: MappingDocument, result: LookupResult, table:
   const bucket = table * doc.bucketCount + (result.bucket % doc.bucketCount);
   const range = doc.buckets.find((r) => r.from <= bucket && bucket <= r.to);
   return { ...result, bucket, cell: range!.cell };
+}
+
+/** A key's bucket in the mapping's bucket space: its hash bucket plus its home table's offset. */
+export function homeBucketOf(key: string, bucketCount: number, homes: Homes | undefined): number {
+  return homeTableOf(homes)(key) * bucketCount + bucketOf(key, bucketCount);
 }

@@ -1,5 +1,5 @@
 import { keyProblem } from '../mapping/key';
-import { bucketOf } from '../mapping/hash';
+import { homeBucketOf } from '../mapping/homes';
 import { MoveError, MoveSubject, Range } from './types';
 
 /**
@@ -59,12 +59,12 @@ export function subjectsOverlap(a: MoveSubject, b: MoveSubject, bucketCount: num
   if (a.kind === 'buckets' && b.kind === 'buckets') return bucketsOverlap(a.ranges, b.ranges);
   const [tenant, buckets] =
     a.kind === 'tenant' ? [a, b as Extract<MoveSubject, { kind: 'buckets' }>] : [b as Extract<MoveSubject, { kind: 'tenant' }>, a];
-  return inRanges(bucketOf(tenant.tenant, bucketCount), buckets.ranges);
+  return inRanges(homeBucketOf(tenant.tenant, bucketCount, buckets.homes ?? tenant.homes), buckets.ranges);
 }
 
-/** Buckets a subject covers (a tenant: its own bucket). */
+/** Buckets a subject covers (a tenant: its own bucket), in the mapping's bucket space. */
 export function subjectBuckets(subject: MoveSubject, bucketCount: number): number[] {
-  if (subject.kind === 'tenant') return [bucketOf(subject.tenant, bucketCount)];
+  if (subject.kind === 'tenant') return [homeBucketOf(subject.tenant, bucketCount, subject.homes)];
   const buckets: number[] = [];
   for (const r of subject.ranges) for (let b = r.from; b <= r.to; b++) buckets.push(b);
   return buckets;

@@ -1,3 +1,4 @@
+import type { Homes } from '../mapping/types';
 /** Moves: a tenant, or the tenants of some buckets, taken from one cell to another. */
 
 /** Inclusive bucket range. */
@@ -6,12 +7,17 @@ export interface Range {
   readonly to: number;
 }
 
-/** What moves: one tenant, or every tenant whose key hashes into the ranges. */
+/**
+ * What moves: one tenant, or every tenant whose key's bucket is in the ranges. With `homes` (a
+ * mapping with home tables, recorded at plan time) a bucket is in the mapping's bucket space: the
+ * key's hash bucket plus its home table's offset, so a range selects only its table's tenants.
+ */
 export type MoveSubject =
-  | { readonly kind: 'tenant'; readonly tenant: string }
+  | { readonly kind: 'tenant'; readonly tenant: string; readonly homes?: Homes }
   | {
       readonly kind: 'buckets';
       readonly ranges: readonly Range[];
+      readonly homes?: Homes;
       /**
        * Tenants of these buckets routed by an override (to another cell), recorded at plan time: they
        * do not follow their bucket, so their rows are neither copied nor deleted.

@@ -72,6 +72,7 @@ export interface MoverRequest {
 
 export const MOVER_OPS = [
   'schemaVersion',
+  'adoptHomes',
   'exportDelta',
   'importDelta',
   'clear',

@@ -4,6 +4,7 @@ import { CellData, DeltaManifest, FenceState, MovedAwayRecord, RowHashes } from 
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
 import { MoveSubject, TableChecksums, TableCounts } from '../../domain/moves/types';
+import type { Homes } from '../../domain/mapping/types';
 
 /** Runs one request as a cell's mover task and returns its answer (a refusal is a MoveError). */
 export interface MoverTaskRunner {
@@ -54,6 +55,10 @@ export class EcsCellData implements CellData {
 
   public schemaVersion(): Promise<number> {
     return this.call('schemaVersion', {});
+  }
+
+  public async adoptHomes(homes: Homes): Promise<void> {
+    await this.call('adoptHomes', { homes });
   }
 
   /** Read inside the cell by its mover task: the database is reachable only from there. */

@@ -4,6 +4,7 @@ import { MOVER_OPS, MoverRequest, MoverResult } from '../../domain/names/move-bu
 import { CellData, CellDatabase, DeltaManifest, PostgresCellData } from './cell-data';
 import { RateLimiter } from './limits';
 import { Clock, MoveError, MoveSubject } from '../../domain/moves/types';
+import type { Homes } from '../../domain/mapping/types';
 
 /**
  * One step of a move inside a cell: the mover task's whole life (bin/mover.ts). It reads the request
@@ -112,6 +113,10 @@ export async function performRequest(
       return cell.schemaVersion();
     case 'contractGaps':
       return cell.contractGaps ? cell.contractGaps() : [];
+    case 'adoptHomes':
+      return optional(cell.adoptHomes, 'adoptHomes')
+        .call(cell, a.homes as Homes)
+        .then(() => null);
     case 'exportDelta': {
       const limiter = request.copyRowsPerSecond ? new RateLimiter(request.copyRowsPerSecond, clock) : undefined;
       return cell.exportDelta(a.subject, String(a.since), handoff(request), String(a.prefix), limiter);

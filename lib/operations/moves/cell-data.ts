@@ -1,5 +1,6 @@
 import { Pool, PoolClient } from 'pg';
 import { bucketSql } from '../../domain/mapping/hash';
+import type { Homes } from '../../domain/mapping/types';
 import { inTransaction } from '../../runtime/workload/transaction';
 import { HandoffStore } from './handoff';
 import { RateLimiter } from './limits';
@@ -106,6 +107,11 @@ export interface CellData {
   unfence(moveId: string): Promise<void>;
   /** Removes every cf_moved_away record covering the subject (the subject is coming back here). */
   clearMovedAway(subject: MoveSubject): Promise<number>;
+  /**
+   * Writes the mapping's home tables where the cell's fence reads them (cf_homes), before a move of
+   * a mapping with home tables touches the cell; refused (MoveError) by a database without cf_homes.
+   */
+  adoptHomes?(homes: Homes): Promise<void>;
   /** Records that would make this cell refuse the subject after it arrives (a bucket moved away, for a tenant). */
   blockingRecords(subject: MoveSubject): Promise<MovedAwayRecord[]>;
   /** Deletes the source copy, only where cf_moved_away still says it went away with `moveId`. */
@@ -155,12 +161,66 @@ export class PostgresCellData implements CellData {
     this.pool.on('error', () => undefined);
   }
 
+  /**
+   * A row's bucket in the mapping's bucket space, in SQL: DESIGN.md's hash bucket, plus, with home
+   * tables, the offset of the table the key's prefix names (what `cf_home_bucket` computes from the
+   * `cf_homes` that `adoptHomes` wrote; inline here, so a selection costs no lookup per row).
+   */
+  private bucketExpression(column: string, homes: Homes | undefined): string {
+    const hash = bucketSql(column, this.options.bucketCount);
+    const offsets = (homes?.tables ?? []).flatMap((table, t) =>
+      t === 0 ? [] : table.prefixes.map((p) => [p, t * this.options.bucketCount] as const),
+    );
+    if (offsets.length === 0) return hash;
+    const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
+    return `(${hash} + case ${offsets.map(([p, offset]) => `when starts_with(${column}, ${literal(p)}) then ${offset}`).join(' ')} else 0 end)`;
+  }
+
+  /**
+   * Writes the mapping's home tables into `cf_homes` (workload migration 6), which the workload's
+   * fence reads a tenant's bucket with: a cell must know them before any record of a home-table
+   * bucket is written or read there. The first time, each bucket record of the one-table past
+   * (`value` below bucketCount: every tenant of that hash bucket left) is repeated in every table,
+   * since those tenants left whatever their table. Idempotent.
+   */
+  public async adoptHomes(homes: Homes): Promise<void> {
+    const B = this.options.bucketCount;
+    const rows = homes.tables.flatMap((table, t) => (t === 0 ? [] : table.prefixes.map((p) => ({ prefix: p, offset: t * B }))));
+    await this.withClient(async (client) => {
+      const { rows: found } = await client.query<{ exists: boolean }>(`select to_regclass('cf_homes') is not null as exists`);
+      if (!found[0].exists)
+        throw new MoveError(
+          `cell ${this.cell}'s database has no cf_homes (workload migration 6): deploy the workload version with it to every cell before moving buckets of a mapping with home tables`,
+        );
+      await inTransaction(client, '', async () => {
+        await client.query('lock table cf_homes in exclusive mode');
+        const { rows: before } = await client.query<{ n: number }>('select count(*)::int as n from cf_homes');
+        await client.query('delete from cf_homes');
+        await client.query('insert into cf_homes (prefix, table_offset) select * from unnest($1::text[], $2::int[])', [
+          rows.map((r) => r.prefix),
+          rows.map((r) => r.offset),
+        ]);
+        if (before[0].n === 0 && rows.length > 0) {
+          const offsets = [...new Set(rows.map((r) => r.offset))];
+          await client.query(
+            `insert into cf_moved_away (kind, value, move_id, moved_to, at, state)
+             select m.kind, (m.value::bigint + o)::text, m.move_id, m.moved_to, m.at, m.state
+             from cf_moved_away m, unnest($1::int[]) o
+             where m.kind = 'bucket' and m.value::bigint < $2
+             on conflict (kind, value) do nothing`,
+            [offsets, B],
+          );
+        }
+      });
+    });
+  }
+
   private predicate(subject: MoveSubject, column = 'tenant_id', params: unknown[]): string {
     if (subject.kind === 'tenant') {
       params.push(subject.tenant);
       return `${column} = $${params.length}`;
     }
-    const bucket = bucketSql(column, this.options.bucketCount);
+    const bucket = this.bucketExpression(column, subject.homes);
     const inRanges = `(${subject.ranges.map((r) => `${bucket} between ${Number(r.from)} and ${Number(r.to)}`).join(' or ')})`;
     const except = subject.except;
     if (!except || (except.exact.length === 0 && except.prefixes.length === 0)) return inRanges;
@@ -571,7 +631,7 @@ export class PostgresCellData implements CellData {
         const still =
           subject.kind === 'tenant'
             ? `tenant_id in (select value from cf_moved_away where kind = 'tenant' and move_id = $1)`
-            : `${bucketSql('tenant_id', this.options.bucketCount)} in (select value::bigint from cf_moved_away where kind = 'bucket' and move_id = $1)`;
+            : `${this.bucketExpression('tenant_id', subject.homes)} in (select value::bigint from cf_moved_away where kind = 'bucket' and move_id = $1)`;
         const params: unknown[] = [moveId];
         const where = `${this.predicate(subject, 'tenant_id', params)} and ${still}`;
         let deleted = 0;

@@ -1,8 +1,7 @@
 import { randomBytes } from 'crypto';
 import { contractRefusals } from './schema-contract';
-import { bucketOf } from '../../domain/mapping/hash';
 import { MappingDocument } from '../../domain/mapping/types';
-import { tableCount } from '../../domain/mapping/homes';
+import { homeBucketOf, tableCount } from '../../domain/mapping/homes';
 import { CellData, DeltaManifest } from './cell-data';
 import { HandoffStore } from './handoff';
 import { admissionProblems, DEFAULT_LIMITS, MoveLimits, RateLimiter } from './limits';
@@ -68,7 +67,7 @@ async function audit(deps: MoverDeps, id: string, event: string, detail?: Record
  */
 function withOverrides(doc: MappingDocument, subject: Extract<MoveSubject, { kind: 'buckets' }>, source: string): MoveSubject {
   const inRanges = (key: string) => {
-    const b = bucketOf(key, doc.bucketCount);
+    const b = homeBucketOf(key, doc.bucketCount, subject.homes);
     return subject.ranges.some((r) => b >= r.from && b <= r.to);
   };
   const exact = Object.entries(doc.overrides.exact).filter(([key]) => inRanges(key));
@@ -82,7 +81,12 @@ function withOverrides(doc: MappingDocument, subject: Extract<MoveSubject, { kin
       `${describeSubject(subject)}: ${what} ${pinnedHere.length + prefixesHere.length > 1 ? 'are' : 'is'} pinned to ${source} itself, and a bucket move would make ${source} refuse them; unpin them or move them first`,
     );
   }
-  return { kind: 'buckets', ranges: subject.ranges, except: { exact: exact.map(([key]) => key), prefixes: Object.keys(doc.overrides.prefix) } };
+  return {
+    kind: 'buckets',
+    ranges: subject.ranges,
+    except: { exact: exact.map(([key]) => key), prefixes: Object.keys(doc.overrides.prefix) },
+    ...(subject.homes ? { homes: subject.homes } : {}),
+  };
 }
 
 /**
@@ -93,12 +97,6 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
   const limits = limitsOf(deps);
   const doc = await deps.routing.read();
   const what = describeSubject(request.subject);
-  if (request.subject.kind === 'buckets' && tableCount(doc) > 1)
-    // A cell's fence and its row selection know a tenant's hash bucket, not its home table: a bucket
-    // move would also take (and fence) the other tables' tenants of the same hash in the source.
-    throw new MoveError(
-      `${what}: mapping v${doc.version} has ${tableCount(doc)} home tables, and moving buckets with their data is not built for home tables yet; move the tenants one by one (\`cellctl move tenant KEY --to CELL\`), or re-route with --routing-only for a stateless workload`,
-    );
   const source = currentCell(doc, request.subject);
   const target = doc.cells[request.target];
   if (!target) throw new MoveError(`cell ${request.target} is not in mapping v${doc.version} (cells: ${Object.keys(doc.cells).join(', ')})`);
@@ -117,7 +115,19 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
       `${what} cannot leave ${source}: its database does not meet the movable-schema contract (run \`cellctl cell-zero check\` for the fix of each):\n${refusals.map((r) => `  - ${r}`).join('\n')}`,
     );
   }
-  const subject = request.subject.kind === 'buckets' ? withOverrides(doc, request.subject, source) : request.subject;
+  // With home tables, the subject carries them: its buckets are in the mapping's bucket space, and
+  // both cells learn the tables (cf_homes) before anything of the move is written or read there.
+  const homes = tableCount(doc) > 1 ? doc.homes : undefined;
+  const tableSubject: MoveSubject = homes ? { ...request.subject, homes } : request.subject;
+  if (homes) {
+    for (const cell of [source, request.target]) {
+      const data = deps.cell(cell);
+      if (!data.adoptHomes)
+        throw new MoveError(`${what}: cell ${cell}'s data cannot hold home tables; mapping v${doc.version} has ${tableCount(doc)}`);
+      await data.adoptHomes(homes);
+    }
+  }
+  const subject = tableSubject.kind === 'buckets' ? withOverrides(doc, tableSubject, source) : tableSubject;
   const blocking = await deps.cell(request.target).blockingRecords(subject);
   if (blocking.length > 0) {
     const b = blocking[0];

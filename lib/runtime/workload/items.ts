@@ -180,7 +180,7 @@ export class ItemStore {
   private async refuseMoved(tx: PoolClient, tenantId: string): Promise<void> {
     const moved = await tx.query<{ kind: 'tenant' | 'bucket'; move_id: string; moved_to: string; state: 'frozen' | 'moved' }>(
       `select kind, move_id, moved_to, state from cf_moved_away
-       where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = cf_bucket($1, $2)::text)
+       where (kind = 'tenant' and value = $1) or (kind = 'bucket' and value = cf_home_bucket($1, $2)::text)
        order by kind desc limit 1`,
       [tenantId, this.o.bucketCount],
     );

@@ -12,7 +12,8 @@ import { inTransaction } from './transaction';
  *   with 421 (checked inside every write transaction under a SHARE lock on the table, see items.ts);
  *   its optional `state` column says `frozen` while the move is fenced but not yet flipped, and
  *   the workload answers those with 503 + Retry-After, as the routers answer the freeze;
- * - `cf_bucket(tenant_id, bucket_count)` is DESIGN.md's bucket in SQL (a move selects a bucket's rows with it).
+ * - `cf_bucket(tenant_id, bucket_count)` is DESIGN.md's bucket in SQL (a move selects a bucket's rows with it);
+ *   `cf_home_bucket` adds the tenant's home table's offset from `cf_homes` (a mapping with home tables).
  * A migration is never edited once released: add a new one.
  */
 export interface Migration {
@@ -126,6 +127,25 @@ export const MIGRATIONS: readonly Migration[] = [
       create view cf_pending_work as
         select tenant_id, json_build_object('kind', 'item.created', 'tenantId', tenant_id, 'itemId', id)::text as body
         from items where status = 'pending';
+    `,
+  },
+  {
+    version: 6,
+    description: "cf_homes: the mapping's home tables as this cell's fence reads them (a tenant's bucket in the mapping's bucket space)",
+    sql: `
+      -- Written by a move of a mapping with home tables (docs/capacity.md, "Home regions"): a key that
+      -- starts with prefix is in the table whose first bucket is table_offset. Empty: one table.
+      create table cf_homes (
+        prefix text primary key,
+        table_offset integer not null check (table_offset > 0)
+      );
+      -- A tenant's bucket in the mapping's bucket space: its hash bucket plus its home table's offset
+      -- (prefixes never start one another, so at most one matches).
+      create function cf_home_bucket(tenant_id text, bucket_count integer) returns integer
+      language sql stable strict parallel safe as $$
+        select cf_bucket(tenant_id, bucket_count)
+          + coalesce((select h.table_offset from cf_homes h where starts_with(tenant_id, h.prefix) limit 1), 0)
+      $$;
     `,
   },
 ];

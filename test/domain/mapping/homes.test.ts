@@ -171,8 +171,18 @@ describe("converting today's document", () => {
     expect(lookupMany(us, sample).every((r) => r.via !== 'bucket' || regionOf(r.cell) === (r.key.startsWith('eu-') ? EU : US))).toBe(true);
   });
 
-  it('refuses to convert twice, or cells the fleet does not know', () => {
-    expect(() => convertToHomes(converted, fleet.homes!, regionOf, { now: NOW })).toThrow(/already has 2 home tables/);
+  it('adds a table for a new region after the others, moving no tenant; refuses a published table changed, or cells the fleet does not know', () => {
+    const AP = 'ap-south-1';
+    const more = { tables: [...fleet.homes!.tables, { regions: [AP], prefixes: ['ap-'] }] };
+    const extended = convertToHomes(converted, more, regionOf, { now: NOW });
+    expect(validateMapping(extended, { previousVersion: converted.version })).toEqual([]);
+    const all = [...sample, ...keys('ap-', 3000, 'f')];
+    const before = lookupMany(converted, all);
+    expect(lookupMany(extended, all).filter((r, i) => r.cell !== before[i].cell)).toEqual([]);
+    expect(diffMappings(converted, extended).bucketsMoved).toBe(0);
+    expect(() => convertToHomes(converted, fleet.homes!, regionOf, { now: NOW })).toThrow(/already has the fleet file's home tables/);
+    const reordered = { tables: [more.tables[0], more.tables[2], more.tables[1]] };
+    expect(() => convertToHomes(converted, reordered, regionOf, { now: NOW })).toThrow(/home table 1 \(eu-west-1, prefixes eu-\) is not the fleet's table 1/);
     expect(() => convertToHomes(today, fleet.homes!, () => undefined, { now: NOW })).toThrow(/not in the fleet file/);
   });
 });

@@ -134,10 +134,18 @@ describe('validateMapping', () => {
     [
       'wrong schemaVersion',
       (d) => {
-        d.schemaVersion = 2;
+        d.schemaVersion = 3;
       },
       '$.schemaVersion',
-      /must be 1, got 2/,
+      /must be 1, or 2 with home regions, got 3/,
+    ],
+    [
+      'schema 2 without its home tables',
+      (d) => {
+        d.schemaVersion = 2;
+      },
+      '$.homes',
+      /schema 2 needs \{"tables"/,
     ],
     [
       'wrong hash',
