@@ -23,7 +23,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { LoadResult, listening, median, pin, sleep, wrk } from './bench-load';
-import { bucketOf, initialMapping, MappingDocument, pinKey } from '../lib/domain/mapping';
+import { bucketOf, convertToHomes, initialMapping, MappingDocument, pinKey } from '../lib/domain/mapping';
 import { PartitionKeySource, tenantMaxConnOf, clientMaxConnPerCellOf } from '../lib/domain/fleet';
 import { bucketExpression, keyFetch, MAP_FILES, MappingApplier, NO_MAPPING_BACKEND, RuntimeApi, startLocalRouter } from '../lib/runtime/router';
 
@@ -383,6 +383,16 @@ async function main() {
       .slice(0, 4);
     doc = { ...doc, freeze: { exact: Array.from({ length: 100 }, (_, i) => `moving-${i}`), buckets: unsent.map((b) => ({ from: b, to: b })) } };
   }
+  // BENCH_HOMES=1: home tables (docs/capacity.md, "Home regions"): a second table for keys that start
+  // with `tenant-1` (about a ninth of the load), and the router's homes map lookup on every request.
+  const homes = Boolean(process.env.BENCH_HOMES);
+  if (homes) {
+    const tables = [
+      { regions: ['us-east-1'], prefixes: [] },
+      { regions: ['eu-west-1'], prefixes: ['tenant-1'] },
+    ];
+    doc = convertToHomes(doc, { tables }, () => 'us-east-1', { now: doc.createdAt });
+  }
   const mappingFile = path.join(dir, 'mapping.json');
   fs.writeFileSync(mappingFile, JSON.stringify(doc));
   // The router's HAProxy starts pinned to CPU 0 exactly like the plain proxy (same thread count).
@@ -393,6 +403,7 @@ async function main() {
     port: 19003,
     partitionKey: KEY,
     bucketCount: 16384,
+    homeTables: homes,
     healthCheckPath: '/',
     log: () => undefined,
     cellMaxConn: CELL_MAX_CONN,
@@ -421,13 +432,14 @@ async function main() {
   processes.push(floor);
   await sleep(1000);
 
-  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is not installed: apt-get install -y wrk');
+  // Counting instructions (BENCH_RULES) needs valgrind only; the throughput runs need wrk.
   if (process.env.BENCH_RULES) {
     await ruleCosts(dir, router.stateDir, bucketOnly);
     await router.stop();
     processes.forEach((p) => p.kill('SIGTERM'));
     return;
   }
+  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is not installed: apt-get install -y wrk');
   const full = measure(
     dir,
     [

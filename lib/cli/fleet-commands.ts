@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Command } from 'commander';
 import { ROUTED_KEY_HEADER } from '../domain/fleet';
-import { bucketCounts, parseMapping } from '../domain/mapping';
+import { bucketCounts, parseMapping, totalBuckets } from '../domain/mapping';
 import { fleetFrom } from './context';
 import { runUntilStopped } from './foreground';
 import type { FleetReadAnswer } from '../runtime/router/fleet-read';
@@ -135,7 +135,7 @@ export function fleetCommand(
         progress.finish(`started ${running.cells.length} cells and the router`);
         const mapping = parseMapping(fs.readFileSync(running.mappingFile, 'utf8'));
         const counts = mapping.ok ? bucketCounts(mapping.document) : new Map<string, number>();
-        const buckets = mapping.ok ? mapping.document.bucketCount : 1;
+        const buckets = mapping.ok ? totalBuckets(mapping.document) : 1;
         const header = config?.partitionKey.source === 'header' ? config.partitionKey.name : ROUTED_KEY_HEADER;
         io.out(
           `router      ${running.routerUrl}  (x-cell on every response)${running.images ? `, from ${running.images.haproxy} and ${running.images.agent}` : ''}\n`,

@@ -27,6 +27,8 @@ import {
   lookup,
   lookupMany,
   lookupInTable,
+  tableCount,
+  totalBuckets,
   convertToHomes,
   rehomeTable,
   LookupResult,
@@ -469,7 +471,7 @@ export function mappingCommand(io: CliIo): Command {
         state: c.state,
         endpoint: c.endpoint,
         buckets: counts.get(id) ?? 0,
-        share: (counts.get(id) ?? 0) / doc.bucketCount,
+        share: (counts.get(id) ?? 0) / totalBuckets(doc),
         exact: Object.values(doc.overrides.exact).filter((x) => x === id).length,
         prefixes: Object.entries(doc.overrides.prefix)
           .filter(([, x]) => x === id)
@@ -479,11 +481,11 @@ export function mappingCommand(io: CliIo): Command {
         io.out(json({ version: doc.version, createdAt: doc.createdAt, bucketCount: doc.bucketCount, cells: rows }));
         return;
       }
-      io.out(`version ${doc.version} (${doc.createdAt}), ${doc.bucketCount} buckets\n`);
+      io.out(`version ${doc.version} (${doc.createdAt}), ${bucketsText(doc)}\n`);
       io.out(
         formatTable(
           ['cell', 'state', 'buckets', 'share', 'pinned keys', 'prefixes', 'endpoint'],
-          rows.map((r) => [r.cell, r.state, r.buckets, share(r.buckets, doc.bucketCount), r.exact, r.prefixes.join(',') || '-', r.endpoint]),
+          rows.map((r) => [r.cell, r.state, r.buckets, share(r.buckets, totalBuckets(doc)), r.exact, r.prefixes.join(',') || '-', r.endpoint]),
         ),
       );
     });
@@ -959,7 +961,7 @@ export function mappingByRegion(doc: MappingDocument, fleet: Fleet): RegionShare
     return {
       region,
       buckets,
-      share: buckets / doc.bucketCount,
+      share: buckets / totalBuckets(doc),
       cells: ids.map((id) => ({
         cell: id,
         shape: byId.get(id)?.shapeName ?? '-',
@@ -975,7 +977,14 @@ export function mappingByRegion(doc: MappingDocument, fleet: Fleet): RegionShare
 }
 
 function byRegionText(doc: MappingDocument, regions: readonly RegionShare[]): string {
-  return `version ${doc.version}, ${doc.bucketCount} buckets, by region of the fleet file\n${regionTables(regions)}`;
+  return `version ${doc.version}, ${bucketsText(doc)}, by region of the fleet file\n${regionTables(regions)}`;
+}
+
+/** `16384 buckets`, or with home tables `16384 buckets in each of 2 home tables (us-east-1, eu-west-1)`. */
+function bucketsText(doc: MappingDocument): string {
+  return doc.homes === undefined
+    ? `${doc.bucketCount} buckets`
+    : `${doc.bucketCount} buckets in each of ${tableCount(doc)} home tables (${doc.homes.tables.map((t) => t.regions.join('+')).join(', ')})`;
 }
 
 /** Per region: its buckets, then each cell's shape, tier, state, buckets and shares (`show --by-region`, `plan`). */
