@@ -23,7 +23,7 @@ import {
 } from '../domain/capacity';
 import { Fleet } from '../domain/fleet';
 import { cellMetricsReaderRoleName, cellSignalsParameter } from '../domain/names';
-import { keyProblem, lookup, MappingDocument } from '../domain/mapping';
+import { homeTableOf, keyProblem, lookup, MappingDocument } from '../domain/mapping';
 import { readLocalFleet } from '../operations/moves/local-fleet';
 import { cellLoadsOf, overWindow, readTenantRates } from '../runtime/router/tenant-rates';
 import { RuntimeApi } from '../runtime/router/runtime-api';
@@ -362,9 +362,17 @@ export function placeCommand(io: CliIo): Command {
     if (!(expected >= 0) || flags.expectedRps.trim() === '')
       throw new CliError(`--expected-rps ${flags.expectedRps}: give requests per second, a number of 0 or more`, EXIT.usage);
     const input = await inputOf(io, flags);
+    // With home tables, the tenant's home (its key's prefix) bounds where it may go: its data stays in its region.
+    const homes = input.mapping?.homes;
+    const homeRegions = homes && homes.tables.length > 1 ? homes.tables[homeTableOf(homes)(tenant)].regions : undefined;
+    if (homeRegions && flags.region !== undefined && !homeRegions.includes(flags.region))
+      throw new CliError(
+        `--region ${flags.region}: tenant ${tenant}'s home is ${homeRegions.join(' or ')} (its key's prefix, the mapping's home tables), and its data stays there; leave out --region, or give the tenant a key of that region's prefix`,
+        EXIT.usage,
+      );
     let answer;
     try {
-      answer = place(input.fleet, { tenant, expectedRps: expected, region: flags.region, shape: flags.inShape, tier: flags.tier });
+      answer = place(input.fleet, { tenant, expectedRps: expected, region: flags.region, homeRegions, shape: flags.inShape, tier: flags.tier });
     } catch (error) {
       throw new CliError((error as Error).message, EXIT.usage);
     }

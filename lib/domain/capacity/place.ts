@@ -8,6 +8,8 @@ export interface PlacementRequest {
   readonly expectedRps: number;
   /** Only cells of this region. @default any region */
   readonly region?: string;
+  /** Only cells of these regions: the tenant's home table's, with home regions. @default any region */
+  readonly homeRegions?: readonly string[];
   /** Only cells of this shape. @default any shape */
   readonly shape?: string;
   /** Only cells of this tier. @default the fleet's default tier */
@@ -49,11 +51,18 @@ export function place(capacity: FleetCapacity, request: PlacementRequest): Place
       c.dedicatedTo === undefined &&
       c.tier === tier &&
       (request.region === undefined || c.region === request.region) &&
+      (request.homeRegions === undefined || request.homeRegions.includes(c.region)) &&
       (request.shape === undefined || c.shape === request.shape),
   );
   if (eligible.length === 0) {
     const tiers = [...new Set(capacity.cells.filter((c) => c.dedicatedTo === undefined && !c.canary).map((c) => c.tier))].sort();
-    const of = [request.region && `region ${request.region}`, request.shape && `shape ${request.shape}`].filter(Boolean).join(' and ');
+    const of = [
+      request.region && `region ${request.region}`,
+      request.homeRegions && `its home ${request.homeRegions.join(' or ')}`,
+      request.shape && `shape ${request.shape}`,
+    ]
+      .filter(Boolean)
+      .join(' and ');
     throw new Error(
       `no cell ${of ? `of ${of} ` : ''}in the fleet's tier \`${tier}\` (tiers: ${tiers.join(', ')}); leave out --region/--in-shape or name a tier, region and shape the fleet has together`,
     );

@@ -23,6 +23,13 @@ describe('place', () => {
     expect(place(fleet, { tenant: 'new', expectedRps: 300 })).toMatchObject({ kind: 'fits', cell: 'cell-3' });
   });
 
+  it("keeps a tenant among its home's cells (home regions), even with more room elsewhere", () => {
+    const twoRegions = { ...fleet, cells: fleet.cells.map((c) => (c.cell === 'cell-3' ? { ...c, region: 'us-east-1' } : c)) };
+    expect(place(twoRegions, { tenant: 'eu-new', expectedRps: 150, homeRegions: ['eu-west-1'] })).toMatchObject({ kind: 'fits', cell: 'cell-2' });
+    expect(place(twoRegions, { tenant: 'eu-new', expectedRps: 300, homeRegions: ['eu-west-1'] })).toMatchObject({ kind: 'no-room' });
+    expect(place(twoRegions, { tenant: 'new', expectedRps: 300, homeRegions: ['us-east-1'] })).toMatchObject({ kind: 'fits', cell: 'cell-3' });
+  });
+
   it('never places a tenant on the canary cell', () => {
     const canary = { ...fleet, cells: fleet.cells.map((c) => (c.cell === 'cell-3' ? { ...c, canary: true } : c)) };
     expect(place(canary, { tenant: 'new', expectedRps: 300 })).toMatchObject({ kind: 'no-room' });
