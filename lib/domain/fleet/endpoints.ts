@@ -60,6 +60,8 @@ export function seedMapping(fleet: Pick<Fleet, 'app' | 'router' | 'cells' | 'buc
     ...(c.dedicatedTo !== undefined ? { dedicatedTo: c.dedicatedTo } : {}),
   }));
   const options = { now: SEED_CREATED_AT };
+  // Under a cell zero, one table on it (its tenants are where they are), whatever the fleet's homes:
+  // `cellctl mapping convert` gives the mapping its home tables later, moving no tenant.
   if (fleet.cellZero) {
     return adoptionMapping(
       { id: fleet.cellZero.id, state: 'active', endpoint: cellEndpoint(fleet, fleet.cellZero.id) },

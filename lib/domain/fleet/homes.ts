@@ -56,10 +56,6 @@ export function homesProblems(input: Pick<FleetInput, 'homes' | 'regions' | 'cel
         );
     }
   }
-  if (input.cellZero)
-    problems.push(
-      'homes: a fleet adopting a cell zero keeps one table until its tenants have moved out (docs/cell-zero.md); add homes after the last move',
-    );
   return problems;
 }
 
