@@ -120,7 +120,10 @@ export async function planMove(deps: MoverDeps, request: MoveRequest): Promise<M
   const homes = tableCount(doc) > 1 ? doc.homes : undefined;
   const tableSubject: MoveSubject = homes ? { ...request.subject, homes } : request.subject;
   if (homes) {
-    for (const cell of [source, request.target]) {
+    // The target always (its fence must read its old bucket records by table before the tenants
+    // arrive); the source for a bucket move (its fence records a table's bucket). A tenant's own
+    // record needs no table: a source without cf_homes, such as a cell zero, can still send tenants.
+    for (const cell of request.subject.kind === 'buckets' ? [source, request.target] : [request.target]) {
       const data = deps.cell(cell);
       if (!data.adoptHomes)
         throw new MoveError(`${what}: cell ${cell}'s data cannot hold home tables; mapping v${doc.version} has ${tableCount(doc)}`);

@@ -24,12 +24,12 @@ describe('a move needs cells that know the home tables', () => {
     { now: NOW },
   );
   const homes = convertToHomes(today, HOMES, (id) => (id.startsWith('eu') ? EU : US), { now: NOW });
-  const deps = (doc: MappingDocument, adoptHomes?: () => Promise<void>) =>
+  const deps = (doc: MappingDocument, adoptHomes?: () => Promise<void>, withoutHomes: readonly string[] = []) =>
     ({
       routing: { read: async () => doc },
       cell: (id: string) => ({
         schemaVersion: async () => 6,
-        ...(adoptHomes ? { adoptHomes } : {}),
+        ...(adoptHomes && !withoutHomes.includes(id) ? { adoptHomes } : {}),
         blockingRecords: async () => {
           throw new Error(`cell ${id} read`);
         },
@@ -49,6 +49,14 @@ describe('a move needs cells that know the home tables', () => {
         target: lookup(homes, 'eu-acme').cell === 'us-1' ? 'eu-1' : 'us-1',
       }),
     ).rejects.toThrow(/no cf_homes/);
+    // A tenant's own move asks only its target: a source without cf_homes (a cell zero) can send tenants.
+    const onUs = Array.from({ length: 100 }, (_, i) => `eu-t${i}`).find((k) => lookup(homes, k).cell === 'us-1')!;
+    await expect(
+      planMove(
+        deps(homes, async () => undefined, ['us-1']),
+        { subject: { kind: 'tenant', tenant: onUs }, target: 'eu-1' },
+      ),
+    ).rejects.toThrow(/cell eu-1 read/);
     // A one-table mapping never asks.
     await expect(planMove(deps(today), { subject: { kind: 'buckets', ranges: [{ from: 0, to: 3 }] }, target: 'eu-1' })).rejects.toThrow(
       /cell eu-1 read/,
