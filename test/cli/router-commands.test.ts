@@ -222,6 +222,7 @@ describe('cellctl router', () => {
       'cells.map',
       'exact.map',
       'haproxy.cfg',
+      'homes.map',
       'hosts.map',
       // The tenant-token key slots, empty unless partitionKey.source is jwt.
       'jwt-key-1.pem',

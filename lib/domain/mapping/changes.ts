@@ -171,10 +171,14 @@ export function addCell(
       throw new MappingChangeError(
         `cell \`${cell.id}\`: ${cell.region === undefined ? 'no region given' : `region ${cell.region} is in no home table of the mapping`}; the mapping's tables are ${doc.homes.tables.map((t) => t.regions.join('+')).join(', ')} (add the cell to the fleet file, or convert the mapping again with its regions)`,
       );
-    return changeEachTable(doc, (view, t) => addCell(view, { ...cell, holdsBuckets: cell.holdsBuckets !== false && t === home }, options, weights));
+    const added = changeEachTable(doc, (view, t) =>
+      addCell(view, { ...cell, region: undefined, holdsBuckets: cell.holdsBuckets !== false && t === home }, options, weights),
+    );
+    return { ...added, cells: { ...added.cells, [cell.id]: { ...added.cells[cell.id], region: cell.region } } };
   }
   const state = cell.state ?? 'active';
-  const cells = { ...doc.cells, [cell.id]: { endpoint: cell.endpoint, state, ...(cell.region !== undefined ? { region: cell.region } : {}) } };
+  // One table: no region (a schema-1 document names none).
+  const cells = { ...doc.cells, [cell.id]: { endpoint: cell.endpoint, state } };
   if (state === 'quarantine' || cell.holdsBuckets === false) return next(doc, options, { cells });
 
   const donors = holders(doc);
