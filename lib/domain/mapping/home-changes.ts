@@ -16,7 +16,12 @@ import { bucketCounts, compressBuckets, expandBuckets } from './buckets';
  * (a new region): each new table copies table 0, where its prefixes' keys were. Each cell is given
  * its region. The next steps (`rehomeTable`, one table at a time) move tenants.
  */
-export function convertToHomes(doc: MappingDocument, homes: Homes, regionOf: (cell: string) => string | undefined, options: ChangeOptions): MappingDocument {
+export function convertToHomes(
+  doc: MappingDocument,
+  homes: Homes,
+  regionOf: (cell: string) => string | undefined,
+  options: ChangeOptions,
+): MappingDocument {
   const had = doc.homes?.tables ?? [];
   if (had.length > 1) {
     const same = (a: HomeTable, b: HomeTable | undefined) => JSON.stringify(a) === JSON.stringify(b);
@@ -25,11 +30,13 @@ export function convertToHomes(doc: MappingDocument, homes: Homes, regionOf: (ce
       throw new MappingChangeError(
         `the mapping's home table ${changed} (${had[changed].regions.join('+')}, prefixes ${had[changed].prefixes.join(', ') || 'none'}) is not the fleet's table ${changed}: a table's regions and prefixes never change once published (its tenants would move); list the mapping's tables first, in order, and add new regions after them`,
       );
-    if (homes.tables.length === had.length) throw new MappingChangeError('the mapping already has the fleet file\'s home tables; nothing to convert');
+    if (homes.tables.length === had.length) throw new MappingChangeError("the mapping already has the fleet file's home tables; nothing to convert");
   }
   const missing = Object.keys(doc.cells).filter((id) => regionOf(id) === undefined);
   if (missing.length > 0)
-    throw new MappingChangeError(`cells ${missing.join(', ')} are not in the fleet file: their regions are unknown; add them, or remove them from the mapping first`);
+    throw new MappingChangeError(
+      `cells ${missing.join(', ')} are not in the fleet file: their regions are unknown; add them, or remove them from the mapping first`,
+    );
   const outside = Object.keys(doc.cells).filter((id) => tableOfRegion(homes, regionOf(id)!) === undefined);
   if (outside.length > 0) throw new MappingChangeError(`cells ${outside.join(', ')} are in regions no home table lists`);
   const freeze = doc.freeze;
@@ -37,12 +44,10 @@ export function convertToHomes(doc: MappingDocument, homes: Homes, regionOf: (ce
     throw new MappingChangeError('the mapping has a freeze (a move is in its freeze window); finish or abort the move, then convert');
   const first = tableView(doc, 0).buckets;
   const kept = had.length > 1 ? doc.buckets : [];
-  const added = homes.tables
-    .slice(had.length > 1 ? had.length : 0)
-    .flatMap((_, i) => {
-      const offset = ((had.length > 1 ? had.length : 0) + i) * doc.bucketCount;
-      return first.map((r) => ({ from: r.from + offset, to: r.to + offset, cell: r.cell }));
-    });
+  const added = homes.tables.slice(had.length > 1 ? had.length : 0).flatMap((_, i) => {
+    const offset = ((had.length > 1 ? had.length : 0) + i) * doc.bucketCount;
+    return first.map((r) => ({ from: r.from + offset, to: r.to + offset, cell: r.cell }));
+  });
   const { freeze: _freeze, ...rest } = doc;
   return {
     ...rest,

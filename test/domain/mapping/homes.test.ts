@@ -182,7 +182,9 @@ describe("converting today's document", () => {
     expect(diffMappings(converted, extended).bucketsMoved).toBe(0);
     expect(() => convertToHomes(converted, fleet.homes!, regionOf, { now: NOW })).toThrow(/already has the fleet file's home tables/);
     const reordered = { tables: [more.tables[0], more.tables[2], more.tables[1]] };
-    expect(() => convertToHomes(converted, reordered, regionOf, { now: NOW })).toThrow(/home table 1 \(eu-west-1, prefixes eu-\) is not the fleet's table 1/);
+    expect(() => convertToHomes(converted, reordered, regionOf, { now: NOW })).toThrow(
+      /home table 1 \(eu-west-1, prefixes eu-\) is not the fleet's table 1/,
+    );
     expect(() => convertToHomes(today, fleet.homes!, () => undefined, { now: NOW })).toThrow(/not in the fleet file/);
   });
 });
